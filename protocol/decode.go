@@ -1,0 +1,517 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Command is a typed client → server message that can check itself.
+type Command interface {
+	Typed
+	// Validate reports the first missing or invalid field as an
+	// INVALID_REQUEST *Error naming it.
+	Validate() error
+}
+
+// Scope says which layer a message type belongs to.
+type Scope int
+
+// Scopes of command types.
+const (
+	ScopeUnknown      Scope = iota
+	ScopeAgent              // per-agent (§9): routed by agent_id
+	ScopeOrchestrator       // daemon-level (§10): handled by the daemon
+)
+
+// CommandScope returns the layer of a command type.
+func CommandScope(typ string) Scope {
+	c := newCommand(typ)
+	if c == nil {
+		return ScopeUnknown
+	}
+	if strings.Contains(typ, ".") {
+		return ScopeOrchestrator
+	}
+	return ScopeAgent
+}
+
+func newCommand(typ string) Command {
+	switch typ {
+	case TypePrompt:
+		return &Prompt{}
+	case TypeSteer:
+		return &Steer{}
+	case TypeAbort:
+		return &Abort{}
+	case TypeSetMode:
+		return &SetMode{}
+	case TypeListModes:
+		return &ListModes{}
+	case TypeListModels:
+		return &ListModels{}
+	case TypeSetModel:
+		return &SetModel{}
+	case TypeListReasoningLevels:
+		return &ListReasoningLevels{}
+	case TypeSetReasoningLevel:
+		return &SetReasoningLevel{}
+	case TypeSessionOp:
+		return &SessionOp{}
+	case TypePermissionResponse:
+		return &PermissionResponse{}
+	case TypeUIResponse:
+		return &UIResponse{}
+	case TypeGetSync:
+		return &GetSync{}
+	case TypeAgentList:
+		return &AgentList{}
+	case TypeAgentCreate:
+		return &AgentCreate{}
+	case TypeAgentAttach:
+		return &AgentAttach{}
+	case TypeAgentDetach:
+		return &AgentDetach{}
+	case TypeAgentTerminate:
+		return &AgentTerminate{}
+	case TypeAgentKill:
+		return &AgentKill{}
+	case TypeAgentStatus:
+		return &AgentStatusCmd{}
+	case TypeDaemonShutdown:
+		return &DaemonShutdown{}
+	case TypeWSTicket:
+		return &WSTicket{}
+	case TypeDaemonStatus:
+		return &DaemonStatus{}
+	case TypeWorkspaceCreate:
+		return &WorkspaceCreate{}
+	case TypeWorkspaceAttach:
+		return &WorkspaceAttach{}
+	case TypeWorkspaceList:
+		return &WorkspaceList{}
+	case TypeWorkspaceStatus:
+		return &WorkspaceStatus{}
+	case TypeWorkspaceRetire:
+		return &WorkspaceRetire{}
+	case TypeSubagentCreate:
+		return &SubagentCreate{}
+	case TypeSubagentWait:
+		return &SubagentWait{}
+	case TypeSubagentSteer:
+		return &SubagentSteer{}
+	case TypeSubagentRelaunch:
+		return &SubagentRelaunch{}
+	case TypeSubagentStatus:
+		return &SubagentStatus{}
+	case TypeSubagentStop:
+		return &SubagentStop{}
+	}
+	return nil
+}
+
+// DecodeHeader parses the envelope of one record: it must be a JSON object
+// whose `type` is a non-empty string and whose `id` and `agent_id`, when
+// present, are strings. The returned Header holds whatever was readable even
+// on error (so a response can still carry the command's id).
+func DecodeHeader(rec []byte) (Header, error) {
+	var h Header
+	rec = bytes.TrimSpace(rec)
+	if len(rec) == 0 || rec[0] != '{' {
+		return h, Errorf(CodeInvalidRequest, "message must be a JSON object")
+	}
+	var raw struct {
+		ID      json.RawMessage `json:"id"`
+		Type    json.RawMessage `json:"type"`
+		AgentID json.RawMessage `json:"agent_id"`
+	}
+	if err := json.Unmarshal(rec, &raw); err != nil {
+		return h, Errorf(CodeInvalidRequest, "malformed JSON: %s", jsonErrText(err))
+	}
+	var idErr, agentErr error
+	if raw.ID != nil {
+		idErr = stringField("id", raw.ID, &h.ID)
+	}
+	if raw.AgentID != nil {
+		agentErr = stringField("agent_id", raw.AgentID, &h.AgentID)
+	}
+	if raw.Type == nil || string(raw.Type) == "null" {
+		return h, Errorf(CodeInvalidRequest, `field "type": required`)
+	}
+	if err := stringField("type", raw.Type, &h.Type); err != nil {
+		return h, err
+	}
+	if h.Type == "" {
+		return h, Errorf(CodeInvalidRequest, `field "type": must not be empty`)
+	}
+	if idErr != nil {
+		return h, idErr
+	}
+	return h, agentErr
+}
+
+func stringField(name string, raw json.RawMessage, dst *string) error {
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return Errorf(CodeInvalidRequest, "field %q: expected string, got %s", name, jsonKind(raw))
+	}
+	return nil
+}
+
+func jsonKind(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// DecodeCommand decodes and validates one client command. Errors are
+// INVALID_REQUEST *Error values whose message names the offending field (or
+// the unknown type); the Header is returned as far as it could be read.
+func DecodeCommand(rec []byte) (Command, Header, error) {
+	h, err := DecodeHeader(rec)
+	if err != nil {
+		return nil, h, err
+	}
+	cmd := newCommand(h.Type)
+	if cmd == nil {
+		return nil, h, Errorf(CodeInvalidRequest, "unknown type %q", h.Type)
+	}
+	if err := json.Unmarshal(rec, cmd); err != nil {
+		return nil, h, Errorf(CodeInvalidRequest, "%s", jsonErrText(err))
+	}
+	if err := cmd.Validate(); err != nil {
+		return nil, h, err
+	}
+	return cmd, h, nil
+}
+
+// jsonErrText turns an encoding/json error into a message that names the
+// field, e.g. `field "message": expected string, got number`.
+func jsonErrText(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "(message)"
+		}
+		return fmt.Sprintf("field %q: expected %s, got %s", field, goKind(te.Type.Kind().String()), te.Value)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("malformed JSON at offset %d: %s", se.Offset, se.Error())
+	}
+	return err.Error()
+}
+
+func goKind(k string) string {
+	switch k {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct":
+		return "object"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
+		return "number"
+	}
+	return k
+}
+
+// invalid builds an INVALID_REQUEST error for a field.
+func invalid(field, format string, args ...any) error {
+	return &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("field %q: ", field) + fmt.Sprintf(format, args...)}
+}
+
+func required(field, v string) error {
+	if v == "" {
+		return invalid(field, "required")
+	}
+	return nil
+}
+
+func oneOf(field, v string, allowed ...string) error {
+	if v == "" {
+		return nil
+	}
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return invalid(field, "must be one of %s", strings.Join(allowed, ", "))
+}
+
+// ---- Validate methods ----
+
+// Validate implements Command.
+func (c *Prompt) Validate() error {
+	if c.Message == "" && len(c.Images) == 0 {
+		return invalid("message", "required")
+	}
+	return oneOf("streaming_behavior", c.StreamingBehavior, BehaviorSteer, BehaviorFollowUp)
+}
+
+// Validate implements Command.
+func (c *Steer) Validate() error {
+	if c.Message == "" && len(c.Images) == 0 {
+		return invalid("message", "required")
+	}
+	return nil
+}
+
+// Validate implements Command.
+func (c *Abort) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *SetMode) Validate() error { return required("mode", c.Mode) }
+
+// Validate implements Command.
+func (c *ListModes) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *ListModels) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *SetModel) Validate() error { return required("model", c.Model) }
+
+// Validate implements Command.
+func (c *ListReasoningLevels) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *SetReasoningLevel) Validate() error {
+	if err := required("model", c.Model); err != nil {
+		return err
+	}
+	return required("effort", c.Effort)
+}
+
+// Validate implements Command.
+func (c *SessionOp) Validate() error {
+	if err := required("op", c.Op); err != nil {
+		return err
+	}
+	if err := oneOf("op", c.Op, SessionOpList, SessionOpCompact, SessionOpFork); err != nil {
+		return err
+	}
+	switch c.Op {
+	case SessionOpCompact:
+		if c.Args != nil && c.Args.KeepRecentTokens != nil && *c.Args.KeepRecentTokens <= 0 {
+			return invalid("args.keep_recent_tokens", "must be a positive integer")
+		}
+	case SessionOpFork:
+		if c.Args == nil || c.Args.FromEntryID == "" {
+			return invalid("args.from_entry_id", "required")
+		}
+	}
+	return nil
+}
+
+// Validate implements Command.
+func (c *PermissionResponse) Validate() error {
+	if err := required("request_id", c.RequestID); err != nil {
+		return err
+	}
+	switch {
+	case c.ChoiceID != "" && c.Decision != "":
+		return invalid("choice_id", "choice_id and decision are mutually exclusive")
+	case c.ChoiceID == "" && c.Decision == "":
+		return invalid("decision", "one of choice_id or decision is required")
+	}
+	return oneOf("decision", c.Decision, DecisionAllow, DecisionAllowAlways, DecisionDeny)
+}
+
+// Validate implements Command.
+func (c *UIResponse) Validate() error {
+	if err := required("request_id", c.RequestID); err != nil {
+		return err
+	}
+	v := bytes.TrimSpace(c.Value)
+	if len(v) == 0 {
+		return invalid("value", "required (a string, an array of strings, or null)")
+	}
+	switch v[0] {
+	case 'n', '"':
+		return nil
+	case '[':
+		var ss []string
+		if json.Unmarshal(v, &ss) == nil {
+			return nil
+		}
+	}
+	return invalid("value", "expected a string, an array of strings, or null, got %s", jsonKind(v))
+}
+
+// Validate implements Command.
+func (c *GetSync) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *AgentList) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *AgentCreate) Validate() error {
+	if err := required("cwd", c.Cwd); err != nil {
+		return err
+	}
+	if c.HeadlessPolicy != "" && !ValidHeadlessPolicy(c.HeadlessPolicy) {
+		return invalid("headless_policy", "must be one of deny, allow_if_rule_matches, queue")
+	}
+	if c.Depth != nil && *c.Depth < 0 {
+		return invalid("depth", "must not be negative")
+	}
+	return nil
+}
+
+// Validate implements Command.
+func (c *AgentAttach) Validate() error {
+	if err := required("agent_id", c.AgentID); err != nil {
+		return err
+	}
+	return oneOf("role", c.Role, RoleInteractive, RoleObserver)
+}
+
+// Validate implements Command.
+func (c *AgentDetach) Validate() error { return required("agent_id", c.AgentID) }
+
+// Validate implements Command.
+func (c *AgentTerminate) Validate() error { return required("agent_id", c.AgentID) }
+
+// Validate implements Command.
+func (c *AgentKill) Validate() error { return required("agent_id", c.AgentID) }
+
+// Validate implements Command.
+func (c *AgentStatusCmd) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *DaemonShutdown) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *WSTicket) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *DaemonStatus) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *WorkspaceCreate) Validate() error { return required("cwd", c.Cwd) }
+
+// Validate implements Command.
+func (c *WorkspaceAttach) Validate() error { return required("workspace_id", c.WorkspaceID) }
+
+// Validate implements Command.
+func (c *WorkspaceList) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *WorkspaceStatus) Validate() error { return required("workspace_id", c.WorkspaceID) }
+
+// Validate implements Command.
+func (c *WorkspaceRetire) Validate() error {
+	if err := required("workspace_id", c.WorkspaceID); err != nil {
+		return err
+	}
+	return oneOf("branch_disposition", c.BranchDisposition, "delete_if_merged", "keep", "delete_confirmed")
+}
+
+// Validate implements Command.
+func (c *SubagentCreate) Validate() error {
+	if err := required("parent_agent_id", c.ParentAgentID); err != nil {
+		return err
+	}
+	if err := oneOf("strategy", string(c.Strategy), string(StrategySingle), string(StrategyParallel), string(StrategyChain)); err != nil {
+		return err
+	}
+	if len(c.Tasks) == 0 {
+		if c.Task == "" {
+			return invalid("task", "required (or tasks for a batch)")
+		}
+		if c.Name == "" {
+			return invalid("name", "required")
+		}
+		if c.Strategy != "" && c.Strategy != StrategySingle {
+			return invalid("strategy", "a single task uses strategy single")
+		}
+		return nil
+	}
+	if c.Task != "" || c.Name != "" {
+		return invalid("tasks", "give either name/task or tasks, not both")
+	}
+	if c.Strategy == "" {
+		return invalid("strategy", "required for a batch (parallel or chain)")
+	}
+	for i, t := range c.Tasks {
+		if t.Name == "" {
+			return invalid(fmt.Sprintf("tasks[%d].name", i), "required")
+		}
+		if t.Task == "" {
+			return invalid(fmt.Sprintf("tasks[%d].task", i), "required")
+		}
+	}
+	return nil
+}
+
+// Validate implements Command.
+func (c *SubagentWait) Validate() error {
+	if err := required("parent_agent_id", c.ParentAgentID); err != nil {
+		return err
+	}
+	if len(c.Handles) == 0 {
+		return invalid("handles", "at least one handle is required")
+	}
+	for i, h := range c.Handles {
+		if h == "" {
+			return invalid(fmt.Sprintf("handles[%d]", i), "must not be empty")
+		}
+	}
+	if c.Timeout != nil && *c.Timeout < 0 {
+		return invalid("timeout", "must not be negative")
+	}
+	return oneOf("mode", c.Mode, "any", "all")
+}
+
+// Validate implements Command.
+func (c *SubagentSteer) Validate() error {
+	if err := required("parent_agent_id", c.ParentAgentID); err != nil {
+		return err
+	}
+	if err := required("target", c.Target); err != nil {
+		return err
+	}
+	return required("message", c.Message)
+}
+
+// Validate implements Command.
+func (c *SubagentRelaunch) Validate() error {
+	if err := required("parent_agent_id", c.ParentAgentID); err != nil {
+		return err
+	}
+	if err := required("target", c.Target); err != nil {
+		return err
+	}
+	return required("task", c.Task)
+}
+
+// Validate implements Command.
+func (c *SubagentStatus) Validate() error { return required("parent_agent_id", c.ParentAgentID) }
+
+// Validate implements Command.
+func (c *SubagentStop) Validate() error {
+	if err := required("parent_agent_id", c.ParentAgentID); err != nil {
+		return err
+	}
+	return required("handle", c.Handle)
+}

@@ -1,0 +1,10 @@
+// Package protocol holds the Shard wire protocol: typed messages for every
+// command and event of the per-agent and orchestrator layers, the error-code
+// registry, and the JSONL codec used on stdio and unix sockets.
+//
+// It is a leaf: it imports nothing from the rest of Shard, from protoactor,
+// bbolt or viper, so that clients (shardctl, SDKs, tests) can speak the
+// protocol without pulling in the daemon. The shapes mirror
+// shard-wire-protocol.md field for field; when that document is ambiguous the
+// choice made is written next to the type.
+package protocol

@@ -1,0 +1,141 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+)
+
+func newEvent(typ string) Typed {
+	switch typ {
+	case TypeHello:
+		return &Hello{}
+	case TypeSync:
+		return &Sync{}
+	case TypeStatus:
+		return &Status{}
+	case TypeResponse:
+		return &Response{}
+	case TypeTurnStart:
+		return &TurnStart{}
+	case TypeMessageDelta:
+		return &MessageDelta{}
+	case TypeMessageComplete:
+		return &MessageComplete{}
+	case TypeToolCall:
+		return &ToolCall{}
+	case TypeToolResult:
+		return &ToolResult{}
+	case TypeTurnEnd:
+		return &TurnEnd{}
+	case TypeUsage:
+		return &UsageEvent{}
+	case TypeCompaction:
+		return &Compaction{}
+	case TypeError:
+		return &ErrorEvent{}
+	case TypePermissionRequest:
+		return &PermissionRequest{}
+	case TypePermissionResolved:
+		return &PermissionResolved{}
+	case TypeUIRequest:
+		return &UIRequest{}
+	case TypeUIResolved:
+		return &UIResolved{}
+	case TypeModelChanged:
+		return &ModelChanged{}
+	case TypeModeChanged:
+		return &ModeChanged{}
+	case TypeReasoningLevelChanged:
+		return &ReasoningLevelChanged{}
+	case TypeAgentSpawned:
+		return &AgentSpawned{}
+	case TypeAgentExited:
+		return &AgentExited{}
+	case TypeAgentStatusChanged:
+		return &AgentStatusChanged{}
+	case TypeAgentActivity:
+		return &AgentActivity{}
+	case TypeSubagentRunChanged:
+		return &SubagentRunChanged{}
+	}
+	return nil
+}
+
+// DecodeEvent decodes one server → client record into its typed message.
+// Unknown event types decode to *Unknown so that clients stay forward
+// compatible with additive events.
+func DecodeEvent(rec []byte) (Typed, error) {
+	h, err := DecodeHeader(rec)
+	if err != nil {
+		return nil, err
+	}
+	ev := newEvent(h.Type)
+	if ev == nil {
+		return &Unknown{Header: h, Raw: append(json.RawMessage(nil), rec...)}, nil
+	}
+	if err := json.Unmarshal(rec, ev); err != nil {
+		return nil, Errorf(CodeInvalidRequest, "%s", jsonErrText(err))
+	}
+	return ev, nil
+}
+
+// Unknown is an event of a type this build does not know.
+type Unknown struct {
+	Header
+	Raw json.RawMessage `json:"-"`
+}
+
+// NewResponse builds a successful response record. data may be nil.
+func NewResponse(id, command string, data any) []byte {
+	r := Response{Header: Header{ID: id, Type: TypeResponse}, Command: command, Success: true}
+	if data != nil {
+		r.Data = MustMarshal(data)
+	}
+	return MustMarshal(r)
+}
+
+// NewErrorResponse builds a failed response record from err (see AsError).
+func NewErrorResponse(id, command string, err error) []byte {
+	return MustMarshal(Response{Header: Header{ID: id, Type: TypeResponse}, Command: command, Error: AsError(err)})
+}
+
+// WithAgentID returns rec with the routing agent_id inserted as the first
+// field, without decoding the rest (DESIGN §3 "hot path stays raw"). rec must
+// be a JSON object that has no agent_id yet; runtimes speak the direct
+// protocol, which omits it.
+func WithAgentID(rec []byte, agentID string) []byte {
+	i := bytes.IndexByte(rec, '{')
+	if i < 0 {
+		return rec
+	}
+	q := strconv.Quote(agentID) // agent ids are ASCII; Quote is valid JSON for them
+	out := make([]byte, 0, len(rec)+len(q)+13)
+	out = append(out, rec[:i+1]...)
+	out = append(out, `"agent_id":`...)
+	out = append(out, q...)
+	rest := bytes.TrimLeft(rec[i+1:], " \t\r\n")
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}
+
+// PeekType returns the value of the top-level "type" field of rec cheaply
+// when it is the first field (as every Shard runtime writes it), and falls
+// back to a full envelope decode otherwise. It returns "" when rec has no
+// readable type.
+func PeekType(rec []byte) string {
+	const prefix = `{"type":"`
+	if bytes.HasPrefix(rec, []byte(prefix)) {
+		rest := rec[len(prefix):]
+		if end := bytes.IndexByte(rest, '"'); end > 0 && bytes.IndexByte(rest[:end], '\\') < 0 {
+			return string(rest[:end])
+		}
+	}
+	h, err := DecodeHeader(rec)
+	if err != nil {
+		return ""
+	}
+	return h.Type
+}

@@ -1,0 +1,416 @@
+package protocol
+
+// Orchestrator command types (spec §10.1, §10.1a, §10.3). They never carry a
+// routing agent_id.
+const (
+	TypeAgentList      = "agent.list"
+	TypeAgentCreate    = "agent.create"
+	TypeAgentAttach    = "agent.attach"
+	TypeAgentDetach    = "agent.detach"
+	TypeAgentTerminate = "agent.terminate"
+	TypeAgentKill      = "agent.kill"
+	TypeAgentStatus    = "agent.status"
+	TypeDaemonShutdown = "daemon.shutdown"
+
+	TypeWorkspaceCreate = "workspace.create"
+	TypeWorkspaceAttach = "workspace.attach"
+	TypeWorkspaceList   = "workspace.list"
+	TypeWorkspaceStatus = "workspace.status"
+	TypeWorkspaceRetire = "workspace.retire"
+
+	TypeSubagentCreate   = "subagent.create"
+	TypeSubagentWait     = "subagent.wait"
+	TypeSubagentSteer    = "subagent.steer"
+	TypeSubagentRelaunch = "subagent.relaunch"
+	TypeSubagentStatus   = "subagent.status"
+	TypeSubagentStop     = "subagent.stop"
+
+	// TypeWSTicket is a Shard extension: over the unix socket (local trust,
+	// §4.2) a local process mints a single-use WebSocket upgrade ticket.
+	TypeWSTicket = "ws.ticket"
+
+	// TypeDaemonStatus is a Shard extension: a snapshot of the daemon
+	// itself for operators (shardctl status).
+	TypeDaemonStatus = "daemon.status"
+)
+
+// Orchestrator event types (spec §10.2, §10.3).
+const (
+	TypeAgentSpawned       = "agent_spawned"
+	TypeAgentExited        = "agent_exited"
+	TypeAgentStatusChanged = "agent_status_changed"
+	TypeAgentActivity      = "agent_activity"
+	TypeSubagentRunChanged = "subagent_run_changed"
+	TypeWorkspaceCreated   = "workspace_created"
+	TypeWorkspaceAttached  = "workspace_attached"
+	TypeWorkspaceRetired   = "workspace_retired"
+	TypeWorkspaceConflict  = "workspace_conflict"
+)
+
+// ---- Agent lifecycle commands (§10.1) ----
+
+// AgentList lists every durable agent.
+type AgentList struct{ Header }
+
+// AgentListData is the data of an agent.list or agent.status response.
+type AgentListData struct {
+	Agents []AgentInfo `json:"agents"`
+}
+
+// LaunchPolicy bounds what a managed child may launch in turn.
+type LaunchPolicy struct {
+	MaxTasks int `json:"maxTasks"`
+	MaxDepth int `json:"maxDepth"`
+}
+
+// AgentCreate creates a durable agent.
+type AgentCreate struct {
+	Header
+	Cwd            string        `json:"cwd"`
+	SessionID      string        `json:"session_id,omitempty"`
+	Model          string        `json:"model,omitempty"`
+	Provider       string        `json:"provider,omitempty"`
+	Mode           string        `json:"mode,omitempty"`
+	Tools          []string      `json:"tools,omitempty"`
+	Skills         []string      `json:"skills,omitempty"`
+	HeadlessPolicy string        `json:"headless_policy,omitempty"`
+	Name           string        `json:"name,omitempty"`
+	ParentAgentID  string        `json:"parent_agent_id,omitempty"`
+	SystemPrompt   string        `json:"system_prompt,omitempty"`
+	Depth          *int          `json:"depth,omitempty"`
+	LaunchPolicy   *LaunchPolicy `json:"launch_policy,omitempty"`
+	Alias          string        `json:"alias,omitempty"`
+	DefinitionName string        `json:"definition_name,omitempty"`
+	DisplayName    string        `json:"display_name,omitempty"`
+	Names          []string      `json:"names,omitempty"`
+}
+
+// AgentCreateData is the data of an agent.create response.
+type AgentCreateData struct {
+	AgentID string `json:"agent_id"`
+}
+
+// AgentAttach subscribes the connection to an agent's stream. The target is
+// a payload field here, as in the spec's shape.
+type AgentAttach struct {
+	Header
+	Role string `json:"role,omitempty"`
+}
+
+// AgentAttachData is the data of an agent.attach response.
+type AgentAttachData struct {
+	Status AgentStatus `json:"status"`
+	Info   AgentInfo   `json:"info"`
+}
+
+// AgentDetach unsubscribes the connection from an agent.
+type AgentDetach struct{ Header }
+
+// AgentTerminate is client-owned teardown of an agent's runtime.
+type AgentTerminate struct{ Header }
+
+// AgentTerminateData is the data of an agent.terminate response.
+type AgentTerminateData struct {
+	Deferred bool `json:"deferred"`
+}
+
+// AgentKill stops an agent's runtime by escalation (or at once with Force).
+type AgentKill struct {
+	Header
+	Force bool `json:"force,omitempty"`
+}
+
+// AgentStatusCmd polls one (AgentID set) or all agents.
+type AgentStatusCmd struct{ Header }
+
+// DaemonShutdown stops the daemon.
+type DaemonShutdown struct {
+	Header
+	Force bool `json:"force,omitempty"`
+}
+
+// DaemonStatus asks for the daemon's own status (Shard extension).
+type DaemonStatus struct{ Header }
+
+// DaemonStatusData is the data of a daemon.status response.
+type DaemonStatusData struct {
+	Version         string `json:"version"`
+	ProtocolVersion string `json:"protocol_version"`
+	PID             int    `json:"pid"`
+	StartedAt       int64  `json:"started_at"`
+	UptimeMs        int64  `json:"uptime_ms"`
+	Home            string `json:"home"`
+	WebURL          string `json:"web_url,omitempty"`
+	Connections     int    `json:"connections"`
+	// AgentsByRuntimeState counts agents per runtime state.
+	AgentsByRuntimeState map[RuntimeState]int `json:"agents_by_runtime_state"`
+	// AgentsByStatus counts agents per status.
+	AgentsByStatus map[AgentStatus]int `json:"agents_by_status"`
+	StoreBytes     int64               `json:"store_bytes"`
+}
+
+// WSTicket mints a WebSocket upgrade ticket (unix socket only).
+type WSTicket struct{ Header }
+
+// WSTicketData is the data of a ws.ticket response. The ticket is a secret:
+// it is never logged or persisted.
+type WSTicketData struct {
+	Ticket    string `json:"ticket"`
+	ExpiresAt int64  `json:"expires_at"`
+	URL       string `json:"url"`
+}
+
+// ---- Workspace commands (§10.1a) ----
+
+// WorkspaceCreate creates a git-worktree workspace and launches an agent in it.
+type WorkspaceCreate struct {
+	Header
+	Version           *int   `json:"version,omitempty"`
+	Cwd               string `json:"cwd"`
+	Label             string `json:"label,omitempty"`
+	Branch            string `json:"branch,omitempty"`
+	BaseRef           string `json:"base_ref,omitempty"`
+	IntegrationTarget string `json:"integration_target,omitempty"`
+	Title             string `json:"title,omitempty"`
+	Name              string `json:"name,omitempty"`
+	Model             string `json:"model,omitempty"`
+	Provider          string `json:"provider,omitempty"`
+	Mode              string `json:"mode,omitempty"`
+}
+
+// WorkspaceAttach launches a fresh agent in an existing workspace.
+type WorkspaceAttach struct {
+	Header
+	Version     *int   `json:"version,omitempty"`
+	WorkspaceID string `json:"workspace_id"`
+	Title       string `json:"title,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Model       string `json:"model,omitempty"`
+	Provider    string `json:"provider,omitempty"`
+	Mode        string `json:"mode,omitempty"`
+}
+
+// WorkspaceList lists workspaces.
+type WorkspaceList struct {
+	Header
+	Version        *int   `json:"version,omitempty"`
+	Cwd            string `json:"cwd,omitempty"`
+	IncludeRetired bool   `json:"include_retired,omitempty"`
+}
+
+// WorkspaceStatus describes one workspace.
+type WorkspaceStatus struct {
+	Header
+	Version     *int   `json:"version,omitempty"`
+	WorkspaceID string `json:"workspace_id"`
+}
+
+// WorkspaceRetire retires a workspace.
+type WorkspaceRetire struct {
+	Header
+	Version           *int   `json:"version,omitempty"`
+	WorkspaceID       string `json:"workspace_id"`
+	BranchDisposition string `json:"branch_disposition,omitempty"`
+}
+
+// ---- Orchestrator events (§10.2) ----
+
+// AgentSpawned reports a newly created agent.
+type AgentSpawned struct {
+	Header
+	Info AgentInfo `json:"info"`
+}
+
+// AgentExited reports a runtime generation that ended unexpectedly.
+type AgentExited struct {
+	Header
+	RuntimeState RuntimeState `json:"runtime_state"`
+	Reason       string       `json:"reason"`
+	ExitCode     *int         `json:"exit_code,omitempty"`
+}
+
+// AgentStatusChanged reports a status or runtime-state change.
+type AgentStatusChanged struct {
+	Header
+	Status       AgentStatus  `json:"status"`
+	RuntimeState RuntimeState `json:"runtime_state"`
+	Detail       string       `json:"detail,omitempty"`
+}
+
+// Activity phases of agent_activity.
+const (
+	PhaseIdle       = "idle"
+	PhaseThinking   = "thinking"
+	PhaseStreaming  = "streaming"
+	PhaseTool       = "tool"
+	PhaseWaiting    = "waiting"
+	PhaseCompacting = "compacting"
+	PhaseRetrying   = "retrying"
+	PhaseError      = "error"
+)
+
+// AgentActivity is the global, sanitized activity overview: never prompts,
+// text, arguments, results or paths.
+type AgentActivity struct {
+	Header
+	Timestamp int64       `json:"timestamp"`
+	Phase     string      `json:"phase"`
+	Status    AgentStatus `json:"status"`
+	ToolName  string      `json:"tool_name,omitempty"`
+}
+
+// ---- Subagent job commands (§10.3) ----
+
+// TaskSpec is one named task of a batch subagent.create. Task text is
+// private: it never appears in responses, events or logs.
+type TaskSpec struct {
+	Name string `json:"name"`
+	Task string `json:"task"`
+}
+
+// SubagentCreate accepts a durable background job.
+type SubagentCreate struct {
+	Header
+	ParentAgentID string      `json:"parent_agent_id"`
+	Name          string      `json:"name,omitempty"`
+	Task          string      `json:"task,omitempty"`
+	Tasks         []TaskSpec  `json:"tasks,omitempty"`
+	Strategy      JobStrategy `json:"strategy,omitempty"`
+	Model         string      `json:"model,omitempty"`
+	Provider      string      `json:"provider,omitempty"`
+	Mode          string      `json:"mode,omitempty"`
+	// RequestID makes create idempotent (issue 4): a repeat returns the
+	// original job.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// CreatedRun is one run in a subagent.create response.
+type CreatedRun struct {
+	RunID          string   `json:"run_id"`
+	Index          int      `json:"index"`
+	Name           string   `json:"name"`
+	State          RunState `json:"state"`
+	AgentID        string   `json:"agent_id"`
+	Alias          string   `json:"alias"`
+	DefinitionName string   `json:"definition_name,omitempty"`
+	DisplayName    string   `json:"display_name,omitempty"`
+}
+
+// SubagentCreateData is the data of a subagent.create response.
+type SubagentCreateData struct {
+	JobID    string       `json:"job_id"`
+	Strategy JobStrategy  `json:"strategy"`
+	Runs     []CreatedRun `json:"runs"`
+}
+
+// SubagentWait waits for handles to become terminal. Timeout is in seconds;
+// nil waits forever and 0 polls.
+type SubagentWait struct {
+	Header
+	ParentAgentID string   `json:"parent_agent_id"`
+	Handles       []string `json:"handles"`
+	Mode          string   `json:"mode,omitempty"`
+	Timeout       *float64 `json:"timeout,omitempty"`
+}
+
+// SubagentWaitData is the data of a subagent.wait response. AggregateState
+// is a JobState or "mixed".
+type SubagentWaitData struct {
+	TimedOut       bool          `json:"timed_out"`
+	AggregateState string        `json:"aggregate_state"`
+	Runs           []RunSnapshot `json:"runs"`
+}
+
+// SubagentSteer steers an actively executing run.
+type SubagentSteer struct {
+	Header
+	ParentAgentID string `json:"parent_agent_id"`
+	Target        string `json:"target"`
+	Message       string `json:"message"`
+}
+
+// SubagentSteerData is the data of a subagent.steer response.
+type SubagentSteerData struct {
+	Status        string `json:"status"` // injected | conflict
+	RunID         string `json:"run_id"`
+	TurnID        string `json:"turn_id,omitempty"`
+	CorrelationID string `json:"correlation_id"`
+}
+
+// SubagentRelaunch starts a new job on an existing idle child.
+type SubagentRelaunch struct {
+	Header
+	ParentAgentID string `json:"parent_agent_id"`
+	Target        string `json:"target"`
+	Task          string `json:"task"`
+}
+
+// SubagentRelaunchData is the data of a subagent.relaunch response.
+type SubagentRelaunchData struct {
+	JobID          string   `json:"job_id"`
+	RunID          string   `json:"run_id"`
+	AgentID        string   `json:"agent_id"`
+	Alias          string   `json:"alias"`
+	DefinitionName string   `json:"definition_name,omitempty"`
+	DisplayName    string   `json:"display_name,omitempty"`
+	State          RunState `json:"state"`
+}
+
+// SubagentStatus asks for authoritative agent/job/run snapshots.
+type SubagentStatus struct {
+	Header
+	ParentAgentID string   `json:"parent_agent_id"`
+	Targets       []string `json:"targets,omitempty"`
+}
+
+// SubagentAgentStatus is one agent entry of a subagent.status response.
+type SubagentAgentStatus struct {
+	AgentID        string       `json:"agent_id"`
+	Alias          string       `json:"alias,omitempty"`
+	DefinitionName string       `json:"definition_name,omitempty"`
+	DisplayName    string       `json:"display_name,omitempty"`
+	ParentAgentID  string       `json:"parent_agent_id,omitempty"`
+	Run            *RunSnapshot `json:"run,omitempty"`
+}
+
+// SubagentStatusData is the data of a subagent.status response.
+type SubagentStatusData struct {
+	Agents []SubagentAgentStatus `json:"agents"`
+	Jobs   []JobSnapshot         `json:"jobs,omitempty"`
+}
+
+// SubagentStop cancels a job or a run.
+type SubagentStop struct {
+	Header
+	ParentAgentID string `json:"parent_agent_id"`
+	Handle        string `json:"handle"`
+}
+
+// CancelledRun is one entry of a subagent.stop response.
+type CancelledRun struct {
+	RunID   string   `json:"run_id"`
+	AgentID string   `json:"agent_id,omitempty"`
+	State   RunState `json:"state"`
+}
+
+// SubagentStopData is the data of a subagent.stop response.
+type SubagentStopData struct {
+	Cancelled []CancelledRun `json:"cancelled"`
+	JobID     string         `json:"job_id,omitempty"`
+}
+
+// SubagentRunChanged reports a persisted run-state transition to the owning
+// parent's connections.
+type SubagentRunChanged struct {
+	Header
+	ParentAgentID  string   `json:"parent_agent_id"`
+	JobID          string   `json:"job_id"`
+	RunID          string   `json:"run_id"`
+	Alias          string   `json:"alias,omitempty"`
+	DefinitionName string   `json:"definition_name,omitempty"`
+	DisplayName    string   `json:"display_name,omitempty"`
+	State          RunState `json:"state"`
+	PreviousState  RunState `json:"previous_state,omitempty"`
+	Error          string   `json:"error,omitempty"`
+	EndedAt        int64    `json:"ended_at,omitempty"`
+}

@@ -1,0 +1,315 @@
+package protocol
+
+// Version is the protocol version this build speaks (spec §7).
+const Version = "0.1.0"
+
+// AgentStatus is an agent's activity state (spec §9.1).
+type AgentStatus string
+
+// Agent statuses.
+const (
+	StatusIdle                 AgentStatus = "idle"
+	StatusStreaming            AgentStatus = "streaming"
+	StatusWaitingForPermission AgentStatus = "waiting_for_permission"
+	StatusWaitingForUI         AgentStatus = "waiting_for_ui"
+	StatusCompacting           AgentStatus = "compacting"
+	StatusError                AgentStatus = "error"
+)
+
+// Active reports whether the status is one that must never be reaped
+// (spec §6.4: streaming, waiting_for_permission, waiting_for_ui, compacting).
+func (s AgentStatus) Active() bool {
+	switch s {
+	case StatusStreaming, StatusWaitingForPermission, StatusWaitingForUI, StatusCompacting:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is a registered status.
+func (s AgentStatus) Valid() bool {
+	return s == StatusIdle || s == StatusError || s.Active()
+}
+
+// RuntimeState is the state of an Agent's Runtime generation.
+//
+// The spec uses the type (AgentInfo, agent_status_changed) and pins only
+// "failed" (agent_exited). Shard's choice: a Runtime is "stopped" (no process;
+// restored on demand), "starting" (spawned, not yet ready), "running" (hello
+// and first sync seen), "stopping" (teardown in progress) or "failed" (the
+// last generation crashed or never became ready; retry is safe).
+type RuntimeState string
+
+// Runtime states.
+const (
+	RuntimeStopped  RuntimeState = "stopped"
+	RuntimeStarting RuntimeState = "starting"
+	RuntimeRunning  RuntimeState = "running"
+	RuntimeStopping RuntimeState = "stopping"
+	RuntimeFailed   RuntimeState = "failed"
+)
+
+// Image is an inline image attachment (base64 data).
+type Image struct {
+	Type     string `json:"type"`
+	Data     string `json:"data"`
+	MimeType string `json:"mime_type"`
+}
+
+// ModelDescriptor describes a selectable model (secret-free).
+type ModelDescriptor struct {
+	ID            string `json:"id"`
+	Provider      string `json:"provider"`
+	Model         string `json:"model"`
+	ContextWindow int    `json:"context_window,omitempty"`
+}
+
+// ModeDescriptor describes a mode in the list_modes catalog.
+type ModeDescriptor struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
+// Message is one conversation message of the live window.
+type Message struct {
+	ID      string         `json:"id"`
+	Role    string         `json:"role"` // "user" | "assistant"
+	Content []ContentBlock `json:"content"`
+}
+
+// Content block types.
+const (
+	BlockText       = "text"
+	BlockToolCall   = "tool_call"
+	BlockToolResult = "tool_result"
+	BlockThinking   = "thinking"
+)
+
+// ContentBlock is the tagged union of message content (spec §11). Type
+// selects which of the remaining fields are meaningful.
+type ContentBlock struct {
+	Type       string             `json:"type"`
+	Text       string             `json:"text,omitempty"`         // text, thinking
+	ID         string             `json:"id,omitempty"`           // tool_call
+	Name       string             `json:"name,omitempty"`         // tool_call
+	Args       map[string]any     `json:"args,omitempty"`         // tool_call
+	ToolCallID string             `json:"tool_call_id,omitempty"` // tool_result
+	Content    *ToolResultContent `json:"content,omitempty"`      // tool_result
+	IsError    bool               `json:"is_error,omitempty"`     // tool_result
+}
+
+// ToolResultContent is the tagged union of tool output (spec §11):
+// kind "text" (Text), "json" (Value) or "error" (Message).
+type ToolResultContent struct {
+	Kind    string `json:"kind"`
+	Text    string `json:"text,omitempty"`
+	Value   any    `json:"value,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// RenderDescriptor is the closed set of client-neutral render hints
+// (spec §11). Kind selects the meaningful fields.
+type RenderDescriptor struct {
+	Kind string `json:"kind"`
+
+	Text       string      `json:"text,omitempty"`       // text, code
+	Pairs      []KV        `json:"pairs,omitempty"`      // kv
+	Path       string      `json:"path,omitempty"`       // diff, code
+	Hunks      []Hunk      `json:"hunks,omitempty"`      // diff
+	Root       *TreeNode   `json:"root,omitempty"`       // tree
+	Label      string      `json:"label,omitempty"`      // progress, status
+	Current    *int64      `json:"current,omitempty"`    // progress
+	Total      *int64      `json:"total,omitempty"`      // progress
+	Tone       string      `json:"tone,omitempty"`       // status
+	Command    string      `json:"command,omitempty"`    // command
+	ExitCode   *int        `json:"exitCode,omitempty"`   // command
+	DurationMs *int64      `json:"durationMs,omitempty"` // command
+	Paths      []PathEntry `json:"paths,omitempty"`      // path_list
+	Lang       string      `json:"lang,omitempty"`       // code
+}
+
+// KV is one pair of a "kv" render descriptor.
+type KV struct {
+	K string `json:"k"`
+	V string `json:"v"`
+}
+
+// Hunk is one unified-diff hunk. The spec leaves it underspecified (P6);
+// Shard uses the standard unified-diff header numbers plus the raw lines.
+type Hunk struct {
+	OldStart int      `json:"old_start"`
+	OldLines int      `json:"old_lines"`
+	NewStart int      `json:"new_start"`
+	NewLines int      `json:"new_lines"`
+	Lines    []string `json:"lines"`
+}
+
+// TreeNode is a nested-list node (spec P6: underspecified; name + children).
+type TreeNode struct {
+	Name     string     `json:"name"`
+	Children []TreeNode `json:"children,omitempty"`
+}
+
+// PathEntry is one entry of a "path_list" render descriptor.
+type PathEntry struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"` // "file" | "dir"
+	Hint string `json:"hint,omitempty"`
+}
+
+// Usage counts tokens for a provider call or a turn.
+type Usage struct {
+	Input         int64   `json:"input"`
+	Output        int64   `json:"output"`
+	CacheRead     int64   `json:"cache_read,omitempty"`
+	CacheWrite    int64   `json:"cache_write,omitempty"`
+	Cost          float64 `json:"cost,omitempty"`
+	ContextTokens int64   `json:"context_tokens,omitempty"`
+	Model         string  `json:"model,omitempty"`
+}
+
+// AgentInfo is the public projection of an Agent (spec §11). It never
+// carries prompts, task text or credentials.
+type AgentInfo struct {
+	AgentID        string       `json:"agent_id"`
+	Name           string       `json:"name,omitempty"`
+	Cwd            string       `json:"cwd"`
+	Model          string       `json:"model,omitempty"`
+	Provider       string       `json:"provider,omitempty"`
+	Mode           string       `json:"mode,omitempty"`
+	Status         AgentStatus  `json:"status"`
+	RuntimeState   RuntimeState `json:"runtime_state"`
+	CreatedAt      int64        `json:"created_at"`
+	Usage          *Usage       `json:"usage,omitempty"`
+	ParentAgentID  string       `json:"parent_agent_id,omitempty"`
+	Alias          string       `json:"alias,omitempty"`
+	DefinitionName string       `json:"definition_name,omitempty"`
+	DisplayName    string       `json:"display_name,omitempty"`
+}
+
+// PermissionDetail is server-authored presentation data of a permission request.
+type PermissionDetail struct {
+	Label  string `json:"label,omitempty"`
+	Value  string `json:"value"`
+	Format string `json:"format,omitempty"` // text | command | path | code
+}
+
+// PermissionChoice is one structured, server-defined answer to a permission request.
+type PermissionChoice struct {
+	ID          string `json:"id"`
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+	Accelerator string `json:"accelerator,omitempty"`
+	Intent      string `json:"intent"` // allow | persist | deny
+}
+
+// Permission decisions (legacy semantic form).
+const (
+	DecisionAllow       = "allow"
+	DecisionAllowAlways = "allow_always"
+	DecisionDeny        = "deny"
+)
+
+// Headless policies (agent.create headless_policy).
+const (
+	HeadlessDeny               = "deny"
+	HeadlessAllowIfRuleMatches = "allow_if_rule_matches"
+	HeadlessQueue              = "queue"
+)
+
+// ValidHeadlessPolicy reports whether p is a registered headless policy.
+func ValidHeadlessPolicy(p string) bool {
+	return p == HeadlessDeny || p == HeadlessAllowIfRuleMatches || p == HeadlessQueue
+}
+
+// Attachment roles (agent.attach role).
+const (
+	RoleInteractive = "interactive"
+	RoleObserver    = "observer"
+)
+
+// JobState is the derived state of a subagent job (spec §11.2).
+type JobState string
+
+// Job states.
+const (
+	JobQueued    JobState = "queued"
+	JobRunning   JobState = "running"
+	JobCompleted JobState = "completed"
+	JobFailed    JobState = "failed"
+	JobCancelled JobState = "cancelled"
+)
+
+// RunState is the state of one run of a subagent job (spec §11.2).
+type RunState string
+
+// Run states.
+const (
+	RunQueued      RunState = "queued"
+	RunStarting    RunState = "starting"
+	RunActive      RunState = "active"
+	RunCompleted   RunState = "completed"
+	RunFailed      RunState = "failed"
+	RunTimedOut    RunState = "timed_out"
+	RunCancelled   RunState = "cancelled"
+	RunInterrupted RunState = "interrupted"
+)
+
+// Terminal reports whether a run in state s can never change again.
+func (s RunState) Terminal() bool {
+	switch s {
+	case RunCompleted, RunFailed, RunTimedOut, RunCancelled, RunInterrupted:
+		return true
+	}
+	return false
+}
+
+// JobStrategy is how a job's runs are scheduled.
+type JobStrategy string
+
+// Job strategies.
+const (
+	StrategySingle   JobStrategy = "single"
+	StrategyParallel JobStrategy = "parallel"
+	StrategyChain    JobStrategy = "chain"
+)
+
+// RunUsage is the token usage recorded for a run.
+type RunUsage struct {
+	Input  int64 `json:"input"`
+	Output int64 `json:"output"`
+}
+
+// RunSnapshot is the public view of one run (spec §11.2). FinalText is set
+// only for the owning parent.
+type RunSnapshot struct {
+	JobID          string    `json:"job_id"`
+	RunID          string    `json:"run_id"`
+	Index          int       `json:"index"`
+	Name           string    `json:"name"`
+	AgentID        string    `json:"agent_id,omitempty"`
+	Alias          string    `json:"alias,omitempty"`
+	DefinitionName string    `json:"definition_name,omitempty"`
+	DisplayName    string    `json:"display_name,omitempty"`
+	State          RunState  `json:"state"`
+	Deadline       int64     `json:"deadline,omitempty"`
+	FinalText      string    `json:"final_text,omitempty"`
+	Usage          *RunUsage `json:"usage,omitempty"`
+	Error          string    `json:"error,omitempty"`
+	StartedAt      int64     `json:"started_at,omitempty"`
+	EndedAt        int64     `json:"ended_at,omitempty"`
+}
+
+// JobSnapshot is the public view of a job (spec §11.2); task specs are private
+// and never part of it.
+type JobSnapshot struct {
+	JobID         string        `json:"job_id"`
+	ParentAgentID string        `json:"parent_agent_id"`
+	Strategy      JobStrategy   `json:"strategy"`
+	State         JobState      `json:"state"`
+	Runs          []RunSnapshot `json:"runs"`
+	ChainStep     *int          `json:"chain_step,omitempty"`
+	StoppedAt     int64         `json:"stopped_at,omitempty"`
+	CreatedAt     int64         `json:"created_at"`
+	EndedAt       int64         `json:"ended_at,omitempty"`
+}
