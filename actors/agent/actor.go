@@ -1,0 +1,785 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/actors/runtime"
+	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+	"github.com/shard-dev/shard/supervisor"
+)
+
+// RuntimeConfig says how runtimes are started and stopped.
+type RuntimeConfig struct {
+	// Path and Args are the runtime command ("shardd agent --headless").
+	Path string
+	Args []string
+	// Env is the base environment of every runtime; the agent adds
+	// SHARD_AGENT_ID, SHARD_SESSION_ID, SHARD_AGENT_MODE and SHARD_AGENT_MODEL.
+	Env []string
+	// SessionsDir holds sessions/<session_id>; LogDir holds agents/<id>.log.
+	SessionsDir, LogDir string
+
+	StartTimeout time.Duration // readiness bound (runtime.start_timeout)
+	IdleTimeout  time.Duration // reaping after inactivity (runtime.idle_timeout)
+	AbortGrace   time.Duration // kill.abort_grace
+	TermGrace    time.Duration // kill.term_grace
+	// HeadlessPolicy is the default for agents whose manifest names none.
+	HeadlessPolicy string
+}
+
+// Deps are the agent actor's collaborators.
+type Deps struct {
+	Runtime RuntimeConfig
+	Hub     *outbox.Hub
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+type attachment struct {
+	client   *Client
+	role     string
+	live     bool   // false while reserved: waiting for its sync
+	attachID string // the agent.attach id, answered when the sync is sent
+}
+
+// inflight is a command forwarded to the runtime under a daemon id.
+type inflight struct {
+	client   *Client // nil for the daemon's own commands
+	clientID string
+	command  string
+	attach   []uint64 // get_sync: clients waiting for their sync
+}
+
+// openRequest is a permission/UI request no response has won yet.
+type openRequest struct {
+	kind    string // permission_request | ui_request
+	options map[string]bool
+	choices map[string]bool
+}
+
+type waiter struct {
+	client *Client
+	header protocol.Header
+}
+
+// Actor is the agent actor. Create it with Props.
+type Actor struct {
+	deps Deps
+	m    store.Agent
+
+	sys  *actor.ActorSystem
+	self *actor.PID
+	log  *slog.Logger
+
+	status   protocol.AgentStatus
+	rstate   protocol.RuntimeState
+	mode     string
+	usage    protocol.Usage
+	phase    string
+	phaseArg string
+
+	epoch    int64
+	rt       *actor.PID
+	ready    bool
+	gotHello bool
+	caps     []string
+
+	attached      map[uint64]*attachment
+	pendingAttach []uint64
+	startWaiters  []waiter
+	queued        []*Request
+	inflight      map[string]*inflight
+	seq           int
+	open          map[string]*openRequest
+
+	esc               *supervisor.Escalation
+	escGen            int
+	stopping          bool
+	startFailed       string
+	terminateWhenIdle bool
+	killWaiters       []waiter
+	idleGen           int
+	idleSince         time.Time
+	draining          bool
+}
+
+// Props returns the props of the actor for manifest m.
+func Props(m store.Agent, deps Deps) *actor.Props {
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Actor{
+			deps:     deps,
+			m:        m,
+			status:   protocol.StatusIdle,
+			rstate:   protocol.RuntimeStopped,
+			mode:     m.Mode,
+			epoch:    -1,
+			attached: make(map[uint64]*attachment),
+			inflight: make(map[string]*inflight),
+			open:     make(map[string]*openRequest),
+		}
+	}, actor.WithSupervisor(supervisor.StopOnFailure()))
+}
+
+// Receive implements actor.Actor.
+func (a *Actor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.sys, a.self = c.ActorSystem(), c.Self()
+		a.log = a.deps.Logger.With("agent_id", a.m.AgentID)
+		a.notifyInfo(c)
+	case *Request:
+		a.onRequest(c, m)
+	case *runtime.Output:
+		if m.Epoch == a.epoch && a.rt != nil {
+			a.onOutput(c, m.Line)
+		}
+	case *runtime.Exited:
+		if m.Epoch == a.epoch && a.rt != nil {
+			a.onExited(c, m)
+		}
+	case *actor.Terminated:
+		a.onTerminated(c, m)
+	case *Shutdown:
+		a.onShutdown(c, m)
+	case *startTimeout:
+		if m.epoch == a.epoch && a.rt != nil && !a.ready {
+			a.startFailed = fmt.Sprintf("runtime not ready within %s", a.deps.Runtime.StartTimeout)
+			a.stopRuntime(c, supervisor.StopForce)
+		}
+	case *idleTick:
+		a.onIdleTick(c, m)
+	case *escTimer:
+		if m.epoch == a.epoch && m.gen == a.escGen && a.esc != nil && a.rt != nil {
+			act, wait := a.esc.Timeout()
+			a.perform(c, act, wait)
+		}
+	case *actor.Stopping:
+		a.failAll(protocol.Errorf(protocol.CodeInternal, "agent stopped"))
+	case *actor.Stopped, *actor.Restarting:
+	default:
+		a.log.Warn("agent actor: unexpected message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// ---- client requests ----
+
+func (a *Actor) onRequest(c actor.Context, r *Request) {
+	switch r.Header.Type {
+	case protocol.TypeAgentCreate:
+		if a.ready {
+			r.Client.Send(protocol.NewResponse(r.Header.ID, r.Header.Type, protocol.AgentCreateData{AgentID: a.m.AgentID}))
+			return
+		}
+		a.startWaiters = append(a.startWaiters, waiter{r.Client, r.Header})
+		a.ensureRuntime(c)
+	case protocol.TypeAgentAttach:
+		a.attach(c, r)
+	case protocol.TypeAgentDetach:
+		a.detach(c, r.Client)
+		r.Client.Send(protocol.NewResponse(r.Header.ID, r.Header.Type, nil))
+	case protocol.TypeAgentTerminate:
+		a.terminate(c, r)
+	case protocol.TypeAgentKill:
+		a.kill(c, r)
+	default:
+		a.forward(c, r)
+	}
+}
+
+func (a *Actor) attach(c actor.Context, r *Request) {
+	role := r.Cmd.(*protocol.AgentAttach).Role
+	if role == "" {
+		role = protocol.RoleInteractive
+	}
+	att := a.attached[r.Client.ID]
+	if att == nil {
+		att = &attachment{client: r.Client}
+		a.attached[r.Client.ID] = att
+		c.Watch(r.Client.PID)
+	}
+	// A repeated attach re-reserves the connection and resyncs it.
+	att.role, att.live, att.attachID = role, false, r.Header.ID
+	if a.ready && !a.stopping {
+		a.requestSync(c, []uint64{r.Client.ID})
+		return
+	}
+	a.pendingAttach = append(a.pendingAttach, r.Client.ID)
+	a.ensureRuntime(c)
+}
+
+func (a *Actor) detach(c actor.Context, cl *Client) {
+	if _, ok := a.attached[cl.ID]; !ok {
+		return
+	}
+	delete(a.attached, cl.ID)
+	c.Unwatch(cl.PID)
+}
+
+func (a *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
+	if a.rt != nil && m.Who.Equal(a.rt) {
+		// The runtime actor died without reporting an exit (a panic).
+		a.onExited(c, &runtime.Exited{Epoch: a.epoch, ExitCode: -1, Reason: "runtime actor failed"})
+		return
+	}
+	for id, att := range a.attached {
+		if att.client.PID.Equal(m.Who) {
+			delete(a.attached, id)
+		}
+	}
+}
+
+func (a *Actor) terminate(c actor.Context, r *Request) {
+	respond := func(deferred bool) {
+		r.Client.Send(protocol.NewResponse(r.Header.ID, r.Header.Type, protocol.AgentTerminateData{Deferred: deferred}))
+	}
+	switch {
+	case a.rt == nil || a.stopping:
+		respond(false)
+	case !a.ready || a.status.Active():
+		a.terminateWhenIdle = true
+		respond(true)
+	default:
+		a.stopRuntime(c, supervisor.StopGraceful)
+		respond(false)
+	}
+}
+
+func (a *Actor) kill(c actor.Context, r *Request) {
+	if a.rt == nil {
+		r.Client.Send(protocol.NewResponse(r.Header.ID, r.Header.Type, nil))
+		return
+	}
+	// Shard's choice: agent.kill answers once the process is gone, so a
+	// successful response means no runtime is left.
+	a.killWaiters = append(a.killWaiters, waiter{r.Client, r.Header})
+	mode := supervisor.StopEscalate
+	if r.Cmd.(*protocol.AgentKill).Force {
+		mode = supervisor.StopForce
+	}
+	a.stopRuntime(c, mode)
+}
+
+// readOnly lists the per-agent commands an observer may send.
+func readOnly(typ string) bool {
+	switch typ {
+	case protocol.TypeListModes, protocol.TypeListModels, protocol.TypeListReasoningLevels:
+		return true
+	}
+	return false
+}
+
+func (a *Actor) forward(c actor.Context, r *Request) {
+	att := a.attached[r.Client.ID]
+	if att == nil {
+		r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type,
+			protocol.Errorf(protocol.CodeNotAttached, "connection is not attached to agent %s", a.m.AgentID)))
+		return
+	}
+	if att.role == protocol.RoleObserver && !readOnly(r.Header.Type) {
+		r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type,
+			protocol.Errorf(protocol.CodePermissionDenied, "observer attachments are read-only")))
+		return
+	}
+	switch r.Header.Type {
+	case protocol.TypePermissionResponse, protocol.TypeUIResponse:
+		a.answer(c, r, att)
+		return
+	case protocol.TypeAbort:
+		if !a.ready {
+			r.Client.Send(protocol.NewResponse(r.Header.ID, r.Header.Type, nil)) // nothing runs
+			return
+		}
+	case protocol.TypeListModes, protocol.TypeListModels, protocol.TypeListReasoningLevels:
+		// Catalog reads never wake a stopped runtime (spec §9.2).
+		if !a.ready || a.stopping {
+			r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type,
+				protocol.Errorf(protocol.CodeConflict, "runtime is not running; %s does not start it", r.Header.Type)))
+			return
+		}
+	}
+	if !a.ready || a.stopping {
+		a.queued = append(a.queued, r)
+		a.ensureRuntime(c)
+		return
+	}
+	a.send(r.Client, r.Header, r.Raw, nil)
+}
+
+// answer applies first-valid-response-wins (spec §6.3, §9.5).
+func (a *Actor) answer(c actor.Context, r *Request, att *attachment) {
+	var reqID string
+	switch cmd := r.Cmd.(type) {
+	case *protocol.PermissionResponse:
+		reqID = cmd.RequestID
+	case *protocol.UIResponse:
+		reqID = cmd.RequestID
+	}
+	o := a.open[reqID]
+	if o == nil || !a.ready {
+		// Already answered, withdrawn or unknown: discarded silently (§6.3).
+		r.Client.Send(protocol.NewResponse(r.Header.ID, r.Header.Type, nil))
+		return
+	}
+	bad := func(format string, args ...any) {
+		r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type, protocol.Errorf(protocol.CodeInvalidRequest, format, args...)))
+	}
+	switch cmd := r.Cmd.(type) {
+	case *protocol.PermissionResponse:
+		if o.kind != protocol.TypePermissionRequest {
+			bad("request %s is not a permission request", reqID)
+			return
+		}
+		if cmd.ChoiceID != "" && !o.choices[cmd.ChoiceID] {
+			bad("unknown choice_id %q for request %s", cmd.ChoiceID, reqID) // request stays open
+			return
+		}
+		if cmd.Decision != "" && len(o.options) > 0 && !o.options[cmd.Decision] {
+			bad("decision %q is not offered by request %s", cmd.Decision, reqID)
+			return
+		}
+	case *protocol.UIResponse:
+		if o.kind != protocol.TypeUIRequest {
+			bad("request %s is not a UI request", reqID)
+			return
+		}
+	}
+	delete(a.open, reqID) // this response wins
+	raw, err := setFields(r.Raw, map[string]any{"source": att.client.Source})
+	if err != nil {
+		bad("%v", err)
+		return
+	}
+	a.send(r.Client, r.Header, raw, nil)
+}
+
+// send forwards a command to the runtime under a fresh daemon id (DESIGN §4:
+// clients choose their own ids, so two clients may reuse one).
+func (a *Actor) send(cl *Client, h protocol.Header, raw []byte, attach []uint64) {
+	a.seq++
+	did := "d-" + strconv.Itoa(a.seq)
+	out, err := setFields(raw, map[string]any{"id": did, "agent_id": nil})
+	if err != nil {
+		if cl != nil {
+			cl.Send(protocol.NewErrorResponse(h.ID, h.Type, protocol.Errorf(protocol.CodeInvalidRequest, "%v", err)))
+		}
+		return
+	}
+	a.inflight[did] = &inflight{client: cl, clientID: h.ID, command: h.Type, attach: attach}
+	a.sys.Root.Send(a.rt, &runtime.Write{Line: out})
+}
+
+// setFields rewrites top-level fields of a JSON object; a nil value deletes.
+func setFields(raw []byte, fields map[string]any) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("rewrite command: %w", err)
+	}
+	for k, v := range fields {
+		if v == nil {
+			delete(obj, k)
+			continue
+		}
+		obj[k] = protocol.MustMarshal(v)
+	}
+	return protocol.Marshal(obj)
+}
+
+func (a *Actor) requestSync(c actor.Context, clients []uint64) {
+	a.send(nil, protocol.Header{Type: protocol.TypeGetSync}, []byte(`{"type":"get_sync"}`), clients)
+}
+
+func (a *Actor) internal(typ string, fields map[string]any) {
+	fields["type"] = typ
+	a.send(nil, protocol.Header{Type: typ}, protocol.MustMarshal(fields), nil)
+}
+
+// ---- runtime output ----
+
+func (a *Actor) onOutput(c actor.Context, line []byte) {
+	typ := protocol.PeekType(line)
+	if !a.ready {
+		a.onStartupOutput(c, typ, line)
+		return
+	}
+	switch typ {
+	case protocol.TypeResponse:
+		a.onResponse(c, line)
+		return
+	case protocol.TypeStatus:
+		var ev protocol.Status
+		if json.Unmarshal(line, &ev) == nil && ev.Status.Valid() {
+			a.fanout(line)
+			a.setStatus(c, ev.Status)
+			return
+		}
+	case protocol.TypePermissionRequest, protocol.TypeUIRequest:
+		a.fanout(line)
+		a.onRequestEvent(c, typ, line)
+		return
+	case protocol.TypePermissionResolved, protocol.TypeUIResolved:
+		var ev struct {
+			RequestID string `json:"request_id"`
+		}
+		if json.Unmarshal(line, &ev) == nil {
+			delete(a.open, ev.RequestID)
+		}
+	case protocol.TypeMessageDelta:
+		phase := protocol.PhaseStreaming
+		if bytes.Contains(line, []byte(`"kind":"thinking"`)) {
+			phase = protocol.PhaseThinking
+		}
+		a.setActivity(phase, "")
+	case protocol.TypeToolCall:
+		var ev struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(line, &ev) == nil {
+			a.setActivity(protocol.PhaseTool, ev.Name)
+		}
+	case protocol.TypeTurnEnd:
+		var ev protocol.TurnEnd
+		if json.Unmarshal(line, &ev) == nil && ev.Usage != nil {
+			a.usage.Input += ev.Usage.Input
+			a.usage.Output += ev.Usage.Output
+			a.usage.CacheRead += ev.Usage.CacheRead
+			a.usage.CacheWrite += ev.Usage.CacheWrite
+			a.usage.Cost += ev.Usage.Cost
+			a.usage.ContextTokens = ev.Usage.ContextTokens
+			a.usage.Model = ev.Usage.Model
+			a.notifyInfo(c)
+		}
+	case protocol.TypeModeChanged:
+		var ev protocol.ModeChanged
+		if json.Unmarshal(line, &ev) == nil && ev.Mode != "" {
+			a.mode = ev.Mode
+			a.notifyInfo(c)
+		}
+	}
+	a.fanout(line)
+}
+
+func (a *Actor) onStartupOutput(c actor.Context, typ string, line []byte) {
+	switch typ {
+	case protocol.TypeHello:
+		var h protocol.Hello
+		if json.Unmarshal(line, &h) == nil {
+			a.gotHello = true
+			a.caps = h.Capabilities
+		}
+	case protocol.TypeSync:
+		if !a.gotHello {
+			return
+		}
+		var s protocol.Sync
+		if err := json.Unmarshal(line, &s); err != nil {
+			a.log.Warn("runtime sync undecodable", "err", err)
+			return
+		}
+		a.becomeReady(c, protocol.GetSyncData{Status: s.Status, Mode: s.Mode, Capabilities: s.Capabilities,
+			LiveWindow: s.LiveWindow, PendingRequests: s.PendingRequests})
+	default:
+		a.log.Debug("runtime output before readiness dropped", "type", typ)
+	}
+}
+
+func (a *Actor) becomeReady(c actor.Context, snap protocol.GetSyncData) {
+	a.ready = true
+	a.rstate = protocol.RuntimeRunning
+	if snap.Mode != "" {
+		a.mode = snap.Mode
+	}
+	status := snap.Status
+	if !status.Valid() {
+		status = protocol.StatusIdle
+	}
+	a.status = status
+	a.open = make(map[string]*openRequest)
+	for _, p := range snap.PendingRequests {
+		a.onRequestEvent(c, protocol.PeekType(p), p)
+	}
+	a.broadcastStatus(c)
+	a.setActivity(phaseOf(status), "")
+
+	// The child's first sync is authoritative at this point of its output:
+	// existing attachments get a fresh sync (new epoch); waiting attaches
+	// get theirs right after their response.
+	for _, att := range a.attached {
+		if att.live {
+			att.client.Send(a.syncRecord(snap))
+		}
+	}
+	waiting := a.pendingAttach
+	a.pendingAttach = nil
+	for _, id := range waiting {
+		if att := a.attached[id]; att != nil && !att.live {
+			a.deliverSync(att, snap)
+		}
+	}
+	for _, w := range a.startWaiters {
+		w.client.Send(protocol.NewResponse(w.header.ID, w.header.Type, protocol.AgentCreateData{AgentID: a.m.AgentID}))
+	}
+	a.startWaiters = nil
+	queued := a.queued
+	a.queued = nil
+	for _, r := range queued {
+		a.forward(c, r)
+	}
+	if !status.Active() {
+		a.idleSince = a.deps.Now()
+		a.armIdle()
+		if a.terminateWhenIdle {
+			a.terminateWhenIdle = false
+			a.stopRuntime(c, supervisor.StopGraceful)
+		}
+	}
+}
+
+func (a *Actor) onResponse(c actor.Context, line []byte) {
+	var resp protocol.Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		a.log.Warn("runtime response undecodable", "err", err)
+		return
+	}
+	f := a.inflight[resp.ID]
+	if f == nil {
+		return
+	}
+	delete(a.inflight, resp.ID)
+	if resp.Command == protocol.TypeGetSync || f.command == protocol.TypeGetSync {
+		a.onSyncResponse(c, f, &resp)
+		return
+	}
+	if f.client == nil {
+		return // the daemon's own command (abort, headless answer)
+	}
+	resp.ID = f.clientID
+	resp.AgentID = a.m.AgentID
+	f.client.Send(protocol.MustMarshal(resp))
+	a.maybeIdle()
+}
+
+func (a *Actor) onSyncResponse(c actor.Context, f *inflight, resp *protocol.Response) {
+	var snap protocol.GetSyncData
+	if !resp.Success || json.Unmarshal(resp.Data, &snap) != nil {
+		for _, id := range f.attach {
+			if att := a.attached[id]; att != nil && !att.live {
+				att.client.Send(protocol.NewErrorResponse(att.attachID, protocol.TypeAgentAttach,
+					protocol.Errorf(protocol.CodeInternal, "runtime could not produce a sync snapshot")))
+				a.detach(c, att.client)
+			}
+		}
+		return
+	}
+	for _, id := range f.attach {
+		if att := a.attached[id]; att != nil && !att.live {
+			a.deliverSync(att, snap)
+		}
+	}
+}
+
+// deliverSync answers an attach and sends its sync; from now on the client
+// receives every later event exactly once (spec §6.4).
+func (a *Actor) deliverSync(att *attachment, snap protocol.GetSyncData) {
+	att.client.Send(protocol.NewResponse(att.attachID, protocol.TypeAgentAttach,
+		protocol.AgentAttachData{Status: a.status, Info: a.Info()}))
+	att.client.Send(a.syncRecord(snap))
+	att.live = true
+}
+
+func (a *Actor) syncRecord(snap protocol.GetSyncData) []byte {
+	epoch := a.epoch
+	pending := make([]json.RawMessage, 0, len(snap.PendingRequests))
+	for _, p := range snap.PendingRequests {
+		pending = append(pending, protocol.WithAgentID(p, a.m.AgentID))
+	}
+	msgs := snap.LiveWindow.Messages
+	if msgs == nil {
+		msgs = []protocol.Message{}
+	}
+	return protocol.MustMarshal(protocol.Sync{
+		Header:          protocol.Header{Type: protocol.TypeSync, AgentID: a.m.AgentID},
+		Status:          a.status,
+		Mode:            a.mode,
+		Capabilities:    a.caps,
+		RuntimeEpoch:    &epoch,
+		LiveWindow:      protocol.LiveWindow{Messages: msgs, CompactionIndex: snap.LiveWindow.CompactionIndex},
+		PendingRequests: pending,
+	})
+}
+
+// onRequestEvent records an open permission/UI request and applies the
+// headless policy when nobody can answer it.
+func (a *Actor) onRequestEvent(c actor.Context, typ string, line []byte) {
+	o := &openRequest{kind: typ, options: map[string]bool{}, choices: map[string]bool{}}
+	var reqID string
+	switch typ {
+	case protocol.TypePermissionRequest:
+		var ev protocol.PermissionRequest
+		if json.Unmarshal(line, &ev) != nil {
+			return
+		}
+		reqID = ev.RequestID
+		for _, opt := range ev.Options {
+			o.options[opt] = true
+		}
+		for _, ch := range ev.Choices {
+			o.choices[ch.ID] = true
+		}
+	case protocol.TypeUIRequest:
+		var ev protocol.UIRequest
+		if json.Unmarshal(line, &ev) != nil {
+			return
+		}
+		reqID = ev.RequestID
+	default:
+		return
+	}
+	if reqID == "" {
+		return
+	}
+	a.open[reqID] = o
+	if a.hasResponder() {
+		return
+	}
+	policy := a.m.HeadlessPolicy
+	if policy == "" {
+		policy = a.deps.Runtime.HeadlessPolicy
+	}
+	if policy == protocol.HeadlessQueue {
+		return // waits for an interactive client or the runtime's headless timeout
+	}
+	// deny, and allow_if_rule_matches (the runtime already applied its
+	// rules before asking, so nothing matched): the headless path answers.
+	delete(a.open, reqID)
+	if typ == protocol.TypePermissionRequest {
+		a.internal(protocol.TypePermissionResponse, map[string]any{"request_id": reqID, "decision": protocol.DecisionDeny, "source": "headless"})
+	} else {
+		a.internal(protocol.TypeUIResponse, map[string]any{"request_id": reqID, "value": json.RawMessage("null"), "source": "headless"})
+	}
+}
+
+// hasResponder reports whether an interactive client is attached (or
+// attaching: it will see open requests in its sync).
+func (a *Actor) hasResponder() bool {
+	for _, att := range a.attached {
+		if att.role == protocol.RoleInteractive {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Actor) fanout(line []byte) {
+	if len(a.attached) == 0 {
+		return
+	}
+	rec := protocol.WithAgentID(line, a.m.AgentID)
+	for _, att := range a.attached {
+		if att.live {
+			att.client.Send(rec)
+		}
+	}
+}
+
+// ---- status, activity, info ----
+
+func (a *Actor) setStatus(c actor.Context, s protocol.AgentStatus) {
+	if s == a.status {
+		return
+	}
+	a.status = s
+	a.broadcastStatus(c)
+	a.setActivity(phaseOf(s), "")
+	if s.Active() {
+		return
+	}
+	a.idleSince = a.deps.Now()
+	a.armIdle()
+	if a.esc != nil && a.esc.Stage() == supervisor.ActAbort {
+		act, wait := a.esc.Idle()
+		a.perform(c, act, wait)
+	}
+	if a.terminateWhenIdle && !a.stopping {
+		a.terminateWhenIdle = false
+		a.stopRuntime(c, supervisor.StopGraceful)
+	}
+}
+
+func phaseOf(s protocol.AgentStatus) string {
+	switch s {
+	case protocol.StatusStreaming:
+		return protocol.PhaseStreaming
+	case protocol.StatusWaitingForPermission, protocol.StatusWaitingForUI:
+		return protocol.PhaseWaiting
+	case protocol.StatusCompacting:
+		return protocol.PhaseCompacting
+	case protocol.StatusError:
+		return protocol.PhaseError
+	}
+	return protocol.PhaseIdle
+}
+
+// setActivity broadcasts the sanitized agent_activity overview when the
+// coarse phase (or tool) changes. It never carries text, args or paths.
+func (a *Actor) setActivity(phase, tool string) {
+	if phase == a.phase && tool == a.phaseArg {
+		return
+	}
+	a.phase, a.phaseArg = phase, tool
+	a.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentActivity{
+		Header:    protocol.Header{Type: protocol.TypeAgentActivity, AgentID: a.m.AgentID},
+		Timestamp: a.deps.Now().UnixMilli(),
+		Phase:     phase,
+		Status:    a.status,
+		ToolName:  tool,
+	}))
+}
+
+func (a *Actor) broadcastStatus(c actor.Context) {
+	a.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentStatusChanged{
+		Header:       protocol.Header{Type: protocol.TypeAgentStatusChanged, AgentID: a.m.AgentID},
+		Status:       a.status,
+		RuntimeState: a.rstate,
+	}))
+	a.notifyInfo(c)
+}
+
+func (a *Actor) notifyInfo(c actor.Context) {
+	if p := c.Parent(); p != nil {
+		c.Send(p, &InfoChanged{Info: a.Info()})
+	}
+}
+
+// Info returns the agent's public projection.
+func (a *Actor) Info() protocol.AgentInfo {
+	return InfoOf(a.m, a.status, a.rstate, a.mode, a.usage)
+}
+
+// InfoOf projects a manifest and live state into AgentInfo.
+func InfoOf(m store.Agent, status protocol.AgentStatus, rs protocol.RuntimeState, mode string, usage protocol.Usage) protocol.AgentInfo {
+	if mode == "" {
+		mode = m.Mode
+	}
+	info := protocol.AgentInfo{
+		AgentID: m.AgentID, Name: m.Name, Cwd: m.Cwd, Model: m.Model, Provider: m.Provider, Mode: mode,
+		Status: status, RuntimeState: rs, CreatedAt: m.CreatedAt, ParentAgentID: m.ParentAgentID,
+		Alias: m.Alias, DefinitionName: m.DefinitionName, DisplayName: m.DisplayName,
+	}
+	if usage != (protocol.Usage{}) {
+		u := usage
+		info.Usage = &u
+	}
+	return info
+}

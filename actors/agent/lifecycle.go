@@ -1,0 +1,271 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/actors/runtime"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/supervisor"
+)
+
+// ensureRuntime starts a new Runtime generation unless one exists (startup
+// is coalesced: every waiter joins the generation being started).
+func (a *Actor) ensureRuntime(c actor.Context) {
+	if a.rt != nil {
+		return
+	}
+	if a.draining {
+		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "daemon is shutting down"))
+		return
+	}
+	a.epoch++
+	a.ready, a.gotHello, a.caps, a.startFailed = false, false, nil, ""
+	a.stopping, a.esc, a.terminateWhenIdle = false, nil, false
+	rc := a.deps.Runtime
+	env := append(append([]string(nil), rc.Env...),
+		"SHARD_AGENT_ID="+a.m.AgentID,
+		"SHARD_SESSION_ID="+a.m.SessionID,
+		"SHARD_AGENT_MODE="+a.m.Mode,
+		"SHARD_AGENT_MODEL="+a.m.Model,
+		"SHARD_SESSION_DIR="+filepath.Join(rc.SessionsDir, a.m.SessionID),
+	)
+	spec := runtime.Spec{
+		Epoch:      a.epoch,
+		Path:       rc.Path,
+		Args:       rc.Args,
+		Dir:        a.m.Cwd,
+		Env:        env,
+		StderrPath: filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),
+	}
+	if fi, err := os.Stat(a.m.Cwd); err != nil || !fi.IsDir() {
+		// The cwd vanished since creation: the identity stays, retry is safe.
+		a.rt = nil
+		a.rstate = protocol.RuntimeFailed
+		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "agent cwd is not a directory"))
+		a.broadcastStatus(c)
+		return
+	}
+	pid, err := c.SpawnNamed(runtime.Props(spec, a.self, a.log), "runtime-"+strconv.FormatInt(a.epoch, 10))
+	if err != nil {
+		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "spawn runtime actor: %v", err))
+		return
+	}
+	a.rt = pid
+	a.rstate = protocol.RuntimeStarting
+	a.broadcastStatus(c)
+	epoch := a.epoch
+	a.after(rc.StartTimeout, &startTimeout{epoch: epoch})
+}
+
+// stopRuntime begins (or continues) stopping the current generation.
+func (a *Actor) stopRuntime(c actor.Context, mode supervisor.StopMode) {
+	if a.rt == nil {
+		return
+	}
+	if !a.stopping {
+		a.stopping = true
+		a.rstate = protocol.RuntimeStopping
+		a.broadcastStatus(c)
+	}
+	if a.esc == nil {
+		a.esc = supervisor.NewEscalation(a.deps.Runtime.AbortGrace, a.deps.Runtime.TermGrace)
+	}
+	act, wait := a.esc.Start(mode)
+	a.perform(c, act, wait)
+	if a.esc.Stage() == supervisor.ActAbort && (!a.ready || !a.status.Active()) {
+		act, wait := a.esc.Idle()
+		a.perform(c, act, wait) // nothing to abort: straight to the graceful stage
+	}
+}
+
+func (a *Actor) perform(c actor.Context, act supervisor.Action, wait time.Duration) {
+	switch act {
+	case supervisor.ActNone:
+		return
+	case supervisor.ActAbort:
+		a.internal(protocol.TypeAbort, map[string]any{})
+	case supervisor.ActTerm:
+		c.Send(a.rt, &runtime.Term{})
+	case supervisor.ActKill:
+		c.Send(a.rt, &runtime.Kill{})
+	}
+	a.log.Debug("runtime stop stage", "stage", act.String(), "epoch", a.epoch)
+	if wait > 0 {
+		a.escGen++
+		a.after(wait, &escTimer{epoch: a.epoch, gen: a.escGen})
+	}
+}
+
+func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
+	wasReady, requested := a.ready, a.stopping && a.startFailed == ""
+	a.rt, a.ready, a.stopping, a.esc = nil, false, false, nil
+	a.terminateWhenIdle = false
+
+	exitErr := protocol.Errorf(protocol.CodeInternal, "runtime exited (%s)", m.Reason)
+	for id, f := range a.inflight {
+		delete(a.inflight, id)
+		if f.command == protocol.TypeGetSync {
+			for _, cid := range f.attach {
+				if att := a.attached[cid]; att != nil && !att.live {
+					// Retried on the next generation below.
+					a.pendingAttach = append(a.pendingAttach, cid)
+				}
+			}
+			continue
+		}
+		if f.client != nil {
+			f.client.Send(protocol.NewErrorResponse(f.clientID, f.command, exitErr))
+		}
+	}
+	// Requests of the dead process can no longer be answered: close them
+	// for every client so no dialog stays open.
+	for reqID, o := range a.open {
+		delete(a.open, reqID)
+		if o.kind == protocol.TypePermissionRequest {
+			a.fanout(protocol.MustMarshal(protocol.PermissionResolved{Header: protocol.Header{Type: protocol.TypePermissionResolved},
+				RequestID: reqID, Decision: protocol.DecisionDeny, Source: "runtime_exit"}))
+		} else {
+			a.fanout(protocol.MustMarshal(protocol.UIResolved{Header: protocol.Header{Type: protocol.TypeUIResolved},
+				RequestID: reqID, Value: []byte("null"), Source: "runtime_exit"}))
+		}
+	}
+
+	switch {
+	case !wasReady && !requested:
+		reason := m.Reason
+		if a.startFailed != "" {
+			reason = a.startFailed
+		}
+		a.rstate, a.status = protocol.RuntimeFailed, protocol.StatusError
+		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime failed to start: %s", reason))
+		a.broadcastExit(m, reason)
+	case requested:
+		a.rstate, a.status = protocol.RuntimeStopped, protocol.StatusIdle
+	default:
+		a.rstate, a.status = protocol.RuntimeFailed, protocol.StatusError
+		a.broadcastExit(m, m.Reason)
+		a.fanout(protocol.MustMarshal(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError},
+			Code: protocol.CodeInternal, Message: "runtime exited unexpectedly (" + m.Reason + ")"}))
+	}
+	a.startFailed = ""
+	a.broadcastStatus(c)
+	a.setActivity(phaseOf(a.status), "")
+	for _, w := range a.killWaiters {
+		w.client.Send(protocol.NewResponse(w.header.ID, w.header.Type, nil))
+	}
+	a.killWaiters = nil
+
+	if a.draining {
+		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "daemon is shutting down"))
+		c.Send(c.Parent(), &Drained{AgentID: a.m.AgentID})
+		return
+	}
+	// Work that arrived while the old generation was stopping restores a
+	// new one.
+	if len(a.queued) > 0 || len(a.pendingAttach) > 0 || len(a.startWaiters) > 0 {
+		a.ensureRuntime(c)
+	}
+}
+
+func (a *Actor) broadcastExit(m *runtime.Exited, reason string) {
+	ev := protocol.AgentExited{
+		Header:       protocol.Header{Type: protocol.TypeAgentExited, AgentID: a.m.AgentID},
+		RuntimeState: protocol.RuntimeFailed,
+		Reason:       reason,
+	}
+	if m.ExitCode >= 0 && m.Started {
+		code := m.ExitCode
+		ev.ExitCode = &code
+	}
+	a.deps.Hub.Broadcast(protocol.MustMarshal(ev))
+	a.log.Warn("runtime exited", "epoch", m.Epoch, "reason", reason)
+}
+
+// failWaiters answers everyone waiting for a runtime with err.
+func (a *Actor) failWaiters(err *protocol.Error) {
+	for _, w := range a.startWaiters {
+		w.client.Send(protocol.NewErrorResponse(w.header.ID, w.header.Type, err))
+	}
+	a.startWaiters = nil
+	for _, id := range a.pendingAttach {
+		if att := a.attached[id]; att != nil && !att.live {
+			att.client.Send(protocol.NewErrorResponse(att.attachID, protocol.TypeAgentAttach, err))
+			// The identity is kept; the connection may simply attach again.
+			delete(a.attached, id)
+		}
+	}
+	a.pendingAttach = nil
+	for _, r := range a.queued {
+		r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type, err))
+	}
+	a.queued = nil
+}
+
+func (a *Actor) failAll(err *protocol.Error) {
+	a.failWaiters(err)
+	for id, f := range a.inflight {
+		delete(a.inflight, id)
+		if f.client != nil {
+			f.client.Send(protocol.NewErrorResponse(f.clientID, f.command, err))
+		}
+	}
+}
+
+func (a *Actor) onShutdown(c actor.Context, m *Shutdown) {
+	a.draining = true
+	if a.rt == nil {
+		c.Send(c.Parent(), &Drained{AgentID: a.m.AgentID})
+		return
+	}
+	switch {
+	case m.Force:
+		a.stopRuntime(c, supervisor.StopForce)
+	case a.stopping:
+	case !a.ready || a.status.Active():
+		a.terminateWhenIdle = true // active turns finish first
+	default:
+		a.stopRuntime(c, supervisor.StopGraceful)
+	}
+}
+
+// ---- idle reaping ----
+
+func (a *Actor) armIdle() {
+	if a.deps.Runtime.IdleTimeout <= 0 {
+		return
+	}
+	a.idleGen++
+	a.after(a.deps.Runtime.IdleTimeout, &idleTick{epoch: a.epoch, gen: a.idleGen})
+}
+
+// maybeIdle re-arms the reaper after a command completes while idle.
+func (a *Actor) maybeIdle() {
+	if a.ready && !a.status.Active() && len(a.inflight) == 0 {
+		a.idleSince = a.deps.Now()
+		a.armIdle()
+	}
+}
+
+func (a *Actor) onIdleTick(c actor.Context, m *idleTick) {
+	if m.epoch != a.epoch || m.gen != a.idleGen || !a.ready || a.stopping {
+		return
+	}
+	if supervisor.Reapable(a.status, len(a.inflight), a.idleSince, a.deps.Now(), a.deps.Runtime.IdleTimeout) {
+		a.log.Info("reaping idle runtime", "epoch", a.epoch)
+		a.stopRuntime(c, supervisor.StopGraceful)
+	}
+}
+
+// after delivers msg to the actor itself once d has passed.
+func (a *Actor) after(d time.Duration, msg any) {
+	if d <= 0 {
+		return
+	}
+	sys, self := a.sys, a.self
+	time.AfterFunc(d, func() { sys.Root.Send(self, msg) })
+}

@@ -1,0 +1,406 @@
+package registry
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+	"github.com/shard-dev/shard/supervisor"
+)
+
+type agentManifest = store.Agent
+
+// Deps are the registry's collaborators.
+type Deps struct {
+	Store  *store.Store
+	Agent  agent.Deps
+	Hub    *outbox.Hub
+	Logger *slog.Logger
+	// DaemonStatus returns the daemon-level part of daemon.status; the
+	// registry adds the agent counts.
+	DaemonStatus func() protocol.DaemonStatusData
+	// OnShutdown is called (from its own goroutine) after daemon.shutdown
+	// was acknowledged.
+	OnShutdown func(force bool)
+	// DefaultMode is the mode of agents created without one.
+	DefaultMode string
+	Now         func() time.Time
+}
+
+type entry struct {
+	pid     *actor.PID
+	m       store.Agent
+	info    protocol.AgentInfo
+	drained bool
+}
+
+// Actor is the registry actor.
+type Actor struct {
+	deps     Deps
+	agents   map[string]*entry
+	sessions map[string]string // session_id → agent_id, including reservations
+	draining bool
+	force    bool
+	drainers []chan<- struct{}
+}
+
+// Props returns the registry's props.
+func Props(deps Deps) *actor.Props {
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.DefaultMode == "" {
+		deps.DefaultMode = "build"
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Actor{deps: deps, agents: make(map[string]*entry), sessions: make(map[string]string)}
+	}, actor.WithSupervisor(supervisor.StopOnFailure()))
+}
+
+// Receive implements actor.Actor.
+func (r *Actor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		r.load(c)
+	case *Command:
+		r.onCommand(c, m)
+	case *createResult:
+		r.onCreated(c, m)
+	case *agent.InfoChanged:
+		if e := r.agents[m.Info.AgentID]; e != nil {
+			e.info = m.Info
+		}
+	case *agent.Drained:
+		if e := r.agents[m.AgentID]; e != nil {
+			e.drained = true
+		}
+		r.checkDrained()
+	case *Drain:
+		r.onDrain(c, m)
+	case *actor.Terminated:
+		r.onTerminated(c, m)
+	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	default:
+		r.deps.Logger.Warn("registry: unexpected message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// load spawns an agent actor for every durable Agent. It runs before the
+// gateway accepts connections.
+func (r *Actor) load(c actor.Context) {
+	all, err := r.deps.Store.ListAgents()
+	if err != nil {
+		r.deps.Logger.Error("registry: list agents", "err", err)
+		return
+	}
+	for _, m := range all {
+		r.spawn(c, m)
+	}
+	r.deps.Logger.Info("registry loaded", "agents", len(all))
+}
+
+func (r *Actor) spawn(c actor.Context, m store.Agent) *entry {
+	pid, err := c.SpawnNamed(agent.Props(m, r.deps.Agent), m.AgentID)
+	if err != nil {
+		r.deps.Logger.Error("registry: spawn agent actor", "agent_id", m.AgentID, "err", err)
+		return nil
+	}
+	e := &entry{pid: pid, m: m, info: agent.InfoOf(m, protocol.StatusIdle, protocol.RuntimeStopped, m.Mode, protocol.Usage{})}
+	r.agents[m.AgentID] = e
+	if m.SessionID != "" {
+		r.sessions[m.SessionID] = m.AgentID
+	}
+	return e
+}
+
+func (r *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
+	for id, e := range r.agents {
+		if !e.pid.Equal(m.Who) {
+			continue
+		}
+		if r.draining {
+			e.drained = true
+			r.checkDrained()
+			return
+		}
+		// An agent actor failed (a bug). Its runtime child was killed with
+		// it; the durable identity is intact, so serve it again.
+		r.deps.Logger.Error("registry: agent actor stopped unexpectedly; respawning", "agent_id", id)
+		delete(r.agents, id)
+		r.spawn(c, e.m)
+		return
+	}
+}
+
+func reply(cmd *Command, data any) {
+	cmd.Client.Send(protocol.NewResponse(cmd.Header.ID, cmd.Header.Type, data))
+}
+
+func fail(cmd *Command, err error) {
+	cmd.Client.Send(protocol.NewErrorResponse(cmd.Header.ID, cmd.Header.Type, err))
+}
+
+func (r *Actor) onCommand(c actor.Context, cmd *Command) {
+	typ := cmd.Header.Type
+	switch typ {
+	case protocol.TypeAgentList:
+		reply(cmd, protocol.AgentListData{Agents: r.infos()})
+		return
+	case protocol.TypeAgentStatus:
+		if id := cmd.Header.AgentID; id != "" {
+			e := r.agents[id]
+			if e == nil {
+				fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", id))
+				return
+			}
+			reply(cmd, protocol.AgentListData{Agents: []protocol.AgentInfo{e.info}})
+			return
+		}
+		reply(cmd, protocol.AgentListData{Agents: r.infos()})
+		return
+	case protocol.TypeAgentCreate:
+		r.create(c, cmd)
+		return
+	case protocol.TypeDaemonShutdown:
+		reply(cmd, nil)
+		if r.deps.OnShutdown != nil {
+			go r.deps.OnShutdown(cmd.Cmd.(*protocol.DaemonShutdown).Force)
+		}
+		return
+	case protocol.TypeDaemonStatus:
+		reply(cmd, r.status())
+		return
+	case protocol.TypeGetSync:
+		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "get_sync is internal to the daemon"))
+		return
+	}
+	switch protocol.CommandScope(typ) {
+	case protocol.ScopeAgent:
+		if cmd.Header.AgentID == "" {
+			fail(cmd, protocol.Errorf(protocol.CodeNotAttached, "per-agent command %s needs an agent_id on a daemon connection", typ))
+			return
+		}
+	case protocol.ScopeOrchestrator:
+		switch typ {
+		case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill:
+		default:
+			fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "%s is not supported by this daemon yet", typ))
+			return
+		}
+	}
+	e := r.agents[cmd.Header.AgentID]
+	if e == nil {
+		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", cmd.Header.AgentID))
+		return
+	}
+	c.Send(e.pid, &agent.Request{Client: cmd.Client, Header: cmd.Header, Cmd: cmd.Cmd, Raw: cmd.Raw})
+}
+
+func (r *Actor) infos() []protocol.AgentInfo {
+	out := make([]protocol.AgentInfo, 0, len(r.agents))
+	for _, e := range r.agents {
+		out = append(out, e.info)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreatedAt != out[j].CreatedAt {
+			return out[i].CreatedAt < out[j].CreatedAt
+		}
+		return out[i].AgentID < out[j].AgentID
+	})
+	return out
+}
+
+func (r *Actor) status() protocol.DaemonStatusData {
+	var st protocol.DaemonStatusData
+	if r.deps.DaemonStatus != nil {
+		st = r.deps.DaemonStatus()
+	}
+	st.Connections = r.deps.Hub.Len()
+	st.AgentsByRuntimeState = map[protocol.RuntimeState]int{}
+	st.AgentsByStatus = map[protocol.AgentStatus]int{}
+	for _, e := range r.agents {
+		st.AgentsByRuntimeState[e.info.RuntimeState]++
+		st.AgentsByStatus[e.info.Status]++
+	}
+	if n, err := r.deps.Store.Size(); err == nil {
+		st.StoreBytes = n
+	}
+	return st
+}
+
+// sessionIDPattern keeps an adopted session id from naming a path.
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// create validates agent.create, reserves the session id, and does the
+// filesystem checks and the store commit off the mailbox.
+func (r *Actor) create(c actor.Context, cmd *Command) {
+	req := cmd.Cmd.(*protocol.AgentCreate)
+	if r.draining {
+		fail(cmd, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))
+		return
+	}
+	if !filepath.IsAbs(req.Cwd) {
+		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "cwd": must be an absolute path`))
+		return
+	}
+	if req.ParentAgentID != "" && r.agents[req.ParentAgentID] == nil {
+		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no parent agent %s", req.ParentAgentID))
+		return
+	}
+	m := store.Agent{
+		AgentID:        ids.New("agent"),
+		SessionID:      req.SessionID,
+		Name:           req.Name,
+		Model:          req.Model,
+		Provider:       req.Provider,
+		Mode:           req.Mode,
+		Tools:          req.Tools,
+		HeadlessPolicy: req.HeadlessPolicy,
+		ParentAgentID:  req.ParentAgentID,
+		CreatedAt:      r.deps.Now().UnixMilli(),
+		Alias:          req.Alias,
+		DefinitionName: req.DefinitionName,
+		DisplayName:    req.DisplayName,
+	}
+	if req.Depth != nil {
+		m.Depth = *req.Depth
+	}
+	if req.LaunchPolicy != nil {
+		m.LaunchPolicy = &store.LaunchPolicy{MaxTasks: req.LaunchPolicy.MaxTasks, MaxDepth: req.LaunchPolicy.MaxDepth}
+	}
+	if m.Mode == "" {
+		m.Mode = r.deps.DefaultMode
+	}
+	adopt := m.SessionID != ""
+	if adopt {
+		if !sessionIDPattern.MatchString(m.SessionID) {
+			fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "session_id": not a session id`))
+			return
+		}
+		if _, taken := r.sessions[m.SessionID]; taken {
+			fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "session is already adopted"))
+			return
+		}
+	} else {
+		m.SessionID = ids.New("sess")
+	}
+	r.sessions[m.SessionID] = m.AgentID // reserved until the commit resolves
+
+	sys, self := c.ActorSystem(), c.Self()
+	st, sessionsDir := r.deps.Store, r.deps.Agent.Runtime.SessionsDir
+	go func() {
+		err := prepare(&m, adopt, sessionsDir)
+		if err == nil {
+			// Commit before acknowledge (DESIGN §3).
+			if cerr := st.CreateAgent(m); cerr != nil {
+				err = fmt.Errorf("store agent manifest: %w", cerr)
+			}
+		}
+		sys.Root.Send(self, &createResult{cmd: cmd, m: m, err: err})
+	}()
+}
+
+// prepare canonicalizes the cwd and checks an adopted session.
+func prepare(m *store.Agent, adopt bool, sessionsDir string) error {
+	cwd, err := filepath.EvalSymlinks(m.Cwd)
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "cwd": %s does not exist`, m.Cwd)
+	}
+	fi, err := os.Stat(cwd)
+	if err != nil || !fi.IsDir() {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "cwd": %s is not a directory`, m.Cwd)
+	}
+	m.Cwd = filepath.Clean(cwd)
+	if !adopt {
+		return nil
+	}
+	f, err := os.Open(filepath.Join(sessionsDir, m.SessionID, "session.jsonl"))
+	if err != nil {
+		return protocol.Errorf(protocol.CodeNotFound, "no session %s", m.SessionID)
+	}
+	defer f.Close()
+	rd := protocol.NewReader(f, 0)
+	for {
+		line, err := rd.Next()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return protocol.Errorf(protocol.CodeSessionCorrupt, "session %s cannot be read", m.SessionID)
+		}
+		if !json.Valid(line) {
+			return protocol.Errorf(protocol.CodeSessionCorrupt, "session %s cannot be restored", m.SessionID)
+		}
+	}
+}
+
+func (r *Actor) onCreated(c actor.Context, res *createResult) {
+	if res.err != nil {
+		delete(r.sessions, res.m.SessionID)
+		if protocol.CodeOf(res.err) == protocol.CodeInternal {
+			r.deps.Logger.Error("registry: agent.create failed", "err", res.err)
+		}
+		fail(res.cmd, res.err)
+		return
+	}
+	e := r.spawn(c, res.m)
+	if e == nil {
+		fail(res.cmd, protocol.Errorf(protocol.CodeInternal, "agent actor could not be started"))
+		return
+	}
+	r.deps.Logger.Info("agent created", "agent_id", res.m.AgentID)
+	r.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentSpawned{
+		Header: protocol.Header{Type: protocol.TypeAgentSpawned, AgentID: res.m.AgentID},
+		Info:   e.info,
+	}))
+	// The agent starts its first runtime and answers once it is ready (or
+	// with RUNTIME_START_FAILED, keeping the identity for a retry).
+	c.Send(e.pid, &agent.Request{Client: res.cmd.Client, Header: res.cmd.Header, Cmd: res.cmd.Cmd, Raw: res.cmd.Raw})
+}
+
+func (r *Actor) onDrain(c actor.Context, m *Drain) {
+	if m.Done != nil {
+		r.drainers = append(r.drainers, m.Done)
+	}
+	if r.draining && !m.Force {
+		r.checkDrained()
+		return
+	}
+	r.draining = true
+	r.force = r.force || m.Force
+	for _, e := range r.agents {
+		if !e.drained {
+			c.Send(e.pid, &agent.Shutdown{Force: m.Force})
+		}
+	}
+	r.checkDrained()
+}
+
+func (r *Actor) checkDrained() {
+	if !r.draining {
+		return
+	}
+	for _, e := range r.agents {
+		if !e.drained {
+			return
+		}
+	}
+	for _, ch := range r.drainers {
+		close(ch)
+	}
+	r.drainers = nil
+}

@@ -1,0 +1,224 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/protocol"
+)
+
+// stdinQueue bounds records waiting for the child's stdin. Commands are
+// low-rate; a child that stops reading is a stuck child.
+const stdinQueue = 1024
+
+// drainBound is how long the exit path waits for stdout to reach EOF after
+// the process and its group are gone.
+const drainBound = 2 * time.Second
+
+// Actor owns one child process. Its parent is the agent actor, which
+// receives Output and Exited.
+type Actor struct {
+	spec   Spec
+	agent  *actor.PID
+	logger *slog.Logger
+
+	cmd         *exec.Cmd
+	pgid        int
+	stdin       chan []byte
+	stdinClosed bool
+	exited      bool
+}
+
+// Props returns the props of a runtime actor for spec. The agent receives
+// Output and Exited messages.
+func Props(spec Spec, agent *actor.PID, logger *slog.Logger) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Actor{spec: spec, agent: agent, logger: logger}
+	})
+}
+
+// Receive implements actor.Actor.
+func (a *Actor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.start(c)
+	case *Write:
+		a.write(m.Line)
+	case *Term:
+		a.closeStdin()
+		a.signal(syscall.SIGTERM)
+	case *Kill:
+		a.closeStdin()
+		a.signal(syscall.SIGKILL)
+	case *procExited:
+		a.exited = true
+		c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: m.code, Reason: m.reason, Started: true})
+		c.Stop(c.Self())
+	case *actor.Stopping:
+		// Safety net only; must not block or panic (protoactor pitfall §2.5).
+		if !a.exited {
+			a.signal(syscall.SIGKILL)
+		}
+		a.closeStdin()
+	case *actor.Stopped, *actor.Restarting:
+	default:
+		a.logger.Warn("runtime actor: unexpected message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+func (a *Actor) start(c actor.Context) {
+	sys := c.ActorSystem()
+	self := c.Self()
+	fail := func(err error) {
+		a.exited = true
+		c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: -1, Reason: "spawn: " + err.Error()})
+		c.Stop(self)
+	}
+
+	stderr, err := openLog(a.spec.StderrPath)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer stderr.Close() // the child holds its own descriptor
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		fail(err)
+		return
+	}
+	cmd := exec.Command(a.spec.Path, a.spec.Args...)
+	cmd.Dir = a.spec.Dir
+	cmd.Env = a.spec.Env
+	cmd.Stdout = outW
+	cmd.Stderr = stderr
+	// Own process group, so a stop reaches tool subprocesses too; and the
+	// child dies with the daemon (DESIGN §4).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdinW, err := cmd.StdinPipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		fail(err)
+		return
+	}
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		fail(err)
+		return
+	}
+	outW.Close() // only the child (and its children) hold the write end now
+	a.cmd = cmd
+	a.pgid = cmd.Process.Pid
+	a.stdin = make(chan []byte, stdinQueue)
+
+	readerDone := make(chan struct{})
+	go a.readStdout(sys, outR, readerDone)
+	go writeStdin(stdinW, a.stdin)
+	go func() {
+		err := cmd.Wait()
+		// The runtime is gone: nothing it started may outlive it.
+		_ = syscall.Kill(-a.pgid, syscall.SIGKILL)
+		select {
+		case <-readerDone:
+		case <-time.After(drainBound):
+			outR.Close()
+			<-readerDone
+		}
+		code, reason := describeExit(cmd, err)
+		sys.Root.Send(self, &procExited{code: code, reason: reason})
+	}()
+}
+
+// readStdout sends every record to the agent actor, in order, then closes done.
+func (a *Actor) readStdout(sys *actor.ActorSystem, r io.ReadCloser, done chan<- struct{}) {
+	defer close(done)
+	defer r.Close()
+	rd := protocol.NewReader(r, protocol.DefaultMaxRecord)
+	for {
+		line, err := rd.Next()
+		if errors.Is(err, protocol.ErrRecordTooLong) {
+			a.logger.Warn("runtime output record over the size limit dropped", "epoch", a.spec.Epoch)
+			continue
+		}
+		if err != nil {
+			return
+		}
+		sys.Root.Send(a.agent, &Output{Epoch: a.spec.Epoch, Line: append([]byte(nil), line...)})
+	}
+}
+
+func writeStdin(w io.WriteCloser, ch <-chan []byte) {
+	defer w.Close()
+	for line := range ch {
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			for range ch { // keep the channel drainable until it is closed
+			}
+			return
+		}
+	}
+}
+
+func (a *Actor) write(line []byte) {
+	if a.stdin == nil || a.stdinClosed || a.exited {
+		return // stdin is closed after Term/Kill: the record is dropped
+	}
+	select {
+	case a.stdin <- line:
+	default:
+		a.logger.Warn("runtime stdin queue full; record dropped", "epoch", a.spec.Epoch)
+	}
+}
+
+func (a *Actor) closeStdin() {
+	if a.stdin == nil || a.stdinClosed {
+		return
+	}
+	a.stdinClosed = true
+	close(a.stdin)
+}
+
+func (a *Actor) signal(sig syscall.Signal) {
+	if a.pgid == 0 || a.exited {
+		return
+	}
+	_ = syscall.Kill(-a.pgid, sig)
+}
+
+func describeExit(cmd *exec.Cmd, err error) (int, string) {
+	st := cmd.ProcessState
+	if st == nil {
+		if err != nil {
+			return -1, err.Error()
+		}
+		return -1, "unknown"
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, "signal: " + ws.Signal().String()
+	}
+	return st.ExitCode(), st.String()
+}
+
+func openLog(path string) (*os.File, error) {
+	if path == "" {
+		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("runtime log dir: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("runtime log: %w", err)
+	}
+	return f, nil
+}

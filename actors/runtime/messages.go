@@ -1,0 +1,50 @@
+package runtime
+
+// Spec describes the process of one Runtime generation.
+type Spec struct {
+	// Epoch is the generation number, echoed on every message to the agent.
+	Epoch int64
+	// Path and Args are the command (Args excludes the program name).
+	Path string
+	Args []string
+	// Dir is the working directory (the Agent's cwd).
+	Dir string
+	// Env is the full environment of the child.
+	Env []string
+	// StderrPath receives the child's stderr (appended, mode 0600).
+	StderrPath string
+}
+
+// Output is one stdout record of the runtime, sent to the agent actor.
+type Output struct {
+	Epoch int64
+	Line  []byte
+}
+
+// Exited tells the agent actor that the process is gone and all of its
+// output has been delivered.
+type Exited struct {
+	Epoch int64
+	// ExitCode is the process exit status, or -1 when it was killed by a
+	// signal or never started.
+	ExitCode int
+	// Reason is a short human description ("exit status 3", "signal:
+	// killed", "spawn: …"). It never contains runtime output.
+	Reason string
+	// Started is false when the process could not be spawned at all.
+	Started bool
+}
+
+// Write queues one record (without newline) for the runtime's stdin.
+type Write struct{ Line []byte }
+
+// Term closes stdin and sends SIGTERM to the process group.
+type Term struct{}
+
+// Kill sends SIGKILL to the process group.
+type Kill struct{}
+
+type procExited struct {
+	code   int
+	reason string
+}

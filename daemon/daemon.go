@@ -1,0 +1,271 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/actors/registry"
+	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/gateway"
+	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+	"github.com/shard-dev/shard/supervisor"
+)
+
+// Options are what the composition root knows beyond the config.
+type Options struct {
+	// Version is the build's version, announced in hello and daemon.json.
+	Version string
+	// RuntimePath and RuntimeArgs are the resolved runtime command.
+	RuntimePath string
+	RuntimeArgs []string
+	// Environ is the base environment of runtime children (os.Environ()).
+	Environ []string
+	// Logger receives the daemon's logs.
+	Logger *slog.Logger
+}
+
+// Daemon is one running shardd.
+type Daemon struct {
+	cfg   *config.Config
+	opts  Options
+	log   *slog.Logger
+	store *store.Store
+
+	sys      *actor.ActorSystem
+	registry *actor.PID
+	hub      *outbox.Hub
+	gw       *gateway.Gateway
+
+	startedAt time.Time
+	stopOnce  sync.Once
+	done      chan struct{}
+}
+
+// New prepares the home directory and opens the store. A second daemon on
+// the same home fails here, within store.lock_timeout, naming the home.
+func New(cfg *config.Config, opts Options) (*Daemon, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, dir := range []string{cfg.Home, cfg.LogDir(), filepath.Join(cfg.LogDir(), "agents"), cfg.SessionsDir()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("daemon: create %s: %w", dir, err)
+		}
+	}
+	// The home is owner-only whatever umask created it.
+	if err := os.Chmod(cfg.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("daemon: chmod %s: %w", cfg.Home, err)
+	}
+	st, err := store.Open(cfg.DBPath(), store.Options{Timeout: cfg.Store.LockTimeout, NoSync: cfg.Store.NoSync})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return nil, fmt.Errorf("daemon: another shardd is already running with home %s: %w", cfg.Home, err)
+		}
+		return nil, fmt.Errorf("daemon: open store in %s: %w", cfg.Home, err)
+	}
+	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, hub: outbox.NewHub(), done: make(chan struct{})}, nil
+}
+
+// Start brings up the actor tree and the gateway. When it returns nil the
+// daemon accepts clients on both transports.
+func (d *Daemon) Start() error {
+	d.startedAt = time.Now()
+	actorLog := slog.New(minLevel{Handler: d.log.Handler(), min: slog.LevelWarn}).With("component", "actor")
+	d.sys = actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actorLog }),
+		actor.WithDeadLetterRequestLogging(false),
+	)
+	cfg := d.cfg
+	deps := registry.Deps{
+		Store:  d.store,
+		Hub:    d.hub,
+		Logger: d.log.With("component", "registry"),
+		Agent: agent.Deps{
+			Hub:    d.hub,
+			Logger: d.log.With("component", "agent"),
+			Runtime: agent.RuntimeConfig{
+				Path:           d.opts.RuntimePath,
+				Args:           d.opts.RuntimeArgs,
+				Env:            d.runtimeEnv(),
+				SessionsDir:    cfg.SessionsDir(),
+				LogDir:         cfg.LogDir(),
+				StartTimeout:   cfg.Runtime.StartTimeout,
+				IdleTimeout:    cfg.Runtime.IdleTimeout,
+				AbortGrace:     cfg.Kill.AbortGrace,
+				TermGrace:      cfg.Kill.TermGrace,
+				HeadlessPolicy: cfg.Headless.Policy,
+			},
+		},
+		DaemonStatus: d.status,
+		OnShutdown: func(force bool) {
+			d.Shutdown(force)
+		},
+	}
+	pid, err := d.sys.Root.SpawnNamed(registry.Props(deps).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "registry")
+	if err != nil {
+		return fmt.Errorf("daemon: spawn registry: %w", err)
+	}
+	d.registry = pid
+
+	d.gw = gateway.New(gateway.Config{
+		SocketPath:    cfg.SocketPath(),
+		WebAddr:       cfg.WebAddr(),
+		PingInterval:  cfg.Gateway.PingInterval,
+		PingTimeout:   cfg.Gateway.PingTimeout,
+		TicketTTL:     cfg.Gateway.TicketTTL,
+		Limits:        outbox.Limits{MaxBytes: cfg.Gateway.OutboundMaxBytes, MaxMessages: cfg.Gateway.OutboundMaxMessages},
+		ServerVersion: d.opts.Version,
+	}, d.sys, d.registry, d.hub, d.log.With("component", "gateway"))
+	if err := d.gw.Listen(); err != nil {
+		d.stopActors()
+		d.store.Close()
+		return err
+	}
+	d.gw.Serve()
+	if err := d.writeDiscovery(); err != nil {
+		d.log.Warn("write discovery file", "err", err)
+	}
+	d.log.Info("shardd started", "version", d.opts.Version, "home", cfg.Home, "socket", cfg.SocketPath(), "web", d.gw.WebURL())
+	return nil
+}
+
+// runtimeEnv passes the daemon's effective settings to runtime children, so
+// flags given to shardd reach `shardd agent --headless` too.
+func (d *Daemon) runtimeEnv() []string {
+	cfg := d.cfg
+	env := append([]string(nil), d.opts.Environ...)
+	return append(env,
+		"SHARD_HOME="+cfg.Home,
+		"SHARD_CONFIG="+cfg.ConfigFile,
+		"SHARD_SOCKET="+cfg.SocketPath(),
+		"SHARD_HEADLESS_TIMEOUT="+cfg.Headless.Timeout.String(),
+		"SHARD_PROVIDER_NAME="+cfg.Provider.Name,
+		"SHARD_PROVIDER_BASE_URL="+cfg.Provider.BaseURL,
+		"SHARD_PROVIDER_MODEL="+cfg.Provider.Model,
+		"SHARD_PROVIDER_API_KEY_ENV="+cfg.Provider.APIKeyEnv,
+		"SHARD_SIM_CONTEXT_WINDOW="+strconv.Itoa(cfg.Sim.ContextWindow),
+	)
+}
+
+func (d *Daemon) status() protocol.DaemonStatusData {
+	return protocol.DaemonStatusData{
+		Version:         d.opts.Version,
+		ProtocolVersion: protocol.Version,
+		PID:             os.Getpid(),
+		StartedAt:       d.startedAt.UnixMilli(),
+		UptimeMs:        time.Since(d.startedAt).Milliseconds(),
+		Home:            d.cfg.Home,
+		WebURL:          d.WebURL(),
+	}
+}
+
+// WebURL returns the base URL of the web listener ("" before Start).
+func (d *Daemon) WebURL() string {
+	if d.gw == nil {
+		return ""
+	}
+	return d.gw.WebURL()
+}
+
+// Done is closed when the daemon has shut down.
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// Shutdown stops the daemon once; later calls wait for the first. Graceful
+// (force=false): stop accepting, let active turns finish and runtimes stop
+// (bounded by shutdown.timeout, then forced), close clients, stop the actor
+// tree, close the store. Force kills every runtime at once.
+func (d *Daemon) Shutdown(force bool) {
+	d.stopOnce.Do(func() {
+		defer close(d.done)
+		d.log.Info("shardd shutting down", "force", force)
+		if d.gw != nil {
+			d.gw.StopAccepting()
+		}
+		if d.registry != nil {
+			if !d.drain(force, d.cfg.Shutdown.Timeout) && !force {
+				d.log.Warn("graceful shutdown timed out; killing runtimes")
+				d.drain(true, d.cfg.Kill.AbortGrace+d.cfg.Kill.TermGrace)
+			}
+		}
+		if d.gw != nil {
+			d.gw.Close()
+		}
+		d.stopActors()
+		_ = os.Remove(d.cfg.DiscoveryPath())
+		if err := d.store.Close(); err != nil {
+			d.log.Error("close store", "err", err)
+		}
+		d.log.Info("shardd stopped")
+	})
+	<-d.done
+}
+
+func (d *Daemon) drain(force bool, bound time.Duration) bool {
+	done := make(chan struct{})
+	d.sys.Root.Send(d.registry, &registry.Drain{Force: force, Done: done})
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func (d *Daemon) stopActors() {
+	if d.sys == nil {
+		return
+	}
+	if d.registry != nil {
+		_ = d.sys.Root.StopFuture(d.registry).Wait()
+	}
+	d.sys.Shutdown()
+}
+
+// writeDiscovery writes daemon.json atomically (DESIGN §5).
+func (d *Daemon) writeDiscovery() error {
+	b, err := json.Marshal(map[string]any{
+		"pid": os.Getpid(), "version": d.opts.Version, "protocol_version": protocol.Version,
+		"web_url": d.WebURL(), "socket": d.cfg.SocketPath(),
+	})
+	if err != nil {
+		return err
+	}
+	tmp := d.cfg.DiscoveryPath() + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, d.cfg.DiscoveryPath())
+}
+
+// minLevel drops records below min (protoactor logs dead letters at Info).
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(a), min: h.min}
+}
+
+func (h minLevel) WithGroup(n string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(n), min: h.min}
+}
