@@ -1,0 +1,207 @@
+package config
+
+import (
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Config is every setting shardd reads, after layering and validation. A
+// *Config returned by Load or Default is a plain value: it is never mutated
+// by this package afterwards and may be read from any goroutine.
+//
+// The mapstructure tags are the dotted key segments; the setting table in
+// settings.go lists each key with its help text and range check.
+type Config struct {
+	// Home is the Shard state directory ($SHARD_HOME). Default
+	// <user home>/.shard. It can be set only by --home or SHARD_HOME, since
+	// it decides where the config file is.
+	Home string `mapstructure:"home"`
+	// ConfigFile is the YAML file that was (or would have been) read.
+	// Default <Home>/config.yaml; an absent default file is fine. Set only
+	// by --config or SHARD_CONFIG, which must name an existing file.
+	ConfigFile string `mapstructure:"config"`
+	// Foreground logs to stderr as well as the log file. Default false.
+	Foreground bool `mapstructure:"foreground"`
+
+	Log      LogConfig      `mapstructure:"log"`      // log.*: logging
+	Web      WebConfig      `mapstructure:"web"`      // web.*: HTTP/WebSocket listener
+	Runtime  RuntimeConfig  `mapstructure:"runtime"`  // runtime.*: agent runtime processes
+	Kill     KillConfig     `mapstructure:"kill"`     // kill.*: stop escalation
+	Shutdown ShutdownConfig `mapstructure:"shutdown"` // shutdown.*: daemon shutdown
+	Headless HeadlessConfig `mapstructure:"headless"` // headless.*: requests with no client
+	Gateway  GatewayConfig  `mapstructure:"gateway"`  // gateway.*: client transports
+	Store    StoreConfig    `mapstructure:"store"`    // store.*: bbolt database
+	Provider ProviderConfig `mapstructure:"provider"` // provider.*: model provider
+	Sim      SimConfig      `mapstructure:"sim"`      // sim.*: embedded sim provider
+}
+
+// LogConfig configures the daemon's slog handler.
+type LogConfig struct {
+	// Level is the minimum level logged: debug, info, warn or error.
+	// Default info.
+	Level string `mapstructure:"level"`
+}
+
+// WebConfig configures the HTTP/WebSocket listener.
+type WebConfig struct {
+	// Host is the listen address. It must be a loopback address
+	// (127.0.0.0/8, ::1 or localhost) until remote mode exists. Default
+	// 127.0.0.1.
+	Host string `mapstructure:"host"`
+	// Port is the listen port, 0..65535; 0 picks any free port (the chosen
+	// URL is written to daemon.json). Default 7420.
+	Port int `mapstructure:"port"`
+}
+
+// RuntimeConfig configures agent Runtime processes.
+type RuntimeConfig struct {
+	// Command is the runtime command line. Default "": shardd runs its own
+	// executable as "agent --headless".
+	Command string `mapstructure:"command"`
+	// IdleTimeout is how long a runtime with no attachment and no work
+	// lives before the reaper stops it. Must be > 0. Default 10m.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// StartTimeout bounds the wait for a new runtime's hello and first
+	// sync. Must be > 0. Default 10s.
+	StartTimeout time.Duration `mapstructure:"start_timeout"`
+}
+
+// KillConfig configures the abort → SIGTERM → SIGKILL escalation.
+type KillConfig struct {
+	// AbortGrace is the wait for idle after sending abort, before SIGTERM.
+	// 0 skips straight to SIGTERM. Default 5s.
+	AbortGrace time.Duration `mapstructure:"abort_grace"`
+	// TermGrace is the wait after SIGTERM before SIGKILL. 0 skips straight
+	// to SIGKILL. Default 5s.
+	TermGrace time.Duration `mapstructure:"term_grace"`
+}
+
+// ShutdownConfig configures a graceful daemon shutdown.
+type ShutdownConfig struct {
+	// Timeout bounds a graceful shutdown; past it the remaining runtimes
+	// are killed. Must be > 0. Default 30s.
+	Timeout time.Duration `mapstructure:"timeout"`
+}
+
+// HeadlessConfig configures permission requests raised while no
+// interactive client is attached.
+type HeadlessConfig struct {
+	// Timeout is how long a headless request waits for an answer. Must be
+	// > 0. Default 5m.
+	Timeout time.Duration `mapstructure:"timeout"`
+	// Policy is the default headless policy: deny, allow_if_rule_matches or
+	// queue. Default deny.
+	Policy string `mapstructure:"policy"`
+}
+
+// GatewayConfig configures client transports.
+type GatewayConfig struct {
+	// PingInterval is the WebSocket keepalive period. Must be > 0.
+	// Default 30s.
+	PingInterval time.Duration `mapstructure:"ping_interval"`
+	// PingTimeout is how long a ping may go unanswered before the
+	// connection is closed. Must be > 0. Default 10s.
+	PingTimeout time.Duration `mapstructure:"ping_timeout"`
+	// TicketTTL is the lifetime of a WebSocket auth ticket. Must be > 0 and
+	// at most 30s. Default 30s.
+	TicketTTL time.Duration `mapstructure:"ticket_ttl"`
+	// OutboundMaxBytes caps a connection's queued outbound bytes; past it
+	// the connection is closed as a slow consumer. Must be > 0.
+	// Default 8 MiB.
+	OutboundMaxBytes int `mapstructure:"outbound_max_bytes"`
+	// OutboundMaxMessages caps a connection's queued outbound messages.
+	// Must be > 0. Default 10000.
+	OutboundMaxMessages int `mapstructure:"outbound_max_messages"`
+}
+
+// StoreConfig configures the bbolt database.
+type StoreConfig struct {
+	// LockTimeout is how long opening the database waits for another
+	// process's lock, so that a second shardd fails fast. Must be > 0.
+	// Default 2s.
+	LockTimeout time.Duration `mapstructure:"lock_timeout"`
+	// NoSync skips fsync on commit: faster, and unsafe on power loss. For
+	// tests and benchmarks. Default false.
+	NoSync bool `mapstructure:"no_sync"`
+}
+
+// ProviderConfig selects the model provider the reference runtime uses.
+type ProviderConfig struct {
+	// Name is sim, openai or anthropic. Default sim (offline, deterministic).
+	Name string `mapstructure:"name"`
+	// BaseURL overrides the provider's API endpoint; empty means the
+	// provider's own. When set it must be an http or https URL.
+	BaseURL string `mapstructure:"base_url"`
+	// Model is the model name; empty means the provider's default.
+	Model string `mapstructure:"model"`
+	// APIKeyEnv names the environment variable holding the API key; empty
+	// means the provider's conventional one. The key itself is never
+	// configuration.
+	APIKeyEnv string `mapstructure:"api_key_env"`
+}
+
+// SimConfig configures the embedded sim provider.
+type SimConfig struct {
+	// ContextWindow is the sim model's context window in tokens, so that
+	// compaction can be driven. Must be > 0. Default 200000.
+	ContextWindow int `mapstructure:"context_window"`
+}
+
+// Default returns a Config holding every default, with Home set to home and
+// ConfigFile to <home>/config.yaml (both empty when home is empty). It is the
+// single source of the default values: Load and RegisterFlags read them from
+// here.
+func Default(home string) *Config {
+	c := &Config{
+		Home:     home,
+		Log:      LogConfig{Level: "info"},
+		Web:      WebConfig{Host: "127.0.0.1", Port: 7420},
+		Runtime:  RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second},
+		Kill:     KillConfig{AbortGrace: 5 * time.Second, TermGrace: 5 * time.Second},
+		Shutdown: ShutdownConfig{Timeout: 30 * time.Second},
+		Headless: HeadlessConfig{Timeout: 5 * time.Minute, Policy: "deny"},
+		Gateway: GatewayConfig{
+			PingInterval:        30 * time.Second,
+			PingTimeout:         10 * time.Second,
+			TicketTTL:           30 * time.Second,
+			OutboundMaxBytes:    8 << 20,
+			OutboundMaxMessages: 10000,
+		},
+		Store:    StoreConfig{LockTimeout: 2 * time.Second},
+		Provider: ProviderConfig{Name: "sim"},
+		Sim:      SimConfig{ContextWindow: 200000},
+	}
+	if home != "" {
+		c.ConfigFile = filepath.Join(home, "config.yaml")
+	}
+	return c
+}
+
+// SocketPath is the daemon's unix socket: <Home>/daemon.sock.
+func (c *Config) SocketPath() string { return filepath.Join(c.Home, "daemon.sock") }
+
+// DBPath is the bbolt database: <Home>/shard.db.
+func (c *Config) DBPath() string { return filepath.Join(c.Home, "shard.db") }
+
+// DiscoveryPath is the discovery file a running daemon writes:
+// <Home>/daemon.json.
+func (c *Config) DiscoveryPath() string { return filepath.Join(c.Home, "daemon.json") }
+
+// LogDir is the log directory: <Home>/logs.
+func (c *Config) LogDir() string { return filepath.Join(c.Home, "logs") }
+
+// AgentLogPath is where an agent runtime's stderr goes:
+// <Home>/logs/agents/<agentID>.log.
+func (c *Config) AgentLogPath(agentID string) string {
+	return filepath.Join(c.LogDir(), "agents", agentID+".log")
+}
+
+// SessionsDir holds session transcripts: <Home>/sessions.
+func (c *Config) SessionsDir() string { return filepath.Join(c.Home, "sessions") }
+
+// WebAddr is the listen address host:port (IPv6 hosts bracketed).
+func (c *Config) WebAddr() string {
+	return net.JoinHostPort(c.Web.Host, strconv.Itoa(c.Web.Port))
+}

@@ -1,0 +1,330 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// setting describes one configuration key: the one table that RegisterFlags,
+// Load and Validate all walk, so that a key cannot be reachable one way and
+// not another.
+type setting struct {
+	// key is the dotted snake_case name, e.g. "kill.abort_grace".
+	key string
+	// alias is an extra, short flag name such as "web-port"; "" for none.
+	alias string
+	// usage is the flag help. pflag appends "(default X)" for non-zero
+	// defaults; usage texts of zero-default settings state theirs.
+	usage string
+	// notInFile marks settings that decide where the file is (home,
+	// config) and so can come only from flags, env or defaults.
+	notInFile bool
+	// field returns a pointer into c: *string, *int, *bool or
+	// *time.Duration. Its type decides how raw values are parsed.
+	field func(c *Config) any
+	// check returns why a parsed value is unacceptable, or "" if it is
+	// fine. nil accepts every value.
+	check func(v any) string
+}
+
+// Setting keys read by Load itself.
+const (
+	keyHome   = "home"
+	keyConfig = "config"
+)
+
+// settings returns the setting table in a stable order, which is the order
+// Validate reports problems in.
+func settings() []setting {
+	return []setting{
+		{key: keyHome, notInFile: true,
+			usage: "Shard state directory (default $SHARD_HOME, else ~/.shard)",
+			field: func(c *Config) any { return &c.Home }, check: absolutePath},
+		{key: keyConfig, notInFile: true,
+			usage: "config file; an absent default file is fine, a named one must exist (default <home>/config.yaml)",
+			field: func(c *Config) any { return &c.ConfigFile }},
+		{key: "foreground",
+			usage: "also log to stderr (default false)",
+			field: func(c *Config) any { return &c.Foreground }},
+
+		{key: "log.level", alias: "log-level",
+			usage: "minimum log level: debug, info, warn or error",
+			field: func(c *Config) any { return &c.Log.Level }, check: oneOf("debug", "info", "warn", "error")},
+
+		{key: "web.host", alias: "web-host",
+			usage: "HTTP/WebSocket listen host; must be loopback (127.0.0.0/8, ::1, localhost)",
+			field: func(c *Config) any { return &c.Web.Host }, check: loopbackHost},
+		{key: "web.port", alias: "web-port",
+			usage: "HTTP/WebSocket listen port; 0 picks any free port",
+			field: func(c *Config) any { return &c.Web.Port }, check: intRange(0, 65535)},
+
+		{key: "runtime.command",
+			usage: `agent runtime command line (default "": run this executable as "agent --headless")`,
+			field: func(c *Config) any { return &c.Runtime.Command }},
+		{key: "runtime.idle_timeout",
+			usage: "stop a runtime after this long with no attachment and no work",
+			field: func(c *Config) any { return &c.Runtime.IdleTimeout }, check: positive},
+		{key: "runtime.start_timeout",
+			usage: "how long a new runtime has to send hello and its first sync",
+			field: func(c *Config) any { return &c.Runtime.StartTimeout }, check: positive},
+
+		{key: "kill.abort_grace",
+			usage: "wait for idle after abort before SIGTERM; 0 skips to SIGTERM",
+			field: func(c *Config) any { return &c.Kill.AbortGrace }, check: nonNegative},
+		{key: "kill.term_grace",
+			usage: "wait after SIGTERM before SIGKILL; 0 skips to SIGKILL",
+			field: func(c *Config) any { return &c.Kill.TermGrace }, check: nonNegative},
+
+		{key: "shutdown.timeout",
+			usage: "bound on a graceful daemon shutdown",
+			field: func(c *Config) any { return &c.Shutdown.Timeout }, check: positive},
+
+		{key: "headless.timeout",
+			usage: "how long a request raised with no interactive client waits for an answer",
+			field: func(c *Config) any { return &c.Headless.Timeout }, check: positive},
+		{key: "headless.policy",
+			usage: "default headless policy: deny, allow_if_rule_matches or queue",
+			field: func(c *Config) any { return &c.Headless.Policy }, check: oneOf("deny", "allow_if_rule_matches", "queue")},
+
+		{key: "gateway.ping_interval",
+			usage: "WebSocket keepalive ping period",
+			field: func(c *Config) any { return &c.Gateway.PingInterval }, check: positive},
+		{key: "gateway.ping_timeout",
+			usage: "close a connection whose ping goes unanswered this long",
+			field: func(c *Config) any { return &c.Gateway.PingTimeout }, check: positive},
+		{key: "gateway.ticket_ttl",
+			usage: "WebSocket auth ticket lifetime; at most 30s",
+			field: func(c *Config) any { return &c.Gateway.TicketTTL }, check: positiveAtMost(30 * time.Second)},
+		{key: "gateway.outbound_max_bytes",
+			usage: "per-connection outbound queue cap in bytes; past it the connection is closed as a slow consumer",
+			field: func(c *Config) any { return &c.Gateway.OutboundMaxBytes }, check: positive},
+		{key: "gateway.outbound_max_messages",
+			usage: "per-connection outbound queue cap in messages",
+			field: func(c *Config) any { return &c.Gateway.OutboundMaxMessages }, check: positive},
+
+		{key: "store.lock_timeout",
+			usage: "how long opening the database waits for another process's lock",
+			field: func(c *Config) any { return &c.Store.LockTimeout }, check: positive},
+		{key: "store.no_sync",
+			usage: "skip fsync on database commits: faster, unsafe on power loss (default false)",
+			field: func(c *Config) any { return &c.Store.NoSync }},
+
+		{key: "provider.name",
+			usage: "model provider: sim, openai or anthropic",
+			field: func(c *Config) any { return &c.Provider.Name }, check: oneOf("sim", "openai", "anthropic")},
+		{key: "provider.base_url",
+			usage: `provider API base URL (default "": the provider's own)`,
+			field: func(c *Config) any { return &c.Provider.BaseURL }, check: httpURL},
+		{key: "provider.model",
+			usage: `model name (default "": the provider's default model)`,
+			field: func(c *Config) any { return &c.Provider.Model }},
+		{key: "provider.api_key_env",
+			usage: `name of the environment variable holding the API key (default "": the provider's usual one)`,
+			field: func(c *Config) any { return &c.Provider.APIKeyEnv }},
+
+		{key: "sim.context_window",
+			usage: "sim provider context window in tokens",
+			field: func(c *Config) any { return &c.Sim.ContextWindow }, check: positive},
+	}
+}
+
+// flagName is the long flag for key: dots kept, underscores to dashes
+// (kill.abort_grace → kill.abort-grace).
+func flagName(key string) string { return strings.ReplaceAll(key, "_", "-") }
+
+// envName is the environment variable for key: SHARD_ plus the key upper
+// cased with dots to underscores (kill.abort_grace → SHARD_KILL_ABORT_GRACE).
+func envName(key string) string {
+	return "SHARD_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// get returns the value s.field points at in c.
+func (s setting) get(c *Config) any {
+	switch p := s.field(c).(type) {
+	case *string:
+		return *p
+	case *int:
+		return *p
+	case *bool:
+		return *p
+	case *time.Duration:
+		return *p
+	default:
+		panic(fmt.Sprintf("config: setting %s: unsupported field type %T", s.key, p))
+	}
+}
+
+// parse converts a raw value (a YAML scalar from the file, or a string from
+// the environment or a flag) into the setting's Go type. The second result
+// is the reason it cannot, or "".
+func (s setting) parse(raw any) (any, string) {
+	switch s.field(&Config{}).(type) {
+	case *string:
+		switch v := raw.(type) {
+		case string:
+			return v, ""
+		case bool, int, int64, uint64, float64:
+			return fmt.Sprint(v), ""
+		}
+		return nil, fmt.Sprintf("want a string, got %v", raw)
+	case *int:
+		switch v := raw.(type) {
+		case int:
+			return v, ""
+		case int64:
+			return int(v), ""
+		case string:
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return nil, fmt.Sprintf("invalid integer %q", v)
+			}
+			return n, ""
+		}
+		return nil, fmt.Sprintf("want an integer, got %v", raw)
+	case *bool:
+		switch v := raw.(type) {
+		case bool:
+			return v, ""
+		case string:
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return nil, fmt.Sprintf("invalid boolean %q", v)
+			}
+			return b, ""
+		}
+		return nil, fmt.Sprintf("want true or false, got %v", raw)
+	case *time.Duration:
+		switch v := raw.(type) {
+		case string:
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil {
+				return nil, fmt.Sprintf("invalid duration %q", v)
+			}
+			return d, ""
+		case time.Duration:
+			return v, ""
+		case int:
+			if v == 0 {
+				return time.Duration(0), ""
+			}
+		}
+		return nil, fmt.Sprintf(`want a duration with a unit such as "5s", got %v`, raw)
+	}
+	panic(fmt.Sprintf("config: setting %s: unsupported field type", s.key))
+}
+
+// validate parses raw and checks the result, returning the typed value or a
+// KeyError that names the key and source.
+func (s setting) validate(raw any, source string) (any, error) {
+	v, reason := s.parse(raw)
+	if reason == "" && s.check != nil {
+		reason = s.check(v)
+	}
+	if reason != "" {
+		return nil, invalid(s.key, source, reason)
+	}
+	return v, nil
+}
+
+// Validate checks every setting of c against its range and returns the first
+// problem as a *KeyError wrapping ErrInvalid, in setting-table order. Load
+// calls it on the merged result; embedders building a Config by hand (from
+// Default) should call it too.
+func (c *Config) Validate() error {
+	for _, s := range settings() {
+		if s.check == nil {
+			continue
+		}
+		if reason := s.check(s.get(c)); reason != "" {
+			return invalid(s.key, "", reason)
+		}
+	}
+	return nil
+}
+
+// Range and enum checks used in the setting table. Each returns "" for an
+// acceptable value and a reason otherwise.
+
+func positive(v any) string {
+	switch v := v.(type) {
+	case time.Duration:
+		if v <= 0 {
+			return fmt.Sprintf("must be positive, got %s", v)
+		}
+	case int:
+		if v <= 0 {
+			return fmt.Sprintf("must be positive, got %d", v)
+		}
+	}
+	return ""
+}
+
+func nonNegative(v any) string {
+	if d, ok := v.(time.Duration); ok && d < 0 {
+		return fmt.Sprintf("must not be negative, got %s", d)
+	}
+	return ""
+}
+
+func positiveAtMost(hi time.Duration) func(any) string {
+	return func(v any) string {
+		if d := v.(time.Duration); d <= 0 || d > hi {
+			return fmt.Sprintf("must be more than 0 and at most %s, got %s", hi, d)
+		}
+		return ""
+	}
+}
+
+func intRange(lo, hi int) func(any) string {
+	return func(v any) string {
+		if n := v.(int); n < lo || n > hi {
+			return fmt.Sprintf("must be in %d..%d, got %d", lo, hi, n)
+		}
+		return ""
+	}
+}
+
+func oneOf(allowed ...string) func(any) string {
+	return func(v any) string {
+		if s := v.(string); !slices.Contains(allowed, s) {
+			return fmt.Sprintf("must be one of %s; got %q", strings.Join(allowed, ", "), s)
+		}
+		return ""
+	}
+}
+
+func absolutePath(v any) string {
+	if p := v.(string); !filepath.IsAbs(p) {
+		return fmt.Sprintf("must be an absolute path, got %q", p)
+	}
+	return ""
+}
+
+func loopbackHost(v any) string {
+	h := v.(string)
+	if strings.EqualFold(h, "localhost") {
+		return ""
+	}
+	if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil && a.Unmap().IsLoopback() {
+		return ""
+	}
+	return fmt.Sprintf("%q is not a loopback address; remote mode is not supported yet, so use 127.0.0.1, ::1 or localhost", h)
+}
+
+func httpURL(v any) string {
+	s := v.(string)
+	if s == "" {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Sprintf("%q is not an http or https URL", s)
+	}
+	return ""
+}

@@ -1,0 +1,32 @@
+package ids
+
+import (
+	"strings"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// The prefixes Shard uses. New accepts any prefix; these name the record
+// kinds that exist today.
+const (
+	Agent   = "agent" // a durable Agent identity
+	Session = "sess"  // a session transcript
+	Job     = "job"   // a subagent job
+	Run     = "run"   // one run of a job
+)
+
+// New returns a fresh id: prefix, "-", then a lowercase ULID whose time part
+// is the current time in milliseconds. Ids minted in later milliseconds sort
+// after earlier ones. New is safe for concurrent use.
+func New(prefix string) string {
+	return prefix + "-" + strings.ToLower(ulid.Make().String())
+}
+
+// HasPrefix reports whether id carries the given type prefix followed by the
+// dash separator and a non-empty remainder. HasPrefix("agent-01j…", "agent")
+// is true; HasPrefix("agentx-01j…", "agent") and HasPrefix("agent-", "agent")
+// are false.
+func HasPrefix(id, prefix string) bool {
+	rest, ok := strings.CutPrefix(id, prefix+"-")
+	return ok && rest != ""
+}

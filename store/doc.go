@@ -1,0 +1,14 @@
+// Package store keeps Shard's durable records in one bbolt file
+// (<home>/shard.db): the facts that must survive a daemon restart, such as
+// Agent manifests, behind domain methods that commit before they return.
+//
+// It is the only package that imports bbolt. Records are JSON values in
+// named buckets; every method runs in one bbolt transaction and copies what
+// it reads out before the transaction ends, so callers never hold memory
+// that bbolt may unmap. A "meta" bucket carries the schema version: Open
+// writes it into a new file and refuses a file written by a newer build.
+//
+// Open takes bbolt's exclusive file lock and waits at most Options.Timeout
+// for it, so a second shardd on the same home fails fast with ErrLocked
+// instead of hanging.
+package store

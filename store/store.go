@@ -1,0 +1,186 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the schema this build writes and understands. Open
+// refuses a file with a newer version; an older one would be migrated (there
+// is none yet).
+const SchemaVersion = 1
+
+// DefaultLockTimeout is the lock wait Open uses when Options.Timeout is 0.
+const DefaultLockTimeout = 2 * time.Second
+
+// Bucket names. Every bucket is created by Open, so methods can rely on it.
+const (
+	bucketMeta   = "meta"   // key schemaVersionKey: decimal schema version
+	bucketAgents = "agents" // key agent_id: Agent JSON
+)
+
+// allBuckets lists the buckets Open ensures exist. New record kinds add
+// their bucket here.
+func allBuckets() []string { return []string{bucketMeta, bucketAgents} }
+
+const schemaVersionKey = "schema_version"
+
+// Options configures Open. The zero value is ready to use.
+type Options struct {
+	// Timeout is how long Open waits for another process to release the
+	// database's exclusive file lock before failing with ErrLocked.
+	// 0 means DefaultLockTimeout (2s); it never waits forever. Negative is
+	// invalid.
+	Timeout time.Duration
+	// NoSync skips fsync after each commit: faster, but a power loss can
+	// lose or corrupt recent commits. For tests and benchmarks. Default
+	// false.
+	NoSync bool
+}
+
+// Store is an open Shard database. Its methods are safe for concurrent use
+// by multiple goroutines: reads run in parallel and bbolt serializes
+// writes. Every method that writes has committed (and, unless NoSync,
+// fsynced) when it returns nil. Close must be called exactly once, after
+// all other calls have returned.
+type Store struct {
+	db   *bolt.DB
+	path string
+}
+
+// Open opens the database at path, creating the file (mode 0600) and its
+// parent directory (mode 0700) if they are missing. It holds an exclusive
+// lock on the file until Close; if another process holds it for longer than
+// opts.Timeout, Open fails with an error wrapping ErrLocked that names the
+// path. A new file gets the current SchemaVersion; a file with a newer one
+// is refused with ErrSchema and left untouched.
+func Open(path string, opts Options) (*Store, error) {
+	timeout := opts.Timeout
+	switch {
+	case timeout < 0:
+		return nil, fmt.Errorf("%w: open %s: negative lock timeout %s", ErrInvalid, path, timeout)
+	case timeout == 0:
+		timeout = DefaultLockTimeout
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s (waited %s for its lock; is another shardd running?)", ErrLocked, path, timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return initSchema(tx, path) }); err != nil {
+		_ = db.Close() // the schema error is the one worth reporting
+		return nil, wrapOp(err, "open %s", path)
+	}
+	return &Store{db: db, path: path}, nil
+}
+
+// initSchema checks the schema version of an existing file, or stamps a
+// new one, and creates missing buckets. A newer version aborts before any
+// write.
+func initSchema(tx *bolt.Tx, path string) error {
+	if meta := tx.Bucket([]byte(bucketMeta)); meta != nil {
+		if raw := meta.Get([]byte(schemaVersionKey)); raw != nil {
+			v, err := parseVersion(raw)
+			if err != nil {
+				return fmt.Errorf("%w in %s", err, path)
+			}
+			if v > SchemaVersion {
+				return fmt.Errorf("%w: %s has schema version %d, newer than this build's %d; upgrade shardd", ErrSchema, path, v, SchemaVersion)
+			}
+		}
+	}
+	for _, name := range allBuckets() {
+		if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+			return fmt.Errorf("create bucket %q: %w", name, err)
+		}
+	}
+	meta := tx.Bucket([]byte(bucketMeta))
+	if meta.Get([]byte(schemaVersionKey)) == nil {
+		v := []byte(strconv.Itoa(SchemaVersion))
+		if err := meta.Put([]byte(schemaVersionKey), v); err != nil {
+			return fmt.Errorf("write schema version: %w", err)
+		}
+	}
+	return nil
+}
+
+// parseVersion decodes a stored schema version. string(raw) copies, so
+// nothing of bbolt's memory escapes.
+func parseVersion(raw []byte) (int, error) {
+	v, err := strconv.Atoi(string(raw))
+	if err != nil || v < 1 {
+		return 0, fmt.Errorf("%w: unreadable schema version %q", ErrSchema, raw)
+	}
+	return v, nil
+}
+
+// Close releases the file lock and closes the database.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Path returns the database file path given to Open.
+func (s *Store) Path() string { return s.path }
+
+// Size returns the size of the database file in bytes.
+func (s *Store) Size() (int64, error) {
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		return 0, fmt.Errorf("store: size: %w", err)
+	}
+	return fi.Size(), nil
+}
+
+// SchemaVersion returns the schema version recorded in the file.
+func (s *Store) SchemaVersion() (int, error) {
+	var v int
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta, err := bucket(tx, bucketMeta)
+		if err != nil {
+			return err
+		}
+		raw := meta.Get([]byte(schemaVersionKey))
+		if raw == nil {
+			return fmt.Errorf("%w: no schema version", ErrSchema)
+		}
+		v, err = parseVersion(raw)
+		return err
+	})
+	return v, wrapOp(err, "schema version")
+}
+
+// Check runs bbolt's consistency check over the whole file and returns the
+// first problem found, or nil. It reads every page, so it is for startup,
+// tests and ops commands, not for hot paths.
+func (s *Store) Check() error {
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var first error
+		// Drain the channel fully: the checker goroutine sends every
+		// problem and must finish before the transaction closes.
+		for err := range tx.Check() {
+			if first == nil {
+				first = err
+			}
+		}
+		return first
+	})
+	if err != nil {
+		return fmt.Errorf("store: check %s: %w", s.path, err)
+	}
+	return nil
+}
