@@ -147,9 +147,11 @@ func (d *Daemon) Start() error {
 func (d *Daemon) runtimeEnv() []string {
 	cfg := d.cfg
 	env := append([]string(nil), d.opts.Environ...)
+	if _, err := os.Stat(cfg.ConfigFile); err == nil {
+		env = append(env, "SHARD_CONFIG="+cfg.ConfigFile)
+	}
 	return append(env,
 		"SHARD_HOME="+cfg.Home,
-		"SHARD_CONFIG="+cfg.ConfigFile,
 		"SHARD_SOCKET="+cfg.SocketPath(),
 		"SHARD_HEADLESS_TIMEOUT="+cfg.Headless.Timeout.String(),
 		"SHARD_PROVIDER_NAME="+cfg.Provider.Name,

@@ -5,11 +5,15 @@ import "encoding/json"
 // Header is the envelope every message shares (spec §5). It is embedded in
 // each typed message so that `id`, `type` and `agent_id` flatten into the
 // same JSON object as the payload.
+//
+// Type is declared first so that every marshalled message starts with
+// `{"type":` — PeekType's fast path relies on it, even for responses that
+// carry an id.
 type Header struct {
-	// ID correlates a command with its response. Events never set it.
-	ID string `json:"id,omitempty"`
 	// Type names the message, e.g. "prompt" or "agent.list".
 	Type string `json:"type"`
+	// ID correlates a command with its response. Events never set it.
+	ID string `json:"id,omitempty"`
 	// AgentID routes a per-agent message on a daemon connection. It is
 	// omitted on direct connections and on orchestrator messages.
 	AgentID string `json:"agent_id,omitempty"`

@@ -103,6 +103,7 @@ func (a *Actor) perform(c actor.Context, act supervisor.Action, wait time.Durati
 
 func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
 	wasReady, requested := a.ready, a.stopping && a.startFailed == ""
+	c.Stop(a.rt)
 	a.rt, a.ready, a.stopping, a.esc = nil, false, false, nil
 	a.terminateWhenIdle = false
 

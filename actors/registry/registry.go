@@ -264,6 +264,7 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 	m := store.Agent{
 		AgentID:        ids.New("agent"),
 		SessionID:      req.SessionID,
+		Cwd:            req.Cwd,
 		Name:           req.Name,
 		Model:          req.Model,
 		Provider:       req.Provider,

@@ -61,8 +61,9 @@ func (a *Actor) Receive(c actor.Context) {
 		a.signal(syscall.SIGKILL)
 	case *procExited:
 		a.exited = true
+		// The agent stops this actor once it has handled Exited: stopping
+		// here would let *actor.Terminated (a system message) overtake it.
 		c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: m.code, Reason: m.reason, Started: true})
-		c.Stop(c.Self())
 	case *actor.Stopping:
 		// Safety net only; must not block or panic (protoactor pitfall §2.5).
 		if !a.exited {
@@ -81,7 +82,6 @@ func (a *Actor) start(c actor.Context) {
 	fail := func(err error) {
 		a.exited = true
 		c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: -1, Reason: "spawn: " + err.Error()})
-		c.Stop(self)
 	}
 
 	stderr, err := openLog(a.spec.StderrPath)

@@ -8,5 +8,6 @@
 // recognisable). It never blocks in Receive. It performs stop actions on
 // request (close stdin + SIGTERM, SIGKILL) but decides none: the agent actor
 // drives escalation with supervisor.Escalation. When the process is gone —
-// and every stdout record has been delivered — the agent receives Exited.
+// and every stdout record has been delivered — the agent receives Exited, and then stops
+// the actor.
 package runtime

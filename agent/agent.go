@@ -1,0 +1,167 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	defaultMode            = modeBuild
+	defaultModel           = "sim"
+	defaultHeadlessTimeout = 5 * time.Minute
+	defaultContextWindow   = 200_000
+	defaultServerVersion   = "dev"
+)
+
+// Options configure one runtime process. cmd/shardd fills them from env and
+// config; zero values take the documented defaults. Run copies Options and
+// never modifies them; Exit and IgnoreSignals are called from the goroutine
+// that plays the current turn.
+type Options struct {
+	// Stdin carries JSONL commands. It is required. When ctx is done, Run
+	// closes Stdin if it is an io.Closer so that a blocked read returns, and
+	// then waits for the reader: a Stdin whose Close does not interrupt a
+	// pending Read (a blocking *os.File, such as a terminal) delays Run's
+	// return until it yields a line or EOF.
+	Stdin io.Reader
+	// Stdout receives JSONL events and responses. It is required. Every
+	// record is written with a single Write call.
+	Stdout io.Writer
+	// Stderr receives coarse diagnostics only, never prompts, text or tool
+	// arguments. Default: discarded.
+	Stderr io.Writer
+	// AgentID and SessionID come from SHARD_AGENT_ID and SHARD_SESSION_ID;
+	// they may be empty when the runtime is run by hand. They are used for
+	// diagnostics only: a runtime speaks the direct protocol, which omits
+	// agent_id.
+	AgentID, SessionID string
+	// Cwd is the working directory that relative tool paths resolve
+	// against. Default: the process working directory.
+	Cwd string
+	// SessionDir is the directory of session.jsonl. "" disables
+	// persistence. The daemon passes $SHARD_HOME/sessions/<session_id>.
+	SessionDir string
+	// Mode is the initial mode, "build" or "plan". Default "build".
+	Mode string
+	// Model is the model name reported in usage events. Default "sim".
+	Model string
+	// HeadlessTimeout bounds how long a permission or UI request waits for
+	// an answer before it fails. Default 5m.
+	HeadlessTimeout time.Duration
+	// ContextWindow is the sim model's context window in tokens; a provider
+	// call whose input exceeds it fails with PROVIDER_ERROR. Default 200000.
+	ContextWindow int
+	// ServerVersion is reported in hello. Default "dev".
+	ServerVersion string
+	// Exit is called by the `sim: exit <code>` directive. Default os.Exit.
+	Exit func(code int)
+	// IgnoreSignals is called by the `sim: hang` directive; cmd/shardd
+	// passes a function that ignores SIGTERM. Default: does nothing.
+	IgnoreSignals func()
+}
+
+// withDefaults returns a copy of o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	o.Mode = cmp.Or(o.Mode, defaultMode)
+	o.Model = cmp.Or(o.Model, defaultModel)
+	o.HeadlessTimeout = cmp.Or(o.HeadlessTimeout, defaultHeadlessTimeout)
+	o.ContextWindow = cmp.Or(o.ContextWindow, defaultContextWindow)
+	o.ServerVersion = cmp.Or(o.ServerVersion, defaultServerVersion)
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Exit == nil {
+		o.Exit = os.Exit
+	}
+	if o.IgnoreSignals == nil {
+		o.IgnoreSignals = func() {}
+	}
+	return o
+}
+
+// validate reports the first invalid option of a defaulted Options.
+func (o Options) validate() error {
+	switch {
+	case o.Stdin == nil:
+		return fmt.Errorf("%w: Stdin is required", ErrInvalidOptions)
+	case o.Stdout == nil:
+		return fmt.Errorf("%w: Stdout is required", ErrInvalidOptions)
+	case !knownMode(o.Mode):
+		return fmt.Errorf("%w: unknown mode %q (want build or plan)", ErrInvalidOptions, o.Mode)
+	case o.HeadlessTimeout < 0:
+		return fmt.Errorf("%w: HeadlessTimeout must not be negative", ErrInvalidOptions)
+	case o.ContextWindow < 0:
+		return fmt.Errorf("%w: ContextWindow must not be negative", ErrInvalidOptions)
+	}
+	return nil
+}
+
+// Run serves one runtime process: it writes hello and sync, then handles
+// commands from Stdin until Stdin hits EOF or ctx is done. Either way it
+// aborts a running turn, waits for every goroutine it started and returns
+// nil. It returns an error for invalid options, an unreadable session
+// transcript (wrapping a SESSION_CORRUPT protocol error), a failed read of
+// Stdin or a failed write to Stdout (the latter ends the run at once).
+//
+// After a `sim: hang` directive Run answers nothing and returns only when
+// ctx is done. Run never exits the process itself; only `sim: exit` does,
+// through Options.Exit.
+func Run(ctx context.Context, opts Options) (err error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(opts.Stderr, nil)).With(
+		"component", "agent", "agent_id", opts.AgentID, "session_id", opts.SessionID)
+
+	sess, window, err := openSession(opts.SessionDir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := sess.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r := newRuntime(ctx, cancel, opts, log, sess, window)
+	r.start()
+
+	var reader sync.WaitGroup
+	readDone := make(chan error, 1)
+	reader.Go(func() { readDone <- r.readLoop() })
+
+	var readErr error
+	stdinOpen := true
+	select {
+	case readErr = <-readDone:
+		stdinOpen = false
+	case <-ctx.Done():
+	}
+
+	r.shutdown()
+	if stdinOpen {
+		if c, ok := opts.Stdin.(io.Closer); ok {
+			_ = c.Close() // unblocks the reader; its error is expected
+		}
+	}
+	reader.Wait()
+
+	if werr := r.writeError(); werr != nil {
+		return werr
+	}
+	if readErr != nil && !errors.Is(readErr, io.EOF) {
+		return readErr
+	}
+	return nil
+}

@@ -1,0 +1,459 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/shard-dev/shard/protocol"
+)
+
+// Roles of live-window messages.
+const (
+	roleUser      = "user"
+	roleAssistant = "assistant"
+)
+
+// Modes. build may run every tool (mutating ones through the permission
+// gate); plan refuses mutating tools.
+const (
+	modeBuild = "build"
+	modePlan  = "plan"
+)
+
+// Sources of permission_resolved / ui_resolved besides the answering
+// client's own.
+const (
+	sourceClient  = "client"
+	sourceTimeout = "timeout"
+	sourceAbort   = "abort"
+)
+
+// capabilities is the runtime's feature set for hello and sync.
+func capabilities() []string {
+	return []string{"streaming-deltas", "mode-catalog", "mode-switch"}
+}
+
+// modeCatalog is the list_modes catalog in registration order.
+func modeCatalog() []protocol.ModeDescriptor {
+	return []protocol.ModeDescriptor{
+		{Name: modeBuild, Description: "Read and change files; changes ask for permission."},
+		{Name: modePlan, Description: "Read-only: explore and plan; tools that change files are refused."},
+	}
+}
+
+func knownMode(m string) bool { return m == modeBuild || m == modePlan }
+
+// listModesData is the data of a list_modes response (wire spec §9.2).
+type listModesData struct {
+	Modes  []protocol.ModeDescriptor `json:"modes"`
+	Active string                    `json:"active"`
+}
+
+// setModeData is the data of a set_mode response (wire spec §9.2).
+type setModeData struct {
+	PreviousMode string `json:"previous_mode"`
+	Mode         string `json:"mode"`
+}
+
+// requestKind tells permission requests from UI requests.
+type requestKind int
+
+const (
+	kindPermission requestKind = iota
+	kindUI
+)
+
+// pendingRequest is an open permission_request or ui_request.
+type pendingRequest struct {
+	id   string
+	kind requestKind
+	// raw is the event exactly as it was written; get_sync returns it.
+	raw []byte
+	// choices maps a permission choice id to its decision.
+	choices map[string]string
+	// done receives the one resolution; buffered so the resolver never
+	// blocks.
+	done chan resolution
+}
+
+// resolution is how a pending request was closed.
+type resolution struct {
+	decision string          // permission: allow | allow_always | deny
+	choiceID string          // permission: set when the answer used choice_id
+	value    json.RawMessage // ui: the answer; nil means null
+	source   string          // echoed in the resolved event
+	by       resolvedBy      // who closed it; decides what the turn does next
+}
+
+// runtime is the state of one Run. Its methods ending in Locked require mu.
+type runtime struct {
+	opts   Options
+	log    *slog.Logger
+	ids    *idGen
+	runCtx context.Context
+	cancel context.CancelCauseFunc
+	// turns tracks turn goroutines; shutdown waits for it.
+	turns sync.WaitGroup
+
+	// mu protects the following, and serialises every write to Stdout so
+	// that state and the events announcing it change together.
+	mu          sync.Mutex
+	status      protocol.AgentStatus
+	mode        string
+	window      []protocol.Message
+	pending     []*pendingRequest
+	turn        *turnState // nil when idle
+	followUps   []string   // queued follow_up prompts, oldest first
+	allowAlways map[string]bool
+	closing     bool  // shutdown began: no new turns
+	hung        bool  // `sim: hang` ran: nothing is written or answered again
+	writeErr    error // first Stdout write failure; nothing is written after it
+	sess        *session
+}
+
+func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Options, log *slog.Logger, sess *session, window []protocol.Message) *runtime {
+	return &runtime{
+		opts:        opts,
+		log:         log,
+		ids:         newIDGen(),
+		runCtx:      ctx,
+		cancel:      cancel,
+		status:      protocol.StatusIdle,
+		mode:        opts.Mode,
+		window:      window,
+		allowAlways: make(map[string]bool),
+		sess:        sess,
+	}
+}
+
+// start writes hello and the initial sync (direct-connection form: no
+// agent_id, no runtime_epoch).
+func (r *runtime) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.emitLocked(protocol.Hello{
+		Header:          protocol.Header{Type: protocol.TypeHello},
+		ProtocolVersion: protocol.Version,
+		ServerVersion:   r.opts.ServerVersion,
+		Capabilities:    capabilities(),
+	})
+	r.emitLocked(protocol.Sync{
+		Header:          protocol.Header{Type: protocol.TypeSync},
+		Status:          r.status,
+		Mode:            r.mode,
+		Capabilities:    capabilities(),
+		LiveWindow:      protocol.LiveWindow{Messages: r.windowLocked()},
+		PendingRequests: r.pendingRawLocked(),
+	})
+	r.log.Info("runtime started", "messages", len(r.window), "mode", r.mode)
+}
+
+// shutdown stops accepting turns, aborts the current one and waits for it.
+// After `sim: hang` the turn goroutine returns only when Run's context is
+// done, so shutdown waits for that too.
+func (r *runtime) shutdown() {
+	r.mu.Lock()
+	r.closing = true
+	r.abortLocked()
+	r.mu.Unlock()
+	r.turns.Wait()
+}
+
+// writeError returns the Stdout write failure, if any.
+func (r *runtime) writeError() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.writeErr
+}
+
+// ---- output ----
+
+// emitLocked writes one typed message.
+func (r *runtime) emitLocked(v any) {
+	b, err := protocol.Marshal(v)
+	if err != nil {
+		r.log.Error("encode message", slog.Any("err", err))
+		return
+	}
+	r.writeLocked(b)
+}
+
+// writeLocked writes one encoded record and its newline in a single Write.
+// A write failure is remembered and ends the run: the peer is gone.
+func (r *runtime) writeLocked(rec []byte) {
+	if r.hung || r.writeErr != nil {
+		return
+	}
+	line := make([]byte, len(rec)+1)
+	copy(line, rec)
+	line[len(rec)] = '\n'
+	if _, err := r.opts.Stdout.Write(line); err != nil {
+		r.writeErr = fmt.Errorf("agent: write stdout: %w", err)
+		r.log.Error("stdout write failed; stopping", slog.Any("err", err))
+		r.cancel(r.writeErr)
+	}
+}
+
+// setStatusLocked changes the status and announces a real change.
+func (r *runtime) setStatusLocked(s protocol.AgentStatus) {
+	if r.status == s {
+		return
+	}
+	r.status = s
+	r.emitLocked(protocol.Status{Header: protocol.Header{Type: protocol.TypeStatus}, Status: s})
+}
+
+// appendWindowLocked adds a message to the live window and the transcript.
+func (r *runtime) appendWindowLocked(m protocol.Message) {
+	r.window = append(r.window, m)
+	if err := r.sess.append(m); err != nil {
+		r.log.Error("session append failed", slog.Any("err", err))
+	}
+}
+
+// windowLocked returns the window for encoding (never nil).
+func (r *runtime) windowLocked() []protocol.Message {
+	if r.window == nil {
+		return []protocol.Message{}
+	}
+	return r.window
+}
+
+// pendingRawLocked returns the open requests as emitted (never nil).
+func (r *runtime) pendingRawLocked() []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(r.pending))
+	for _, p := range r.pending {
+		out = append(out, p.raw)
+	}
+	return out
+}
+
+func (r *runtime) respondLocked(h protocol.Header, data any) {
+	r.writeLocked(protocol.NewResponse(h.ID, h.Type, data))
+}
+
+func (r *runtime) respondErrLocked(h protocol.Header, err error) {
+	r.writeLocked(protocol.NewErrorResponse(h.ID, h.Type, err))
+}
+
+// ---- input ----
+
+// readLoop reads and handles commands until Stdin ends. It returns nil at
+// EOF.
+func (r *runtime) readLoop() error {
+	rd := protocol.NewReader(r.opts.Stdin, 0)
+	for {
+		rec, err := rd.Next()
+		switch {
+		case errors.Is(err, protocol.ErrRecordTooLong):
+			r.mu.Lock()
+			if !r.hung {
+				r.respondErrLocked(protocol.Header{}, protocol.Errorf(protocol.CodeInvalidRequest, "record exceeds %d bytes", protocol.DefaultMaxRecord))
+			}
+			r.mu.Unlock()
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return fmt.Errorf("agent: read stdin: %w", err)
+		}
+		r.handle(rec)
+	}
+}
+
+// handle answers one command record. It never waits for a turn: every
+// branch only changes state under mu.
+func (r *runtime) handle(rec []byte) {
+	cmd, h, err := protocol.DecodeCommand(rec)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.hung {
+		return
+	}
+	if err != nil {
+		r.respondErrLocked(h, err)
+		return
+	}
+	switch c := cmd.(type) {
+	case *protocol.Prompt:
+		r.promptLocked(h, c.Message, c.StreamingBehavior)
+	case *protocol.Steer:
+		r.promptLocked(h, c.Message, protocol.BehaviorSteer)
+	case *protocol.Abort:
+		r.abortLocked()
+		r.respondLocked(h, nil)
+	case *protocol.GetSync:
+		r.respondLocked(h, protocol.GetSyncData{
+			Status:          r.status,
+			Mode:            r.mode,
+			Capabilities:    capabilities(),
+			LiveWindow:      protocol.LiveWindow{Messages: r.windowLocked()},
+			PendingRequests: r.pendingRawLocked(),
+		})
+	case *protocol.PermissionResponse:
+		r.permissionResponseLocked(h, c)
+	case *protocol.UIResponse:
+		r.uiResponseLocked(h, c)
+	case *protocol.ListModes:
+		r.respondLocked(h, listModesData{Modes: modeCatalog(), Active: r.mode})
+	case *protocol.SetMode:
+		r.setModeLocked(h, c.Mode)
+	default:
+		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInvalidRequest, "%s is not supported by this runtime", h.Type))
+	}
+}
+
+// promptLocked handles prompt and steer. Idle: the prompt starts a turn
+// (whatever its streaming_behavior). Mid-turn: steer is delivered before the
+// turn's next provider call; follow_up runs as a new turn afterwards. A steer
+// that reaches a turn already aborting is queued as a follow-up rather than
+// lost.
+func (r *runtime) promptLocked(h protocol.Header, text, behavior string) {
+	t := r.turn
+	switch {
+	case r.closing:
+		r.respondErrLocked(h, protocol.Errorf(protocol.CodeConflict, "runtime is shutting down"))
+	case t == nil:
+		r.respondLocked(h, nil)
+		r.startTurnLocked(text)
+	case behavior == "":
+		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInvalidRequest, `field "streaming_behavior": required while a turn is in flight`))
+	case behavior == protocol.BehaviorSteer && !t.aborted:
+		t.steers = append(t.steers, text)
+		r.respondLocked(h, nil)
+	default:
+		r.followUps = append(r.followUps, text)
+		r.respondLocked(h, nil)
+	}
+}
+
+// abortLocked cancels the current turn, closes its open requests with
+// source "abort" and drops queued steers and follow-ups (so the agent
+// actually goes idle, as kill escalation expects). Idle: nothing happens.
+func (r *runtime) abortLocked() {
+	r.followUps = nil
+	t := r.turn
+	if t == nil || t.aborted {
+		return
+	}
+	t.aborted = true
+	t.steers = nil
+	t.cancel()
+	for len(r.pending) > 0 {
+		r.resolveLocked(r.pending[0], resolution{decision: protocol.DecisionDeny, source: sourceAbort, by: byAbort})
+	}
+}
+
+func (r *runtime) setModeLocked(h protocol.Header, mode string) {
+	if !knownMode(mode) {
+		r.respondErrLocked(h, protocol.Errorf(protocol.CodeNotFound, "mode %q not found", mode))
+		return
+	}
+	prev := r.mode
+	if mode != prev {
+		r.mode = mode
+		r.emitLocked(protocol.ModeChanged{Header: protocol.Header{Type: protocol.TypeModeChanged}, PreviousMode: prev, Mode: mode})
+	}
+	r.respondLocked(h, setModeData{PreviousMode: prev, Mode: mode})
+}
+
+// ---- permission and UI requests ----
+
+// findPendingLocked returns the open request with id, or nil.
+func (r *runtime) findPendingLocked(id string) *pendingRequest {
+	for _, p := range r.pending {
+		if p.id == id {
+			return p
+		}
+	}
+	return nil
+}
+
+// openLocked registers p, writes its event and moves to the waiting status.
+func (r *runtime) openLocked(p *pendingRequest, waiting protocol.AgentStatus) {
+	r.pending = append(r.pending, p)
+	r.writeLocked(p.raw)
+	r.setStatusLocked(waiting)
+}
+
+// resolveLocked closes an open request: it writes the resolved event,
+// returns the status to streaming and hands the resolution to the waiting
+// turn. It runs at most once per request (p leaves r.pending here).
+func (r *runtime) resolveLocked(p *pendingRequest, res resolution) {
+	i := slices.Index(r.pending, p)
+	if i < 0 {
+		return
+	}
+	r.pending = slices.Delete(r.pending, i, i+1)
+	switch p.kind {
+	case kindPermission:
+		ev := protocol.PermissionResolved{Header: protocol.Header{Type: protocol.TypePermissionResolved}, RequestID: p.id, Source: res.source}
+		if res.choiceID != "" {
+			ev.ChoiceID = res.choiceID
+		} else {
+			ev.Decision = res.decision
+		}
+		r.emitLocked(ev)
+	case kindUI:
+		r.emitLocked(protocol.UIResolved{Header: protocol.Header{Type: protocol.TypeUIResolved}, RequestID: p.id, Value: res.value, Source: res.source})
+	}
+	if r.turn != nil && len(r.pending) == 0 {
+		r.setStatusLocked(protocol.StatusStreaming)
+	}
+	p.done <- res
+}
+
+// resolveIfOpen resolves p unless an answer already won.
+func (r *runtime) resolveIfOpen(p *pendingRequest, res resolution) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resolveLocked(p, res)
+}
+
+func (r *runtime) permissionResponseLocked(h protocol.Header, c *protocol.PermissionResponse) {
+	p := r.findPendingLocked(c.RequestID)
+	if p == nil { // late or unknown: dropped silently (wire spec §6.3)
+		r.respondLocked(h, nil)
+		return
+	}
+	if p.kind != kindPermission {
+		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInvalidRequest, `field "request_id": %s is a ui request`, c.RequestID))
+		return
+	}
+	res := resolution{decision: c.Decision, source: cmp.Or(c.Source, sourceClient)}
+	if c.ChoiceID != "" {
+		dec, ok := p.choices[c.ChoiceID]
+		if !ok { // the request stays open; another answer may win
+			r.respondErrLocked(h, protocol.Errorf(protocol.CodeInvalidRequest, `field "choice_id": unknown choice %q for request %s`, c.ChoiceID, c.RequestID))
+			return
+		}
+		res.decision, res.choiceID = dec, c.ChoiceID
+	}
+	r.resolveLocked(p, res)
+	r.respondLocked(h, nil)
+}
+
+func (r *runtime) uiResponseLocked(h protocol.Header, c *protocol.UIResponse) {
+	p := r.findPendingLocked(c.RequestID)
+	if p == nil {
+		r.respondLocked(h, nil)
+		return
+	}
+	if p.kind != kindUI {
+		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInvalidRequest, `field "request_id": %s is a permission request`, c.RequestID))
+		return
+	}
+	value := c.Value
+	if string(value) == "null" {
+		value = nil
+	}
+	r.resolveLocked(p, resolution{value: value, source: cmp.Or(c.Source, sourceClient)})
+	r.respondLocked(h, nil)
+}

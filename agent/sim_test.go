@@ -1,0 +1,148 @@
+package agent
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseDirective(t *testing.T) {
+	tests := []struct {
+		in   string
+		want directive
+	}{
+		{"say hello  world", directive{kind: dirSay, text: "hello  world"}},
+		{"think hmm", directive{kind: dirThink, text: "hmm"}},
+		{`tool read {"path": "a b.txt"}`, directive{kind: dirTool, tool: "read", args: map[string]any{"path": "a b.txt"}, rawArgs: `{"path":"a b.txt"}`}},
+		{"tool read", directive{kind: dirTool, tool: "read", args: map[string]any{}, rawArgs: `{}`}},
+		{`ask select "Pick one" a "b c"`, directive{kind: dirAsk, askKind: "select", title: "Pick one", options: []string{"a", "b c"}}},
+		{"ask confirm Sure?", directive{kind: dirAsk, askKind: "confirm", title: "Sure?", options: []string{}}},
+		{"sleep 250", directive{kind: dirSleep, dur: 250 * time.Millisecond}},
+		{"flood 3 10", directive{kind: dirFlood, n: 3, size: 10}},
+		{"fail boom now", directive{kind: dirFail, text: "boom now"}},
+		{"fail", directive{kind: dirFail, text: "sim provider failure"}},
+		{"hang", directive{kind: dirHang}},
+		{"exit 7", directive{kind: dirExit, code: 7}},
+		{"subagent scout map the repo", directive{kind: dirSubagent, tool: "subagent", args: map[string]any{"name": "scout", "task": "map the repo"}, rawArgs: `{"name":"scout","task":"map the repo"}`}},
+	}
+	for _, tt := range tests {
+		got := parseDirective(tt.in)
+		if got.kind != tt.want.kind || got.text != tt.want.text || got.tool != tt.want.tool || got.rawArgs != tt.want.rawArgs ||
+			got.askKind != tt.want.askKind || got.title != tt.want.title || !slices.Equal(got.options, tt.want.options) && len(got.options)+len(tt.want.options) > 0 ||
+			got.dur != tt.want.dur || got.n != tt.want.n || got.size != tt.want.size || got.code != tt.want.code {
+			t.Errorf("parseDirective(%q) = %+v, want %+v", tt.in, got, tt.want)
+		}
+		if tt.want.args != nil && string(mustJSON(t, got.args)) != string(mustJSON(t, tt.want.args)) {
+			t.Errorf("parseDirective(%q).args = %v, want %v", tt.in, got.args, tt.want.args)
+		}
+	}
+}
+
+func TestParseDirectiveRejects(t *testing.T) {
+	for _, in := range []string{
+		"", "dance", "say", "tool", "tool read [1,2]", "tool read {} {}", "tool read {bad",
+		"ask", "ask select", "ask pick title", `ask select "unterminated`,
+		"sleep", "sleep -1", "sleep soon", "flood 1", "flood -1 5", "flood 2 0", "flood 100000000 100",
+		"exit", "exit x", "subagent",
+	} {
+		if d := parseDirective(in); d.kind != dirInvalid || !strings.HasPrefix(d.text, "sim: ") {
+			t.Errorf("parseDirective(%q) = %+v, want invalid", in, d)
+		}
+	}
+}
+
+func TestParseDirectivesEchoesPlainMessages(t *testing.T) {
+	got := parseDirectives("just words\nsim:nothing here")
+	if len(got) != 1 || got[0].kind != dirInvalid {
+		t.Fatalf("a sim: line is a directive even without a space: %+v", got)
+	}
+	got = parseDirectives("hello\nthere")
+	if len(got) != 1 || got[0].kind != dirEcho || got[0].text != "You said: hello\nthere" {
+		t.Fatalf("plain message: %+v", got)
+	}
+	got = parseDirectives("intro text\n  sim: say one\r\nsim: say two")
+	if len(got) != 2 || got[0].text != "one" || got[1].text != "two" {
+		t.Fatalf("directives %+v", got)
+	}
+}
+
+func TestPieces(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want []string
+	}{
+		{"", 4, nil},
+		{"a", 4, []string{"a"}},
+		{"{}", 4, []string{"{", "}"}},
+		{"abcdefgh", 4, []string{"ab", "cd", "ef", "gh"}},
+		{"abcdefghi", 4, []string{"abc", "def", "ghi"}},
+		{"héllo wörld", 3, []string{"héll", "o wö", "rld"}},
+	}
+	for _, tt := range tests {
+		if got := pieces(tt.in, tt.n); !slices.Equal(got, tt.want) {
+			t.Errorf("pieces(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestTokens(t *testing.T) {
+	for in, want := range map[int]int64{0: 0, 1: 1, 3: 1, 4: 1, 8: 2, 401: 100} {
+		if got := tokens(in); got != want {
+			t.Errorf("tokens(%d) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func TestGrantKeyIsCanonical(t *testing.T) {
+	a := parseDirective(`tool write {"path":"x","content":"1"}`)
+	b := parseDirective(`tool write { "content" : "1", "path" : "x" }`)
+	c := parseDirective(`tool write {"path":"x","content":"2"}`)
+	ka := grantKey(toolCallReq{name: a.tool, args: a.args})
+	kb := grantKey(toolCallReq{name: b.tool, args: b.args})
+	kc := grantKey(toolCallReq{name: c.tool, args: c.args})
+	if ka != kb || ka == kc {
+		t.Fatalf("keys %q %q %q", ka, kb, kc)
+	}
+}
+
+func TestParseTranscript(t *testing.T) {
+	line := `{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}]}`
+	tests := []struct {
+		name    string
+		data    string
+		msgs    int
+		keep    int
+		addNL   bool
+		corrupt bool
+	}{
+		{"empty", "", 0, 0, false, false},
+		{"one", line + "\n", 1, len(line) + 1, false, false},
+		{"torn", line + "\n" + `{"id":"m2","ro`, 1, len(line) + 1, false, false},
+		{"whole but unterminated", line + "\n" + line, 2, 2*len(line) + 1, true, false},
+		{"blank lines", "\n" + line + "\n\n", 1, len(line) + 3, false, false},
+		{"corrupt middle", "nope\n" + line + "\n", 0, 0, false, true},
+		{"bad role", `{"id":"m","role":"system","content":[]}` + "\n", 0, 0, false, true},
+	}
+	for _, tt := range tests {
+		msgs, keep, addNL, err := parseTranscript([]byte(tt.data))
+		if (err != nil) != tt.corrupt {
+			t.Errorf("%s: err %v", tt.name, err)
+			continue
+		}
+		if !tt.corrupt && (len(msgs) != tt.msgs || keep != tt.keep || addNL != tt.addNL) {
+			t.Errorf("%s: %d msgs keep %d addNL %v; want %d %d %v", tt.name, len(msgs), keep, addNL, tt.msgs, tt.keep, tt.addNL)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

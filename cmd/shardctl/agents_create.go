@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// agentsCreateOptions are the options of shardctl agents create.
+type agentsCreateOptions struct {
+	g              *globalOptions
+	output         outputOptions
+	cwd            string
+	name           string
+	model          string
+	mode           string
+	headlessPolicy string
+}
+
+// AddFlags registers the agents create flags on cmd.
+func (o *agentsCreateOptions) AddFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	o.output.AddFlags(fs)
+	fs.StringVar(&o.cwd, "cwd", "", "the agent's working directory (default the current directory)")
+	fs.StringVar(&o.name, "name", "", "a name for the agent")
+	fs.StringVar(&o.model, "model", "", "model to use (default the daemon's)")
+	fs.StringVar(&o.mode, "mode", "", "initial mode (default the daemon's)")
+	fs.StringVar(&o.headlessPolicy, "headless-policy", "", "what to do with permission requests nobody answers: deny, allow_if_rule_matches or queue")
+}
+
+func newAgentsCreateCommand(g *globalOptions) *cobra.Command {
+	o := &agentsCreateOptions{g: g}
+	cmd := &cobra.Command{
+		Use:   "create [--cwd DIR]",
+		Short: "Create an agent",
+		Long: `Create a durable agent (agent.create) and print its id; -o json prints
+{"agent_id":"..."}. --cwd is resolved to an absolute path.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			msg, err := o.message()
+			if err != nil {
+				return err
+			}
+			return o.g.oneShot(cmd.Context(), func(ctx context.Context, conn *client.Conn) error {
+				return o.run(ctx, conn, msg, cmd.OutOrStdout())
+			})
+		},
+	}
+	o.AddFlags(cmd)
+	return cmd
+}
+
+// message builds and checks the agent.create command; problems with the
+// flags are usage errors.
+func (o *agentsCreateOptions) message() (*protocol.AgentCreate, error) {
+	if err := o.output.validate(); err != nil {
+		return nil, err
+	}
+	cwd := o.cwd
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("current directory: %w", err)
+		}
+		cwd = wd
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return nil, usageErrorf("--cwd %q: %w", cwd, err)
+	}
+	msg := &protocol.AgentCreate{
+		Header:         protocol.Header{Type: protocol.TypeAgentCreate},
+		Cwd:            abs,
+		Name:           o.name,
+		Model:          o.model,
+		Mode:           o.mode,
+		HeadlessPolicy: o.headlessPolicy,
+	}
+	if err := msg.Validate(); err != nil {
+		return nil, &exitError{code: exitUsage, err: err}
+	}
+	return msg, nil
+}
+
+func (o *agentsCreateOptions) run(ctx context.Context, conn *client.Conn, msg *protocol.AgentCreate, w io.Writer) error {
+	var data protocol.AgentCreateData
+	if err := conn.Call(ctx, msg, &data); err != nil {
+		return err
+	}
+	if o.output.json() {
+		return writeJSON(w, data)
+	}
+	_, err := fmt.Fprintln(w, data.AgentID)
+	return err
+}

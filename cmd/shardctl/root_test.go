@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shard-dev/shard/protocol"
+)
+
+func TestUnreachableSocketExits3(t *testing.T) {
+	path := filepath.Join(socketDir(t), "daemon.sock")
+	r := runCtl(t, nil, path, "", "status")
+	if r.code != exitUnreachable {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "is shardd running? (socket "+path+")") {
+		t.Fatalf("stderr = %q", r.stderr)
+	}
+}
+
+func TestSilentDaemonExits3(t *testing.T) {
+	// A socket that accepts but never says hello.
+	path := filepath.Join(socketDir(t), "daemon.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := runCtl(t, nil, "", "", "--socket", path, "--timeout", "100ms", "agents", "ls")
+	if r.code != exitUnreachable {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestHomeFlagAndEnvPickTheSocket(t *testing.T) {
+	d := statusDaemon(t)
+	home := filepath.Dir(d.path)
+	if r := runCtl(t, nil, "", "", "--home", home, "status"); r.code != 0 {
+		t.Fatalf("--home: exit %d stderr %q", r.code, r.stderr)
+	}
+	t.Setenv("SHARD_HOME", home)
+	if r := runCtl(t, nil, "", "", "status"); r.code != 0 {
+		t.Fatalf("SHARD_HOME: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestProtocolErrorExits1(t *testing.T) {
+	d := newFakeDaemon(t, func(c *daemonConn, h protocol.Header, _ []byte) {
+		c.respondError(h, protocol.CodeInternal, "store is on fire")
+	})
+	for _, args := range [][]string{{"status"}, {"agents", "ls"}, {"shutdown"}} {
+		r := runCtl(t, nil, d.path, "", args...)
+		if r.code != exitFailed || r.stderr != "shardctl: INTERNAL_ERROR: store is on fire\n" || r.stdout != "" {
+			t.Errorf("%v: exit %d stdout %q stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{"bogus"},
+		{"agents", "bogus"},
+		{"status", "--bad-flag"},
+		{"status", "extra"},
+		{"status", "-o", "yaml"},
+		{"prompt", "agent-only"},
+		{"watch"},
+		{"--timeout", "soon", "status"},
+		{"--timeout", "0s", "status"},
+	} {
+		r := runCtl(t, nil, "/nonexistent/daemon.sock", "", args...)
+		if r.code != exitUsage {
+			t.Errorf("%v: exit %d stderr %q", args, r.code, r.stderr)
+		}
+		if !strings.HasPrefix(r.stderr, "shardctl: ") || !strings.Contains(r.stderr, "--help") {
+			t.Errorf("%v: stderr %q", args, r.stderr)
+		}
+	}
+}
+
+func TestHelpDocumentsExitCodes(t *testing.T) {
+	r := runCtl(t, nil, "", "", "--help")
+	if r.code != 0 {
+		t.Fatalf("exit %d", r.code)
+	}
+	for _, want := range []string{"Exit codes:", "0    success", "1    the command failed", "2    usage error", "3    cannot reach the daemon"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+func TestRunUsesArgs(t *testing.T) {
+	d := statusDaemon(t)
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if code := run(ctx, []string{"--socket", d.path, "status", "-o", "json"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d stderr %q", code, errb.String())
+	}
+	if !strings.Contains(out.String(), `"pid": 4242`) {
+		t.Fatalf("stdout = %q", out.String())
+	}
+}

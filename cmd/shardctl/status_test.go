@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/shard-dev/shard/protocol"
+)
+
+var sampleStatus = protocol.DaemonStatusData{
+	Version:              "0.1.0-test",
+	ProtocolVersion:      protocol.Version,
+	PID:                  4242,
+	StartedAt:            1_700_000_000_000,
+	UptimeMs:             3723_000,
+	Home:                 "/home/u/.shard",
+	WebURL:               "http://127.0.0.1:7420",
+	Connections:          3,
+	AgentsByRuntimeState: map[protocol.RuntimeState]int{protocol.RuntimeRunning: 2, protocol.RuntimeStopped: 3},
+	AgentsByStatus:       map[protocol.AgentStatus]int{protocol.StatusIdle: 4, protocol.StatusStreaming: 1},
+	StoreBytes:           1536,
+}
+
+func statusDaemon(t *testing.T) *fakeDaemon {
+	return newFakeDaemon(t, func(c *daemonConn, h protocol.Header, _ []byte) {
+		if h.Type == protocol.TypeDaemonStatus {
+			c.respond(h, sampleStatus)
+		}
+	})
+}
+
+func TestStatusTable(t *testing.T) {
+	d := statusDaemon(t)
+	r := runCtl(t, nil, d.path, "", "status")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"Version:", "0.1.0-test",
+		"Protocol:", protocol.Version,
+		"PID:", "4242",
+		"Uptime:", "1h2m3s",
+		"Home:", "/home/u/.shard",
+		"Web:", "http://127.0.0.1:7420",
+		"Connections:", "3",
+		"Agents:", "5 total: running 2, stopped 3",
+		"Agent status:", "idle 4, streaming 1",
+		"Store:", "1.5 KiB",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "\x1b[") {
+		t.Errorf("color written to a non-terminal:\n%q", r.stdout)
+	}
+}
+
+func TestStatusJSON(t *testing.T) {
+	d := statusDaemon(t)
+	r := runCtl(t, nil, d.path, "", "status", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	var got protocol.DaemonStatusData
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, r.stdout)
+	}
+	if got.PID != 4242 || got.AgentsByStatus[protocol.StatusIdle] != 4 || got.StoreBytes != 1536 {
+		t.Fatalf("got %+v", got)
+	}
+	var raw map[string]any
+	_ = json.Unmarshal([]byte(r.stdout), &raw)
+	for _, k := range []string{"version", "protocol_version", "pid", "uptime_ms", "home", "web_url", "connections", "agents_by_runtime_state", "agents_by_status", "store_bytes"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("json lacks %q", k)
+		}
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/shard-dev/shard/agent"
+	"github.com/shard-dev/shard/config"
+)
+
+// newAgentCommand is `shardd agent --headless`: the reference runtime,
+// speaking the per-agent protocol as JSONL on stdin/stdout. The daemon runs
+// it with SHARD_AGENT_ID, SHARD_SESSION_ID, SHARD_SESSION_DIR,
+// SHARD_AGENT_MODE, SHARD_AGENT_MODEL and its effective settings in the
+// environment; run by hand it is a direct connection (spec §12.1).
+func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var headless bool
+	cmd := &cobra.Command{
+		Use:   "agent --headless",
+		Short: "Run the reference agent runtime on stdin/stdout (JSONL)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !headless {
+				return errors.New("only --headless is supported: the runtime speaks JSONL on stdin/stdout")
+			}
+			// Settings come from config.yaml and SHARD_* only; the daemon
+			// exports its effective values.
+			fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+			config.RegisterFlags(fs)
+			home, _ := os.UserHomeDir()
+			cfg, err := config.Load(fs, os.Environ(), home)
+			if err != nil {
+				return err
+			}
+			cwd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
+			defer stop()
+			return agent.Run(ctx, agent.Options{
+				Stdin: stdin, Stdout: stdout, Stderr: stderr,
+				AgentID:         os.Getenv("SHARD_AGENT_ID"),
+				SessionID:       os.Getenv("SHARD_SESSION_ID"),
+				SessionDir:      os.Getenv("SHARD_SESSION_DIR"),
+				Cwd:             cwd,
+				Mode:            os.Getenv("SHARD_AGENT_MODE"),
+				Model:           os.Getenv("SHARD_AGENT_MODEL"),
+				HeadlessTimeout: cfg.Headless.Timeout,
+				ContextWindow:   cfg.Sim.ContextWindow,
+				ServerVersion:   version,
+				Exit:            os.Exit,
+				IgnoreSignals:   func() { signal.Ignore(syscall.SIGTERM, syscall.SIGINT) },
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&headless, "headless", false, "speak the per-agent protocol on stdin/stdout (required)")
+	return cmd
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/daemon"
+)
+
+func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "shardd",
+		Short: "Run the Shard daemon",
+		Long: `shardd hosts durable coding agents, runs each agent's runtime as a child
+process, and lets any number of clients attach over the unix socket
+($SHARD_HOME/daemon.sock) or the WebSocket endpoint (ws://127.0.0.1:7420/ws).
+
+Every setting can come from $SHARD_HOME/config.yaml, a SHARD_* environment
+variable (dots and dashes become underscores) or the flag below, in that order
+of precedence (flags win). With no configuration shardd keeps its state under
+~/.shard, uses the offline "sim" model and listens on loopback only.`,
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd, stderr)
+		},
+	}
+	cmd.SetIn(stdin)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	config.RegisterFlags(cmd.Flags())
+	cmd.Flags().SortFlags = true
+	cmd.AddCommand(newAgentCommand(stdin, stdout, stderr))
+	return cmd
+}
+
+func loadConfig(cmd *cobra.Command) (*config.Config, error) {
+	home, _ := os.UserHomeDir()
+	return config.Load(cmd.Flags(), os.Environ(), home)
+}
+
+// serve runs the daemon until SIGTERM/SIGINT or daemon.shutdown. A first
+// signal shuts down gracefully; a second one forces.
+func serve(cmd *cobra.Command, stderr io.Writer) error {
+	cfg, err := loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	logger, closeLog, err := newLogger(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+
+	path, args, err := runtimeCommand(cfg)
+	if err != nil {
+		return err
+	}
+	d, err := daemon.New(cfg, daemon.Options{
+		Version: version, RuntimePath: path, RuntimeArgs: args,
+		Environ: os.Environ(), Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	if err := d.Start(); err != nil {
+		d.Shutdown(true)
+		return err
+	}
+	fmt.Fprintf(stderr, "shardd %s listening on %s and %s/ws (home %s)\n", version, cfg.SocketPath(), d.WebURL(), cfg.Home)
+
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	select {
+	case <-d.Done():
+		return nil
+	case sig := <-sigs:
+		logger.Info("signal received; shutting down", "signal", sig.String())
+	}
+	go func() {
+		if _, ok := <-sigs; ok {
+			logger.Warn("second signal; forcing shutdown")
+			d.Shutdown(true)
+		}
+	}()
+	d.Shutdown(false)
+	return nil
+}
+
+// runtimeCommand resolves runtime.command; empty means this executable.
+func runtimeCommand(cfg *config.Config) (string, []string, error) {
+	if fields := strings.Fields(cfg.Runtime.Command); len(fields) > 0 {
+		return fields[0], fields[1:], nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil, fmt.Errorf("resolve own executable for the runtime: %w", err)
+	}
+	return exe, []string{"agent", "--headless"}, nil
+}
+
+// newLogger logs to $SHARD_HOME/logs/shardd.log, and to stderr too when
+// running in the foreground or on a terminal.
+func newLogger(cfg *config.Config, stderr io.Writer) (*slog.Logger, func(), error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.Log.Level)); err != nil {
+		return nil, nil, fmt.Errorf("log level %q: %w", cfg.Log.Level, err)
+	}
+	if err := os.MkdirAll(cfg.LogDir(), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("create log dir: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(cfg.LogDir(), "shardd.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open log: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewJSONHandler(f, opts)
+	if cfg.Foreground || isTerminal(stderr) {
+		h = slog.NewMultiHandler(h, slog.NewTextHandler(stderr, opts))
+	}
+	return slog.New(h), func() { f.Close() }, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
