@@ -100,9 +100,11 @@ func NewErrorResponse(id, command string, err error) []byte {
 	return MustMarshal(Response{Header: Header{ID: id, Type: TypeResponse}, Command: command, Error: AsError(err)})
 }
 
-// WithAgentID returns rec with the routing agent_id inserted as the first
-// field, without decoding the rest (DESIGN §3 "hot path stays raw"). rec must
-// be a JSON object that has no agent_id yet; runtimes speak the direct
+// WithAgentID returns rec with the routing agent_id inserted, without
+// decoding the rest (DESIGN §3 "hot path stays raw"). When rec starts with
+// its "type" field (as Shard runtimes write it) agent_id goes right after
+// it, so the result still starts with "type"; otherwise it goes first. rec
+// must be a JSON object that has no agent_id yet: runtimes speak the direct
 // protocol, which omits it.
 func WithAgentID(rec []byte, agentID string) []byte {
 	i := bytes.IndexByte(rec, '{')
@@ -110,10 +112,21 @@ func WithAgentID(rec []byte, agentID string) []byte {
 		return rec
 	}
 	q := strconv.Quote(agentID) // agent ids are ASCII; Quote is valid JSON for them
-	out := make([]byte, 0, len(rec)+len(q)+13)
-	out = append(out, rec[:i+1]...)
-	out = append(out, `"agent_id":`...)
-	out = append(out, q...)
+	field := make([]byte, 0, len(q)+12)
+	field = append(append(field, `"agent_id":`...), q...)
+	out := make([]byte, 0, len(rec)+len(field)+1)
+
+	const typePrefix = `{"type":"`
+	if bytes.HasPrefix(rec[i:], []byte(typePrefix)) {
+		rest := rec[i+len(typePrefix):]
+		if end := bytes.IndexByte(rest, '"'); end >= 0 && bytes.IndexByte(rest[:end], '\\') < 0 {
+			cut := i + len(typePrefix) + end + 1 // just past the closing quote
+			out = append(out, rec[:cut]...)
+			out = append(append(append(out, ','), field...))
+			return append(out, rec[cut:]...)
+		}
+	}
+	out = append(append(out, rec[:i+1]...), field...)
 	rest := bytes.TrimLeft(rec[i+1:], " \t\r\n")
 	if len(rest) > 0 && rest[0] != '}' {
 		out = append(out, ',')

@@ -1,5 +1,7 @@
 package protocol
 
+import "encoding/json"
+
 // Version is the protocol version this build speaks (spec §7).
 const Version = "0.1.0"
 
@@ -312,4 +314,24 @@ type JobSnapshot struct {
 	StoppedAt     int64         `json:"stopped_at,omitempty"`
 	CreatedAt     int64         `json:"created_at"`
 	EndedAt       int64         `json:"ended_at,omitempty"`
+}
+
+// MarshalJSON writes a tool_call block with its `args` object even when it
+// is empty (the spec requires it), and every other block without the fields
+// of other kinds.
+func (b ContentBlock) MarshalJSON() ([]byte, error) {
+	if b.Type == BlockToolCall {
+		args := b.Args
+		if args == nil {
+			args = map[string]any{}
+		}
+		return json.Marshal(struct {
+			Type string         `json:"type"`
+			ID   string         `json:"id"`
+			Name string         `json:"name"`
+			Args map[string]any `json:"args"`
+		}{b.Type, b.ID, b.Name, args})
+	}
+	type plain ContentBlock
+	return json.Marshal(plain(b))
 }
