@@ -49,7 +49,7 @@ type harness struct {
 	t   *testing.T
 	cfg *config.Config
 	d   *daemon.Daemon
-	log *bytes.Buffer
+	log *syncWriter
 }
 
 // shortTemp returns a short temporary directory: unix socket paths are
@@ -85,8 +85,8 @@ func start(t *testing.T, mutate func(*config.Config)) *harness {
 
 func startWith(t *testing.T, cfg *config.Config) *harness {
 	t.Helper()
-	var logBuf bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &logBuf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logBuf := &syncWriter{w: &bytes.Buffer{}}
+	logger := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d, err := daemon.New(cfg, daemon.Options{
 		Version: "test", RuntimePath: runtimeBin, RuntimeArgs: []string{"agent", "--headless"},
 		Environ: os.Environ(), Logger: logger,
@@ -97,7 +97,7 @@ func startWith(t *testing.T, cfg *config.Config) *harness {
 	if err := d.Start(); err != nil {
 		t.Fatalf("daemon.Start: %v", err)
 	}
-	h := &harness{t: t, cfg: cfg, d: d, log: &logBuf}
+	h := &harness{t: t, cfg: cfg, d: d, log: logBuf}
 	t.Cleanup(func() {
 		d.Shutdown(true)
 		if t.Failed() {
@@ -110,6 +110,12 @@ func startWith(t *testing.T, cfg *config.Config) *harness {
 type syncWriter struct {
 	mu sync.Mutex
 	w  *bytes.Buffer
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.String()
 }
 
 func (w *syncWriter) Write(p []byte) (int, error) {
