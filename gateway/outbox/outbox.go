@@ -53,7 +53,8 @@ func New(l Limits) *Outbox {
 }
 
 // Push queues rec. It reports false when the record was not queued: the
-// Outbox is closed, or this push overflowed it, in which case every pending
+// Outbox is closed, or it was already full (see Limits) so this push
+// overflowed it, in which case every pending
 // record is dropped, a fatal slow-consumer `error` event is queued instead
 // and the Outbox is closed (Overflowed then reports true). rec must not be
 // modified after the call.
@@ -63,7 +64,11 @@ func (o *Outbox) Push(rec []byte) bool {
 	if o.closed {
 		return false
 	}
-	if len(o.queue)+1 > o.limits.MaxMessages || o.bytes+len(rec) > o.limits.MaxBytes {
+	// The caps bound what is already waiting: a record is refused only when
+	// the queue is full. So a single record larger than MaxBytes (a big
+	// message_complete, a large file read) still reaches a client that keeps
+	// up, and a queue holds at most the caps plus one record.
+	if len(o.queue) >= o.limits.MaxMessages || o.bytes >= o.limits.MaxBytes {
 		o.overflow = true
 		o.closed = true
 		close(o.slow)
