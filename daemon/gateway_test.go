@@ -125,7 +125,7 @@ func TestWebSocketPeerThatStopsAnsweringPingsIsDropped(t *testing.T) {
 }
 
 func TestSlowConsumerIsDroppedOthersUnaffected(t *testing.T) {
-	h := start(t, func(c *config.Config) { c.Gateway.OutboundMaxBytes = 2 << 20 })
+	h := start(t, func(c *config.Config) { c.Gateway.OutboundMaxBytes = 4 << 20 })
 	fast := h.dial()
 	id := h.create(fast, nil)
 	attach(t, fast, id, "")
@@ -149,11 +149,12 @@ func TestSlowConsumerIsDroppedOthersUnaffected(t *testing.T) {
 			break
 		}
 	}
-	// 6 MiB of deltas in paced bursts: far more than the socket buffers
-	// plus the 2 MiB cap, while a reading client never lags a burst behind.
+	// 7 MiB of deltas in paced bursts: far more than the socket buffers
+	// plus the 4 MiB cap, while a reading client would have to fall some 40
+	// bursts behind to be dropped.
 	var script strings.Builder
-	for i := 0; i < 30; i++ {
-		script.WriteString("sim: flood 200 1024\nsim: sleep 30\n")
+	for i := 0; i < 70; i++ {
+		script.WriteString("sim: flood 100 1024\nsim: sleep 40\n")
 	}
 	prompt(t, fast, id, script.String())
 	evs := collectUntil(t, fast, isType(protocol.TypeTurnEnd, id))
@@ -163,8 +164,8 @@ func TestSlowConsumerIsDroppedOthersUnaffected(t *testing.T) {
 			deltas++
 		}
 	}
-	if deltas != 6000 {
-		t.Fatalf("fast client saw %d deltas, want 6000", deltas)
+	if deltas != 7000 {
+		t.Fatalf("fast client saw %d deltas, want 7000", deltas)
 	}
 	eventually(t, "slow consumer dropped", func() bool { return connections(t, fast) == 1 })
 

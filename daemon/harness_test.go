@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/daemon"
@@ -41,6 +43,14 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	if code == 0 {
+		// Every daemon a test started has shut down: nothing of it may be
+		// left running (actors, gateway goroutines, timers' sends).
+		if err := goleak.Find(goleakOptions()...); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
@@ -270,3 +280,15 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func killPID(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }
+
+func goleakOptions() []goleak.Option {
+	return []goleak.Option{
+		// protoactor's dead-letter throttle parks a goroutine for one
+		// interval (1 s) after a burst of dead letters (late timer sends to
+		// stopped actors); it ends by itself.
+		goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
+		// Keep-alive goroutines of the http.Get in the ticket test.
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+	}
+}
