@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,58 +126,75 @@ func TestWebSocketPeerThatStopsAnsweringPingsIsDropped(t *testing.T) {
 }
 
 func TestSlowConsumerIsDroppedOthersUnaffected(t *testing.T) {
-	h := start(t, func(c *config.Config) { c.Gateway.OutboundMaxBytes = 4 << 20 })
-	fast := h.dial()
-	id := h.create(fast, nil)
-	attach(t, fast, id, "")
+	h := start(t, func(c *config.Config) { c.Gateway.OutboundMaxBytes = 1 << 20 })
+	ctl := h.dial()
+	id := h.create(ctl, nil)
 
-	// A unix client that attaches and then never reads again.
-	slow, err := net.Dial("unix", h.cfg.SocketPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	if _, err := slow.Write([]byte(`{"type":"agent.attach","id":"s","agent_id":"` + id + `"}` + "\n")); err != nil {
-		t.Fatal(err)
-	}
-	rd := bufio.NewReader(slow)
-	for { // read up to the attach's sync, then stop reading
-		line, err := rd.ReadBytes('\n')
+	// attachRaw attaches a raw unix connection and reads up to its sync.
+	attachRaw := func() (net.Conn, *bufio.Reader) {
+		conn, err := net.Dial("unix", h.cfg.SocketPath())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(line), `"type":"sync"`) {
+		t.Cleanup(func() { conn.Close() })
+		if _, err := conn.Write([]byte(`{"type":"agent.attach","id":"a","agent_id":"` + id + `"}` + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		rd := bufio.NewReaderSize(conn, 1<<20)
+		for {
+			line, err := rd.ReadBytes('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(line), `"type":"sync"`) {
+				return conn, rd
+			}
+		}
+	}
+	slow, slowRd := attachRaw() // never reads again
+	fast, fastRd := attachRaw() // reads raw lines, no decoding: it keeps up
+	fast.SetReadDeadline(time.Now().Add(60 * time.Second))
+
+	// 3 MiB of deltas: far more than the socket buffers plus the 1 MiB cap.
+	var script strings.Builder
+	for i := 0; i < 30; i++ {
+		script.WriteString("sim: flood 100 1024\nsim: sleep 10\n")
+	}
+	if _, err := fast.Write([]byte(`{"type":"prompt","id":"p","agent_id":"` + id + `","message":` + strconv.Quote(script.String()) + `}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	deltas := 0
+	for {
+		line, err := fastRd.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			for err == bufio.ErrBufferFull { // a long record: skip the rest of it
+				_, err = fastRd.ReadSlice('\n')
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("fast client: %v after %d deltas", err, deltas)
+		}
+		if strings.Contains(string(line), `"type":"message_delta"`) {
+			deltas++
+		}
+		if strings.HasPrefix(string(line), `{"type":"turn_end"`) {
 			break
 		}
 	}
-	// 7 MiB of deltas in paced bursts: far more than the socket buffers
-	// plus the 4 MiB cap, while a reading client would have to fall some 40
-	// bursts behind to be dropped.
-	var script strings.Builder
-	for i := 0; i < 70; i++ {
-		script.WriteString("sim: flood 100 1024\nsim: sleep 40\n")
+	if deltas != 3000 {
+		t.Fatalf("fast client saw %d deltas, want 3000", deltas)
 	}
-	prompt(t, fast, id, script.String())
-	evs := collectUntil(t, fast, isType(protocol.TypeTurnEnd, id))
-	deltas := 0
-	for _, e := range evs {
-		if e.Msg.Head().Type == protocol.TypeMessageDelta {
-			deltas++
-		}
-	}
-	if deltas != 7000 {
-		t.Fatalf("fast client saw %d deltas, want 7000", deltas)
-	}
-	eventually(t, "slow consumer dropped", func() bool { return connections(t, fast) == 1 })
+	eventually(t, "slow consumer dropped", func() bool { return connections(t, ctl) == 2 })
 
 	// The daemon closed the slow client's socket: what it can still read
 	// ends in EOF, not in our read deadline.
 	slow.SetReadDeadline(time.Now().Add(10 * time.Second))
-	var err2 error
-	for err2 == nil {
-		_, err2 = rd.ReadBytes('\n')
+	var err error
+	for err == nil {
+		_, err = slowRd.ReadBytes('\n')
 	}
-	if ne, ok := err2.(net.Error); ok && ne.Timeout() {
-		t.Fatalf("slow client's connection was not closed: %v", err2)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("slow client's connection was not closed: %v", err)
 	}
 }

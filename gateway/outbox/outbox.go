@@ -8,7 +8,8 @@ import (
 )
 
 // Limits bound an Outbox. Both caps apply to records queued and not yet
-// taken by the writer.
+// taken by the writer; MaxBytes does not count the oldest queued record, so
+// one oversized record never trips it on its own.
 type Limits struct {
 	// MaxBytes caps queued bytes (default 8 MiB).
 	MaxBytes int
@@ -64,11 +65,16 @@ func (o *Outbox) Push(rec []byte) bool {
 	if o.closed {
 		return false
 	}
-	// The caps bound what is already waiting: a record is refused only when
-	// the queue is full. So a single record larger than MaxBytes (a big
+	// The caps bound what waits behind the record the writer takes next
+	// (the head): a single record larger than MaxBytes (a big
 	// message_complete, a large file read) still reaches a client that keeps
-	// up, and a queue holds at most the caps plus one record.
-	if len(o.queue) >= o.limits.MaxMessages || o.bytes >= o.limits.MaxBytes {
+	// up, while MaxBytes of anything queued behind it marks a consumer that
+	// does not.
+	waiting := o.bytes
+	if len(o.queue) > 0 {
+		waiting -= len(o.queue[0])
+	}
+	if len(o.queue) >= o.limits.MaxMessages || (len(o.queue) > 0 && waiting+len(rec) > o.limits.MaxBytes) {
 		o.overflow = true
 		o.closed = true
 		close(o.slow)
