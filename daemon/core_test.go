@@ -217,3 +217,42 @@ func TestTwoClientsSeeTheSameStream(t *testing.T) {
 		}
 	}
 }
+
+func TestActivityOverviewReachesEveryConnectionSanitized(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	bystander := h.dial() // never attaches
+	id := h.create(c, nil)
+	attach(t, c, id, "")
+	const secret = "PROMPT-TEXT-7f3a"
+	prompt(t, c, id, "sim: think pondering "+secret+"\nsim: tool read {\"path\":\"/etc/hostname\"}\nsim: say "+secret)
+	waitFor(t, c, isType(protocol.TypeTurnEnd, id))
+
+	phases := map[string]bool{}
+	var tool string
+	waitFor(t, bystander, func(e client.Event) bool {
+		if strings.Contains(string(e.Raw), secret) || strings.Contains(string(e.Raw), "/etc/hostname") {
+			t.Fatalf("a broadcast carried prompt text or a path: %s", e.Raw)
+		}
+		if a, ok := e.Msg.(*protocol.AgentActivity); ok && a.AgentID == id {
+			phases[a.Phase] = true
+			if a.ToolName != "" {
+				tool = a.ToolName
+			}
+			return a.Phase == protocol.PhaseIdle && phases[protocol.PhaseTool]
+		}
+		if e.Msg.Head().AgentID == id && e.Msg.Head().Type != protocol.TypeAgentActivity &&
+			e.Msg.Head().Type != protocol.TypeAgentStatusChanged && e.Msg.Head().Type != protocol.TypeAgentSpawned {
+			t.Fatalf("unattached connection received a per-agent event: %s", e.Raw)
+		}
+		return false
+	})
+	for _, p := range []string{protocol.PhaseThinking, protocol.PhaseTool, protocol.PhaseStreaming} {
+		if !phases[p] {
+			t.Errorf("agent_activity never showed phase %q (saw %v)", p, phases)
+		}
+	}
+	if tool != "read" {
+		t.Errorf("agent_activity tool_name = %q, want read", tool)
+	}
+}
