@@ -34,6 +34,9 @@ type connActor struct {
 	out    *outbox.Outbox
 	client *agent.Client
 	local  bool // unix socket: local trust (spec §4.2)
+	// writerDone is closed when the writer goroutine has ended (outbox
+	// drained or transport failed).
+	writerDone chan struct{}
 }
 
 func (a *connActor) Receive(c actor.Context) {
@@ -72,7 +75,7 @@ func (a *connActor) start(c actor.Context) {
 	a.g.hub.Add(a.out)
 
 	ctx := a.g.ctx
-	writerDone := make(chan struct{})
+	writerDone := a.writerDone
 	a.g.goTracked(func() { // reader
 		for {
 			rec, err := a.t.Read(ctx)

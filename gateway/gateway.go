@@ -20,6 +20,9 @@ import (
 	"github.com/shard-dev/shard/supervisor"
 )
 
+// closeFlush bounds how long Close waits for a connection's queued records.
+const closeFlush = time.Second
+
 // Subprotocol is the WebSocket subprotocol of Shard v0.1.
 const Subprotocol = "shard.v1"
 
@@ -64,7 +67,7 @@ type Gateway struct {
 	// mu protects the following.
 	mu     sync.Mutex
 	nextID uint64
-	conns  map[uint64]transport
+	conns  map[uint64]*connActor
 	closed bool
 }
 
@@ -75,7 +78,7 @@ func New(cfg Config, sys *actor.ActorSystem, registry *actor.PID, hub *outbox.Hu
 		cfg: cfg, sys: sys, registry: registry, hub: hub, log: log,
 		tickets: NewTickets(cfg.TicketTTL, nil),
 		ctx:     ctx, cancel: cancel,
-		conns: make(map[uint64]transport),
+		conns: make(map[uint64]*connActor),
 	}
 }
 
@@ -227,10 +230,10 @@ func (g *Gateway) startConn(t transport, local bool) bool {
 	}
 	g.nextID++
 	id := g.nextID
-	g.conns[id] = t
+	a := &connActor{g: g, id: id, t: t, out: outbox.New(g.cfg.Limits), local: local, writerDone: make(chan struct{})}
+	g.conns[id] = a
 	g.mu.Unlock()
 
-	a := &connActor{g: g, id: id, t: t, out: outbox.New(g.cfg.Limits), local: local}
 	props := actor.PropsFromProducer(func() actor.Actor { return a },
 		actor.WithGuardian(supervisor.StopOnFailure()))
 	if _, err := g.sys.Root.SpawnNamed(props, fmt.Sprintf("conn-%d", id)); err != nil {
@@ -281,17 +284,24 @@ func (g *Gateway) StopAccepting() {
 func (g *Gateway) Close() {
 	g.StopAccepting()
 	g.mu.Lock()
-	conns := make([]transport, 0, len(g.conns))
-	for _, t := range g.conns {
-		conns = append(conns, t)
+	conns := make([]*connActor, 0, len(g.conns))
+	for _, a := range g.conns {
+		conns = append(conns, a)
 	}
 	g.mu.Unlock()
+	// Let each writer flush what is queued (e.g. the daemon.shutdown
+	// response), bounded, then close the transports.
 	var wg sync.WaitGroup
-	for _, t := range conns {
+	for _, a := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t.Close("daemon shutting down", false)
+			a.out.Close()
+			select {
+			case <-a.writerDone:
+			case <-time.After(closeFlush):
+			}
+			a.t.Close("daemon shutting down", false)
 		}()
 	}
 	wg.Wait()
