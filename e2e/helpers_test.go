@@ -1,0 +1,376 @@
+//go:build linux
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shard-dev/shard/client"
+)
+
+// Deadlines. They bound waits that normally end in milliseconds; they are
+// generous because the binaries may be race-instrumented on a busy machine.
+const (
+	readyTimeout = 15 * time.Second // shardd accepting on its socket
+	exitTimeout  = 15 * time.Second // shardd exiting after SIGTERM or shutdown
+	cmdTimeout   = 30 * time.Second // one shardctl or short-lived shardd run
+	pollInterval = 20 * time.Millisecond
+)
+
+// shortTemp returns a short temporary directory, removed when t ends: unix
+// socket paths are limited to 108 bytes, which t.TempDir() can exceed.
+func shortTemp(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// newHome returns a fresh, not yet existing, Shard home path.
+func newHome(t *testing.T) string {
+	t.Helper()
+	return filepath.Join(shortTemp(t), "home")
+}
+
+// baseEnv is the test's environment without any SHARD_* variable, so that
+// the developer's own settings never leak into a test.
+func baseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SHARD_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// sharddEnv is the environment of a shardd on home, plus extra variables.
+func sharddEnv(home string, extra ...string) []string {
+	return append(append(baseEnv(), "SHARD_HOME="+home), extra...)
+}
+
+// randomToken returns a unique string for one test.
+func randomToken(t *testing.T, prefix string) string {
+	t.Helper()
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer (a subprocess pipe) and
+// concurrent readers (the test).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is a subprocess the test started and waits for in the background.
+type proc struct {
+	cmd    *exec.Cmd
+	stdout *syncBuffer
+	stderr *syncBuffer
+	done   chan struct{} // closed once the process has been waited for
+	state  *os.ProcessState
+}
+
+// startProc starts cmd with its output captured. The process gets SIGKILL
+// if the test binary dies first.
+func startProc(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	go func() {
+		_ = cmd.Wait() // a non-zero exit is in state
+		p.state = cmd.ProcessState
+		close(p.done)
+	}()
+	return p
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitExit waits up to timeout for the process to end and returns its
+// state, failing the test if it is still running.
+func (p *proc) waitExit(t *testing.T, timeout time.Duration) *os.ProcessState {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.state
+	case <-time.After(timeout):
+		t.Fatalf("%s (pid %d) still running after %s", filepath.Base(p.cmd.Path), p.pid(), timeout)
+		return nil
+	}
+}
+
+// kill sends SIGKILL unless the process has already exited, and waits.
+func (p *proc) kill() {
+	if !p.exited() {
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	}
+	<-p.done
+}
+
+// daemon is one shardd subprocess on its own home.
+type daemon struct {
+	t    *testing.T
+	home string
+	*proc
+}
+
+// startDaemon runs shardd on a fresh home with --web-port 0 and
+// --store.no-sync plus extra flags, and returns once its socket accepts
+// clients. The test's cleanup kills it if it is still alive and kills any
+// process left with its SHARD_HOME (runtime children).
+func startDaemon(t *testing.T, extra ...string) *daemon {
+	t.Helper()
+	home := newHome(t)
+	args := append([]string{"--web-port", "0", "--store.no-sync"}, extra...)
+	cmd := exec.Command(sharddBin, args...)
+	cmd.Env = sharddEnv(home)
+	d := &daemon{t: t, home: home, proc: startProc(t, cmd)}
+	t.Cleanup(d.cleanup)
+	d.waitReady()
+	return d
+}
+
+func (d *daemon) socket() string    { return filepath.Join(d.home, "daemon.sock") }
+func (d *daemon) discovery() string { return filepath.Join(d.home, "daemon.json") }
+func (d *daemon) logDir() string    { return filepath.Join(d.home, "logs") }
+
+// waitReady polls the socket until a client completes the hello handshake.
+func (d *daemon) waitReady() {
+	d.t.Helper()
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		if d.exited() {
+			d.t.Fatalf("shardd exited before accepting clients: %v\nstderr:\n%s", d.state, d.stderr.String())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := client.Dial(ctx, d.socket())
+		cancel()
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("shardd not accepting on %s after %s: %v\nstderr:\n%s", d.socket(), readyTimeout, err, d.stderr.String())
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// dial connects a Go client to the daemon; it is closed when the test ends.
+// Events are drained so the client's reader never blocks.
+func (d *daemon) dial() *client.Conn {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, d.socket())
+	if err != nil {
+		d.t.Fatalf("dial %s: %v", d.socket(), err)
+	}
+	d.t.Cleanup(func() { c.Close() })
+	go func() {
+		for range c.Events() {
+		}
+	}()
+	return c
+}
+
+func (d *daemon) cleanup() {
+	d.kill()
+	// Whatever still runs with this home (a runtime orphaned by a killed
+	// daemon, a stray shardctl) is ours: end it so nothing outlives the test.
+	if left := procsWithEnv(d.t, "SHARD_HOME="+d.home); len(left) > 0 {
+		d.t.Logf("killing processes left on %s: %v", d.home, left)
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for len(procsWithEnv(d.t, "SHARD_HOME="+d.home)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(pollInterval)
+		}
+	}
+	if d.t.Failed() {
+		d.t.Logf("shardd exit: %v\nshardd stderr:\n%s", d.state, d.stderr.String())
+		if b, err := os.ReadFile(filepath.Join(d.logDir(), "shardd.log")); err == nil {
+			d.t.Logf("shardd.log:\n%s", b)
+		}
+	}
+}
+
+// result is the outcome of one finished command.
+type result struct {
+	stdout, stderr string
+	code           int // -1 when killed by a signal
+}
+
+// runCmd runs cmd to completion with stdin, bounded by cmdTimeout.
+func runCmd(t *testing.T, cmd *exec.Cmd, stdin string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	timer := time.AfterFunc(cmdTimeout, func() { _ = cmd.Process.Kill() })
+	err := cmd.Wait()
+	if !timer.Stop() {
+		t.Fatalf("%s %q did not finish within %s\nstdout:\n%s\nstderr:\n%s",
+			filepath.Base(cmd.Path), cmd.Args[1:], cmdTimeout, stdout.String(), stderr.String())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%s %q: %v", filepath.Base(cmd.Path), cmd.Args[1:], err)
+	}
+	return result{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+}
+
+// ctlCmd builds a shardctl command against d, selecting it with --home.
+func (d *daemon) ctlCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(shardctlBin, append([]string{"--home", d.home}, args...)...)
+	cmd.Env = append(baseEnv(), "NO_COLOR=1")
+	return cmd
+}
+
+// ctl runs shardctl against d with stdin and returns its outcome.
+func (d *daemon) ctl(stdin string, args ...string) result {
+	d.t.Helper()
+	return runCmd(d.t, d.ctlCmd(args...), stdin)
+}
+
+// mustCtl runs shardctl and fails the test unless it exits 0.
+func (d *daemon) mustCtl(stdin string, args ...string) result {
+	d.t.Helper()
+	r := d.ctl(stdin, args...)
+	if r.code != 0 {
+		d.t.Fatalf("shardctl %q exited %d\nstdout:\n%s\nstderr:\n%s", args, r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// procsWithEnv returns the live (non-zombie) processes whose environment
+// holds the exact entry kv ("NAME=value").
+func procsWithEnv(t *testing.T, kv string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := []byte(kv + "\x00")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !(bytes.HasPrefix(env, entry) || bytes.Contains(env, append([]byte{0}, entry...))) {
+			continue
+		}
+		if state, _, ok := procStat(pid); !ok || state == "Z" {
+			continue // gone, or a zombie: gone for our purposes
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// runtimePIDs finds the live runtime processes serving agent id, by the
+// SHARD_AGENT_ID the daemon gives them.
+func runtimePIDs(t *testing.T, id string) []int {
+	t.Helper()
+	return procsWithEnv(t, "SHARD_AGENT_ID="+id)
+}
+
+// procStat returns the state letter and parent pid of pid.
+func procStat(pid int) (state string, ppid int, ok bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", 0, false
+	}
+	// "pid (comm) state ppid …"; comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	if err != nil {
+		return "", 0, false
+	}
+	return f[0], ppid, true
+}
+
+// eventually polls cond until it holds, failing after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s: %s", timeout, what)
+		}
+		time.Sleep(pollInterval)
+	}
+}
+
+// exists reports whether path exists (without following a final symlink).
+func exists(t *testing.T, path string) bool {
+	t.Helper()
+	_, err := os.Lstat(path)
+	if err == nil {
+		return true
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("stat %s: %v", path, err)
+	}
+	return false
+}
