@@ -138,3 +138,17 @@ func TestSecondShardOnSameHomeFails(t *testing.T) {
 		t.Errorf("daemon.json changed by the failed second shardd: %q → %q (err %v)", discBefore, discAfter, err)
 	}
 }
+
+// TestRuntimesDieWithTheDaemon: a daemon killed with SIGKILL cannot clean
+// up, so its runtime children must go by themselves (Pdeathsig).
+func TestRuntimesDieWithTheDaemon(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	id, _ := d.createAgent()
+	eventually(t, 10*time.Second, "runtime process", func() bool { return len(runtimePIDs(t, id)) == 1 })
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.waitExit(t, 10*time.Second)
+	eventually(t, 10*time.Second, "runtime died with the daemon", func() bool { return len(runtimePIDs(t, id)) == 0 })
+}
