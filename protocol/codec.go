@@ -68,14 +68,14 @@ func (r *Reader) Next() ([]byte, error) {
 			return nil, ErrRecordTooLong
 		}
 		line := trimEOL(r.buf)
+		if len(line) > r.max { // before the blank check: the limit holds for any line
+			return nil, ErrRecordTooLong
+		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			if err == io.EOF {
 				return nil, io.EOF
 			}
 			continue
-		}
-		if len(line) > r.max {
-			return nil, ErrRecordTooLong
 		}
 		return line, nil
 	}
@@ -92,8 +92,11 @@ func trimEOL(b []byte) []byte {
 }
 
 // Marshal encodes v as one compact JSON record without a trailing newline
-// and without HTML escaping. U+2028/U+2029 are escaped by encoding/json, so a
-// record never contains a raw line separator either.
+// and without HTML escaping. A record never contains a raw line separator:
+// encoding/json escapes U+2028/U+2029 in strings it encodes, and Marshal
+// escapes those it copies verbatim from json.RawMessage values and
+// MarshalJSON output (which encoding/json leaves raw when HTML escaping is
+// off).
 func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -102,7 +105,18 @@ func Marshal(v any) ([]byte, error) {
 		return nil, fmt.Errorf("protocol: encode: %w", err)
 	}
 	b := buf.Bytes()
-	return b[:len(b)-1], nil
+	return escapeLineSeparators(b[:len(b)-1]), nil
+}
+
+// escapeLineSeparators rewrites raw U+2028/U+2029 in valid JSON as \u2028
+// and \u2029. Outside strings valid JSON is ASCII, so every such sequence
+// is inside a string, where the escape means the same character.
+func escapeLineSeparators(b []byte) []byte {
+	if !bytes.Contains(b, []byte("\u2028")) && !bytes.Contains(b, []byte("\u2029")) {
+		return b
+	}
+	b = bytes.ReplaceAll(b, []byte("\u2028"), []byte(`\u2028`))
+	return bytes.ReplaceAll(b, []byte("\u2029"), []byte(`\u2029`))
 }
 
 // MustMarshal is Marshal for values that cannot fail to encode (typed

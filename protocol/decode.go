@@ -450,7 +450,7 @@ func (c *SubagentCreate) Validate() error {
 	if c.Task != "" || c.Name != "" {
 		return invalid("tasks", "give either name/task or tasks, not both")
 	}
-	if c.Strategy == "" {
+	if c.Strategy != StrategyParallel && c.Strategy != StrategyChain {
 		return invalid("strategy", "required for a batch (parallel or chain)")
 	}
 	for i, t := range c.Tasks {

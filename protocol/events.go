@@ -3,7 +3,6 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 )
 
 func newEvent(typ string) Typed {
@@ -111,7 +110,9 @@ func WithAgentID(rec []byte, agentID string) []byte {
 	if i < 0 {
 		return rec
 	}
-	q := strconv.Quote(agentID) // agent ids are ASCII; Quote is valid JSON for them
+	// A JSON string, not strconv.Quote: Go escapes such as \x01 or
+	// \U0010ffff are not JSON. A string always encodes.
+	q := MustMarshal(agentID)
 	field := make([]byte, 0, len(q)+12)
 	field = append(append(field, `"agent_id":`...), q...)
 	out := make([]byte, 0, len(rec)+len(field)+1)
@@ -122,7 +123,7 @@ func WithAgentID(rec []byte, agentID string) []byte {
 		if end := bytes.IndexByte(rest, '"'); end >= 0 && bytes.IndexByte(rest[:end], '\\') < 0 {
 			cut := i + len(typePrefix) + end + 1 // just past the closing quote
 			out = append(out, rec[:cut]...)
-			out = append(append(append(out, ','), field...))
+			out = append(append(out, ','), field...)
 			return append(out, rec[cut:]...)
 		}
 	}

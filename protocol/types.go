@@ -1,7 +1,5 @@
 package protocol
 
-import "encoding/json"
-
 // Version is the protocol version this build speaks (spec §7).
 const Version = "0.1.0"
 
@@ -325,7 +323,7 @@ func (b ContentBlock) MarshalJSON() ([]byte, error) {
 		if args == nil {
 			args = map[string]any{}
 		}
-		return json.Marshal(struct {
+		return Marshal(struct {
 			Type string         `json:"type"`
 			ID   string         `json:"id"`
 			Name string         `json:"name"`
@@ -333,5 +331,7 @@ func (b ContentBlock) MarshalJSON() ([]byte, error) {
 		}{b.Type, b.ID, b.Name, args})
 	}
 	type plain ContentBlock
-	return json.Marshal(plain(b))
+	// Marshal, not json.Marshal: the enclosing encoder copies this output
+	// verbatim, so it must already be free of HTML escapes.
+	return Marshal(plain(b))
 }
