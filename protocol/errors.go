@@ -65,8 +65,12 @@ func CodeOf(err error) ErrorCode {
 
 // AsError converts any error into the wire error object. An error without a
 // protocol code becomes INTERNAL_ERROR; its message is kept because Shard's
-// own errors never carry prompts, tokens or task text.
+// own errors never carry prompts, tokens or task text. A nil err (a bug in
+// the caller) still yields a well-formed INTERNAL_ERROR.
 func AsError(err error) *Error {
+	if err == nil {
+		return &Error{Code: CodeInternal, Message: "unknown error"}
+	}
 	var pe *Error
 	if errors.As(err, &pe) {
 		if pe.Message == "" || err.Error() == pe.Error() {

@@ -107,6 +107,13 @@ func (e *Escalation) to(a Action) (Action, time.Duration) {
 	if a <= e.stage {
 		return ActNone, 0
 	}
+	// A zero grace skips its stage: nothing would wait for it anyway.
+	if a == ActAbort && e.abortGrace <= 0 {
+		a = ActTerm
+	}
+	if a == ActTerm && e.termGrace <= 0 {
+		a = ActKill
+	}
 	e.stage = a
 	switch a {
 	case ActAbort:

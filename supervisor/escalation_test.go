@@ -210,3 +210,21 @@ func TestActionString(t *testing.T) {
 		}
 	}
 }
+
+func TestZeroGraceSkipsItsStage(t *testing.T) {
+	// kill.abort_grace 0: an escalating stop goes straight to term.
+	e := supervisor.NewEscalation(0, time.Second)
+	if act, wait := e.Start(supervisor.StopEscalate); act != supervisor.ActTerm || wait != time.Second {
+		t.Fatalf("Start(escalate) with no abort grace = %v, %v; want term, 1s", act, wait)
+	}
+	// kill.term_grace 0: a graceful stop goes straight to kill.
+	e = supervisor.NewEscalation(time.Second, 0)
+	if act, wait := e.Start(supervisor.StopGraceful); act != supervisor.ActKill || wait != 0 {
+		t.Fatalf("Start(graceful) with no term grace = %v, %v; want kill", act, wait)
+	}
+	e = supervisor.NewEscalation(time.Second, 0)
+	e.Start(supervisor.StopEscalate)
+	if act, _ := e.Timeout(); act != supervisor.ActKill {
+		t.Fatalf("abort timeout with no term grace = %v, want kill", act)
+	}
+}
