@@ -279,3 +279,50 @@ func startWithRuntime(t *testing.T, cfg *config.Config, path string, args []stri
 	return &harness{t: t, cfg: cfg, d: d, log: &syncWriter{w: &bytes.Buffer{}}}
 }
 
+
+func TestGracefulShutdownLetsActiveTurnsFinish(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	id := h.create(c, nil)
+	attach(t, c, id, "")
+	prompt(t, c, id, "sim: sleep 500\nsim: say finished before exit")
+	waitFor(t, c, isType(protocol.TypeTurnStart, id))
+	if _, err := c.Request(ctx(t), &protocol.DaemonShutdown{Header: protocol.Header{Type: protocol.TypeDaemonShutdown}}); err != nil {
+		t.Fatal(err)
+	}
+	// The attached client watches the turn end before the daemon goes.
+	evs := collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
+	if got := turnText(evs); got != "finished before exit" {
+		t.Fatalf("turn text = %q", got)
+	}
+	select {
+	case <-h.d.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("daemon did not stop after the turn")
+	}
+	if got := runtimePIDs(t, id); len(got) != 0 {
+		t.Fatalf("runtime left behind: %v", got)
+	}
+}
+
+func TestForcedShutdownDoesNotWait(t *testing.T) {
+	h := start(t, func(c *config.Config) { c.Shutdown.Timeout = 30 * time.Second })
+	c := h.dial()
+	id := h.create(c, nil)
+	attach(t, c, id, "")
+	prompt(t, c, id, "sim: hang")
+	waitFor(t, c, isType(protocol.TypeTurnStart, id))
+	if _, err := c.Request(ctx(t), &protocol.DaemonShutdown{Header: protocol.Header{Type: protocol.TypeDaemonShutdown}, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	// A graceful shutdown would wait up to shutdown.timeout (30 s) for the
+	// hung turn; a forced one kills it at once.
+	select {
+	case <-h.d.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("forced shutdown waited for the hung turn")
+	}
+	if got := runtimePIDs(t, id); len(got) != 0 {
+		t.Fatalf("hung runtime left behind: %v", got)
+	}
+}
