@@ -279,7 +279,6 @@ func startWithRuntime(t *testing.T, cfg *config.Config, path string, args []stri
 	return &harness{t: t, cfg: cfg, d: d, log: &syncWriter{w: &bytes.Buffer{}}}
 }
 
-
 func TestGracefulShutdownLetsActiveTurnsFinish(t *testing.T) {
 	h := start(t, nil)
 	c := h.dial()
