@@ -68,7 +68,7 @@ func settings() []setting {
 			usage: `agent runtime command line (default "": run this executable as "agent --headless")`,
 			field: func(c *Config) any { return &c.Runtime.Command }},
 		{key: "runtime.idle_timeout",
-			usage: "stop a runtime after this long with no attachment and no work",
+			usage: "stop a runtime after it has been inactive (idle or error) this long; active turns never expire",
 			field: func(c *Config) any { return &c.Runtime.IdleTimeout }, check: positive},
 		{key: "runtime.start_timeout",
 			usage: "how long a new runtime has to send hello and its first sync",
