@@ -60,8 +60,9 @@ type RuntimeConfig struct {
 	// Command is the runtime command line. Default "": shardd runs its own
 	// executable as "agent --headless".
 	Command string `mapstructure:"command"`
-	// IdleTimeout is how long a runtime with no attachment and no work
-	// lives before the reaper stops it. Must be > 0. Default 10m.
+	// IdleTimeout is how long a runtime may stay inactive (idle or error)
+	// before the reaper stops it; active states never expire and new work
+	// restores it (spec §6.4). Must be > 0. Default 10m.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
 	// StartTimeout bounds the wait for a new runtime's hello and first
 	// sync. Must be > 0. Default 10s.
