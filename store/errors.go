@@ -18,7 +18,10 @@ var (
 	// ErrSchema means the file's schema is not one this build can use: a
 	// newer schema version, or a missing bucket.
 	ErrSchema = errors.New("store: unsupported schema")
+	// ErrConflict means a compare-and-set found a record in another state
+	// than the caller expected; nothing was written.
+	ErrConflict = errors.New("store: state conflict")
 )
 
 // sentinels lists every sentinel, for wrapOp.
-func sentinels() []error { return []error{ErrLocked, ErrNotFound, ErrExists, ErrInvalid, ErrSchema} }
+func sentinels() []error { return []error{ErrLocked, ErrNotFound, ErrExists, ErrInvalid, ErrSchema, ErrConflict} }

@@ -24,11 +24,19 @@ const DefaultLockTimeout = 2 * time.Second
 const (
 	bucketMeta   = "meta"   // key schemaVersionKey: decimal schema version
 	bucketAgents = "agents" // key agent_id: Agent JSON
+
+	bucketJobs       = "jobs"        // key job_id: Job JSON (runs embedded)
+	bucketParentJobs = "parent_jobs" // key parent_agent_id \x00 job_id (ids sort by time): empty
+	bucketAliases    = "aliases"     // key parent_agent_id \x00 normalized alias: agent_id
+	bucketRequests   = "requests"    // key parent_agent_id \x00 request_id: job_id
+	bucketReports    = "reports"     // key run_id: Report JSON, until delivered
 )
 
 // allBuckets lists the buckets Open ensures exist. New record kinds add
 // their bucket here.
-func allBuckets() []string { return []string{bucketMeta, bucketAgents} }
+func allBuckets() []string {
+	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports}
+}
 
 const schemaVersionKey = "schema_version"
 

@@ -1,0 +1,309 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/shard-dev/shard/protocol"
+)
+
+// Job is the durable record of a subagent job and its runs (spec §10.3,
+// §11.2). Task text is private: it lives only here and in the create or
+// relaunch payload, never in any projection.
+type Job struct {
+	JobID         string               `json:"job_id"`
+	ParentAgentID string               `json:"parent_agent_id"`
+	Strategy      protocol.JobStrategy `json:"strategy"`
+	// RequestID makes create idempotent per parent.
+	RequestID string `json:"request_id,omitempty"`
+	Runs      []Run  `json:"runs"`
+	// HaltedBy is the run_id of the chain step that halted the chain.
+	HaltedBy  string `json:"halted_by,omitempty"`
+	StoppedAt int64  `json:"stopped_at,omitempty"`
+	CreatedAt int64  `json:"created_at"`
+	EndedAt   int64  `json:"ended_at,omitempty"`
+}
+
+// Run is one run of a job: one task on one child Agent.
+type Run struct {
+	RunID   string `json:"run_id"`
+	Index   int    `json:"index"`
+	Name    string `json:"name"`
+	AgentID string `json:"agent_id"`
+	Alias   string `json:"alias,omitempty"`
+	// Task is the private task text, delivered to the child as its prompt.
+	Task  string            `json:"task"`
+	State protocol.RunState `json:"state"`
+	// TimeoutMs is the run's start-to-close budget; Deadline is set from it
+	// when the run starts.
+	TimeoutMs int64              `json:"timeout_ms,omitempty"`
+	Deadline  int64              `json:"deadline,omitempty"`
+	QueuedAt  int64              `json:"queued_at"`
+	StartedAt int64              `json:"started_at,omitempty"`
+	EndedAt   int64              `json:"ended_at,omitempty"`
+	FinalText string             `json:"final_text,omitempty"`
+	Usage     *protocol.RunUsage `json:"usage,omitempty"`
+	Error     string             `json:"error,omitempty"`
+	// StopRequestedAt and StopStage record a stop (abort, term, kill).
+	StopRequestedAt int64  `json:"stop_requested_at,omitempty"`
+	StopStage       string `json:"stop_stage,omitempty"`
+	// ExitStatus describes how the child's runtime ended, when it did.
+	ExitStatus string `json:"exit_status,omitempty"`
+}
+
+// Report is a completion report waiting to be delivered to the parent. It
+// is written in the same transaction as the run's terminal transition and
+// deleted once the parent's runtime accepted it, so a report survives
+// daemon crashes until delivered.
+type Report struct {
+	RunID         string            `json:"run_id"`
+	JobID         string            `json:"job_id"`
+	ParentAgentID string            `json:"parent_agent_id"`
+	AgentID       string            `json:"agent_id"`
+	Alias         string            `json:"alias,omitempty"`
+	Name          string            `json:"name"`
+	State         protocol.RunState `json:"state"`
+	Error         string            `json:"error,omitempty"`
+	FinalText     string            `json:"final_text,omitempty"`
+	CreatedAt     int64             `json:"created_at"`
+}
+
+// Run returns the run with id, or nil.
+func (j *Job) Run(id string) *Run {
+	for i := range j.Runs {
+		if j.Runs[i].RunID == id {
+			return &j.Runs[i]
+		}
+	}
+	return nil
+}
+
+func scoped(parent, key string) string { return parent + "\x00" + key }
+
+// CreateJob commits a job, the manifests of its new child Agents and their
+// aliases (normalized alias → agent_id) in one transaction. A repeated
+// request id for the parent returns the existing job's id with an error
+// wrapping ErrExists; an alias already bound to another agent of the parent
+// is ErrConflict. Nothing is written on any error.
+func (s *Store) CreateJob(j Job, agents []Agent, aliases map[string]string) (existing string, err error) {
+	if j.JobID == "" || j.ParentAgentID == "" || len(j.Runs) == 0 {
+		return "", fmt.Errorf("%w: job needs an id, a parent and runs", ErrInvalid)
+	}
+	for _, a := range agents {
+		if err := a.validate(); err != nil {
+			return "", err
+		}
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if j.RequestID != "" {
+			reqs, err := bucket(tx, bucketRequests)
+			if err != nil {
+				return err
+			}
+			if prev := reqs.Get([]byte(scoped(j.ParentAgentID, j.RequestID))); prev != nil {
+				existing = string(prev)
+				return fmt.Errorf("%w: request %q of %s", ErrExists, j.RequestID, j.ParentAgentID)
+			}
+			if err := reqs.Put([]byte(scoped(j.ParentAgentID, j.RequestID)), []byte(j.JobID)); err != nil {
+				return err
+			}
+		}
+		if taken, err := exists(tx, bucketJobs, j.JobID); err != nil || taken {
+			if err == nil {
+				err = fmt.Errorf("%w: job %q", ErrExists, j.JobID)
+			}
+			return err
+		}
+		al, err := bucket(tx, bucketAliases)
+		if err != nil {
+			return err
+		}
+		for norm, agentID := range aliases {
+			key := []byte(scoped(j.ParentAgentID, norm))
+			if prev := al.Get(key); prev != nil && string(prev) != agentID {
+				return fmt.Errorf("%w: alias %q is bound to another agent", ErrConflict, norm)
+			}
+			if err := al.Put(key, []byte(agentID)); err != nil {
+				return err
+			}
+		}
+		for _, a := range agents {
+			if taken, err := exists(tx, bucketAgents, a.AgentID); err != nil || taken {
+				if err == nil {
+					err = fmt.Errorf("%w: agent %q", ErrExists, a.AgentID)
+				}
+				return err
+			}
+			if err := putJSON(tx, bucketAgents, a.AgentID, a); err != nil {
+				return err
+			}
+		}
+		pj, err := bucket(tx, bucketParentJobs)
+		if err != nil {
+			return err
+		}
+		if err := pj.Put([]byte(scoped(j.ParentAgentID, j.JobID)), nil); err != nil {
+			return err
+		}
+		return putJSON(tx, bucketJobs, j.JobID, j)
+	})
+	return existing, wrapOp(err, "create job %q", j.JobID)
+}
+
+// GetJob returns the job with id, or an error wrapping ErrNotFound.
+func (s *Store) GetJob(id string) (Job, error) {
+	var j Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		found, err := getJSON(tx, bucketJobs, id, &j)
+		if err == nil && !found {
+			err = fmt.Errorf("%w: job %q", ErrNotFound, id)
+		}
+		return err
+	})
+	return j, wrapOp(err, "get job %q", id)
+}
+
+// Jobs returns every job, oldest first (job ids sort by creation time).
+func (s *Store) Jobs() ([]Job, error) {
+	var out []Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, err = listJSON[Job](tx, bucketJobs)
+		return err
+	})
+	return out, wrapOp(err, "list jobs")
+}
+
+// ParentJobs returns up to limit jobs of parent, newest first.
+func (s *Store) ParentJobs(parent string, limit int) ([]Job, error) {
+	var out []Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		pj, err := bucket(tx, bucketParentJobs)
+		if err != nil {
+			return err
+		}
+		prefix := []byte(scoped(parent, ""))
+		var ids []string
+		c := pj.Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			ids = append(ids, string(k[len(prefix):]))
+		}
+		sort.Sort(sort.Reverse(sort.StringSlice(ids)))
+		if limit > 0 && len(ids) > limit {
+			ids = ids[:limit]
+		}
+		for _, id := range ids {
+			var j Job
+			if found, err := getJSON(tx, bucketJobs, id, &j); err != nil {
+				return err
+			} else if found {
+				out = append(out, j)
+			}
+		}
+		return nil
+	})
+	return out, wrapOp(err, "list jobs of %q", parent)
+}
+
+// Alias returns the agent bound to a parent's normalized alias.
+func (s *Store) Alias(parent, norm string) (string, bool, error) {
+	var id string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		al, err := bucket(tx, bucketAliases)
+		if err != nil {
+			return err
+		}
+		if v := al.Get([]byte(scoped(parent, norm))); v != nil {
+			id = string(v)
+		}
+		return nil
+	})
+	return id, id != "", wrapOp(err, "resolve alias")
+}
+
+// UpdateJob applies fn to the job in one read-modify-write transaction and
+// stores the reports fn returns in the same transaction. fn checks the
+// states it expects (compare-and-set) and returns an error — ErrConflict
+// when the record moved on — to write nothing. It returns the stored job.
+func (s *Store) UpdateJob(id string, fn func(*Job) ([]Report, error)) (Job, error) {
+	var j Job
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		found, err := getJSON(tx, bucketJobs, id, &j)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("%w: job %q", ErrNotFound, id)
+		}
+		reports, err := fn(&j)
+		if err != nil {
+			return err
+		}
+		if j.JobID != id {
+			return fmt.Errorf("%w: job_id may not change", ErrInvalid)
+		}
+		for _, r := range reports {
+			if err := putJSON(tx, bucketReports, r.RunID, r); err != nil {
+				return err
+			}
+		}
+		return putJSON(tx, bucketJobs, id, j)
+	})
+	return j, wrapOp(err, "update job %q", id)
+}
+
+// UpdateJobs applies fn to every job in one transaction (startup
+// reconciliation: one commit, idempotent if interrupted). fn reports
+// whether it changed the job and which reports to store.
+func (s *Store) UpdateJobs(fn func(*Job) (changed bool, reports []Report, err error)) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		jobs, err := listJSON[Job](tx, bucketJobs)
+		if err != nil {
+			return err
+		}
+		for i := range jobs {
+			changed, reports, err := fn(&jobs[i])
+			if err != nil {
+				return err
+			}
+			for _, r := range reports {
+				if err := putJSON(tx, bucketReports, r.RunID, r); err != nil {
+					return err
+				}
+			}
+			if changed {
+				if err := putJSON(tx, bucketJobs, jobs[i].JobID, jobs[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return wrapOp(err, "update jobs")
+}
+
+// Reports returns every undelivered completion report.
+func (s *Store) Reports() ([]Report, error) {
+	var out []Report
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, err = listJSON[Report](tx, bucketReports)
+		return err
+	})
+	return out, wrapOp(err, "list reports")
+}
+
+// DeleteReport forgets a delivered report. Deleting an absent one is fine.
+func (s *Store) DeleteReport(runID string) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketReports)
+		if err != nil {
+			return err
+		}
+		return b.Delete([]byte(runID))
+	})
+	return wrapOp(err, "delete report %q", runID)
+}
