@@ -57,6 +57,10 @@ type inflight struct {
 	clientID string
 	command  string
 	attach   []uint64 // get_sync: clients waiting for their sync
+	lease    bool     // the task prompt of a subagent run
+	// injectKey/injectTo: a completion report; the sender hears Injected.
+	injectKey string
+	injectTo  *actor.PID
 }
 
 // openRequest is a permission/UI request no response has won yet.
@@ -110,6 +114,10 @@ type Actor struct {
 	idleGen           int
 	idleSince         time.Time
 	draining          bool
+
+	lease     *lease
+	lastError string
+	injects   []pendingInject
 }
 
 // Props returns the props of the actor for manifest m.
@@ -153,6 +161,12 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onTerminated(c, m)
 	case *Shutdown:
 		a.onShutdown(c, m)
+	case *LeaseStart:
+		a.onLeaseStart(c, m)
+	case *LeaseStop:
+		a.onLeaseStop(c, m)
+	case *Inject:
+		a.onInject(c, m)
 	case *startTimeout:
 		if m.epoch == a.epoch && a.rt != nil && !a.ready {
 			a.startFailed = fmt.Sprintf("runtime not ready within %s", a.deps.Runtime.StartTimeout)
@@ -264,6 +278,9 @@ func (a *Actor) kill(c actor.Context, r *Request) {
 	// Shard's choice: agent.kill answers once the process is gone, so a
 	// successful response means no runtime is left.
 	a.killWaiters = append(a.killWaiters, waiter{r.Client, r.Header})
+	if a.lease != nil {
+		a.lease.cancelled = true // the run it serves ends cancelled
+	}
 	mode := supervisor.StopEscalate
 	if r.Cmd.(*protocol.AgentKill).Force {
 		mode = supervisor.StopForce
@@ -290,6 +307,9 @@ func (a *Actor) forward(c actor.Context, r *Request) {
 	if att.role == protocol.RoleObserver && !readOnly(r.Header.Type) {
 		r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type,
 			protocol.Errorf(protocol.CodePermissionDenied, "observer attachments are read-only")))
+		return
+	}
+	if a.leaseGuard(r) {
 		return
 	}
 	switch r.Header.Type {
@@ -414,6 +434,10 @@ func (a *Actor) onOutput(c actor.Context, line []byte) {
 		return
 	}
 	switch typ {
+	case protocol.TypeTurnStart, protocol.TypeMessageComplete, protocol.TypeTurnEnd, protocol.TypeError:
+		defer a.leaseObserve(c, typ, line) // after the event reached clients
+	}
+	switch typ {
 	case protocol.TypeResponse:
 		a.onResponse(c, line)
 		return
@@ -536,6 +560,8 @@ func (a *Actor) becomeReady(c actor.Context, snap protocol.GetSyncData) {
 	for _, r := range queued {
 		a.forward(c, r)
 	}
+	a.pumpLease(c)
+	a.pumpInjects(c)
 	if !status.Active() {
 		a.idleSince = a.deps.Now()
 		a.armIdle()
@@ -559,6 +585,21 @@ func (a *Actor) onResponse(c actor.Context, line []byte) {
 	delete(a.inflight, resp.ID)
 	if resp.Command == protocol.TypeGetSync || f.command == protocol.TypeGetSync {
 		a.onSyncResponse(c, f, &resp)
+		return
+	}
+	switch {
+	case f.lease:
+		a.onLeaseResponse(c, &resp)
+		return
+	case f.injectTo != nil:
+		var err error
+		if !resp.Success {
+			err = resp.Error
+			if resp.Error == nil {
+				err = protocol.Errorf(protocol.CodeInternal, "report refused")
+			}
+		}
+		c.Send(f.injectTo, &Injected{Key: f.injectKey, Err: err})
 		return
 	}
 	if f.client == nil {
@@ -707,6 +748,7 @@ func (a *Actor) setStatus(c actor.Context, s protocol.AgentStatus) {
 	}
 	a.idleSince = a.deps.Now()
 	a.armIdle()
+	a.pumpLease(c)
 	if a.esc != nil && a.esc.Stage() == supervisor.ActAbort {
 		act, wait := a.esc.Idle()
 		a.perform(c, act, wait)

@@ -119,9 +119,23 @@ func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
 			}
 			continue
 		}
+		if f.injectTo != nil {
+			// Not accepted: the sender keeps the report and retries.
+			c.Send(f.injectTo, &Injected{Key: f.injectKey, Err: exitErr})
+			continue
+		}
 		if f.client != nil {
 			f.client.Send(protocol.NewErrorResponse(f.clientID, f.command, exitErr))
 		}
+	}
+	if a.lease != nil && (a.lease.prompted || (!wasReady && !requested)) {
+		reason := "runtime exited (" + m.Reason + ")"
+		if a.lease.cancelled {
+			reason = "cancelled"
+		} else if !wasReady {
+			reason = "runtime failed to start: " + m.Reason
+		}
+		a.leaseRuntimeGone(reason, m.Reason)
 	}
 	// Requests of the dead process can no longer be answered: close them
 	// for every client so no dialog stays open.
@@ -168,7 +182,7 @@ func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
 	}
 	// Work that arrived while the old generation was stopping restores a
 	// new one.
-	if len(a.queued) > 0 || len(a.pendingAttach) > 0 || len(a.startWaiters) > 0 {
+	if len(a.queued) > 0 || len(a.pendingAttach) > 0 || len(a.startWaiters) > 0 || a.lease != nil || len(a.injects) > 0 {
 		a.ensureRuntime(c)
 	}
 }
@@ -205,6 +219,15 @@ func (a *Actor) failWaiters(err *protocol.Error) {
 		r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type, err))
 	}
 	a.queued = nil
+	if a.lease != nil && !a.lease.prompted {
+		a.endLease(LeaseEnded{Error: err.Message})
+	}
+	for _, p := range a.injects {
+		if p.from != nil {
+			a.sys.Root.Send(p.from, &Injected{Key: p.key, Err: err})
+		}
+	}
+	a.injects = nil
 }
 
 func (a *Actor) failAll(err *protocol.Error) {

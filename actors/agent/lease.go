@@ -1,0 +1,283 @@
+package agent
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/actors/runtime"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/supervisor"
+)
+
+// LeaseStart asks the agent to run one task for a subagent run: once its
+// runtime is ready and idle the task is sent as a prompt, and the holder
+// hears LeaseStarted, then exactly one LeaseEnded. While the lease is held
+// a client's direct prompt or steer gets CONFLICT (spec §10.3 lease guard).
+type LeaseStart struct {
+	RunID  string
+	Task   string
+	Holder *actor.PID
+}
+
+// LeaseStop cancels the leased run's turn by escalation (abort, then
+// graceful, then kill); the holder hears LeaseEnded with Cancelled set.
+type LeaseStop struct {
+	RunID string
+	Force bool
+}
+
+// LeaseStarted tells the holder the child accepted the task: the run is active.
+type LeaseStarted struct {
+	RunID   string
+	AgentID string
+}
+
+// LeaseEnded tells the holder how the run's turn ended.
+type LeaseEnded struct {
+	RunID   string
+	AgentID string
+	// Completed: the turn ended normally; FinalText is the last assistant text.
+	Completed bool
+	// Cancelled: the turn ended because of LeaseStop or a client's abort.
+	Cancelled bool
+	FinalText string
+	Usage     protocol.RunUsage
+	// Error says why a run that did not complete ended.
+	Error string
+	// StopStage is the last escalation stage used ("abort", "term", "kill").
+	StopStage string
+	// ExitStatus describes the runtime's exit when it ended the run.
+	ExitStatus string
+}
+
+// Inject delivers a completion report into a parent agent: steered into
+// its active turn, or as a prompt (restoring a stopped runtime) when idle.
+// The sender hears Injected once the runtime accepted it.
+type Inject struct {
+	Key  string // echoed in Injected (the run id)
+	Text string
+}
+
+// Injected acknowledges an Inject.
+type Injected struct {
+	Key string
+	Err error
+}
+
+// lease is the agent's side of a subagent run.
+type lease struct {
+	runID  string
+	task   string
+	holder *actor.PID
+
+	prompted  bool   // the task prompt was sent
+	started   bool   // the runtime accepted it
+	turnID    string // the turn the task started
+	finalText string
+	usage     protocol.RunUsage
+	cancelled bool
+	stopping  bool
+}
+
+func (a *Actor) onLeaseStart(c actor.Context, m *LeaseStart) {
+	if a.lease != nil {
+		c.Send(m.Holder, &LeaseEnded{RunID: m.RunID, AgentID: a.m.AgentID, Error: "agent is already running run " + a.lease.runID})
+		return
+	}
+	a.lease = &lease{runID: m.RunID, task: m.Task, holder: m.Holder}
+	a.pumpLease(c)
+}
+
+// pumpLease sends the task once the runtime is ready and idle.
+func (a *Actor) pumpLease(c actor.Context) {
+	l := a.lease
+	if l == nil || l.prompted {
+		return
+	}
+	if !a.ready || a.stopping {
+		a.ensureRuntime(c)
+		return
+	}
+	if a.status.Active() {
+		return // a client's turn is finishing; the lease waits for idle
+	}
+	l.prompted = true
+	a.seq++
+	did := "d-" + strconv.Itoa(a.seq)
+	a.inflight[did] = &inflight{command: protocol.TypePrompt, lease: true}
+	a.sys.Root.Send(a.rt, &runtime.Write{Line: protocol.MustMarshal(protocol.Prompt{
+		Header: protocol.Header{ID: did, Type: protocol.TypePrompt}, Message: l.task,
+	})})
+}
+
+func (a *Actor) onLeaseResponse(c actor.Context, resp *protocol.Response) {
+	l := a.lease
+	if l == nil {
+		return
+	}
+	if !resp.Success {
+		msg := "child refused the task"
+		if resp.Error != nil {
+			msg = resp.Error.Message
+		}
+		a.endLease(LeaseEnded{Error: msg})
+		return
+	}
+	l.started = true
+	c.Send(l.holder, &LeaseStarted{RunID: l.runID, AgentID: a.m.AgentID})
+}
+
+// leaseObserve follows the leased turn in the runtime's output.
+func (a *Actor) leaseObserve(c actor.Context, typ string, line []byte) {
+	l := a.lease
+	if l == nil || !l.started {
+		return
+	}
+	switch typ {
+	case protocol.TypeTurnStart:
+		if l.turnID == "" {
+			var ev protocol.TurnStart
+			if json.Unmarshal(line, &ev) == nil {
+				l.turnID = ev.TurnID
+			}
+		}
+	case protocol.TypeMessageComplete:
+		var ev protocol.MessageComplete
+		if json.Unmarshal(line, &ev) == nil && ev.Message.Role == "assistant" {
+			var b strings.Builder
+			for _, blk := range ev.Message.Content {
+				if blk.Type == protocol.BlockText {
+					b.WriteString(blk.Text)
+				}
+			}
+			if b.Len() > 0 {
+				l.finalText = b.String()
+			}
+		}
+	case protocol.TypeTurnEnd:
+		var ev protocol.TurnEnd
+		if json.Unmarshal(line, &ev) != nil || (l.turnID != "" && ev.TurnID != l.turnID) {
+			return
+		}
+		if ev.Usage != nil {
+			l.usage = protocol.RunUsage{Input: ev.Usage.Input, Output: ev.Usage.Output}
+		}
+		end := LeaseEnded{Completed: !l.cancelled, Cancelled: l.cancelled, FinalText: l.finalText, Usage: l.usage}
+		if l.cancelled {
+			end.StopStage = supervisor.ActAbort.String()
+			end.Error = "cancelled"
+		}
+		if a.lastError != "" && !l.cancelled {
+			// The turn failed (a provider error): the run failed.
+			end.Completed = false
+			end.Error = a.lastError
+		}
+		leaseStop := l.stopping
+		a.endLease(end)
+		// A lease's abort-stage stop is complete once the turn ended: the
+		// durable child stays, idle, for a relaunch. (A kill, terminate or
+		// shutdown in progress carries on.)
+		if leaseStop && a.esc != nil && a.esc.Stage() == supervisor.ActAbort &&
+			len(a.killWaiters) == 0 && !a.draining && !a.terminateWhenIdle {
+			a.esc, a.stopping = nil, false
+			a.rstate = protocol.RuntimeRunning
+			a.broadcastStatus(c)
+		}
+	case protocol.TypeError:
+		var ev protocol.ErrorEvent
+		if json.Unmarshal(line, &ev) == nil {
+			a.lastError = string(ev.Code) + ": " + ev.Message
+		}
+	}
+}
+
+func (a *Actor) onLeaseStop(c actor.Context, m *LeaseStop) {
+	l := a.lease
+	if l == nil || l.runID != m.RunID {
+		return
+	}
+	l.cancelled = true
+	if !l.prompted {
+		a.endLease(LeaseEnded{Cancelled: true, Error: "cancelled before start"})
+		return
+	}
+	l.stopping = true
+	mode := supervisor.StopEscalate
+	if m.Force {
+		mode = supervisor.StopForce
+	}
+	a.stopRuntime(c, mode)
+}
+
+// leaseRuntimeGone ends a lease whose runtime exited or never started.
+func (a *Actor) leaseRuntimeGone(reason string, exitStatus string) {
+	l := a.lease
+	if l == nil {
+		return
+	}
+	end := LeaseEnded{Cancelled: l.cancelled, Error: reason, ExitStatus: exitStatus, FinalText: l.finalText, Usage: l.usage}
+	if a.esc != nil {
+		end.StopStage = a.esc.Stage().String()
+	}
+	a.endLease(end)
+}
+
+func (a *Actor) endLease(end LeaseEnded) {
+	l := a.lease
+	a.lease = nil
+	a.lastError = ""
+	end.RunID, end.AgentID = l.runID, a.m.AgentID
+	a.sys.Root.Send(l.holder, &end)
+}
+
+// leaseGuard refuses client commands that would interfere with a leased
+// run. It reports whether the request was refused.
+func (a *Actor) leaseGuard(r *Request) bool {
+	if a.lease == nil {
+		return false
+	}
+	switch r.Header.Type {
+	case protocol.TypePrompt, protocol.TypeSteer:
+		r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type,
+			protocol.Errorf(protocol.CodeConflict, "agent %s is running subagent run %s; direct %s is refused while it holds the agent", a.m.AgentID, a.lease.runID, r.Header.Type)))
+		return true
+	case protocol.TypeAbort:
+		a.lease.cancelled = true // recorded against the run: it ends cancelled
+	}
+	return false
+}
+
+// onInject delivers a report: steer into an active turn, prompt otherwise.
+func (a *Actor) onInject(c actor.Context, m *Inject) {
+	a.injects = append(a.injects, pendingInject{key: m.Key, text: m.Text, from: c.Sender()})
+	a.pumpInjects(c)
+}
+
+type pendingInject struct {
+	key, text string
+	from      *actor.PID
+}
+
+func (a *Actor) pumpInjects(c actor.Context) {
+	if len(a.injects) == 0 {
+		return
+	}
+	if !a.ready || a.stopping {
+		a.ensureRuntime(c)
+		return
+	}
+	for _, p := range a.injects {
+		a.seq++
+		did := "d-" + strconv.Itoa(a.seq)
+		a.inflight[did] = &inflight{command: protocol.TypePrompt, injectKey: p.key, injectTo: p.from}
+		msg := protocol.Prompt{Header: protocol.Header{ID: did, Type: protocol.TypePrompt}, Message: p.text}
+		if a.status.Active() {
+			msg.StreamingBehavior = protocol.BehaviorSteer
+		}
+		a.sys.Root.Send(a.rt, &runtime.Write{Line: protocol.MustMarshal(msg)})
+	}
+	a.injects = nil
+}
