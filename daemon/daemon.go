@@ -19,6 +19,7 @@ import (
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/gateway"
 	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/jobs"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
@@ -35,6 +36,8 @@ type Options struct {
 	Environ []string
 	// Logger receives the daemon's logs.
 	Logger *slog.Logger
+	// JobLimits bounds subagent jobs (zero fields take the defaults).
+	JobLimits jobs.Limits
 }
 
 // Daemon is one running shardd.
@@ -89,6 +92,12 @@ func (d *Daemon) Start() error {
 		actor.WithDeadLetterRequestLogging(false),
 	)
 	cfg := d.cfg
+	// Reconcile before anything is served (spec §10.3 restart rules).
+	if n, err := jobs.Reconcile(d.store, time.Now()); err != nil {
+		return fmt.Errorf("daemon: reconcile jobs: %w", err)
+	} else if n > 0 {
+		d.log.Warn("reconciled runs left unfinished by the previous daemon", "runs", n)
+	}
 	deps := registry.Deps{
 		Store:  d.store,
 		Hub:    d.hub,
@@ -110,6 +119,11 @@ func (d *Daemon) Start() error {
 			},
 		},
 		DaemonStatus: d.status,
+		Jobs: jobs.Deps{
+			Store:  d.store,
+			Logger: d.log.With("component", "jobs"),
+			Limits: d.opts.JobLimits,
+		},
 		OnShutdown: func(force bool) {
 			d.Shutdown(force)
 		},

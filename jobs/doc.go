@@ -1,5 +1,16 @@
-// Package jobs will hold the subagent job coordinator and job actors: the
-// run state machine, strategies, waiters, aliases and completion delivery
-// (spec §10.3, §11.2). Until it lands the daemon answers subagent.* commands
-// with INVALID_REQUEST ("not supported by this daemon yet").
+// Package jobs runs subagent jobs (spec §10.3, §11.2): a coordinator actor
+// that accepts subagent.* commands, resolves handles and aliases, admits runs
+// under the global and per-parent caps, keeps waiters, broadcasts
+// subagent_run_changed and delivers completion reports; and one job actor per
+// nonterminal job that owns its record and drives its runs.
+//
+// Run lifecycle (every arrow a compare-and-set in one bbolt transaction):
+//
+//	queued ──► starting ──► active ──► completed | failed | timed_out | cancelled
+//	   │           │           │
+//	   └───────────┴───────────┴──► cancelled (stop) · interrupted (daemon restart)
+//
+// A job's state is derived from its runs. Nothing is replayed after a crash:
+// runs that were starting or active become interrupted, later chain steps are
+// cancelled, and the parent may relaunch the durable child explicitly.
 package jobs

@@ -17,6 +17,7 @@ import (
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/gateway/outbox"
 	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/jobs"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
@@ -39,6 +40,9 @@ type Deps struct {
 	// DefaultMode is the mode of agents created without one.
 	DefaultMode string
 	Now         func() time.Time
+	// Jobs configures the subagent-jobs coordinator, a child of the
+	// registry (it creates and leases child agents through it).
+	Jobs jobs.Deps
 }
 
 type entry struct {
@@ -56,6 +60,7 @@ type Actor struct {
 	draining bool
 	force    bool
 	drainers []chan<- struct{}
+	jobs     *actor.PID
 }
 
 // Props returns the registry's props.
@@ -76,6 +81,25 @@ func (r *Actor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		r.load(c)
+		jd := r.deps.Jobs
+		jd.Registry = c.Self()
+		pid, err := c.SpawnNamed(jobs.Props(jd), "jobs")
+		if err != nil {
+			r.deps.Logger.Error("registry: spawn jobs coordinator", "err", err)
+		}
+		r.jobs = pid
+	case *jobs.ToAgent:
+		r.toAgent(c, m)
+	case *jobs.Adopt:
+		for _, a := range m.Agents {
+			if r.agents[a.AgentID] != nil {
+				continue
+			}
+			if e := r.spawn(c, a); e != nil {
+				r.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentSpawned{
+					Header: protocol.Header{Type: protocol.TypeAgentSpawned, AgentID: a.AgentID}, Info: e.info}))
+			}
+		}
 	case *Command:
 		r.onCommand(c, m)
 	case *createResult:
@@ -196,6 +220,14 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 		}
 	case protocol.ScopeOrchestrator:
 		switch typ {
+		case protocol.TypeSubagentCreate, protocol.TypeSubagentWait, protocol.TypeSubagentSteer,
+			protocol.TypeSubagentRelaunch, protocol.TypeSubagentStatus, protocol.TypeSubagentStop:
+			if r.jobs == nil || r.draining {
+				fail(cmd, protocol.Errorf(protocol.CodeConflict, "subagent jobs are not available (daemon shutting down)"))
+				return
+			}
+			c.Send(r.jobs, &jobs.Command{Client: cmd.Client, Header: cmd.Header, Cmd: cmd.Cmd})
+			return
 		case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill:
 		default:
 			fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "%s is not supported by this daemon yet", typ))
@@ -208,6 +240,25 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 		return
 	}
 	c.Send(e.pid, &agent.Request{Client: cmd.Client, Header: cmd.Header, Cmd: cmd.Cmd, Raw: cmd.Raw})
+}
+
+// toAgent delivers a message from the jobs subsystem to an agent actor,
+// keeping the sender so replies reach it.
+func (r *Actor) toAgent(c actor.Context, m *jobs.ToAgent) {
+	e := r.agents[m.AgentID]
+	if e == nil {
+		err := protocol.Errorf(protocol.CodeNotFound, "no agent %s", m.AgentID)
+		switch msg := m.Msg.(type) {
+		case *agent.LeaseStart:
+			c.Send(msg.Holder, &agent.LeaseEnded{RunID: msg.RunID, AgentID: m.AgentID, Error: err.Message})
+		case *agent.Inject:
+			if c.Sender() != nil {
+				c.Send(c.Sender(), &agent.Injected{Key: msg.Key, Err: err})
+			}
+		}
+		return
+	}
+	c.RequestWithCustomSender(e.pid, m.Msg, c.Sender())
 }
 
 func (r *Actor) infos() []protocol.AgentInfo {
@@ -383,6 +434,13 @@ func (r *Actor) onDrain(c actor.Context, m *Drain) {
 	}
 	r.draining = true
 	r.force = r.force || m.Force
+	if r.jobs != nil {
+		// Jobs stop first: no run starts during a shutdown, and a run cut
+		// short stays starting/active on disk, so the next start reconciles
+		// it to interrupted instead of recording a shutdown as a failure.
+		c.Stop(r.jobs)
+		r.jobs = nil
+	}
 	for _, e := range r.agents {
 		if !e.drained {
 			c.Send(e.pid, &agent.Shutdown{Force: m.Force})

@@ -1,0 +1,336 @@
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+)
+
+// jobActor owns one job's record while the job is nonterminal and drives
+// its runs. Its only I/O is its own record's transactions, done in Receive
+// so that transitions are strictly ordered; they never block other actors.
+type jobActor struct {
+	store    *store.Store
+	registry *actor.PID
+	coord    *actor.PID
+	log      *slog.Logger
+	now      func() time.Time
+
+	job store.Job
+	// requested marks runs whose admission was asked for.
+	requested map[string]bool
+	// timedOut marks runs whose deadline fired (they end timed_out).
+	timedOut map[string]bool
+	sys      *actor.ActorSystem
+	self     *actor.PID
+}
+
+func (j *jobActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		j.sys, j.self = c.ActorSystem(), c.Self()
+		j.requested, j.timedOut = map[string]bool{}, map[string]bool{}
+		j.schedule(c)
+	case *admitted:
+		j.start(c, m.runID)
+	case *agent.LeaseStarted:
+		j.transition(c, m.RunID, []protocol.RunState{protocol.RunStarting}, protocol.RunActive, nil)
+	case *agent.LeaseEnded:
+		j.onEnded(c, m)
+	case *deadline:
+		j.onDeadline(c, m.runID)
+	case *stopReq:
+		j.onStop(c, m)
+	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	default:
+		j.log.Warn("job actor: unexpected message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// schedule asks for admission of the runs that may start now: every queued
+// run of a parallel/single job, the next queued step of a chain.
+func (j *jobActor) schedule(c actor.Context) {
+	if Terminal(&j.job) {
+		j.finish(c)
+		return
+	}
+	for i := range j.job.Runs {
+		r := &j.job.Runs[i]
+		if j.job.Strategy == protocol.StrategyChain {
+			if r.State == protocol.RunCompleted {
+				continue
+			}
+			if r.State == protocol.RunQueued && !j.requested[r.RunID] {
+				j.requested[r.RunID] = true
+				c.Send(j.coord, &admitReq{jobID: j.job.JobID, runID: r.RunID})
+			}
+			return // one step at a time
+		}
+		if r.State == protocol.RunQueued && !j.requested[r.RunID] {
+			j.requested[r.RunID] = true
+			c.Send(j.coord, &admitReq{jobID: j.job.JobID, runID: r.RunID})
+		}
+	}
+}
+
+func (j *jobActor) start(c actor.Context, runID string) {
+	var task, agentID string
+	var timeout time.Duration
+	ok := j.transition(c, runID, []protocol.RunState{protocol.RunQueued}, protocol.RunStarting, func(r *store.Run) {
+		now := j.now()
+		r.StartedAt = now.UnixMilli()
+		if r.TimeoutMs > 0 {
+			r.Deadline = now.Add(time.Duration(r.TimeoutMs) * time.Millisecond).UnixMilli()
+		}
+		task, agentID, timeout = r.Task, r.AgentID, time.Duration(r.TimeoutMs)*time.Millisecond
+	})
+	if !ok {
+		c.Send(j.coord, &released{jobID: j.job.JobID, runID: runID}) // cancelled meanwhile
+		return
+	}
+	c.Send(j.registry, &ToAgent{AgentID: agentID, Msg: &agent.LeaseStart{RunID: runID, Task: task, Holder: j.self}})
+	if timeout > 0 {
+		sys, self := j.sys, j.self
+		time.AfterFunc(timeout, func() { sys.Root.Send(self, &deadline{runID: runID}) })
+	}
+}
+
+func (j *jobActor) onEnded(c actor.Context, m *agent.LeaseEnded) {
+	r := j.job.Run(m.RunID)
+	if r == nil || r.State.Terminal() {
+		return
+	}
+	to := protocol.RunFailed
+	switch {
+	case j.timedOut[m.RunID]:
+		to = protocol.RunTimedOut
+	case m.Completed:
+		to = protocol.RunCompleted
+	case m.Cancelled || r.StopRequestedAt != 0:
+		to = protocol.RunCancelled
+	}
+	j.transition(c, m.RunID, []protocol.RunState{protocol.RunStarting, protocol.RunActive}, to, func(r *store.Run) {
+		r.FinalText = m.FinalText
+		if m.Usage != (protocol.RunUsage{}) {
+			u := m.Usage
+			r.Usage = &u
+		}
+		if to != protocol.RunCompleted {
+			r.Error = m.Error
+			if to == protocol.RunTimedOut {
+				r.Error = "deadline exceeded"
+			}
+		}
+		if m.StopStage != "" && m.StopStage != "none" {
+			r.StopStage = m.StopStage
+		}
+		r.ExitStatus = m.ExitStatus
+	})
+	c.Send(j.coord, &released{jobID: j.job.JobID, runID: m.RunID})
+	if j.job.Strategy == protocol.StrategyChain && to != protocol.RunCompleted {
+		j.haltChain(c, m.RunID)
+	}
+	j.schedule(c)
+}
+
+// haltChain cancels every queued step after a step that did not complete;
+// they are never prompted.
+func (j *jobActor) haltChain(c actor.Context, haltedBy string) {
+	var queued []string
+	for _, r := range j.job.Runs {
+		if r.State == protocol.RunQueued {
+			queued = append(queued, r.RunID)
+		}
+	}
+	if len(queued) == 0 {
+		return
+	}
+	j.cancelQueued(c, queued, haltedBy, "chain halted by "+haltedBy)
+}
+
+func (j *jobActor) cancelQueued(c actor.Context, runIDs []string, haltedBy, reason string) {
+	before := j.job
+	now := j.now().UnixMilli()
+	updated, err := j.store.UpdateJob(j.job.JobID, func(job *store.Job) ([]store.Report, error) {
+		var reports []store.Report
+		for _, id := range runIDs {
+			r := job.Run(id)
+			if r == nil || r.State != protocol.RunQueued {
+				continue
+			}
+			r.State, r.EndedAt, r.Error = protocol.RunCancelled, now, reason
+			if haltedBy == "" {
+				r.StopRequestedAt = now
+			}
+			reports = append(reports, reportOf(job, r, now))
+		}
+		if haltedBy != "" && job.HaltedBy == "" {
+			job.HaltedBy = haltedBy
+		}
+		endIfTerminal(job, now)
+		return reports, nil
+	})
+	if err != nil {
+		j.log.Error("cancel queued runs", "job_id", j.job.JobID, "err", err)
+		return
+	}
+	j.job = updated
+	for _, id := range runIDs {
+		if r := before.Run(id); r != nil && r.State == protocol.RunQueued {
+			c.Send(j.coord, &runChanged{job: updated, runID: id, prev: protocol.RunQueued})
+		}
+	}
+}
+
+func (j *jobActor) onDeadline(c actor.Context, runID string) {
+	r := j.job.Run(runID)
+	if r == nil || (r.State != protocol.RunStarting && r.State != protocol.RunActive) {
+		return
+	}
+	j.timedOut[runID] = true
+	j.log.Info("run deadline exceeded", "run_id", runID)
+	c.Send(j.registry, &ToAgent{AgentID: r.AgentID, Msg: &agent.LeaseStop{RunID: runID}})
+}
+
+// onStop cancels runs: queued ones at once (never spawned), starting and
+// active ones through the child's escalation. Stopping an active chain step
+// cancels the rest. A second stop is idempotent.
+func (j *jobActor) onStop(c actor.Context, m *stopReq) {
+	targets := m.runIDs
+	if len(targets) == 0 {
+		for _, r := range j.job.Runs {
+			targets = append(targets, r.RunID)
+		}
+	}
+	now := j.now().UnixMilli()
+	var queued, live []string
+	for _, id := range targets {
+		r := j.job.Run(id)
+		if r == nil {
+			continue
+		}
+		switch r.State {
+		case protocol.RunQueued:
+			queued = append(queued, id)
+		case protocol.RunStarting, protocol.RunActive:
+			live = append(live, id)
+		}
+	}
+	if len(live) > 0 {
+		updated, err := j.store.UpdateJob(j.job.JobID, func(job *store.Job) ([]store.Report, error) {
+			for _, id := range live {
+				if r := job.Run(id); r != nil && r.StopRequestedAt == 0 {
+					r.StopRequestedAt, r.StopStage = now, "abort"
+				}
+			}
+			if job.StoppedAt == 0 {
+				job.StoppedAt = now
+			}
+			return nil, nil
+		})
+		if err != nil {
+			m.cmd.Client.Send(protocol.NewErrorResponse(m.cmd.Header.ID, m.cmd.Header.Type, fmt.Errorf("persist stop: %w", err)))
+			return
+		}
+		j.job = updated
+		for _, id := range live {
+			r := j.job.Run(id)
+			c.Send(j.registry, &ToAgent{AgentID: r.AgentID, Msg: &agent.LeaseStop{RunID: id}})
+		}
+		if j.job.Strategy == protocol.StrategyChain {
+			// The rest of the chain will never run.
+			for _, r := range j.job.Runs {
+				if r.State == protocol.RunQueued && !contains(queued, r.RunID) {
+					queued = append(queued, r.RunID)
+				}
+			}
+		}
+	}
+	if len(queued) > 0 {
+		j.cancelQueued(c, queued, "", "cancelled")
+	}
+	out := protocol.SubagentStopData{Cancelled: []protocol.CancelledRun{}}
+	for _, id := range targets {
+		if r := j.job.Run(id); r != nil && (contains(live, id) || contains(queued, id) || r.State == protocol.RunCancelled) {
+			out.Cancelled = append(out.Cancelled, protocol.CancelledRun{RunID: id, AgentID: r.AgentID, State: r.State})
+		}
+	}
+	if len(m.runIDs) == 0 {
+		out.JobID = j.job.JobID
+	}
+	m.cmd.Client.Send(protocol.NewResponse(m.cmd.Header.ID, m.cmd.Header.Type, out))
+	j.schedule(c)
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// transition applies a compare-and-set transition of one run, persists it
+// (with a completion report when it is terminal) and tells the coordinator.
+func (j *jobActor) transition(c actor.Context, runID string, from []protocol.RunState, to protocol.RunState, mutate func(*store.Run)) bool {
+	var prev protocol.RunState
+	now := j.now().UnixMilli()
+	updated, err := j.store.UpdateJob(j.job.JobID, func(job *store.Job) ([]store.Report, error) {
+		r := job.Run(runID)
+		if r == nil {
+			return nil, fmt.Errorf("%w: no run %s", store.ErrNotFound, runID)
+		}
+		prev = r.State
+		okFrom := false
+		for _, f := range from {
+			okFrom = okFrom || r.State == f
+		}
+		if !okFrom || !CanTransition(r.State, to) {
+			return nil, fmt.Errorf("%w: run %s is %s, not %v", store.ErrConflict, runID, r.State, from)
+		}
+		r.State = to
+		if mutate != nil {
+			mutate(r)
+		}
+		if !to.Terminal() {
+			return nil, nil
+		}
+		r.EndedAt = now
+		endIfTerminal(job, now)
+		return []store.Report{reportOf(job, r, now)}, nil
+	})
+	if err != nil {
+		if !errors.Is(err, store.ErrConflict) {
+			j.log.Error("run transition", "run_id", runID, "to", to, "err", err)
+		}
+		return false
+	}
+	j.job = updated
+	c.Send(j.coord, &runChanged{job: updated, runID: runID, prev: prev})
+	return true
+}
+
+func endIfTerminal(job *store.Job, now int64) {
+	if job.EndedAt == 0 && Terminal(job) {
+		job.EndedAt = now
+	}
+}
+
+func reportOf(job *store.Job, r *store.Run, now int64) store.Report {
+	return store.Report{
+		RunID: r.RunID, JobID: job.JobID, ParentAgentID: job.ParentAgentID, AgentID: r.AgentID,
+		Alias: r.Alias, Name: r.Name, State: r.State, Error: r.Error, FinalText: r.FinalText, CreatedAt: now,
+	}
+}
+
+func (j *jobActor) finish(c actor.Context) {
+	c.Stop(c.Self())
+}
