@@ -108,8 +108,12 @@ func (a *Actor) pumpLease(c actor.Context) {
 	a.seq++
 	did := "d-" + strconv.Itoa(a.seq)
 	a.inflight[did] = &inflight{command: protocol.TypePrompt, lease: true}
+	// follow_up: should a client's prompt have reached the runtime first,
+	// the task waits for that turn instead of being refused (an idle
+	// runtime starts it at once).
 	a.sys.Root.Send(a.rt, &runtime.Write{Line: protocol.MustMarshal(protocol.Prompt{
 		Header: protocol.Header{ID: did, Type: protocol.TypePrompt}, Message: l.task,
+		StreamingBehavior: protocol.BehaviorFollowUp,
 	})})
 }
 
@@ -159,8 +163,8 @@ func (a *Actor) leaseObserve(c actor.Context, typ string, line []byte) {
 		}
 	case protocol.TypeTurnEnd:
 		var ev protocol.TurnEnd
-		if json.Unmarshal(line, &ev) != nil || (l.turnID != "" && ev.TurnID != l.turnID) {
-			return
+		if l.turnID == "" || json.Unmarshal(line, &ev) != nil || ev.TurnID != l.turnID {
+			return // not the task's turn
 		}
 		if ev.Usage != nil {
 			l.usage = protocol.RunUsage{Input: ev.Usage.Input, Output: ev.Usage.Output}
@@ -273,7 +277,12 @@ func (a *Actor) pumpInjects(c actor.Context) {
 		a.seq++
 		did := "d-" + strconv.Itoa(a.seq)
 		a.inflight[did] = &inflight{command: protocol.TypePrompt, injectKey: p.key, injectTo: p.from}
-		msg := protocol.Prompt{Header: protocol.Header{ID: did, Type: protocol.TypePrompt}, Message: p.text}
+		// Steer into an active turn; otherwise a prompt. follow_up rather
+		// than no behaviour: the status seen here may lag the runtime (a
+		// report sent just before this one may have started a turn), and an
+		// idle runtime starts a follow_up at once.
+		msg := protocol.Prompt{Header: protocol.Header{ID: did, Type: protocol.TypePrompt}, Message: p.text,
+			StreamingBehavior: protocol.BehaviorFollowUp}
 		if a.status.Active() {
 			msg.StreamingBehavior = protocol.BehaviorSteer
 		}
