@@ -24,4 +24,6 @@ var (
 )
 
 // sentinels lists every sentinel, for wrapOp.
-func sentinels() []error { return []error{ErrLocked, ErrNotFound, ErrExists, ErrInvalid, ErrSchema, ErrConflict} }
+func sentinels() []error {
+	return []error{ErrLocked, ErrNotFound, ErrExists, ErrInvalid, ErrSchema, ErrConflict}
+}
