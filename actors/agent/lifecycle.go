@@ -46,8 +46,8 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		// The cwd vanished since creation: the identity stays, retry is safe.
 		a.rt = nil
 		a.rstate = protocol.RuntimeFailed
-		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "agent cwd is not a directory"))
 		a.broadcastStatus(c)
+		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "agent cwd is not a directory"))
 		return
 	}
 	pid, err := c.SpawnNamed(runtime.Props(spec, a.self, a.log), "runtime-"+strconv.FormatInt(a.epoch, 10))
@@ -150,6 +150,7 @@ func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
 		}
 	}
 
+	var startErr *protocol.Error
 	switch {
 	case !wasReady && !requested:
 		reason := m.Reason
@@ -157,7 +158,7 @@ func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
 			reason = a.startFailed
 		}
 		a.rstate, a.status = protocol.RuntimeFailed, protocol.StatusError
-		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime failed to start: %s", reason))
+		startErr = protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime failed to start: %s", reason)
 		a.broadcastExit(m, reason)
 	case requested:
 		a.rstate, a.status = protocol.RuntimeStopped, protocol.StatusIdle
@@ -168,8 +169,13 @@ func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
 			Code: protocol.CodeInternal, Message: "runtime exited unexpectedly (" + m.Reason + ")"}))
 	}
 	a.startFailed = ""
+	// The registry's projection is updated before anyone is answered, so a
+	// client that reacts to the answer with agent.list sees the new state.
 	a.broadcastStatus(c)
 	a.setActivity(phaseOf(a.status), "")
+	if startErr != nil {
+		a.failWaiters(startErr)
+	}
 	for _, w := range a.killWaiters {
 		w.client.Send(protocol.NewResponse(w.header.ID, w.header.Type, nil))
 	}
