@@ -35,6 +35,28 @@ type Config struct {
 	Store    StoreConfig    `mapstructure:"store"`    // store.*: bbolt database
 	Provider ProviderConfig `mapstructure:"provider"` // provider.*: model provider
 	Sim      SimConfig      `mapstructure:"sim"`      // sim.*: embedded sim provider
+	Jobs     JobsConfig     `mapstructure:"jobs"`     // jobs.*: subagent jobs
+}
+
+// JobsConfig bounds subagent jobs (spec §10.3).
+type JobsConfig struct {
+	// MaxActive caps starting+active runs across the daemon; excess runs
+	// wait in queued. Must be > 0. Default 16.
+	MaxActive int `mapstructure:"max_active"`
+	// MaxActivePerParent caps them per parent agent. Must be > 0. Default 8.
+	MaxActivePerParent int `mapstructure:"max_active_per_parent"`
+	// MaxTasks caps the tasks of one subagent.create unless the parent's
+	// launch policy says otherwise. Must be > 0. Default 8.
+	MaxTasks int `mapstructure:"max_tasks"`
+	// MaxDepth caps nesting (a child is one deeper than its parent). Must
+	// be > 0. Default 3.
+	MaxDepth int `mapstructure:"max_depth"`
+	// RunTimeout is each run's start-to-close deadline; past it the run is
+	// stopped by escalation and ends timed_out. 0 means none. Default 30m.
+	RunTimeout time.Duration `mapstructure:"run_timeout"`
+	// Aliases is the friendly alias pool, comma-separated; "" uses the
+	// built-in pool.
+	Aliases string `mapstructure:"aliases"`
 }
 
 // LogConfig configures the daemon's slog handler.
@@ -173,6 +195,7 @@ func Default(home string) *Config {
 		Store:    StoreConfig{LockTimeout: 2 * time.Second},
 		Provider: ProviderConfig{Name: "sim"},
 		Sim:      SimConfig{ContextWindow: 200000},
+		Jobs:     JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute},
 	}
 	if home != "" {
 		c.ConfigFile = filepath.Join(home, "config.yaml")

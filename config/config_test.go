@@ -23,6 +23,12 @@ var briefKeys = []string{
 	"store.lock_timeout", "store.no_sync",
 	"provider.name", "provider.base_url", "provider.model", "provider.api_key_env",
 	"sim.context_window",
+	"jobs.max_active",
+	"jobs.max_active_per_parent",
+	"jobs.max_tasks",
+	"jobs.max_depth",
+	"jobs.run_timeout",
+	"jobs.aliases",
 }
 
 // fixture is one Load call's inputs: a user home, an optional config.yaml
@@ -76,6 +82,7 @@ func TestDefault(t *testing.T) {
 		Store:    StoreConfig{LockTimeout: 2 * time.Second},
 		Provider: ProviderConfig{Name: "sim"},
 		Sim:      SimConfig{ContextWindow: 200000},
+		Jobs:     JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute},
 	}
 	got := Default("/h")
 	if !reflect.DeepEqual(got, want) {

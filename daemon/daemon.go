@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,8 +37,6 @@ type Options struct {
 	Environ []string
 	// Logger receives the daemon's logs.
 	Logger *slog.Logger
-	// JobLimits bounds subagent jobs (zero fields take the defaults).
-	JobLimits jobs.Limits
 }
 
 // Daemon is one running shardd.
@@ -122,7 +121,14 @@ func (d *Daemon) Start() error {
 		Jobs: jobs.Deps{
 			Store:  d.store,
 			Logger: d.log.With("component", "jobs"),
-			Limits: d.opts.JobLimits,
+			Limits: jobs.Limits{
+				MaxActive:          cfg.Jobs.MaxActive,
+				MaxActivePerParent: cfg.Jobs.MaxActivePerParent,
+				MaxTasks:           cfg.Jobs.MaxTasks,
+				MaxDepth:           cfg.Jobs.MaxDepth,
+				RunTimeout:         cfg.Jobs.RunTimeout,
+			},
+			Aliases: splitList(cfg.Jobs.Aliases),
 		},
 		OnShutdown: func(force bool) {
 			d.Shutdown(force)
@@ -266,6 +272,17 @@ func (d *Daemon) writeDiscovery() error {
 		return err
 	}
 	return os.Rename(tmp, d.cfg.DiscoveryPath())
+}
+
+// splitList splits a comma-separated setting, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // minLevel drops records below min (protoactor logs dead letters at Info).
