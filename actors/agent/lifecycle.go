@@ -77,7 +77,10 @@ func (a *Actor) stopRuntime(c actor.Context, mode supervisor.StopMode) {
 	}
 	act, wait := a.esc.Start(mode)
 	a.perform(c, act, wait)
-	if a.esc.Stage() == supervisor.ActAbort && (!a.ready || !a.status.Active()) {
+	// A leased task counts as active from the moment it was sent: the
+	// runtime's status event may still be on its way.
+	busy := a.status.Active() || (a.lease != nil && a.lease.prompted)
+	if a.esc.Stage() == supervisor.ActAbort && (!a.ready || !busy) {
 		act, wait := a.esc.Idle()
 		a.perform(c, act, wait) // nothing to abort: straight to the graceful stage
 	}

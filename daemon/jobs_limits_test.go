@@ -1,0 +1,157 @@
+package daemon_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/protocol"
+)
+
+func runState(t *testing.T, c *client.Conn, parent, run string) protocol.RunSnapshot {
+	t.Helper()
+	return waitRuns(t, c, parent, []string{run}, "", secs(0)).Runs[0]
+}
+
+func TestPerParentCapKeepsExcessRunsQueued(t *testing.T) {
+	h := start(t, func(c *config.Config) { c.Jobs.MaxActivePerParent = 1 })
+	c := h.dial()
+	parent := h.create(c, nil)
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Strategy: protocol.StrategyParallel,
+		Tasks: []protocol.TaskSpec{{Name: "a", Task: "sim: sleep 600\nsim: say a"}, {Name: "b", Task: "sim: say b"}}})
+	first, second := job.Runs[0], job.Runs[1]
+	waitFor(t, c, func(e client.Event) bool {
+		ev, ok := e.Msg.(*protocol.SubagentRunChanged)
+		return ok && ev.RunID == first.RunID && ev.State == protocol.RunActive
+	})
+	if s := runState(t, c, parent, second.RunID); s.State != protocol.RunQueued {
+		t.Fatalf("second run under a per-parent cap of 1 = %s, want queued", s.State)
+	}
+	res := waitRuns(t, c, parent, []string{job.JobID}, "all", nil)
+	if res.Runs[0].State != protocol.RunCompleted || res.Runs[1].State != protocol.RunCompleted {
+		t.Fatalf("runs = %+v", res.Runs)
+	}
+	if res.Runs[1].StartedAt < res.Runs[0].EndedAt {
+		t.Errorf("second run started (%d) before the first ended (%d)", res.Runs[1].StartedAt, res.Runs[0].EndedAt)
+	}
+}
+
+func TestRunDeadlineEndsTimedOut(t *testing.T) {
+	h := start(t, func(c *config.Config) {
+		c.Jobs.RunTimeout = 300 * time.Millisecond
+		c.Kill.AbortGrace = 300 * time.Millisecond
+		c.Kill.TermGrace = 300 * time.Millisecond
+	})
+	c := h.dial()
+	parent := h.create(c, nil)
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "slow", Task: "sim: sleep 30000"})
+	res := waitRuns(t, c, parent, []string{job.Runs[0].RunID}, "", nil)
+	r := res.Runs[0]
+	if r.State != protocol.RunTimedOut || r.Deadline == 0 || r.Error == "" {
+		t.Fatalf("run past its deadline = %+v", r)
+	}
+}
+
+// TestStopEscalationMatrix: a child that honours abort ends cancelled at
+// the abort stage and keeps its runtime; one that ignores abort and SIGTERM
+// (sim: hang) is killed, and its process group is gone.
+func TestStopEscalationMatrix(t *testing.T) {
+	h := start(t, func(c *config.Config) {
+		c.Kill.AbortGrace = 300 * time.Millisecond
+		c.Kill.TermGrace = 300 * time.Millisecond
+	})
+	c := h.dial()
+	parent := h.create(c, nil)
+	for _, tc := range []struct {
+		name, task     string
+		wantStage      string
+		runtimeSurvive bool
+	}{
+		{"honours abort", "sim: sleep 30000", "abort", true},
+		{"ignores abort and SIGTERM", "sim: say hanging\nsim: hang", "kill", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "x", Task: tc.task})
+			run := job.Runs[0]
+			waitFor(t, c, func(e client.Event) bool {
+				ev, ok := e.Msg.(*protocol.SubagentRunChanged)
+				return ok && ev.RunID == run.RunID && ev.State == protocol.RunActive
+			})
+			if !tc.runtimeSurvive {
+				// Let the child reach `hang` (it follows its first text at
+				// once) so that the abort is really ignored. A hung runtime
+				// answers nothing, so there is no event to wait for.
+				time.Sleep(150 * time.Millisecond)
+			}
+			if err := c.Call(ctx(t), &protocol.SubagentStop{Header: hdr(protocol.TypeSubagentStop), ParentAgentID: parent, Handle: run.RunID}, nil); err != nil {
+				t.Fatal(err)
+			}
+			// abort grace + term grace + 1 s at most.
+			res := waitRuns(t, c, parent, []string{run.RunID}, "", secs(1.6))
+			if res.TimedOut || res.Runs[0].State != protocol.RunCancelled {
+				t.Fatalf("stopped run = %+v", res)
+			}
+			if got := len(runtimePIDs(t, run.AgentID)); (got == 1) != tc.runtimeSurvive {
+				t.Fatalf("runtime processes after stop: %d", got)
+			}
+			if err := c.Call(ctx(t), &protocol.SubagentStatus{Header: hdr(protocol.TypeSubagentStatus), ParentAgentID: parent, Targets: []string{run.RunID}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if !logContains(h, "stage="+tc.wantStage) {
+				t.Errorf("escalation never reached %s", tc.wantStage)
+			}
+		})
+	}
+}
+
+func TestWaiterDisconnectCancelsOnlyTheWaiter(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	parent := h.create(c, nil)
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "w", Task: "sim: sleep 500\nsim: say done"})
+	w := h.dial()
+	go func() {
+		_, _ = w.Request(ctx(t), &protocol.SubagentWait{Header: hdr(protocol.TypeSubagentWait), ParentAgentID: parent, Handles: []string{job.JobID}})
+	}()
+	time.Sleep(50 * time.Millisecond) // let the wait register (the assertion below does not depend on it)
+	w.Close()
+	res := waitRuns(t, c, parent, []string{job.JobID}, "", nil)
+	if res.Runs[0].State != protocol.RunCompleted {
+		t.Fatalf("run after its waiter left = %+v", res.Runs[0])
+	}
+}
+
+func TestConcurrentRelaunchesYieldExactlyOne(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	parent := h.create(c, nil)
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "r", Task: "sim: say first"})
+	waitRuns(t, c, parent, []string{job.JobID}, "", nil)
+
+	var wg sync.WaitGroup
+	results := make([]error, 4)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := h.dial()
+			_, results[i] = cl.Request(ctx(t), &protocol.SubagentRelaunch{Header: hdr(protocol.TypeSubagentRelaunch),
+				ParentAgentID: parent, Target: job.Runs[0].Alias, Task: "sim: sleep 300\nsim: say again"})
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range results {
+		switch {
+		case err == nil:
+			ok++
+		case protocol.CodeOf(err) != protocol.CodeConflict:
+			t.Errorf("relaunch error %v, want CONFLICT", err)
+		}
+	}
+	if ok != 1 {
+		t.Fatalf("%d concurrent relaunches succeeded, want exactly 1", ok)
+	}
+}
