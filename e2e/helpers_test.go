@@ -166,7 +166,12 @@ type daemon struct {
 // process left with its SHARD_HOME (runtime children).
 func startDaemon(t *testing.T, extra ...string) *daemon {
 	t.Helper()
-	home := newHome(t)
+	return startDaemonAt(t, newHome(t), extra...)
+}
+
+// startDaemonAt is startDaemon on a given (possibly existing) home.
+func startDaemonAt(t *testing.T, home string, extra ...string) *daemon {
+	t.Helper()
 	args := append([]string{"--web-port", "0", "--store.no-sync"}, extra...)
 	cmd := exec.Command(sharddBin, args...)
 	cmd.Env = sharddEnv(home)
