@@ -39,10 +39,17 @@ type Options struct {
 	// arguments. Default: discarded.
 	Stderr io.Writer
 	// AgentID and SessionID come from SHARD_AGENT_ID and SHARD_SESSION_ID;
-	// they may be empty when the runtime is run by hand. They are used for
-	// diagnostics only: a runtime speaks the direct protocol, which omits
-	// agent_id.
+	// they may be empty when the runtime is run by hand. A runtime speaks
+	// the direct protocol, which omits agent_id, so they serve diagnostics
+	// and, for AgentID, the parent_agent_id of the subagent tool's daemon
+	// commands.
 	AgentID, SessionID string
+	// Socket is the daemon's unix socket (SHARD_SOCKET), which the
+	// subagent tool dials to create, wait for, inspect and stop this
+	// agent's subagent jobs (wire spec §10.3). Default "": with no Socket
+	// or no AgentID every subagent call is a tool error saying that
+	// subagents need the daemon.
+	Socket string
 	// Cwd is the working directory that relative tool paths resolve
 	// against. Default: the process working directory.
 	Cwd string

@@ -23,5 +23,7 @@
 // Run owns every goroutine it starts: one stdin reader that handles commands
 // (it never waits for a turn), and at most one turn goroutine at a time that
 // plays the sim provider and runs tools. Run waits for both before it
-// returns.
+// returns. A call of the subagent tool, which talks to the daemon over
+// Options.Socket on a connection of its own, drains that connection's events
+// in one more goroutine and waits for it before the call returns.
 package agent

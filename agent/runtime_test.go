@@ -218,6 +218,8 @@ func TestToolReadMissingFileIsError(t *testing.T) {
 	}
 }
 
+// TestUnknownToolAndSubagentAreToolErrors runs without a daemon socket:
+// the subagent tool explains that it needs the daemon.
 func TestUnknownToolAndSubagentAreToolErrors(t *testing.T) {
 	h := start(t, nil)
 	h.handshake()
@@ -230,7 +232,7 @@ func TestUnknownToolAndSubagentAreToolErrors(t *testing.T) {
 	if !res[0].IsError || !strings.Contains(res[0].Content.Message, "unknown tool") {
 		t.Fatalf("unknown tool result %+v", res[0])
 	}
-	if !res[1].IsError || !strings.Contains(res[1].Content.Message, "subagent jobs are not available") {
+	if !res[1].IsError || !strings.Contains(res[1].Content.Message, "subagents need the daemon") {
 		t.Fatalf("subagent result %+v", res[1])
 	}
 	if calls := of[*protocol.ToolCall](evs); len(calls) != 2 || calls[1].Name != "subagent" || calls[1].Args["name"] != "scout" {

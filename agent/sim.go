@@ -178,7 +178,7 @@ func parseVerb(verb, rest string) (directive, error) {
 		if name == "" {
 			return directive{}, errors.New("want subagent <name> <task…>")
 		}
-		args := map[string]any{"name": name, "task": strings.TrimSpace(task)}
+		args := map[string]any{"action": subagentCreate, "name": name, "task": strings.TrimSpace(task)}
 		return directive{kind: dirSubagent, tool: toolSubagent, args: args, rawArgs: string(protocol.MustMarshal(args))}, nil
 	}
 	return directive{}, errors.New("unknown directive")

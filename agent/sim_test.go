@@ -25,7 +25,7 @@ func TestParseDirective(t *testing.T) {
 		{"fail", directive{kind: dirFail, text: "sim provider failure"}},
 		{"hang", directive{kind: dirHang}},
 		{"exit 7", directive{kind: dirExit, code: 7}},
-		{"subagent scout map the repo", directive{kind: dirSubagent, tool: "subagent", args: map[string]any{"name": "scout", "task": "map the repo"}, rawArgs: `{"name":"scout","task":"map the repo"}`}},
+		{"subagent scout map the repo", directive{kind: dirSubagent, tool: "subagent", args: map[string]any{"action": "create", "name": "scout", "task": "map the repo"}, rawArgs: `{"action":"create","name":"scout","task":"map the repo"}`}},
 	}
 	for _, tt := range tests {
 		got := parseDirective(tt.in)

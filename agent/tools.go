@@ -38,10 +38,15 @@ func errorOutput(format string, args ...any) toolOutput {
 }
 
 // tool is one registered tool. A tool is either read-only (runs without
-// asking) or mutating (goes through plan mode and the permission gate).
+// asking) or mutating (goes through plan mode and the permission gate),
+// except for an ungated tool, which is reported as mutating but runs
+// without either (the subagent tool; see subagentTool).
 type tool struct {
 	name     string
 	readOnly bool
+	// ungated skips plan mode and the permission gate for a tool that is
+	// not read-only.
+	ungated bool
 	// unavailable, when set, is the error result every call gets before
 	// any gate runs.
 	unavailable string
@@ -54,14 +59,14 @@ type tool struct {
 }
 
 // lookupTool returns the tool registered under name.
-func lookupTool(name string) (tool, bool) {
+func (r *runtime) lookupTool(name string) (tool, bool) {
 	switch name {
 	case toolRead:
 		return tool{name: toolRead, readOnly: true, check: checkRead, run: runRead}, true
 	case toolWrite:
 		return tool{name: toolWrite, check: checkWrite, ask: askWrite, run: runWrite}, true
 	case toolSubagent:
-		return tool{name: toolSubagent, unavailable: "subagent jobs are not available in this runtime yet"}, true
+		return r.subagentTool(), true
 	}
 	return tool{}, false
 }

@@ -525,7 +525,7 @@ func resultBlock(id string, out toolOutput) protocol.ContentBlock {
 // gate, then reports it with tool_call and tool_result. It returns
 // errTurnAborted when the turn ended meanwhile.
 func (r *runtime) runTool(t *turnState, b *toolBatch, c toolCallReq) error {
-	tl, ok := lookupTool(c.name)
+	tl, ok := r.lookupTool(c.name)
 	if !ok {
 		return r.report(t, b, c, false, func() toolOutput { return errorOutput("unknown tool %q", c.name) })
 	}
@@ -535,7 +535,7 @@ func (r *runtime) runTool(t *turnState, b *toolBatch, c toolCallReq) error {
 	if err := tl.check(c.args); err != nil {
 		return r.report(t, b, c, tl.readOnly, func() toolOutput { return errorOutput("invalid arguments: %v", err) })
 	}
-	if !tl.readOnly {
+	if !tl.readOnly && !tl.ungated {
 		refusal, err := r.gate(t, tl, c)
 		if err != nil {
 			return err

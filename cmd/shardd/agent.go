@@ -49,6 +49,7 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				AgentID:         os.Getenv("SHARD_AGENT_ID"),
 				SessionID:       os.Getenv("SHARD_SESSION_ID"),
 				SessionDir:      os.Getenv("SHARD_SESSION_DIR"),
+				Socket:          os.Getenv("SHARD_SOCKET"),
 				Cwd:             cwd,
 				Mode:            os.Getenv("SHARD_AGENT_MODE"),
 				Model:           os.Getenv("SHARD_AGENT_MODEL"),
