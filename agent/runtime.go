@@ -285,6 +285,10 @@ func (r *runtime) handle(rec []byte) {
 	case *protocol.Prompt:
 		r.promptLocked(h, c.Message, c.StreamingBehavior)
 	case *protocol.Steer:
+		if c.Strict {
+			r.strictSteerLocked(h, c.Message)
+			return
+		}
 		r.promptLocked(h, c.Message, protocol.BehaviorSteer)
 	case *protocol.Abort:
 		r.abortLocked()
@@ -332,6 +336,20 @@ func (r *runtime) promptLocked(h protocol.Header, text, behavior string) {
 		r.followUps = append(r.followUps, text)
 		r.respondLocked(h, nil)
 	}
+}
+
+// strictSteerLocked accepts a steer only into a turn in flight (the
+// daemon's subagent.steer): it is delivered before the turn's next provider
+// call — the runtime adds one if the last call is already running — and is
+// never kept for a later turn. Without such a turn it answers CONFLICT.
+func (r *runtime) strictSteerLocked(h protocol.Header, text string) {
+	t := r.turn
+	if r.closing || t == nil || t.aborted {
+		r.respondErrLocked(h, protocol.Errorf(protocol.CodeConflict, "no turn in flight to steer"))
+		return
+	}
+	t.steers = append(t.steers, text)
+	r.respondLocked(h, protocol.SteerData{TurnID: t.id})
 }
 
 // abortLocked cancels the current turn, closes its open requests with

@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -153,5 +154,48 @@ func TestConcurrentRelaunchesYieldExactlyOne(t *testing.T) {
 	}
 	if ok != 1 {
 		t.Fatalf("%d concurrent relaunches succeeded, want exactly 1", ok)
+	}
+}
+
+func TestSubagentSteerIsStrict(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	parent := h.create(c, nil)
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "s", Task: "sim: sleep 400\nsim: say base"})
+	run := job.Runs[0]
+	waitFor(t, c, func(e client.Event) bool {
+		ev, ok := e.Msg.(*protocol.SubagentRunChanged)
+		return ok && ev.RunID == run.RunID && ev.State == protocol.RunActive
+	})
+	var st protocol.SubagentSteerData
+	if err := c.Call(ctx(t), &protocol.SubagentSteer{Header: hdr(protocol.TypeSubagentSteer), ParentAgentID: parent,
+		Target: run.Alias, Message: "sim: say steered"}, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != "injected" || st.RunID != run.RunID || st.TurnID == "" || st.CorrelationID == "" {
+		t.Fatalf("steer = %+v", st)
+	}
+	res := waitRuns(t, c, parent, []string{run.RunID}, "", nil)
+	if !strings.Contains(res.Runs[0].FinalText, "steered") {
+		t.Fatalf("steer did not reach the turn: final text %q", res.Runs[0].FinalText)
+	}
+	// Terminal now: strict steer refuses, and nothing becomes a new turn.
+	if _, err := c.Request(ctx(t), &protocol.SubagentSteer{Header: hdr(protocol.TypeSubagentSteer), ParentAgentID: parent,
+		Target: run.RunID, Message: "too late"}); protocol.CodeOf(err) != protocol.CodeConflict {
+		t.Fatalf("steer of a terminal run: %v, want CONFLICT", err)
+	}
+	// A human's steer of a leased child takes the strict path too.
+	job2 := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "s2", Task: "sim: sleep 400\nsim: say base"})
+	waitFor(t, c, func(e client.Event) bool {
+		ev, ok := e.Msg.(*protocol.SubagentRunChanged)
+		return ok && ev.RunID == job2.Runs[0].RunID && ev.State == protocol.RunActive
+	})
+	attach(t, c, job2.Runs[0].AgentID, "")
+	if _, err := c.Request(ctx(t), &protocol.Steer{Header: protocol.Header{Type: protocol.TypeSteer, AgentID: job2.Runs[0].AgentID}, Message: "sim: say human"}); err != nil {
+		t.Fatalf("human steer of a leased child: %v", err)
+	}
+	res = waitRuns(t, c, parent, []string{job2.Runs[0].RunID}, "", nil)
+	if res.Runs[0].State != protocol.RunCompleted || !strings.Contains(res.Runs[0].FinalText, "human") {
+		t.Fatalf("run after human steer = %+v", res.Runs[0])
 	}
 }

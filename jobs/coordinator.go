@@ -257,7 +257,7 @@ func (co *Coordinator) onCommand(c actor.Context, cmd *Command) {
 	case *protocol.SubagentStop:
 		co.stop(c, cmd, m)
 	case *protocol.SubagentSteer:
-		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "subagent.steer is not supported by this daemon yet"))
+		co.steer(c, cmd, m)
 	}
 }
 
@@ -662,7 +662,8 @@ func (co *Coordinator) wait(c actor.Context, cmd *Command, m *protocol.SubagentW
 		return
 	}
 	co.waiters[w.id] = w
-	if m.Timeout != nil {
+	// A timeout beyond a year is as good as none (and would overflow).
+	if m.Timeout != nil && *m.Timeout < 365*24*3600 {
 		id, sys, self := w.id, co.sys, co.self
 		w.timer = time.AfterFunc(time.Duration(*m.Timeout*float64(time.Second)), func() { sys.Root.Send(self, &waitTimeout{id: id}) })
 	}
@@ -765,6 +766,25 @@ func (co *Coordinator) status(cmd *Command, m *protocol.SubagentStatus) {
 		data.Jobs = []protocol.JobSnapshot{}
 	}
 	reply(cmd, data)
+}
+
+// steer is strict active steer (spec §10.3): only a run that is actively
+// executing takes the message, into its current turn; the child answers
+// injected or conflict. Queued and terminal runs are CONFLICT.
+func (co *Coordinator) steer(c actor.Context, cmd *Command, m *protocol.SubagentSteer) {
+	runIDs, err := co.resolveRuns(m.ParentAgentID, []string{m.Target})
+	if err != nil {
+		fail(cmd, err)
+		return
+	}
+	_, r := co.run(runIDs[0])
+	if r.State != protocol.RunActive {
+		fail(cmd, protocol.Errorf(protocol.CodeConflict, "run %s is %s, not active", r.RunID, r.State))
+		return
+	}
+	c.Send(co.deps.Registry, &ToAgent{AgentID: r.AgentID, Msg: &agent.LeaseSteer{
+		RunID: r.RunID, Message: m.Message, CorrelationID: ids.New("steer"), Client: cmd.Client, Header: cmd.Header,
+	}})
 }
 
 func (co *Coordinator) stop(c actor.Context, cmd *Command, m *protocol.SubagentStop) {

@@ -124,6 +124,17 @@ type Steer struct {
 	Header
 	Message string  `json:"message"`
 	Images  []Image `json:"images,omitempty"`
+	// Strict is a Shard extension used by the daemon for subagent.steer
+	// (spec §10.3 strict active steer): the runtime accepts the message only
+	// into a turn in flight and answers CONFLICT otherwise, instead of
+	// starting a new turn with it. On success the response data is
+	// SteerData.
+	Strict bool `json:"strict,omitempty"`
+}
+
+// SteerData is the data of a successful strict steer: the turn it joined.
+type SteerData struct {
+	TurnID string `json:"turn_id"`
 }
 
 // Abort cancels the current turn.

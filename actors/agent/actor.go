@@ -61,6 +61,7 @@ type inflight struct {
 	// injectKey/injectTo: a completion report; the sender hears Injected.
 	injectKey string
 	injectTo  *actor.PID
+	steer     *LeaseSteer // a subagent.steer into a leased run
 }
 
 // openRequest is a permission/UI request no response has won yet.
@@ -167,6 +168,8 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onLeaseStop(c, m)
 	case *Inject:
 		a.onInject(c, m)
+	case *LeaseSteer:
+		a.onLeaseSteer(m)
 	case *startTimeout:
 		if m.epoch == a.epoch && a.rt != nil && !a.ready {
 			a.startFailed = fmt.Sprintf("runtime not ready within %s", a.deps.Runtime.StartTimeout)
@@ -590,6 +593,9 @@ func (a *Actor) onResponse(c actor.Context, line []byte) {
 	switch {
 	case f.lease:
 		a.onLeaseResponse(c, &resp)
+		return
+	case f.steer != nil:
+		answerSteer(f.steer, &resp)
 		return
 	case f.injectTo != nil:
 		var err error

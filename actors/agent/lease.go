@@ -29,6 +29,16 @@ type LeaseStop struct {
 	Force bool
 }
 
+// LeaseSteer delivers a parent's message into the leased run's active turn
+// (subagent.steer, strict: never queued for a later turn). The agent answers
+// the client itself with SubagentSteerData: injected, or conflict when no
+// turn of the run is in flight.
+type LeaseSteer struct {
+	RunID, Message, CorrelationID string
+	Client                        *Client
+	Header                        protocol.Header
+}
+
 // LeaseStarted tells the holder the child accepted the task: the run is active.
 type LeaseStarted struct {
 	RunID   string
@@ -244,10 +254,19 @@ func (a *Actor) leaseGuard(r *Request) bool {
 		return false
 	}
 	switch r.Header.Type {
-	case protocol.TypePrompt, protocol.TypeSteer:
+	case protocol.TypePrompt:
 		r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type,
-			protocol.Errorf(protocol.CodeConflict, "agent %s is running subagent run %s; direct %s is refused while it holds the agent", a.m.AgentID, a.lease.runID, r.Header.Type)))
+			protocol.Errorf(protocol.CodeConflict, "agent %s is running subagent run %s; a direct prompt is refused while it holds the agent", a.m.AgentID, a.lease.runID)))
 		return true
+	case protocol.TypeSteer:
+		// A human steer takes the strict path: into the run's active turn
+		// or CONFLICT, never a new turn of its own.
+		raw, err := setFields(r.Raw, map[string]any{"strict": true})
+		if err != nil {
+			return false
+		}
+		r.Raw = raw
+		a.log.Info("client steer delivered into a leased run", "run_id", a.lease.runID)
 	case protocol.TypeAbort:
 		a.lease.cancelled = true // recorded against the run: it ends cancelled
 	}
@@ -289,4 +308,30 @@ func (a *Actor) pumpInjects(c actor.Context) {
 		a.sys.Root.Send(a.rt, &runtime.Write{Line: protocol.MustMarshal(msg)})
 	}
 	a.injects = nil
+}
+
+func (a *Actor) onLeaseSteer(m *LeaseSteer) {
+	l := a.lease
+	if l == nil || l.runID != m.RunID || !l.started || !a.ready || l.stopping {
+		m.Client.Send(protocol.NewResponse(m.Header.ID, m.Header.Type, protocol.SubagentSteerData{
+			Status: "conflict", RunID: m.RunID, CorrelationID: m.CorrelationID}))
+		return
+	}
+	a.seq++
+	did := "d-" + strconv.Itoa(a.seq)
+	a.inflight[did] = &inflight{command: protocol.TypeSteer, steer: m}
+	a.sys.Root.Send(a.rt, &runtime.Write{Line: protocol.MustMarshal(protocol.Steer{
+		Header: protocol.Header{ID: did, Type: protocol.TypeSteer}, Message: m.Message, Strict: true,
+	})})
+}
+
+// answerSteer maps the runtime's answer to a strict steer onto the
+// subagent.steer response.
+func answerSteer(m *LeaseSteer, resp *protocol.Response) {
+	out := protocol.SubagentSteerData{Status: "conflict", RunID: m.RunID, CorrelationID: m.CorrelationID}
+	var data protocol.SteerData
+	if resp != nil && resp.Success && json.Unmarshal(resp.Data, &data) == nil {
+		out.Status, out.TurnID = "injected", data.TurnID
+	}
+	m.Client.Send(protocol.NewResponse(m.Header.ID, m.Header.Type, out))
 }

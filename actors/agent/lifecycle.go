@@ -122,6 +122,10 @@ func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
 			}
 			continue
 		}
+		if f.steer != nil {
+			answerSteer(f.steer, nil) // the turn is gone: conflict
+			continue
+		}
 		if f.injectTo != nil {
 			// Not accepted: the sender keeps the report and retries.
 			c.Send(f.injectTo, &Injected{Key: f.injectKey, Err: exitErr})
