@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"strconv"
+	"strings"
+	"unicode"
 
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
@@ -9,8 +11,20 @@ import (
 
 // NormalizeAlias is how aliases compare: NFKC, then Unicode case folding
 // (spec §10.3: case-insensitive NFKC), so "Ａda" and "ADA" name one alias.
+//
+// Cherokee is the exception Unicode makes: its lowercase letters fold to
+// the uppercase ones. x/text folds uppercase Cherokee to lowercase instead
+// (golang/go#46101), so "Ꭰ" and "ꭰ" would not match; they are mapped to
+// the uppercase form here, as CaseFolding.txt specifies.
 func NormalizeAlias(s string) string {
-	return cases.Fold().String(norm.NFKC.String(s))
+	return strings.Map(foldCherokee, cases.Fold().String(norm.NFKC.String(s)))
+}
+
+func foldCherokee(r rune) rune {
+	if r >= 0x13A0 && unicode.Is(unicode.Cherokee, r) {
+		return unicode.ToUpper(r)
+	}
+	return r
 }
 
 // DefaultAliases is the friendly alias pool used when none is configured.
@@ -24,7 +38,11 @@ func DefaultAliases() []string {
 
 // pickAlias returns the first alias of pool not in taken (normalized
 // keys), then pool names with a numeric suffix.
+// An empty pool behaves as the pool {"agent"}.
 func pickAlias(pool []string, taken func(norm string) bool) string {
+	if len(pool) == 0 {
+		pool = []string{"agent"}
+	}
 	for round := 0; ; round++ {
 		for _, name := range pool {
 			a := name
@@ -34,9 +52,6 @@ func pickAlias(pool []string, taken func(norm string) bool) string {
 			if !taken(NormalizeAlias(a)) {
 				return a
 			}
-		}
-		if len(pool) == 0 {
-			pool = []string{"agent"}
 		}
 	}
 }

@@ -15,10 +15,7 @@ type Command struct {
 
 // ToAgent asks the registry to deliver Msg to an agent actor, keeping the
 // sender (so replies such as agent.Injected come back).
-type ToAgent struct {
-	AgentID string
-	Msg     any
-}
+type ToAgent = agent.Route
 
 // Adopt asks the registry to serve newly committed child Agents.
 type Adopt struct{ Agents []store.Agent }

@@ -11,6 +11,8 @@ import (
 // previous daemon left starting or active becomes interrupted (cancelled if
 // a stop had been requested), chain steps after it are cancelled and never
 // prompted, and each of those runs gets a completion report for its parent.
+// Steps still queued behind a chain step that had already ended without
+// completing are cancelled the same way.
 // Queued runs of other jobs stay queued and run later. It is one
 // transaction, so a crash midway leaves the previous state and running it
 // again gives the same result. It returns how many runs it ended.
@@ -37,6 +39,13 @@ func Reconcile(st *store.Store, now time.Time) (int, error) {
 			case r.State == protocol.RunQueued && j.Strategy == protocol.StrategyChain && halted != "":
 				r.State, r.EndedAt, r.Error = protocol.RunCancelled, ms, "chain halted by "+halted
 				reports = append(reports, reportOf(j, r, ms))
+			case r.State.Terminal() && r.State != protocol.RunCompleted &&
+				j.Strategy == protocol.StrategyChain && halted == "":
+				// The step ended without completing, but the previous daemon
+				// died before it cancelled the rest of the chain (that is a
+				// second transaction): halt the chain here, or the queued
+				// steps would wait forever behind a terminal step.
+				halted = r.RunID
 			}
 		}
 		if len(reports) == 0 {

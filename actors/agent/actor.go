@@ -69,6 +69,10 @@ type openRequest struct {
 	kind    string // permission_request | ui_request
 	options map[string]bool
 	choices map[string]bool
+	// delegating: sent up the hierarchy, no answer yet; delegate: the
+	// ancestor actor whose interactive clients may answer it.
+	delegating bool
+	delegate   *actor.PID
 }
 
 type waiter struct {
@@ -119,6 +123,11 @@ type Actor struct {
 	lease     *lease
 	lastError string
 	injects   []pendingInject
+	// foreign holds descendants' requests surfaced through this agent.
+	foreign map[string]*foreignRequest
+	// delegated maps this agent's requests surfaced by an ancestor to that
+	// ancestor, until they are resolved.
+	delegated map[string]*actor.PID
 }
 
 // Props returns the props of the actor for manifest m.
@@ -128,15 +137,17 @@ func Props(m store.Agent, deps Deps) *actor.Props {
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Actor{
-			deps:     deps,
-			m:        m,
-			status:   protocol.StatusIdle,
-			rstate:   protocol.RuntimeStopped,
-			mode:     m.Mode,
-			epoch:    -1,
-			attached: make(map[uint64]*attachment),
-			inflight: make(map[string]*inflight),
-			open:     make(map[string]*openRequest),
+			deps:      deps,
+			m:         m,
+			status:    protocol.StatusIdle,
+			rstate:    protocol.RuntimeStopped,
+			mode:      m.Mode,
+			epoch:     -1,
+			attached:  make(map[uint64]*attachment),
+			inflight:  make(map[string]*inflight),
+			open:      make(map[string]*openRequest),
+			foreign:   make(map[string]*foreignRequest),
+			delegated: make(map[string]*actor.PID),
 		}
 	}, actor.WithSupervisor(supervisor.StopOnFailure()))
 }
@@ -170,6 +181,16 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onInject(c, m)
 	case *LeaseSteer:
 		a.onLeaseSteer(m)
+	case *Delegate:
+		a.onDelegate(c, m)
+	case *DelegateResult:
+		a.onDelegateResult(c, m)
+	case *DelegatedResolved:
+		a.onDelegatedResolved(m)
+	case *CheckResponder:
+		a.onCheckResponder(c, m)
+	case *ResponderChecked:
+		a.onResponderChecked(c, m)
 	case *startTimeout:
 		if m.epoch == a.epoch && a.rt != nil && !a.ready {
 			a.startFailed = fmt.Sprintf("runtime not ready within %s", a.deps.Runtime.StartTimeout)
@@ -302,6 +323,9 @@ func readOnly(typ string) bool {
 
 func (a *Actor) forward(c actor.Context, r *Request) {
 	att := a.attached[r.Client.ID]
+	if att == nil && a.answerDelegated(c, r) {
+		return // an ancestor's client answering a delegated request
+	}
 	if att == nil {
 		r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type,
 			protocol.Errorf(protocol.CodeNotAttached, "connection is not attached to agent %s", a.m.AgentID)))
@@ -460,6 +484,7 @@ func (a *Actor) onOutput(c actor.Context, line []byte) {
 			RequestID string `json:"request_id"`
 		}
 		if json.Unmarshal(line, &ev) == nil {
+			a.resolvedFor(c, ev.RequestID, line)
 			delete(a.open, ev.RequestID)
 		}
 	case protocol.TypeMessageDelta:
@@ -647,10 +672,12 @@ func (a *Actor) deliverSync(att *attachment, snap protocol.GetSyncData) {
 
 func (a *Actor) syncRecord(snap protocol.GetSyncData) []byte {
 	epoch := a.epoch
-	pending := make([]json.RawMessage, 0, len(snap.PendingRequests))
+	pending := make([]json.RawMessage, 0, len(snap.PendingRequests)+len(a.foreign))
 	for _, p := range snap.PendingRequests {
 		pending = append(pending, protocol.WithAgentID(p, a.m.AgentID))
 	}
+	// Descendants' requests delegated here survive a reconnect too.
+	pending = append(pending, a.foreignPending()...)
 	msgs := snap.LiveWindow.Messages
 	if msgs == nil {
 		msgs = []protocol.Message{}
@@ -700,6 +727,16 @@ func (a *Actor) onRequestEvent(c actor.Context, typ string, line []byte) {
 	if a.hasResponder() {
 		return
 	}
+	if a.m.ParentAgentID != "" {
+		a.delegateUp(c, reqID, line) // the nearest ancestor with a responder
+		return
+	}
+	a.headless(reqID, typ)
+}
+
+// headless applies the agent's headless policy to a request nobody can
+// answer (spec §6.3 headless compatibility path).
+func (a *Actor) headless(reqID, kind string) {
 	policy := a.m.HeadlessPolicy
 	if policy == "" {
 		policy = a.deps.Runtime.HeadlessPolicy
@@ -710,7 +747,7 @@ func (a *Actor) onRequestEvent(c actor.Context, typ string, line []byte) {
 	// deny, and allow_if_rule_matches (the runtime already applied its
 	// rules before asking, so nothing matched): the headless path answers.
 	delete(a.open, reqID)
-	if typ == protocol.TypePermissionRequest {
+	if kind == protocol.TypePermissionRequest {
 		a.internal(protocol.TypePermissionResponse, map[string]any{"request_id": reqID, "decision": protocol.DecisionDeny, "source": "headless"})
 	} else {
 		a.internal(protocol.TypeUIResponse, map[string]any{"request_id": reqID, "value": json.RawMessage("null"), "source": "headless"})

@@ -148,13 +148,20 @@ func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
 	// for every client so no dialog stays open.
 	for reqID, o := range a.open {
 		delete(a.open, reqID)
+		var rec []byte
 		if o.kind == protocol.TypePermissionRequest {
-			a.fanout(protocol.MustMarshal(protocol.PermissionResolved{Header: protocol.Header{Type: protocol.TypePermissionResolved},
-				RequestID: reqID, Decision: protocol.DecisionDeny, Source: "runtime_exit"}))
+			rec = protocol.MustMarshal(protocol.PermissionResolved{Header: protocol.Header{Type: protocol.TypePermissionResolved},
+				RequestID: reqID, Decision: protocol.DecisionDeny, Source: "runtime_exit"})
 		} else {
-			a.fanout(protocol.MustMarshal(protocol.UIResolved{Header: protocol.Header{Type: protocol.TypeUIResolved},
-				RequestID: reqID, Value: []byte("null"), Source: "runtime_exit"}))
+			rec = protocol.MustMarshal(protocol.UIResolved{Header: protocol.Header{Type: protocol.TypeUIResolved},
+				RequestID: reqID, Value: []byte("null"), Source: "runtime_exit"})
 		}
+		a.fanout(rec)
+		a.resolvedFor(c, reqID, rec)
+	}
+	for reqID := range a.delegated { // answered but not yet resolved
+		a.resolvedFor(c, reqID, protocol.MustMarshal(protocol.PermissionResolved{Header: protocol.Header{Type: protocol.TypePermissionResolved},
+			RequestID: reqID, Decision: protocol.DecisionDeny, Source: "runtime_exit"}))
 	}
 
 	var startErr *protocol.Error

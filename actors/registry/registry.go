@@ -88,7 +88,7 @@ func (r *Actor) Receive(c actor.Context) {
 			r.deps.Logger.Error("registry: spawn jobs coordinator", "err", err)
 		}
 		r.jobs = pid
-	case *jobs.ToAgent:
+	case *agent.Route:
 		r.toAgent(c, m)
 	case *jobs.Adopt:
 		for _, a := range m.Agents {
@@ -242,9 +242,10 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 	c.Send(e.pid, &agent.Request{Client: cmd.Client, Header: cmd.Header, Cmd: cmd.Cmd, Raw: cmd.Raw})
 }
 
-// toAgent delivers a message from the jobs subsystem to an agent actor,
-// keeping the sender so replies reach it.
-func (r *Actor) toAgent(c actor.Context, m *jobs.ToAgent) {
+// toAgent delivers a message to an agent actor for another actor (the jobs
+// subsystem, a child agent delegating up), keeping the sender so replies
+// reach it.
+func (r *Actor) toAgent(c actor.Context, m *agent.Route) {
 	e := r.agents[m.AgentID]
 	if e == nil {
 		err := protocol.Errorf(protocol.CodeNotFound, "no agent %s", m.AgentID)
@@ -255,6 +256,8 @@ func (r *Actor) toAgent(c actor.Context, m *jobs.ToAgent) {
 			if c.Sender() != nil {
 				c.Send(c.Sender(), &agent.Injected{Key: msg.Key, Err: err})
 			}
+		case *agent.Delegate:
+			c.Send(msg.Origin, &agent.DelegateResult{RequestID: msg.RequestID})
 		}
 		return
 	}

@@ -1,0 +1,176 @@
+package agent
+
+import (
+	"encoding/json"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/protocol"
+)
+
+// Route asks the registry to deliver Msg to the agent actor AgentID,
+// keeping the sender. Agents use it to reach their parent; the jobs
+// subsystem to reach children.
+type Route struct {
+	AgentID string
+	Msg     any
+}
+
+// Delegate asks an ancestor to surface a child's permission/UI request to
+// its interactive clients (spec §6.3): a child with no interactive responder
+// of its own routes the request to the nearest ancestor that has one. Rec is
+// the request event with the child's agent_id; Origin is the child actor.
+type Delegate struct {
+	RequestID string
+	Rec       []byte
+	Origin    *actor.PID
+}
+
+// DelegateResult answers a Delegate: Accepted by the ancestor actor PID, or
+// not accepted (no responder anywhere up the hierarchy).
+type DelegateResult struct {
+	RequestID string
+	Accepted  bool
+	PID       *actor.PID
+}
+
+// DelegatedResolved tells the ancestor that a delegated request closed; Rec
+// is the resolved event (child agent_id) its clients receive.
+type DelegatedResolved struct {
+	RequestID string
+	Rec       []byte
+}
+
+// CheckResponder asks the ancestor whether a client that answered a
+// delegated request is one of its interactive attachments.
+type CheckResponder struct{ Req *Request }
+
+// ResponderChecked answers CheckResponder.
+type ResponderChecked struct {
+	OK  bool
+	Req *Request
+}
+
+// foreignRequest is a descendant's request surfaced through this agent.
+type foreignRequest struct {
+	child *actor.PID
+	rec   []byte
+}
+
+// delegateUp sends an open request without a responder up the hierarchy.
+func (a *Actor) delegateUp(c actor.Context, reqID string, line []byte) {
+	o := a.open[reqID]
+	o.delegating = true
+	c.Send(c.Parent(), &Route{AgentID: a.m.ParentAgentID, Msg: &Delegate{
+		RequestID: reqID, Rec: protocol.WithAgentID(line, a.m.AgentID), Origin: a.self,
+	}})
+}
+
+// onDelegate: surface the request here if an interactive client is
+// attached, else pass it further up, else refuse.
+func (a *Actor) onDelegate(c actor.Context, m *Delegate) {
+	switch {
+	case a.hasResponder():
+		a.foreign[m.RequestID] = &foreignRequest{child: m.Origin, rec: m.Rec}
+		for _, att := range a.attached {
+			if att.live {
+				att.client.Send(m.Rec)
+			}
+		}
+		c.Send(m.Origin, &DelegateResult{RequestID: m.RequestID, Accepted: true, PID: a.self})
+	case a.m.ParentAgentID != "":
+		c.Send(c.Parent(), &Route{AgentID: a.m.ParentAgentID, Msg: m})
+	default:
+		c.Send(m.Origin, &DelegateResult{RequestID: m.RequestID})
+	}
+}
+
+// onDelegateResult: delegated, or no responder anywhere → headless path.
+func (a *Actor) onDelegateResult(c actor.Context, m *DelegateResult) {
+	o := a.open[m.RequestID]
+	if o == nil {
+		if m.Accepted { // resolved meanwhile: tell the ancestor to drop it
+			c.Send(m.PID, &DelegatedResolved{RequestID: m.RequestID})
+		}
+		return
+	}
+	o.delegating = false
+	if m.Accepted {
+		o.delegate = m.PID
+		a.delegated[m.RequestID] = m.PID
+		return
+	}
+	a.headless(m.RequestID, o.kind)
+}
+
+// onDelegatedResolved: a descendant's request closed.
+func (a *Actor) onDelegatedResolved(m *DelegatedResolved) {
+	if _, ok := a.foreign[m.RequestID]; !ok {
+		return
+	}
+	delete(a.foreign, m.RequestID)
+	if m.Rec == nil {
+		return
+	}
+	for _, att := range a.attached {
+		if att.live {
+			att.client.Send(m.Rec)
+		}
+	}
+}
+
+// onCheckResponder: is the client one of this agent's interactive clients?
+func (a *Actor) onCheckResponder(c actor.Context, m *CheckResponder) {
+	att := a.attached[m.Req.Client.ID]
+	c.Respond(&ResponderChecked{OK: att != nil && att.role == protocol.RoleInteractive, Req: m.Req})
+}
+
+// answerDelegated handles a response to a delegated request from a client
+// that is not attached here: the ancestor vouches for it first.
+func (a *Actor) answerDelegated(c actor.Context, r *Request) bool {
+	var reqID string
+	switch cmd := r.Cmd.(type) {
+	case *protocol.PermissionResponse:
+		reqID = cmd.RequestID
+	case *protocol.UIResponse:
+		reqID = cmd.RequestID
+	default:
+		return false
+	}
+	o := a.open[reqID]
+	if o == nil || o.delegate == nil {
+		return false
+	}
+	c.Request(o.delegate, &CheckResponder{Req: r})
+	return true
+}
+
+func (a *Actor) onResponderChecked(c actor.Context, m *ResponderChecked) {
+	if !m.OK {
+		m.Req.Client.Send(protocol.NewErrorResponse(m.Req.Header.ID, m.Req.Header.Type,
+			protocol.Errorf(protocol.CodeNotAttached, "connection is not an interactive client of agent %s or of the ancestor it delegated to", a.m.AgentID)))
+		return
+	}
+	a.answer(c, m.Req, &attachment{client: m.Req.Client, role: protocol.RoleInteractive, live: true})
+}
+
+// resolvedFor notifies the ancestor holding a delegated request that it
+// closed, with the event its clients should see. (The open entry may be
+// gone already: a winning answer removes it before the runtime resolves.)
+func (a *Actor) resolvedFor(c actor.Context, reqID string, line []byte) {
+	pid := a.delegated[reqID]
+	if pid == nil {
+		return
+	}
+	delete(a.delegated, reqID)
+	c.Send(pid, &DelegatedResolved{RequestID: reqID, Rec: protocol.WithAgentID(line, a.m.AgentID)})
+}
+
+// foreignPending lists descendants' requests surfaced here, for sync.
+func (a *Actor) foreignPending() []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(a.foreign))
+	for _, f := range a.foreign {
+		out = append(out, f.rec)
+	}
+	return out
+}
