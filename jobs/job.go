@@ -149,9 +149,7 @@ func (j *jobActor) haltChain(c actor.Context, haltedBy string) {
 			queued = append(queued, r.RunID)
 		}
 	}
-	if len(queued) == 0 {
-		return
-	}
+	// Recorded even when it was the last step: which step halted the chain.
 	j.cancelQueued(c, queued, haltedBy, "chain halted by "+haltedBy)
 }
 
@@ -166,7 +164,7 @@ func (j *jobActor) cancelQueued(c actor.Context, runIDs []string, haltedBy, reas
 				continue
 			}
 			r.State, r.EndedAt, r.Error = protocol.RunCancelled, now, reason
-			if haltedBy == "" {
+			if reason == "cancelled" {
 				r.StopRequestedAt = now
 			}
 			reports = append(reports, reportOf(job, r, now))
@@ -253,8 +251,12 @@ func (j *jobActor) onStop(c actor.Context, m *stopReq) {
 			}
 		}
 	}
-	if len(queued) > 0 {
-		j.cancelQueued(c, queued, "", "cancelled")
+	haltedBy := ""
+	if j.job.Strategy == protocol.StrategyChain && len(live) > 0 {
+		haltedBy = live[0] // stopping the active step halts the chain
+	}
+	if len(queued) > 0 || haltedBy != "" {
+		j.cancelQueued(c, queued, haltedBy, "cancelled")
 	}
 	out := protocol.SubagentStopData{Cancelled: []protocol.CancelledRun{}}
 	for _, id := range targets {

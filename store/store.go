@@ -30,12 +30,13 @@ const (
 	bucketAliases    = "aliases"     // key parent_agent_id \x00 normalized alias: agent_id
 	bucketRequests   = "requests"    // key parent_agent_id \x00 request_id: job_id
 	bucketReports    = "reports"     // key run_id: Report JSON, until delivered
+	bucketRuntimes   = "runtimes"    // key agent_id: RuntimeProc JSON while the child lives
 )
 
 // allBuckets lists the buckets Open ensures exist. New record kinds add
 // their bucket here.
 func allBuckets() []string {
-	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports}
+	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports, bucketRuntimes}
 }
 
 const schemaVersionKey = "schema_version"

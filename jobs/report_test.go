@@ -1,0 +1,83 @@
+package jobs
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+)
+
+func TestReportText(t *testing.T) {
+	tests := []struct {
+		name    string
+		state   protocol.RunState
+		alias   string
+		err     string
+		final   string
+		want    []string // substrings, in order
+		notWant []string
+	}{
+		{
+			name: "completed with final text", state: protocol.RunCompleted, alias: "ada", final: "the answer is 42",
+			want:    []string{"[subagent report] run run-01 ", "job-01", "build", "agent-01", "alias ada", "ended: completed.", "\nfinal text:\nthe answer is 42"},
+			notWant: []string{"error:"},
+		},
+		{
+			name: "failed with error and partial text", state: protocol.RunFailed, err: "boom", final: "partial",
+			want:    []string{"[subagent report] run run-01 ", "job-01", "ended: failed.", "\nerror: boom", "\nfinal text:\npartial"},
+			notWant: []string{"alias"},
+		},
+		{
+			name: "interrupted, nothing else", state: protocol.RunInterrupted, err: "interrupted by a daemon restart",
+			want:    []string{"[subagent report] run run-01 ", "ended: interrupted.", "\nerror: interrupted by a daemon restart"},
+			notWant: []string{"final text:"},
+		},
+		{
+			name: "cancelled chain step", state: protocol.RunCancelled, alias: "grace", err: "chain halted by run-00",
+			want: []string{"[subagent report] run run-01 ", "alias grace", "ended: cancelled.", "chain halted by run-00"},
+		},
+		{
+			name: "timed out", state: protocol.RunTimedOut, err: "deadline exceeded",
+			want: []string{"ended: timed_out.", "error: deadline exceeded"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			job := &store.Job{JobID: "job-01", ParentAgentID: "agent-parent", Strategy: protocol.StrategyChain}
+			run := &store.Run{
+				RunID: "run-01", Name: "build", AgentID: "agent-01", Alias: tt.alias, Task: taskMarker,
+				State: tt.state, Error: tt.err, FinalText: tt.final,
+			}
+			rep := reportOf(job, run, 4242)
+			if rep.ParentAgentID != "agent-parent" || rep.CreatedAt != 4242 || rep.State != tt.state {
+				t.Errorf("reportOf = %+v", rep)
+			}
+			text := ReportText(rep)
+			if !strings.HasPrefix(text, "[subagent report] run run-01 ") {
+				t.Errorf("report does not start with the stable prefix:\n%s", text)
+			}
+			rest := text
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("report lacks %q (in order):\n%s", w, text)
+				}
+				rest = rest[i+len(w):]
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(text, w) {
+					t.Errorf("report has %q:\n%s", w, text)
+				}
+			}
+			b, err := json.Marshal(rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(text, "PRIVATE-TASK") || strings.Contains(string(b), "PRIVATE-TASK") {
+				t.Errorf("report carries the task:\n%s\n%s", text, b)
+			}
+		})
+	}
+}
