@@ -17,9 +17,11 @@ import (
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/actors/registry"
+	"github.com/shard-dev/shard/actors/runtime"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/gateway"
 	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/jobs"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -91,6 +93,21 @@ func (d *Daemon) Start() error {
 		actor.WithDeadLetterRequestLogging(false),
 	)
 	cfg := d.cfg
+	// What a crashed daemon left running (tool subprocesses outlive their
+	// runtime's Pdeathsig) is killed before anything starts.
+	if left, err := d.store.TakeRuntimes(); err != nil {
+		return fmt.Errorf("daemon: read runtime records: %w", err)
+	} else {
+		killed := 0
+		for _, p := range left {
+			if procs.KillGroupIfSame(p.PID, p.PGID, p.StartTime) {
+				killed++
+			}
+		}
+		if killed > 0 {
+			d.log.Warn("killed process groups left by the previous daemon", "groups", killed)
+		}
+	}
 	// Reconcile before anything is served (spec §10.3 restart rules).
 	if n, err := jobs.Reconcile(d.store, time.Now()); err != nil {
 		return fmt.Errorf("daemon: reconcile jobs: %w", err)
@@ -115,6 +132,9 @@ func (d *Daemon) Start() error {
 				AbortGrace:     cfg.Kill.AbortGrace,
 				TermGrace:      cfg.Kill.TermGrace,
 				HeadlessPolicy: cfg.Headless.Policy,
+				Track: func(agentID string) runtime.Tracker {
+					return storeTracker{st: d.store, agentID: agentID, log: d.log}
+				},
 			},
 		},
 		DaemonStatus: d.status,
@@ -272,6 +292,25 @@ func (d *Daemon) writeDiscovery() error {
 		return err
 	}
 	return os.Rename(tmp, d.cfg.DiscoveryPath())
+}
+
+// storeTracker records an agent's runtime processes in the store.
+type storeTracker struct {
+	st      *store.Store
+	agentID string
+	log     *slog.Logger
+}
+
+func (t storeTracker) Started(epoch int64, pid, pgid int, start uint64) {
+	if err := t.st.PutRuntime(store.RuntimeProc{AgentID: t.agentID, Epoch: epoch, PID: pid, PGID: pgid, StartTime: start}); err != nil {
+		t.log.Error("record runtime process", "agent_id", t.agentID, "err", err)
+	}
+}
+
+func (t storeTracker) Exited(epoch int64) {
+	if err := t.st.DeleteRuntime(t.agentID, epoch); err != nil {
+		t.log.Error("forget runtime process", "agent_id", t.agentID, "err", err)
+	}
 }
 
 // splitList splits a comma-separated setting, dropping empty entries.

@@ -214,3 +214,31 @@ func reportCounts(t *testing.T, home, session string) map[string]int {
 	}
 	return counts
 }
+
+// TestRestartKillsWhatACrashedDaemonLeft: a runtime's own children (tool
+// subprocesses) are in its process group but do not die with the daemon;
+// the next daemon kills that group — and only if the recorded process is
+// really the one it started.
+func TestRestartKillsWhatACrashedDaemonLeft(t *testing.T) {
+	home := newHome(t)
+	script := filepath.Join(shortTemp(t), "rt.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nsleep 1000 &\nexec "+sharddBin+" agent --headless\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--runtime.command", script}
+	d := startDaemonAt(t, home, flags...)
+	c := dialRaw(t, d)
+	var cr protocol.AgentCreateData
+	call(t, c, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t)}, &cr)
+	eventually(t, 10*time.Second, "runtime and its child", func() bool { return len(runtimePIDs(t, cr.AgentID)) == 2 })
+
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.waitExit(t, 10*time.Second)
+	// The runtime died with the daemon; its child did not.
+	eventually(t, 10*time.Second, "runtime gone, child left", func() bool { return len(runtimePIDs(t, cr.AgentID)) == 1 })
+
+	startDaemonAt(t, home, flags...)
+	eventually(t, 10*time.Second, "leftover child killed by the next daemon", func() bool { return len(runtimePIDs(t, cr.AgentID)) == 0 })
+}

@@ -34,6 +34,9 @@ type RuntimeConfig struct {
 	TermGrace    time.Duration // kill.term_grace
 	// HeadlessPolicy is the default for agents whose manifest names none.
 	HeadlessPolicy string
+	// Track, when set, returns the tracker recording an agent's runtime
+	// processes (see runtime.Tracker).
+	Track func(agentID string) runtime.Tracker
 }
 
 // Deps are the agent actor's collaborators.

@@ -42,6 +42,9 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		Env:        env,
 		StderrPath: filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),
 	}
+	if rc.Track != nil {
+		spec.Track = rc.Track(a.m.AgentID)
+	}
 	if fi, err := os.Stat(a.m.Cwd); err != nil || !fi.IsDir() {
 		// The cwd vanished since creation: the identity stays, retry is safe.
 		a.rt = nil

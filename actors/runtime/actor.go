@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -61,6 +62,9 @@ func (a *Actor) Receive(c actor.Context) {
 		a.signal(syscall.SIGKILL)
 	case *procExited:
 		a.exited = true
+		if a.spec.Track != nil {
+			a.spec.Track.Exited(a.spec.Epoch)
+		}
 		// The agent stops this actor once it has handled Exited: stopping
 		// here would let *actor.Terminated (a system message) overtake it.
 		c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: m.code, Reason: m.reason, Started: true})
@@ -120,6 +124,10 @@ func (a *Actor) start(c actor.Context) {
 	outW.Close() // only the child (and its children) hold the write end now
 	a.cmd = cmd
 	a.pgid = cmd.Process.Pid
+	if a.spec.Track != nil {
+		st, _ := procs.StartTime(a.pgid)
+		a.spec.Track.Started(a.spec.Epoch, a.pgid, a.pgid, st)
+	}
 	a.stdin = make(chan []byte, stdinQueue)
 
 	readerDone := make(chan struct{})

@@ -13,6 +13,16 @@ type Spec struct {
 	Env []string
 	// StderrPath receives the child's stderr (appended, mode 0600).
 	StderrPath string
+	// Track, when set, is told about the process so that a later daemon can
+	// kill what this one leaves behind after a crash.
+	Track Tracker
+}
+
+// Tracker records live runtime processes durably (the daemon's store).
+// Its methods are called from the runtime actor.
+type Tracker interface {
+	Started(epoch int64, pid, pgid int, startTime uint64)
+	Exited(epoch int64)
 }
 
 // Output is one stdout record of the runtime, sent to the agent actor.
