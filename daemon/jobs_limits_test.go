@@ -199,3 +199,38 @@ func TestSubagentSteerIsStrict(t *testing.T) {
 		t.Fatalf("run after human steer = %+v", res.Runs[0])
 	}
 }
+
+func TestOperatorJobViews(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	p1, p2 := h.create(c, nil), h.create(c, nil)
+	j1 := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: p1, Strategy: protocol.StrategyChain,
+		Tasks: []protocol.TaskSpec{{Name: "a", Task: "sim: say a"}, {Name: "b", Task: "sim: fail no"}, {Name: "c", Task: "sim: say c"}}})
+	j2 := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: p2, Name: "x", Task: "sim: say x"})
+	waitRuns(t, c, p1, []string{j1.JobID}, "", nil)
+	waitRuns(t, c, p2, []string{j2.JobID}, "", nil)
+
+	var list protocol.JobsListData
+	if err := c.Call(ctx(t), &protocol.JobsList{Header: hdr(protocol.TypeJobsList)}, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Jobs) != 2 || list.Jobs[0].JobID != j2.JobID {
+		t.Fatalf("jobs.list = %+v", list.Jobs)
+	}
+	if err := c.Call(ctx(t), &protocol.JobsList{Header: hdr(protocol.TypeJobsList), ParentAgentID: p1, State: protocol.JobFailed}, &list); err != nil || len(list.Jobs) != 1 {
+		t.Fatalf("filtered list = %+v, %v", list.Jobs, err)
+	}
+	var show protocol.OpJob
+	if err := c.Call(ctx(t), &protocol.JobsShow{Header: hdr(protocol.TypeJobsShow), Handle: j1.Runs[1].RunID}, &show); err != nil {
+		t.Fatal(err)
+	}
+	if show.JobID != j1.JobID || show.HaltedBy != j1.Runs[1].RunID || show.ChainStep == nil || *show.ChainStep != 1 {
+		t.Fatalf("jobs.show = %+v", show)
+	}
+	if show.Runs[2].State != protocol.RunCancelled || show.Runs[0].QueuedAt == 0 || show.Runs[0].FinalText != "" {
+		t.Fatalf("operator runs = %+v", show.Runs)
+	}
+	if _, err := c.Request(ctx(t), &protocol.JobsShow{Header: hdr(protocol.TypeJobsShow), Handle: "job-nope"}); protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("unknown job: %v", err)
+	}
+}

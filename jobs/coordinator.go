@@ -238,6 +238,14 @@ func parentOf(cmd protocol.Command) string {
 }
 
 func (co *Coordinator) onCommand(c actor.Context, cmd *Command) {
+	switch m := cmd.Cmd.(type) {
+	case *protocol.JobsList:
+		co.opList(cmd, m)
+		return
+	case *protocol.JobsShow:
+		co.opShow(cmd, m)
+		return
+	}
 	parent := parentOf(cmd.Cmd)
 	pm, err := co.deps.Store.GetAgent(parent)
 	if err != nil {

@@ -86,6 +86,10 @@ func newCommand(typ string) Command {
 		return &WSTicket{}
 	case TypeDaemonStatus:
 		return &DaemonStatus{}
+	case TypeJobsList:
+		return &JobsList{}
+	case TypeJobsShow:
+		return &JobsShow{}
 	case TypeWorkspaceCreate:
 		return &WorkspaceCreate{}
 	case TypeWorkspaceAttach:
@@ -406,6 +410,17 @@ func (c *WSTicket) Validate() error { return nil }
 
 // Validate implements Command.
 func (c *DaemonStatus) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *JobsList) Validate() error {
+	if c.Limit < 0 {
+		return invalid("limit", "must not be negative")
+	}
+	return oneOf("state", string(c.State), string(JobQueued), string(JobRunning), string(JobCompleted), string(JobFailed), string(JobCancelled))
+}
+
+// Validate implements Command.
+func (c *JobsShow) Validate() error { return required("handle", c.Handle) }
 
 // Validate implements Command.
 func (c *WorkspaceCreate) Validate() error { return required("cwd", c.Cwd) }

@@ -414,3 +414,68 @@ type SubagentRunChanged struct {
 	Error          string   `json:"error,omitempty"`
 	EndedAt        int64    `json:"ended_at,omitempty"`
 }
+
+// ---- Operator job views (Shard extension, for shardctl) ----
+//
+// Operators inspect every parent's jobs. These views add what an operator
+// needs to diagnose a run (queue wait, stop stage, exit status, the step that
+// halted a chain) and, like every projection, never carry task text. They
+// carry no final_text either: that goes only to the owning parent.
+
+// Operator command types.
+const (
+	TypeJobsList = "jobs.list"
+	TypeJobsShow = "jobs.show"
+)
+
+// JobsList lists jobs, newest first.
+type JobsList struct {
+	Header
+	ParentAgentID string   `json:"parent_agent_id,omitempty"`
+	State         JobState `json:"state,omitempty"`
+	// SinceMs keeps jobs created at or after this epoch-ms time.
+	SinceMs int64 `json:"since_ms,omitempty"`
+	// Stuck keeps jobs with a stuck run (see OpRun.Stuck).
+	Stuck bool `json:"stuck,omitempty"`
+	Limit int  `json:"limit,omitempty"`
+}
+
+// JobsShow describes one job: a job_id, a run_id, or an agent id/alias
+// (its current-or-latest run's job).
+type JobsShow struct {
+	Header
+	Handle string `json:"handle"`
+}
+
+// OpRun is the operator's view of a run.
+type OpRun struct {
+	RunSnapshot
+	QueuedAt        int64  `json:"queued_at"`
+	QueueWaitMs     int64  `json:"queue_wait_ms,omitempty"`
+	StopRequestedAt int64  `json:"stop_requested_at,omitempty"`
+	StopStage       string `json:"stop_stage,omitempty"`
+	ExitStatus      string `json:"exit_status,omitempty"`
+	// Stuck: a stop was requested long ago and the run is still not
+	// terminal, or it has been starting for too long.
+	Stuck bool `json:"stuck,omitempty"`
+}
+
+// OpJob is the operator's view of a job.
+type OpJob struct {
+	JobID         string      `json:"job_id"`
+	ParentAgentID string      `json:"parent_agent_id"`
+	Strategy      JobStrategy `json:"strategy"`
+	State         JobState    `json:"state"`
+	CreatedAt     int64       `json:"created_at"`
+	EndedAt       int64       `json:"ended_at,omitempty"`
+	StoppedAt     int64       `json:"stopped_at,omitempty"`
+	ChainStep     *int        `json:"chain_step,omitempty"`
+	// HaltedBy is the run_id of the chain step that halted the chain.
+	HaltedBy string  `json:"halted_by,omitempty"`
+	Runs     []OpRun `json:"runs"`
+}
+
+// JobsListData is the data of a jobs.list response.
+type JobsListData struct {
+	Jobs []OpJob `json:"jobs"`
+}

@@ -221,7 +221,8 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 	case protocol.ScopeOrchestrator:
 		switch typ {
 		case protocol.TypeSubagentCreate, protocol.TypeSubagentWait, protocol.TypeSubagentSteer,
-			protocol.TypeSubagentRelaunch, protocol.TypeSubagentStatus, protocol.TypeSubagentStop:
+			protocol.TypeSubagentRelaunch, protocol.TypeSubagentStatus, protocol.TypeSubagentStop,
+			protocol.TypeJobsList, protocol.TypeJobsShow:
 			if r.jobs == nil || r.draining {
 				fail(cmd, protocol.Errorf(protocol.CodeConflict, "subagent jobs are not available (daemon shutting down)"))
 				return
