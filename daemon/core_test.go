@@ -256,3 +256,15 @@ func TestActivityOverviewReachesEveryConnectionSanitized(t *testing.T) {
 		t.Errorf("agent_activity tool_name = %q, want read", tool)
 	}
 }
+
+func TestDaemonCheck(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	var data protocol.DaemonCheckData
+	if err := c.Call(ctx(t), &protocol.DaemonCheck{Header: protocol.Header{Type: protocol.TypeDaemonCheck}}, &data); err != nil {
+		t.Fatal(err)
+	}
+	if !data.StoreOK || data.SchemaVersion != 1 {
+		t.Fatalf("daemon.check = %+v", data)
+	}
+}

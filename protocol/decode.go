@@ -86,6 +86,8 @@ func newCommand(typ string) Command {
 		return &WSTicket{}
 	case TypeDaemonStatus:
 		return &DaemonStatus{}
+	case TypeDaemonCheck:
+		return &DaemonCheck{}
 	case TypeJobsList:
 		return &JobsList{}
 	case TypeJobsShow:
@@ -410,6 +412,9 @@ func (c *WSTicket) Validate() error { return nil }
 
 // Validate implements Command.
 func (c *DaemonStatus) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *DaemonCheck) Validate() error { return nil }
 
 // Validate implements Command.
 func (c *JobsList) Validate() error {

@@ -479,3 +479,20 @@ type OpJob struct {
 type JobsListData struct {
 	Jobs []OpJob `json:"jobs"`
 }
+
+// TypeDaemonCheck is a Shard extension for `shardctl doctor`: the daemon
+// checks what only it can while it holds the database.
+const TypeDaemonCheck = "daemon.check"
+
+// DaemonCheck asks the daemon to run its self-checks.
+type DaemonCheck struct{ Header }
+
+// DaemonCheckData is the data of a daemon.check response.
+type DaemonCheckData struct {
+	// StoreOK reports a clean bbolt consistency check; StoreError says
+	// what failed otherwise.
+	StoreOK    bool   `json:"store_ok"`
+	StoreError string `json:"store_error,omitempty"`
+	// SchemaVersion is the database's schema version.
+	SchemaVersion int `json:"schema_version"`
+}

@@ -56,7 +56,7 @@ func (s *Store) CreateAgent(a Agent) error {
 	if err := a.validate(); err != nil {
 		return err
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		taken, err := exists(tx, bucketAgents, a.AgentID)
 		if err != nil {
 			return err
@@ -111,7 +111,7 @@ func (s *Store) ListAgents() ([]Agent, error) {
 // the write transaction is open: it must be quick and must not call back
 // into the Store.
 func (s *Store) UpdateAgent(id string, fn func(*Agent) error) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		var a Agent
 		found, err := getJSON(tx, bucketAgents, id, &a)
 		if err != nil {

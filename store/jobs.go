@@ -97,7 +97,7 @@ func (s *Store) CreateJob(j Job, agents []Agent, aliases map[string]string) (exi
 			return "", err
 		}
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		if j.RequestID != "" {
 			reqs, err := bucket(tx, bucketRequests)
 			if err != nil {
@@ -230,7 +230,7 @@ func (s *Store) Alias(parent, norm string) (string, bool, error) {
 // when the record moved on — to write nothing. It returns the stored job.
 func (s *Store) UpdateJob(id string, fn func(*Job) ([]Report, error)) (Job, error) {
 	var j Job
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		found, err := getJSON(tx, bucketJobs, id, &j)
 		if err != nil {
 			return err
@@ -259,7 +259,7 @@ func (s *Store) UpdateJob(id string, fn func(*Job) ([]Report, error)) (Job, erro
 // reconciliation: one commit, idempotent if interrupted). fn reports
 // whether it changed the job and which reports to store.
 func (s *Store) UpdateJobs(fn func(*Job) (changed bool, reports []Report, err error)) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		jobs, err := listJSON[Job](tx, bucketJobs)
 		if err != nil {
 			return err
@@ -298,7 +298,7 @@ func (s *Store) Reports() ([]Report, error) {
 
 // DeleteReport forgets a delivered report. Deleting an absent one is fine.
 func (s *Store) DeleteReport(runID string) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		b, err := bucket(tx, bucketReports)
 		if err != nil {
 			return err

@@ -22,13 +22,13 @@ func runtimeKey(agentID string) string { return agentID }
 
 // PutRuntime records the live runtime of an agent (one per agent).
 func (s *Store) PutRuntime(p RuntimeProc) error {
-	err := s.db.Update(func(tx *bolt.Tx) error { return putJSON(tx, bucketRuntimes, runtimeKey(p.AgentID), p) })
+	err := s.update(func(tx *bolt.Tx) error { return putJSON(tx, bucketRuntimes, runtimeKey(p.AgentID), p) })
 	return wrapOp(err, "record runtime of %q", p.AgentID)
 }
 
 // DeleteRuntime forgets an agent's runtime record if it is for epoch.
 func (s *Store) DeleteRuntime(agentID string, epoch int64) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		var p RuntimeProc
 		found, err := getJSON(tx, bucketRuntimes, runtimeKey(agentID), &p)
 		if err != nil || !found || p.Epoch != epoch {
@@ -47,7 +47,7 @@ func (s *Store) DeleteRuntime(agentID string, epoch int64) error {
 // transaction (startup: the previous daemon's children).
 func (s *Store) TakeRuntimes() ([]RuntimeProc, error) {
 	var out []RuntimeProc
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		var err error
 		if out, err = listJSON[RuntimeProc](tx, bucketRuntimes); err != nil {
 			return err

@@ -52,6 +52,13 @@ type Options struct {
 	// lose or corrupt recent commits. For tests and benchmarks. Default
 	// false.
 	NoSync bool
+	// ReadOnly opens an existing file for reading only (offline forensics
+	// with shardctl): no file is created, nothing is written, and the lock
+	// is shared, so it fails with ErrLocked while a daemon holds the file.
+	ReadOnly bool
+	// OnCommit, when set, is told how long each write transaction took
+	// (commit and fsync included), for metrics. It must not block.
+	OnCommit func(time.Duration)
 }
 
 // Store is an open Shard database. Its methods are safe for concurrent use
@@ -60,8 +67,9 @@ type Options struct {
 // fsynced) when it returns nil. Close must be called exactly once, after
 // all other calls have returned.
 type Store struct {
-	db   *bolt.DB
-	path string
+	db       *bolt.DB
+	path     string
+	onCommit func(time.Duration)
 }
 
 // Open opens the database at path, creating the file (mode 0600) and its
@@ -78,21 +86,36 @@ func Open(path string, opts Options) (*Store, error) {
 	case timeout == 0:
 		timeout = DefaultLockTimeout
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if opts.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("%w: open %s: %w", ErrNotFound, path, err)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, ReadOnly: opts.ReadOnly})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s (waited %s for its lock; is another shardd running?)", ErrLocked, path, timeout)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
+	if opts.ReadOnly {
+		st := &Store{db: db, path: path}
+		if v, err := st.SchemaVersion(); err != nil || v > SchemaVersion {
+			_ = db.Close()
+			if err == nil {
+				err = fmt.Errorf("%w: %s has schema version %d, newer than %d", ErrSchema, path, v, SchemaVersion)
+			}
+			return nil, err
+		}
+		return st, nil
+	}
 	if err := db.Update(func(tx *bolt.Tx) error { return initSchema(tx, path) }); err != nil {
 		_ = db.Close() // the schema error is the one worth reporting
 		return nil, wrapOp(err, "open %s", path)
 	}
-	return &Store{db: db, path: path}, nil
+	return &Store{db: db, path: path, onCommit: opts.OnCommit}, nil
 }
 
 // initSchema checks the schema version of an existing file, or stamps a
@@ -192,4 +215,15 @@ func (s *Store) Check() error {
 		return fmt.Errorf("store: check %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// update runs fn in a write transaction and reports how long the commit
+// took to OnCommit.
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	start := time.Now()
+	err := s.db.Update(fn)
+	if err == nil && s.onCommit != nil {
+		s.onCommit(time.Since(start))
+	}
+	return err
 }

@@ -371,3 +371,44 @@ func TestLockTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestReadOnlyOpenAndCommitHook(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shard.db")
+	if _, err := Open(path, Options{ReadOnly: true, Timeout: 100 * time.Millisecond}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("read-only open of a missing file: %v, want ErrNotFound", err)
+	}
+	commits := 0
+	s, err := Open(path, Options{OnCommit: func(d time.Duration) {
+		if d <= 0 {
+			t.Errorf("commit duration %s", d)
+		}
+		commits++
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateAgent(Agent{AgentID: "agent-1", SessionID: "sess-1", Cwd: "/x"}); err != nil {
+		t.Fatal(err)
+	}
+	if commits != 1 {
+		t.Fatalf("OnCommit called %d times, want 1", commits)
+	}
+	// While the writer holds the file, a read-only open fails fast.
+	if _, err := Open(path, Options{ReadOnly: true, Timeout: 200 * time.Millisecond}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("read-only open while locked: %v, want ErrLocked", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(path, Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("read-only open: %v", err)
+	}
+	defer ro.Close()
+	if a, err := ro.GetAgent("agent-1"); err != nil || a.Cwd != "/x" {
+		t.Fatalf("read-only read = %+v, %v", a, err)
+	}
+	if err := ro.CreateAgent(Agent{AgentID: "agent-2", SessionID: "s", Cwd: "/y"}); err == nil {
+		t.Fatal("a read-only store accepted a write")
+	}
+}

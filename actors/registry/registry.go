@@ -208,6 +208,19 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 	case protocol.TypeDaemonStatus:
 		reply(cmd, r.status())
 		return
+	case protocol.TypeDaemonCheck:
+		st := r.deps.Store
+		go func() { // a full consistency check reads the whole file
+			var data protocol.DaemonCheckData
+			if err := st.Check(); err != nil {
+				data.StoreError = err.Error()
+			} else {
+				data.StoreOK = true
+			}
+			data.SchemaVersion, _ = st.SchemaVersion()
+			reply(cmd, data)
+		}()
+		return
 	case protocol.TypeGetSync:
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "get_sync is internal to the daemon"))
 		return
