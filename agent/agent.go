@@ -10,12 +10,15 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/shard-dev/shard/agent/provider"
+	"github.com/shard-dev/shard/protocol"
 )
 
 // Defaults of Options.
 const (
 	defaultMode            = modeBuild
-	defaultModel           = "sim"
+	defaultProvider        = providerSim
 	defaultHeadlessTimeout = 5 * time.Minute
 	defaultContextWindow   = 200_000
 	defaultServerVersion   = "dev"
@@ -58,13 +61,46 @@ type Options struct {
 	SessionDir string
 	// Mode is the initial mode, "build" or "plan". Default "build".
 	Mode string
-	// Model is the model name reported in usage events. Default "sim".
+	// Provider names the model provider (config provider.name): "sim",
+	// "openai" (any OpenAI-compatible server) or "anthropic". Default
+	// "sim", the offline scripted model of DESIGN §6.
+	Provider string
+	// BaseURL is the provider's endpoint (provider.base_url). Default "":
+	// the service's own. Ignored by sim.
+	BaseURL string
+	// ProviderModel is the configured model (provider.model). Default "":
+	// the provider's default ("sim" for sim).
+	ProviderModel string
+	// APIKey is the provider's key, read by the caller from the
+	// environment variable APIKeyEnv names. It is sent only to the
+	// provider and never logged or written. Default "": none (local
+	// servers).
+	APIKey string
+	// APIKeyEnv is the name of the environment variable that holds
+	// APIKey; bash commands run without it. Default "".
+	APIKeyEnv string
+	// MaxRetries is how often a failed provider request is retried before
+	// its stream starts (HTTP 408, 409, 429, 5xx, connection failures).
+	// Default 0: no retries; cmd/shardd passes provider.DefaultMaxRetries.
+	MaxRetries int
+	// Prices maps a model name to its price, for the cost field of usage.
+	// Default nil: no cost is reported.
+	Prices map[string]Price
+	// Model is the agent's initial model (SHARD_AGENT_MODEL): a catalog id
+	// such as "openai/gpt-4.1" or a model name of the configured provider.
+	// A real provider serves any name it is given (the name joins the
+	// catalog); for sim an unknown name is logged and ignored. Default "":
+	// ProviderModel.
 	Model string
+	// Environ is the environment bash commands run with, as KEY=value
+	// strings, minus APIKeyEnv. Default: the process environment.
+	Environ []string
 	// HeadlessTimeout bounds how long a permission or UI request waits for
 	// an answer before it fails. Default 5m.
 	HeadlessTimeout time.Duration
-	// ContextWindow is the sim model's context window in tokens; a provider
-	// call whose input exceeds it fails with PROVIDER_ERROR. Default 200000.
+	// ContextWindow is the sim model's context window in tokens; a sim
+	// provider call whose input exceeds it fails with PROVIDER_ERROR.
+	// Default 200000. Real providers report their own.
 	ContextWindow int
 	// ServerVersion is reported in hello. Default "dev".
 	ServerVersion string
@@ -78,7 +114,7 @@ type Options struct {
 // withDefaults returns a copy of o with every zero field set to its default.
 func (o Options) withDefaults() Options {
 	o.Mode = cmp.Or(o.Mode, defaultMode)
-	o.Model = cmp.Or(o.Model, defaultModel)
+	o.Provider = cmp.Or(o.Provider, defaultProvider)
 	o.HeadlessTimeout = cmp.Or(o.HeadlessTimeout, defaultHeadlessTimeout)
 	o.ContextWindow = cmp.Or(o.ContextWindow, defaultContextWindow)
 	o.ServerVersion = cmp.Or(o.ServerVersion, defaultServerVersion)
@@ -107,8 +143,24 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: HeadlessTimeout must not be negative", ErrInvalidOptions)
 	case o.ContextWindow < 0:
 		return fmt.Errorf("%w: ContextWindow must not be negative", ErrInvalidOptions)
+	case o.MaxRetries < 0:
+		return fmt.Errorf("%w: MaxRetries must not be negative", ErrInvalidOptions)
+	case o.Provider != providerSim && o.Provider != provider.NameOpenAI && o.Provider != provider.NameAnthropic:
+		return fmt.Errorf("%w: unknown provider %q (want sim, openai or anthropic)", ErrInvalidOptions, o.Provider)
 	}
 	return nil
+}
+
+// Price is what a model costs in US dollars per million tokens, by kind
+// of token (the kinds of protocol.Usage).
+type Price struct {
+	Input, Output, CacheRead, CacheWrite float64
+}
+
+// cost prices u.
+func (p Price) cost(u protocol.Usage) float64 {
+	return (float64(u.Input)*p.Input + float64(u.Output)*p.Output +
+		float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite) / 1e6
 }
 
 // Run serves one runtime process: it writes hello and sync, then handles
@@ -129,6 +181,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	log := slog.New(slog.NewTextHandler(opts.Stderr, nil)).With(
 		"component", "agent", "agent_id", opts.AgentID, "session_id", opts.SessionID)
 
+	models, err := newModels(opts, log)
+	if err != nil {
+		return err
+	}
 	sess, window, err := openSession(opts.SessionDir)
 	if err != nil {
 		return err
@@ -141,7 +197,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := newRuntime(ctx, cancel, opts, log, sess, window)
+	r := newRuntime(ctx, cancel, opts, log, sess, window, models)
 	r.start()
 
 	var reader sync.WaitGroup

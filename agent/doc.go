@@ -2,27 +2,54 @@
 // `shardd agent --headless`, speaking the per-agent protocol (wire spec §9) as
 // JSONL on stdin/stdout.
 //
-// It exists so that the daemon, the clients and their tests have a real,
-// deterministic, offline agent to drive. Its model is the `sim` provider
-// (DESIGN §6): lines of a user message that start with `sim:` script what the
-// "model" does — stream text or thinking, call tools through the permission
-// gate, ask UI questions, sleep, flood, fail, hang or exit — so that every
-// path of the protocol can be exercised without a network.
+// # Turns
+//
+// A prompt starts a turn, which loops: one provider call, streamed to the
+// client as message_delta events and closed by message_complete and usage;
+// then the tool calls of that answer, each through the permission gate and
+// reported with tool_call and tool_result; then the next provider call with
+// the results, until an answer calls no tool and no steer is waiting. A
+// steer joins the live window before the next provider call; a follow-up
+// waits for the turn's end; abort cancels the provider stream and any
+// running tool.
+//
+// # Providers
+//
+// Options.Provider chooses the model provider: "openai" (any
+// OpenAI-compatible server) or "anthropic", both from agent/provider, or
+// the default "sim" (DESIGN §6), which is offline and deterministic: lines
+// of a user message that start with `sim:` script what the "model" does —
+// stream text or thinking, call tools through the permission gate, ask UI
+// questions, sleep, flood, fail, hang or exit — so that every path of the
+// protocol can be exercised without a network. The sim implements the same
+// provider.Provider interface as the real providers, and the turn loop
+// treats them alike; only the sim's runtime-level directives (ask, hang,
+// exit) call back into the runtime. The model and reasoning level can be
+// switched with set_model and set_reasoning_level; a switch applies from
+// the next provider call on, never to a stream in flight.
+//
+// # Tools
+//
+// The tools are the built-ins of agent/tools (read, ls, grep, find: read
+// only; write, edit, bash: mutating, asked through the permission gate and
+// refused in plan mode) and the subagent tool, which reaches the daemon
+// (subagent.go). bash runs without the provider's API key variable.
 //
 // # Ordering guarantee
 //
-// One mutex guards all runtime state (status, mode, live window, open
-// permission/UI requests, the current turn) and the writing of every output
-// record. A state change and the event announcing it are written under the
-// same critical section, so the answer to the daemon's `get_sync` extension
-// (DESIGN §4) reflects exactly the events written before it and none written
-// after: the daemon can resync clients from it without gaps or duplicates.
+// One mutex guards all runtime state (status, mode, model selection, live
+// window, open permission/UI requests, the current turn) and the writing of
+// every output record. A state change and the event announcing it are
+// written under the same critical section, so the answer to the daemon's
+// `get_sync` extension (DESIGN §4) reflects exactly the events written
+// before it and none written after: the daemon can resync clients from it
+// without gaps or duplicates.
 //
 // # Concurrency
 //
 // Run owns every goroutine it starts: one stdin reader that handles commands
 // (it never waits for a turn), and at most one turn goroutine at a time that
-// plays the sim provider and runs tools. Run waits for both before it
+// makes the provider calls and runs tools. Run waits for both before it
 // returns. A call of the subagent tool, which talks to the daemon over
 // Options.Socket on a connection of its own, drains that connection's events
 // in one more goroutine and waits for it before the call returns.

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/shard-dev/shard/agent/provider"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -34,11 +35,6 @@ const (
 	sourceTimeout = "timeout"
 	sourceAbort   = "abort"
 )
-
-// capabilities is the runtime's feature set for hello and sync.
-func capabilities() []string {
-	return []string{"streaming-deltas", "mode-catalog", "mode-switch"}
-}
 
 // modeCatalog is the list_modes catalog in registration order.
 func modeCatalog() []protocol.ModeDescriptor {
@@ -99,6 +95,11 @@ type runtime struct {
 	ids    *idGen
 	runCtx context.Context
 	cancel context.CancelCauseFunc
+	models *models
+	// tools are the registered tools by name; toolSpecs what the model is
+	// told about the available ones. Both are immutable.
+	tools     map[string]tool
+	toolSpecs []provider.ToolSpec
 	// turns tracks turn goroutines; shutdown waits for it.
 	turns sync.WaitGroup
 
@@ -116,21 +117,35 @@ type runtime struct {
 	hung        bool  // `sim: hang` ran: nothing is written or answered again
 	writeErr    error // first Stdout write failure; nothing is written after it
 	sess        *session
+	active      protocol.ModelDescriptor // the model of the next provider call
+	reasoning   string                   // selected reasoning level; "" is the model's default
+	// sigs holds the thinking signatures of live-window blocks, for
+	// providers that need them back (Anthropic).
+	sigs map[provider.BlockRef]provider.Signature
+	// exitCodes holds the exit codes of tool results (bash) by
+	// tool_call_id; the model sees them as text (requestLocked).
+	exitCodes map[string]int
 }
 
-func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Options, log *slog.Logger, sess *session, window []protocol.Message) *runtime {
-	return &runtime{
+func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Options, log *slog.Logger, sess *session, window []protocol.Message, models *models) *runtime {
+	r := &runtime{
 		opts:        opts,
 		log:         log,
 		ids:         newIDGen(),
 		runCtx:      ctx,
 		cancel:      cancel,
+		models:      models,
 		status:      protocol.StatusIdle,
 		mode:        opts.Mode,
 		window:      window,
 		allowAlways: make(map[string]bool),
 		sess:        sess,
+		active:      models.initial,
+		sigs:        make(map[provider.BlockRef]provider.Signature),
+		exitCodes:   make(map[string]int),
 	}
+	r.tools, r.toolSpecs = r.newTools()
+	return r
 }
 
 // start writes hello and the initial sync (direct-connection form: no
@@ -142,17 +157,17 @@ func (r *runtime) start() {
 		Header:          protocol.Header{Type: protocol.TypeHello},
 		ProtocolVersion: protocol.Version,
 		ServerVersion:   r.opts.ServerVersion,
-		Capabilities:    capabilities(),
+		Capabilities:    r.capabilitiesLocked(),
 	})
 	r.emitLocked(protocol.Sync{
 		Header:          protocol.Header{Type: protocol.TypeSync},
 		Status:          r.status,
 		Mode:            r.mode,
-		Capabilities:    capabilities(),
+		Capabilities:    r.capabilitiesLocked(),
 		LiveWindow:      protocol.LiveWindow{Messages: r.windowLocked()},
 		PendingRequests: r.pendingRawLocked(),
 	})
-	r.log.Info("runtime started", "messages", len(r.window), "mode", r.mode)
+	r.log.Info("runtime started", "messages", len(r.window), "mode", r.mode, "provider", r.models.name, "model", r.active.ID)
 }
 
 // shutdown stops accepting turns, aborts the current one and waits for it.
@@ -297,7 +312,7 @@ func (r *runtime) handle(rec []byte) {
 		r.respondLocked(h, protocol.GetSyncData{
 			Status:          r.status,
 			Mode:            r.mode,
-			Capabilities:    capabilities(),
+			Capabilities:    r.capabilitiesLocked(),
 			LiveWindow:      protocol.LiveWindow{Messages: r.windowLocked()},
 			PendingRequests: r.pendingRawLocked(),
 		})
@@ -309,6 +324,14 @@ func (r *runtime) handle(rec []byte) {
 		r.respondLocked(h, listModesData{Modes: modeCatalog(), Active: r.mode})
 	case *protocol.SetMode:
 		r.setModeLocked(h, c.Mode)
+	case *protocol.ListModels:
+		r.listModelsLocked(h)
+	case *protocol.SetModel:
+		r.setModelLocked(h, c.Model)
+	case *protocol.ListReasoningLevels:
+		r.listReasoningLocked(h)
+	case *protocol.SetReasoningLevel:
+		r.setReasoningLocked(h, c.Model, c.Effort)
 	default:
 		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInvalidRequest, "%s is not supported by this runtime", h.Type))
 	}

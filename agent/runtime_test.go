@@ -23,7 +23,7 @@ func TestHelloAndSyncOnStart(t *testing.T) {
 	if hello.ProtocolVersion != protocol.Version || hello.ServerVersion != "test" {
 		t.Fatalf("hello = %+v", hello)
 	}
-	wantCaps := []string{"streaming-deltas", "mode-catalog", "mode-switch"}
+	wantCaps := []string{"streaming-deltas", "mode-catalog", "mode-switch", "model-catalog", "model-switch"}
 	if !slices.Equal(hello.Capabilities, wantCaps) || !slices.Equal(sync.Capabilities, wantCaps) {
 		t.Fatalf("capabilities: hello %v sync %v", hello.Capabilities, sync.Capabilities)
 	}
@@ -265,7 +265,7 @@ func TestWriteAskedThenAllowed(t *testing.T) {
 	if in, _ := req.Input.(map[string]any); in["path"] != "sub/dir/out.txt" || in["content"] != "hello" {
 		t.Fatalf("input %+v", req.Input)
 	}
-	wantDetails := []protocol.PermissionDetail{{Label: "path", Value: "sub/dir/out.txt", Format: "path"}}
+	wantDetails := []protocol.PermissionDetail{{Label: "path", Value: "sub/dir/out.txt", Format: "path"}, {Label: "new file", Value: "hello", Format: "code"}}
 	wantChoices := []protocol.PermissionChoice{
 		{ID: "allow", Label: "Allow once", Intent: "allow"},
 		{ID: "allow_always", Label: "Always allow this exact request", Intent: "persist"},
@@ -295,8 +295,11 @@ func TestWriteAskedThenAllowed(t *testing.T) {
 	if call.ReadOnly == nil || *call.ReadOnly {
 		t.Fatalf("write must be reported as mutating: %+v", call)
 	}
+	if call.Render == nil || call.Render.Kind != "diff" || call.Render.Path != "sub/dir/out.txt" {
+		t.Fatalf("tool_call render %+v, want the diff preview", call.Render)
+	}
 	tr := one[*protocol.ToolResult](t, evs)
-	if tr.IsError || tr.Content.Text != "wrote 5 bytes to sub/dir/out.txt" {
+	if tr.IsError || tr.Content.Text != "Created sub/dir/out.txt (5 bytes)" || tr.Render == nil || tr.Render.Kind != "diff" {
 		t.Fatalf("tool_result %+v", tr)
 	}
 	if b, err := os.ReadFile(target); err != nil || string(b) != "hello" {
@@ -812,9 +815,9 @@ func TestInvalidInputKeepsRuntimeWorking(t *testing.T) {
 	r, _ = h.response("u2")
 	mustErrorResponse(t, r, protocol.CodeInvalidRequest, "message")
 
-	h.send(protocol.ListModels{Header: protocol.Header{Type: protocol.TypeListModels, ID: "u3"}})
+	h.send(`{"id":"u3","type":"set_model"}`)
 	r, _ = h.response("u3")
-	mustErrorResponse(t, r, protocol.CodeInvalidRequest, "list_models is not supported by this runtime")
+	mustErrorResponse(t, r, protocol.CodeInvalidRequest, "model")
 
 	h.send(protocol.SessionOp{Header: protocol.Header{Type: protocol.TypeSessionOp, ID: "u4"}, Op: "list"})
 	r, _ = h.response("u4")

@@ -3,21 +3,30 @@ package agent
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/shard-dev/shard/agent/provider"
 	"github.com/shard-dev/shard/protocol"
 )
 
 // The sim provider (DESIGN §6) is scripted by the user: every line of a user
 // message that starts with "sim:" (after leading blanks) is a directive, run
 // in order. A provider call runs directives up to and including the first
-// tool call; the rest run in the next provider call of the turn.
+// tool call; the rest run in the next provider call of the turn. The sim is
+// a provider.Provider like the real ones (simTurn below): the turn loop
+// streams its events, runs its tool calls through the gate and sends the
+// results back the same way. Its runtime-level directives (ask, hang,
+// exit) call back into the runtime through simHost.
 
 // simPrefix marks a directive line.
 const simPrefix = "sim:"
@@ -282,6 +291,330 @@ func contentBytes(blocks []protocol.ContentBlock) int {
 				n += len(protocol.MustMarshal(c.Value))
 			}
 		}
+	}
+	return n
+}
+
+// ---- the sim as a provider ----
+
+// Sim models. sim-think offers reasoning levels; at any level but off each
+// of its provider calls starts with a short thinking block naming the
+// level, so that a level change is visible.
+const (
+	simModel      = "sim"
+	simThinkModel = "sim-think"
+)
+
+// simCatalog is the sim provider's model catalog.
+func simCatalog(window int) []protocol.ModelDescriptor {
+	return []protocol.ModelDescriptor{
+		{ID: providerSim + "/" + simModel, Provider: providerSim, Model: simModel, ContextWindow: window},
+		{ID: providerSim + "/" + simThinkModel, Provider: providerSim, Model: simThinkModel, ContextWindow: window},
+	}
+}
+
+// simLevels is the reasoning catalog of a sim model.
+func simLevels(model string) []provider.Level {
+	if model != simThinkModel {
+		return nil
+	}
+	return []provider.Level{
+		{ID: levelOff, Label: "Off", Description: "No thinking (the default)."},
+		{ID: "low", Label: "Low", Description: "A short thinking block before each answer."},
+		{ID: "high", Label: "High", Description: "The same thinking block, with more conviction."},
+	}
+}
+
+// simHost is what the sim needs from the runtime for its runtime-level
+// directives, which no real model has: they act on the runtime itself.
+// Each is called from the turn goroutine, inside Stream.Next.
+type simHost interface {
+	// simAsk opens a ui_request for d in turn t, waits for its answer and
+	// returns what the model says about it. It returns errTurnAborted when
+	// the turn was aborted meanwhile.
+	simAsk(t *turnState, d directive) (string, error)
+	// simHang makes the runtime unresponsive until Run's context is done,
+	// then returns errHung.
+	simHang() error
+	// simExit exits the process (Options.Exit).
+	simExit(code int)
+}
+
+// The sim is a provider like the real ones, and the runtime its host.
+var (
+	_ provider.Provider = (*simTurn)(nil)
+	_ provider.Stream   = (*simStream)(nil)
+	_ simHost           = (*runtime)(nil)
+)
+
+// simTurn is the sim provider (a provider.Provider) of one turn. Its user
+// writes the script: the directives of the turn's prompt and of the steers
+// delivered during the turn. simTurn keeps the directives not played yet
+// from one provider call to the next of the turn, and knows which messages
+// of the conversation it has read by their ids. Each provider call plays
+// directives up to and including the first tool call; a call after tool
+// results with nothing left to play says afterToolsReply.
+//
+// A simTurn is used by its turn's goroutine only.
+type simTurn struct {
+	host   simHost
+	t      *turnState
+	ids    *idGen
+	window int // context window in tokens
+
+	lastSeen string      // id of the last message read; "" before the first call
+	queue    []directive // script not played yet
+}
+
+func newSimTurn(host simHost, t *turnState, ids *idGen, window int) *simTurn {
+	return &simTurn{host: host, t: t, ids: ids, window: window}
+}
+
+// Name implements provider.Provider.
+func (s *simTurn) Name() string { return providerSim }
+
+// Models implements provider.Provider.
+func (s *simTurn) Models() []protocol.ModelDescriptor { return simCatalog(s.window) }
+
+// ReasoningLevels implements provider.Provider.
+func (s *simTurn) ReasoningLevels(model string) []provider.Level { return simLevels(model) }
+
+// Stream implements provider.Provider. It fails with PROVIDER_ERROR when
+// the conversation exceeds the context window.
+func (s *simTurn) Stream(ctx context.Context, req provider.Request) (provider.Stream, error) {
+	s.read(req.Messages)
+	input := tokens(windowBytes(req.Messages))
+	if input > int64(s.window) {
+		return nil, protocol.Errorf(protocol.CodeProviderError, "context window exceeded: %d tokens > %d", input, s.window)
+	}
+	call := s.queue
+	if i := slices.IndexFunc(s.queue, directive.endsCall); i >= 0 {
+		call = s.queue[:i+1]
+	}
+	s.queue = s.queue[len(call):]
+	if len(call) == 0 { // tool results came back and the script is done
+		call = []directive{{kind: dirSay, text: afterToolsReply}}
+	}
+	if level := req.Reasoning; simLevels(req.Model) != nil && level != "" && level != levelOff {
+		call = append([]directive{{kind: dirThink, text: "Thinking with " + level + " effort."}}, call...)
+	}
+	return &simStream{
+		ctx:   ctx,
+		sim:   s,
+		model: cmp.Or(req.Model, simModel),
+		input: input,
+		call:  slices.Clone(call),
+		done:  make(chan struct{}),
+	}, nil
+}
+
+// read adds the script of the user messages it has not read yet: on the
+// first call the turn's prompt and any steer after it, in order; later,
+// steers, whose directives run before what is left of the script.
+func (s *simTurn) read(msgs []protocol.Message) {
+	start := len(msgs)
+	if s.lastSeen == "" {
+		start = max(0, len(msgs)-1)
+		if i := slices.IndexFunc(msgs, func(m protocol.Message) bool { return m.ID == s.t.promptID }); i >= 0 {
+			start = i
+		}
+	} else if i := slices.IndexFunc(msgs, func(m protocol.Message) bool { return m.ID == s.lastSeen }); i >= 0 {
+		start = i + 1
+	}
+	var front []directive
+	for _, m := range msgs[start:] {
+		if text := userText(m); text != "" {
+			front = append(front, parseDirectives(text)...)
+		}
+	}
+	s.queue = append(front, s.queue...)
+	if len(msgs) > 0 {
+		s.lastSeen = msgs[len(msgs)-1].ID
+	}
+}
+
+// userText is the text a user message carries ("" for tool results).
+func userText(m protocol.Message) string {
+	if m.Role != roleUser {
+		return ""
+	}
+	var parts []string
+	for _, b := range m.Content {
+		if b.Type == protocol.BlockText && b.Text != "" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// simStream plays one provider call's directives as provider events. It
+// produces them lazily, a directive at a time, so a flood never sits in
+// memory as events. Usage (bytes/4 tokens) is reported when the call
+// produced content: before EventStop, and also before the error that ends
+// a call early (fail, abort), as the partial message is kept.
+type simStream struct {
+	ctx   context.Context
+	sim   *simTurn
+	model string
+	input int64
+	call  []directive // directives not played yet
+
+	out     []provider.Event // events ready to return
+	err     error            // terminal result once out is drained
+	blocks  int              // content blocks opened
+	bytes   int              // content produced, for usage
+	toolUse bool
+	flood   struct {
+		left, index int
+		piece       string
+	}
+
+	closeOnce sync.Once
+	done      chan struct{} // closed by Close
+}
+
+// Next implements provider.Stream.
+func (s *simStream) Next() (provider.Event, error) {
+	for len(s.out) == 0 {
+		if s.err != nil {
+			return provider.Event{}, s.err
+		}
+		select {
+		case <-s.done:
+			s.finish(protocol.Errorf(protocol.CodeProviderError, "sim: stream closed"))
+			continue
+		default:
+		}
+		if s.ctx.Err() != nil {
+			s.finish(fmt.Errorf("sim: %w", context.Cause(s.ctx)))
+			continue
+		}
+		s.step()
+	}
+	ev := s.out[0]
+	s.out = s.out[1:]
+	return ev, nil
+}
+
+// Close implements provider.Stream.
+func (s *simStream) Close() error {
+	s.closeOnce.Do(func() { close(s.done) })
+	return nil
+}
+
+// step plays the next piece of the call.
+func (s *simStream) step() {
+	if s.flood.left > 0 {
+		s.flood.left--
+		s.bytes += len(s.flood.piece)
+		s.out = append(s.out, provider.Event{Kind: provider.EventText, Index: s.flood.index, Text: s.flood.piece})
+		return
+	}
+	if len(s.call) == 0 {
+		s.usage()
+		stop := provider.StopEndTurn
+		if s.toolUse {
+			stop = provider.StopToolUse
+		}
+		s.out = append(s.out, provider.Event{Kind: provider.EventStop, StopReason: stop})
+		s.err = io.EOF
+		return
+	}
+	d := s.call[0]
+	s.call = s.call[1:]
+	s.play(d)
+}
+
+// play runs one directive.
+func (s *simStream) play(d directive) {
+	switch d.kind {
+	case dirEcho, dirSay:
+		s.text(provider.EventText, d.text)
+	case dirThink:
+		s.text(provider.EventThinking, d.text)
+	case dirTool, dirSubagent:
+		s.toolCall(d)
+	case dirAsk:
+		text, err := s.sim.host.simAsk(s.sim.t, d)
+		if err != nil {
+			s.finish(err)
+			return
+		}
+		s.text(provider.EventText, text)
+	case dirSleep:
+		timer := time.NewTimer(d.dur)
+		defer timer.Stop()
+		select { // an abort or Close is noticed by Next
+		case <-timer.C:
+		case <-s.ctx.Done():
+		case <-s.done:
+		}
+	case dirFlood:
+		if d.n > 0 {
+			chunk := make([]byte, d.size)
+			for i := range chunk {
+				chunk[i] = 'a' + byte(i%26)
+			}
+			s.flood.left, s.flood.index, s.flood.piece = d.n, s.blocks, string(chunk)
+			s.blocks++
+		}
+	case dirFail, dirInvalid:
+		s.finish(protocol.Errorf(protocol.CodeProviderError, "%s", d.text))
+	case dirHang:
+		s.err = s.sim.host.simHang()
+	case dirExit:
+		s.sim.host.simExit(d.code)
+	default:
+		s.finish(protocol.Errorf(protocol.CodeProviderError, "sim: unhandled directive"))
+	}
+}
+
+// text streams a text or thinking block in a few deltas.
+func (s *simStream) text(kind provider.EventKind, text string) {
+	idx := s.blocks
+	s.blocks++
+	for _, p := range pieces(text, textPieces) {
+		s.bytes += len(p)
+		s.out = append(s.out, provider.Event{Kind: kind, Index: idx, Text: p})
+	}
+}
+
+// toolCall streams a tool-call block: its start (id and name), then the
+// JSON arguments in fragments.
+func (s *simStream) toolCall(d directive) {
+	idx := s.blocks
+	s.blocks++
+	s.toolUse = true
+	s.bytes += len(protocol.MustMarshal(d.args))
+	s.out = append(s.out, provider.Event{Kind: provider.EventToolCallStart, Index: idx, ToolCallID: s.sim.ids.next("tc"), ToolName: d.tool})
+	for _, frag := range pieces(d.rawArgs, textPieces) {
+		s.out = append(s.out, provider.Event{Kind: provider.EventToolCallArgs, Index: idx, ArgsDelta: frag})
+	}
+}
+
+// finish ends the call early with err, after the usage of what it
+// produced.
+func (s *simStream) finish(err error) {
+	s.usage()
+	s.err = err
+}
+
+// usage queues the call's usage, when it produced content.
+func (s *simStream) usage() {
+	if s.blocks == 0 {
+		return
+	}
+	output := tokens(s.bytes)
+	s.out = append(s.out, provider.Event{Kind: provider.EventUsage, Usage: &protocol.Usage{
+		Input: s.input, Output: output, ContextTokens: s.input + output, Model: s.model,
+	}})
+}
+
+// windowBytes is the sim size of a conversation.
+func windowBytes(w []protocol.Message) int {
+	n := 0
+	for _, m := range w {
+		n += contentBytes(m.Content)
 	}
 	return n
 }

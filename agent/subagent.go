@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shard-dev/shard/agent/provider"
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -71,7 +72,13 @@ const noDaemonMessage = "subagents need the daemon: this runtime has no daemon s
 
 // subagentTool is the `subagent` tool of this runtime.
 func (r *runtime) subagentTool() tool {
-	tl := tool{name: toolSubagent, ungated: true, check: r.checkSubagent, run: r.runSubagent}
+	tl := tool{
+		name:    toolSubagent,
+		ungated: true,
+		spec:    provider.ToolSpec{Name: toolSubagent, Description: subagentDescription, Schema: subagentSchema},
+		check:   r.checkSubagent,
+		run:     r.runSubagent,
+	}
 	if r.opts.Socket == "" || r.opts.AgentID == "" {
 		tl.unavailable = noDaemonMessage
 	}
@@ -79,14 +86,16 @@ func (r *runtime) subagentTool() tool {
 }
 
 func (r *runtime) checkSubagent(args map[string]any) error {
-	_, err := subagentCommand(r.opts.AgentID, args)
-	return err
+	if _, err := subagentCommand(r.opts.AgentID, args); err != nil {
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	return nil
 }
 
 // runSubagent sends the command for args to the daemon. Aborting the turn
 // cancels ctx, which closes the connection: the daemon then drops a pending
 // wait and nothing else (the jobs go on).
-func (r *runtime) runSubagent(ctx context.Context, _ string, args map[string]any) toolOutput {
+func (r *runtime) runSubagent(ctx context.Context, args map[string]any) toolOutput {
 	cmd, err := subagentCommand(r.opts.AgentID, args)
 	if err != nil { // checked before; kept for safety
 		return errorOutput("invalid arguments: %v", err)

@@ -1,15 +1,19 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/shard-dev/shard/agent/provider"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -20,10 +24,11 @@ var errHung = errors.New("agent: runtime hung")
 // turnState is one turn: the prompt that started it and the provider calls
 // and tool runs that follow until the model stops.
 type turnState struct {
-	id     string
-	prompt string
-	ctx    context.Context // cancelled by abort, shutdown or Run's context
-	cancel context.CancelFunc
+	id       string
+	promptID string          // id of the prompt's message in the live window
+	ctx      context.Context // cancelled by abort, shutdown or Run's context
+	cancel   context.CancelFunc
+	prov     provider.Provider // what the turn's provider calls go to
 
 	// Protected by runtime.mu.
 	steers  []string // steer messages not yet delivered, oldest first
@@ -58,11 +63,13 @@ const (
 	byAbort
 )
 
-// toolCallReq is a tool call the model made.
+// toolCallReq is a tool call the model made. argsErr is set when its
+// arguments were not a JSON object (args is then empty).
 type toolCallReq struct {
-	id   string
-	name string
-	args map[string]any
+	id      string
+	name    string
+	args    map[string]any
+	argsErr error
 }
 
 func userMessage(id, text string) protocol.Message {
@@ -71,12 +78,13 @@ func userMessage(id, text string) protocol.Message {
 
 // startTurnLocked opens a turn for a user message and starts its goroutine.
 func (r *runtime) startTurnLocked(text string) {
-	t := &turnState{id: r.ids.next("turn"), prompt: text, usage: protocol.Usage{Model: r.opts.Model}}
+	t := &turnState{id: r.ids.next("turn"), promptID: r.ids.next("msg"), usage: protocol.Usage{Model: r.active.Model}}
 	t.ctx, t.cancel = context.WithCancel(r.runCtx)
+	t.prov = r.providerFor(t)
 	r.turn = t
 	r.setStatusLocked(protocol.StatusStreaming)
 	r.emitLocked(protocol.TurnStart{Header: protocol.Header{Type: protocol.TypeTurnStart}, TurnID: t.id})
-	r.appendWindowLocked(userMessage(r.ids.next("msg"), text))
+	r.appendWindowLocked(userMessage(t.promptID, text))
 	r.turns.Go(func() { r.runTurn(t) })
 }
 
@@ -89,22 +97,13 @@ func (r *runtime) runTurn(t *turnState) {
 			r.endTurn(t, outcome{kind: outFailed, err: protocol.Errorf(protocol.CodeInternal, "internal error in the agent runtime")})
 		}
 	}()
-	queue := parseDirectives(t.prompt)
 	for {
 		if t.ctx.Err() != nil {
 			r.endTurn(t, outcome{kind: outAborted})
 			return
 		}
-		queue = r.deliverSteers(t, queue)
-		call := queue
-		if i := slices.IndexFunc(queue, directive.endsCall); i >= 0 {
-			call = queue[:i+1]
-		}
-		queue = queue[len(call):]
-		if len(call) == 0 { // tool results came back and the script is done
-			call = []directive{{kind: dirSay, text: afterToolsReply}}
-		}
-		calls, end := r.providerCall(t, call)
+		r.deliverSteers(t)
+		calls, end := r.providerCall(t)
 		if end != nil {
 			r.endTurn(t, *end)
 			return
@@ -122,21 +121,18 @@ func (r *runtime) runTurn(t *turnState) {
 	}
 }
 
-// deliverSteers moves waiting steer messages into the live window and puts
-// their directives (or a reply quoting them) in front of the queue.
-func (r *runtime) deliverSteers(t *turnState, queue []directive) []directive {
+// deliverSteers moves waiting steer messages into the live window, where
+// the next provider call sees them.
+func (r *runtime) deliverSteers(t *turnState) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(t.steers) == 0 || t.aborted {
-		return queue
+		return
 	}
-	var front []directive
 	for _, s := range t.steers {
 		r.appendWindowLocked(userMessage(r.ids.next("msg"), s))
-		front = append(front, parseDirectives(s)...)
 	}
 	t.steers = nil
-	return append(front, queue...)
 }
 
 // endTurn writes the end of a turn and starts the next queued follow-up. A
@@ -181,201 +177,368 @@ func (r *runtime) endTurn(t *turnState, out outcome) bool {
 
 // ---- provider calls ----
 
-// stream is one sim provider call producing one assistant message.
-type stream struct {
-	r      *runtime
-	t      *turnState
-	msgID  string
-	blocks []protocol.ContentBlock
-	calls  []toolCallReq
+// providerFor returns the provider turn t calls: the configured real
+// provider, shared by all turns, or a sim of the turn's own (it keeps the
+// turn's script between calls).
+func (r *runtime) providerFor(t *turnState) provider.Provider {
+	if r.models.real != nil {
+		return r.models.real
+	}
+	return newSimTurn(r, t, r.ids, r.models.window)
 }
 
-// providerCall runs one provider call. It returns the tool calls the model
-// made, or the outcome that ends the turn.
-func (r *runtime) providerCall(t *turnState, call []directive) ([]toolCallReq, *outcome) {
+// requestLocked assembles the next provider call from the live window and
+// the current selection: the model and reasoning level are read here, once
+// per call, so set_model and set_reasoning_level never affect a call in
+// flight.
+func (r *runtime) requestLocked() provider.Request {
+	msgs := make([]protocol.Message, len(r.window))
+	for i, m := range r.window {
+		msgs[i] = r.forModelLocked(m)
+	}
+	return provider.Request{
+		Model:      r.active.Model,
+		System:     systemPrompt(r.opts.Cwd, r.mode),
+		Messages:   msgs,
+		Tools:      r.toolSpecs,
+		Reasoning:  r.reasoning,
+		Signatures: maps.Clone(r.sigs),
+	}
+}
+
+// forModelLocked is m as the model sees it: a tool result with an exit code
+// (bash) carries it as "[exit code: N]" text after the output (wire spec
+// §9.4: the event's content stays the pure output).
+func (r *runtime) forModelLocked(m protocol.Message) protocol.Message {
+	if m.Role != roleUser || len(r.exitCodes) == 0 {
+		return m
+	}
+	var content []protocol.ContentBlock
+	for i, b := range m.Content {
+		code, ok := r.exitCodes[b.ToolCallID]
+		if b.Type != protocol.BlockToolResult || !ok || b.Content == nil {
+			continue
+		}
+		if content == nil {
+			content = slices.Clone(m.Content)
+		}
+		c := *b.Content
+		note := fmt.Sprintf("[exit code: %d]", code)
+		switch c.Kind {
+		case "error":
+			c.Message = joinNote(c.Message, note)
+		default:
+			c.Text = joinNote(c.Text, note)
+		}
+		content[i].Content = &c
+	}
+	if content != nil {
+		m.Content = content
+	}
+	return m
+}
+
+func joinNote(text, note string) string {
+	if text == "" {
+		return note
+	}
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return text + note
+}
+
+// systemPrompt is what a real model is told about its situation; the sim
+// ignores it.
+func systemPrompt(cwd, mode string) string {
+	var sb strings.Builder
+	sb.WriteString("You are Shard, a coding agent working on the user's machine. ")
+	if cwd != "" {
+		fmt.Fprintf(&sb, "Your working directory is %s; relative paths in tool calls resolve against it. ", cwd)
+	}
+	sb.WriteString("Use the tools to read, search and change files and to run commands; read before you edit, " +
+		"keep changes focused, and say briefly what you did when you are done.")
+	if mode == modePlan {
+		sb.WriteString("\n\nYou are in plan mode: only read-only tools (read, ls, grep, find) run; tools that change " +
+			"files or run commands are refused. Explore, then describe the changes you propose.")
+	}
+	return sb.String()
+}
+
+// reply is one provider call's answer as it streams in: the blocks by the
+// provider's block index, plus the call's usage and stop.
+type reply struct {
+	msgID   string
+	model   string // the model asked for
+	blocks  []*replyBlock
+	usage   *protocol.Usage
+	stopped bool // EventStop arrived: the answer is complete
+}
+
+// replyBlock is one content block being assembled.
+type replyBlock struct {
+	typ      string // protocol.BlockText, BlockThinking or BlockToolCall
+	text     strings.Builder
+	id, name string          // tool_call
+	args     strings.Builder // tool_call: JSON text
+	sig      *provider.Signature
+}
+
+// providerCall makes one provider call, streaming its answer as
+// message_delta events, and ends it with message_complete (adding the
+// message to the live window) and usage. It returns the tool calls of a
+// complete answer, or the outcome that ends the turn.
+func (r *runtime) providerCall(t *turnState) ([]toolCallReq, *outcome) {
 	r.mu.Lock()
-	input := tokens(windowBytes(r.window))
+	req := r.requestLocked()
 	r.mu.Unlock()
 
-	s := &stream{r: r, t: t, msgID: r.ids.next("msg")}
-	var err error
-	if input > int64(r.opts.ContextWindow) {
-		err = protocol.Errorf(protocol.CodeProviderError, "context window exceeded: %d tokens > %d", input, r.opts.ContextWindow)
+	st, err := t.prov.Stream(t.ctx, req)
+	if err != nil {
+		return nil, r.callFailed(t, err)
 	}
-	for _, d := range call {
+	defer st.Close()
+	a := &reply{msgID: r.ids.next("msg"), model: req.Model}
+	var end error
+	for {
+		// A stream ends with io.EOF or an error, also after an abort:
+		// cancelling t.ctx makes Next return promptly.
+		ev, err := st.Next()
 		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				end = err
+			}
 			break
 		}
-		err = s.run(d)
+		r.apply(t, a, ev)
 	}
-	if errors.Is(err, errHung) {
+	if errors.Is(end, errHung) {
 		return nil, &outcome{kind: outHung}
 	}
-	s.complete(input) // partial content too: it reconciles what was streamed
+	calls := r.complete(t, a)
+	if end == nil && a.stopped {
+		return calls, nil
+	}
+	if end == nil { // io.EOF without EventStop: a provider bug
+		end = protocol.Errorf(protocol.CodeProviderError, "%s: stream ended without a stop", t.prov.Name())
+	}
+	return nil, r.callFailed(t, end)
+}
+
+// callFailed is the outcome of a provider call that failed with err.
+func (r *runtime) callFailed(t *turnState, err error) *outcome {
+	if t.ctx.Err() != nil {
+		return &outcome{kind: outAborted}
+	}
+	// The message says what went wrong without secrets, but may quote the
+	// service: only the status goes to stderr.
+	r.log.Warn("provider call failed", "provider", t.prov.Name(), "http_status", provider.HTTPStatus(err))
 	var pe *protocol.Error
-	switch {
-	case err == nil:
-		return s.calls, nil
-	case errors.Is(err, errTurnAborted):
-		return nil, &outcome{kind: outAborted}
-	case errors.As(err, &pe):
-		return nil, &outcome{kind: outFailed, err: pe}
+	if errors.As(err, &pe) {
+		return &outcome{kind: outFailed, err: pe}
 	}
-	return nil, &outcome{kind: outFailed, err: protocol.Errorf(protocol.CodeInternal, "%v", err)}
+	return &outcome{kind: outFailed, err: protocol.Errorf(protocol.CodeProviderError, "%s", err.Error())}
 }
 
-// windowBytes is the sim size of the live window.
-func windowBytes(w []protocol.Message) int {
-	n := 0
-	for _, m := range w {
-		n += contentBytes(m.Content)
+// apply folds one event into the answer and streams it as a message_delta.
+// After an abort nothing more reaches the wire or the message, except the
+// usage; the answer stays incomplete.
+func (r *runtime) apply(t *turnState, a *reply, ev provider.Event) {
+	switch ev.Kind {
+	case provider.EventUsage:
+		a.usage = ev.Usage
+		return
 	}
-	return n
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.aborted || t.ctx.Err() != nil {
+		return // a stop after the abort leaves the answer incomplete too
+	}
+	if ev.Kind == provider.EventStop {
+		a.stopped = true
+		return
+	}
+	d := protocol.MessageDelta{Header: protocol.Header{Type: protocol.TypeMessageDelta}, MessageID: a.msgID, BlockIndex: ev.Index}
+	switch ev.Kind {
+	case provider.EventText:
+		b := a.block(ev.Index, protocol.BlockText)
+		if b == nil || ev.Text == "" {
+			return
+		}
+		b.text.WriteString(ev.Text)
+		d.Kind, d.TextDelta = protocol.DeltaText, ev.Text
+	case provider.EventThinking:
+		b := a.block(ev.Index, protocol.BlockThinking)
+		if b == nil {
+			return
+		}
+		if ev.Signature != "" || ev.Redacted { // kept for the round trip, never shown
+			if b.sig == nil {
+				b.sig = &provider.Signature{}
+			}
+			b.sig.Value += ev.Signature
+			b.sig.Redacted = b.sig.Redacted || ev.Redacted
+		}
+		if ev.Text == "" {
+			return
+		}
+		b.text.WriteString(ev.Text)
+		d.Kind, d.TextDelta = protocol.DeltaThinking, ev.Text
+	case provider.EventToolCallStart:
+		b := a.block(ev.Index, protocol.BlockToolCall)
+		if b == nil {
+			return
+		}
+		b.id, b.name = ev.ToolCallID, ev.ToolName
+		d.Kind, d.ToolCallID, d.Name = protocol.DeltaToolCall, ev.ToolCallID, ev.ToolName
+	case provider.EventToolCallArgs:
+		b := a.block(ev.Index, protocol.BlockToolCall)
+		if b == nil || ev.ArgsDelta == "" {
+			return
+		}
+		b.args.WriteString(ev.ArgsDelta)
+		d.Kind, d.ArgsDelta = protocol.DeltaToolCall, ev.ArgsDelta
+	default:
+		return
+	}
+	r.emitLocked(d)
 }
 
-// run executes one directive.
-func (s *stream) run(d directive) error {
-	if s.t.ctx.Err() != nil {
-		return errTurnAborted
-	}
-	switch d.kind {
-	case dirEcho, dirSay:
-		return s.text(protocol.DeltaText, d.text)
-	case dirThink:
-		return s.text(protocol.DeltaThinking, d.text)
-	case dirTool, dirSubagent:
-		return s.toolCall(d)
-	case dirAsk:
-		return s.ask(d)
-	case dirSleep:
-		return s.sleep(d.dur)
-	case dirFlood:
-		return s.flood(d.n, d.size)
-	case dirFail, dirInvalid:
-		return protocol.Errorf(protocol.CodeProviderError, "%s", d.text)
-	case dirHang:
-		return s.hang()
-	case dirExit:
-		s.r.log.Warn("sim: exit", "code", d.code)
-		s.r.opts.Exit(d.code)
+// block returns block idx, opening it with typ on first use; nil when idx
+// is out of range or already holds another kind of block.
+func (a *reply) block(idx int, typ string) *replyBlock {
+	if idx < 0 || idx > len(a.blocks)+maxBlockGap {
 		return nil
 	}
-	return protocol.Errorf(protocol.CodeProviderError, "sim: unhandled directive")
-}
-
-// delta writes one message_delta unless the turn was aborted.
-func (s *stream) delta(d protocol.MessageDelta) error {
-	d.Header = protocol.Header{Type: protocol.TypeMessageDelta}
-	d.MessageID = s.msgID
-	s.r.mu.Lock()
-	defer s.r.mu.Unlock()
-	if s.t.aborted || s.t.ctx.Err() != nil {
-		return errTurnAborted
+	for len(a.blocks) <= idx {
+		a.blocks = append(a.blocks, nil)
 	}
-	s.r.emitLocked(d)
-	return nil
-}
-
-// text streams a text or thinking block in a few deltas.
-func (s *stream) text(kind, text string) error {
-	idx := len(s.blocks)
-	typ := protocol.BlockText
-	if kind == protocol.DeltaThinking {
-		typ = protocol.BlockThinking
+	b := a.blocks[idx]
+	if b == nil {
+		b = &replyBlock{typ: typ}
+		a.blocks[idx] = b
 	}
-	s.blocks = append(s.blocks, protocol.ContentBlock{Type: typ})
-	for _, p := range pieces(text, textPieces) {
-		if err := s.delta(protocol.MessageDelta{BlockIndex: idx, Kind: kind, TextDelta: p}); err != nil {
-			s.dropEmpty(idx)
-			return err
-		}
-		s.blocks[idx].Text += p
-	}
-	return nil
-}
-
-// dropEmpty removes block idx when nothing of it was streamed.
-func (s *stream) dropEmpty(idx int) {
-	if idx == len(s.blocks)-1 && s.blocks[idx].Text == "" {
-		s.blocks = s.blocks[:idx]
-	}
-}
-
-// flood streams n text deltas of size bytes as fast as possible.
-func (s *stream) flood(n, size int) error {
-	if n == 0 {
+	if b.typ != typ {
 		return nil
 	}
-	chunk := make([]byte, size)
-	for i := range chunk {
-		chunk[i] = 'a' + byte(i%26)
-	}
-	piece := string(chunk)
-	idx := len(s.blocks)
-	s.blocks = append(s.blocks, protocol.ContentBlock{Type: protocol.BlockText})
-	var sb strings.Builder
-	sb.Grow(n * size)
-	var err error
-	for range n {
-		if err = s.delta(protocol.MessageDelta{BlockIndex: idx, Kind: protocol.DeltaText, TextDelta: piece}); err != nil {
-			break
+	return b
+}
+
+// maxBlockGap bounds how far ahead of the blocks seen so far an event's
+// block index may point (providers number blocks densely).
+const maxBlockGap = 64
+
+// complete ends a provider call: message_complete with what the call
+// produced, the message into the live window (and the thinking signatures
+// by block), then usage. The tool calls of an answer that did not complete
+// are dropped (they are never run, so the transcript holds no unanswered
+// call). It returns the tool calls to run.
+func (r *runtime) complete(t *turnState, a *reply) []toolCallReq {
+	var (
+		content []protocol.ContentBlock
+		calls   []toolCallReq
+		sigs    = map[int]provider.Signature{}
+	)
+	for _, b := range a.blocks {
+		if b == nil {
+			continue
 		}
-		sb.WriteString(piece)
-	}
-	s.blocks[idx].Text = sb.String()
-	s.dropEmpty(idx)
-	return err
-}
-
-// toolCall streams a tool_call block: the first delta names the call, the
-// following ones carry the JSON arguments in fragments.
-func (s *stream) toolCall(d directive) error {
-	id := s.r.ids.next("tc")
-	idx := len(s.blocks)
-	s.blocks = append(s.blocks, protocol.ContentBlock{Type: protocol.BlockToolCall, ID: id, Name: d.tool, Args: d.args})
-	err := s.delta(protocol.MessageDelta{BlockIndex: idx, Kind: protocol.DeltaToolCall, ToolCallID: id, Name: d.tool})
-	for _, frag := range pieces(d.rawArgs, textPieces) {
-		if err != nil {
-			break
+		switch b.typ {
+		case protocol.BlockText:
+			content = append(content, protocol.ContentBlock{Type: protocol.BlockText, Text: b.text.String()})
+		case protocol.BlockThinking:
+			if b.text.Len() == 0 && b.sig == nil {
+				continue
+			}
+			if b.sig != nil {
+				sigs[len(content)] = *b.sig
+			}
+			content = append(content, protocol.ContentBlock{Type: protocol.BlockThinking, Text: b.text.String()})
+		case protocol.BlockToolCall:
+			if !a.stopped {
+				continue
+			}
+			args, err := decodeToolArgs(b.args.String())
+			content = append(content, protocol.ContentBlock{Type: protocol.BlockToolCall, ID: b.id, Name: b.name, Args: args})
+			calls = append(calls, toolCallReq{id: b.id, name: b.name, args: args, argsErr: err})
 		}
-		err = s.delta(protocol.MessageDelta{BlockIndex: idx, Kind: protocol.DeltaToolCall, ArgsDelta: frag})
 	}
-	if err != nil { // an unfinished call is never run: drop it
-		s.blocks = s.blocks[:idx]
-		return err
+
+	u := a.usage
+	if u == nil && a.stopped && len(content) > 0 { // a server that reports none
+		u = &protocol.Usage{Model: a.model}
 	}
-	s.calls = append(s.calls, toolCallReq{id: id, name: d.tool, args: d.args})
-	return nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(content) > 0 {
+		msg := protocol.Message{ID: a.msgID, Role: roleAssistant, Content: content}
+		r.emitLocked(protocol.MessageComplete{Header: protocol.Header{Type: protocol.TypeMessageComplete}, MessageID: a.msgID, Message: msg})
+		r.appendWindowLocked(msg)
+		for i, sig := range sigs {
+			r.sigs[provider.BlockRef{MessageID: a.msgID, Index: i}] = sig
+		}
+	}
+	if u != nil {
+		usage := *u
+		usage.Model = cmp.Or(usage.Model, a.model)
+		usage = r.priced(usage, a.model)
+		t.usage.Input += usage.Input
+		t.usage.Output += usage.Output
+		t.usage.CacheRead += usage.CacheRead
+		t.usage.CacheWrite += usage.CacheWrite
+		t.usage.Cost += usage.Cost
+		t.usage.ContextTokens = usage.ContextTokens
+		t.usage.Model = usage.Model
+		r.emitLocked(protocol.UsageEvent{Header: protocol.Header{Type: protocol.TypeUsage}, Usage: usage})
+	}
+	return calls
 }
 
-// sleep pauses the stream; abort cuts it short.
-func (s *stream) sleep(d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-s.t.ctx.Done():
-		return errTurnAborted
+// decodeToolArgs decodes a tool call's JSON arguments; empty means {}.
+// Numbers keep their text (json.Number), so the canonical form used by
+// allow_always is exact. Arguments that are not a JSON object give {} and
+// the error the call will report.
+func decodeToolArgs(raw string) (map[string]any, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return map[string]any{}, nil
 	}
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	var args map[string]any
+	if err := dec.Decode(&args); err != nil || args == nil {
+		return map[string]any{}, errors.New("the arguments are not a JSON object")
+	}
+	if dec.More() {
+		return map[string]any{}, errors.New("trailing data after the arguments' JSON object")
+	}
+	return args, nil
 }
 
-// hang makes the runtime unresponsive (escalation tests): nothing is written
-// or answered again, SIGTERM is ignored, and the turn goroutine blocks
-// without spinning until Run's context is done.
-func (s *stream) hang() error {
-	s.r.log.Warn("sim: hang: ignoring input, abort and SIGTERM")
-	s.r.mu.Lock()
-	s.r.hung = true
-	s.r.mu.Unlock()
-	s.r.opts.IgnoreSignals()
-	<-s.r.runCtx.Done()
+// ---- the sim's runtime-level directives (simHost) ----
+
+// simHang makes the runtime unresponsive (escalation tests): nothing is
+// written or answered again, SIGTERM is ignored, and the turn goroutine
+// blocks without spinning until Run's context is done.
+func (r *runtime) simHang() error {
+	r.log.Warn("sim: hang: ignoring input, abort and SIGTERM")
+	r.mu.Lock()
+	r.hung = true
+	r.mu.Unlock()
+	r.opts.IgnoreSignals()
+	<-r.runCtx.Done()
 	return errHung
 }
 
-// ask opens a ui_request, waits for it, and has the model say the answer.
-func (s *stream) ask(d directive) error {
-	r := s.r
+// simExit exits the process.
+func (r *runtime) simExit(code int) {
+	r.log.Warn("sim: exit", "code", code)
+	r.opts.Exit(code)
+}
+
+// simAsk opens a ui_request, waits for it, and returns the model's reply
+// quoting the answer.
+func (r *runtime) simAsk(t *turnState, d directive) (string, error) {
 	p := &pendingRequest{id: r.ids.next("ui"), kind: kindUI, done: make(chan resolution, 1)}
 	p.raw = protocol.MustMarshal(protocol.UIRequest{
 		Header:    protocol.Header{Type: protocol.TypeUIRequest},
@@ -384,20 +547,17 @@ func (s *stream) ask(d directive) error {
 		Title:     d.title,
 		Options:   d.options,
 	})
-	if err := r.open(s.t, p, protocol.StatusWaitingForUI); err != nil {
-		return err
+	if err := r.open(t, p, protocol.StatusWaitingForUI); err != nil {
+		return "", err
 	}
-	res := r.await(s.t, p)
-	var text string
+	res := r.await(t, p)
 	switch res.by {
 	case byAbort:
-		return errTurnAborted
+		return "", errTurnAborted
 	case byTimeout:
-		text = fmt.Sprintf("answer: null (TIMEOUT: no answer within %s)", r.opts.HeadlessTimeout)
-	default:
-		text = "answer: " + uiValueText(res.value)
+		return fmt.Sprintf("answer: null (TIMEOUT: no answer within %s)", r.opts.HeadlessTimeout), nil
 	}
-	return s.text(protocol.DeltaText, text)
+	return "answer: " + uiValueText(res.value), nil
 }
 
 // uiValueText renders a ui_response value for the model's reply.
@@ -414,27 +574,6 @@ func uiValueText(v json.RawMessage) string {
 		return strings.Join(list, ", ")
 	}
 	return string(v)
-}
-
-// complete writes message_complete and usage for what the call produced and
-// adds the message to the live window. An empty call writes nothing.
-func (s *stream) complete(input int64) {
-	if len(s.blocks) == 0 {
-		return
-	}
-	r := s.r
-	output := tokens(contentBytes(s.blocks))
-	u := protocol.Usage{Input: input, Output: output, ContextTokens: input + output, Model: r.opts.Model}
-	s.t.usage.Input += u.Input
-	s.t.usage.Output += u.Output
-	s.t.usage.ContextTokens = u.ContextTokens
-
-	msg := protocol.Message{ID: s.msgID, Role: roleAssistant, Content: s.blocks}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.emitLocked(protocol.MessageComplete{Header: protocol.Header{Type: protocol.TypeMessageComplete}, MessageID: s.msgID, Message: msg})
-	r.appendWindowLocked(msg)
-	r.emitLocked(protocol.UsageEvent{Header: protocol.Header{Type: protocol.TypeUsage}, Usage: u})
 }
 
 // ---- waiting for answers ----
@@ -525,15 +664,21 @@ func resultBlock(id string, out toolOutput) protocol.ContentBlock {
 // gate, then reports it with tool_call and tool_result. It returns
 // errTurnAborted when the turn ended meanwhile.
 func (r *runtime) runTool(t *turnState, b *toolBatch, c toolCallReq) error {
-	tl, ok := r.lookupTool(c.name)
+	tl, ok := r.tools[c.name]
 	if !ok {
-		return r.report(t, b, c, false, func() toolOutput { return errorOutput("unknown tool %q", c.name) })
+		return r.report(t, b, c, tool{name: c.name}, func() toolOutput { return errorOutput("unknown tool %q", c.name) })
 	}
-	if tl.unavailable != "" {
-		return r.report(t, b, c, tl.readOnly, func() toolOutput { return errorOutput("%s", tl.unavailable) })
+	fail := func(out toolOutput) error {
+		return r.report(t, b, c, tool{name: tl.name, readOnly: tl.readOnly}, func() toolOutput { return out })
+	}
+	switch {
+	case tl.unavailable != "":
+		return fail(errorOutput("%s", tl.unavailable))
+	case c.argsErr != nil:
+		return fail(errorOutput("invalid arguments: %v", c.argsErr))
 	}
 	if err := tl.check(c.args); err != nil {
-		return r.report(t, b, c, tl.readOnly, func() toolOutput { return errorOutput("invalid arguments: %v", err) })
+		return fail(errorOutput("%v", err))
 	}
 	if !tl.readOnly && !tl.ungated {
 		refusal, err := r.gate(t, tl, c)
@@ -541,25 +686,30 @@ func (r *runtime) runTool(t *turnState, b *toolBatch, c toolCallReq) error {
 			return err
 		}
 		if refusal != nil {
-			return r.report(t, b, c, false, func() toolOutput { return *refusal })
+			return fail(*refusal)
 		}
 	}
-	return r.report(t, b, c, tl.readOnly, func() toolOutput { return tl.run(t.ctx, r.opts.Cwd, c.args) })
+	return r.report(t, b, c, tl, func() toolOutput { return tl.run(t.ctx, c.args) })
 }
 
-// report writes tool_call, runs fn, and writes tool_result while adding the
-// result to the live window.
-func (r *runtime) report(t *turnState, b *toolBatch, c toolCallReq, readOnly bool, fn func() toolOutput) error {
+// report writes tool_call (with tl's start-time render, if any), runs fn,
+// and writes tool_result while adding the result to the live window.
+func (r *runtime) report(t *turnState, b *toolBatch, c toolCallReq, tl tool, fn func() toolOutput) error {
 	args := c.args
 	if args == nil {
 		args = map[string]any{}
 	}
+	var render *protocol.RenderDescriptor
+	if tl.preview != nil {
+		render = tl.preview(args)
+	}
+	readOnly := tl.readOnly
 	r.mu.Lock()
 	if t.aborted || t.ctx.Err() != nil {
 		r.mu.Unlock()
 		return errTurnAborted
 	}
-	r.emitLocked(protocol.ToolCall{Header: protocol.Header{Type: protocol.TypeToolCall}, ToolCallID: c.id, Name: c.name, Args: args, ReadOnly: &readOnly})
+	r.emitLocked(protocol.ToolCall{Header: protocol.Header{Type: protocol.TypeToolCall}, ToolCallID: c.id, Name: c.name, Args: args, Render: render, ReadOnly: &readOnly})
 	r.mu.Unlock()
 
 	start := time.Now()
@@ -573,9 +723,13 @@ func (r *runtime) report(t *turnState, b *toolBatch, c toolCallReq, readOnly boo
 		ToolCallID: c.id,
 		Content:    out.content,
 		IsError:    out.isError,
+		ExitCode:   out.exitCode,
 		DurationMs: &ms,
 		Render:     out.render,
 	})
+	if out.exitCode != nil {
+		r.exitCodes[c.id] = *out.exitCode
+	}
 	r.addResultLocked(b, resultBlock(c.id, out))
 	return nil
 }
@@ -615,7 +769,7 @@ func (r *runtime) gate(t *turnState, tl tool, c toolCallReq) (*toolOutput, error
 	r.mu.Lock()
 	if r.mode == modePlan {
 		r.mu.Unlock()
-		out := errorOutput("%s is not allowed: the agent is in plan mode, where tools that change files are refused; switch to build mode to run it", c.name)
+		out := errorOutput("%s is not allowed: the agent is in plan mode, where tools that change files or run commands are refused; switch to build mode to run it", c.name)
 		return &out, nil
 	}
 	if r.allowAlways[key] {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/shard-dev/shard/agent"
+	"github.com/shard-dev/shard/agent/provider"
 	"github.com/shard-dev/shard/config"
 )
 
@@ -18,7 +20,8 @@ import (
 // speaking the per-agent protocol as JSONL on stdin/stdout. The daemon runs
 // it with SHARD_AGENT_ID, SHARD_SESSION_ID, SHARD_SESSION_DIR,
 // SHARD_AGENT_MODE, SHARD_AGENT_MODEL and its effective settings in the
-// environment; run by hand it is a direct connection (spec §12.1).
+// environment (SHARD_PROVIDER_* among them); run by hand it is a direct
+// connection (spec §12.1).
 func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var headless bool
 	cmd := &cobra.Command{
@@ -42,6 +45,13 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// The key is read from the variable provider.api_key_env names
+			// and goes to the provider only; bash runs without it.
+			keyEnv := cmp.Or(cfg.Provider.APIKeyEnv, provider.DefaultAPIKeyEnv(cfg.Provider.Name))
+			var apiKey string
+			if keyEnv != "" {
+				apiKey = os.Getenv(keyEnv)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
 			return agent.Run(ctx, agent.Options{
@@ -52,6 +62,12 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				Socket:          os.Getenv("SHARD_SOCKET"),
 				Cwd:             cwd,
 				Mode:            os.Getenv("SHARD_AGENT_MODE"),
+				Provider:        cfg.Provider.Name,
+				BaseURL:         cfg.Provider.BaseURL,
+				ProviderModel:   cfg.Provider.Model,
+				APIKey:          apiKey,
+				APIKeyEnv:       keyEnv,
+				MaxRetries:      provider.DefaultMaxRetries,
 				Model:           os.Getenv("SHARD_AGENT_MODEL"),
 				HeadlessTimeout: cfg.Headless.Timeout,
 				ContextWindow:   cfg.Sim.ContextWindow,
