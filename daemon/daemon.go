@@ -23,6 +23,7 @@ import (
 	"github.com/shard-dev/shard/gateway/outbox"
 	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/jobs"
+	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
@@ -39,6 +40,10 @@ type Options struct {
 	Environ []string
 	// Logger receives the daemon's logs.
 	Logger *slog.Logger
+	// OnShutdown, when set, is called once as Shutdown begins, whatever
+	// asked for it (a signal, daemon.shutdown); cmd/shardd tells systemd
+	// STOPPING=1 there.
+	OnShutdown func()
 }
 
 // Daemon is one running shardd.
@@ -47,6 +52,8 @@ type Daemon struct {
 	opts  Options
 	log   *slog.Logger
 	store *store.Store
+	// metrics is served at /metrics and handed to every component.
+	metrics *metrics.Metrics
 
 	sys      *actor.ActorSystem
 	registry *actor.PID
@@ -73,14 +80,23 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if err := os.Chmod(cfg.Home, 0o700); err != nil {
 		return nil, fmt.Errorf("daemon: chmod %s: %w", cfg.Home, err)
 	}
-	st, err := store.Open(cfg.DBPath(), store.Options{Timeout: cfg.Store.LockTimeout, NoSync: cfg.Store.NoSync})
+	// The metrics exist before the store so that every commit is timed.
+	m := metrics.New(opts.Version)
+	st, err := store.Open(cfg.DBPath(), store.Options{Timeout: cfg.Store.LockTimeout, NoSync: cfg.Store.NoSync, OnCommit: m.ObserveCommit})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
-			return nil, fmt.Errorf("daemon: another shardd is already running with home %s: %w", cfg.Home, err)
+			who := "another shardd"
+			if info, rerr := readDiscovery(cfg.DiscoveryPath()); rerr == nil && info.PID > 0 {
+				who = fmt.Sprintf("another shardd (pid %d)", info.PID)
+			}
+			return nil, fmt.Errorf("daemon: %s is already running with home %s: %w", who, cfg.Home, err)
 		}
 		return nil, fmt.Errorf("daemon: open store in %s: %w", cfg.Home, err)
 	}
-	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, hub: outbox.NewHub(), done: make(chan struct{})}, nil
+	// Holding the store lock, this is the only daemon on the home: a
+	// daemon.json left behind is stale (a crash, a kill -9).
+	replaceStaleDiscovery(cfg.DiscoveryPath(), opts.Logger)
+	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, metrics: m, hub: outbox.NewHub(), done: make(chan struct{})}, nil
 }
 
 // Start brings up the actor tree and the gateway. When it returns nil the
@@ -112,15 +128,18 @@ func (d *Daemon) Start() error {
 	if n, err := jobs.Reconcile(d.store, time.Now()); err != nil {
 		return fmt.Errorf("daemon: reconcile jobs: %w", err)
 	} else if n > 0 {
+		d.metrics.ReconciledInterrupted(n)
 		d.log.Warn("reconciled runs left unfinished by the previous daemon", "runs", n)
 	}
 	deps := registry.Deps{
-		Store:  d.store,
-		Hub:    d.hub,
-		Logger: d.log.With("component", "registry"),
+		Store:   d.store,
+		Hub:     d.hub,
+		Logger:  d.log.With("component", "registry"),
+		Metrics: d.metrics,
 		Agent: agent.Deps{
-			Hub:    d.hub,
-			Logger: d.log.With("component", "agent"),
+			Hub:     d.hub,
+			Logger:  d.log.With("component", "agent"),
+			Metrics: d.metrics,
 			Runtime: agent.RuntimeConfig{
 				Path:           d.opts.RuntimePath,
 				Args:           d.opts.RuntimeArgs,
@@ -149,6 +168,7 @@ func (d *Daemon) Start() error {
 				RunTimeout:         cfg.Jobs.RunTimeout,
 			},
 			Aliases: splitList(cfg.Jobs.Aliases),
+			Metrics: d.metrics,
 		},
 		OnShutdown: func(force bool) {
 			d.Shutdown(force)
@@ -168,6 +188,7 @@ func (d *Daemon) Start() error {
 		TicketTTL:     cfg.Gateway.TicketTTL,
 		Limits:        outbox.Limits{MaxBytes: cfg.Gateway.OutboundMaxBytes, MaxMessages: cfg.Gateway.OutboundMaxMessages},
 		ServerVersion: d.opts.Version,
+		Metrics:       d.metrics,
 	}, d.sys, d.registry, d.hub, d.log.With("component", "gateway"))
 	if err := d.gw.Listen(); err != nil {
 		d.stopActors()
@@ -233,6 +254,9 @@ func (d *Daemon) Shutdown(force bool) {
 	d.stopOnce.Do(func() {
 		defer close(d.done)
 		d.log.Info("shardd shutting down", "force", force)
+		if d.opts.OnShutdown != nil {
+			d.opts.OnShutdown()
+		}
 		if d.gw != nil {
 			d.gw.StopAccepting()
 		}
@@ -280,9 +304,9 @@ func (d *Daemon) stopActors() {
 
 // writeDiscovery writes daemon.json atomically (DESIGN §5).
 func (d *Daemon) writeDiscovery() error {
-	b, err := json.Marshal(map[string]any{
-		"pid": os.Getpid(), "version": d.opts.Version, "protocol_version": protocol.Version,
-		"web_url": d.WebURL(), "socket": d.cfg.SocketPath(),
+	b, err := json.Marshal(discovery{
+		PID: os.Getpid(), Version: d.opts.Version, ProtocolVersion: protocol.Version,
+		WebURL: d.WebURL(), Socket: d.cfg.SocketPath(),
 	})
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/supervisor"
 )
@@ -43,6 +44,10 @@ type Config struct {
 	Limits outbox.Limits
 	// ServerVersion is announced in hello.
 	ServerVersion string
+	// Metrics, when set, is served at /metrics on the web listener and
+	// counts connections and dropped slow consumers. Default nil: no
+	// /metrics endpoint, nothing recorded.
+	Metrics *metrics.Metrics
 }
 
 // Gateway accepts clients on the unix socket and the WebSocket endpoint and
@@ -138,6 +143,13 @@ func (g *Gateway) Tickets() *Tickets { return g.tickets }
 func (g *Gateway) Serve() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ws", g.serveWS)
+	if g.cfg.Metrics != nil {
+		// /metrics needs no ticket, unlike /ws: it carries counts, states
+		// and latencies only (never a prompt, task, path, agent id or
+		// ticket), the listener is loopback-only (web.host is validated),
+		// and Prometheus scrapers cannot mint single-use tickets.
+		mux.Handle("GET /metrics", g.cfg.Metrics.Handler())
+	}
 	g.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)}
 	g.goTracked(func() {
 		if err := g.httpSrv.Serve(g.webLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -233,6 +245,7 @@ func (g *Gateway) startConn(t transport, local bool) bool {
 	a := &connActor{g: g, id: id, t: t, out: outbox.New(g.cfg.Limits), local: local, writerDone: make(chan struct{})}
 	g.conns[id] = a
 	g.mu.Unlock()
+	g.cfg.Metrics.ConnOpened(t.Kind())
 
 	props := actor.PropsFromProducer(func() actor.Actor { return a },
 		actor.WithGuardian(supervisor.StopOnFailure()))
@@ -245,10 +258,19 @@ func (g *Gateway) startConn(t transport, local bool) bool {
 	return true
 }
 
+// forget drops a connection that ended (its actor stopped).
 func (g *Gateway) forget(id uint64) {
 	g.mu.Lock()
+	a := g.conns[id]
 	delete(g.conns, id)
 	g.mu.Unlock()
+	if a == nil {
+		return
+	}
+	g.cfg.Metrics.ConnClosed(a.t.Kind())
+	if a.out.Overflowed() {
+		g.cfg.Metrics.SlowConsumerDropped(a.t.Kind())
+	}
 }
 
 // goTracked runs f in a goroutine that Close waits for.

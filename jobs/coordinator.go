@@ -12,6 +12,7 @@ import (
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
@@ -61,6 +62,9 @@ type Deps struct {
 	Limits   Limits
 	Aliases  []string
 	Now      func() time.Time
+	// Metrics records runs by state, transitions, queue wait, run duration,
+	// stop stages and report delivery; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 type waiter struct {
@@ -88,7 +92,7 @@ type Coordinator struct {
 	active     map[string]string // admitted run → parent
 	waiters    map[int]*waiter
 	nextWaiter int
-	delivering map[string]bool // run ids whose report is in flight
+	delivering map[string]int64 // run id whose report is in flight → its terminal time (ms)
 }
 
 // Props returns the coordinator's props.
@@ -104,7 +108,7 @@ func Props(deps Deps) *actor.Props {
 		return &Coordinator{
 			deps: deps, jobs: map[string]*store.Job{}, runJob: map[string]string{}, agentRuns: map[string][]string{},
 			actors: map[string]*actor.PID{}, parents: map[string][]*agent.Client{}, active: map[string]string{},
-			waiters: map[int]*waiter{}, delivering: map[string]bool{},
+			waiters: map[int]*waiter{}, delivering: map[string]int64{},
 		}
 	}, actor.WithSupervisor(supervisor.StopOnFailure()))
 }
@@ -153,6 +157,9 @@ func (co *Coordinator) load(c actor.Context) {
 	}
 	for i := range all {
 		co.index(&all[i])
+		for _, r := range all[i].Runs {
+			co.deps.Metrics.RunState("", r.State)
+		}
 		if !Terminal(&all[i]) {
 			co.spawnJob(c, all[i])
 		}
@@ -408,6 +415,9 @@ func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
 		return
 	}
 	co.index(&m.job)
+	for _, r := range m.job.Runs {
+		co.deps.Metrics.RunState("", r.State)
+	}
 	switch m.cmd.Header.Type {
 	case protocol.TypeSubagentRelaunch:
 		r := m.job.Runs[0]
@@ -491,6 +501,7 @@ func (co *Coordinator) onRunChanged(c actor.Context, m *runChanged) {
 	if r == nil {
 		return
 	}
+	co.observe(m.prev, r)
 	ev := protocol.SubagentRunChanged{
 		Header:        protocol.Header{Type: protocol.TypeSubagentRunChanged},
 		ParentAgentID: j.ParentAgentID, JobID: j.JobID, RunID: r.RunID, Alias: r.Alias,
@@ -511,6 +522,25 @@ func (co *Coordinator) onRunChanged(c actor.Context, m *runChanged) {
 	}
 }
 
+// observe records a persisted transition of r from prev in the metrics.
+func (co *Coordinator) observe(prev protocol.RunState, r *store.Run) {
+	mt := co.deps.Metrics
+	mt.RunTransition(prev, r.State)
+	ms := func(from, to int64) time.Duration { return time.Duration(to-from) * time.Millisecond }
+	if r.State == protocol.RunStarting && r.QueuedAt != 0 && r.StartedAt != 0 {
+		mt.ObserveQueueWait(ms(r.QueuedAt, r.StartedAt))
+	}
+	if !r.State.Terminal() {
+		return
+	}
+	if r.StartedAt != 0 && r.EndedAt != 0 {
+		mt.ObserveRunDuration(r.State, ms(r.StartedAt, r.EndedAt))
+	}
+	if r.StopStage != "" {
+		mt.StopStage(r.StopStage)
+	}
+}
+
 func (co *Coordinator) deliverPending(c actor.Context) {
 	reports, err := co.deps.Store.Reports()
 	if err != nil {
@@ -526,15 +556,19 @@ func (co *Coordinator) deliverPending(c actor.Context) {
 // active turn, prompt otherwise (restoring its runtime). The report stays
 // in the store until the parent's runtime accepted it.
 func (co *Coordinator) deliver(c actor.Context, r store.Report) {
-	if co.delivering[r.RunID] {
+	if _, ok := co.delivering[r.RunID]; ok {
 		return
 	}
-	co.delivering[r.RunID] = true
+	co.delivering[r.RunID] = r.CreatedAt
 	c.Request(co.deps.Registry, &ToAgent{AgentID: r.ParentAgentID, Msg: &agent.Inject{Key: r.RunID, Text: ReportText(r)}})
 }
 
 func (co *Coordinator) onInjected(m *agent.Injected) {
+	endedAt, known := co.delivering[m.Key]
 	delete(co.delivering, m.Key)
+	if m.Err == nil && known && endedAt != 0 {
+		co.deps.Metrics.ObserveReportDelivery(co.deps.Now().Sub(time.UnixMilli(endedAt)))
+	}
 	if m.Err != nil {
 		co.deps.Logger.Warn("completion report not delivered; will retry", "run_id", m.Key, "err", m.Err)
 		sys, self := co.sys, co.self

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shard-dev/shard/actors/runtime"
 	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
@@ -45,6 +46,9 @@ type Deps struct {
 	Hub     *outbox.Hub
 	Logger  *slog.Logger
 	Now     func() time.Time
+	// Metrics records runtime starts/exits/reaps, attachments and relayed
+	// events; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 type attachment struct {
@@ -106,6 +110,7 @@ type Actor struct {
 	caps     []string
 
 	attached      map[uint64]*attachment
+	nAttached     int // len(attached) as last reported to metrics
 	pendingAttach []uint64
 	startWaiters  []waiter
 	queued        []*Request
@@ -157,6 +162,7 @@ func Props(m store.Agent, deps Deps) *actor.Props {
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(c actor.Context) {
+	defer a.countAttachments()
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.sys, a.self = c.ActorSystem(), c.Self()
@@ -208,7 +214,9 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case *actor.Stopping:
 		a.failAll(protocol.Errorf(protocol.CodeInternal, "agent stopped"))
-	case *actor.Stopped, *actor.Restarting:
+	case *actor.Stopped:
+		clear(a.attached) // gone with the actor (for the attachments gauge)
+	case *actor.Restarting:
 	default:
 		a.log.Warn("agent actor: unexpected message", "type", fmt.Sprintf("%T", m))
 	}
@@ -773,10 +781,22 @@ func (a *Actor) fanout(line []byte) {
 		return
 	}
 	rec := protocol.WithAgentID(line, a.m.AgentID)
+	n := 0
 	for _, att := range a.attached {
 		if att.live {
 			att.client.Send(rec)
+			n++
 		}
+	}
+	a.deps.Metrics.EventsRelayed(n)
+}
+
+// countAttachments reports a change of the attachment count to metrics; it
+// runs after every message, whichever path added or dropped one.
+func (a *Actor) countAttachments() {
+	if n := len(a.attached); n != a.nAttached {
+		a.deps.Metrics.AttachmentsAdd(n - a.nAttached)
+		a.nAttached = n
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/runtime"
+	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/supervisor"
 )
@@ -59,6 +60,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		return
 	}
 	a.rt = pid
+	a.deps.Metrics.RuntimeStarted()
 	a.rstate = protocol.RuntimeStarting
 	a.broadcastStatus(c)
 	epoch := a.epoch
@@ -177,9 +179,12 @@ func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
 		a.rstate, a.status = protocol.RuntimeFailed, protocol.StatusError
 		startErr = protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime failed to start: %s", reason)
 		a.broadcastExit(m, reason)
+		a.deps.Metrics.RuntimeExited(metrics.ExitStartFailed)
 	case requested:
 		a.rstate, a.status = protocol.RuntimeStopped, protocol.StatusIdle
+		a.deps.Metrics.RuntimeExited(metrics.ExitRequested)
 	default:
+		a.deps.Metrics.RuntimeExited(metrics.ExitCrash)
 		a.rstate, a.status = protocol.RuntimeFailed, protocol.StatusError
 		a.broadcastExit(m, m.Reason)
 		a.fanout(protocol.MustMarshal(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError},
@@ -304,6 +309,7 @@ func (a *Actor) onIdleTick(c actor.Context, m *idleTick) {
 	}
 	if supervisor.Reapable(a.status, len(a.inflight), a.idleSince, a.deps.Now(), a.deps.Runtime.IdleTimeout) {
 		a.log.Info("reaping idle runtime", "epoch", a.epoch)
+		a.deps.Metrics.RuntimeReaped()
 		a.stopRuntime(c, supervisor.StopGraceful)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/shard-dev/shard/gateway/outbox"
 	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/jobs"
+	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
@@ -43,6 +44,9 @@ type Deps struct {
 	// Jobs configures the subagent-jobs coordinator, a child of the
 	// registry (it creates and leases child agents through it).
 	Jobs jobs.Deps
+	// Metrics keeps shard_agents_by_runtime_state from the projections the
+	// registry holds; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 type entry struct {
@@ -106,6 +110,7 @@ func (r *Actor) Receive(c actor.Context) {
 		r.onCreated(c, m)
 	case *agent.InfoChanged:
 		if e := r.agents[m.Info.AgentID]; e != nil {
+			r.deps.Metrics.AgentState(e.info.RuntimeState, m.Info.RuntimeState)
 			e.info = m.Info
 		}
 	case *agent.Drained:
@@ -145,6 +150,7 @@ func (r *Actor) spawn(c actor.Context, m store.Agent) *entry {
 	}
 	e := &entry{pid: pid, m: m, info: agent.InfoOf(m, protocol.StatusIdle, protocol.RuntimeStopped, m.Mode, protocol.Usage{})}
 	r.agents[m.AgentID] = e
+	r.deps.Metrics.AgentState("", e.info.RuntimeState)
 	if m.SessionID != "" {
 		r.sessions[m.SessionID] = m.AgentID
 	}
@@ -165,6 +171,7 @@ func (r *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
 		// it; the durable identity is intact, so serve it again.
 		r.deps.Logger.Error("registry: agent actor stopped unexpectedly; respawning", "agent_id", id)
 		delete(r.agents, id)
+		r.deps.Metrics.AgentState(e.info.RuntimeState, "")
 		r.spawn(c, e.m)
 		return
 	}

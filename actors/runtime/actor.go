@@ -21,6 +21,10 @@ import (
 // low-rate; a child that stops reading is a stuck child.
 const stdinQueue = 1024
 
+// maxLogBytes bounds an agent's stderr log (logs/agents/<id>.log) as a
+// runtime generation starts (see openLog).
+const maxLogBytes = 10 << 20
+
 // drainBound is how long the exit path waits for stdout to reach EOF after
 // the process and its group are gone.
 const drainBound = 2 * time.Second
@@ -223,6 +227,14 @@ func openLog(path string) (*os.File, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("runtime log dir: %w", err)
+	}
+	// The child writes its stderr straight into the file, so the bound is
+	// applied here, once per generation: a log past maxLogBytes becomes
+	// <id>.log.1 (replacing the previous one) and the new generation starts
+	// a fresh file. An agent's logs thus stay within about twice the bound
+	// plus what one generation writes.
+	if fi, err := os.Stat(path); err == nil && fi.Size() > maxLogBytes {
+		_ = os.Rename(path, path+".1") // on failure the file keeps growing
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {

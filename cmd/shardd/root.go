@@ -64,13 +64,29 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 	}
 	defer closeLog()
 
+	// Signals are caught before the socket accepts anything: a SIGTERM
+	// that arrives while starting (a supervisor stopping a service it has
+	// just seen accept connections) still shuts down cleanly.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
 	path, args, err := runtimeCommand(cfg)
 	if err != nil {
 		return err
 	}
+	// Under a service manager (systemd Type=notify), readiness and the
+	// beginning of a stop are reported on $NOTIFY_SOCKET.
+	notifySocket := os.Getenv(notifySocketEnv)
+	notify := func(state string) {
+		if err := sdNotify(notifySocket, state); err != nil {
+			logger.Warn("service manager notification failed", "state", state, "err", err)
+		}
+	}
 	d, err := daemon.New(cfg, daemon.Options{
 		Version: version, RuntimePath: path, RuntimeArgs: args,
-		Environ: os.Environ(), Logger: logger,
+		Environ: withoutEnv(os.Environ(), notifySocketEnv), Logger: logger,
+		OnShutdown: func() { notify("STOPPING=1") },
 	})
 	if err != nil {
 		return err
@@ -79,11 +95,11 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 		d.Shutdown(true)
 		return err
 	}
+	// Start has bound the unix socket and the web listener and serves both:
+	// clients connecting from now on are accepted.
+	notify(fmt.Sprintf("READY=1\nSTATUS=listening on %s and %s/ws", cfg.SocketPath(), d.WebURL()))
 	fmt.Fprintf(stderr, "shardd %s listening on %s and %s/ws (home %s)\n", version, cfg.SocketPath(), d.WebURL(), cfg.Home)
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
 	select {
 	case <-d.Done():
 		return nil
@@ -112,8 +128,10 @@ func runtimeCommand(cfg *config.Config) (string, []string, error) {
 	return exe, []string{"agent", "--headless"}, nil
 }
 
-// newLogger logs to $SHARD_HOME/logs/shardd.log, and to stderr too when
-// running in the foreground or on a terminal.
+// newLogger logs JSON to $SHARD_HOME/logs/shardd.log (rotated by size, see
+// logMaxBytes), and text to stderr too when running in the foreground
+// (--foreground: containers, where stderr is the log and is no terminal) or
+// on a terminal.
 func newLogger(cfg *config.Config, stderr io.Writer) (*slog.Logger, func(), error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.Log.Level)); err != nil {
@@ -122,9 +140,9 @@ func newLogger(cfg *config.Config, stderr io.Writer) (*slog.Logger, func(), erro
 	if err := os.MkdirAll(cfg.LogDir(), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create log dir: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(cfg.LogDir(), "shardd.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openRotating(filepath.Join(cfg.LogDir(), "shardd.log"), logMaxBytes, logBackups)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open log: %w", err)
+		return nil, nil, err
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	var h slog.Handler = slog.NewJSONHandler(f, opts)

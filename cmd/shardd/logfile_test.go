@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestRotatingFileRotatesBySizeAndKeepsBackups(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shardd.log")
+	r, err := openRotating(path, 100, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	line := func(i int) []byte { return []byte(fmt.Sprintf("record %03d %s\n", i, strings.Repeat("x", 25))) } // 37 bytes
+	for i := 0; i < 20; i++ {
+		if n, err := r.Write(line(i)); err != nil || n != 37 {
+			t.Fatalf("write %d: n=%d err=%v", i, n, err)
+		}
+	}
+	// 2 records fit in 100 bytes: 20 records made 10 files, of which the
+	// live one and 3 backups remain, newest first.
+	want := map[string]string{
+		"shardd.log":   string(line(18)) + string(line(19)),
+		"shardd.log.1": string(line(16)) + string(line(17)),
+		"shardd.log.2": string(line(14)) + string(line(15)),
+		"shardd.log.3": string(line(12)) + string(line(13)),
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(want) {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Fatalf("files = %v, want %d", names, len(want))
+	}
+	for name, content := range want {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != content {
+			t.Errorf("%s = %q, want %q", name, b, content)
+		}
+		fi, _ := os.Stat(filepath.Join(dir, name))
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode = %v, want 0600", name, fi.Mode().Perm())
+		}
+	}
+}
+
+func TestRotatingFileReopensAnOversizedFileAtFirstWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shardd.log")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("o"), 500), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := openRotating(path, 100, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Write([]byte("fresh\n")); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if b, _ := os.ReadFile(path); string(b) != "fresh\n" {
+		t.Fatalf("live log = %q, want only the new record", b)
+	}
+	if b, _ := os.ReadFile(path + ".1"); len(b) != 500 {
+		t.Fatalf("backup holds %d bytes, want the old 500", len(b))
+	}
+	if _, err := r.Write([]byte("late\n")); err == nil {
+		t.Fatal("write after Close succeeded")
+	}
+}
+
+func TestRotatingFileOversizedRecordAndConcurrentWriters(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shardd.log")
+	r, err := openRotating(path, 64, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// A record larger than the bound still lands whole, in a file of its own.
+	big := strings.Repeat("b", 200) + "\n"
+	if _, err := r.Write([]byte("small\n")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Write([]byte(big)); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != big {
+		t.Fatalf("live log = %q, want the big record alone", b)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 50; i++ {
+				_, _ = r.Write([]byte("0123456789abcdef\n"))
+			}
+		}()
+	}
+	wg.Wait()
+	for _, name := range []string{"shardd.log", "shardd.log.1", "shardd.log.2"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 64 {
+			t.Errorf("%s has %d bytes, over the 64-byte bound", name, len(b))
+		}
+		for _, l := range strings.SplitAfter(string(b), "\n") {
+			if l != "" && l != "0123456789abcdef\n" {
+				t.Errorf("%s holds a torn record %q", name, l)
+			}
+		}
+	}
+	if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
+		t.Errorf("a third backup exists with keep=2: %v", err)
+	}
+}
