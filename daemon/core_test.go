@@ -268,3 +268,45 @@ func TestDaemonCheck(t *testing.T) {
 		t.Fatalf("daemon.check = %+v", data)
 	}
 }
+
+func TestModeAndModelSelectionSurviveRuntimeRestart(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	id := h.create(c, nil)
+	attach(t, c, id, "")
+	if _, err := c.Request(ctx(t), &protocol.SetMode{Header: protocol.Header{Type: protocol.TypeSetMode, AgentID: id}, Mode: "plan"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Request(ctx(t), &protocol.SetModel{Header: protocol.Header{Type: protocol.TypeSetModel, AgentID: id}, Model: "sim-think"}); err != nil {
+		t.Fatal(err)
+	}
+	ev := waitFor(t, c, isType(protocol.TypeModelChanged, id)).Msg.(*protocol.ModelChanged)
+	if ev.Active.Model != "sim-think" {
+		t.Fatalf("model_changed = %+v", ev)
+	}
+	if _, err := c.Request(ctx(t), &protocol.AgentKill{Header: protocol.Header{Type: protocol.TypeAgentKill, AgentID: id}, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	prompt(t, c, id, "hello again") // restores the runtime
+	sync := waitFor(t, c, isType(protocol.TypeSync, id)).Msg.(*protocol.Sync)
+	if sync.Mode != "plan" {
+		t.Errorf("mode after restart = %q, want plan", sync.Mode)
+	}
+	var st protocol.AgentListData
+	if err := c.Call(ctx(t), &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: id}}, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Agents[0].Model != "sim-think" || st.Agents[0].Mode != "plan" {
+		t.Errorf("agent info after restart = %+v", st.Agents[0])
+	}
+	var models struct {
+		Active protocol.ModelDescriptor `json:"active"`
+	}
+	waitFor(t, c, isType(protocol.TypeTurnEnd, id))
+	if err := c.Call(ctx(t), &protocol.ListModels{Header: protocol.Header{Type: protocol.TypeListModels, AgentID: id}}, &models); err != nil {
+		t.Fatal(err)
+	}
+	if models.Active.Model != "sim-think" {
+		t.Errorf("active model after restart = %+v", models.Active)
+	}
+}

@@ -140,6 +140,15 @@ func (d *Daemon) Start() error {
 			Hub:     d.hub,
 			Logger:  d.log.With("component", "agent"),
 			Metrics: d.metrics,
+			SaveSelection: func(agentID, model, mode string) {
+				err := d.store.UpdateAgent(agentID, func(a *store.Agent) error {
+					a.Model, a.Mode = model, mode
+					return nil
+				})
+				if err != nil {
+					d.log.Error("persist model/mode selection", "agent_id", agentID, "err", err)
+				}
+			},
 			Runtime: agent.RuntimeConfig{
 				Path:           d.opts.RuntimePath,
 				Args:           d.opts.RuntimeArgs,

@@ -49,6 +49,10 @@ type Deps struct {
 	// Metrics records runtime starts/exits/reaps, attachments and relayed
 	// events; nil records nothing.
 	Metrics *metrics.Metrics
+	// SaveSelection persists an agent's model and mode when its runtime
+	// changes them, so a restored runtime starts where the last one was. It
+	// runs off the mailbox; nil saves nothing.
+	SaveSelection func(agentID, model, mode string)
 }
 
 type attachment struct {
@@ -527,6 +531,20 @@ func (a *Actor) onOutput(c actor.Context, line []byte) {
 		var ev protocol.ModeChanged
 		if json.Unmarshal(line, &ev) == nil && ev.Mode != "" {
 			a.mode = ev.Mode
+			a.m.Mode = ev.Mode
+			a.saveSelection()
+			a.notifyInfo(c)
+		}
+	case protocol.TypeModelChanged:
+		var ev protocol.ModelChanged
+		if json.Unmarshal(line, &ev) == nil && ev.Active.Model != "" {
+			// The new model's capabilities replace the runtime's: a fresh
+			// sync must not offer controls the model lacks (spec §7).
+			if ev.Capabilities != nil {
+				a.caps = ev.Capabilities
+			}
+			a.m.Model = ev.Active.Model
+			a.saveSelection()
 			a.notifyInfo(c)
 		}
 	}
@@ -798,6 +816,14 @@ func (a *Actor) countAttachments() {
 		a.deps.Metrics.AttachmentsAdd(n - a.nAttached)
 		a.nAttached = n
 	}
+}
+
+func (a *Actor) saveSelection() {
+	if a.deps.SaveSelection == nil {
+		return
+	}
+	id, model, mode, save := a.m.AgentID, a.m.Model, a.m.Mode, a.deps.SaveSelection
+	go save(id, model, mode)
 }
 
 // ---- status, activity, info ----
