@@ -117,6 +117,11 @@ type Prompt struct {
 	Message           string  `json:"message"`
 	Images            []Image `json:"images,omitempty"`
 	StreamingBehavior string  `json:"streaming_behavior,omitempty"`
+	// DedupeKey is a Shard extension the daemon sets on completion reports:
+	// a runtime that already accepted a prompt with this key (it is kept in
+	// the session transcript) acknowledges a repeat without delivering it
+	// again, so a report re-sent after a daemon crash is accepted once.
+	DedupeKey string `json:"dedupe_key,omitempty"`
 }
 
 // Steer is shorthand for a prompt with streaming_behavior "steer".

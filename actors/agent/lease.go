@@ -301,7 +301,7 @@ func (a *Actor) pumpInjects(c actor.Context) {
 		// report sent just before this one may have started a turn), and an
 		// idle runtime starts a follow_up at once.
 		msg := protocol.Prompt{Header: protocol.Header{ID: did, Type: protocol.TypePrompt}, Message: p.text,
-			StreamingBehavior: protocol.BehaviorFollowUp}
+			StreamingBehavior: protocol.BehaviorFollowUp, DedupeKey: "report:" + p.key}
 		if a.status.Active() {
 			msg.StreamingBehavior = protocol.BehaviorSteer
 		}
