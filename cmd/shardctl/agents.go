@@ -6,13 +6,16 @@ func newAgentsCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "agents",
 		Aliases: []string{"agent"},
-		Short:   "List and create agents",
+		Short:   "List, inspect, create and stop agents",
 		Args:    cobra.ArbitraryArgs,
 		RunE:    groupRunE,
 	}
 	cmd.AddCommand(
 		newAgentsLsCommand(g),
+		newAgentsShowCommand(g),
 		newAgentsCreateCommand(g),
+		newAgentsKillCommand(g),
+		newAgentsTerminateCommand(g),
 	)
 	return cmd
 }

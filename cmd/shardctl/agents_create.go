@@ -41,7 +41,7 @@ func newAgentsCreateCommand(g *globalOptions) *cobra.Command {
 		Use:   "create [--cwd DIR]",
 		Short: "Create an agent",
 		Long: `Create a durable agent (agent.create) and print its id; -o json prints
-{"agent_id":"..."}. --cwd is resolved to an absolute path.`,
+{"agent_id":"..."} (-o yaml likewise). --cwd is resolved to an absolute path.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			msg, err := o.message()
@@ -94,8 +94,8 @@ func (o *agentsCreateOptions) run(ctx context.Context, conn *client.Conn, msg *p
 	if err := conn.Call(ctx, msg, &data); err != nil {
 		return err
 	}
-	if o.output.json() {
-		return writeJSON(w, data)
+	if o.output.structured() {
+		return o.output.write(w, data)
 	}
 	_, err := fmt.Fprintln(w, data.AgentID)
 	return err

@@ -4,42 +4,83 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
 )
 
 // agentsLsOptions are the options of shardctl agents ls.
 type agentsLsOptions struct {
 	g      *globalOptions
 	output outputOptions
+	parent string
+	state  string
 }
 
 // AddFlags registers the agents ls flags on cmd.
 func (o *agentsLsOptions) AddFlags(cmd *cobra.Command) {
-	o.output.AddFlags(cmd.Flags())
+	fs := cmd.Flags()
+	o.output.AddFlags(fs)
+	fs.StringVar(&o.parent, "parent", "", "only the children of this agent id")
+	fs.StringVar(&o.state, "state", "", "only agents in this runtime state (stopped, starting, running, stopping, failed) or status (idle, streaming, waiting_for_permission, waiting_for_ui, compacting, error)")
+}
+
+// agentStates are the values --state accepts.
+var agentStates = []string{
+	string(protocol.RuntimeStopped), string(protocol.RuntimeStarting), string(protocol.RuntimeRunning),
+	string(protocol.RuntimeStopping), string(protocol.RuntimeFailed),
+	string(protocol.StatusIdle), string(protocol.StatusStreaming), string(protocol.StatusWaitingForPermission),
+	string(protocol.StatusWaitingForUI), string(protocol.StatusCompacting), string(protocol.StatusError),
 }
 
 func newAgentsLsCommand(g *globalOptions) *cobra.Command {
 	o := &agentsLsOptions{g: g}
 	cmd := &cobra.Command{
-		Use:     "ls",
+		Use:     "ls [--parent ID] [--state S]",
 		Aliases: []string{"list"},
 		Short:   "List agents",
 		Long: `List every durable agent (agent.list). The table shows AGENT_ID, NAME,
-STATUS, RUNTIME (runtime state), MODEL, CWD and CREATED (local time);
--o json prints {"agents":[...]} with the wire's AgentInfo fields.`,
-		Args: cobra.NoArgs,
+PARENT, STATUS, RUNTIME (runtime state), MODEL, CWD and CREATED (local
+time); -o json|yaml prints {"agents":[...]} with the wire's AgentInfo fields.
+
+--state matches either the runtime state or the status.
+
+With --offline the agents come from shard.db, read-only (the daemon must be
+stopped): their runtime_state is "stopped" and their status is unknown
+(empty).`,
+		Annotations: map[string]string{offlineAnnotation: "yes"},
+		Args:        cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.output.validate(); err != nil {
 				return err
 			}
+			if o.state != "" && !slices.Contains(agentStates, o.state) {
+				return usageErrorf("invalid --state %q: want one of %v", o.state, agentStates)
+			}
+			if o.g.offline {
+				return o.g.withOffline(cmd.Context(), func(st *store.Store) error {
+					manifests, err := st.ListAgents()
+					if err != nil {
+						return err
+					}
+					data := protocol.AgentListData{Agents: []protocol.AgentInfo{}}
+					for _, a := range manifests {
+						data.Agents = append(data.Agents, offlineAgent(a))
+					}
+					return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
+				})
+			}
 			return o.g.oneShot(cmd.Context(), func(ctx context.Context, conn *client.Conn) error {
-				return o.run(ctx, conn, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				var data protocol.AgentListData
+				if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &data); err != nil {
+					return err
+				}
+				return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
 			})
 		},
 	}
@@ -47,28 +88,36 @@ STATUS, RUNTIME (runtime state), MODEL, CWD and CREATED (local time);
 	return cmd
 }
 
-func (o *agentsLsOptions) run(ctx context.Context, conn *client.Conn, stdout, stderr io.Writer) error {
-	var data protocol.AgentListData
-	if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &data); err != nil {
-		return err
+// keep applies --parent and --state.
+func (o *agentsLsOptions) keep(a protocol.AgentInfo) bool {
+	if o.parent != "" && a.ParentAgentID != o.parent {
+		return false
 	}
-	if data.Agents == nil {
-		data.Agents = []protocol.AgentInfo{}
+	return o.state == "" || string(a.RuntimeState) == o.state || string(a.Status) == o.state
+}
+
+func (o *agentsLsOptions) print(stdout, stderr io.Writer, data protocol.AgentListData) error {
+	agents := []protocol.AgentInfo{}
+	for _, a := range data.Agents {
+		if o.keep(a) {
+			agents = append(agents, a)
+		}
 	}
-	if o.output.json() {
-		return writeJSON(stdout, data)
+	if o.output.structured() {
+		return o.output.write(stdout, protocol.AgentListData{Agents: agents})
 	}
-	if len(data.Agents) == 0 {
+	if len(agents) == 0 {
 		fmt.Fprintln(stderr, "No agents.")
 		return nil
 	}
 	p := newPalette(stdout, o.g.noColor)
+	width := termWidth(stdout)
 	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT_ID\tNAME\tSTATUS\tRUNTIME\tMODEL\tCWD\tCREATED")
-	for _, a := range data.Agents {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			a.AgentID, agentName(a), p.status(a.Status), orDash(string(a.RuntimeState)),
-			orDash(a.Model), orDash(a.Cwd), formatCreated(a.CreatedAt))
+	fmt.Fprintln(tw, "AGENT_ID\tNAME\tPARENT\tSTATUS\tRUNTIME\tMODEL\tCWD\tCREATED")
+	for _, a := range agents {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			a.AgentID, agentName(a), orDash(a.ParentAgentID), p.status(a.Status), orDash(string(a.RuntimeState)),
+			orDash(a.Model), orDash(fitPath(a.Cwd, 40, width)), o.g.clock.formatTime(a.CreatedAt))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write agents: %w", err)
@@ -89,12 +138,11 @@ func agentName(a protocol.AgentInfo) string {
 	return "-"
 }
 
-// createdLayout formats CREATED in local time.
-const createdLayout = "2006-01-02 15:04:05"
-
-func formatCreated(ms int64) string {
-	if ms <= 0 {
-		return "-"
+// fitPath shortens a path from the left on a terminal ("…/deep/dir").
+func fitPath(s string, n, width int) string {
+	r := []rune(s)
+	if width <= 0 || len(r) <= n {
+		return s
 	}
-	return time.UnixMilli(ms).Local().Format(createdLayout)
+	return "…" + string(r[len(r)-n+1:])
 }

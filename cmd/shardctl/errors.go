@@ -19,7 +19,11 @@ const (
 	exitFailed      = 1   // the command failed: a protocol error, an error event, a lost connection
 	exitUsage       = 2   // bad flags or arguments
 	exitUnreachable = 3   // the daemon's socket is missing, refuses, or never says hello
-	exitInterrupted = 130 // Ctrl-C during a command that does not end on it (prompt)
+	exitNotComplete = 4   // jobs wait: the runs ended, not all completed
+	exitWaitTimeout = 5   // jobs wait: timed out
+	exitDaemonUp    = 6   // --offline while the daemon holds the database
+	exitProblems    = 7   // doctor: a check failed
+	exitInterrupted = 130 // Ctrl-C during a command that does not end on it (prompt, jobs wait, plain attach)
 )
 
 // exitError carries an exit code with the error that caused it.
@@ -35,6 +39,12 @@ func (e *exitError) Unwrap() error { return e.err }
 
 // failed marks err as a failed command (exit 1).
 func failed(err error) error { return &exitError{code: exitFailed, err: err} }
+
+// exitWith marks err with an exit code; printed says the command already
+// told the user.
+func exitWith(code int, err error, printed bool) error {
+	return &exitError{code: code, err: err, printed: printed}
+}
 
 // usageErrorf is a usage error (exit 2).
 func usageErrorf(format string, args ...any) error {

@@ -22,6 +22,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // testTimeout bounds every command run in these tests.
 const testTimeout = 10 * time.Second
 
+// testNow is the pinned "now" of the commands under test: 2023-11-14
+// 22:15:00 UTC, 100 s after the epoch-ms 1_700_000_000_000.
+var testNow = time.UnixMilli(1_700_000_100_000)
+
+// testClock pins time and zone so that tables are reproducible.
+var testClock = clock{now: func() time.Time { return testNow }, loc: time.UTC}
+
 // fakeDaemon is an in-test shardd: a JSONL server on a real unix socket that
 // sends hello on connect and hands every record it receives to handle.
 type fakeDaemon struct {
@@ -180,7 +187,7 @@ func runCtlIn(t *testing.T, ctx context.Context, socket string, stdin io.Reader,
 		ctx, cancel = context.WithTimeout(context.Background(), testTimeout)
 		defer cancel()
 	}
-	root := newRootCommand()
+	root := newRoot(testClock)
 	var out, errb bytes.Buffer
 	all := args
 	if socket != "" {
@@ -192,6 +199,11 @@ func runCtlIn(t *testing.T, ctx context.Context, socket string, stdin io.Reader,
 	root.SetIn(stdin)
 	code := execute(ctx, root)
 	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// contextWithTimeout is context.WithTimeout on the background context.
+func contextWithTimeout(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
 }
 
 // ev builds the Header of an event tagged with an agent id.

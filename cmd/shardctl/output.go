@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/term"
 
 	"github.com/shard-dev/shard/protocol"
@@ -19,6 +22,7 @@ import (
 const (
 	formatTable = "table"
 	formatJSON  = "json"
+	formatYAML  = "yaml"
 )
 
 // outputOptions is the -o/--output flag of read commands.
@@ -28,19 +32,28 @@ type outputOptions struct {
 
 // AddFlags registers -o/--output on fs.
 func (o *outputOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.format, "output", "o", formatTable, "output format: table or json")
+	fs.StringVarP(&o.format, "output", "o", formatTable, "output format: table, json or yaml")
 }
 
 // validate rejects an unknown format as a usage error.
 func (o *outputOptions) validate() error {
 	switch o.format {
-	case formatTable, formatJSON:
+	case formatTable, formatJSON, formatYAML:
 		return nil
 	}
-	return usageErrorf("invalid --output %q: want table or json", o.format)
+	return usageErrorf("invalid --output %q: want table, json or yaml", o.format)
 }
 
-func (o *outputOptions) json() bool { return o.format == formatJSON }
+// structured reports whether the output is JSON or YAML (not a table).
+func (o *outputOptions) structured() bool { return o.format == formatJSON || o.format == formatYAML }
+
+// write prints v as JSON or YAML; it must only be called when structured.
+func (o *outputOptions) write(w io.Writer, v any) error {
+	if o.format == formatYAML {
+		return writeYAML(w, v)
+	}
+	return writeJSON(w, v)
+}
 
 // writeJSON writes v as indented JSON followed by a newline.
 func writeJSON(w io.Writer, v any) error {
@@ -53,6 +66,74 @@ func writeJSON(w io.Writer, v any) error {
 	return nil
 }
 
+// writeYAML writes v as YAML with exactly the fields, names and order of
+// its JSON form: v goes through encoding/json first (so the json tags are
+// the single source of field names), and the JSON document, which is YAML,
+// is re-emitted in block style.
+func writeYAML(w io.Writer, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("write yaml: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("write yaml: %w", err)
+	}
+	blockStyle(&doc)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return fmt.Errorf("write yaml: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("write yaml: %w", err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("write yaml: %w", err)
+	}
+	return nil
+}
+
+// blockStyle clears the flow style JSON input gives every node. Scalars
+// keep their tags, so the encoder still quotes strings like "true" or "1"
+// that would otherwise read as another type.
+func blockStyle(n *yaml.Node) {
+	n.Style = 0
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// termWidth is the width of w when it is a terminal; 0 means "not a
+// terminal: never truncate".
+func termWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil || width <= 0 {
+		return 80
+	}
+	return width
+}
+
+// fit shortens s to n runes on a terminal (width > 0) and leaves it whole
+// otherwise; it always folds s onto one line.
+func fit(s string, n, width int) string {
+	if width <= 0 {
+		return strings.Join(strings.Fields(s), " ")
+	}
+	return truncate(s, n)
+}
+
 // palette colors text for a terminal; the zero palette leaves text plain.
 type palette struct{ enabled bool }
 
@@ -62,8 +143,7 @@ func newPalette(w io.Writer, noColor bool) palette {
 	if noColor || os.Getenv("NO_COLOR") != "" {
 		return palette{}
 	}
-	f, ok := w.(*os.File)
-	return palette{enabled: ok && term.IsTerminal(int(f.Fd()))}
+	return palette{enabled: isTerminal(w)}
 }
 
 // ANSI SGR codes; all the same length so that tabwriter columns line up.
@@ -72,8 +152,10 @@ const (
 	sgrRed    = "\x1b[31m"
 	sgrGreen  = "\x1b[32m"
 	sgrYellow = "\x1b[33m"
+	sgrBlue   = "\x1b[34m"
 	sgrCyan   = "\x1b[36m"
 	sgrDim    = "\x1b[02m"
+	sgrBold   = "\x1b[01m"
 )
 
 func (p palette) paint(sgr, s string) string {
@@ -83,7 +165,9 @@ func (p palette) paint(sgr, s string) string {
 	return sgr + s + sgrReset
 }
 
-func (p palette) dim(s string) string { return p.paint(sgrDim, s) }
+func (p palette) dim(s string) string  { return p.paint(sgrDim, s) }
+func (p palette) bold(s string) string { return p.paint(sgrBold, s) }
+func (p palette) red(s string) string  { return p.paint(sgrRed, s) }
 
 // status colors an agent status by how much it needs attention.
 func (p palette) status(s protocol.AgentStatus) string {
@@ -97,7 +181,42 @@ func (p palette) status(s protocol.AgentStatus) string {
 	case protocol.StatusError:
 		return p.paint(sgrRed, string(s))
 	}
-	return p.paint(sgrDim, string(s))
+	return p.paint(sgrDim, orDash(string(s)))
+}
+
+// runState colors a run state: green done, cyan moving, blue waiting, red
+// failed, yellow stopped.
+func (p palette) runState(s protocol.RunState) string {
+	switch s {
+	case protocol.RunCompleted:
+		return p.paint(sgrGreen, string(s))
+	case protocol.RunStarting, protocol.RunActive:
+		return p.paint(sgrCyan, string(s))
+	case protocol.RunQueued:
+		return p.paint(sgrBlue, string(s))
+	case protocol.RunFailed, protocol.RunTimedOut, protocol.RunInterrupted:
+		return p.paint(sgrRed, string(s))
+	case protocol.RunCancelled:
+		return p.paint(sgrYellow, string(s))
+	}
+	return p.paint(sgrDim, orDash(string(s)))
+}
+
+// jobState colors a job state like the run states it derives from.
+func (p palette) jobState(s protocol.JobState) string {
+	switch s {
+	case protocol.JobCompleted:
+		return p.paint(sgrGreen, string(s))
+	case protocol.JobRunning:
+		return p.paint(sgrCyan, string(s))
+	case protocol.JobQueued:
+		return p.paint(sgrBlue, string(s))
+	case protocol.JobFailed:
+		return p.paint(sgrRed, string(s))
+	case protocol.JobCancelled:
+		return p.paint(sgrYellow, string(s))
+	}
+	return p.paint(sgrDim, orDash(string(s)))
 }
 
 // orDash returns s, or "-" when it is empty.
@@ -141,4 +260,45 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// timeLayout formats times in tables, in the clock's location.
+const timeLayout = "2006-01-02 15:04:05"
+
+// formatTime renders epoch milliseconds, or "-" for zero.
+func (c clock) formatTime(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).In(c.loc).Format(timeLayout)
+}
+
+// formatMs renders a duration in milliseconds compactly: 850ms, 12.3s,
+// 4m05s, 2h03m.
+func formatMs(ms int64) string {
+	if ms < 0 {
+		ms = 0
+	}
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", ms)
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// span renders the time from start to end (or to now while end is zero),
+// "-" when it never started.
+func (c clock) span(start, end int64) string {
+	if start <= 0 {
+		return "-"
+	}
+	if end <= 0 {
+		return formatMs(c.now().UnixMilli()-start) + "+"
+	}
+	return formatMs(end - start)
 }

@@ -27,18 +27,20 @@ const abortGrace = 2 * time.Second
 // promptOptions are the options of shardctl prompt.
 type promptOptions struct {
 	g      *globalOptions
+	wait   bool
 	noWait bool
 }
 
 // AddFlags registers the prompt flags on cmd.
 func (o *promptOptions) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.wait, "wait", true, "stream the turn until it ends (--wait=false is --no-wait)")
 	cmd.Flags().BoolVar(&o.noWait, "no-wait", false, "return once the prompt is accepted instead of streaming the turn")
 }
 
 func newPromptCommand(g *globalOptions) *cobra.Command {
 	o := &promptOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "prompt AGENT TEXT...",
+		Use:   "prompt AGENT TEXT... [--wait]",
 		Short: "Send a prompt and stream the reply",
 		Long: `Attach to AGENT interactively, send TEXT (further arguments are joined with
 spaces) and stream the assistant's text to stdout until the turn ends.
@@ -62,6 +64,7 @@ Exits 1 if the agent reports an error or a command fails, 130 on Ctrl-C
 			return o.run(cmd.Context(), args[0], text, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	cmd.ValidArgsFunction = completeAgents(g, false)
 	o.AddFlags(cmd)
 	return cmd
 }
@@ -111,7 +114,7 @@ func (o *promptOptions) run(ctx context.Context, agentID, text string, stdin io.
 		}
 		return err
 	}
-	if o.noWait {
+	if o.noWait || !o.wait {
 		return nil
 	}
 	return s.loop()

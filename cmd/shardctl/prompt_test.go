@@ -346,3 +346,11 @@ func TestPromptInterruptAborts(t *testing.T) {
 		t.Fatalf("abort records = %d", n)
 	}
 }
+
+func TestPromptWaitFalse(t *testing.T) {
+	d := agentScript{}.daemon(t)
+	r := runCtl(t, nil, d.path, "", "prompt", "--wait=false", agentA, "go")
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+}

@@ -17,13 +17,23 @@ import (
 const (
 	defaultHomeDir = ".shard"        // under the user's home directory
 	socketName     = "daemon.sock"   // under the Shard home
+	dbName         = "shard.db"      // under the Shard home
+	discoveryName  = "daemon.json"   // under the Shard home
 	defaultTimeout = 5 * time.Second // for connecting to the daemon
 )
 
 const rootLong = `shardctl inspects and steers a running shardd over its unix socket.
 
 The socket is <home>/daemon.sock, where <home> is --home, else $SHARD_HOME,
-else ~/.shard; --socket overrides the whole path.
+else ~/.shard; --socket overrides the whole path (and then <home> defaults to
+the socket's directory).
+
+Read commands take -o table|json|yaml. JSON and YAML carry the same stable
+snake_case fields; tables are for people (colors and truncation only on a
+terminal; --no-color or NO_COLOR=1 turns colors off).
+
+--offline makes "jobs ls", "jobs show" and "agents ls" read <home>/shard.db
+directly, read-only, for forensics while the daemon is down.
 
 Exit codes:
   0    success
@@ -33,14 +43,33 @@ Exit codes:
   2    usage error: unknown command, bad flag or argument
   3    cannot reach the daemon: the socket is missing or refuses
        connections, or the daemon did not say hello in time (--timeout)
-  130  interrupted (Ctrl-C) while a prompt was running; the turn is aborted`
+  4    jobs wait: the awaited runs ended, but not all completed (failed,
+       timed out, cancelled or interrupted)
+  5    jobs wait: the wait timed out (--timeout); nothing was cancelled
+  6    --offline: the daemon is running and holds the database; ask it
+       instead (drop --offline)
+  7    doctor: at least one check failed
+  130  interrupted (Ctrl-C, SIGINT): prompt (its turn is aborted),
+       jobs wait (nothing is cancelled), attach when not on a terminal`
+
+// clock is the time source of the commands: tests pin it so that tables
+// with times and ages are reproducible.
+type clock struct {
+	now func() time.Time
+	loc *time.Location
+}
+
+// systemClock is the real clock in local time.
+func systemClock() clock { return clock{now: time.Now, loc: time.Local} }
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
 	home    string
 	socket  string
 	noColor bool
+	offline bool
 	timeout time.Duration
+	clock   clock
 }
 
 // AddFlags registers the global flags on fs (the root's persistent flags).
@@ -48,7 +77,27 @@ func (o *globalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.home, "home", "", "Shard home directory (default $SHARD_HOME, else ~/.shard)")
 	fs.StringVar(&o.socket, "socket", "", "daemon socket path (default <home>/daemon.sock)")
 	fs.BoolVar(&o.noColor, "no-color", false, "disable colored output (also NO_COLOR=1)")
+	fs.BoolVar(&o.offline, "offline", false, "read <home>/shard.db read-only instead of asking the daemon (jobs ls, jobs show, agents ls; the daemon must be stopped)")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "how long to wait while connecting to the daemon")
+}
+
+// homeDir resolves the Shard home: --home, else the directory of --socket,
+// else $SHARD_HOME, else ~/.shard.
+func (o *globalOptions) homeDir() (string, error) {
+	switch {
+	case o.home != "":
+		return o.home, nil
+	case o.socket != "":
+		return filepath.Dir(o.socket), nil
+	}
+	if h := os.Getenv("SHARD_HOME"); h != "" {
+		return h, nil
+	}
+	uh, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the Shard home (set --home or SHARD_HOME): %w", err)
+	}
+	return filepath.Join(uh, defaultHomeDir), nil
 }
 
 // socketPath resolves --socket, --home, $SHARD_HOME and ~/.shard, in that
@@ -57,18 +106,20 @@ func (o *globalOptions) socketPath() (string, error) {
 	if o.socket != "" {
 		return o.socket, nil
 	}
-	home := o.home
-	if home == "" {
-		home = os.Getenv("SHARD_HOME")
-	}
-	if home == "" {
-		uh, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find the Shard home (set --home or SHARD_HOME): %w", err)
-		}
-		home = filepath.Join(uh, defaultHomeDir)
+	home, err := o.homeDir()
+	if err != nil {
+		return "", err
 	}
 	return filepath.Join(home, socketName), nil
+}
+
+// dbPath is <home>/shard.db.
+func (o *globalOptions) dbPath() (string, error) {
+	home, err := o.homeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, dbName), nil
 }
 
 // connect dials the daemon. The connect timeout bounds the dial and the
@@ -106,10 +157,16 @@ func (o *globalOptions) oneShot(ctx context.Context, fn func(ctx context.Context
 	return fn(ctx, conn)
 }
 
+// offlineAnnotation marks the commands that support --offline.
+const offlineAnnotation = "shardctl/offline"
+
 // newRootCommand builds the whole command tree. It holds no state outside
 // the returned command, so tests build a fresh tree per run.
-func newRootCommand() *cobra.Command {
-	g := &globalOptions{}
+func newRootCommand() *cobra.Command { return newRoot(systemClock()) }
+
+// newRoot is newRootCommand with a given clock.
+func newRoot(clk clock) *cobra.Command {
+	g := &globalOptions{clock: clk}
 	root := &cobra.Command{
 		Use:           "shardctl",
 		Short:         "Inspect and steer a running shardd",
@@ -117,10 +174,14 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	root.CompletionOptions.DisableDefaultCmd = true // see completion.go
 	g.AddFlags(root.PersistentFlags())
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.timeout <= 0 {
 			return usageErrorf("--timeout must be positive, got %s", g.timeout)
+		}
+		if g.offline && cmd.Annotations[offlineAnnotation] == "" {
+			return usageErrorf("--offline works with jobs ls, jobs show and agents ls only, not %q", cmd.CommandPath())
 		}
 		return nil
 	}
@@ -129,9 +190,13 @@ func newRootCommand() *cobra.Command {
 	root.AddCommand(
 		newStatusCommand(g),
 		newAgentsCommand(g),
+		newJobsCommand(g),
 		newPromptCommand(g),
 		newWatchCommand(g),
+		newAttachCommand(g),
 		newShutdownCommand(g),
+		newDoctorCommand(g),
+		newCompletionCommand(),
 	)
 	wrapRunE(root)
 	return root

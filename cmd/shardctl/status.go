@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -34,7 +35,11 @@ func newStatusCommand(g *globalOptions) *cobra.Command {
 		Short: "Show the daemon's status",
 		Long: `Show the daemon's status (daemon.status): version, protocol version, pid,
 uptime, home, web URL, open connections, agents by runtime state and by
-status, and the size of the store.`,
+status, the size of the store, and — from jobs.list — the jobs, runs by
+state, the queue depth (queued runs) and the runs that look stuck.
+
+-o json|yaml prints daemon.status's fields plus jobs, runs_by_state,
+queue_depth and stuck_runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.output.validate(); err != nil {
@@ -49,31 +54,88 @@ status, and the size of the store.`,
 	return cmd
 }
 
+// statusView is what status prints: daemon.status plus the job counts.
+type statusView struct {
+	protocol.DaemonStatusData
+	// Jobs is the number of jobs the daemon knows.
+	Jobs int `json:"jobs"`
+	// RunsByState counts runs per state.
+	RunsByState map[protocol.RunState]int `json:"runs_by_state"`
+	// QueueDepth is the number of queued runs.
+	QueueDepth int `json:"queue_depth"`
+	// StuckRuns counts runs jobs.list flags as stuck.
+	StuckRuns int `json:"stuck_runs"`
+	// JobsError says why the job counts are missing (jobs.list failed,
+	// e.g. while the daemon shuts down).
+	JobsError string `json:"jobs_error,omitempty"`
+}
+
 func (o *statusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer) error {
-	var st protocol.DaemonStatusData
-	if err := conn.Call(ctx, &protocol.DaemonStatus{Header: protocol.Header{Type: protocol.TypeDaemonStatus}}, &st); err != nil {
+	var v statusView
+	if err := conn.Call(ctx, &protocol.DaemonStatus{Header: protocol.Header{Type: protocol.TypeDaemonStatus}}, &v.DaemonStatusData); err != nil {
 		return err
 	}
-	if o.output.json() {
-		return writeJSON(w, st)
+	var jobs protocol.JobsListData
+	if err := conn.Call(ctx, &protocol.JobsList{Header: protocol.Header{Type: protocol.TypeJobsList}}, &jobs); err != nil {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) {
+			return err
+		}
+		v.JobsError = fmt.Sprintf("%s: %s", pe.Code, pe.Message)
+	}
+	v.Jobs = len(jobs.Jobs)
+	v.RunsByState = map[protocol.RunState]int{}
+	for _, j := range jobs.Jobs {
+		for _, r := range j.Runs {
+			v.RunsByState[r.State]++
+			if r.Stuck {
+				v.StuckRuns++
+			}
+		}
+	}
+	v.QueueDepth = v.RunsByState[protocol.RunQueued]
+	if v.AgentsByRuntimeState == nil {
+		v.AgentsByRuntimeState = map[protocol.RuntimeState]int{}
+	}
+	if v.AgentsByStatus == nil {
+		v.AgentsByStatus = map[protocol.AgentStatus]int{}
+	}
+	if o.output.structured() {
+		return o.output.write(w, v)
 	}
 	p := newPalette(w, o.g.noColor)
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	row("Version", orDash(st.Version))
-	row("Protocol", orDash(st.ProtocolVersion))
-	row("PID", fmt.Sprint(st.PID))
-	row("Uptime", formatUptime(st.UptimeMs))
-	row("Home", orDash(st.Home))
-	row("Web", orDash(st.WebURL))
-	row("Connections", fmt.Sprint(st.Connections))
+	row("Version", orDash(v.Version))
+	row("Protocol", orDash(v.ProtocolVersion))
+	row("PID", fmt.Sprint(v.PID))
+	row("Uptime", formatUptime(v.UptimeMs))
+	row("Home", orDash(v.Home))
+	row("Web", orDash(v.WebURL))
+	row("Connections", fmt.Sprint(v.Connections))
 	total := 0
-	for _, n := range st.AgentsByRuntimeState {
+	for _, n := range v.AgentsByRuntimeState {
 		total += n
 	}
-	row("Agents", fmt.Sprintf("%d total%s", total, counts(st.AgentsByRuntimeState, func(s protocol.RuntimeState) string { return string(s) })))
-	row("Agent status", orDash(strings.TrimPrefix(counts(st.AgentsByStatus, p.status), ": ")))
-	row("Store", humanBytes(st.StoreBytes))
+	row("Agents", fmt.Sprintf("%d total%s", total, counts(v.AgentsByRuntimeState, func(s protocol.RuntimeState) string { return string(s) })))
+	row("Agent status", orDash(strings.TrimPrefix(counts(v.AgentsByStatus, p.status), ": ")))
+	runs := 0
+	for _, n := range v.RunsByState {
+		runs += n
+	}
+	if v.JobsError != "" {
+		row("Jobs", "unknown ("+v.JobsError+")")
+	} else {
+		row("Jobs", fmt.Sprint(v.Jobs))
+	}
+	row("Runs", fmt.Sprintf("%d total%s", runs, counts(v.RunsByState, p.runState)))
+	row("Queue depth", fmt.Sprint(v.QueueDepth))
+	if v.StuckRuns > 0 {
+		row("Stuck runs", p.red(fmt.Sprint(v.StuckRuns))+" (shardctl jobs ls --stuck)")
+	} else {
+		row("Stuck runs", "0")
+	}
+	row("Store", humanBytes(v.StoreBytes))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write status: %w", err)
 	}

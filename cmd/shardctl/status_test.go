@@ -22,10 +22,25 @@ var sampleStatus = protocol.DaemonStatusData{
 	StoreBytes:           1536,
 }
 
+// sampleJobs is what the status daemon's jobs.list answers: one job with a
+// completed and a queued run, one with an active run stuck stopping.
+var sampleJobs = protocol.JobsListData{Jobs: []protocol.OpJob{
+	{JobID: "job-02", ParentAgentID: "agent-01", Strategy: protocol.StrategyParallel, State: protocol.JobRunning, Runs: []protocol.OpRun{
+		{RunSnapshot: protocol.RunSnapshot{RunID: "run-03", State: protocol.RunCompleted}},
+		{RunSnapshot: protocol.RunSnapshot{RunID: "run-04", State: protocol.RunQueued}},
+	}},
+	{JobID: "job-01", ParentAgentID: "agent-01", Strategy: protocol.StrategySingle, State: protocol.JobRunning, Runs: []protocol.OpRun{
+		{RunSnapshot: protocol.RunSnapshot{RunID: "run-01", State: protocol.RunActive}, Stuck: true},
+	}},
+}}
+
 func statusDaemon(t *testing.T) *fakeDaemon {
 	return newFakeDaemon(t, func(c *daemonConn, h protocol.Header, _ []byte) {
-		if h.Type == protocol.TypeDaemonStatus {
+		switch h.Type {
+		case protocol.TypeDaemonStatus:
 			c.respond(h, sampleStatus)
+		case protocol.TypeJobsList:
+			c.respond(h, sampleJobs)
 		}
 	})
 }
@@ -47,6 +62,10 @@ func TestStatusTable(t *testing.T) {
 		"Agents:", "5 total: running 2, stopped 3",
 		"Agent status:", "idle 4, streaming 1",
 		"Store:", "1.5 KiB",
+		"Jobs:", "2",
+		"Runs:", "3 total: active 1, completed 1, queued 1",
+		"Queue depth:", "1",
+		"Stuck runs:", "1 (shardctl jobs ls --stuck)",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
@@ -72,9 +91,13 @@ func TestStatusJSON(t *testing.T) {
 	}
 	var raw map[string]any
 	_ = json.Unmarshal([]byte(r.stdout), &raw)
-	for _, k := range []string{"version", "protocol_version", "pid", "uptime_ms", "home", "web_url", "connections", "agents_by_runtime_state", "agents_by_status", "store_bytes"} {
+	for _, k := range []string{"version", "protocol_version", "pid", "uptime_ms", "home", "web_url", "connections", "agents_by_runtime_state", "agents_by_status", "store_bytes",
+		"jobs", "runs_by_state", "queue_depth", "stuck_runs"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("json lacks %q", k)
 		}
+	}
+	if raw["queue_depth"] != float64(1) || raw["stuck_runs"] != float64(1) || raw["jobs"] != float64(2) {
+		t.Errorf("job counts = %v %v %v", raw["jobs"], raw["queue_depth"], raw["stuck_runs"])
 	}
 }

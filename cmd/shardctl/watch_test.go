@@ -99,3 +99,78 @@ func TestWatchUnknownAgent(t *testing.T) {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestWatchAllSubscribesToEveryParent: watch without agents prints the
+// daemon-wide events and asks subagent.status of every parent it learns
+// of, so that run changes reach it.
+func TestWatchAllSubscribesToEveryParent(t *testing.T) {
+	var mu sync.Mutex
+	subscribed := map[string]bool{}
+	d := newFakeDaemon(t, func(c *daemonConn, h protocol.Header, rec []byte) {
+		switch h.Type {
+		case protocol.TypeAgentList:
+			c.respond(h, protocol.AgentListData{Agents: []protocol.AgentInfo{
+				{AgentID: "agent-01"}, {AgentID: "agent-02", ParentAgentID: "agent-01"},
+			}})
+		case protocol.TypeJobsList:
+			c.respond(h, protocol.JobsListData{Jobs: []protocol.OpJob{{JobID: "job-1", ParentAgentID: "agent-03"}}})
+		case protocol.TypeSubagentStatus:
+			var m protocol.SubagentStatus
+			mustUnmarshal(t, rec, &m)
+			c.respond(h, protocol.SubagentStatusData{Agents: []protocol.SubagentAgentStatus{}})
+			mu.Lock()
+			subscribed[m.ParentAgentID] = true
+			n := len(subscribed)
+			mu.Unlock()
+			switch {
+			case n == 2 && m.ParentAgentID == "agent-03":
+				c.send(protocol.AgentActivity{Header: ev(protocol.TypeAgentActivity, "agent-02"), Phase: protocol.PhaseTool, Status: protocol.StatusStreaming, ToolName: "bash"})
+				c.send(protocol.SubagentRunChanged{Header: ev(protocol.TypeSubagentRunChanged, "agent-02"), ParentAgentID: "agent-01", JobID: "job-1", RunID: "run-1",
+					PreviousState: protocol.RunQueued, State: protocol.RunActive})
+				c.send(protocol.AgentSpawned{Header: ev(protocol.TypeAgentSpawned, "agent-05"), Info: protocol.AgentInfo{AgentID: "agent-05", Name: "child5", ParentAgentID: "agent-04"}})
+			case m.ParentAgentID == "agent-04":
+				c.send(protocol.AgentStatusChanged{Header: ev(protocol.TypeAgentStatusChanged, "agent-05"), Status: protocol.StatusIdle, RuntimeState: protocol.RuntimeRunning})
+				c.close()
+			}
+		default:
+			c.respondError(h, protocol.CodeInvalidRequest, "unexpected "+h.Type)
+		}
+	})
+	r := runCtl(t, nil, d.path, "", "watch")
+	if r.code != 0 {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	want := strings.Join([]string{
+		"agent-02 agent_activity tool streaming bash",
+		"agent-02 subagent_run_changed run-1 queued→active",
+		"agent-05 agent_spawned child5 parent=agent-04",
+		"agent-05 agent_status_changed idle runtime=running",
+	}, "\n") + "\n"
+	if r.stdout != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	if len(d.records(protocol.TypeAgentAttach)) != 0 {
+		t.Errorf("watch without agents attached to one")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range []string{"agent-01", "agent-03", "agent-04"} {
+		if !subscribed[p] {
+			t.Errorf("not subscribed to %s's runs", p)
+		}
+	}
+}
+
+func TestWatchYAML(t *testing.T) {
+	d := watchDaemon(t)
+	r := runCtl(t, nil, d.path, "", "watch", "-o", "yaml", "agent-01", "agent-02")
+	if r.code != 0 {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+	if n := strings.Count(r.stdout, "---\n"); n != 7 {
+		t.Fatalf("documents = %d:\n%s", n, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "type: tool_call\n") || !strings.Contains(r.stdout, "agent_id: agent-02\n") {
+		t.Errorf("yaml:\n%s", r.stdout)
+	}
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// This file holds what the jobs commands share: asking the daemon about a
+// handle, and rendering jobs and runs as tables.
+
+// showJob resolves a handle to its job (jobs.show).
+func showJob(ctx context.Context, conn *client.Conn, handle string) (protocol.OpJob, error) {
+	var job protocol.OpJob
+	err := conn.Call(ctx, &protocol.JobsShow{Header: protocol.Header{Type: protocol.TypeJobsShow}, Handle: handle}, &job)
+	return job, err
+}
+
+// jobRuns counts a job's terminal runs.
+func jobRuns(j protocol.OpJob) (done, total int) {
+	for _, r := range j.Runs {
+		if r.State.Terminal() {
+			done++
+		}
+	}
+	return done, len(j.Runs)
+}
+
+// haltingRun returns the chain step that halted the job, or nil.
+func haltingRun(j protocol.OpJob) *protocol.OpRun {
+	if j.HaltedBy == "" {
+		return nil
+	}
+	for i := range j.Runs {
+		if j.Runs[i].RunID == j.HaltedBy {
+			return &j.Runs[i]
+		}
+	}
+	return nil
+}
+
+// jobNote is the NOTE column of jobs ls: what an operator should look at.
+func jobNote(j protocol.OpJob) string {
+	var notes []string
+	for _, r := range j.Runs {
+		if r.Stuck {
+			notes = append(notes, "stuck: "+r.RunID)
+			break
+		}
+	}
+	if h := haltingRun(j); h != nil {
+		notes = append(notes, fmt.Sprintf("halted by step %d (%s)", h.Index+1, h.State))
+	}
+	if j.StoppedAt != 0 {
+		notes = append(notes, "stopped")
+	}
+	return strings.Join(notes, "; ")
+}
+
+// writeJobsTable renders jobs ls.
+func writeJobsTable(w io.Writer, jobs []protocol.OpJob, clk clock, p palette) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB_ID\tPARENT\tSTRATEGY\tSTATE\tRUNS\tCREATED\tDURATION\tNOTE")
+	for _, j := range jobs {
+		done, total := jobRuns(j)
+		note := jobNote(j)
+		if strings.HasPrefix(note, "stuck") {
+			note = p.red(note)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n",
+			j.JobID, j.ParentAgentID, j.Strategy, p.jobState(j.State), done, total,
+			clk.formatTime(j.CreatedAt), clk.span(j.CreatedAt, j.EndedAt), orDash(note))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write jobs: %w", err)
+	}
+	return nil
+}
+
+// stopText renders a run's stop: the stage it reached (abort, term, kill)
+// and, while the run has not ended, how long ago the stop was asked for.
+func stopText(r protocol.OpRun, clk clock) string {
+	if r.StopRequestedAt == 0 && r.StopStage == "" {
+		return "-"
+	}
+	stage := cmp.Or(r.StopStage, "requested")
+	if !r.State.Terminal() && r.StopRequestedAt != 0 {
+		stage += " (asked " + formatMs(clk.now().UnixMilli()-r.StopRequestedAt) + " ago)"
+	}
+	return stage
+}
+
+// writeJobDetail renders jobs show: the job, then its runs.
+func writeJobDetail(w io.Writer, j protocol.OpJob, clk clock, p palette, width int) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("Job", j.JobID)
+	row("Parent", j.ParentAgentID)
+	row("Strategy", string(j.Strategy))
+	row("State", p.jobState(j.State))
+	row("Created", clk.formatTime(j.CreatedAt))
+	if j.EndedAt != 0 {
+		row("Ended", fmt.Sprintf("%s (after %s)", clk.formatTime(j.EndedAt), formatMs(j.EndedAt-j.CreatedAt)))
+	} else {
+		row("Ended", "- (running for "+clk.span(j.CreatedAt, 0)+")")
+	}
+	if j.StoppedAt != 0 {
+		row("Stopped", clk.formatTime(j.StoppedAt))
+	}
+	if j.Strategy == protocol.StrategyChain && j.ChainStep != nil {
+		row("Chain step", fmt.Sprintf("%d of %d", *j.ChainStep+1, len(j.Runs)))
+	}
+	if h := haltingRun(j); h != nil {
+		why := string(h.State)
+		if h.Error != "" {
+			why += ": " + fit(h.Error, 60, width)
+		}
+		row("Halted by", p.red(fmt.Sprintf("step %d %q (%s) %s", h.Index+1, h.Name, h.RunID, why)))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write job: %w", err)
+	}
+	fmt.Fprintln(w)
+	return writeRunsTable(w, j.Runs, clk, p, width)
+}
+
+// writeRunsTable renders the runs of a job.
+func writeRunsTable(w io.Writer, runs []protocol.OpRun, clk clock, p palette, width int) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tNAME\tALIAS\tRUN_ID\tAGENT_ID\tSTATE\tQUEUED\tWAIT\tRAN\tSTOP\tEXIT\tERROR")
+	for _, r := range runs {
+		state := p.runState(r.State)
+		if r.Stuck {
+			state += p.red(" (stuck)")
+		}
+		wait := "-"
+		switch {
+		case r.QueueWaitMs > 0 || r.StartedAt != 0:
+			wait = formatMs(r.QueueWaitMs)
+		case r.State == protocol.RunQueued && r.QueuedAt != 0:
+			wait = clk.span(r.QueuedAt, 0)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.Index+1, orDash(r.Name), orDash(r.Alias), r.RunID, orDash(r.AgentID), state,
+			clk.formatTime(r.QueuedAt), wait, clk.span(r.StartedAt, r.EndedAt),
+			stopText(r, clk), orDash(r.ExitStatus), orDash(fit(r.Error, 48, width)))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write runs: %w", err)
+	}
+	return nil
+}

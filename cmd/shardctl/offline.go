@@ -1,0 +1,277 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+)
+
+// Offline mode (--offline) reads shard.db directly, read-only, while the
+// daemon is down: crash forensics. It projects the records exactly as the
+// daemon's jobs.list, jobs.show and agent.list would (package jobs holds
+// the daemon's projection; shardctl cannot link it, as it pulls in the
+// actor system, so the few rules are mirrored here and the e2e tests hold
+// the two outputs equal).
+
+// offlineLockWait bounds the wait for the database's lock: a daemon holds
+// it exclusively for as long as it runs, so waiting longer never helps.
+const offlineLockWait = 500 * time.Millisecond
+
+// Stuck thresholds, as the daemon's jobs.OpView uses them.
+const (
+	stuckStopAfter  = 30 * time.Second
+	stuckStartAfter = 60 * time.Second
+)
+
+// daemonUpError says the daemon is running, so --offline cannot read.
+type daemonUpError struct{ why string }
+
+func (e *daemonUpError) Error() string {
+	return "shardd is running (" + e.why + "); drop --offline to ask it"
+}
+
+// openOffline opens the database read-only. It refuses quickly, with exit
+// 6, while a daemon answers on the socket or holds the file.
+func (o *globalOptions) openOffline(ctx context.Context) (*store.Store, error) {
+	path, err := o.dbPath()
+	if err != nil {
+		return nil, err
+	}
+	if sock, err := o.socketPath(); err == nil {
+		dctx, cancel := context.WithTimeout(ctx, min(o.timeout, offlineLockWait))
+		conn, err := client.Dial(dctx, sock)
+		cancel()
+		if err == nil {
+			conn.Close()
+			return nil, exitWith(exitDaemonUp, &daemonUpError{why: "it answers on " + sock}, false)
+		}
+	}
+	st, err := store.Open(path, store.Options{ReadOnly: true, Timeout: offlineLockWait})
+	switch {
+	case errors.Is(err, store.ErrLocked):
+		return nil, exitWith(exitDaemonUp, &daemonUpError{why: "it holds " + path}, false)
+	case errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("no database at %s (wrong --home?)", path)
+	case err != nil:
+		return nil, err
+	}
+	return st, nil
+}
+
+// withOffline opens the database, runs fn and closes it again.
+func (o *globalOptions) withOffline(ctx context.Context, fn func(st *store.Store) error) error {
+	st, err := o.openOffline(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(st)
+}
+
+// deriveJobState is jobs.DeriveState: running while any run is starting or
+// active (or some are done and others still queued); queued while all are
+// queued; once all are terminal, failed if any failed, timed out or was
+// interrupted, else cancelled if any was cancelled, else completed.
+func deriveJobState(runs []store.Run) protocol.JobState {
+	var queued, terminal, failed, cancelled int
+	for _, r := range runs {
+		switch {
+		case r.State == protocol.RunQueued:
+			queued++
+		case r.State.Terminal():
+			terminal++
+			switch r.State {
+			case protocol.RunFailed, protocol.RunTimedOut, protocol.RunInterrupted:
+				failed++
+			case protocol.RunCancelled:
+				cancelled++
+			}
+		}
+	}
+	switch {
+	case terminal == len(runs) && failed > 0:
+		return protocol.JobFailed
+	case terminal == len(runs) && cancelled > 0:
+		return protocol.JobCancelled
+	case terminal == len(runs):
+		return protocol.JobCompleted
+	case queued == len(runs):
+		return protocol.JobQueued
+	}
+	return protocol.JobRunning
+}
+
+// opView is jobs.OpView: the operator's projection of a job record, with
+// neither task text nor final text.
+func opView(j store.Job, now time.Time) protocol.OpJob {
+	out := protocol.OpJob{
+		JobID: j.JobID, ParentAgentID: j.ParentAgentID, Strategy: j.Strategy, State: deriveJobState(j.Runs),
+		CreatedAt: j.CreatedAt, EndedAt: j.EndedAt, StoppedAt: j.StoppedAt, HaltedBy: j.HaltedBy,
+		Runs: make([]protocol.OpRun, 0, len(j.Runs)),
+	}
+	if j.Strategy == protocol.StrategyChain {
+		for i, r := range j.Runs {
+			if !r.State.Terminal() || r.RunID == j.HaltedBy {
+				step := i
+				out.ChainStep = &step
+				break
+			}
+		}
+	}
+	ms := now.UnixMilli()
+	for _, r := range j.Runs {
+		op := protocol.OpRun{
+			RunSnapshot: protocol.RunSnapshot{
+				JobID: j.JobID, RunID: r.RunID, Index: r.Index, Name: r.Name,
+				AgentID: r.AgentID, Alias: r.Alias, State: r.State, Deadline: r.Deadline,
+				Usage: r.Usage, Error: r.Error, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
+			},
+			QueuedAt: r.QueuedAt, StopRequestedAt: r.StopRequestedAt, StopStage: r.StopStage, ExitStatus: r.ExitStatus,
+		}
+		if r.StartedAt != 0 && r.QueuedAt != 0 {
+			op.QueueWaitMs = r.StartedAt - r.QueuedAt
+		}
+		if !r.State.Terminal() {
+			op.Stuck = (r.StopRequestedAt != 0 && ms-r.StopRequestedAt > stuckStopAfter.Milliseconds()) ||
+				(r.State == protocol.RunStarting && r.StartedAt != 0 && ms-r.StartedAt > stuckStartAfter.Milliseconds())
+		}
+		out.Runs = append(out.Runs, op)
+	}
+	return out
+}
+
+// offlineJobs answers a jobs.list from the records, as the daemon would.
+func offlineJobs(st *store.Store, q *protocol.JobsList, now time.Time) (protocol.JobsListData, error) {
+	all, err := st.Jobs()
+	if err != nil {
+		return protocol.JobsListData{}, err
+	}
+	sort.Slice(all, func(a, b int) bool { return all[a].JobID > all[b].JobID }) // newest first
+	out := protocol.JobsListData{Jobs: []protocol.OpJob{}}
+	for _, j := range all {
+		if q.ParentAgentID != "" && j.ParentAgentID != q.ParentAgentID {
+			continue
+		}
+		if q.SinceMs != 0 && j.CreatedAt < q.SinceMs {
+			continue
+		}
+		v := opView(j, now)
+		if q.State != "" && v.State != q.State {
+			continue
+		}
+		if q.Stuck && !anyStuck(v) {
+			continue
+		}
+		out.Jobs = append(out.Jobs, v)
+		if q.Limit > 0 && len(out.Jobs) == q.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+func anyStuck(v protocol.OpJob) bool {
+	for _, r := range v.Runs {
+		if r.Stuck {
+			return true
+		}
+	}
+	return false
+}
+
+// offlineShow resolves a handle as jobs.show does: a job id, a run id, an
+// agent id (its current run, else its latest), or an alias (case-
+// insensitive NFKC) that only one parent uses.
+func offlineShow(st *store.Store, handle string, now time.Time) (protocol.OpJob, error) {
+	all, err := st.Jobs()
+	if err != nil {
+		return protocol.OpJob{}, err
+	}
+	sort.Slice(all, func(a, b int) bool { return all[a].JobID < all[b].JobID }) // oldest first
+	// current is an agent's nonterminal run's job, else its latest run's.
+	current := func(match func(r store.Run) bool) map[string]int {
+		byAgent := map[string]int{} // agent id → index into all
+		live := map[string]bool{}
+		for i, j := range all {
+			for _, r := range j.Runs {
+				if !match(r) || live[r.AgentID] {
+					continue
+				}
+				byAgent[r.AgentID] = i
+				if !r.State.Terminal() {
+					live[r.AgentID] = true
+				}
+			}
+		}
+		return byAgent
+	}
+	var found []int
+	switch {
+	case ids.HasPrefix(handle, ids.Job):
+		for i, j := range all {
+			if j.JobID == handle {
+				found = append(found, i)
+			}
+		}
+	case ids.HasPrefix(handle, ids.Run):
+		for i, j := range all {
+			if j.Run(handle) != nil {
+				found = append(found, i)
+			}
+		}
+	case ids.HasPrefix(handle, ids.Agent):
+		if i, ok := current(func(r store.Run) bool { return r.AgentID == handle })[handle]; ok {
+			found = append(found, i)
+		}
+	default:
+		want := normalizeAlias(handle)
+		byAgent := current(func(r store.Run) bool { return r.Alias != "" && normalizeAlias(r.Alias) == want })
+		parents := map[string]bool{}
+		for _, i := range byAgent {
+			parents[all[i].ParentAgentID] = true
+			found = append(found, i)
+		}
+		if len(parents) > 1 {
+			return protocol.OpJob{}, protocol.Errorf(protocol.CodeConflict, "alias %q is used by %d parents; use a job, run or agent id", handle, len(parents))
+		}
+		sort.Ints(found)
+		found = found[len(found)-min(len(found), 1):] // one parent: its latest agent of that name
+	}
+	if len(found) == 0 {
+		return protocol.OpJob{}, protocol.Errorf(protocol.CodeNotFound, "no job for %q", handle)
+	}
+	return opView(all[found[0]], now), nil
+}
+
+// normalizeAlias is jobs.NormalizeAlias: NFKC, then Unicode case folding,
+// with Cherokee folded to upper case as CaseFolding.txt specifies.
+func normalizeAlias(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 0x13A0 && unicode.Is(unicode.Cherokee, r) {
+			return unicode.ToUpper(r)
+		}
+		return r
+	}, cases.Fold().String(norm.NFKC.String(s)))
+}
+
+// offlineAgent projects an agent manifest like agent.list. Without a daemon
+// nothing runs: runtime_state is "stopped" and status is unknown (empty).
+func offlineAgent(a store.Agent) protocol.AgentInfo {
+	return protocol.AgentInfo{
+		AgentID: a.AgentID, Name: a.Name, Cwd: a.Cwd, Model: a.Model, Provider: a.Provider, Mode: a.Mode,
+		RuntimeState: protocol.RuntimeStopped, CreatedAt: a.CreatedAt, ParentAgentID: a.ParentAgentID,
+		Alias: a.Alias, DefinitionName: a.DefinitionName, DisplayName: a.DisplayName,
+	}
+}
