@@ -20,6 +20,7 @@ const (
 	defaultMode            = modeBuild
 	defaultProvider        = providerSim
 	defaultHeadlessTimeout = 5 * time.Minute
+	defaultHeadlessPolicy  = protocol.HeadlessDeny
 	defaultContextWindow   = 200_000
 	defaultServerVersion   = "dev"
 )
@@ -56,8 +57,11 @@ type Options struct {
 	// Cwd is the working directory that relative tool paths resolve
 	// against. Default: the process working directory.
 	Cwd string
-	// SessionDir is the directory of session.jsonl. "" disables
-	// persistence. The daemon passes $SHARD_HOME/sessions/<session_id>.
+	// SessionDir is the session directory: the transcript session.jsonl,
+	// the allow_always grants grants.jsonl and the forks/ made from it
+	// (session.go). "" disables persistence: the session and its grants
+	// last for the run only and cannot be forked. The daemon passes
+	// $SHARD_HOME/sessions/<session_id>.
 	SessionDir string
 	// Mode is the initial mode, "build" or "plan". Default "build".
 	Mode string
@@ -98,10 +102,23 @@ type Options struct {
 	// HeadlessTimeout bounds how long a permission or UI request waits for
 	// an answer before it fails. Default 5m.
 	HeadlessTimeout time.Duration
-	// ContextWindow is the sim model's context window in tokens; a sim
-	// provider call whose input exceeds it fails with PROVIDER_ERROR.
-	// Default 200000. Real providers report their own.
+	// HeadlessPolicy is the Agent's headless policy
+	// (SHARD_AGENT_HEADLESS_POLICY): "deny", "allow_if_rule_matches" or
+	// "queue". It decides what a permission request that got no answer
+	// within HeadlessTimeout does to its tool call: queue fails it with
+	// TIMEOUT, the others deny it. Grants (allow_always) apply under every
+	// policy. Default "deny".
+	HeadlessPolicy string
+	// ContextWindow is the context window in tokens of the sim model, and
+	// of a real model whose provider reports none. A sim provider call
+	// whose input exceeds it fails with PROVIDER_ERROR. Compaction runs
+	// between turns above 80% of the window and before a provider call at
+	// 100%. Default 200000.
 	ContextWindow int
+	// KeepRecentTokens is how much of the most recent conversation a
+	// compaction keeps, in tokens (session_op compact may override it per
+	// call). Default: a fifth of the context window, at most 20000.
+	KeepRecentTokens int
 	// ServerVersion is reported in hello. Default "dev".
 	ServerVersion string
 	// Exit is called by the `sim: exit <code>` directive. Default os.Exit.
@@ -116,6 +133,7 @@ func (o Options) withDefaults() Options {
 	o.Mode = cmp.Or(o.Mode, defaultMode)
 	o.Provider = cmp.Or(o.Provider, defaultProvider)
 	o.HeadlessTimeout = cmp.Or(o.HeadlessTimeout, defaultHeadlessTimeout)
+	o.HeadlessPolicy = cmp.Or(o.HeadlessPolicy, defaultHeadlessPolicy)
 	o.ContextWindow = cmp.Or(o.ContextWindow, defaultContextWindow)
 	o.ServerVersion = cmp.Or(o.ServerVersion, defaultServerVersion)
 	if o.Stderr == nil {
@@ -141,8 +159,12 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: unknown mode %q (want build or plan)", ErrInvalidOptions, o.Mode)
 	case o.HeadlessTimeout < 0:
 		return fmt.Errorf("%w: HeadlessTimeout must not be negative", ErrInvalidOptions)
+	case !protocol.ValidHeadlessPolicy(o.HeadlessPolicy):
+		return fmt.Errorf("%w: unknown headless policy %q (want deny, allow_if_rule_matches or queue)", ErrInvalidOptions, o.HeadlessPolicy)
 	case o.ContextWindow < 0:
 		return fmt.Errorf("%w: ContextWindow must not be negative", ErrInvalidOptions)
+	case o.KeepRecentTokens < 0:
+		return fmt.Errorf("%w: KeepRecentTokens must not be negative", ErrInvalidOptions)
 	case o.MaxRetries < 0:
 		return fmt.Errorf("%w: MaxRetries must not be negative", ErrInvalidOptions)
 	case o.Provider != providerSim && o.Provider != provider.NameOpenAI && o.Provider != provider.NameAnthropic:
@@ -163,12 +185,18 @@ func (p Price) cost(u protocol.Usage) float64 {
 		float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite) / 1e6
 }
 
-// Run serves one runtime process: it writes hello and sync, then handles
-// commands from Stdin until Stdin hits EOF or ctx is done. Either way it
-// aborts a running turn, waits for every goroutine it started and returns
-// nil. It returns an error for invalid options, an unreadable session
-// transcript (wrapping a SESSION_CORRUPT protocol error), a failed read of
-// Stdin or a failed write to Stdout (the latter ends the run at once).
+// Run serves one runtime process: it restores the session from
+// Options.SessionDir, writes hello and sync, then handles commands from
+// Stdin until Stdin hits EOF or ctx is done. Either way it aborts a running
+// turn, waits for every goroutine it started and returns nil. It returns an
+// error for invalid options, a failed read of Stdin or a failed write to
+// Stdout (the latter ends the run at once).
+//
+// A session that cannot be restored (a transcript that is not safe to read
+// is a SESSION_CORRUPT protocol error; other failures are INTERNAL_ERROR)
+// is never replaced by an empty one: Run writes hello, then a fatal error
+// event with the error's code, and returns the error without reading
+// Stdin.
 //
 // After a `sim: hang` directive Run answers nothing and returns only when
 // ctx is done. Run never exits the process itself; only `sim: exit` does,
@@ -185,8 +213,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	sess, window, err := openSession(opts.SessionDir)
+	ids := newIDGen()
+	sess, state, err := openSession(opts.SessionDir, ids, time.Now())
 	if err != nil {
+		log.Error("session cannot be restored", slog.Any("err", err))
+		failStart(opts, models, err)
 		return err
 	}
 	defer func() {
@@ -194,10 +225,16 @@ func Run(ctx context.Context, opts Options) (err error) {
 			err = cerr
 		}
 	}()
+	grants, err := loadGrants(opts.SessionDir, log)
+	if err != nil {
+		log.Error("grants cannot be read", slog.Any("err", err))
+		failStart(opts, models, err)
+		return err
+	}
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := newRuntime(ctx, cancel, opts, log, sess, window, models)
+	r := newRuntime(ctx, cancel, opts, log, ids, sess, state, grants, models)
 	r.start()
 
 	var reader sync.WaitGroup
@@ -227,4 +264,24 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return readErr
 	}
 	return nil
+}
+
+// failStart tells a direct client why the runtime cannot start: hello, then
+// a fatal error event carrying err's code. Write errors are ignored: Run
+// returns err anyway.
+func failStart(opts Options, m *models, err error) {
+	pe := protocol.AsError(err)
+	for _, v := range []any{
+		protocol.Hello{
+			Header:          protocol.Header{Type: protocol.TypeHello},
+			ProtocolVersion: protocol.Version,
+			ServerVersion:   opts.ServerVersion,
+			Capabilities:    capabilities(m, m.initial.Model),
+		},
+		protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: pe.Code, Message: pe.Message, Fatal: true},
+	} {
+		if b, merr := protocol.Marshal(v); merr == nil {
+			_, _ = opts.Stdout.Write(append(b, '\n'))
+		}
+	}
 }

@@ -35,6 +35,25 @@
 // refused in plan mode) and the subagent tool, which reaches the daemon
 // (subagent.go). bash runs without the provider's API key variable.
 //
+// # Sessions
+//
+// With Options.SessionDir set, the session is an append-only JSONL
+// transcript, session.jsonl, of typed entries with ids (session.go):
+// messages, compactions and, in a fork, the fork-marker checkpoint. An
+// assistant message is written and synced before its message_complete, a
+// batch of tool results once its last tool ran: every message of a turn is
+// on disk before its turn_end. A restarted runtime replays the transcript
+// and reports the live window (after the latest compaction) in sync; a
+// transcript that cannot be replayed safely stops Run with SESSION_CORRUPT
+// (after hello and a fatal error event), never with an empty session.
+//
+// session_op list, compact and fork follow wire spec §9.2 (sessionop.go,
+// compaction.go). Compaction also runs on its own: between turns when the
+// context is above 80% of the window, and before a provider call when it
+// has reached the window; both emit the compaction event. allow_always
+// grants are kept in grants.jsonl next to the transcript, so they hold for
+// the Agent across restarts.
+//
 // # Ordering guarantee
 //
 // One mutex guards all runtime state (status, mode, model selection, live
@@ -48,8 +67,9 @@
 // # Concurrency
 //
 // Run owns every goroutine it starts: one stdin reader that handles commands
-// (it never waits for a turn), and at most one turn goroutine at a time that
-// makes the provider calls and runs tools. Run waits for both before it
+// (it never waits for a turn), and at most one goroutine at a time that
+// plays a turn (provider calls and tools) or a between-turn compaction
+// (whose summary may be a provider call). Run waits for both before it
 // returns. A call of the subagent tool, which talks to the daemon over
 // Options.Socket on a connection of its own, drains that connection's events
 // in one more goroutine and waits for it before the call returns.

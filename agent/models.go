@@ -167,8 +167,13 @@ type (
 // capabilitiesLocked is the feature set for hello, sync and model_changed:
 // the reasoning controls only while the active model has levels.
 func (r *runtime) capabilitiesLocked() []string {
+	return capabilities(r.models, r.active.Model)
+}
+
+// capabilities is the feature set while model is active.
+func capabilities(m *models, model string) []string {
 	caps := []string{capStreamingDeltas, capModeCatalog, capModeSwitch, capModelCatalog, capModelSwitch}
-	if len(r.models.levels(r.active.Model)) > 0 {
+	if len(m.levels(model)) > 0 {
 		caps = append(caps, capReasoningCatalog, capReasoningSwitch)
 	}
 	return caps

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/shard-dev/shard/agent/provider"
 	"github.com/shard-dev/shard/protocol"
@@ -34,6 +35,8 @@ const (
 	sourceClient  = "client"
 	sourceTimeout = "timeout"
 	sourceAbort   = "abort"
+	// sourceHeadless is the daemon's headless-policy answer (spec §6.3).
+	sourceHeadless = "headless"
 )
 
 // modeCatalog is the list_modes catalog in registration order.
@@ -100,49 +103,59 @@ type runtime struct {
 	// told about the available ones. Both are immutable.
 	tools     map[string]tool
 	toolSpecs []provider.ToolSpec
-	// turns tracks turn goroutines; shutdown waits for it.
+	// turns tracks the goroutines of turns and between-turn compactions;
+	// shutdown waits for it.
 	turns sync.WaitGroup
 
 	// mu protects the following, and serialises every write to Stdout so
 	// that state and the events announcing it change together.
-	mu          sync.Mutex
-	status      protocol.AgentStatus
-	mode        string
-	window      []protocol.Message
-	pending     []*pendingRequest
-	turn        *turnState // nil when idle
-	followUps   []string   // queued follow_up prompts, oldest first
-	allowAlways map[string]bool
-	closing     bool  // shutdown began: no new turns
-	hung        bool  // `sim: hang` ran: nothing is written or answered again
-	writeErr    error // first Stdout write failure; nothing is written after it
-	sess        *session
-	active      protocol.ModelDescriptor // the model of the next provider call
-	reasoning   string                   // selected reasoning level; "" is the model's default
-	// sigs holds the thinking signatures of live-window blocks, for
-	// providers that need them back (Anthropic).
-	sigs map[provider.BlockRef]provider.Signature
-	// exitCodes holds the exit codes of tool results (bash) by
-	// tool_call_id; the model sees them as text (requestLocked).
-	exitCodes map[string]int
+	mu        sync.Mutex
+	status    protocol.AgentStatus
+	mode      string
+	window    []protocol.Message // the live window (after the latest compaction)
+	pending   []*pendingRequest
+	turn      *turnState // nil when idle
+	followUps []string   // queued follow_up prompts, oldest first
+	grants    *grants    // allow_always grants
+	closing   bool       // shutdown began: no new turns
+	hung      bool       // `sim: hang` ran: nothing is written or answered again
+	writeErr  error      // first Stdout write failure; nothing is written after it
+	sess      *session
+	active    protocol.ModelDescriptor // the model of the next provider call
+	reasoning string                   // selected reasoning level; "" is the model's default
+	// meta holds the thinking signatures of live-window blocks, for
+	// providers that need them back (Anthropic), and the exit codes of tool
+	// results (bash), which the model sees as text (requestLocked).
+	meta windowMeta
+	// compacting is the between-turn compaction running; nil when none.
+	compacting *compactJob
+	// compactionIndex is the latest compaction's index (0: none) and
+	// summaryID the id of its summary, window[0].
+	compactionIndex int
+	summaryID       string
+	// lastContext is the context_tokens the last provider call reported
+	// (0 after a compaction): a real provider's count includes the system
+	// prompt and tools, which the window estimate does not.
+	lastContext int64
 }
 
-func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Options, log *slog.Logger, sess *session, window []protocol.Message, models *models) *runtime {
+func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Options, log *slog.Logger, ids *idGen, sess *session, st *sessionState, grants *grants, models *models) *runtime {
 	r := &runtime{
-		opts:        opts,
-		log:         log,
-		ids:         newIDGen(),
-		runCtx:      ctx,
-		cancel:      cancel,
-		models:      models,
-		status:      protocol.StatusIdle,
-		mode:        opts.Mode,
-		window:      window,
-		allowAlways: make(map[string]bool),
-		sess:        sess,
-		active:      models.initial,
-		sigs:        make(map[provider.BlockRef]provider.Signature),
-		exitCodes:   make(map[string]int),
+		opts:            opts,
+		log:             log,
+		ids:             ids,
+		runCtx:          ctx,
+		cancel:          cancel,
+		models:          models,
+		status:          protocol.StatusIdle,
+		mode:            opts.Mode,
+		window:          st.window,
+		grants:          grants,
+		sess:            sess,
+		active:          models.initial,
+		meta:            st.meta,
+		compactionIndex: st.compactionIndex,
+		summaryID:       st.summaryID,
 	}
 	r.tools, r.toolSpecs = r.newTools()
 	return r
@@ -164,10 +177,11 @@ func (r *runtime) start() {
 		Status:          r.status,
 		Mode:            r.mode,
 		Capabilities:    r.capabilitiesLocked(),
-		LiveWindow:      protocol.LiveWindow{Messages: r.windowLocked()},
+		LiveWindow:      r.liveWindowLocked(),
 		PendingRequests: r.pendingRawLocked(),
 	})
-	r.log.Info("runtime started", "messages", len(r.window), "mode", r.mode, "provider", r.models.name, "model", r.active.ID)
+	r.log.Info("runtime started", "messages", len(r.window), "compaction_index", r.compactionIndex,
+		"mode", r.mode, "provider", r.models.name, "model", r.active.ID, "headless_policy", r.opts.HeadlessPolicy)
 }
 
 // shutdown stops accepting turns, aborts the current one and waits for it.
@@ -228,8 +242,18 @@ func (r *runtime) setStatusLocked(s protocol.AgentStatus) {
 // appendWindowLocked adds a message to the live window and the transcript.
 func (r *runtime) appendWindowLocked(m protocol.Message) {
 	r.window = append(r.window, m)
-	if err := r.sess.append(m); err != nil {
+	r.persistLocked(m)
+}
+
+// persistLocked appends the live-window message m, with its meta, to the
+// transcript; when it returns the entry is on disk. A failed write is
+// logged and reported with a non-fatal error event: the message stays in the
+// live window but would be missing after a restart.
+func (r *runtime) persistLocked(m protocol.Message) {
+	if err := r.sess.append(r.meta.entryFor(m, time.Now())); err != nil {
 		r.log.Error("session append failed", slog.Any("err", err))
+		r.emitLocked(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeInternal,
+			Message: "the session transcript could not be written; this message will be missing after a restart"})
 	}
 }
 
@@ -239,6 +263,16 @@ func (r *runtime) windowLocked() []protocol.Message {
 		return []protocol.Message{}
 	}
 	return r.window
+}
+
+// liveWindowLocked is the live window of sync and get_sync.
+func (r *runtime) liveWindowLocked() protocol.LiveWindow {
+	lw := protocol.LiveWindow{Messages: r.windowLocked()}
+	if r.compactionIndex > 0 {
+		idx := r.compactionIndex
+		lw.CompactionIndex = &idx
+	}
+	return lw
 }
 
 // pendingRawLocked returns the open requests as emitted (never nil).
@@ -313,7 +347,7 @@ func (r *runtime) handle(rec []byte) {
 			Status:          r.status,
 			Mode:            r.mode,
 			Capabilities:    r.capabilitiesLocked(),
-			LiveWindow:      protocol.LiveWindow{Messages: r.windowLocked()},
+			LiveWindow:      r.liveWindowLocked(),
 			PendingRequests: r.pendingRawLocked(),
 		})
 	case *protocol.PermissionResponse:
@@ -332,6 +366,8 @@ func (r *runtime) handle(rec []byte) {
 		r.listReasoningLocked(h)
 	case *protocol.SetReasoningLevel:
 		r.setReasoningLocked(h, c.Model, c.Effort)
+	case *protocol.SessionOp:
+		r.sessionOpLocked(h, c)
 	default:
 		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInvalidRequest, "%s is not supported by this runtime", h.Type))
 	}
@@ -341,12 +377,15 @@ func (r *runtime) handle(rec []byte) {
 // (whatever its streaming_behavior). Mid-turn: steer is delivered before the
 // turn's next provider call; follow_up runs as a new turn afterwards. A steer
 // that reaches a turn already aborting is queued as a follow-up rather than
-// lost.
+// lost. While a between-turn compaction runs, a prompt waits for it.
 func (r *runtime) promptLocked(h protocol.Header, text, behavior string) {
 	t := r.turn
 	switch {
 	case r.closing:
 		r.respondErrLocked(h, protocol.Errorf(protocol.CodeConflict, "runtime is shutting down"))
+	case t == nil && r.compacting != nil:
+		r.followUps = append(r.followUps, text)
+		r.respondLocked(h, nil)
 	case t == nil:
 		r.respondLocked(h, nil)
 		r.startTurnLocked(text)
@@ -377,9 +416,13 @@ func (r *runtime) strictSteerLocked(h protocol.Header, text string) {
 
 // abortLocked cancels the current turn, closes its open requests with
 // source "abort" and drops queued steers and follow-ups (so the agent
-// actually goes idle, as kill escalation expects). Idle: nothing happens.
+// actually goes idle, as kill escalation expects). A between-turn
+// compaction is cancelled. Idle: nothing happens.
 func (r *runtime) abortLocked() {
 	r.followUps = nil
+	if r.compacting != nil {
+		r.compacting.cancel()
+	}
 	t := r.turn
 	if t == nil || t.aborted {
 		return

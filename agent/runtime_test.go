@@ -392,7 +392,10 @@ func TestUnknownChoiceLeavesRequestOpen(t *testing.T) {
 }
 
 func TestPermissionTimeout(t *testing.T) {
-	h := start(t, func(o *Options) { o.HeadlessTimeout = 100 * time.Millisecond })
+	h := start(t, func(o *Options) {
+		o.HeadlessTimeout = 100 * time.Millisecond
+		o.HeadlessPolicy = protocol.HeadlessQueue
+	})
 	h.handshake()
 	req, _ := startWrite(t, h, "t.txt", "v")
 	evs := h.untilIdle()
@@ -771,9 +774,13 @@ func TestSessionPersistsAcrossRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, keep, addNL, err := parseTranscript(data)
-	if err != nil || keep != len(data) || addNL || !equalJSON(t, msgs, second) {
-		t.Fatalf("transcript after restart: %d msgs keep %d/%d addNL %v err %v", len(msgs), keep, len(data), addNL, err)
+	entries, keep, addNL, err := parseTranscript(data)
+	if err != nil || keep != len(data) || addNL {
+		t.Fatalf("transcript after restart: %d entries keep %d/%d addNL %v err %v", len(entries), keep, len(data), addNL, err)
+	}
+	st, err := replay(entries)
+	if err != nil || !equalJSON(t, st.window, second) {
+		t.Fatalf("replayed transcript %+v (%v), want %+v", st, err, second)
 	}
 }
 
@@ -819,9 +826,9 @@ func TestInvalidInputKeepsRuntimeWorking(t *testing.T) {
 	r, _ = h.response("u3")
 	mustErrorResponse(t, r, protocol.CodeInvalidRequest, "model")
 
-	h.send(protocol.SessionOp{Header: protocol.Header{Type: protocol.TypeSessionOp, ID: "u4"}, Op: "list"})
+	h.send(`{"id":"u4","type":"session_op","op":"branch"}`)
 	r, _ = h.response("u4")
-	mustErrorResponse(t, r, protocol.CodeInvalidRequest, "session_op is not supported by this runtime")
+	mustErrorResponse(t, r, protocol.CodeInvalidRequest, "op")
 
 	h.prompt("still alive")
 	if txt := assistantText(h.untilIdle()); txt != "You said: still alive" {

@@ -362,8 +362,8 @@ type simTurn struct {
 	ids    *idGen
 	window int // context window in tokens
 
-	lastSeen string      // id of the last message read; "" before the first call
-	queue    []directive // script not played yet
+	seen  map[string]bool // ids of the messages read; nil before the first call
+	queue []directive     // script not played yet
 }
 
 func newSimTurn(host simHost, t *turnState, ids *idGen, window int) *simTurn {
@@ -410,27 +410,32 @@ func (s *simTurn) Stream(ctx context.Context, req provider.Request) (provider.St
 
 // read adds the script of the user messages it has not read yet: on the
 // first call the turn's prompt and any steer after it, in order; later,
-// steers, whose directives run before what is left of the script.
+// steers, whose directives run before what is left of the script. Messages
+// are told apart by id, so a compaction mid-turn (which replaces read
+// messages with a summary) loses nothing; a summary is never a script.
 func (s *simTurn) read(msgs []protocol.Message) {
-	start := len(msgs)
-	if s.lastSeen == "" {
+	start := 0
+	if s.seen == nil {
+		s.seen = make(map[string]bool)
 		start = max(0, len(msgs)-1)
 		if i := slices.IndexFunc(msgs, func(m protocol.Message) bool { return m.ID == s.t.promptID }); i >= 0 {
 			start = i
 		}
-	} else if i := slices.IndexFunc(msgs, func(m protocol.Message) bool { return m.ID == s.lastSeen }); i >= 0 {
-		start = i + 1
+		for _, m := range msgs[:start] { // earlier turns
+			s.seen[m.ID] = true
+		}
 	}
 	var front []directive
 	for _, m := range msgs[start:] {
-		if text := userText(m); text != "" {
+		if s.seen[m.ID] {
+			continue
+		}
+		s.seen[m.ID] = true
+		if text := userText(m); text != "" && !isSummaryID(m.ID) {
 			front = append(front, parseDirectives(text)...)
 		}
 	}
 	s.queue = append(front, s.queue...)
-	if len(msgs) > 0 {
-		s.lastSeen = msgs[len(msgs)-1].ID
-	}
 }
 
 // userText is the text a user message carries ("" for tool results).

@@ -109,7 +109,9 @@ func TestGrantKeyIsCanonical(t *testing.T) {
 }
 
 func TestParseTranscript(t *testing.T) {
-	line := `{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}]}`
+	line := `{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}]}` // the format before entry types
+	line2 := `{"type":"message","id":"m2","role":"assistant","content":[{"type":"text","text":"yo"}]}`
+	cmp := `{"type":"compaction","id":"cmp-1","index":1,"summary":"s","first_kept_entry_id":"m2","message_range":["m1","m1"]}`
 	tests := []struct {
 		name    string
 		data    string
@@ -121,10 +123,17 @@ func TestParseTranscript(t *testing.T) {
 		{"empty", "", 0, 0, false, false},
 		{"one", line + "\n", 1, len(line) + 1, false, false},
 		{"torn", line + "\n" + `{"id":"m2","ro`, 1, len(line) + 1, false, false},
-		{"whole but unterminated", line + "\n" + line, 2, 2*len(line) + 1, true, false},
+		{"whole but unterminated", line + "\n" + line2, 2, len(line) + len(line2) + 1, true, false},
 		{"blank lines", "\n" + line + "\n\n", 1, len(line) + 3, false, false},
+		{"compaction", line + "\n" + line2 + "\n" + cmp + "\n", 3, len(line) + len(line2) + len(cmp) + 3, false, false},
 		{"corrupt middle", "nope\n" + line + "\n", 0, 0, false, true},
 		{"bad role", `{"id":"m","role":"system","content":[]}` + "\n", 0, 0, false, true},
+		{"no id", `{"type":"message","role":"user","content":[]}` + "\n", 0, 0, false, true},
+		{"duplicate id", line + "\n" + line + "\n", 0, 0, false, true},
+		{"duplicate id unterminated", line + "\n" + line, 0, 0, false, true},
+		{"unknown type", `{"type":"branch","id":"b"}` + "\n", 0, 0, false, true},
+		{"compaction without range", `{"type":"compaction","id":"c","index":1,"summary":"s","first_kept_entry_id":"m1"}` + "\n", 0, 0, false, true},
+		{"checkpoint of unknown kind", `{"type":"checkpoint","id":"k","artifactKind":"branch"}` + "\n", 0, 0, false, true},
 	}
 	for _, tt := range tests {
 		msgs, keep, addNL, err := parseTranscript([]byte(tt.data))

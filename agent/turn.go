@@ -103,6 +103,11 @@ func (r *runtime) runTurn(t *turnState) {
 			return
 		}
 		r.deliverSteers(t)
+		if end := r.compactBeforeCall(t); end != nil {
+			r.endTurn(t, *end)
+			return
+		}
+		r.deliverSteers(t) // any that came while compacting
 		calls, end := r.providerCall(t)
 		if end != nil {
 			r.endTurn(t, *end)
@@ -137,7 +142,10 @@ func (r *runtime) deliverSteers(t *turnState) {
 
 // endTurn writes the end of a turn and starts the next queued follow-up. A
 // turn that finished normally while a steer is waiting does not end: it
-// returns false and the caller makes another provider call.
+// returns false and the caller makes another provider call. When the
+// context is above the reserve threshold after a turn that did not fail,
+// the agent compacts (status compacting instead of idle) before any
+// follow-up runs.
 func (r *runtime) endTurn(t *turnState, out outcome) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -166,13 +174,26 @@ func (r *runtime) endTurn(t *turnState, out outcome) bool {
 	}
 	usage := t.usage
 	r.emitLocked(protocol.TurnEnd{Header: protocol.Header{Type: protocol.TypeTurnEnd}, TurnID: t.id, Usage: &usage})
-	r.setStatusLocked(status)
-	if !r.closing && len(r.followUps) > 0 {
-		next := r.followUps[0]
-		r.followUps = r.followUps[1:]
-		r.startTurnLocked(next)
+	if out.kind != outFailed && !r.closing && r.overReserveLocked() {
+		if j := r.planCompactionLocked(r.keepTokensLocked()); j != nil {
+			r.setStatusLocked(protocol.StatusCompacting)
+			r.startCompactionLocked(j)
+			return true
+		}
 	}
+	r.setStatusLocked(status)
+	r.nextFollowUpLocked()
 	return true
+}
+
+// nextFollowUpLocked starts the oldest queued follow-up, if any.
+func (r *runtime) nextFollowUpLocked() {
+	if r.closing || r.turn != nil || r.compacting != nil || len(r.followUps) == 0 {
+		return
+	}
+	next := r.followUps[0]
+	r.followUps = r.followUps[1:]
+	r.startTurnLocked(next)
 }
 
 // ---- provider calls ----
@@ -202,7 +223,7 @@ func (r *runtime) requestLocked() provider.Request {
 		Messages:   msgs,
 		Tools:      r.toolSpecs,
 		Reasoning:  r.reasoning,
-		Signatures: maps.Clone(r.sigs),
+		Signatures: maps.Clone(r.meta.sigs),
 	}
 }
 
@@ -210,12 +231,12 @@ func (r *runtime) requestLocked() provider.Request {
 // (bash) carries it as "[exit code: N]" text after the output (wire spec
 // §9.4: the event's content stays the pure output).
 func (r *runtime) forModelLocked(m protocol.Message) protocol.Message {
-	if m.Role != roleUser || len(r.exitCodes) == 0 {
+	if m.Role != roleUser || len(r.meta.exitCodes) == 0 {
 		return m
 	}
 	var content []protocol.ContentBlock
 	for i, b := range m.Content {
-		code, ok := r.exitCodes[b.ToolCallID]
+		code, ok := r.meta.exitCodes[b.ToolCallID]
 		if b.Type != protocol.BlockToolResult || !ok || b.Content == nil {
 			continue
 		}
@@ -472,11 +493,11 @@ func (r *runtime) complete(t *turnState, a *reply) []toolCallReq {
 	defer r.mu.Unlock()
 	if len(content) > 0 {
 		msg := protocol.Message{ID: a.msgID, Role: roleAssistant, Content: content}
-		r.emitLocked(protocol.MessageComplete{Header: protocol.Header{Type: protocol.TypeMessageComplete}, MessageID: a.msgID, Message: msg})
-		r.appendWindowLocked(msg)
 		for i, sig := range sigs {
-			r.sigs[provider.BlockRef{MessageID: a.msgID, Index: i}] = sig
+			r.meta.sigs[provider.BlockRef{MessageID: a.msgID, Index: i}] = sig
 		}
+		r.appendWindowLocked(msg) // with its signatures, on disk before it is announced
+		r.emitLocked(protocol.MessageComplete{Header: protocol.Header{Type: protocol.TypeMessageComplete}, MessageID: a.msgID, Message: msg})
 	}
 	if u != nil {
 		usage := *u
@@ -489,6 +510,7 @@ func (r *runtime) complete(t *turnState, a *reply) []toolCallReq {
 		t.usage.Cost += usage.Cost
 		t.usage.ContextTokens = usage.ContextTokens
 		t.usage.Model = usage.Model
+		r.lastContext = usage.ContextTokens
 		r.emitLocked(protocol.UsageEvent{Header: protocol.Header{Type: protocol.TypeUsage}, Usage: usage})
 	}
 	return calls
@@ -612,7 +634,9 @@ func (r *runtime) await(t *turnState, p *pendingRequest) resolution {
 // live window together with its tool_result event (so get_sync never lags
 // the events), and the message is persisted once complete. An abort stops
 // the run; calls that did not run get an "aborted" block (so the transcript
-// never holds an unanswered call) but no events.
+// never holds an unanswered call) but no events. The message is written to
+// the transcript (with the exit codes) and synced before runTools returns,
+// so before any turn_end.
 func (r *runtime) runTools(t *turnState, calls []toolCallReq) *outcome {
 	b := &toolBatch{msgID: r.ids.next("msg"), idx: -1}
 	var end *outcome
@@ -630,9 +654,7 @@ func (r *runtime) runTools(t *turnState, calls []toolCallReq) *outcome {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if b.idx >= 0 {
-		if err := r.sess.append(r.window[b.idx]); err != nil {
-			r.log.Error("session append failed", slog.Any("err", err))
-		}
+		r.persistLocked(r.window[b.idx])
 	}
 	return end
 }
@@ -728,7 +750,7 @@ func (r *runtime) report(t *turnState, b *toolBatch, c toolCallReq, tl tool, fn 
 		Render:     out.render,
 	})
 	if out.exitCode != nil {
-		r.exitCodes[c.id] = *out.exitCode
+		r.meta.exitCodes[c.id] = *out.exitCode
 	}
 	r.addResultLocked(b, resultBlock(c.id, out))
 	return nil
@@ -764,6 +786,15 @@ func grantKey(c toolCallReq) string {
 
 // gate decides whether a mutating call may run. It returns a refusal to
 // report as the tool's error result, nil to run it, or errTurnAborted.
+//
+// An exact request the user allowed always (persisted in grants.jsonl) runs
+// without asking, whatever the headless policy. Any other request is sent
+// out and waits for an answer; under the daemon, a request nobody
+// interactive can answer is answered by the daemon's headless path (deny,
+// source "headless", for deny and allow_if_rule_matches; nothing for queue).
+// When no answer comes within HeadlessTimeout the policy decides what the
+// model is told: queue fails the tool with TIMEOUT, deny and
+// allow_if_rule_matches deny it.
 func (r *runtime) gate(t *turnState, tl tool, c toolCallReq) (*toolOutput, error) {
 	key := grantKey(c)
 	r.mu.Lock()
@@ -772,7 +803,7 @@ func (r *runtime) gate(t *turnState, tl tool, c toolCallReq) (*toolOutput, error
 		out := errorOutput("%s is not allowed: the agent is in plan mode, where tools that change files or run commands are refused; switch to build mode to run it", c.name)
 		return &out, nil
 	}
-	if r.allowAlways[key] {
+	if r.grants.has(key) { // every headless policy honours the user's own grants
 		r.mu.Unlock()
 		return nil, nil
 	}
@@ -798,15 +829,21 @@ func (r *runtime) gate(t *turnState, tl tool, c toolCallReq) (*toolOutput, error
 	switch {
 	case res.by == byAbort:
 		return nil, errTurnAborted
-	case res.by == byTimeout:
+	case res.by == byTimeout && r.opts.HeadlessPolicy == protocol.HeadlessQueue:
 		out = errorOutput("permission request timed out (TIMEOUT): no answer within %s", r.opts.HeadlessTimeout)
+	case res.by == byTimeout:
+		out = errorOutput("permission denied: no answer within %s (headless policy %s)", r.opts.HeadlessTimeout, r.opts.HeadlessPolicy)
 	case res.decision == protocol.DecisionAllow:
 		return nil, nil
 	case res.decision == protocol.DecisionAllowAlways:
 		r.mu.Lock()
-		r.allowAlways[key] = true
-		r.mu.Unlock()
+		defer r.mu.Unlock()
+		if err := r.grants.add(c, time.Now()); err != nil {
+			r.log.Error("grant not persisted; it holds until the runtime stops", slog.Any("err", err))
+		}
 		return nil, nil
+	case res.source == sourceHeadless:
+		out = errorOutput("permission denied by the headless policy: no interactive client could answer")
 	default:
 		out = errorOutput("permission denied")
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,6 +34,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		"SHARD_SESSION_ID="+a.m.SessionID,
 		"SHARD_AGENT_MODE="+a.m.Mode,
 		"SHARD_AGENT_MODEL="+a.m.Model,
+		"SHARD_AGENT_HEADLESS_POLICY="+cmp.Or(a.m.HeadlessPolicy, rc.HeadlessPolicy),
 		"SHARD_SESSION_DIR="+filepath.Join(rc.SessionsDir, a.m.SessionID),
 	)
 	spec := runtime.Spec{

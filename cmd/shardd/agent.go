@@ -19,9 +19,10 @@ import (
 // newAgentCommand is `shardd agent --headless`: the reference runtime,
 // speaking the per-agent protocol as JSONL on stdin/stdout. The daemon runs
 // it with SHARD_AGENT_ID, SHARD_SESSION_ID, SHARD_SESSION_DIR,
-// SHARD_AGENT_MODE, SHARD_AGENT_MODEL and its effective settings in the
-// environment (SHARD_PROVIDER_* among them); run by hand it is a direct
-// connection (spec §12.1).
+// SHARD_AGENT_MODE, SHARD_AGENT_MODEL, SHARD_AGENT_HEADLESS_POLICY (empty:
+// headless.policy) and its effective settings in the environment
+// (SHARD_PROVIDER_* among them); run by hand it is a direct connection
+// (spec §12.1).
 func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var headless bool
 	cmd := &cobra.Command{
@@ -70,6 +71,7 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				MaxRetries:      provider.DefaultMaxRetries,
 				Model:           os.Getenv("SHARD_AGENT_MODEL"),
 				HeadlessTimeout: cfg.Headless.Timeout,
+				HeadlessPolicy:  cmp.Or(os.Getenv("SHARD_AGENT_HEADLESS_POLICY"), cfg.Headless.Policy),
 				ContextWindow:   cfg.Sim.ContextWindow,
 				ServerVersion:   version,
 				Exit:            os.Exit,
