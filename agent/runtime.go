@@ -114,12 +114,14 @@ type runtime struct {
 	mode      string
 	window    []protocol.Message // the live window (after the latest compaction)
 	pending   []*pendingRequest
-	turn      *turnState // nil when idle
-	followUps []string   // queued follow_up prompts, oldest first
-	grants    *grants    // allow_always grants
-	closing   bool       // shutdown began: no new turns
-	hung      bool       // `sim: hang` ran: nothing is written or answered again
-	writeErr  error      // first Stdout write failure; nothing is written after it
+	turn      *turnState     // nil when idle
+	followUps []queuedPrompt // queued follow_up prompts, oldest first
+	// delivered: ids of dedupe-keyed prompts accepted (transcript + this run).
+	delivered map[string]bool
+	grants    *grants // allow_always grants
+	closing   bool    // shutdown began: no new turns
+	hung      bool    // `sim: hang` ran: nothing is written or answered again
+	writeErr  error   // first Stdout write failure; nothing is written after it
 	sess      *session
 	active    protocol.ModelDescriptor // the model of the next provider call
 	reasoning string                   // selected reasoning level; "" is the model's default
@@ -156,6 +158,10 @@ func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Option
 		meta:            st.meta,
 		compactionIndex: st.compactionIndex,
 		summaryID:       st.summaryID,
+		delivered:       st.delivered,
+	}
+	if r.delivered == nil {
+		r.delivered = map[string]bool{}
 	}
 	r.tools, r.toolSpecs = r.newTools()
 	return r
@@ -332,13 +338,13 @@ func (r *runtime) handle(rec []byte) {
 	}
 	switch c := cmd.(type) {
 	case *protocol.Prompt:
-		r.promptLocked(h, c.Message, c.StreamingBehavior)
+		r.promptLocked(h, c.Message, c.StreamingBehavior, c.DedupeKey)
 	case *protocol.Steer:
 		if c.Strict {
 			r.strictSteerLocked(h, c.Message)
 			return
 		}
-		r.promptLocked(h, c.Message, protocol.BehaviorSteer)
+		r.promptLocked(h, c.Message, protocol.BehaviorSteer, "")
 	case *protocol.Abort:
 		r.abortLocked()
 		r.respondLocked(h, nil)
@@ -378,26 +384,47 @@ func (r *runtime) handle(rec []byte) {
 // turn's next provider call; follow_up runs as a new turn afterwards. A steer
 // that reaches a turn already aborting is queued as a follow-up rather than
 // lost. While a between-turn compaction runs, a prompt waits for it.
-func (r *runtime) promptLocked(h protocol.Header, text, behavior string) {
+func (r *runtime) promptLocked(h protocol.Header, text, behavior, dedupeKey string) {
+	q := queuedPrompt{text: text}
+	if dedupeKey != "" {
+		// A repeat of a prompt already delivered (a completion report the
+		// daemon re-sent after a crash) is acknowledged, not run again.
+		q.id = dedupeID(dedupeKey)
+		if r.delivered[q.id] {
+			r.respondLocked(h, map[string]bool{"duplicate": true})
+			return
+		}
+	}
 	t := r.turn
 	switch {
 	case r.closing:
 		r.respondErrLocked(h, protocol.Errorf(protocol.CodeConflict, "runtime is shutting down"))
+		return
 	case t == nil && r.compacting != nil:
-		r.followUps = append(r.followUps, text)
+		r.followUps = append(r.followUps, q)
 		r.respondLocked(h, nil)
 	case t == nil:
 		r.respondLocked(h, nil)
-		r.startTurnLocked(text)
+		r.startTurnLocked(q)
 	case behavior == "":
 		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInvalidRequest, `field "streaming_behavior": required while a turn is in flight`))
+		return
 	case behavior == protocol.BehaviorSteer && !t.aborted:
-		t.steers = append(t.steers, text)
+		t.steers = append(t.steers, q)
 		r.respondLocked(h, nil)
 	default:
-		r.followUps = append(r.followUps, text)
+		r.followUps = append(r.followUps, q)
 		r.respondLocked(h, nil)
 	}
+	if q.id != "" {
+		r.delivered[q.id] = true
+	}
+}
+
+// queuedPrompt is a user message waiting for its turn (or its provider
+// boundary); id is preset for dedupe-keyed prompts.
+type queuedPrompt struct {
+	text, id string
 }
 
 // strictSteerLocked accepts a steer only into a turn in flight (the
@@ -410,7 +437,7 @@ func (r *runtime) strictSteerLocked(h protocol.Header, text string) {
 		r.respondErrLocked(h, protocol.Errorf(protocol.CodeConflict, "no turn in flight to steer"))
 		return
 	}
-	t.steers = append(t.steers, text)
+	t.steers = append(t.steers, queuedPrompt{text: text})
 	r.respondLocked(h, protocol.SteerData{TurnID: t.id})
 }
 

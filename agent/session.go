@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shard-dev/shard/agent/provider"
@@ -171,16 +172,22 @@ type sessionState struct {
 	meta            windowMeta
 	compactionIndex int    // index of the latest compaction; 0: none
 	summaryID       string // id of window[0] when it is a compaction summary
+	// delivered holds the ids of messages that carried a dedupe key (see
+	// dedupeID), also those compacted away since.
+	delivered map[string]bool
 }
 
 // replay folds entries into the live window.
 func replay(entries []entry) (*sessionState, error) {
-	st := &sessionState{window: []protocol.Message{}, meta: newWindowMeta()}
+	st := &sessionState{window: []protocol.Message{}, meta: newWindowMeta(), delivered: map[string]bool{}}
 	for i, e := range entries {
 		switch e.Type {
 		case entryMessage:
 			st.window = append(st.window, e.message())
 			st.meta.add(e)
+			if strings.HasPrefix(e.ID, dedupePrefix) {
+				st.delivered[e.ID] = true
+			}
 		case entryCompaction:
 			k := slices.IndexFunc(st.window, func(m protocol.Message) bool { return m.ID == e.FirstKeptEntryID })
 			if k < 1 {
@@ -498,4 +505,24 @@ func syncDir(dir string) {
 		_ = d.Sync()
 		_ = d.Close()
 	}
+}
+
+// dedupePrefix marks the ids of user messages that carried a dedupe key.
+const dedupePrefix = "msg-dk-"
+
+// dedupeID is the message id a prompt with dedupe key k gets: the key is
+// durable exactly when the message is (same transcript entry), so a prompt
+// repeated after a crash is recognised iff it was delivered.
+func dedupeID(k string) string {
+	var b strings.Builder
+	b.WriteString(dedupePrefix)
+	for _, r := range k {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.', r == ':':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
 }

@@ -31,7 +31,7 @@ type turnState struct {
 	prov     provider.Provider // what the turn's provider calls go to
 
 	// Protected by runtime.mu.
-	steers  []string // steer messages not yet delivered, oldest first
+	steers  []queuedPrompt // steer messages not yet delivered, oldest first
 	aborted bool
 
 	// Owned by the turn goroutine.
@@ -77,8 +77,12 @@ func userMessage(id, text string) protocol.Message {
 }
 
 // startTurnLocked opens a turn for a user message and starts its goroutine.
-func (r *runtime) startTurnLocked(text string) {
-	t := &turnState{id: r.ids.next("turn"), promptID: r.ids.next("msg"), usage: protocol.Usage{Model: r.active.Model}}
+func (r *runtime) startTurnLocked(q queuedPrompt) {
+	if q.id == "" {
+		q.id = r.ids.next("msg")
+	}
+	text := q.text
+	t := &turnState{id: r.ids.next("turn"), promptID: q.id, usage: protocol.Usage{Model: r.active.Model}}
 	t.ctx, t.cancel = context.WithCancel(r.runCtx)
 	t.prov = r.providerFor(t)
 	r.turn = t
@@ -135,7 +139,11 @@ func (r *runtime) deliverSteers(t *turnState) {
 		return
 	}
 	for _, s := range t.steers {
-		r.appendWindowLocked(userMessage(r.ids.next("msg"), s))
+		id := s.id
+		if id == "" {
+			id = r.ids.next("msg")
+		}
+		r.appendWindowLocked(userMessage(id, s.text))
 	}
 	t.steers = nil
 }
