@@ -175,7 +175,13 @@ func parseVerb(verb, rest string) (directive, error) {
 	case "fail":
 		return directive{kind: dirFail, text: cmp.Or(rest, "sim provider failure")}, nil
 	case "hang":
-		return directive{kind: dirHang}, nil
+		// `sim: hang` ignores abort and SIGTERM; `sim: hang abort` ignores
+		// only abort (and input), so SIGTERM still ends the process — the
+		// middle row of the stop-escalation matrix.
+		if rest != "" && rest != "abort" {
+			return directive{}, errors.New("want hang or hang abort")
+		}
+		return directive{kind: dirHang, text: rest}, nil
 	case "exit":
 		code, err := strconv.Atoi(rest)
 		if err != nil {
@@ -335,7 +341,7 @@ type simHost interface {
 	simAsk(t *turnState, d directive) (string, error)
 	// simHang makes the runtime unresponsive until Run's context is done,
 	// then returns errHung.
-	simHang() error
+	simHang(onlyAbort bool) error
 	// simExit exits the process (Options.Exit).
 	simExit(code int)
 }
@@ -566,7 +572,7 @@ func (s *simStream) play(d directive) {
 	case dirFail, dirInvalid:
 		s.finish(protocol.Errorf(protocol.CodeProviderError, "%s", d.text))
 	case dirHang:
-		s.err = s.sim.host.simHang()
+		s.err = s.sim.host.simHang(d.text == "abort")
 	case dirExit:
 		s.sim.host.simExit(d.code)
 	default:

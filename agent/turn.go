@@ -548,14 +548,16 @@ func decodeToolArgs(raw string) (map[string]any, error) {
 // ---- the sim's runtime-level directives (simHost) ----
 
 // simHang makes the runtime unresponsive (escalation tests): nothing is
-// written or answered again, SIGTERM is ignored, and the turn goroutine
-// blocks without spinning until Run's context is done.
-func (r *runtime) simHang() error {
-	r.log.Warn("sim: hang: ignoring input, abort and SIGTERM")
+// written or answered again, SIGTERM is ignored (unless onlyAbort), and the
+// turn goroutine blocks without spinning until Run's context is done.
+func (r *runtime) simHang(onlyAbort bool) error {
+	r.log.Warn("sim: hang: ignoring input and abort", "sigterm_ignored", !onlyAbort)
 	r.mu.Lock()
 	r.hung = true
 	r.mu.Unlock()
-	r.opts.IgnoreSignals()
+	if !onlyAbort {
+		r.opts.IgnoreSignals()
+	}
 	<-r.runCtx.Done()
 	return errHung
 }

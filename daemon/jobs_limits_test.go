@@ -71,6 +71,7 @@ func TestStopEscalationMatrix(t *testing.T) {
 		runtimeSurvive bool
 	}{
 		{"honours abort", "sim: sleep 30000", "abort", true},
+		{"ignores abort, honours SIGTERM", "sim: say hanging\nsim: hang abort", "term", false},
 		{"ignores abort and SIGTERM", "sim: say hanging\nsim: hang", "kill", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
