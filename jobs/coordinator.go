@@ -12,6 +12,7 @@ import (
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/jobview"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -102,7 +103,7 @@ func Props(deps Deps) *actor.Props {
 		deps.Now = time.Now
 	}
 	if len(deps.Aliases) == 0 {
-		deps.Aliases = DefaultAliases()
+		deps.Aliases = jobview.DefaultAliases()
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Coordinator{
@@ -160,7 +161,7 @@ func (co *Coordinator) load(c actor.Context) {
 		for _, r := range all[i].Runs {
 			co.deps.Metrics.RunState("", r.State)
 		}
-		if !Terminal(&all[i]) {
+		if !jobview.Terminal(&all[i]) {
 			co.spawnJob(c, all[i])
 		}
 	}
@@ -335,14 +336,14 @@ func (co *Coordinator) create(c actor.Context, cmd *Command, m *protocol.Subagen
 		lp = &store.LaunchPolicy{MaxTasks: maxTasks, MaxDepth: maxDepth}
 	}
 	for i, t := range tasks {
-		alias := pickAlias(co.deps.Aliases, func(norm string) bool {
+		alias := jobview.PickAlias(co.deps.Aliases, func(norm string) bool {
 			if taken[norm] {
 				return true
 			}
 			_, bound, _ := co.deps.Store.Alias(m.ParentAgentID, norm)
 			return bound
 		})
-		norm := NormalizeAlias(alias)
+		norm := jobview.NormalizeAlias(alias)
 		taken[norm] = true
 		a := store.Agent{
 			AgentID: ids.New("agent"), SessionID: ids.New("sess"), Cwd: pm.Cwd, Name: t.Name,
@@ -654,7 +655,7 @@ func (co *Coordinator) resolveAgent(parent, h string) (string, error) {
 			return h, nil
 		}
 	}
-	if id, ok, err := co.deps.Store.Alias(parent, NormalizeAlias(h)); err == nil && ok {
+	if id, ok, err := co.deps.Store.Alias(parent, jobview.NormalizeAlias(h)); err == nil && ok {
 		return id, nil
 	}
 	return "", protocol.Errorf(protocol.CodeNotFound, "no subagent %q of %s", h, parent)
@@ -748,14 +749,14 @@ func (co *Coordinator) answerWait(c actor.Context, w *waiter, timedOut bool) {
 		if r.State.Terminal() {
 			terminal++
 		}
-		data.Runs = append(data.Runs, RunSnapshot(j, r, j.ParentAgentID == w.parent))
+		data.Runs = append(data.Runs, jobview.RunSnapshot(j, r, j.ParentAgentID == w.parent))
 	}
 	// Shard's choice for aggregate_state: the job-state derivation over the
 	// waited runs when all or none are terminal, "mixed" in between.
 	if terminal > 0 && terminal < len(runs) {
 		data.AggregateState = "mixed"
 	} else {
-		data.AggregateState = string(DeriveState(runs))
+		data.AggregateState = string(jobview.DeriveState(runs))
 	}
 	reply(w.cmd, data)
 }
@@ -771,7 +772,7 @@ func (co *Coordinator) status(cmd *Command, m *protocol.SubagentStatus) {
 			}
 			for _, id := range runIDs {
 				j, r := co.run(id)
-				snap := RunSnapshot(j, r, true)
+				snap := jobview.RunSnapshot(j, r, true)
 				data.Agents = append(data.Agents, protocol.SubagentAgentStatus{AgentID: r.AgentID, Alias: r.Alias,
 					DefinitionName: r.Name, DisplayName: r.Name + " · " + r.Alias, ParentAgentID: j.ParentAgentID, Run: &snap})
 			}
@@ -791,7 +792,7 @@ func (co *Coordinator) status(cmd *Command, m *protocol.SubagentStatus) {
 	}
 	seen := map[string]bool{}
 	for _, j := range mine {
-		data.Jobs = append(data.Jobs, JobSnapshot(j, true))
+		data.Jobs = append(data.Jobs, jobview.JobSnapshot(j, true))
 		for _, r := range j.Runs {
 			if seen[r.AgentID] {
 				continue
@@ -799,7 +800,7 @@ func (co *Coordinator) status(cmd *Command, m *protocol.SubagentStatus) {
 			seen[r.AgentID] = true
 			cur := co.currentRun(r.AgentID)
 			cj, _ := co.run(cur.RunID)
-			snap := RunSnapshot(cj, cur, true)
+			snap := jobview.RunSnapshot(cj, cur, true)
 			data.Agents = append(data.Agents, protocol.SubagentAgentStatus{AgentID: r.AgentID, Alias: r.Alias,
 				DefinitionName: r.Name, DisplayName: r.Name + " · " + r.Alias, ParentAgentID: j.ParentAgentID, Run: &snap})
 		}

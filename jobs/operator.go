@@ -2,43 +2,12 @@ package jobs
 
 import (
 	"sort"
-	"time"
 
 	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/jobview"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
-
-// stuckStopAfter and stuckStartAfter say when an operator should look at a
-// run: a stop that has not finished, or a start that has not either.
-const (
-	stuckStopAfter  = 30 * time.Second
-	stuckStartAfter = 60 * time.Second
-)
-
-// OpView projects a job for operators (no task text, no final text).
-func OpView(j *store.Job, now time.Time) protocol.OpJob {
-	snap := JobSnapshot(j, false)
-	out := protocol.OpJob{
-		JobID: j.JobID, ParentAgentID: j.ParentAgentID, Strategy: j.Strategy, State: snap.State,
-		CreatedAt: j.CreatedAt, EndedAt: j.EndedAt, StoppedAt: j.StoppedAt, ChainStep: snap.ChainStep,
-		HaltedBy: j.HaltedBy, Runs: make([]protocol.OpRun, 0, len(j.Runs)),
-	}
-	ms := now.UnixMilli()
-	for i, r := range j.Runs {
-		op := protocol.OpRun{RunSnapshot: snap.Runs[i], QueuedAt: r.QueuedAt, StopRequestedAt: r.StopRequestedAt,
-			StopStage: r.StopStage, ExitStatus: r.ExitStatus}
-		if r.StartedAt != 0 && r.QueuedAt != 0 {
-			op.QueueWaitMs = r.StartedAt - r.QueuedAt
-		}
-		if !r.State.Terminal() {
-			op.Stuck = (r.StopRequestedAt != 0 && ms-r.StopRequestedAt > stuckStopAfter.Milliseconds()) ||
-				(r.State == protocol.RunStarting && r.StartedAt != 0 && ms-r.StartedAt > stuckStartAfter.Milliseconds())
-		}
-		out.Runs = append(out.Runs, op)
-	}
-	return out
-}
 
 func (co *Coordinator) opList(cmd *Command, m *protocol.JobsList) {
 	now := co.deps.Now()
@@ -55,11 +24,11 @@ func (co *Coordinator) opList(cmd *Command, m *protocol.JobsList) {
 		if m.SinceMs != 0 && j.CreatedAt < m.SinceMs {
 			continue
 		}
-		v := OpView(j, now)
+		v := jobview.OpView(j, now)
 		if m.State != "" && v.State != m.State {
 			continue
 		}
-		if m.Stuck && !anyStuck(v) {
+		if m.Stuck && !jobview.AnyStuck(v) {
 			continue
 		}
 		out.Jobs = append(out.Jobs, v)
@@ -68,15 +37,6 @@ func (co *Coordinator) opList(cmd *Command, m *protocol.JobsList) {
 		}
 	}
 	reply(cmd, out)
-}
-
-func anyStuck(v protocol.OpJob) bool {
-	for _, r := range v.Runs {
-		if r.Stuck {
-			return true
-		}
-	}
-	return false
 }
 
 // opShow resolves a job, run, agent or alias handle across every parent.
@@ -94,7 +54,7 @@ func (co *Coordinator) opShow(cmd *Command, m *protocol.JobsShow) {
 			job = co.jobs[co.runJob[r.RunID]]
 		}
 	default:
-		norm := NormalizeAlias(h)
+		norm := jobview.NormalizeAlias(h)
 		var found []*store.Job
 		seen := map[string]bool{}
 		for _, j := range co.jobs {
@@ -120,5 +80,5 @@ func (co *Coordinator) opShow(cmd *Command, m *protocol.JobsShow) {
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no job for %q", h))
 		return
 	}
-	reply(cmd, OpView(job, co.deps.Now()))
+	reply(cmd, jobview.OpView(job, co.deps.Now()))
 }

@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
-	"unicode"
-
-	"golang.org/x/text/cases"
-	"golang.org/x/text/unicode/norm"
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/jobview"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -29,11 +25,6 @@ import (
 // it exclusively for as long as it runs, so waiting longer never helps.
 const offlineLockWait = 500 * time.Millisecond
 
-// Stuck thresholds, as the daemon's jobs.OpView uses them.
-const (
-	stuckStopAfter  = 30 * time.Second
-	stuckStartAfter = 60 * time.Second
-)
 
 // daemonUpError says the daemon is running, so --offline cannot read.
 type daemonUpError struct{ why string }
@@ -80,78 +71,6 @@ func (o *globalOptions) withOffline(ctx context.Context, fn func(st *store.Store
 	return fn(st)
 }
 
-// deriveJobState is jobs.DeriveState: running while any run is starting or
-// active (or some are done and others still queued); queued while all are
-// queued; once all are terminal, failed if any failed, timed out or was
-// interrupted, else cancelled if any was cancelled, else completed.
-func deriveJobState(runs []store.Run) protocol.JobState {
-	var queued, terminal, failed, cancelled int
-	for _, r := range runs {
-		switch {
-		case r.State == protocol.RunQueued:
-			queued++
-		case r.State.Terminal():
-			terminal++
-			switch r.State {
-			case protocol.RunFailed, protocol.RunTimedOut, protocol.RunInterrupted:
-				failed++
-			case protocol.RunCancelled:
-				cancelled++
-			}
-		}
-	}
-	switch {
-	case terminal == len(runs) && failed > 0:
-		return protocol.JobFailed
-	case terminal == len(runs) && cancelled > 0:
-		return protocol.JobCancelled
-	case terminal == len(runs):
-		return protocol.JobCompleted
-	case queued == len(runs):
-		return protocol.JobQueued
-	}
-	return protocol.JobRunning
-}
-
-// opView is jobs.OpView: the operator's projection of a job record, with
-// neither task text nor final text.
-func opView(j store.Job, now time.Time) protocol.OpJob {
-	out := protocol.OpJob{
-		JobID: j.JobID, ParentAgentID: j.ParentAgentID, Strategy: j.Strategy, State: deriveJobState(j.Runs),
-		CreatedAt: j.CreatedAt, EndedAt: j.EndedAt, StoppedAt: j.StoppedAt, HaltedBy: j.HaltedBy,
-		Runs: make([]protocol.OpRun, 0, len(j.Runs)),
-	}
-	if j.Strategy == protocol.StrategyChain {
-		for i, r := range j.Runs {
-			if !r.State.Terminal() || r.RunID == j.HaltedBy {
-				step := i
-				out.ChainStep = &step
-				break
-			}
-		}
-	}
-	ms := now.UnixMilli()
-	for _, r := range j.Runs {
-		op := protocol.OpRun{
-			RunSnapshot: protocol.RunSnapshot{
-				JobID: j.JobID, RunID: r.RunID, Index: r.Index, Name: r.Name,
-				AgentID: r.AgentID, Alias: r.Alias, State: r.State, Deadline: r.Deadline,
-				Usage: r.Usage, Error: r.Error, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
-			},
-			QueuedAt: r.QueuedAt, StopRequestedAt: r.StopRequestedAt, StopStage: r.StopStage, ExitStatus: r.ExitStatus,
-		}
-		if r.StartedAt != 0 && r.QueuedAt != 0 {
-			op.QueueWaitMs = r.StartedAt - r.QueuedAt
-		}
-		if !r.State.Terminal() {
-			op.Stuck = (r.StopRequestedAt != 0 && ms-r.StopRequestedAt > stuckStopAfter.Milliseconds()) ||
-				(r.State == protocol.RunStarting && r.StartedAt != 0 && ms-r.StartedAt > stuckStartAfter.Milliseconds())
-		}
-		out.Runs = append(out.Runs, op)
-	}
-	return out
-}
-
 // offlineJobs answers a jobs.list from the records, as the daemon would.
 func offlineJobs(st *store.Store, q *protocol.JobsList, now time.Time) (protocol.JobsListData, error) {
 	all, err := st.Jobs()
@@ -167,11 +86,11 @@ func offlineJobs(st *store.Store, q *protocol.JobsList, now time.Time) (protocol
 		if q.SinceMs != 0 && j.CreatedAt < q.SinceMs {
 			continue
 		}
-		v := opView(j, now)
+		v := jobview.OpView(&j, now)
 		if q.State != "" && v.State != q.State {
 			continue
 		}
-		if q.Stuck && !anyStuck(v) {
+		if q.Stuck && !jobview.AnyStuck(v) {
 			continue
 		}
 		out.Jobs = append(out.Jobs, v)
@@ -180,15 +99,6 @@ func offlineJobs(st *store.Store, q *protocol.JobsList, now time.Time) (protocol
 		}
 	}
 	return out, nil
-}
-
-func anyStuck(v protocol.OpJob) bool {
-	for _, r := range v.Runs {
-		if r.Stuck {
-			return true
-		}
-	}
-	return false
 }
 
 // offlineShow resolves a handle as jobs.show does: a job id, a run id, an
@@ -236,8 +146,8 @@ func offlineShow(st *store.Store, handle string, now time.Time) (protocol.OpJob,
 			found = append(found, i)
 		}
 	default:
-		want := normalizeAlias(handle)
-		byAgent := current(func(r store.Run) bool { return r.Alias != "" && normalizeAlias(r.Alias) == want })
+		want := jobview.NormalizeAlias(handle)
+		byAgent := current(func(r store.Run) bool { return r.Alias != "" && jobview.NormalizeAlias(r.Alias) == want })
 		parents := map[string]bool{}
 		for _, i := range byAgent {
 			parents[all[i].ParentAgentID] = true
@@ -252,18 +162,7 @@ func offlineShow(st *store.Store, handle string, now time.Time) (protocol.OpJob,
 	if len(found) == 0 {
 		return protocol.OpJob{}, protocol.Errorf(protocol.CodeNotFound, "no job for %q", handle)
 	}
-	return opView(all[found[0]], now), nil
-}
-
-// normalizeAlias is jobs.NormalizeAlias: NFKC, then Unicode case folding,
-// with Cherokee folded to upper case as CaseFolding.txt specifies.
-func normalizeAlias(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 0x13A0 && unicode.Is(unicode.Cherokee, r) {
-			return unicode.ToUpper(r)
-		}
-		return r
-	}, cases.Fold().String(norm.NFKC.String(s)))
+	return jobview.OpView(&all[found[0]], now), nil
 }
 
 // offlineAgent projects an agent manifest like agent.list. Without a daemon

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shard-dev/shard/jobs"
+	"github.com/shard-dev/shard/jobview"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -72,35 +72,13 @@ func offlineHome(t *testing.T) string {
 	for _, j := range offlineJobsFixture() {
 		aliases := map[string]string{}
 		for _, r := range j.Runs {
-			aliases[normalizeAlias(r.Alias)] = r.AgentID
+			aliases[jobview.NormalizeAlias(r.Alias)] = r.AgentID
 		}
 		if _, err := st.CreateJob(j, children[j.JobID], aliases); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return home
-}
-
-// TestOpViewMatchesTheDaemon holds the offline projection equal to the
-// daemon's (package jobs), which shardctl cannot link.
-func TestOpViewMatchesTheDaemon(t *testing.T) {
-	for _, j := range offlineJobsFixture() {
-		for _, now := range []time.Time{testNow, testNow.Add(-50 * time.Second), testNow.Add(time.Hour)} {
-			want, _ := json.Marshal(jobs.OpView(&j, now))
-			got, _ := json.Marshal(opView(j, now))
-			if string(got) != string(want) {
-				t.Errorf("%s at %v:\ngot  %s\nwant %s", j.JobID, now, got, want)
-			}
-		}
-		if got, want := deriveJobState(j.Runs), jobs.DeriveState(j.Runs); got != want {
-			t.Errorf("%s: state %s, daemon says %s", j.JobID, got, want)
-		}
-	}
-	for _, s := range []string{"Ada", "ＡＤＡ", "Ꭰda", "straße"} {
-		if got, want := normalizeAlias(s), jobs.NormalizeAlias(s); got != want {
-			t.Errorf("normalizeAlias(%q) = %q, daemon %q", s, got, want)
-		}
-	}
 }
 
 func TestOfflineJobsLs(t *testing.T) {

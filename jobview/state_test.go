@@ -1,4 +1,4 @@
-package jobs
+package jobview
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package jobs
+package jobview
 
 import (
 	"github.com/shard-dev/shard/protocol"

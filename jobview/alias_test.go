@@ -1,4 +1,4 @@
-package jobs
+package jobview
 
 import (
 	"slices"
@@ -131,12 +131,12 @@ func TestPickAlias(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var asked []string
-			got := pickAlias(tt.pool, func(norm string) bool {
+			got := PickAlias(tt.pool, func(norm string) bool {
 				asked = append(asked, norm)
 				return slices.Contains(tt.taken, norm)
 			})
 			if got != tt.want {
-				t.Errorf("pickAlias(%q, taken %q) = %q, want %q", tt.pool, tt.taken, got, tt.want)
+				t.Errorf("PickAlias(%q, taken %q) = %q, want %q", tt.pool, tt.taken, got, tt.want)
 			}
 			for _, k := range asked {
 				if NormalizeAlias(k) != k {

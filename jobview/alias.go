@@ -1,4 +1,4 @@
-package jobs
+package jobview
 
 import (
 	"strconv"
@@ -39,7 +39,7 @@ func DefaultAliases() []string {
 // pickAlias returns the first alias of pool not in taken (normalized
 // keys), then pool names with a numeric suffix.
 // An empty pool behaves as the pool {"agent"}.
-func pickAlias(pool []string, taken func(norm string) bool) string {
+func PickAlias(pool []string, taken func(norm string) bool) string {
 	if len(pool) == 0 {
 		pool = []string{"agent"}
 	}
