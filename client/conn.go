@@ -81,11 +81,23 @@ func Dial(ctx context.Context, socketPath string) (*Conn, error) {
 // DialWebSocket connects to the daemon's WebSocket endpoint (for example
 // ws://127.0.0.1:7420/ws) with a ticket minted by ws.ticket over the unix
 // socket, and waits for hello. The upgrade offers the subprotocols
-// "shard.v1" and "ticket.<ticket>" and sends the Origin a browser on the
-// daemon's own web UI would send (http://<host of url>). ctx bounds the
-// handshake and the wait for hello only.
+// "shard.v1" and "ticket.<ticket>" and, as a non-browser client, sends no
+// Origin header: a ws.ticket ticket is bound to no origin and the daemon
+// refuses it on an upgrade that carries one. ctx bounds the handshake and
+// the wait for hello only.
 func DialWebSocket(ctx context.Context, url, ticket string) (*Conn, error) {
-	tr, err := dialWebSocket(ctx, url, ticket)
+	tr, err := dialWebSocket(ctx, url, ticket, "")
+	if err != nil {
+		return nil, err
+	}
+	return start(ctx, tr)
+}
+
+// DialWebSocketToken is DialWebSocket with an API token (shardctl token
+// create) instead of a ticket: it is sent as "Authorization: Bearer
+// <token>", without Origin. Revoking the token closes the connection.
+func DialWebSocketToken(ctx context.Context, url, token string) (*Conn, error) {
+	tr, err := dialWebSocket(ctx, url, "", token)
 	if err != nil {
 		return nil, err
 	}

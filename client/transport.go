@@ -134,47 +134,31 @@ func (t *wsTransport) close() error {
 	return err
 }
 
-// Subprotocols of the WebSocket upgrade (spec §4.1, DESIGN §5).
-const (
-	subprotocol  = "shard.v1"
-	ticketPrefix = "ticket."
-)
-
-// originFor derives the Origin header a browser on the daemon's own web UI
-// would send: ws → http, wss → https, same host and port.
-func originFor(rawURL string) (string, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "", err
-	}
-	scheme := "http"
-	switch u.Scheme {
-	case "wss", "https":
-		scheme = "https"
-	case "ws", "http":
-	default:
-		return "", fmt.Errorf("unsupported scheme %q", u.Scheme)
-	}
-	if u.Host == "" {
-		return "", errors.New("missing host")
-	}
-	return scheme + "://" + u.Host, nil
-}
-
-func dialWebSocket(ctx context.Context, rawURL, ticket string) (*wsTransport, error) {
-	origin, err := originFor(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("client: websocket url %q: %w", rawURL, err)
+// dialWebSocket performs the upgrade as a non-browser client: it offers
+// the shard.v1 subprotocol, carries either a ticket ("ticket.<ticket>" in
+// Sec-WebSocket-Protocol) or an API token (Authorization: Bearer), and
+// sends no Origin header — the daemon accepts a ticket minted over the unix
+// socket, and an API token, only on an upgrade without Origin (spec §4.1).
+func dialWebSocket(ctx context.Context, rawURL, ticket, token string) (*wsTransport, error) {
+	if u, err := url.Parse(rawURL); err != nil || u.Host == "" ||
+		(u.Scheme != "ws" && u.Scheme != "wss" && u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("client: websocket url %q: want ws:// or wss:// with a host", rawURL)
 	}
 	// A private transport, so that a refused upgrade leaves no idle
 	// keep-alive connection (and its goroutines) behind in a shared pool.
 	ht := http.DefaultTransport.(*http.Transport).Clone()
 	defer ht.CloseIdleConnections()
-	c, resp, err := websocket.Dial(ctx, rawURL, &websocket.DialOptions{
+	opts := &websocket.DialOptions{
 		HTTPClient:   &http.Client{Transport: ht},
-		Subprotocols: []string{subprotocol, ticketPrefix + ticket},
-		HTTPHeader:   http.Header{"Origin": []string{origin}},
-	})
+		Subprotocols: []string{protocol.Subprotocol},
+	}
+	if ticket != "" {
+		opts.Subprotocols = append(opts.Subprotocols, protocol.TicketProtocolPrefix+ticket)
+	}
+	if token != "" {
+		opts.HTTPHeader = http.Header{"Authorization": []string{"Bearer " + token}}
+	}
+	c, resp, err := websocket.Dial(ctx, rawURL, opts)
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 			return nil, fmt.Errorf("client: websocket upgrade %s: HTTP %d: %w", rawURL, resp.StatusCode, err)

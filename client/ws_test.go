@@ -16,12 +16,16 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-const goodTicket = "tkt-123"
+const (
+	goodTicket = "tkt-123"
+	goodToken  = "tok-01j0000000000000000000000.secret"
+)
 
 // newFakeWSServer serves a fake daemon WebSocket at /ws that requires the
-// shard.v1 subprotocol, the ticket subprotocol for goodTicket, and the
-// loopback Origin. It answers every command with a success response after
-// one status event, and closes normally on daemon.shutdown.
+// shard.v1 subprotocol, the ticket subprotocol for goodTicket or the bearer
+// goodToken, and no Origin (a non-browser client). It answers every command
+// with a success response after one status event, and closes normally on
+// daemon.shutdown.
 func newFakeWSServer(t *testing.T) (wsURL string) {
 	t.Helper()
 	var wg sync.WaitGroup
@@ -32,12 +36,13 @@ func newFakeWSServer(t *testing.T) (wsURL string) {
 				protos = append(protos, strings.TrimSpace(p))
 			}
 		}
-		if !slices.Contains(protos, "shard.v1") || !slices.Contains(protos, "ticket."+goodTicket) {
+		bearer := r.Header.Get("Authorization") == "Bearer "+goodToken
+		if !slices.Contains(protos, "shard.v1") || (!slices.Contains(protos, "ticket."+goodTicket) && !bearer) {
 			http.Error(w, "bad ticket", http.StatusUnauthorized)
 			return
 		}
-		if r.Header.Get("Origin") != "http://"+r.Host {
-			http.Error(w, "bad origin", http.StatusBadRequest)
+		if len(r.Header.Values("Origin")) != 0 {
+			http.Error(w, "a non-browser client sends no Origin", http.StatusBadRequest)
 			return
 		}
 		wg.Add(1)
@@ -136,21 +141,31 @@ func TestWebSocketBadTicket(t *testing.T) {
 	}
 }
 
-func TestOriginFor(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"ws://127.0.0.1:7420/ws", "http://127.0.0.1:7420"},
-		{"wss://shard.example:443/ws", "https://shard.example:443"},
-		{"http://localhost:1/ws", "http://localhost:1"},
+func TestWebSocketToken(t *testing.T) {
+	url := newFakeWSServer(t)
+	ctx := context.Background()
+	c, err := DialWebSocketToken(ctx, url, goodToken)
+	if err != nil {
+		t.Fatalf("DialWebSocketToken: %v", err)
 	}
-	for _, tt := range tests {
-		got, err := originFor(tt.in)
-		if err != nil || got != tt.want {
-			t.Errorf("originFor(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
-		}
+	defer c.Close()
+	var data protocol.AgentListData
+	if err := c.Call(ctx, agentList(), &data); err != nil {
+		t.Fatal(err)
 	}
+	_, err = DialWebSocketToken(ctx, url, "tok-wrong.secret")
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("wrong token: err = %v, want HTTP 401", err)
+	}
+	if strings.Contains(err.Error(), "tok-wrong.secret") {
+		t.Fatalf("error leaks the token: %v", err)
+	}
+}
+
+func TestWebSocketBadURL(t *testing.T) {
 	for _, bad := range []string{"ftp://x/ws", "ws:///ws", "::"} {
-		if _, err := originFor(bad); err == nil {
-			t.Errorf("originFor(%q) succeeded", bad)
+		if _, err := DialWebSocket(context.Background(), bad, goodTicket); err == nil {
+			t.Errorf("DialWebSocket(%q) succeeded", bad)
 		}
 	}
 }

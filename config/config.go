@@ -66,16 +66,56 @@ type LogConfig struct {
 	Level string `mapstructure:"level"`
 }
 
-// WebConfig configures the HTTP/WebSocket listener.
+// WebConfig configures the HTTP/WebSocket listener and its security policy
+// (spec §4.1). With the defaults it is in loopback mode (§4.1.1); a
+// non-loopback Host or a TrustProxy selects remote mode (§4.1.2), which
+// Validate accepts only in one of the complete, safe combinations.
 type WebConfig struct {
-	// Host is the listen address. It must be a loopback address
-	// (127.0.0.0/8, ::1 or localhost) until remote mode exists. Default
-	// 127.0.0.1.
+	// Host is the listen address: an IP literal or localhost. A
+	// non-loopback address is remote mode and needs PublicHost,
+	// AllowedOrigins and (without TrustProxy) AllowInsecureRemote.
+	// Default 127.0.0.1.
 	Host string `mapstructure:"host"`
 	// Port is the listen port, 0..65535; 0 picks any free port (the chosen
 	// URL is written to daemon.json). Default 7420.
 	Port int `mapstructure:"port"`
+	// PublicHost is the host[:port] browsers use in remote mode, pinned:
+	// the Host header must name exactly it (an absent port meaning the
+	// scheme's default). Required in remote mode, refused in loopback mode.
+	// Default "".
+	PublicHost string `mapstructure:"public_host"`
+	// AllowedOrigins lists the exact serialized origins
+	// (https://shard.example.com) browsers may connect from in remote mode.
+	// Required in remote mode, refused in loopback mode, whose only origin
+	// is the implicit http://<host>:<port>. Default none.
+	AllowedOrigins []string `mapstructure:"allowed_origins"`
+	// AllowInsecureRemote accepts plaintext HTTP in remote mode, knowingly
+	// exposing the session cookie to the network path. Required for a
+	// direct non-loopback Host and for any http:// allowed origin; refused
+	// in loopback mode. Default false.
+	AllowInsecureRemote bool `mapstructure:"allow_insecure_remote"`
+	// TrustProxy names the reverse proxy whose forwarded headers are
+	// honored: "loopback" (127.0.0.1 or ::1) or one IP literal. Default ""
+	// (none: forwarded headers are ignored).
+	TrustProxy string `mapstructure:"trust_proxy"`
+	// ForwardedProtoHeader is the header carrying the original scheme from
+	// the trusted proxy. Default X-Forwarded-Proto.
+	ForwardedProtoHeader string `mapstructure:"forwarded_proto_header"`
+	// ForwardedHostHeader is the header carrying the original host from the
+	// trusted proxy; it is only cross-checked against PublicHost. Default
+	// X-Forwarded-Host.
+	ForwardedHostHeader string `mapstructure:"forwarded_host_header"`
+	// EnrollTTL is the lifetime of a one-time browser enrollment code.
+	// Must be > 0 and at most 1h. Default 5m.
+	EnrollTTL time.Duration `mapstructure:"enroll_ttl"`
+	// SessionTTL is the lifetime of a browser session. Must be > 0 and at
+	// most 8760h (a year). Default 720h (30 days).
+	SessionTTL time.Duration `mapstructure:"session_ttl"`
 }
+
+// Remote reports whether w selects remote mode (spec §4.1.2): a
+// non-loopback Host or a trusted proxy.
+func (w WebConfig) Remote() bool { return w.TrustProxy != "" || !isLoopbackHost(w.Host) }
 
 // RuntimeConfig configures agent Runtime processes.
 type RuntimeConfig struct {
@@ -178,9 +218,13 @@ type SimConfig struct {
 // here.
 func Default(home string) *Config {
 	c := &Config{
-		Home:     home,
-		Log:      LogConfig{Level: "info"},
-		Web:      WebConfig{Host: "127.0.0.1", Port: 7420},
+		Home: home,
+		Log:  LogConfig{Level: "info"},
+		Web: WebConfig{
+			Host: "127.0.0.1", Port: 7420,
+			ForwardedProtoHeader: "X-Forwarded-Proto", ForwardedHostHeader: "X-Forwarded-Host",
+			EnrollTTL: 5 * time.Minute, SessionTTL: 30 * 24 * time.Hour,
+		},
 		Runtime:  RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second},
 		Kill:     KillConfig{AbortGrace: 5 * time.Second, TermGrace: 5 * time.Second},
 		Shutdown: ShutdownConfig{Timeout: 30 * time.Second},

@@ -15,6 +15,8 @@ import (
 // briefKeys is every key the design promises, in the brief's order.
 var briefKeys = []string{
 	"home", "config", "foreground", "log.level", "web.host", "web.port",
+	"web.public_host", "web.allowed_origins", "web.allow_insecure_remote", "web.trust_proxy",
+	"web.forwarded_proto_header", "web.forwarded_host_header", "web.enroll_ttl", "web.session_ttl",
 	"runtime.command", "runtime.idle_timeout", "runtime.start_timeout",
 	"kill.abort_grace", "kill.term_grace", "shutdown.timeout",
 	"headless.timeout", "headless.policy",
@@ -72,11 +74,13 @@ func TestDefault(t *testing.T) {
 		Home:       "/h",
 		ConfigFile: "/h/config.yaml",
 		Log:        LogConfig{Level: "info"},
-		Web:        WebConfig{Host: "127.0.0.1", Port: 7420},
-		Runtime:    RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second},
-		Kill:       KillConfig{AbortGrace: 5 * time.Second, TermGrace: 5 * time.Second},
-		Shutdown:   ShutdownConfig{Timeout: 30 * time.Second},
-		Headless:   HeadlessConfig{Timeout: 5 * time.Minute, Policy: "deny"},
+		Web: WebConfig{Host: "127.0.0.1", Port: 7420,
+			ForwardedProtoHeader: "X-Forwarded-Proto", ForwardedHostHeader: "X-Forwarded-Host",
+			EnrollTTL: 5 * time.Minute, SessionTTL: 720 * time.Hour},
+		Runtime:  RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second},
+		Kill:     KillConfig{AbortGrace: 5 * time.Second, TermGrace: 5 * time.Second},
+		Shutdown: ShutdownConfig{Timeout: 30 * time.Second},
+		Headless: HeadlessConfig{Timeout: 5 * time.Minute, Policy: "deny"},
 		Gateway: GatewayConfig{PingInterval: 30 * time.Second, PingTimeout: 10 * time.Second,
 			TicketTTL: 30 * time.Second, OutboundMaxBytes: 8 * 1024 * 1024, OutboundMaxMessages: 10000},
 		Store:    StoreConfig{LockTimeout: 2 * time.Second},
@@ -186,6 +190,18 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return "http://127.0.0.1:9/v1"
 	case "gateway.ticket_ttl":
 		return "7s"
+	case "web.public_host":
+		return "shard.example.test:8443"
+	case "web.allowed_origins":
+		return "https://shard.example.test:8443"
+	case "web.trust_proxy":
+		return "loopback"
+	case "web.forwarded_proto_header":
+		return "X-Proxy-Proto"
+	case "web.forwarded_host_header":
+		return "X-Proxy-Host"
+	case "web.enroll_ttl":
+		return "2m"
 	}
 	switch s.field(&Config{}).(type) {
 	case *string:
@@ -199,6 +215,42 @@ func altValue(t *testing.T, s setting, dir string) string {
 	}
 	t.Fatalf("no alternative value for %s", s.key)
 	return ""
+}
+
+// companions are the settings a key needs alongside to pass the
+// remote-mode table (web.go), given the same way as the key itself.
+func companions(key string) map[string]string {
+	remote := map[string]string{
+		"web.trust_proxy":           "loopback",
+		"web.public_host":           "shard.example.test:8443",
+		"web.allowed_origins":       "https://shard.example.test:8443",
+		"web.allow_insecure_remote": "true",
+	}
+	switch key {
+	case "web.public_host", "web.allowed_origins", "web.trust_proxy", "web.allow_insecure_remote":
+		delete(remote, key)
+		return remote
+	}
+	return nil
+}
+
+// fileBody renders flat key/value pairs as nested YAML.
+func fileBody(kv map[string]string) string {
+	sections := make(map[string][]string)
+	var top []string
+	for k, v := range kv {
+		section, leaf, nested := strings.Cut(k, ".")
+		if !nested {
+			top = append(top, section+": "+v+"\n")
+			continue
+		}
+		sections[section] = append(sections[section], "  "+leaf+": "+v+"\n")
+	}
+	body := strings.Join(top, "")
+	for section, lines := range sections {
+		body += section + ":\n" + strings.Join(lines, "")
+	}
+	return body
 }
 
 func TestEveryKeyEveryWay(t *testing.T) {
@@ -216,18 +268,21 @@ func TestEveryKeyEveryWay(t *testing.T) {
 					}
 				}
 				var args, environ []string
+				kv := map[string]string{s.key: raw}
+				for k, v := range companions(s.key) {
+					kv[k] = v
+				}
 				switch way {
 				case "file":
-					section, leaf, nested := strings.Cut(s.key, ".")
-					body := section + ": " + raw + "\n"
-					if nested {
-						body = section + ":\n  " + leaf + ": " + raw + "\n"
-					}
-					f.writeFile(t, body)
+					f.writeFile(t, fileBody(kv))
 				case "env":
-					environ = []string{envName(s.key) + "=" + raw}
+					for k, v := range kv {
+						environ = append(environ, envName(k)+"="+v)
+					}
 				case "flag":
-					args = []string{"--" + flagName(s.key) + "=" + raw}
+					for k, v := range kv {
+						args = append(args, "--"+flagName(k)+"="+v)
+					}
 				}
 				c, err := f.load(t, args, environ)
 				if err != nil {
@@ -237,10 +292,10 @@ func TestEveryKeyEveryWay(t *testing.T) {
 				if reason != "" {
 					t.Fatal(reason)
 				}
-				if got := s.get(c); got != want {
+				if got := s.get(c); !reflect.DeepEqual(got, want) {
 					t.Fatalf("%s = %v, want %v", s.key, got, want)
 				}
-				if want == s.get(Default(f.home)) {
+				if reflect.DeepEqual(want, s.get(Default(f.home))) {
 					t.Fatalf("test value %v for %s equals the default; it proves nothing", want, s.key)
 				}
 			})
@@ -331,8 +386,10 @@ func TestBadValues(t *testing.T) {
 			want: `config: gateway.ticket_ttl: must be more than 0 and at most 30s, got 0s (from <file>)`},
 		{name: "file unknown provider", file: "provider:\n  name: llama\n",
 			want: `config: provider.name: must be one of sim, openai, anthropic; got "llama" (from <file>)`},
-		{name: "file remote host", file: "web:\n  host: 0.0.0.0\n",
-			want: `config: web.host: "0.0.0.0" is not a loopback address; remote mode is not supported yet, so use 127.0.0.1, ::1 or localhost (from <file>)`},
+		{name: "file remote host alone", file: "web:\n  host: 0.0.0.0\n",
+			want: `config: web.public_host: remote mode (web.host 0.0.0.0 is not loopback) needs the pinned public host: set --public-host <host:port>`},
+		{name: "file host name", file: "web:\n  host: shard.example.com\n",
+			want: `config: web.host: "shard.example.com" is not an IP address or localhost; bind an address, and name the host browsers use with --public-host (from <file>)`},
 		{name: "file bad bool", file: "store:\n  no_sync: sometimes\n",
 			want: `config: store.no_sync: invalid boolean "sometimes" (from <file>)`},
 		{name: "file empty value", file: "web:\n  port:\n",
@@ -357,8 +414,10 @@ func TestBadValues(t *testing.T) {
 			want: `config: kill.term_grace: must not be negative, got -2s (from --kill.term-grace)`},
 		{name: "flag port too big", args: []string{"--web-port=70000"},
 			want: `config: web.port: must be in 0..65535, got 70000 (from --web-port)`},
-		{name: "flag remote host", args: []string{"--web.host=10.0.0.1"},
-			want: `config: web.host: "10.0.0.1" is not a loopback address; remote mode is not supported yet, so use 127.0.0.1, ::1 or localhost (from --web.host)`},
+		{name: "flag remote host alone", args: []string{"--web.host=10.0.0.1"},
+			want: `config: web.public_host: remote mode (web.host 10.0.0.1 is not loopback) needs the pinned public host: set --public-host <host:port>`},
+		{name: "flag bad origin", args: []string{"--allowed-origin=https://a.example/"},
+			want: `config: web.allowed_origins: "https://a.example/" is not an exact origin such as https://shard.example.com (scheme, lowercase host, a port only if not the default, no path or trailing slash): origin "https://a.example/": protocol: malformed handshake header: bad character in host "a.example/" (from --allowed-origin)`},
 		{name: "flag zero shutdown timeout", args: []string{"--shutdown.timeout=0s"},
 			want: `config: shutdown.timeout: must be positive, got 0s (from --shutdown.timeout)`},
 	}
@@ -534,7 +593,7 @@ func TestValidate(t *testing.T) {
 		{"relative home", func(c *Config) { c.Home = "rel" }, "home"},
 		{"empty home", func(c *Config) { c.Home = "" }, "home"},
 		{"bad level", func(c *Config) { c.Log.Level = "INFO" }, "log.level"},
-		{"remote host", func(c *Config) { c.Web.Host = "192.168.1.2" }, "web.host"},
+		{"remote host alone", func(c *Config) { c.Web.Host = "192.168.1.2" }, "web.public_host"},
 		{"hostname", func(c *Config) { c.Web.Host = "example.com" }, "web.host"},
 		{"port negative", func(c *Config) { c.Web.Port = -1 }, "web.port"},
 		{"port too big", func(c *Config) { c.Web.Port = 65536 }, "web.port"},
@@ -600,7 +659,9 @@ func TestEveryKeyIsAFlag(t *testing.T) {
 		t.Errorf("setting %s is not in the documented key list", key)
 	}
 	for alias, key := range map[string]string{"home": "home", "config": "config",
-		"web-host": "web.host", "web-port": "web.port", "log-level": "log.level"} {
+		"web-host": "web.host", "web-port": "web.port", "log-level": "log.level",
+		"public-host": "web.public_host", "allowed-origin": "web.allowed_origins",
+		"allow-insecure-remote": "web.allow_insecure_remote", "trust-proxy": "web.trust_proxy"} {
 		if fs.Lookup(alias) == nil {
 			t.Errorf("short flag --%s for %s is missing", alias, key)
 		}

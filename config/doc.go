@@ -18,6 +18,10 @@
 // value came from. Unknown SHARD_* variables are ignored, because the daemon
 // hands its runtimes variables such as SHARD_AGENT_ID.
 //
+// The web.* settings choose loopback or remote mode for the web listener;
+// Validate refuses every unsafe or incomplete combination of them, naming
+// the flag to set or drop (web.go has the table).
+//
 // Load reads nothing from the process: the caller passes the parsed flag set,
 // the environment and the user's home directory, so only cmd/shardd touches
 // os.Args and os.Environ. Components receive the sub-struct they need

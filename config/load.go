@@ -17,7 +17,9 @@ import (
 
 // RegisterFlags defines a flag for every setting on flags: the long form
 // --<key> with underscores as dashes (--kill.abort-grace), plus the short
-// aliases --web-host, --web-port and --log-level. Each help text states the
+// aliases --web-host, --web-port, --log-level and the remote-mode flags
+// --public-host, --allowed-origin (repeatable), --allow-insecure-remote and
+// --trust-proxy. Each help text states the
 // default. Calling it twice on one FlagSet panics (pflag redefinition).
 func RegisterFlags(flags *pflag.FlagSet) {
 	def := Default("")
@@ -30,6 +32,10 @@ func RegisterFlags(flags *pflag.FlagSet) {
 			usage := s.usage
 			if i > 0 {
 				usage = "same as --" + names[0]
+				// A zero default is stated in the usage text, not by pflag.
+				if i := strings.LastIndex(s.usage, "(default "); i >= 0 {
+					usage += " " + s.usage[i:]
+				}
 			}
 			switch p := s.field(def).(type) {
 			case *string:
@@ -40,6 +46,8 @@ func RegisterFlags(flags *pflag.FlagSet) {
 				flags.Bool(name, *p, usage)
 			case *time.Duration:
 				flags.Duration(name, *p, usage)
+			case *[]string:
+				flags.StringSlice(name, *p, usage)
 			}
 		}
 	}
@@ -155,7 +163,11 @@ func changedFlags(flags *pflag.FlagSet, table []setting) (map[string]*pflag.Flag
 		if chosen == nil {
 			continue
 		}
-		if _, err := s.validate(chosen.Value.String(), "--"+chosen.Name); err != nil {
+		var raw any = chosen.Value.String()
+		if sv, ok := chosen.Value.(pflag.SliceValue); ok {
+			raw = sv.GetSlice() // a repeatable flag; String() would add brackets
+		}
+		if _, err := s.validate(raw, "--"+chosen.Name); err != nil {
 			return nil, err
 		}
 		set[s.key] = chosen

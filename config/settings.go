@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"net/netip"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -58,11 +57,35 @@ func settings() []setting {
 			field: func(c *Config) any { return &c.Log.Level }, check: oneOf("debug", "info", "warn", "error")},
 
 		{key: "web.host", alias: "web-host",
-			usage: "HTTP/WebSocket listen host; must be loopback (127.0.0.0/8, ::1, localhost)",
-			field: func(c *Config) any { return &c.Web.Host }, check: loopbackHost},
+			usage: "HTTP/WebSocket listen host: an IP literal or localhost; a non-loopback address is remote mode and needs --public-host, --allowed-origin and --allow-insecure-remote",
+			field: func(c *Config) any { return &c.Web.Host }, check: ipOrLocalhost},
 		{key: "web.port", alias: "web-port",
 			usage: "HTTP/WebSocket listen port; 0 picks any free port",
 			field: func(c *Config) any { return &c.Web.Port }, check: intRange(0, 65535)},
+		{key: "web.public_host", alias: "public-host",
+			usage: `remote mode: the host[:port] browsers use, pinned; the Host header must name exactly it (default "": loopback mode)`,
+			field: func(c *Config) any { return &c.Web.PublicHost }, check: publicHost},
+		{key: "web.allowed_origins", alias: "allowed-origin",
+			usage: "remote mode: an exact browser origin allowed to connect, e.g. https://shard.example.com; repeatable or comma-separated (default none)",
+			field: func(c *Config) any { return &c.Web.AllowedOrigins }, check: originList},
+		{key: "web.allow_insecure_remote", alias: "allow-insecure-remote",
+			usage: "remote mode: accept plaintext HTTP, knowingly exposing session cookies to the network path (default false)",
+			field: func(c *Config) any { return &c.Web.AllowInsecureRemote }},
+		{key: "web.trust_proxy", alias: "trust-proxy",
+			usage: `remote mode: honor forwarded headers from this reverse proxy only: "loopback" or one IP address (default "": none)`,
+			field: func(c *Config) any { return &c.Web.TrustProxy }, check: trustProxy},
+		{key: "web.forwarded_proto_header",
+			usage: "header carrying the original scheme from the trusted proxy",
+			field: func(c *Config) any { return &c.Web.ForwardedProtoHeader }, check: headerName},
+		{key: "web.forwarded_host_header",
+			usage: "header carrying the original host from the trusted proxy (cross-checked against --public-host)",
+			field: func(c *Config) any { return &c.Web.ForwardedHostHeader }, check: headerName},
+		{key: "web.enroll_ttl",
+			usage: "lifetime of a one-time browser enrollment code (at most 1h)",
+			field: func(c *Config) any { return &c.Web.EnrollTTL }, check: positiveAtMost(time.Hour)},
+		{key: "web.session_ttl",
+			usage: "lifetime of a browser session (at most 8760h)",
+			field: func(c *Config) any { return &c.Web.SessionTTL }, check: positiveAtMost(365 * 24 * time.Hour)},
 
 		{key: "jobs.max_active",
 			usage: "cap on starting+active subagent runs across the daemon; excess runs wait queued",
@@ -174,6 +197,8 @@ func (s setting) get(c *Config) any {
 		return *p
 	case *time.Duration:
 		return *p
+	case *[]string:
+		return *p
 	default:
 		panic(fmt.Sprintf("config: setting %s: unsupported field type %T", s.key, p))
 	}
@@ -234,6 +259,8 @@ func (s setting) parse(raw any) (any, string) {
 			}
 		}
 		return nil, fmt.Sprintf(`want a duration with a unit such as "5s", got %v`, raw)
+	case *[]string:
+		return parseList(raw)
 	}
 	panic(fmt.Sprintf("config: setting %s: unsupported field type", s.key))
 }
@@ -252,7 +279,8 @@ func (s setting) validate(raw any, source string) (any, error) {
 }
 
 // Validate checks every setting of c against its range and returns the first
-// problem as a *KeyError wrapping ErrInvalid, in setting-table order. Load
+// problem as a *KeyError wrapping ErrInvalid, in setting-table order, then
+// the combination of web settings (web.go: the remote-mode table). Load
 // calls it on the merged result; embedders building a Config by hand (from
 // Default) should call it too.
 func (c *Config) Validate() error {
@@ -264,7 +292,7 @@ func (c *Config) Validate() error {
 			return invalid(s.key, "", reason)
 		}
 	}
-	return nil
+	return c.validateWeb()
 }
 
 // Range and enum checks used in the setting table. Each returns "" for an
@@ -325,15 +353,35 @@ func absolutePath(v any) string {
 	return ""
 }
 
-func loopbackHost(v any) string {
-	h := v.(string)
-	if strings.EqualFold(h, "localhost") {
-		return ""
+// parseList reads a list setting: a YAML sequence, the values of a
+// repeatable flag, or a comma-separated string (env, file scalar). Entries
+// are trimmed and empty ones dropped.
+func parseList(raw any) (any, string) {
+	var in []string
+	switch v := raw.(type) {
+	case string:
+		in = strings.Split(v, ",")
+	case []string:
+		in = v
+	case []any:
+		for _, e := range v {
+			str, ok := e.(string)
+			if !ok {
+				return nil, fmt.Sprintf("want a list of strings, got element %v", e)
+			}
+			in = append(in, str)
+		}
+	case nil:
+	default:
+		return nil, fmt.Sprintf("want a list of strings, got %v", raw)
 	}
-	if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil && a.Unmap().IsLoopback() {
-		return ""
+	var out []string
+	for _, e := range in {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
 	}
-	return fmt.Sprintf("%q is not a loopback address; remote mode is not supported yet, so use 127.0.0.1, ::1 or localhost", h)
+	return out, ""
 }
 
 func httpURL(v any) string {

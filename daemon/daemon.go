@@ -44,6 +44,10 @@ type Options struct {
 	// asked for it (a signal, daemon.shutdown); cmd/shardd tells systemd
 	// STOPPING=1 there.
 	OnShutdown func()
+	// EnrollLimit and BootstrapLimit override the web listener's per-peer
+	// rate limits of POST /enroll and POST /bootstrap. The zero value
+	// keeps the gateway's defaults.
+	EnrollLimit, BootstrapLimit gateway.RateLimit
 }
 
 // Daemon is one running shardd.
@@ -76,9 +80,18 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 			return nil, fmt.Errorf("daemon: create %s: %w", dir, err)
 		}
 	}
-	// The home is owner-only whatever umask created it.
-	if err := os.Chmod(cfg.Home, 0o700); err != nil {
-		return nil, fmt.Errorf("daemon: chmod %s: %w", cfg.Home, err)
+	// The home, the database and the config file are owner-only: one that
+	// others can write is refused (someone else could have planted a
+	// socket, a database or a runtime.command), one others can read is
+	// tightened.
+	if err := checkPrivate(cfg.Home, 0o700, true, true); err != nil {
+		return nil, err
+	}
+	if err := checkPrivate(cfg.DBPath(), 0o600, false, true); err != nil {
+		return nil, err
+	}
+	if err := checkPrivate(cfg.ConfigFile, 0o600, false, false); err != nil {
+		return nil, err
 	}
 	// The metrics exist before the store so that every commit is timed.
 	m := metrics.New(opts.Version)
@@ -198,6 +211,20 @@ func (d *Daemon) Start() error {
 		Limits:        outbox.Limits{MaxBytes: cfg.Gateway.OutboundMaxBytes, MaxMessages: cfg.Gateway.OutboundMaxMessages},
 		ServerVersion: d.opts.Version,
 		Metrics:       d.metrics,
+		Store:         d.store,
+		Web: gateway.WebPolicy{
+			Remote:               cfg.Web.Remote(),
+			PublicHost:           cfg.Web.PublicHost,
+			AllowedOrigins:       cfg.Web.AllowedOrigins,
+			AllowInsecureRemote:  cfg.Web.AllowInsecureRemote,
+			TrustProxy:           cfg.Web.TrustProxy,
+			ForwardedProtoHeader: cfg.Web.ForwardedProtoHeader,
+			ForwardedHostHeader:  cfg.Web.ForwardedHostHeader,
+			EnrollTTL:            cfg.Web.EnrollTTL,
+			SessionTTL:           cfg.Web.SessionTTL,
+			EnrollLimit:          d.opts.EnrollLimit,
+			BootstrapLimit:       d.opts.BootstrapLimit,
+		},
 	}, d.sys, d.registry, d.hub, d.log.With("component", "gateway"))
 	if err := d.gw.Listen(); err != nil {
 		d.stopActors()
@@ -205,6 +232,10 @@ func (d *Daemon) Start() error {
 		return err
 	}
 	d.gw.Serve()
+	if cfg.Web.Remote() && cfg.Web.AllowInsecureRemote {
+		d.log.Warn("web: insecure remote mode: plaintext HTTP reaches the network, so session cookies and tickets can be read on the way; use only on a trusted network, a VPN or an SSH tunnel",
+			"public_host", cfg.Web.PublicHost)
+	}
 	if err := d.writeDiscovery(); err != nil {
 		d.log.Warn("write discovery file", "err", err)
 	}

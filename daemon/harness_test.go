@@ -95,12 +95,22 @@ func start(t *testing.T, mutate func(*config.Config)) *harness {
 
 func startWith(t *testing.T, cfg *config.Config) *harness {
 	t.Helper()
+	return startOpts(t, cfg, nil)
+}
+
+// startOpts is startWith with a hook on the daemon's Options.
+func startOpts(t *testing.T, cfg *config.Config, mutate func(*daemon.Options)) *harness {
+	t.Helper()
 	logBuf := &syncWriter{w: &bytes.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	d, err := daemon.New(cfg, daemon.Options{
+	opts := daemon.Options{
 		Version: "test", RuntimePath: runtimeBin, RuntimeArgs: []string{"agent", "--headless"},
 		Environ: os.Environ(), Logger: logger,
-	})
+	}
+	if mutate != nil {
+		mutate(&opts)
+	}
+	d, err := daemon.New(cfg, opts)
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}

@@ -34,6 +34,9 @@ type connActor struct {
 	out    *outbox.Outbox
 	client *agent.Client
 	local  bool // unix socket: local trust (spec §4.2)
+	// cred is what the connection was opened under; revoking it closes
+	// the connection.
+	cred credential
 	// writerDone is closed when the writer goroutine has ended (outbox
 	// drained or transport failed).
 	writerDone chan struct{}
@@ -64,7 +67,7 @@ func (a *connActor) start(c actor.Context) {
 	a.client = &agent.Client{ID: a.id, PID: self, Out: a.out, Source: a.t.Kind()}
 	caps := []string{a.t.Kind(), "streaming-deltas", "orchestrator"}
 	if a.local {
-		caps = append(caps, "ws-ticket")
+		caps = append(caps, "ws-ticket", "web-security")
 	}
 	a.out.Push(protocol.MustMarshal(protocol.Hello{
 		Header:          protocol.Header{Type: protocol.TypeHello},
@@ -129,25 +132,32 @@ func (a *connActor) onInbound(c actor.Context, m *inbound) {
 		a.out.Push(protocol.NewErrorResponse(h.ID, h.Type, err))
 		return
 	}
-	if h.Type == protocol.TypeWSTicket {
-		a.mintTicket(h)
+	switch h.Type {
+	case protocol.TypeWSTicket, protocol.TypeWebEnroll, protocol.TypeWebSessionsList, protocol.TypeWebSessionsRevoke,
+		protocol.TypeTokenCreate, protocol.TypeTokenList, protocol.TypeTokenRevoke:
+		a.localCommand(h, cmd)
 		return
 	}
 	c.Send(a.g.registry, &registry.Command{Client: a.client, Header: h, Cmd: cmd, Raw: m.rec})
 }
 
-// mintTicket answers ws.ticket: only a local (unix socket) client may mint,
-// since the socket's file permissions are its authentication.
-func (a *connActor) mintTicket(h protocol.Header) {
+// localCommand answers the commands only a local (unix socket) client may
+// send, since the socket's file permissions are their authentication:
+// ws.ticket and the security commands (security.go in protocol). Over a
+// WebSocket they are PERMISSION_DENIED, so that a browser session can never
+// mint tokens, enroll browsers or revoke anything.
+func (a *connActor) localCommand(h protocol.Header, cmd protocol.Command) {
 	if !a.local {
 		a.out.Push(protocol.NewErrorResponse(h.ID, h.Type,
-			protocol.Errorf(protocol.CodePermissionDenied, "ws.ticket is only available on the unix socket")))
+			protocol.Errorf(protocol.CodePermissionDenied, "%s is only available on the unix socket", h.Type)))
 		return
 	}
-	ticket, exp := a.g.tickets.Mint()
-	a.out.Push(protocol.NewResponse(h.ID, h.Type, protocol.WSTicketData{
-		Ticket: ticket, ExpiresAt: exp.UnixMilli(), URL: a.g.WebURL() + "/ws",
-	}))
+	data, err := a.g.security(cmd)
+	if err != nil {
+		a.out.Push(protocol.NewErrorResponse(h.ID, h.Type, err))
+		return
+	}
+	a.out.Push(protocol.NewResponse(h.ID, h.Type, data))
 }
 
 var _ actor.Actor = (*connActor)(nil)

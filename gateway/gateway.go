@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/shard-dev/shard/gateway/outbox"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
 )
 
@@ -25,10 +25,7 @@ import (
 const closeFlush = time.Second
 
 // Subprotocol is the WebSocket subprotocol of Shard v0.1.
-const Subprotocol = "shard.v1"
-
-// ticketPrefix marks the ticket entry of Sec-WebSocket-Protocol.
-const ticketPrefix = "ticket."
+const Subprotocol = protocol.Subprotocol
 
 // Config configures the gateway.
 type Config struct {
@@ -48,6 +45,13 @@ type Config struct {
 	// counts connections and dropped slow consumers. Default nil: no
 	// /metrics endpoint, nothing recorded.
 	Metrics *metrics.Metrics
+	// Web is the web listener's security policy. The zero value is
+	// loopback mode.
+	Web WebPolicy
+	// Store holds principals, browser sessions and API tokens. Default
+	// nil: browser enrollment and API tokens are unavailable (only tickets
+	// minted over the unix socket open a WebSocket).
+	Store *store.Store
 }
 
 // Gateway accepts clients on the unix socket and the WebSocket endpoint and
@@ -59,7 +63,13 @@ type Gateway struct {
 	registry *actor.PID
 	hub      *outbox.Hub
 	tickets  *Tickets
+	auth     *authority
 	log      *slog.Logger
+
+	// guard is the resolved web policy (Listen); the limiters guard
+	// POST /enroll and POST /bootstrap.
+	guard                       *guard
+	enrollLimit, bootstrapLimit *limiter
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -76,13 +86,18 @@ type Gateway struct {
 	closed bool
 }
 
-// New returns a gateway that hands commands to registry.
+// New returns a gateway that hands commands to registry. cfg is copied;
+// cfg.Web's zero fields get their defaults.
 func New(cfg Config, sys *actor.ActorSystem, registry *actor.PID, hub *outbox.Hub, log *slog.Logger) *Gateway {
 	ctx, cancel := context.WithCancel(context.Background())
+	cfg.Web = withDefaults(cfg.Web)
 	return &Gateway{
 		cfg: cfg, sys: sys, registry: registry, hub: hub, log: log,
-		tickets: NewTickets(cfg.TicketTTL, nil),
-		ctx:     ctx, cancel: cancel,
+		tickets:        NewTickets(cfg.TicketTTL, nil),
+		auth:           newAuthority(cfg.Store, cfg.Web.EnrollTTL, cfg.Web.SessionTTL),
+		enrollLimit:    newLimiter(cfg.Web.EnrollLimit, nil),
+		bootstrapLimit: newLimiter(cfg.Web.BootstrapLimit, nil),
+		ctx:            ctx, cancel: cancel,
 		conns: make(map[uint64]*connActor),
 	}
 }
@@ -100,12 +115,20 @@ func (g *Gateway) Listen() error {
 		ln.Close()
 		return fmt.Errorf("gateway: listen %s: %w", g.cfg.WebAddr, err)
 	}
-	g.webLn = web
+	gd, err := newGuard(g.cfg.Web, web.Addr())
+	if err != nil {
+		web.Close()
+		ln.Close()
+		return err
+	}
+	g.webLn, g.guard = web, gd
+	if pruned, err := g.auth.pruneSessions(); err != nil {
+		g.log.Warn("prune expired browser sessions", "err", err)
+	} else if len(pruned) > 0 {
+		g.log.Info("pruned expired browser sessions", "sessions", len(pruned))
+	}
 	return nil
 }
-
-// ErrDaemonRunning reports a live daemon on the socket path.
-var ErrDaemonRunning = errors.New("gateway: another shardd is serving on this socket")
 
 func listenUnix(path string) (net.Listener, error) {
 	if _, err := os.Lstat(path); err == nil {
@@ -136,21 +159,28 @@ func (g *Gateway) WebURL() string {
 	return "http://" + g.webLn.Addr().String()
 }
 
+// BrowserURL returns the base URL a browser reaches the daemon at: the
+// listener's own http URL in loopback mode, the public origin in remote
+// mode. "" before Listen.
+func (g *Gateway) BrowserURL() string {
+	if g.guard == nil {
+		return ""
+	}
+	return g.guard.baseURL
+}
+
 // Tickets returns the ticket store (for the daemon's own use and tests).
 func (g *Gateway) Tickets() *Tickets { return g.tickets }
 
 // Serve starts accepting on both listeners; it returns at once.
 func (g *Gateway) Serve() {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/ws", g.serveWS)
-	if g.cfg.Metrics != nil {
-		// /metrics needs no ticket, unlike /ws: it carries counts, states
-		// and latencies only (never a prompt, task, path, agent id or
-		// ticket), the listener is loopback-only (web.host is validated),
-		// and Prometheus scrapers cannot mint single-use tickets.
-		mux.Handle("GET /metrics", g.cfg.Metrics.Handler())
+	g.httpSrv = &http.Server{
+		Handler:           g.webHandler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(g.log.Handler(), slog.LevelDebug),
 	}
-	g.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)}
 	g.goTracked(func() {
 		if err := g.httpSrv.Serve(g.webLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			g.log.Error("web listener stopped", "err", err)
@@ -165,49 +195,45 @@ func (g *Gateway) Serve() {
 				}
 				return
 			}
-			g.startConn(newUnixTransport(c), true)
+			g.startConn(newUnixTransport(c), true, credential{kind: credLocal})
 		}
 	})
 }
 
 // serveWS upgrades an authenticated request. No upgrade happens without a
-// valid, unexpired, unused ticket (spec §4.1).
-func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request) {
-	ticket, hasProto := parseProtocols(r.Header.Values("Sec-WebSocket-Protocol"))
-	if !hasProto || !g.tickets.Consume(ticket) {
-		http.Error(w, "unauthorized: a valid single-use ticket is required", http.StatusUnauthorized)
+// valid, unexpired, unused ticket bound to the request's Origin, or a live
+// API token on a request without Origin (spec §4.1; doc.go has the table).
+func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request, info reqInfo) {
+	cred, ref := g.wsAuth(r)
+	if ref != nil {
+		g.refuse(w, r, "ws", info, ref, "")
 		return
 	}
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}})
+	// The Origin was checked exactly against the allowlist above, which is
+	// stricter than Accept's same-host check (and allows an allowlisted
+	// origin on another host); Accept must not second-guess it.
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}, InsecureSkipVerify: true})
 	if err != nil {
 		g.log.Debug("websocket accept failed", "err", err)
 		return
 	}
 	c.SetReadLimit(protocol.DefaultMaxRecord)
 	t := &wsTransport{conn: c}
-	if g.startConn(t, false) {
-		g.goTracked(func() { g.keepalive(t) })
+	if !g.startConn(t, false, cred) {
+		return
+	}
+	g.goTracked(func() { g.keepalive(t, cred) })
+	// A revocation that committed between the check above and the
+	// registration of this connection found nothing to close: look again.
+	if !g.credLive(cred) {
+		g.closeConns(func(c credential) bool { return c == cred })
 	}
 }
 
-// parseProtocols finds the shard.v1 subprotocol and the ticket entry.
-func parseProtocols(values []string) (ticket string, ok bool) {
-	for _, v := range values {
-		for _, p := range strings.Split(v, ",") {
-			p = strings.TrimSpace(p)
-			switch {
-			case p == Subprotocol:
-				ok = true
-			case strings.HasPrefix(p, ticketPrefix):
-				ticket = strings.TrimPrefix(p, ticketPrefix)
-			}
-		}
-	}
-	return ticket, ok
-}
-
-// keepalive pings a WebSocket peer; one that stops answering is dropped.
-func (g *Gateway) keepalive(t *wsTransport) {
+// keepalive pings a WebSocket peer; one that stops answering is dropped,
+// and so is one whose credential has expired since (a browser session past
+// web.session_ttl; revocations close connections at once).
+func (g *Gateway) keepalive(t *wsTransport, cred credential) {
 	if g.cfg.PingInterval <= 0 {
 		return
 	}
@@ -229,11 +255,16 @@ func (g *Gateway) keepalive(t *wsTransport) {
 			t.Close("ping timeout", true)
 			return
 		}
+		if !g.credLive(cred) {
+			g.log.Info("closing connection: credential expired", "credential", cred.id)
+			t.closeWith(websocket.StatusPolicyViolation, "credential expired")
+			return
+		}
 	}
 }
 
-// startConn spawns the connection actor for t.
-func (g *Gateway) startConn(t transport, local bool) bool {
+// startConn spawns the connection actor for t, opened under cred.
+func (g *Gateway) startConn(t transport, local bool, cred credential) bool {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -242,7 +273,7 @@ func (g *Gateway) startConn(t transport, local bool) bool {
 	}
 	g.nextID++
 	id := g.nextID
-	a := &connActor{g: g, id: id, t: t, out: outbox.New(g.cfg.Limits), local: local, writerDone: make(chan struct{})}
+	a := &connActor{g: g, id: id, t: t, out: outbox.New(g.cfg.Limits), local: local, cred: cred, writerDone: make(chan struct{})}
 	g.conns[id] = a
 	g.mu.Unlock()
 	g.cfg.Metrics.ConnOpened(t.Kind())
@@ -256,6 +287,75 @@ func (g *Gateway) startConn(t transport, local bool) bool {
 		return false
 	}
 	return true
+}
+
+// credKind says what opened a connection.
+type credKind int
+
+const (
+	// credLocal: the unix socket, or a ticket minted over it (local trust).
+	credLocal credKind = iota
+	// credSession: a browser session, through a /bootstrap ticket.
+	credSession
+	// credToken: an API token.
+	credToken
+)
+
+// credential is what a connection was opened under; revoking it closes
+// the connection.
+type credential struct {
+	kind      credKind
+	id        string // session or token id; "" for credLocal
+	principal string
+}
+
+// credLive reports whether cred is still valid.
+func (g *Gateway) credLive(c credential) bool {
+	switch c.kind {
+	case credSession:
+		return g.auth.sessionLive(c.id)
+	case credToken:
+		return g.auth.tokenLive(c.id)
+	}
+	return true
+}
+
+// closeConns closes, with a policy-violation close code, every WebSocket
+// connection whose credential matches, and returns how many. The close
+// handshakes run in the background.
+func (g *Gateway) closeConns(match func(credential) bool) int {
+	g.mu.Lock()
+	var hit []*connActor
+	for _, a := range g.conns {
+		if a.cred.kind != credLocal && match(a.cred) {
+			hit = append(hit, a)
+		}
+	}
+	g.mu.Unlock()
+	for _, a := range hit {
+		g.log.Info("closing connection: credential revoked", "conn", a.id, "credential", a.cred.id)
+		g.goTracked(func() {
+			if ws, ok := a.t.(*wsTransport); ok {
+				ws.closeWith(websocket.StatusPolicyViolation, "credential revoked")
+				return
+			}
+			a.t.Close("credential revoked", false)
+		})
+	}
+	return len(hit)
+}
+
+// countConns counts open connections by credential id.
+func (g *Gateway) countConns() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := make(map[string]int)
+	for _, a := range g.conns {
+		if a.cred.id != "" {
+			n[a.cred.id]++
+		}
+	}
+	return n
 }
 
 // forget drops a connection that ended (its actor stopped).

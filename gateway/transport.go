@@ -94,13 +94,19 @@ func (t *wsTransport) Write(ctx context.Context, recs [][]byte) error {
 }
 
 func (t *wsTransport) Close(reason string, slow bool) {
+	if slow {
+		// The peer is not reading: a close handshake would only wait.
+		t.close.Do(func() { t.conn.CloseNow() })
+		return
+	}
+	t.closeWith(websocket.StatusGoingAway, reason)
+}
+
+// closeWith closes with a status code of its own (a revoked credential
+// is StatusPolicyViolation); it is part of Close's once.
+func (t *wsTransport) closeWith(code websocket.StatusCode, reason string) {
 	t.close.Do(func() {
-		if slow {
-			// The peer is not reading: a close handshake would only wait.
-			t.conn.CloseNow()
-			return
-		}
-		if err := t.conn.Close(websocket.StatusGoingAway, reason); err != nil {
+		if err := t.conn.Close(code, reason); err != nil {
 			t.conn.CloseNow()
 		}
 	})

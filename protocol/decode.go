@@ -84,6 +84,18 @@ func newCommand(typ string) Command {
 		return &DaemonShutdown{}
 	case TypeWSTicket:
 		return &WSTicket{}
+	case TypeWebEnroll:
+		return &WebEnroll{}
+	case TypeWebSessionsList:
+		return &WebSessionsList{}
+	case TypeWebSessionsRevoke:
+		return &WebSessionsRevoke{}
+	case TypeTokenCreate:
+		return &TokenCreate{}
+	case TypeTokenList:
+		return &TokenList{}
+	case TypeTokenRevoke:
+		return &TokenRevoke{}
 	case TypeDaemonStatus:
 		return &DaemonStatus{}
 	case TypeDaemonCheck:

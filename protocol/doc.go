@@ -1,6 +1,9 @@
 // Package protocol holds the Shard wire protocol: typed messages for every
 // command and event of the per-agent and orchestrator layers, the error-code
-// registry, and the JSONL codec used on stdio and unix sockets.
+// registry, the JSONL codec used on stdio and unix sockets, and the grammar
+// of the WebSocket handshake headers (handshake.go: Host, Origin,
+// Sec-WebSocket-Protocol, bearer credentials, forwarded headers), parsed in
+// their canonical spelling only so that two strings never name one host.
 //
 // It is a leaf: it imports nothing from the rest of Shard, from protoactor,
 // bbolt or viper, so that clients (shardctl, SDKs, tests) can speak the

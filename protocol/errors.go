@@ -5,6 +5,11 @@ import (
 	"fmt"
 )
 
+// ErrHandshake is wrapped by every error of the handshake parsers
+// (handshake.go): a Host, Origin, Sec-WebSocket-Protocol, Authorization or
+// forwarded header that is not in its canonical form.
+var ErrHandshake = errors.New("protocol: malformed handshake header")
+
 // ErrorCode is a registered protocol error code (spec §8). Codes are stable
 // strings on the wire; new ones are added, never reused.
 type ErrorCode string

@@ -8,6 +8,10 @@
 // that bbolt may unmap. A "meta" bucket carries the schema version: Open
 // writes it into a new file and refuses a file written by a newer build.
 //
+// The security records (security.go: principals, enrolled browsers,
+// browser sessions, API credentials) hold SHA-256 hashes and metadata only;
+// no raw cookie, token, code or ticket is ever written.
+//
 // Open takes bbolt's exclusive file lock and waits at most Options.Timeout
 // for it, so a second shardd on the same home fails fast with ErrLocked
 // instead of hanging.

@@ -31,12 +31,20 @@ const (
 	bucketRequests   = "requests"    // key parent_agent_id \x00 request_id: job_id
 	bucketReports    = "reports"     // key run_id: Report JSON, until delivered
 	bucketRuntimes   = "runtimes"    // key agent_id: RuntimeProc JSON while the child lives
+
+	// The security store (spec §4.1): hashes and metadata only, never a
+	// raw code, cookie, ticket or token. See security.go.
+	bucketPrincipals  = "principals"      // key principal_id: Principal JSON
+	bucketBrowsers    = "browsers"        // key browser_id: Browser JSON
+	bucketWebSessions = "web_sessions"    // key session_id: WebSession JSON
+	bucketCredentials = "api_credentials" // key token_id: APICredential JSON
 )
 
 // allBuckets lists the buckets Open ensures exist. New record kinds add
 // their bucket here.
 func allBuckets() []string {
-	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports, bucketRuntimes}
+	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports, bucketRuntimes,
+		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials}
 }
 
 const schemaVersionKey = "schema_version"

@@ -196,6 +196,8 @@ func newRoot(clk clock) *cobra.Command {
 		newAttachCommand(g),
 		newShutdownCommand(g),
 		newDoctorCommand(g),
+		newWebCommand(g),
+		newTokenCommand(g),
 		newCompletionCommand(),
 	)
 	wrapRunE(root)

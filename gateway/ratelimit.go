@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// RateLimit is a token bucket: Burst attempts at once, then one more every
+// Every. The zero value means the gateway's default for the endpoint.
+type RateLimit struct {
+	Burst int
+	Every time.Duration
+}
+
+// maxLimiterPeers bounds the peers a limiter remembers; past it, peers it
+// has no bucket for share one.
+const maxLimiterPeers = 1024
+
+// limiter rate-limits attempts per peer address. X-Forwarded-For is never
+// consulted, so behind a reverse proxy every browser shares the proxy's
+// bucket. It is safe for concurrent use.
+type limiter struct {
+	burst float64
+	every time.Duration
+	now   func() time.Time
+
+	// mu protects buckets.
+	mu      sync.Mutex
+	buckets map[netip.Addr]*tokenBucket
+}
+
+type tokenBucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func newLimiter(rl RateLimit, now func() time.Time) *limiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &limiter{burst: float64(rl.Burst), every: rl.Every, now: now, buckets: make(map[netip.Addr]*tokenBucket)}
+}
+
+// allow takes one token from peer's bucket. When there is none it returns
+// false and how long until there will be.
+func (l *limiter) allow(peer netip.Addr) (bool, time.Duration) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.bucketLocked(peer, now)
+	b.tokens = min(l.burst, b.tokens+float64(now.Sub(b.last))/float64(l.every))
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) * float64(l.every))
+}
+
+// bucketLocked returns peer's bucket, creating a full one. mu must be held.
+func (l *limiter) bucketLocked(peer netip.Addr, now time.Time) *tokenBucket {
+	if b, ok := l.buckets[peer]; ok {
+		return b
+	}
+	if len(l.buckets) >= maxLimiterPeers {
+		for p, b := range l.buckets { // full buckets carry no state worth keeping
+			if b.tokens+float64(now.Sub(b.last))/float64(l.every) >= l.burst {
+				delete(l.buckets, p)
+			}
+		}
+		if len(l.buckets) >= maxLimiterPeers {
+			peer = netip.Addr{} // the shared overflow bucket
+			if b, ok := l.buckets[peer]; ok {
+				return b
+			}
+		}
+	}
+	b := &tokenBucket{tokens: l.burst, last: now}
+	l.buckets[peer] = b
+	return b
+}
