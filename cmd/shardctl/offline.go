@@ -25,7 +25,6 @@ import (
 // it exclusively for as long as it runs, so waiting longer never helps.
 const offlineLockWait = 500 * time.Millisecond
 
-
 // daemonUpError says the daemon is running, so --offline cannot read.
 type daemonUpError struct{ why string }
 
