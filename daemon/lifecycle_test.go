@@ -110,8 +110,12 @@ func TestKillEscalatesThroughAHungRuntime(t *testing.T) {
 	c := h.dial()
 	id := h.create(c, nil)
 	attach(t, c, id, "")
-	prompt(t, c, id, "sim: hang")
-	waitFor(t, c, isType(protocol.TypeTurnStart, id))
+	prompt(t, c, id, "sim: say hanging\nsim: hang")
+	waitFor(t, c, isType(protocol.TypeMessageDelta, id))
+	// `hang` follows the text at once; a hung runtime sends nothing more to
+	// wait for, so give it a moment to get there (else the abort would be
+	// honoured and the test would prove nothing).
+	time.Sleep(150 * time.Millisecond)
 	pids := runtimePIDs(t, id)
 	if len(pids) != 1 {
 		t.Fatalf("runtime pids %v", pids)
