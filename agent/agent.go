@@ -119,6 +119,10 @@ type Options struct {
 	// compaction keeps, in tokens (session_op compact may override it per
 	// call). Default: a fifth of the context window, at most 20000.
 	KeepRecentTokens int
+	// NoAutoCompaction turns off automatic compaction (both the reserve and
+	// the emergency tier; config compaction.enabled=false). session_op
+	// compact still runs on demand (spec §9.2).
+	NoAutoCompaction bool
 	// ServerVersion is reported in hello. Default "dev".
 	ServerVersion string
 	// Exit is called by the `sim: exit <code>` directive. Default os.Exit.

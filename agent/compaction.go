@@ -127,6 +127,9 @@ func (r *runtime) contextTokensLocked() int64 {
 // overReserveLocked reports a context above the reserve threshold (80% of
 // the window): time to compact between turns.
 func (r *runtime) overReserveLocked() bool {
+	if r.opts.NoAutoCompaction {
+		return false
+	}
 	return r.contextTokensLocked()*5 > r.windowLimitLocked()*4
 }
 
@@ -447,7 +450,7 @@ func (r *runtime) runCompaction(j *compactJob) {
 // aborted meanwhile.
 func (r *runtime) compactBeforeCall(t *turnState) *outcome {
 	r.mu.Lock()
-	if t.aborted || r.contextTokensLocked() < r.windowLimitLocked() {
+	if t.aborted || r.opts.NoAutoCompaction || r.contextTokensLocked() < r.windowLimitLocked() {
 		r.mu.Unlock()
 		return nil
 	}

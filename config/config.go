@@ -1,9 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -25,17 +27,29 @@ type Config struct {
 	// Foreground logs to stderr as well as the log file. Default false.
 	Foreground bool `mapstructure:"foreground"`
 
-	Log      LogConfig      `mapstructure:"log"`      // log.*: logging
-	Web      WebConfig      `mapstructure:"web"`      // web.*: HTTP/WebSocket listener
-	Runtime  RuntimeConfig  `mapstructure:"runtime"`  // runtime.*: agent runtime processes
-	Kill     KillConfig     `mapstructure:"kill"`     // kill.*: stop escalation
-	Shutdown ShutdownConfig `mapstructure:"shutdown"` // shutdown.*: daemon shutdown
-	Headless HeadlessConfig `mapstructure:"headless"` // headless.*: requests with no client
-	Gateway  GatewayConfig  `mapstructure:"gateway"`  // gateway.*: client transports
-	Store    StoreConfig    `mapstructure:"store"`    // store.*: bbolt database
-	Provider ProviderConfig `mapstructure:"provider"` // provider.*: model provider
-	Sim      SimConfig      `mapstructure:"sim"`      // sim.*: embedded sim provider
-	Jobs     JobsConfig     `mapstructure:"jobs"`     // jobs.*: subagent jobs
+	Log        LogConfig        `mapstructure:"log"`        // log.*: logging
+	Web        WebConfig        `mapstructure:"web"`        // web.*: HTTP/WebSocket listener
+	Runtime    RuntimeConfig    `mapstructure:"runtime"`    // runtime.*: agent runtime processes
+	Kill       KillConfig       `mapstructure:"kill"`       // kill.*: stop escalation
+	Shutdown   ShutdownConfig   `mapstructure:"shutdown"`   // shutdown.*: daemon shutdown
+	Headless   HeadlessConfig   `mapstructure:"headless"`   // headless.*: requests with no client
+	Gateway    GatewayConfig    `mapstructure:"gateway"`    // gateway.*: client transports
+	Store      StoreConfig      `mapstructure:"store"`      // store.*: bbolt database
+	Provider   ProviderConfig   `mapstructure:"provider"`   // provider.*: model provider
+	Sim        SimConfig        `mapstructure:"sim"`        // sim.*: embedded sim provider
+	Jobs       JobsConfig       `mapstructure:"jobs"`       // jobs.*: subagent jobs
+	Compaction CompactionConfig `mapstructure:"compaction"` // compaction.*: runtime context compaction
+}
+
+// CompactionConfig tunes the runtime's context compaction (spec §9.2).
+type CompactionConfig struct {
+	// Enabled turns automatic compaction on (between turns above 80% of
+	// the context window, and at 100% mid-turn). session_op compact works
+	// either way. Default true.
+	Enabled bool `mapstructure:"enabled"`
+	// KeepRecentTokens is how much recent conversation a compaction keeps;
+	// 0 means the runtime's default (a fifth of the window, at most 20,000).
+	KeepRecentTokens int `mapstructure:"keep_recent_tokens"`
 }
 
 // JobsConfig bounds subagent jobs (spec §10.3).
@@ -203,6 +217,41 @@ type ProviderConfig struct {
 	// means the provider's conventional one. The key itself is never
 	// configuration.
 	APIKeyEnv string `mapstructure:"api_key_env"`
+	// Prices enables the usage cost field: "MODEL=IN/OUT[/CACHE_READ/
+	// CACHE_WRITE];…" in US dollars per million tokens, e.g.
+	// "gpt-4.1=2/8;claude-sonnet-4-5=3/15/0.3/3.75". Empty: no cost.
+	Prices string `mapstructure:"prices"`
+}
+
+// ParsePrices parses provider.prices into model → dollars per million
+// tokens [input, output, cache_read, cache_write].
+func ParsePrices(s string) (map[string][4]float64, error) {
+	out := map[string][4]float64{}
+	for _, item := range strings.Split(s, ";") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		model, rest, ok := strings.Cut(item, "=")
+		model = strings.TrimSpace(model)
+		if !ok || model == "" {
+			return nil, fmt.Errorf("price %q: want MODEL=IN/OUT[/CACHE_READ/CACHE_WRITE]", item)
+		}
+		parts := strings.Split(rest, "/")
+		if len(parts) != 2 && len(parts) != 4 {
+			return nil, fmt.Errorf("price %q: want 2 or 4 numbers", item)
+		}
+		var p [4]float64
+		for i, f := range parts {
+			v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("price %q: %q is not a non-negative number", item, f)
+			}
+			p[i] = v
+		}
+		out[model] = p
+	}
+	return out, nil
 }
 
 // SimConfig configures the embedded sim provider.
@@ -236,10 +285,11 @@ func Default(home string) *Config {
 			OutboundMaxBytes:    8 << 20,
 			OutboundMaxMessages: 10000,
 		},
-		Store:    StoreConfig{LockTimeout: 2 * time.Second},
-		Provider: ProviderConfig{Name: "sim"},
-		Sim:      SimConfig{ContextWindow: 200000},
-		Jobs:     JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute},
+		Store:      StoreConfig{LockTimeout: 2 * time.Second},
+		Provider:   ProviderConfig{Name: "sim"},
+		Sim:        SimConfig{ContextWindow: 200000},
+		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute},
+		Compaction: CompactionConfig{Enabled: true},
 	}
 	if home != "" {
 		c.ConfigFile = filepath.Join(home, "config.yaml")

@@ -31,6 +31,9 @@ var briefKeys = []string{
 	"jobs.max_depth",
 	"jobs.run_timeout",
 	"jobs.aliases",
+	"provider.prices",
+	"compaction.enabled",
+	"compaction.keep_recent_tokens",
 }
 
 // fixture is one Load call's inputs: a user home, an optional config.yaml
@@ -83,10 +86,11 @@ func TestDefault(t *testing.T) {
 		Headless: HeadlessConfig{Timeout: 5 * time.Minute, Policy: "deny"},
 		Gateway: GatewayConfig{PingInterval: 30 * time.Second, PingTimeout: 10 * time.Second,
 			TicketTTL: 30 * time.Second, OutboundMaxBytes: 8 * 1024 * 1024, OutboundMaxMessages: 10000},
-		Store:    StoreConfig{LockTimeout: 2 * time.Second},
-		Provider: ProviderConfig{Name: "sim"},
-		Sim:      SimConfig{ContextWindow: 200000},
-		Jobs:     JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute},
+		Store:      StoreConfig{LockTimeout: 2 * time.Second},
+		Provider:   ProviderConfig{Name: "sim"},
+		Sim:        SimConfig{ContextWindow: 200000},
+		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute},
+		Compaction: CompactionConfig{Enabled: true},
 	}
 	got := Default("/h")
 	if !reflect.DeepEqual(got, want) {
@@ -202,6 +206,10 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return "X-Proxy-Host"
 	case "web.enroll_ttl":
 		return "2m"
+	case "provider.prices":
+		return "gpt-4.1=2/8;claude=3/15/0.3/3.75"
+	case "compaction.enabled":
+		return "false"
 	}
 	switch s.field(&Config{}).(type) {
 	case *string:

@@ -87,6 +87,21 @@ func settings() []setting {
 			usage: "lifetime of a browser session (at most 8760h)",
 			field: func(c *Config) any { return &c.Web.SessionTTL }, check: positiveAtMost(365 * 24 * time.Hour)},
 
+		{key: "provider.prices",
+			usage: `usage cost per model: "MODEL=IN/OUT[/CACHE_READ/CACHE_WRITE];…" in dollars per million tokens (default "": no cost)`,
+			field: func(c *Config) any { return &c.Provider.Prices }, check: func(v any) string {
+				if _, err := ParsePrices(v.(string)); err != nil {
+					return err.Error()
+				}
+				return ""
+			}},
+		{key: "compaction.enabled",
+			usage: "compact the runtime's context automatically (80% between turns, 100% mid-turn); session_op compact works either way (default true)",
+			field: func(c *Config) any { return &c.Compaction.Enabled }},
+		{key: "compaction.keep_recent_tokens",
+			usage: "recent context a compaction keeps; 0 means the runtime's default",
+			field: func(c *Config) any { return &c.Compaction.KeepRecentTokens }, check: intRange(0, 1<<30)},
+
 		{key: "jobs.max_active",
 			usage: "cap on starting+active subagent runs across the daemon; excess runs wait queued",
 			field: func(c *Config) any { return &c.Jobs.MaxActive }, check: positive},

@@ -191,3 +191,15 @@ func helpText() string {
 	RegisterFlags(fs)
 	return fs.FlagUsages()
 }
+
+func TestParsePrices(t *testing.T) {
+	got, err := ParsePrices(" gpt-4.1=2/8 ; claude=3/15/0.3/3.75;")
+	if err != nil || got["gpt-4.1"] != [4]float64{2, 8, 0, 0} || got["claude"] != [4]float64{3, 15, 0.3, 3.75} || len(got) != 2 {
+		t.Fatalf("ParsePrices = %v, %v", got, err)
+	}
+	for _, bad := range []string{"gpt", "=1/2", "m=1", "m=1/2/3", "m=a/2", "m=-1/2"} {
+		if _, err := ParsePrices(bad); err == nil {
+			t.Errorf("ParsePrices(%q) accepted", bad)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -308,5 +309,17 @@ func TestModeAndModelSelectionSurviveRuntimeRestart(t *testing.T) {
 	}
 	if models.Active.Model != "sim-think" {
 		t.Errorf("active model after restart = %+v", models.Active)
+	}
+}
+
+func TestConfiguredPricesGiveUsageCost(t *testing.T) {
+	h := start(t, func(c *config.Config) { c.Provider.Prices = "sim=1000000/2000000" }) // $1 and $2 per token (prices are per million)
+	c := h.dial()
+	id := h.create(c, nil)
+	attach(t, c, id, "")
+	prompt(t, c, id, "sim: say priced")
+	end := waitFor(t, c, isType(protocol.TypeTurnEnd, id)).Msg.(*protocol.TurnEnd)
+	if end.Usage == nil || end.Usage.Cost != float64(end.Usage.Input)+2*float64(end.Usage.Output) || end.Usage.Cost == 0 {
+		t.Fatalf("turn usage = %+v", end.Usage)
 	}
 }

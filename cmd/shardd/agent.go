@@ -55,27 +55,41 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
+			parsed, err := config.ParsePrices(cfg.Provider.Prices) // validated by config.Load
+			if err != nil {
+				return err
+			}
+			var prices map[string]agent.Price
+			for model, p := range parsed {
+				if prices == nil {
+					prices = map[string]agent.Price{}
+				}
+				prices[model] = agent.Price{Input: p[0], Output: p[1], CacheRead: p[2], CacheWrite: p[3]} // both per million tokens
+			}
 			return agent.Run(ctx, agent.Options{
 				Stdin: stdin, Stdout: stdout, Stderr: stderr,
-				AgentID:         os.Getenv("SHARD_AGENT_ID"),
-				SessionID:       os.Getenv("SHARD_SESSION_ID"),
-				SessionDir:      os.Getenv("SHARD_SESSION_DIR"),
-				Socket:          os.Getenv("SHARD_SOCKET"),
-				Cwd:             cwd,
-				Mode:            os.Getenv("SHARD_AGENT_MODE"),
-				Provider:        cfg.Provider.Name,
-				BaseURL:         cfg.Provider.BaseURL,
-				ProviderModel:   cfg.Provider.Model,
-				APIKey:          apiKey,
-				APIKeyEnv:       keyEnv,
-				MaxRetries:      provider.DefaultMaxRetries,
-				Model:           os.Getenv("SHARD_AGENT_MODEL"),
-				HeadlessTimeout: cfg.Headless.Timeout,
-				HeadlessPolicy:  cmp.Or(os.Getenv("SHARD_AGENT_HEADLESS_POLICY"), cfg.Headless.Policy),
-				ContextWindow:   cfg.Sim.ContextWindow,
-				ServerVersion:   version,
-				Exit:            os.Exit,
-				IgnoreSignals:   func() { signal.Ignore(syscall.SIGTERM, syscall.SIGINT) },
+				AgentID:          os.Getenv("SHARD_AGENT_ID"),
+				SessionID:        os.Getenv("SHARD_SESSION_ID"),
+				SessionDir:       os.Getenv("SHARD_SESSION_DIR"),
+				Socket:           os.Getenv("SHARD_SOCKET"),
+				Cwd:              cwd,
+				Mode:             os.Getenv("SHARD_AGENT_MODE"),
+				Provider:         cfg.Provider.Name,
+				BaseURL:          cfg.Provider.BaseURL,
+				ProviderModel:    cfg.Provider.Model,
+				APIKey:           apiKey,
+				APIKeyEnv:        keyEnv,
+				MaxRetries:       provider.DefaultMaxRetries,
+				Model:            os.Getenv("SHARD_AGENT_MODEL"),
+				HeadlessTimeout:  cfg.Headless.Timeout,
+				HeadlessPolicy:   cmp.Or(os.Getenv("SHARD_AGENT_HEADLESS_POLICY"), cfg.Headless.Policy),
+				ContextWindow:    cfg.Sim.ContextWindow,
+				Prices:           prices,
+				NoAutoCompaction: !cfg.Compaction.Enabled,
+				KeepRecentTokens: cfg.Compaction.KeepRecentTokens,
+				ServerVersion:    version,
+				Exit:             os.Exit,
+				IgnoreSignals:    func() { signal.Ignore(syscall.SIGTERM, syscall.SIGINT) },
 			})
 		},
 	}
