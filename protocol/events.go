@@ -106,15 +106,26 @@ func NewErrorResponse(id, command string, err error) []byte {
 // must be a JSON object that has no agent_id yet: runtimes speak the direct
 // protocol, which omits it.
 func WithAgentID(rec []byte, agentID string) []byte {
-	i := bytes.IndexByte(rec, '{')
-	if i < 0 {
-		return rec
-	}
+	return WithField(rec, AgentIDField(agentID))
+}
+
+// AgentIDField returns the encoded `"agent_id":"…"` member for WithField,
+// so that a relay encodes its agent's id once, not per event.
+func AgentIDField(agentID string) []byte {
 	// A JSON string, not strconv.Quote: Go escapes such as \x01 or
 	// \U0010ffff are not JSON. A string always encodes.
 	q := MustMarshal(agentID)
 	field := make([]byte, 0, len(q)+12)
-	field = append(append(field, `"agent_id":`...), q...)
+	return append(append(field, `"agent_id":`...), q...)
+}
+
+// WithField inserts an encoded object member (`"key":value`) into rec as
+// WithAgentID does: after a leading "type", else first.
+func WithField(rec, field []byte) []byte {
+	i := bytes.IndexByte(rec, '{')
+	if i < 0 {
+		return rec
+	}
 	out := make([]byte, 0, len(rec)+len(field)+1)
 
 	const typePrefix = `{"type":"`

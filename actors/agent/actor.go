@@ -135,6 +135,9 @@ type Actor struct {
 	lease     *lease
 	lastError string
 	injects   []pendingInject
+	// idField is the encoded agent_id member spliced into every relayed
+	// event (encoded once).
+	idField []byte
 	// foreign holds descendants' requests surfaced through this agent.
 	foreign map[string]*foreignRequest
 	// delegated maps this agent's requests surfaced by an ancestor to that
@@ -798,7 +801,10 @@ func (a *Actor) fanout(line []byte) {
 	if len(a.attached) == 0 {
 		return
 	}
-	rec := protocol.WithAgentID(line, a.m.AgentID)
+	if a.idField == nil {
+		a.idField = protocol.AgentIDField(a.m.AgentID)
+	}
+	rec := protocol.WithField(line, a.idField)
 	n := 0
 	for _, att := range a.attached {
 		if att.live {
