@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -113,7 +112,7 @@ func (o *attachOptions) run(ctx context.Context, agentID string, stdin io.Reader
 
 	s := &attachSession{
 		ctx: ctx, conn: conn, agentID: agentID, scr: scr, p: scr.pal(),
-		status: att.Status, mode: att.Info.Mode, seen: map[string]bool{},
+		status: att.Status, mode: att.Info.Mode,
 	}
 	s.banner(att)
 	return s.loop()
@@ -135,13 +134,12 @@ type attachSession struct {
 	scr     screen
 	p       palette
 
-	status    protocol.AgentStatus
-	mode      string
-	inTurn    bool // between turn_start and turn_end
-	sent      bool // a prompt or steer was sent and no turn has ended since
-	eof       bool // the input ended: detach once settled
-	questions []question
-	seen      map[string]bool // request ids already queued
+	status protocol.AgentStatus
+	mode   string
+	inTurn bool // between turn_start and turn_end
+	sent   bool // a prompt or steer was sent and no turn has ended since
+	eof    bool // the input ended: detach once settled
+	questionQueue
 }
 
 func (s *attachSession) banner(att protocol.AgentAttachData) {
@@ -296,29 +294,18 @@ func (s *attachSession) handle(msg protocol.Typed) {
 }
 
 func (s *attachSession) enqueue(q question) {
-	if s.seen[q.id()] {
-		return
-	}
-	s.seen[q.id()] = true
-	s.questions = append(s.questions, q)
-	if len(s.questions) == 1 {
+	if s.push(q) {
 		s.ask()
 	}
 }
 
 // resolved drops a question that was answered (here or elsewhere).
 func (s *attachSession) resolved(id, how, source string) {
-	i := slices.IndexFunc(s.questions, func(q question) bool { return q.id() == id })
-	if i < 0 {
-		return
-	}
-	s.questions = slices.Delete(s.questions, i, i+1)
-	if source != "" {
-		how += " by " + source
-	}
-	s.scr.line(s.p.dim(fmt.Sprintf("(%s: %s)", id, how)))
-	if i == 0 && len(s.questions) > 0 {
-		s.ask()
+	if note, askNext, ok := s.drop(id, how, source); ok {
+		s.scr.line(s.p.dim(note))
+		if askNext {
+			s.ask()
+		}
 	}
 }
 

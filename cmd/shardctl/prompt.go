@@ -106,7 +106,6 @@ func (o *promptOptions) run(ctx context.Context, agentID, text string, stdin io.
 		pal:        newPalette(stderr, o.g.noColor),
 		lines:      lines,
 		waitOthers: busy,
-		seen:       map[string]bool{},
 	}
 	if _, err := conn.Request(ctx, prompt); err != nil {
 		if ctx.Err() != nil {
@@ -130,6 +129,42 @@ func midTurn(s protocol.AgentStatus) bool {
 }
 
 // question is a permission or UI request waiting for the user.
+// questionQueue holds the questions waiting for the user, oldest first;
+// prompt and attach share it. Each request id is queued once, so one that
+// is both in a sync and broadcast is asked once.
+type questionQueue struct {
+	questions []question
+	seen      map[string]bool
+}
+
+// push queues q and reports whether it is now the head (to be asked).
+func (qq *questionQueue) push(q question) (head bool) {
+	if qq.seen == nil {
+		qq.seen = map[string]bool{}
+	}
+	if qq.seen[q.id()] {
+		return false
+	}
+	qq.seen[q.id()] = true
+	qq.questions = append(qq.questions, q)
+	return len(qq.questions) == 1
+}
+
+// drop removes the question with id, answered here or elsewhere: ok says
+// it was queued, note is the line to show, askNext that a new head must be
+// asked.
+func (qq *questionQueue) drop(id, how, source string) (note string, askNext, ok bool) {
+	i := slices.IndexFunc(qq.questions, func(q question) bool { return q.id() == id })
+	if i < 0 {
+		return "", false, false
+	}
+	qq.questions = slices.Delete(qq.questions, i, i+1)
+	if source != "" {
+		how += " by " + source
+	}
+	return fmt.Sprintf("(%s: %s)", id, how), i == 0 && len(qq.questions) > 0, true
+}
+
 type question struct {
 	perm *protocol.PermissionRequest
 	ui   *protocol.UIRequest
@@ -158,8 +193,7 @@ type promptSession struct {
 	failure    error  // the first error event or failed command
 	midLine    bool   // stdout ends without a newline
 	separate   bool   // a terminal cursor may sit after model text: start stderr lines on a new line
-	questions  []question
-	seen       map[string]bool // request ids already queued
+	questionQueue
 }
 
 // loop consumes events until our turn ends, the agent fails, the
@@ -312,29 +346,18 @@ func (s *promptSession) endLine() {
 }
 
 func (s *promptSession) enqueue(q question) {
-	if s.seen[q.id()] {
-		return
-	}
-	s.seen[q.id()] = true
-	s.questions = append(s.questions, q)
-	if len(s.questions) == 1 {
+	if s.push(q) {
 		s.ask()
 	}
 }
 
 // resolved drops a question that was answered (here or elsewhere).
 func (s *promptSession) resolved(id, how, source string) {
-	i := slices.IndexFunc(s.questions, func(q question) bool { return q.id() == id })
-	if i < 0 {
-		return
-	}
-	s.questions = slices.Delete(s.questions, i, i+1)
-	if source != "" {
-		how += " by " + source
-	}
-	s.note(fmt.Sprintf("(%s: %s)", id, how))
-	if i == 0 && len(s.questions) > 0 {
-		s.ask()
+	if note, askNext, ok := s.drop(id, how, source); ok {
+		s.note(note)
+		if askNext {
+			s.ask()
+		}
 	}
 }
 
