@@ -113,9 +113,29 @@ func (o *attachOptions) run(ctx context.Context, agentID string, stdin io.Reader
 	s := &attachSession{
 		ctx: ctx, conn: conn, agentID: agentID, scr: scr, p: scr.pal(),
 		status: att.Status, mode: att.Info.Mode,
+		cmds:    make(chan protocol.Typed, maxQueuedCommands),
+		results: make(chan commandResult, maxQueuedCommands),
+		stop:    make(chan struct{}),
 	}
+	senderDone := make(chan struct{})
+	go func() { defer close(senderDone); s.send() }()
+	defer func() {
+		close(s.stop)
+		conn.Close() // ends a Request in flight
+		<-senderDone
+	}()
 	s.banner(att)
 	return s.loop()
+}
+
+// maxQueuedCommands bounds the commands typed but not yet answered; more
+// are refused with a line rather than blocking the session.
+const maxQueuedCommands = 64
+
+// commandResult is the daemon's answer to one command of the session.
+type commandResult struct {
+	cmd protocol.Typed
+	err error
 }
 
 // Prompts of the terminal screen: ready for a prompt, or a turn in flight
@@ -140,6 +160,15 @@ type attachSession struct {
 	sent   bool // a prompt or steer was sent and no turn has ended since
 	eof    bool // the input ended: detach once settled
 	questionQueue
+
+	// Commands go out through one sender goroutine, in order, and their
+	// answers come back on results: the loop never waits on a response,
+	// so it keeps draining events (the client stops reading responses
+	// while its event buffer is full, and a flooding agent fills it).
+	cmds     chan protocol.Typed
+	results  chan commandResult
+	stop     chan struct{}
+	inflight int // commands queued or awaiting their answer
 }
 
 func (s *attachSession) banner(att protocol.AgentAttachData) {
@@ -165,9 +194,10 @@ func (s *attachSession) banner(att protocol.AgentAttachData) {
 func (s *attachSession) busy() bool { return s.inTurn || midTurn(s.status) }
 
 // settled reports whether a detach at the end of input loses nothing: no
-// question is open and the turn this session started has ended.
+// question is open, every command has its answer and the turn this session
+// started has ended.
 func (s *attachSession) settled() bool {
-	return len(s.questions) == 0 && !s.sent && !s.busy()
+	return len(s.questions) == 0 && s.inflight == 0 && !s.sent && !s.busy()
 }
 
 func (s *attachSession) loop() error {
@@ -186,6 +216,8 @@ func (s *attachSession) loop() error {
 				return fmt.Errorf("connection to the daemon lost: %w", s.conn.Err())
 			}
 			s.handle(ev.Msg)
+		case r := <-s.results:
+			s.answered(r)
 		case in := <-s.scr.lines():
 			quit, err := s.input(in)
 			if err != nil || quit {
@@ -438,19 +470,55 @@ func (s *attachSession) slash(line string) (quit bool, err error) {
 	return false, nil
 }
 
-// command sends one command and shows a protocol error as a line; ok
-// reports success. A lost connection shows up on the event channel.
+// command queues one command for the sender; ok reports that it was
+// queued. Its answer arrives later on results (see answered).
 func (s *attachSession) command(cmd protocol.Typed) (ok bool) {
-	if _, err := s.conn.Request(s.ctx, cmd); err != nil {
-		var pe *protocol.Error
-		if errors.As(err, &pe) {
-			s.scr.line(s.p.red(fmt.Sprintf("%s: %s: %s", cmd.Head().Type, pe.Code, pe.Message)))
-		} else if s.ctx.Err() == nil {
-			s.scr.line(s.p.red(fmt.Sprintf("%s: %v", cmd.Head().Type, err)))
-		}
+	select {
+	case s.cmds <- cmd:
+		s.inflight++
+		return true
+	default:
+		s.scr.line(s.p.red(fmt.Sprintf("%s: not sent: %d commands are still waiting for the daemon", cmd.Head().Type, maxQueuedCommands)))
 		return false
 	}
-	return true
+}
+
+// send is the sender goroutine: it issues the queued commands one at a
+// time, in order, and hands each answer to the loop.
+func (s *attachSession) send() {
+	for {
+		select {
+		case cmd := <-s.cmds:
+			_, err := s.conn.Request(s.ctx, cmd)
+			select {
+			case s.results <- commandResult{cmd: cmd, err: err}:
+			case <-s.stop:
+				return
+			}
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// answered shows a failed command's protocol error as a line. A lost
+// connection shows up on the event channel.
+func (s *attachSession) answered(r commandResult) {
+	s.inflight--
+	if r.err == nil {
+		return
+	}
+	switch r.cmd.(type) {
+	case *protocol.Prompt, *protocol.Steer:
+		s.sent = false // no turn of ours is coming
+	}
+	var pe *protocol.Error
+	if errors.As(r.err, &pe) {
+		s.scr.line(s.p.red(fmt.Sprintf("%s: %s: %s", r.cmd.Head().Type, pe.Code, pe.Message)))
+	} else if s.ctx.Err() == nil && s.conn.Err() == nil {
+		s.scr.line(s.p.red(fmt.Sprintf("%s: %v", r.cmd.Head().Type, r.err)))
+	}
+	s.refreshPrompt()
 }
 
 // answer applies a line to the head question.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -169,4 +170,83 @@ func TestAttachUnknownAgent(t *testing.T) {
 	if r.code != exitFailed || r.stderr != "shardctl: NOT_FOUND: no agent agent-x\n" {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
+}
+
+// floodBeforeAnswer is more events than the client buffers, sent ahead of a
+// command's response: a session that blocked in the request without
+// draining events would never see the response.
+const floodBeforeAnswer = client.EventBuffer + 1000
+
+// floodingDaemon answers a prompt (and a permission response) only after
+// streaming floodBeforeAnswer deltas; the prompt's turn first asks for
+// permission, and ends after the answer.
+func floodingDaemon(t *testing.T, asked func()) *fakeDaemon {
+	h := func(typ string) protocol.Header { return ev(typ, agentA) }
+	flood := func(c *daemonConn, text string) {
+		for range floodBeforeAnswer {
+			c.send(textDelta(agentA, text))
+		}
+	}
+	return newFakeDaemon(t, func(c *daemonConn, hd protocol.Header, rec []byte) {
+		switch hd.Type {
+		case protocol.TypeAgentAttach:
+			c.respond(hd, protocol.AgentAttachData{Status: protocol.StatusIdle, Info: protocol.AgentInfo{AgentID: agentA}})
+			c.send(protocol.Sync{Header: h(protocol.TypeSync), Status: protocol.StatusIdle})
+		case protocol.TypePrompt:
+			c.send(protocol.Status{Header: h(protocol.TypeStatus), Status: protocol.StatusStreaming})
+			c.send(turnStart("t1"))
+			flood(c, "a")
+			c.respond(hd, nil)
+			c.send(permissionRequest("req-1"))
+			if asked != nil {
+				asked()
+			}
+		case protocol.TypePermissionResponse:
+			var m protocol.PermissionResponse
+			mustUnmarshal(t, rec, &m)
+			flood(c, "b")
+			c.respond(hd, nil)
+			c.send(protocol.PermissionResolved{Header: h(protocol.TypePermissionResolved), RequestID: m.RequestID, Decision: m.Decision})
+			c.send(protocol.MessageComplete{Header: h(protocol.TypeMessageComplete), MessageID: "m1"})
+			c.send(turnEnd("t1"))
+			c.send(protocol.Status{Header: h(protocol.TypeStatus), Status: protocol.StatusIdle})
+		default:
+			c.respond(hd, nil)
+		}
+	})
+}
+
+// TestAttachKeepsReadingWhileCommandsWait: commands whose responses queue
+// behind a flood of events neither stall attach nor lose any event.
+func TestAttachKeepsReadingWhileCommandsWait(t *testing.T) {
+	stdin, typing := io.Pipe()
+	// The answer is typed once the question has had time to show: typed
+	// earlier, it would be a prompt of its own.
+	d := floodingDaemon(t, func() {
+		time.AfterFunc(200*time.Millisecond, func() {
+			_, _ = io.WriteString(typing, "y\n")
+			typing.Close()
+		})
+	})
+	go func() { _, _ = io.WriteString(typing, "go\n") }()
+	r := runCtlIn(t, nil, d.path, stdin, "attach", agentA)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s\nstdout tail:\n%s", r.code, r.stderr, tail(r.stdout))
+	}
+	// The question and its answer come between the two floods.
+	a, b := strings.Repeat("a", floodBeforeAnswer), strings.Repeat("b", floodBeforeAnswer)
+	if i, j := strings.Index(r.stdout, a), strings.Index(r.stdout, b); i < 0 || j < i {
+		t.Errorf("streamed text incomplete or out of order:\n%s", tail(r.stdout))
+	}
+	if len(d.records(protocol.TypePermissionResponse)) != 1 || len(d.records(protocol.TypeAgentDetach)) != 1 {
+		t.Errorf("permission responses %d, detaches %d", len(d.records(protocol.TypePermissionResponse)), len(d.records(protocol.TypeAgentDetach)))
+	}
+}
+
+// tail is the end of a long transcript, for failure messages.
+func tail(s string) string {
+	if len(s) > 2000 {
+		return "…" + s[len(s)-2000:]
+	}
+	return s
 }

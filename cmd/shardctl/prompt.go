@@ -107,7 +107,7 @@ func (o *promptOptions) run(ctx context.Context, agentID, text string, stdin io.
 		lines:      lines,
 		waitOthers: busy,
 	}
-	if _, err := conn.Request(ctx, prompt); err != nil {
+	if _, err := requestDraining(ctx, conn, prompt, &s.backlog); err != nil {
 		if ctx.Err() != nil {
 			return s.interrupted() // the prompt may have been accepted
 		}
@@ -194,6 +194,9 @@ type promptSession struct {
 	midLine    bool   // stdout ends without a newline
 	separate   bool   // a terminal cursor may sit after model text: start stderr lines on a new line
 	questionQueue
+	// backlog holds events taken off the connection while a command
+	// waited for its response (requestDraining); they come first.
+	backlog []client.Event
 }
 
 // loop consumes events until our turn ends, the agent fails, the
@@ -204,6 +207,18 @@ func (s *promptSession) loop() error {
 		var answers <-chan lineResult
 		if len(s.questions) > 0 {
 			answers = s.lines.C()
+		}
+		if len(s.backlog) > 0 { // events that arrived during a command come first
+			ev := s.backlog[0]
+			s.backlog = s.backlog[1:]
+			done, err := s.handle(ev.Msg)
+			if err != nil {
+				return err
+			}
+			if done {
+				return s.result()
+			}
+			continue
 		}
 		select {
 		case ev, ok := <-s.conn.Events():
@@ -437,7 +452,7 @@ func (s *promptSession) answer(ans lineResult) error {
 		}
 	}
 	s.questions = s.questions[1:]
-	if _, err := s.conn.Request(s.ctx, cmd); err != nil {
+	if _, err := requestDraining(s.ctx, s.conn, cmd, &s.backlog); err != nil {
 		var pe *protocol.Error
 		if !errors.As(err, &pe) {
 			return err

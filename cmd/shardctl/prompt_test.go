@@ -354,3 +354,17 @@ func TestPromptWaitFalse(t *testing.T) {
 		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestPromptKeepsReadingWhileCommandsWait: the prompt and the permission
+// answer both have their responses queued behind more events than the
+// client buffers; prompt neither stalls nor loses an event.
+func TestPromptKeepsReadingWhileCommandsWait(t *testing.T) {
+	d := floodingDaemon(t, nil)
+	r := runCtl(t, nil, d.path, "y\n", "prompt", agentA, "go")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s\nstdout tail:\n%s", r.code, r.stderr, tail(r.stdout))
+	}
+	if want := strings.Repeat("a", floodBeforeAnswer) + strings.Repeat("b", floodBeforeAnswer); !strings.Contains(r.stdout, want) {
+		t.Errorf("streamed text incomplete or out of order:\n%s", tail(r.stdout))
+	}
+}
