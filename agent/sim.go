@@ -36,6 +36,10 @@ const (
 	// maxFloodBytes bounds n*bytes of one `sim: flood`: the streamed text is
 	// also kept whole in message_complete and the live window.
 	maxFloodBytes = 64 << 20
+	// stampWidth is the width of a flood delta's stamp: the emission time
+	// in UnixNano, zero-padded to 19 digits (enough until 2262), then a
+	// blank.
+	stampWidth = 20
 	// textPieces is how many deltas a `say`/`think`/reply is split into at
 	// most.
 	textPieces = 4
@@ -56,7 +60,7 @@ const (
 	dirTool                          // sim: tool <name> <json-args>
 	dirAsk                           // sim: ask <select|confirm|input> <title> [options…]
 	dirSleep                         // sim: sleep <ms>
-	dirFlood                         // sim: flood <n> <bytes>
+	dirFlood                         // sim: flood <n> <bytes> [stamp] [rate <events/s>]
 	dirFail                          // sim: fail <message>
 	dirHang                          // sim: hang
 	dirExit                          // sim: exit <code>
@@ -78,8 +82,11 @@ type directive struct {
 	options []string
 	// sleep.
 	dur time.Duration
-	// flood.
+	// flood: n deltas of size bytes; stamp starts each with its emission
+	// time (stampWidth bytes); rate > 0 paces them at rate deltas/s.
 	n, size int
+	stamp   bool
+	rate    int
 	// exit.
 	code int
 }
@@ -159,19 +166,7 @@ func parseVerb(verb, rest string) (directive, error) {
 		}
 		return directive{kind: dirSleep, dur: time.Duration(ms) * time.Millisecond}, nil
 	case "flood":
-		f := strings.Fields(rest)
-		if len(f) != 2 {
-			return directive{}, errors.New("want flood <n> <bytes>")
-		}
-		n, err1 := strconv.Atoi(f[0])
-		size, err2 := strconv.Atoi(f[1])
-		if err1 != nil || err2 != nil || n < 0 || size < 1 {
-			return directive{}, errors.New("want flood <n ≥ 0> <bytes ≥ 1>")
-		}
-		if int64(n)*int64(size) > maxFloodBytes {
-			return directive{}, fmt.Errorf("n*bytes exceeds %d", maxFloodBytes)
-		}
-		return directive{kind: dirFlood, n: n, size: size}, nil
+		return parseFlood(rest)
 	case "fail":
 		return directive{kind: dirFail, text: cmp.Or(rest, "sim provider failure")}, nil
 	case "hang":
@@ -197,6 +192,90 @@ func parseVerb(verb, rest string) (directive, error) {
 		return directive{kind: dirSubagent, tool: toolSubagent, args: args, rawArgs: string(protocol.MustMarshal(args))}, nil
 	}
 	return directive{}, errors.New("unknown directive")
+}
+
+// parseFlood parses the arguments of `sim: flood <n> <bytes> [stamp] [rate
+// <events/s>]` (options in any order, each at most once).
+//
+// stamp begins every delta with the wall-clock time at which the sim
+// produced it, right before the runtime writes it to stdout: UnixNano in 19
+// zero-padded digits and a blank, then the usual filler up to <bytes>
+// (which must be ≥ 20). A reader on the same machine subtracts it from its
+// receive time to get the latency added on the way.
+//
+// rate paces the flood open-loop: delta i is due i/rate seconds after the
+// first, whatever happened to the ones before, so a stall is followed by a
+// burst that catches up (what a fast model would do after a network
+// hiccup) and never lowers the offered rate. Without rate the flood is as
+// fast as stdout takes it.
+func parseFlood(rest string) (directive, error) {
+	const usage = "want flood <n ≥ 0> <bytes ≥ 1> [stamp] [rate <events/s ≥ 1>]"
+	f := strings.Fields(rest)
+	if len(f) < 2 {
+		return directive{}, errors.New(usage)
+	}
+	n, err1 := strconv.Atoi(f[0])
+	size, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil || n < 0 || size < 1 {
+		return directive{}, errors.New(usage)
+	}
+	d := directive{kind: dirFlood, n: n, size: size}
+	for opts := f[2:]; len(opts) > 0; {
+		switch {
+		case opts[0] == "stamp" && !d.stamp:
+			d.stamp = true
+			opts = opts[1:]
+		case opts[0] == "rate" && d.rate == 0 && len(opts) > 1:
+			r, err := strconv.Atoi(opts[1])
+			if err != nil || r < 1 {
+				return directive{}, errors.New(usage)
+			}
+			d.rate = r
+			opts = opts[2:]
+		default:
+			return directive{}, errors.New(usage)
+		}
+	}
+	if d.stamp && size < stampWidth {
+		return directive{}, fmt.Errorf("flood stamp needs bytes ≥ %d", stampWidth)
+	}
+	if int64(n)*int64(size) > maxFloodBytes {
+		return directive{}, fmt.Errorf("n*bytes exceeds %d", maxFloodBytes)
+	}
+	return d, nil
+}
+
+// floodDue is when delta i of a flood paced at rate deltas/s is due,
+// counted from the first.
+func floodDue(i, rate int) time.Duration {
+	return time.Duration(int64(i) * int64(time.Second) / int64(rate))
+}
+
+// stampDelta writes now (UnixNano) into the first stampWidth bytes of buf as
+// 19 zero-padded digits and a blank.
+func stampDelta(buf []byte, now time.Time) {
+	v := now.UnixNano()
+	for i := stampWidth - 2; i >= 0; i-- {
+		buf[i] = byte('0' + v%10)
+		v /= 10
+	}
+	buf[stampWidth-1] = ' '
+}
+
+// ParseFloodStamp returns the emission time a stamped flood delta begins
+// with (see parseFlood); ok is false when text carries no stamp.
+func ParseFloodStamp(text string) (unixNano int64, ok bool) {
+	if len(text) < stampWidth || text[stampWidth-1] != ' ' {
+		return 0, false
+	}
+	for i := range stampWidth - 1 {
+		c := text[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		unixNano = unixNano*10 + int64(c-'0')
+	}
+	return unixNano, true
 }
 
 // parseArgs decodes the JSON-object arguments of a tool directive (empty
@@ -477,7 +556,12 @@ type simStream struct {
 	toolUse bool
 	flood   struct {
 		left, index int
-		piece       string
+		piece       string // the delta, or the filler a stamp is written over
+		stamp       bool
+		rate        int
+		sent        int       // deltas produced so far (paced floods)
+		start       time.Time // when the first paced delta was due
+		timer       *time.Timer
 	}
 
 	closeOnce sync.Once
@@ -516,9 +600,7 @@ func (s *simStream) Close() error {
 // step plays the next piece of the call.
 func (s *simStream) step() {
 	if s.flood.left > 0 {
-		s.flood.left--
-		s.bytes += len(s.flood.piece)
-		s.out = append(s.out, provider.Event{Kind: provider.EventText, Index: s.flood.index, Text: s.flood.piece})
+		s.floodStep()
 		return
 	}
 	if len(s.call) == 0 {
@@ -567,6 +649,7 @@ func (s *simStream) play(d directive) {
 				chunk[i] = 'a' + byte(i%26)
 			}
 			s.flood.left, s.flood.index, s.flood.piece = d.n, s.blocks, string(chunk)
+			s.flood.stamp, s.flood.rate, s.flood.sent = d.stamp, d.rate, 0
 			s.blocks++
 		}
 	case dirFail, dirInvalid:
@@ -577,6 +660,46 @@ func (s *simStream) play(d directive) {
 		s.sim.host.simExit(d.code)
 	default:
 		s.finish(protocol.Errorf(protocol.CodeProviderError, "sim: unhandled directive"))
+	}
+}
+
+// floodStep produces the next delta of a flood: for a paced flood it first
+// waits until the delta is due (an abort or Close cuts the wait short and
+// is noticed by Next), and a stamped delta gets the time it leaves the sim.
+func (s *simStream) floodStep() {
+	if r := s.flood.rate; r > 0 {
+		if s.flood.sent == 0 {
+			s.flood.start = time.Now()
+		} else if wait := time.Until(s.flood.start.Add(floodDue(s.flood.sent, r))); wait > 0 {
+			if s.flood.timer == nil {
+				s.flood.timer = time.NewTimer(wait)
+			} else {
+				s.flood.timer.Reset(wait)
+			}
+			select {
+			case <-s.flood.timer.C:
+			case <-s.ctx.Done():
+				s.flood.timer.Stop()
+				return
+			case <-s.done:
+				s.flood.timer.Stop()
+				return
+			}
+		}
+	}
+	piece := s.flood.piece
+	if s.flood.stamp {
+		buf := []byte(piece)
+		stampDelta(buf, time.Now())
+		piece = string(buf)
+	}
+	s.flood.left--
+	s.flood.sent++
+	s.bytes += len(piece)
+	s.out = append(s.out, provider.Event{Kind: provider.EventText, Index: s.flood.index, Text: piece})
+	if s.flood.left == 0 && s.flood.timer != nil {
+		s.flood.timer.Stop()
+		s.flood.timer = nil
 	}
 }
 

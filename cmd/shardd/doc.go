@@ -6,4 +6,9 @@
 //
 // This is the composition root: the only place that reads flags, the
 // environment and the working directory.
+//
+// A hidden variable, SHARD_CPUPROFILE=<file>, makes the daemon write a CPU
+// profile (runtime/pprof, file mode 0600) from startup until a clean
+// shutdown; the benchmark driver's --cpuprofile uses it. It is off when
+// unset and is not passed on to runtime children.
 package main

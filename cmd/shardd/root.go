@@ -64,6 +64,16 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 	}
 	defer closeLog()
 
+	stopProfile, err := startCPUProfile(os.Getenv(cpuProfileEnv))
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := stopProfile(); err != nil {
+			logger.Error("write CPU profile", "err", err)
+		}
+	}()
+
 	// Signals are caught before the socket accepts anything: a SIGTERM
 	// that arrives while starting (a supervisor stopping a service it has
 	// just seen accept connections) still shuts down cleanly.
@@ -85,7 +95,7 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 	}
 	d, err := daemon.New(cfg, daemon.Options{
 		Version: version, RuntimePath: path, RuntimeArgs: args,
-		Environ: withoutEnv(os.Environ(), notifySocketEnv), Logger: logger,
+		Environ: withoutEnv(withoutEnv(os.Environ(), notifySocketEnv), cpuProfileEnv), Logger: logger,
 		OnShutdown: func() { notify("STOPPING=1") },
 	})
 	if err != nil {
