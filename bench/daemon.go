@@ -3,9 +3,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,8 +98,18 @@ func startDaemon(o *options, env []string, extra ...string) (*daemon, error) {
 		args = append(args, "--store.no-sync")
 	}
 	args = append(args, extra...)
+	env = append([]string{"SHARD_HOME=" + home}, env...)
+	if o.cpuprofile != "" {
+		prof, err := filepath.Abs(profilePath(o.cpuprofile, o.profileTag))
+		if err != nil {
+			return nil, err
+		}
+		_ = os.Remove(prof) // a stale profile must not pass for this run's
+		env = append(env, "SHARD_CPUPROFILE="+prof)
+		o.profiles = append(o.profiles, profileRun{Tag: o.profileTag, Path: prof})
+	}
 	cmd := exec.Command(o.shardd, args...)
-	cmd.Env = cleanEnv(append([]string{"SHARD_HOME=" + home}, env...)...)
+	cmd.Env = cleanEnv(env...)
 	d := &daemon{home: home, cmd: cmd, stderr: &lockedBuf{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = d.stderr, d.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -124,21 +139,273 @@ func startDaemon(o *options, env []string, extra ...string) (*daemon, error) {
 
 func (d *daemon) socket() string { return filepath.Join(d.home, "daemon.sock") }
 
-// stop ends the daemon (SIGTERM, then SIGKILL after 10 s) and kills
+// stopGrace bounds a graceful daemon stop before SIGKILL.
+const stopGrace = 30 * time.Second
+
+// stop ends the daemon (SIGTERM, then SIGKILL after stopGrace) and kills
 // whatever still runs with its SHARD_HOME.
 func (d *daemon) stop() {
+	_ = d.shutdown()
+	killEnv("SHARD_HOME=" + d.home)
+}
+
+// shutdown stops the daemon gracefully (SIGTERM: runtimes are stopped, a
+// CPU profile is flushed) and waits for it to exit; past stopGrace it is
+// killed. It returns an error unless the daemon exited cleanly (status 0),
+// now or before.
+func (d *daemon) shutdown() error {
 	select {
 	case <-d.done:
 	default:
 		_ = d.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-d.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(stopGrace):
 			_ = d.cmd.Process.Kill()
 			<-d.done
+			return fmt.Errorf("shardd did not exit within %s of SIGTERM; killed", stopGrace)
 		}
 	}
-	killEnv("SHARD_HOME=" + d.home)
+	if st := d.cmd.ProcessState; st == nil || !st.Success() {
+		return fmt.Errorf("shardd exited uncleanly: %v", st)
+	}
+	return nil
+}
+
+// pid is the daemon's process id.
+func (d *daemon) pid() int { return d.cmd.Process.Pid }
+
+// rssKiB is the daemon's resident set (VmRSS), its runtime children
+// excluded.
+func (d *daemon) rssKiB() (int64, error) { return procRSSKiB(d.pid()) }
+
+// procRSSKiB reads VmRSS from /proc/<pid>/status.
+func procRSSKiB(pid int) (int64, error) {
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
+			return strconv.ParseInt(kb, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// childrenRSSKiB sums VmRSS over the live processes of the daemon's home
+// other than the daemon: its runtime children.
+func (d *daemon) childrenRSSKiB() (sum int64, n int) {
+	for _, pid := range procsWithEnv("SHARD_HOME=" + d.home) {
+		if pid == d.pid() {
+			continue
+		}
+		if kb, err := procRSSKiB(pid); err == nil {
+			sum += kb
+			n++
+		}
+	}
+	return sum, n
+}
+
+// procCPU is the CPU time (user + system) a process has used so far, its
+// exited threads included, from /proc/<pid>/stat (10 ms resolution).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no comm", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: short", pid)
+	}
+	// Fields 14 and 15 of stat (utime, stime) in clock ticks; f[0] is
+	// field 3.
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime", pid)
+	}
+	const clkTck = 100 // USER_HZ, fixed at 100 on Linux
+	return time.Duration(ut+st) * time.Second / clkTck, nil
+}
+
+// selfCPU is the driver's own CPU time (its clients included).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuSnap is the CPU time used so far by the daemon, its runtime children
+// and the driver.
+type cpuSnap struct{ daemon, children, driver time.Duration }
+
+func (d *daemon) cpu() cpuSnap {
+	s := cpuSnap{driver: selfCPU()}
+	s.daemon, _ = procCPU(d.pid())
+	for _, pid := range procsWithEnv("SHARD_HOME=" + d.home) {
+		if pid != d.pid() {
+			c, _ := procCPU(pid)
+			s.children += c
+		}
+	}
+	return s
+}
+
+// cpuUse is the CPU used between two snapshots over a wall time, as a
+// share of one core.
+type cpuUse struct {
+	Daemon   float64 `json:"daemon_cores"`
+	Children float64 `json:"runtimes_cores"`
+	Driver   float64 `json:"driver_cores"`
+}
+
+func cpuBetween(a, b cpuSnap, wall time.Duration) cpuUse {
+	w := wall.Seconds()
+	return cpuUse{Daemon: (b.daemon - a.daemon).Seconds() / w, Children: (b.children - a.children).Seconds() / w,
+		Driver: (b.driver - a.driver).Seconds() / w}
+}
+
+// loadAvg is the first field of /proc/loadavg: the machine's 1-minute
+// load, which others' work on the same machine raises.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// memAvailableKiB is MemAvailable from /proc/meminfo.
+func memAvailableKiB() (int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			kb, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
+			return strconv.ParseInt(kb, 10, 64)
+		}
+	}
+	return 0, errors.New("no MemAvailable in /proc/meminfo")
+}
+
+// webURL reads the web listener's base URL from $SHARD_HOME/daemon.json.
+func (d *daemon) webURL() (string, error) {
+	b, err := os.ReadFile(filepath.Join(d.home, "daemon.json"))
+	if err != nil {
+		return "", err
+	}
+	var disc struct {
+		WebURL string `json:"web_url"`
+	}
+	if err := json.Unmarshal(b, &disc); err != nil {
+		return "", fmt.Errorf("decode daemon.json: %w", err)
+	}
+	if disc.WebURL == "" {
+		return "", errors.New("daemon.json has no web_url")
+	}
+	return disc.WebURL, nil
+}
+
+// metrics scrapes the daemon's /metrics into sample name (labels included,
+// as written: `shard_agents_by_runtime_state{runtime_state="stopped"}`) →
+// value.
+func (d *daemon) metrics() (map[string]float64, error) {
+	base, err := d.webURL()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return parseMetrics(resp.Body)
+}
+
+// parseMetrics reads the Prometheus text format's samples (no timestamps
+// expected).
+func parseMetrics(r io.Reader) (map[string]float64, error) {
+	out := make(map[string]float64)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out, sc.Err()
+}
+
+// ---- CPU profiles ----
+
+// profileRun is one daemon's CPU profile (--cpuprofile).
+type profileRun struct {
+	Tag  string `json:"tag,omitempty"`
+	Path string `json:"path"`
+	Top  string `json:"-"` // go tool pprof -top head, once read
+}
+
+// profilePath is file with tag inserted before its extension
+// (cpu.prof, c10-unix → cpu.c10-unix.prof); file itself for no tag.
+func profilePath(file, tag string) string {
+	if tag == "" {
+		return file
+	}
+	ext := filepath.Ext(file)
+	return strings.TrimSuffix(file, ext) + "." + tag + ext
+}
+
+// pprofTop is the head of `go tool pprof -top` for a profile: the header
+// and the top nodes by flat time.
+func pprofTop(bin, prof string, nodes int) (string, error) {
+	args := []string{"tool", "pprof", "-top", fmt.Sprintf("-nodecount=%d", nodes)}
+	if bin != "" {
+		if _, err := os.Stat(bin); err == nil {
+			args = append(args, bin)
+		}
+	}
+	out, err := exec.Command("go", append(args, prof)...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go tool pprof %s: %w\n%s", prof, err, out)
+	}
+	return string(out), nil
 }
 
 // killEnv SIGKILLs every live process whose environment holds kv and waits

@@ -16,18 +16,39 @@
 //	        client; baseline in the same run: the same runtime binary
 //	        (shardd agent --headless) driven directly over its stdio pipes,
 //	        no daemon. Reports events/s, MB/s and the ratio daemon/baseline.
-//	fanout  one flooding agent and C attached clients (--clients, default
-//	        1,10,100; --ws for WebSocket). Deltas carry no timestamp, so the
-//	        per-event figure is the "fan-out skew": for every delta, each
-//	        client's receive time minus the earliest receive time of that
-//	        same delta over all clients (p50/p99/p999), plus throughput.
+//	fanout  one agent floods --n stamped deltas paced at --rate events/s
+//	        (`sim: flood <n> <bytes> stamp rate <r>`) to C attached clients
+//	        (--clients, default 1,10,100) over each of --transports (unix,
+//	        ws). Per event: added latency = client receive time − the
+//	        runtime's send stamp (p50/p99/p999), and the fan-out skew (each
+//	        client's receive time − the earliest of that delta). Baseline
+//	        in the same run: the same runtime's stamped flood read straight
+//	        from its stdout. Headline: 10 clients at 5,000 events/s.
 //	jobs    subagent.create acknowledgement latency p50/p99 and creates/s
 //	        for --creates creates issued from 1 and 16 (--parents)
-//	        concurrent parent agents.
+//	        concurrent parent agents; subagent.wait wake-up latency (run's
+//	        turn ended → pending wait answered, --wait-samples); startup
+//	        reconciliation time of stores of 10k and 100k run records
+//	        (--runs). --phases picks some of create, wait, reconcile.
 //	resync  agent.attach → sync latency for live windows of 10 and 1,000
 //	        messages (--windows), built by prompting an agent repeatedly.
+//	scale   for each A of --agents (default 100,500,1000; quick 20,50) a
+//	        fresh daemon with a short runtime.idle_timeout: create A sim
+//	        agents (spawn rate, time to all ready), attach, one prompt each,
+//	        then idle: daemon RSS, heap and goroutines, absolute and per
+//	        agent over the pre-spawn value; again once every runtime has
+//	        been reaped. Stops early when memory would run low.
 //
-// --quick shrinks every scenario to a smoke run of well under 20 s.
+// --quick shrinks every scenario to a smoke run of well under 20 s
+// (scale: under a minute).
+//
+// --plots DIR (default .) receives the PNG plots a scenario draws (fanout:
+// latency CDF and tail; scale: RSS vs agents). --cpuprofile FILE makes each
+// daemon write a CPU profile (SHARD_CPUPROFILE; a tag such as c10-unix is
+// inserted before the extension when a scenario runs several daemons);
+// the driver stops the daemon gracefully after the measured phase so the
+// profile is flushed, then writes the top 15 of `go tool pprof -top` for
+// each to <out>-pprof.txt and prints the first.
 //
 // shardd is taken from --shardd, or built once with `go build` into a
 // temporary directory. Every process the driver starts (the daemon, its
@@ -36,6 +57,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -67,6 +89,24 @@ type options struct {
 	parents string
 	windows string
 	samples int
+	// jobs: which phases, wait samples, reconcile sizes, daemon's cap
+	phases      string
+	waitSamples int
+	runs        string
+	maxActive   int
+
+	rate       int
+	transports string
+	receiver   string
+	agents     string
+	idle       time.Duration
+	plots      string
+	cpuprofile string
+
+	// Set while running: the tag of the next daemon's CPU profile and the
+	// profiles written.
+	profileTag string
+	profiles   []profileRun
 }
 
 type scenario struct {
@@ -79,6 +119,7 @@ var scenarios = []scenario{
 	{"fanout", runFanout},
 	{"jobs", runJobs},
 	{"resync", runResync},
+	{"scale", runScale},
 }
 
 // report is a scenario's outcome: the printed table and the JSON results.
@@ -87,6 +128,9 @@ type report struct {
 	Rows    [][]string
 	Results any
 	Notes   []string
+	// plot, when set, draws the scenario's PNG plots into dir and returns
+	// their paths.
+	plot func(dir string) ([]string, error)
 }
 
 // result is the JSON result file.
@@ -99,8 +143,14 @@ type result struct {
 	Fsync     bool      `json:"fsync"`
 	GoVersion string    `json:"go_version"`
 	NumCPU    int       `json:"num_cpu"`
-	Results   any       `json:"results"`
-	Notes     []string  `json:"notes,omitempty"`
+	// The machine's 1-minute load average at the start and the end: these
+	// machines are shared, and a high load explains noisy figures.
+	LoadStart float64      `json:"loadavg_1m_start"`
+	LoadEnd   float64      `json:"loadavg_1m_end"`
+	Results   any          `json:"results"`
+	Notes     []string     `json:"notes,omitempty"`
+	Plots     []string     `json:"plots,omitempty"`
+	Profiles  []profileRun `json:"cpu_profiles,omitempty"`
 }
 
 func usage(fs *flag.FlagSet) {
@@ -130,12 +180,23 @@ func realMain(args []string) int {
 	fs.StringVar(&o.out, "out", "", "JSON result file (default bench-<scenario>.json)")
 	fs.BoolVar(&o.quick, "quick", false, "smoke-run sizes (each scenario well under 20 s)")
 	fs.BoolVar(&o.noSync, "no-sync", false, "run shardd with --store.no-sync (fsync off)")
-	fs.IntVar(&o.n, "n", 0, "relay/fanout: deltas per flood (default 100000 relay, 5000 fanout; quick 20000/1000)")
+	fs.IntVar(&o.n, "n", 0, "relay/fanout: deltas per flood (default 100000 relay, 10000 fanout; quick 20000/2000)")
 	fs.IntVar(&o.bytes, "bytes", 0, "relay/fanout: bytes per delta (default 256 relay, 64 fanout)")
 	fs.StringVar(&o.clients, "clients", "", "fanout: comma-separated client counts (default 1,10,100)")
-	fs.BoolVar(&o.ws, "ws", false, "fanout: attach clients over WebSocket instead of the unix socket")
+	fs.BoolVar(&o.ws, "ws", false, "fanout: WebSocket only (same as --transports ws)")
+	fs.StringVar(&o.transports, "transports", "", "fanout: comma-separated client transports, unix and/or ws (default unix,ws)")
+	fs.StringVar(&o.receiver, "receiver", "probe", "fanout: measuring clients: probe (raw records, only the stamp parsed) or client (the client library, every record decoded)")
+	fs.IntVar(&o.rate, "rate", 0, "fanout: deltas per second the runtime paces its flood at; -1: unpaced (default 5000)")
+	fs.StringVar(&o.agents, "agents", "", "scale: comma-separated agent counts (default 100,500,1000; quick 20,50)")
+	fs.DurationVar(&o.idle, "idle-timeout", 0, "scale: the daemon's runtime.idle_timeout (default 5s + 60ms per agent)")
+	fs.StringVar(&o.plots, "plots", ".", "directory for the PNG plots")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the daemon's CPU profile(s) to this file (SHARD_CPUPROFILE)")
 	fs.IntVar(&o.creates, "creates", 0, "jobs: subagent.create calls per parent count (default 200; quick 100)")
 	fs.StringVar(&o.parents, "parents", "", "jobs: comma-separated concurrent parent counts (default 1,16)")
+	fs.StringVar(&o.phases, "phases", "", "jobs: comma-separated phases to run: create, wait, reconcile (default all)")
+	fs.IntVar(&o.waitSamples, "wait-samples", 0, "jobs: subagent.wait wake-up samples (default 100; quick 24)")
+	fs.IntVar(&o.maxActive, "max-active", 0, "jobs: the daemon's --jobs.max-active, to hold runs back while creates are measured (default: the daemon's own, 16)")
+	fs.StringVar(&o.runs, "runs", "", "jobs: comma-separated run-record counts to reconcile (default 10000,100000; quick 1000,10000)")
 	fs.StringVar(&o.windows, "windows", "", "resync: comma-separated live-window sizes in messages (default 10,1000; quick 10,100)")
 	fs.IntVar(&o.samples, "samples", 0, "resync: attach samples per window (default 200; quick 100)")
 	fs.Usage = func() { usage(fs) }
@@ -185,8 +246,9 @@ func realMain(args []string) int {
 		}
 		o.shardd = bin
 	}
+	scenarioMark := cleanupMark() // what the scenario starts is cleaned after it
 
-	start := time.Now()
+	start, load0 := time.Now(), loadAvg()
 	rep, err := sc.run(o)
 	if err != nil {
 		if !interrupted.Load() {
@@ -194,11 +256,38 @@ func realMain(args []string) int {
 		}
 		return 1
 	}
+	dur := time.Since(start)
+	var plots []string
+	if rep.plot != nil {
+		if err := os.MkdirAll(o.plots, 0o755); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		if plots, err = rep.plot(o.plots); err != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("plots failed: %v", err))
+		}
+	}
+	// Every daemon still running is stopped gracefully here, so that its
+	// CPU profile is flushed before it is read.
+	runCleanupsFrom(scenarioMark)
+	profTxt := profileReport(o, rep)
 	printTable(rep)
 	res := result{
-		Scenario: sc.name, Started: start.UTC(), Duration: time.Since(start).Round(time.Millisecond).String(),
+		Scenario: sc.name, Started: start.UTC(), Duration: dur.Round(time.Millisecond).String(),
 		Args: args, Quick: o.quick, Fsync: !o.noSync, GoVersion: runtime.Version(), NumCPU: runtime.NumCPU(),
-		Results: rep.Results, Notes: rep.Notes,
+		LoadStart: load0, LoadEnd: loadAvg(),
+		Results: rep.Results, Notes: rep.Notes, Plots: plots, Profiles: o.profiles,
+	}
+	if profTxt != "" {
+		path := strings.TrimSuffix(o.out, filepath.Ext(o.out)) + "-pprof.txt"
+		if err := os.WriteFile(path, []byte(profTxt), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		fmt.Printf("\nCPU profile tops written to %s\n", path)
+	}
+	for _, p := range plots {
+		fmt.Println("plot:", p)
 	}
 	b, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
@@ -209,7 +298,7 @@ func realMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
-	fmt.Printf("\nresults written to %s (%s, fsync %v)\n", o.out, res.Duration, res.Fsync)
+	fmt.Printf("\nresults written to %s (%s, fsync %v, load average %.2f → %.2f on %d CPUs)\n", o.out, res.Duration, res.Fsync, res.LoadStart, res.LoadEnd, res.NumCPU)
 	return 0
 }
 
@@ -223,6 +312,28 @@ func printTable(r *report) {
 	for _, n := range r.Notes {
 		fmt.Println("note:", n)
 	}
+}
+
+// profileReport reads the top of every CPU profile written during the run,
+// adds the first (the scenario's headline phase comes first) to the notes
+// and returns the text of all for the -pprof.txt file.
+func profileReport(o *options, rep *report) string {
+	var b strings.Builder
+	for i := range o.profiles {
+		p := &o.profiles[i]
+		top, err := pprofTop(o.shardd, p.Path, 15)
+		if err != nil {
+			top = err.Error()
+		}
+		p.Top = top
+		fmt.Fprintf(&b, "==== %s (%s)\n%s\n", cmp.Or(p.Tag, "daemon"), p.Path, top)
+	}
+	if len(o.profiles) > 0 {
+		p := o.profiles[0]
+		rep.Notes = append(rep.Notes, fmt.Sprintf("CPU profile of the daemon (%s, %s), go tool pprof -top, top 15:\n%s",
+			cmp.Or(p.Tag, "whole run"), p.Path, strings.TrimRight(p.Top, "\n")))
+	}
+	return b.String()
 }
 
 // ---- cleanup registry ----

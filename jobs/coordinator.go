@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -94,6 +95,21 @@ type Coordinator struct {
 	waiters    map[int]*waiter
 	nextWaiter int
 	delivering map[string]int64 // run id whose report is in flight → its terminal time (ms)
+
+	// requests indexes jobs by parent \x00 request_id (idempotent create).
+	requests map[string]string
+	// creating holds the creates whose commit is in flight, by parent \x00
+	// request_id: the first one, then repeats of its request id, which are
+	// answered with its outcome.
+	creating map[string][]*Command
+	// aliasHeld: aliases (normalized) picked by creates in flight, per
+	// parent; they are not in the store yet.
+	aliasHeld map[string]map[string]bool
+	// aliasNext: per parent, the position in the alias sequence (aliasAt)
+	// below which every alias is taken. Aliases are never unbound, so it
+	// only moves forward, except that a failed create releases its picks
+	// and resets it.
+	aliasNext map[string]int
 }
 
 // Props returns the coordinator's props.
@@ -110,6 +126,8 @@ func Props(deps Deps) *actor.Props {
 			deps: deps, jobs: map[string]*store.Job{}, runJob: map[string]string{}, agentRuns: map[string][]string{},
 			actors: map[string]*actor.PID{}, parents: map[string][]*agent.Client{}, active: map[string]string{},
 			waiters: map[int]*waiter{}, delivering: map[string]int64{},
+			requests: map[string]string{}, creating: map[string][]*Command{},
+			aliasHeld: map[string]map[string]bool{}, aliasNext: map[string]int{},
 		}
 	}, actor.WithSupervisor(supervisor.StopOnFailure()))
 }
@@ -178,6 +196,9 @@ func (co *Coordinator) index(j *store.Job) {
 	co.jobs[j.JobID] = &jj
 	for _, r := range j.Runs {
 		co.runJob[r.RunID] = j.JobID
+	}
+	if j.RequestID != "" {
+		co.requests[requestKey(j.ParentAgentID, j.RequestID)] = j.JobID
 	}
 }
 
@@ -317,18 +338,23 @@ func (co *Coordinator) create(c actor.Context, cmd *Command, m *protocol.Subagen
 		fail(cmd, protocol.Errorf(protocol.CodePermissionDenied, "launch policy: depth %d exceeds maxDepth %d", pm.Depth+1, maxDepth))
 		return
 	}
+	var reqKey string
 	if m.RequestID != "" {
-		for _, j := range co.jobs {
-			if j.ParentAgentID == m.ParentAgentID && j.RequestID == m.RequestID {
-				reply(cmd, createdData(j))
-				return
-			}
+		reqKey = requestKey(m.ParentAgentID, m.RequestID)
+		if j := co.jobs[co.requests[reqKey]]; j != nil {
+			reply(cmd, createdData(j))
+			return
 		}
+		if pending, ok := co.creating[reqKey]; ok {
+			// The same request is being committed: answer both alike.
+			co.creating[reqKey] = append(pending, cmd)
+			return
+		}
+		co.creating[reqKey] = nil
 	}
 	now := co.deps.Now()
 	job := store.Job{JobID: ids.New("job"), ParentAgentID: m.ParentAgentID, Strategy: strategy,
 		RequestID: m.RequestID, CreatedAt: now.UnixMilli()}
-	taken := map[string]bool{}
 	aliases := map[string]string{}
 	var agents []store.Agent
 	lp := pm.LaunchPolicy
@@ -336,15 +362,7 @@ func (co *Coordinator) create(c actor.Context, cmd *Command, m *protocol.Subagen
 		lp = &store.LaunchPolicy{MaxTasks: maxTasks, MaxDepth: maxDepth}
 	}
 	for i, t := range tasks {
-		alias := jobview.PickAlias(co.deps.Aliases, func(norm string) bool {
-			if taken[norm] {
-				return true
-			}
-			_, bound, _ := co.deps.Store.Alias(m.ParentAgentID, norm)
-			return bound
-		})
-		norm := jobview.NormalizeAlias(alias)
-		taken[norm] = true
+		alias, norm := co.pickAlias(m.ParentAgentID)
 		a := store.Agent{
 			AgentID: ids.New("agent"), SessionID: ids.New("sess"), Cwd: pm.Cwd, Name: t.Name,
 			Model: firstNonEmpty(m.Model, pm.Model), Provider: firstNonEmpty(m.Provider, pm.Provider),
@@ -360,6 +378,69 @@ func (co *Coordinator) create(c actor.Context, cmd *Command, m *protocol.Subagen
 		})
 	}
 	co.commit(c, cmd, job, agents, aliases)
+}
+
+// pickAlias picks a free alias for a new child of parent and holds it
+// until its create's commit is answered. Free means: not bound in the
+// store and not held by a create in flight. The search starts at the
+// parent's aliasNext, so picking stays cheap however many children the
+// parent has.
+func (co *Coordinator) pickAlias(parent string) (alias, norm string) {
+	held := co.aliasHeld[parent]
+	if held == nil {
+		held = map[string]bool{}
+		co.aliasHeld[parent] = held
+	}
+	pos := co.aliasNext[parent]
+	contiguous := true // every position before pos is taken
+	for ; ; pos++ {
+		alias = aliasAt(co.deps.Aliases, pos)
+		norm = jobview.NormalizeAlias(alias)
+		if held[norm] {
+			continue
+		}
+		if _, bound, err := co.deps.Store.Alias(parent, norm); bound || err != nil {
+			// A store error counts as taken (the commit would check again).
+			if err != nil {
+				contiguous = false
+			}
+			continue
+		}
+		break
+	}
+	held[norm] = true
+	if contiguous {
+		co.aliasNext[parent] = pos + 1
+	}
+	return alias, norm
+}
+
+// releaseAliases ends the hold of a create's aliases. When the create
+// failed they are free again, so the parent's search restarts.
+func (co *Coordinator) releaseAliases(parent string, aliases map[string]string, failed bool) {
+	held := co.aliasHeld[parent]
+	for norm := range aliases {
+		delete(held, norm)
+	}
+	if len(held) == 0 {
+		delete(co.aliasHeld, parent)
+	}
+	if failed && len(aliases) > 0 {
+		delete(co.aliasNext, parent)
+	}
+}
+
+// aliasAt is the alias at position pos of the sequence jobview.PickAlias
+// walks: the pool's names, then each with "-2", then "-3", and so on.
+func aliasAt(pool []string, pos int) string {
+	if len(pool) == 0 {
+		pool = []string{"agent"}
+	}
+	name, round := pool[pos%len(pool)], pos/len(pool)
+	if round == 0 {
+		return name
+	}
+	return name + "-" + strconv.Itoa(round+1)
 }
 
 func (co *Coordinator) relaunch(c actor.Context, cmd *Command, m *protocol.SubagentRelaunch) {
@@ -389,30 +470,44 @@ func (co *Coordinator) relaunch(c actor.Context, cmd *Command, m *protocol.Subag
 }
 
 // commit writes the job (and its new agents) off the mailbox; the response
-// is sent only after the transaction commits.
+// is sent only after the transaction commits. Creates committing at the
+// same time share a transaction (store group commit).
 func (co *Coordinator) commit(c actor.Context, cmd *Command, job store.Job, agents []store.Agent, aliases map[string]string) {
 	st, sys, self := co.deps.Store, co.sys, co.self
 	go func() {
 		existing, err := st.CreateJob(job, agents, aliases)
-		sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: agents, existing: existing, err: err})
+		sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, existing: existing, err: err})
 	}()
 }
 
 func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
+	co.releaseAliases(m.job.ParentAgentID, m.aliases, m.err != nil)
+	var repeats []*Command
+	if m.job.RequestID != "" && m.cmd.Header.Type != protocol.TypeSubagentRelaunch {
+		key := requestKey(m.job.ParentAgentID, m.job.RequestID)
+		repeats = co.creating[key]
+		delete(co.creating, key)
+	}
+	answer := func(send func(*Command)) {
+		send(m.cmd)
+		for _, r := range repeats {
+			send(r)
+		}
+	}
 	if m.err != nil {
 		co.forget(&m.job)
 		if errors.Is(m.err, store.ErrExists) && m.existing != "" {
 			if j := co.jobs[m.existing]; j != nil {
-				reply(m.cmd, createdData(j))
+				answer(func(cmd *Command) { reply(cmd, createdData(j)) })
 				return
 			}
 		}
 		if errors.Is(m.err, store.ErrConflict) {
-			fail(m.cmd, protocol.Errorf(protocol.CodeConflict, "%v", m.err))
+			answer(func(cmd *Command) { fail(cmd, protocol.Errorf(protocol.CodeConflict, "%v", m.err)) })
 			return
 		}
 		co.deps.Logger.Error("jobs: create", "err", m.err)
-		fail(m.cmd, protocol.Errorf(protocol.CodeInternal, "could not store the job"))
+		answer(func(cmd *Command) { fail(cmd, protocol.Errorf(protocol.CodeInternal, "could not store the job")) })
 		return
 	}
 	co.index(&m.job)
@@ -425,7 +520,7 @@ func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
 		reply(m.cmd, protocol.SubagentRelaunchData{JobID: m.job.JobID, RunID: r.RunID, AgentID: r.AgentID,
 			Alias: r.Alias, State: r.State, DefinitionName: r.Name})
 	default:
-		reply(m.cmd, createdData(&m.job))
+		answer(func(cmd *Command) { reply(cmd, createdData(&m.job)) })
 	}
 	if len(m.agents) > 0 {
 		c.Send(co.deps.Registry, &Adopt{Agents: m.agents})
@@ -439,6 +534,9 @@ func (co *Coordinator) forget(j *store.Job) {
 		return
 	}
 	delete(co.jobs, j.JobID)
+	if key := requestKey(j.ParentAgentID, j.RequestID); j.RequestID != "" && co.requests[key] == j.JobID {
+		delete(co.requests, key)
+	}
 	for _, r := range j.Runs {
 		delete(co.runJob, r.RunID)
 		runs := co.agentRuns[r.AgentID]
@@ -460,6 +558,9 @@ func createdData(j *store.Job) protocol.SubagentCreateData {
 	}
 	return out
 }
+
+// requestKey keys co.requests and co.creating.
+func requestKey(parent, requestID string) string { return parent + "\x00" + requestID }
 
 func firstNonEmpty(a, b string) string {
 	if a != "" {

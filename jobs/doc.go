@@ -4,7 +4,8 @@
 // subagent_run_changed and delivers completion reports; and one job actor per
 // nonterminal job that owns its record and drives its runs.
 //
-// Run lifecycle (every arrow a compare-and-set in one bbolt transaction):
+// Run lifecycle (every arrow a compare-and-set in one bbolt transaction,
+// which the store may share with other concurrent writes: group commit):
 //
 //	queued ──► starting ──► active ──► completed | failed | timed_out | cancelled
 //	   │           │           │

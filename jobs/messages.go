@@ -47,6 +47,7 @@ type (
 		cmd      *Command
 		job      store.Job
 		agents   []store.Agent
+		aliases  map[string]string // normalized alias → agent_id, held until now
 		existing string
 		err      error
 	}

@@ -109,7 +109,8 @@ func (s *Store) ListAgents() ([]Agent, error) {
 // is returned (wrapped). The result must keep the same AgentID and its
 // required fields (ErrInvalid). A missing id is ErrNotFound. fn runs while
 // the write transaction is open: it must be quick and must not call back
-// into the Store.
+// into the Store; it may run more than once (a group-commit retry, on a
+// fresh copy of the manifest).
 func (s *Store) UpdateAgent(id string, fn func(*Agent) error) error {
 	err := s.update(func(tx *bolt.Tx) error {
 		var a Agent

@@ -5,7 +5,10 @@
 // It is the only package that imports bbolt. Records are JSON values in
 // named buckets; every method runs in one bbolt transaction and copies what
 // it reads out before the transaction ends, so callers never hold memory
-// that bbolt may unmap. A "meta" bucket carries the schema version: Open
+// that bbolt may unmap. Writes are group-committed (commit.go): writes
+// issued while a commit is in flight share the next transaction, so many
+// concurrent writers pay for one fsync, and each still returns only once
+// its own write is durable. A "meta" bucket carries the schema version: Open
 // writes it into a new file and refuses a file written by a newer build.
 //
 // The security records (security.go: principals, enrolled browsers,

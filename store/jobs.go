@@ -98,6 +98,7 @@ func (s *Store) CreateJob(j Job, agents []Agent, aliases map[string]string) (exi
 		}
 	}
 	err = s.update(func(tx *bolt.Tx) error {
+		existing = ""
 		if j.RequestID != "" {
 			reqs, err := bucket(tx, bucketRequests)
 			if err != nil {
@@ -228,9 +229,13 @@ func (s *Store) Alias(parent, norm string) (string, bool, error) {
 // stores the reports fn returns in the same transaction. fn checks the
 // states it expects (compare-and-set) and returns an error — ErrConflict
 // when the record moved on — to write nothing. It returns the stored job.
+// fn may run more than once (a group-commit retry, on a fresh copy of the
+// job), so it must depend on the job it is given, and any variable it sets
+// is overwritten by its last run.
 func (s *Store) UpdateJob(id string, fn func(*Job) ([]Report, error)) (Job, error) {
 	var j Job
 	err := s.update(func(tx *bolt.Tx) error {
+		j = Job{} // a group-commit retry runs this again
 		found, err := getJSON(tx, bucketJobs, id, &j)
 		if err != nil {
 			return err
@@ -255,11 +260,12 @@ func (s *Store) UpdateJob(id string, fn func(*Job) ([]Report, error)) (Job, erro
 	return j, wrapOp(err, "update job %q", id)
 }
 
-// UpdateJobs applies fn to every job in one transaction (startup
-// reconciliation: one commit, idempotent if interrupted). fn reports
-// whether it changed the job and which reports to store.
+// UpdateJobs applies fn to every job in one transaction of its own
+// (startup reconciliation: one commit, idempotent if interrupted); fn runs
+// exactly once per job. fn reports whether it changed the job and which
+// reports to store.
 func (s *Store) UpdateJobs(fn func(*Job) (changed bool, reports []Report, err error)) error {
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.updateAlone(func(tx *bolt.Tx) error {
 		jobs, err := listJSON[Job](tx, bucketJobs)
 		if err != nil {
 			return err

@@ -209,6 +209,7 @@ func (s *Store) DeleteWebSession(id string) error {
 func (s *Store) DeleteWebSessions(drop func(WebSession) bool) ([]string, error) {
 	var ids []string
 	err := s.update(func(tx *bolt.Tx) error {
+		ids = nil // a group-commit retry runs this again
 		all, err := listJSON[WebSession](tx, bucketWebSessions)
 		if err != nil {
 			return err
@@ -299,6 +300,7 @@ func (s *Store) TouchAPICredential(id string, at int64) error {
 func (s *Store) RevokeAPICredential(id string, at int64) (APICredential, error) {
 	var c APICredential
 	err := s.update(func(tx *bolt.Tx) error {
+		c = APICredential{} // a group-commit retry runs this again
 		if err := getOrNotFound(tx, bucketCredentials, id, &c); err != nil {
 			return err
 		}

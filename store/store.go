@@ -65,19 +65,29 @@ type Options struct {
 	// is shared, so it fails with ErrLocked while a daemon holds the file.
 	ReadOnly bool
 	// OnCommit, when set, is told how long each write transaction took
-	// (commit and fsync included), for metrics. It must not block.
+	// (commit and fsync included), for metrics. It must not block. Writes
+	// are group-committed, so one transaction may carry many writes.
 	OnCommit func(time.Duration)
+	// BeforeCommit, when set, is called in each write transaction after
+	// its writes were applied and before it commits, with how many writes
+	// it carries. An error aborts the transaction as a failed commit
+	// would: every write in it fails with that error and none is stored.
+	// A test hook (fault injection); it must not block.
+	BeforeCommit func(writes int) error
 }
 
 // Store is an open Shard database. Its methods are safe for concurrent use
-// by multiple goroutines: reads run in parallel and bbolt serializes
-// writes. Every method that writes has committed (and, unless NoSync,
-// fsynced) when it returns nil. Close must be called exactly once, after
-// all other calls have returned.
+// by multiple goroutines: reads run in parallel, and concurrent writes are
+// group-committed (see commit.go): those that arrive while a transaction
+// commits share the next one. Every method that writes has committed (and,
+// unless NoSync, fsynced) when it returns nil. Close must be called
+// exactly once, after all other calls have returned.
 type Store struct {
-	db       *bolt.DB
-	path     string
-	onCommit func(time.Duration)
+	db           *bolt.DB
+	path         string
+	onCommit     func(time.Duration)
+	beforeCommit func(int) error
+	commits      committer
 }
 
 // Open opens the database at path, creating the file (mode 0600) and its
@@ -123,7 +133,7 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close() // the schema error is the one worth reporting
 		return nil, wrapOp(err, "open %s", path)
 	}
-	return &Store{db: db, path: path, onCommit: opts.OnCommit}, nil
+	return &Store{db: db, path: path, onCommit: opts.OnCommit, beforeCommit: opts.BeforeCommit}, nil
 }
 
 // initSchema checks the schema version of an existing file, or stamps a
@@ -168,6 +178,7 @@ func parseVersion(raw []byte) (int, error) {
 
 // Close releases the file lock and closes the database.
 func (s *Store) Close() error {
+	s.commits.idle.Wait() // the writer goroutine is winding down
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close %s: %w", s.path, err)
 	}
@@ -225,11 +236,20 @@ func (s *Store) Check() error {
 	return nil
 }
 
-// update runs fn in a write transaction and reports how long the commit
-// took to OnCommit.
-func (s *Store) update(fn func(*bolt.Tx) error) error {
+// updateAlone runs fn in a write transaction of its own, outside group
+// commit (for a large transaction such as startup reconciliation, whose
+// fn must run exactly once), and reports how long it took to OnCommit.
+func (s *Store) updateAlone(fn func(*bolt.Tx) error) error {
 	start := time.Now()
-	err := s.db.Update(fn)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		if s.beforeCommit != nil {
+			return s.beforeCommit(1)
+		}
+		return nil
+	})
 	if err == nil && s.onCommit != nil {
 		s.onCommit(time.Since(start))
 	}
