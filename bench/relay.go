@@ -24,6 +24,11 @@ type relayRun struct {
 	Seconds  float64 `json:"seconds"`
 	EventsPS float64 `json:"events_per_s"`
 	MBPS     float64 `json:"mb_per_s"`
+	// CPU per relayed delta (daemon runs only): the daemon's, and the
+	// driver's (its client decoding every record), in µs. Steadier than
+	// the rates on a shared machine.
+	DaemonUS float64 `json:"daemon_cpu_us_per_event,omitempty"`
+	DriverUS float64 `json:"driver_cpu_us_per_event,omitempty"`
 }
 
 func newRelayRun(events int, bytes int64, d time.Duration) relayRun {
@@ -41,6 +46,9 @@ type relayResult struct {
 	BaseMed    relayRun   `json:"baseline_median"`
 	RatioEvent float64    `json:"ratio_events"`
 	RatioMB    float64    `json:"ratio_mb"`
+	DaemonUS   float64    `json:"daemon_cpu_us_per_event"`
+	DriverUS   float64    `json:"driver_cpu_us_per_event"`
+	LoadAvg    float64    `json:"loadavg_1m"`
 }
 
 // runRelay: one agent floods to one attached unix-socket client, against
@@ -80,10 +88,14 @@ func runRelay(o *options) (*report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("baseline: %w", err)
 		}
+		c0 := d.cpu()
 		r, err := daemonFlood(c, id, flood)
 		if err != nil {
 			return nil, fmt.Errorf("daemon: %w", err)
 		}
+		c1 := d.cpu()
+		r.DaemonUS = float64((c1.daemon - c0.daemon).Microseconds()) / float64(max(r.Events, 1))
+		r.DriverUS = float64((c1.driver - c0.driver).Microseconds()) / float64(max(r.Events, 1))
 		if i > 0 {
 			res.Baseline = append(res.Baseline, b)
 			res.Daemon = append(res.Daemon, r)
@@ -97,16 +109,30 @@ func runRelay(o *options) (*report, error) {
 	res.DaemonMed, res.BaseMed = medianRun(res.Daemon), medianRun(res.Baseline)
 	res.RatioEvent = res.DaemonMed.EventsPS / res.BaseMed.EventsPS
 	res.RatioMB = res.DaemonMed.MBPS / res.BaseMed.MBPS
+	res.DaemonUS, res.DriverUS = medianOf(res.Daemon, func(r relayRun) float64 { return r.DaemonUS }),
+		medianOf(res.Daemon, func(r relayRun) float64 { return r.DriverUS })
+	res.LoadAvg = loadAvg()
 
-	rep := &report{Header: []string{"path", "deltas", "bytes/delta", "events/s", "MB/s", "seconds", "ratio"}, Results: res}
-	row := func(name string, r relayRun, ratio string) {
-		rep.Rows = append(rep.Rows, []string{name, fmt.Sprint(r.Events), fmt.Sprint(size), f0(r.EventsPS), f2(r.MBPS), f3(r.Seconds), ratio})
+	rep := &report{Header: []string{"path", "deltas", "bytes/delta", "events/s", "MB/s", "seconds", "ratio", "daemon µs/ev", "driver µs/ev"}, Results: res}
+	row := func(name string, r relayRun, ratio, dus, cus string) {
+		rep.Rows = append(rep.Rows, []string{name, fmt.Sprint(r.Events), fmt.Sprint(size), f0(r.EventsPS), f2(r.MBPS), f3(r.Seconds), ratio, dus, cus})
 	}
-	row("baseline (stdio)", res.BaseMed, "1.00")
-	row("daemon (unix)", res.DaemonMed, f2(res.RatioEvent))
+	row("baseline (stdio)", res.BaseMed, "1.00", "", "")
+	row("daemon (unix)", res.DaemonMed, f2(res.RatioEvent), f2(res.DaemonUS), f2(res.DriverUS))
 	rep.Notes = append(rep.Notes,
-		fmt.Sprintf("median of %d alternating runs after one warm-up; time is prompt sent → turn_end received; both sides decode every record with protocol.DecodeEvent", reps))
+		fmt.Sprintf("median of %d alternating runs after one warm-up; time is prompt sent → turn_end received; both sides decode every record with protocol.DecodeEvent", reps),
+		"µs/ev: CPU time per delta over a daemon flood (medians): the daemon's, and the driver's (its client reading and decoding); load average at the end "+f2(res.LoadAvg))
 	return rep, nil
+}
+
+// medianOf is the median of f over rs.
+func medianOf(rs []relayRun, f func(relayRun) float64) float64 {
+	v := make([]float64, 0, len(rs))
+	for _, r := range rs {
+		v = append(v, f(r))
+	}
+	sort.Float64s(v)
+	return v[len(v)/2]
 }
 
 func medianRun(rs []relayRun) relayRun {

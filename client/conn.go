@@ -393,7 +393,48 @@ func major(v string) string {
 }
 
 // dispatch routes one record; it returns false if Close interrupted it.
+//
+// Every record is decoded once: a record that decodes as an event (a
+// response included) is routed from its typed value, and only one that does
+// not takes dispatchSlow, which reads the envelope on its own.
 func (c *Conn) dispatch(rec []byte) bool {
+	msg, err := protocol.DecodeEvent(rec)
+	if err != nil {
+		return c.dispatchSlow(rec)
+	}
+	if resp, ok := msg.(*protocol.Response); ok && resp.ID != "" {
+		if ch := c.claim(resp.ID); ch != nil {
+			ch <- result{resp: resp}
+			return true
+		}
+	}
+	return c.deliver(Event{Raw: rec, Msg: msg})
+}
+
+// claim removes and returns the waiter of response id, or nil.
+func (c *Conn) claim(id string) chan result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch, ok := c.pending[id]
+	if ok {
+		delete(c.pending, id)
+	}
+	return ch
+}
+
+// deliver hands ev to Events; it returns false if Close interrupted it.
+func (c *Conn) deliver(ev Event) bool {
+	select {
+	case c.events <- ev:
+		return true
+	case <-c.closing:
+		return false
+	}
+}
+
+// dispatchSlow routes a record DecodeEvent refused: a response whose
+// waiter is told why it failed to decode, or an *protocol.Unknown event.
+func (c *Conn) dispatchSlow(rec []byte) bool {
 	h, herr := protocol.DecodeHeader(rec)
 	if herr == nil && h.Type == protocol.TypeResponse && h.ID != "" {
 		c.mu.Lock()
@@ -412,14 +453,5 @@ func (c *Conn) dispatch(rec []byte) bool {
 			return true
 		}
 	}
-	msg, err := protocol.DecodeEvent(rec)
-	if err != nil {
-		msg = &protocol.Unknown{Header: h, Raw: rec}
-	}
-	select {
-	case c.events <- Event{Raw: rec, Msg: msg}:
-		return true
-	case <-c.closing:
-		return false
-	}
+	return c.deliver(Event{Raw: rec, Msg: &protocol.Unknown{Header: h, Raw: rec}})
 }

@@ -496,3 +496,18 @@ func TestRequestContextEndsBlockedWrite(t *testing.T) {
 		t.Fatal("Events not closed")
 	}
 }
+
+// TestMalformedResponseFailsItsRequest: a response whose id a request
+// waits for but which does not decode fails that request (it is not
+// delivered as an event).
+func TestMalformedResponseFailsItsRequest(t *testing.T) {
+	s := newFakeServer(t)
+	c, fc := dial(t, s)
+	fc.serve(func(h protocol.Header, _ []byte) {
+		fc.sendRaw([]byte(`{"type":"response","id":"` + h.ID + `","success":"yes"}`))
+	})
+	_, err := c.Request(context.Background(), agentList())
+	if err == nil || !strings.Contains(err.Error(), "decode response") {
+		t.Fatalf("err = %v, want a decode error", err)
+	}
+}

@@ -137,6 +137,12 @@ func (d *Daemon) Start() error {
 			d.log.Warn("killed process groups left by the previous daemon", "groups", killed)
 		}
 	}
+	// Tool subprocesses run in sessions of their own, out of those groups'
+	// reach; every process a runtime of this home started carries its
+	// SHARD_HOME and SHARD_AGENT_ID, and none of ours runs yet.
+	if n := procs.KillWithEnv("SHARD_HOME="+cfg.Home, "SHARD_AGENT_ID="); n > 0 {
+		d.log.Warn("killed runtime processes left by the previous daemon", "processes", n)
+	}
 	// Reconcile before anything is served (spec §10.3 restart rules).
 	if n, err := jobs.Reconcile(d.store, time.Now()); err != nil {
 		return fmt.Errorf("daemon: reconcile jobs: %w", err)

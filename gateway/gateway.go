@@ -218,7 +218,7 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request, info reqInfo) 
 		return
 	}
 	c.SetReadLimit(protocol.DefaultMaxRecord)
-	t := &wsTransport{conn: c}
+	t := newWSTransport(c)
 	if !g.startConn(t, false, cred) {
 		return
 	}
@@ -242,6 +242,8 @@ func (g *Gateway) keepalive(t *wsTransport, cred credential) {
 	for {
 		select {
 		case <-g.ctx.Done():
+			return
+		case <-t.closed:
 			return
 		case <-tick.C:
 		}
@@ -273,7 +275,13 @@ func (g *Gateway) startConn(t transport, local bool, cred credential) bool {
 	}
 	g.nextID++
 	id := g.nextID
-	a := &connActor{g: g, id: id, t: t, out: outbox.New(g.cfg.Limits), local: local, cred: cred, writerDone: make(chan struct{})}
+	out := outbox.New(g.cfg.Limits)
+	if ut, ok := t.(*unixTransport); ok {
+		if w := ut.direct(); w != nil {
+			out.SetDirect(w) // a client that keeps up is written to by the pusher
+		}
+	}
+	a := &connActor{g: g, id: id, t: t, out: out, local: local, cred: cred, writerDone: make(chan struct{})}
 	g.conns[id] = a
 	g.mu.Unlock()
 	g.cfg.Metrics.ConnOpened(t.Kind())

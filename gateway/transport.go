@@ -6,9 +6,11 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"syscall"
 
 	"github.com/coder/websocket"
 
+	"github.com/shard-dev/shard/gateway/outbox"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -31,10 +33,86 @@ type unixTransport struct {
 	conn  net.Conn
 	rd    *protocol.Reader
 	close sync.Once
+
+	// The writer's scratch (Write is called by one goroutine): wbuf holds
+	// copied small records, iov the pieces of one vectored write.
+	wbuf []byte
+	iov  net.Buffers
+
+	// raw is the socket for writeNow, the Outbox's direct writer, and dbuf
+	// its scratch (it runs under the Outbox's lock).
+	raw  syscall.RawConn
+	dbuf []byte
 }
 
+const (
+	// copyMax is the largest record Write copies into its buffer; a larger
+	// one goes to the socket in place, as its own piece of a vectored
+	// write (writev), so a multi-megabyte record is never copied again.
+	copyMax = 16 << 10
+	// keepWriteBuf bounds the write buffer kept from one Write to the next.
+	keepWriteBuf = 256 << 10
+	// directMax bounds what writeNow writes in one go; a larger burst is
+	// left to the writer goroutine.
+	directMax = 64 << 10
+)
+
+var newline = []byte{'\n'}
+
 func newUnixTransport(c net.Conn) *unixTransport {
-	return &unixTransport{conn: c, rd: protocol.NewReader(c, protocol.DefaultMaxRecord)}
+	t := &unixTransport{conn: c, rd: protocol.NewReader(c, protocol.DefaultMaxRecord)}
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			t.raw = raw
+		}
+	}
+	return t
+}
+
+// direct returns the Outbox's direct writer for this connection, or nil.
+func (t *unixTransport) direct() outbox.DirectWriter {
+	if t.raw == nil {
+		return nil
+	}
+	return t.writeNow
+}
+
+// writeNow is the Outbox's direct writer: recs, each followed by '\n', in
+// one non-blocking write(2) on the socket (Go keeps it non-blocking). It
+// returns the bytes the kernel took: all of them while the peer keeps up,
+// fewer or none when its buffer is full, and 0 for a burst over directMax,
+// which the writer goroutine handles. The Outbox calls it only while the
+// writer goroutine is not writing, so the socket has no other writer.
+func (t *unixTransport) writeNow(recs [][]byte) int {
+	size := 0
+	for _, r := range recs {
+		size += len(r) + 1
+	}
+	if size > directMax {
+		return 0
+	}
+	if cap(t.dbuf) < size {
+		t.dbuf = make([]byte, 0, max(size, 4<<10))
+	}
+	buf := t.dbuf[:0]
+	for _, r := range recs {
+		buf = append(append(buf, r...), '\n')
+	}
+	n := 0
+	err := t.raw.Write(func(fd uintptr) bool {
+		for {
+			m, err := syscall.Write(int(fd), buf)
+			if err == syscall.EINTR {
+				continue
+			}
+			n = max(m, 0) // EAGAIN (peer's buffer full) or a dead socket: 0
+			return true   // never wait: what is left goes to the writer
+		}
+	})
+	if err != nil {
+		return 0 // closed: the writer finds out
+	}
+	return n
 }
 
 func (t *unixTransport) Kind() string { return "unix" }
@@ -44,19 +122,62 @@ func (t *unixTransport) Read(context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.rd.Owned() {
+		return rec, nil // a large record is handed over, not copied
+	}
 	return append([]byte(nil), rec...), nil
 }
 
+// Write sends recs, in order and each followed by '\n', with as few
+// syscalls as it can: consecutive small records are copied into one buffer
+// and written together; large records are written in place with writev.
 func (t *unixTransport) Write(_ context.Context, recs [][]byte) error {
-	n := 0
+	small, large := 0, 0
 	for _, r := range recs {
-		n += len(r) + 1
+		if len(r) <= copyMax {
+			small += len(r) + 1
+		} else {
+			large++
+		}
 	}
-	buf := make([]byte, 0, n)
+	if cap(t.wbuf) < small {
+		t.wbuf = make([]byte, 0, small)
+	}
+	// buf never grows past its capacity: the pieces already taken from it
+	// stay valid.
+	buf := t.wbuf[:0]
+	defer func() {
+		if cap(t.wbuf) > keepWriteBuf {
+			t.wbuf = nil
+		}
+	}()
+	if large == 0 {
+		for _, r := range recs {
+			buf = append(append(buf, r...), '\n')
+		}
+		_, err := t.conn.Write(buf)
+		return err
+	}
+	iov := t.iov[:0]
+	start := 0
 	for _, r := range recs {
-		buf = append(append(buf, r...), '\n')
+		if len(r) <= copyMax {
+			buf = append(append(buf, r...), '\n')
+			continue
+		}
+		if start < len(buf) {
+			iov = append(iov, buf[start:])
+			start = len(buf)
+		}
+		iov = append(iov, r, newline)
 	}
-	_, err := t.conn.Write(buf)
+	if start < len(buf) {
+		iov = append(iov, buf[start:])
+	}
+	pieces := iov
+	_, err := iov.WriteTo(t.conn) // consumes iov; writev on a unix socket
+	clear(pieces)                 // keep no record alive
+	t.iov = pieces[:0]
 	return err
 }
 
@@ -66,6 +187,13 @@ func (t *unixTransport) Close(string, bool) { t.close.Do(func() { t.conn.Close()
 type wsTransport struct {
 	conn  *websocket.Conn
 	close sync.Once
+	// closed is closed when Close (or closeWith) runs, so that the
+	// connection's keepalive ends with it rather than at its next ping.
+	closed chan struct{}
+}
+
+func newWSTransport(c *websocket.Conn) *wsTransport {
+	return &wsTransport{conn: c, closed: make(chan struct{})}
 }
 
 func (t *wsTransport) Kind() string { return "websocket" }
@@ -96,7 +224,10 @@ func (t *wsTransport) Write(ctx context.Context, recs [][]byte) error {
 func (t *wsTransport) Close(reason string, slow bool) {
 	if slow {
 		// The peer is not reading: a close handshake would only wait.
-		t.close.Do(func() { t.conn.CloseNow() })
+		t.close.Do(func() {
+			close(t.closed)
+			t.conn.CloseNow()
+		})
 		return
 	}
 	t.closeWith(websocket.StatusGoingAway, reason)
@@ -106,6 +237,7 @@ func (t *wsTransport) Close(reason string, slow bool) {
 // is StatusPolicyViolation); it is part of Close's once.
 func (t *wsTransport) closeWith(code websocket.StatusCode, reason string) {
 	t.close.Do(func() {
+		close(t.closed)
 		if err := t.conn.Close(code, reason); err != nil {
 			t.conn.CloseNow()
 		}

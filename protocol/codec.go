@@ -26,7 +26,11 @@ var ErrRecordTooLong = errors.New("protocol: record exceeds size limit")
 type Reader struct {
 	br  *bufio.Reader
 	max int
-	buf []byte
+	// chunks holds the pieces of a record longer than the read buffer
+	// while it is assembled; owned tells whether the last record returned
+	// is in a buffer of its own (see Owned).
+	chunks [][]byte
+	owned  bool
 }
 
 // NewReader returns a Reader over r. max <= 0 means DefaultMaxRecord.
@@ -38,47 +42,129 @@ func NewReader(r io.Reader, max int) *Reader {
 }
 
 // Next returns the next record. The returned slice is valid only until the
-// next call. At the end of the stream it returns io.EOF; a final record
-// without a newline is still returned first.
+// next call, unless Owned reports otherwise. At the end of the stream it
+// returns io.EOF; a final record without a newline is still returned first.
 func (r *Reader) Next() ([]byte, error) {
+	r.owned = false
 	for {
-		r.buf = r.buf[:0]
-		tooLong := false
-		var err error
-		for {
-			var frag []byte
-			frag, err = r.br.ReadSlice('\n')
-			if !tooLong {
-				if len(r.buf)+len(frag) > r.max+2 { // +2: room for "\r\n"
-					tooLong = true
-					r.buf = r.buf[:0]
-				} else {
-					r.buf = append(r.buf, frag...)
-				}
+		// Fast path: a record within the read buffer is returned in place,
+		// without a copy.
+		frag, err := r.br.ReadSlice('\n')
+		if err == nil {
+			line := trimEOL(frag)
+			if len(line) > r.max {
+				return nil, ErrRecordTooLong
 			}
-			if err == bufio.ErrBufferFull {
+			if isBlank(line) {
 				continue
 			}
-			break
+			return line, nil
 		}
+		// A record longer than the read buffer (or the last one, without a
+		// newline): its pieces are copied aside, then joined once into a
+		// buffer of the record's exact size that the caller may keep.
+		clear(r.chunks)
+		r.chunks = r.chunks[:0]
+		size, tooLong := 0, false
+		for {
+			if !tooLong {
+				if size+len(frag) > r.max+2 { // +2: room for "\r\n"
+					tooLong = true
+					clear(r.chunks)
+					r.chunks = r.chunks[:0]
+				} else if len(frag) > 0 {
+					r.chunks = append(r.chunks, bytes.Clone(frag))
+					size += len(frag)
+				}
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+			frag, err = r.br.ReadSlice('\n')
+		}
+		var rec []byte
+		switch len(r.chunks) {
+		case 0:
+		case 1:
+			rec = r.chunks[0]
+		default:
+			rec = bytes.Join(r.chunks, nil) // one copy, not zeroed first
+		}
+		clear(r.chunks)
+		r.chunks = r.chunks[:0]
 		if err != nil && err != io.EOF {
 			return nil, err
 		}
 		if tooLong {
 			return nil, ErrRecordTooLong
 		}
-		line := trimEOL(r.buf)
+		line := trimEOL(rec)
 		if len(line) > r.max { // before the blank check: the limit holds for any line
 			return nil, ErrRecordTooLong
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
+		if isBlank(line) {
 			if err == io.EOF {
 				return nil, io.EOF
 			}
 			continue
 		}
+		r.owned = true
 		return line, nil
 	}
+}
+
+// Owned reports whether the record Next last returned is in a buffer of its
+// own, which the Reader neither reuses nor keeps: the caller may keep the
+// record without copying it. That is the case for a record longer than the
+// read buffer (64 KiB), so that a multi-megabyte record is not copied again.
+func (r *Reader) Owned() bool { return r.owned }
+
+// Buffered returns how many bytes of complete lines (up to and including
+// the last newline) are already read ahead: an upper bound of the size of
+// the records Next can return without reading from the underlying reader.
+func (r *Reader) Buffered() int {
+	b := r.ahead()
+	return bytes.LastIndexByte(b, '\n') + 1
+}
+
+// Ready reports whether a whole record is already read ahead, so that Next
+// returns without reading from the underlying reader (and so without
+// waiting). A relay uses it to batch the records that arrived together.
+func (r *Reader) Ready() bool {
+	b := r.ahead()
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return false
+		}
+		if !isBlank(b[:i]) {
+			return true // a record, or one too long: either returns at once
+		}
+		b = b[i+1:] // Next skips a blank line
+	}
+}
+
+// ahead returns the read-ahead bytes; peeking them reads nothing and moves
+// nothing, so a slice Next returned stays valid.
+func (r *Reader) ahead() []byte {
+	b, _ := r.br.Peek(r.br.Buffered())
+	return b
+}
+
+// isBlank reports whether b holds only JSON whitespace (and other ASCII
+// spaces bytes.TrimSpace would remove); it never allocates.
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case ' ', '\t', '\r', '\n', '\v', '\f':
+		default:
+			if c < 0x80 {
+				return false
+			}
+			return len(bytes.TrimSpace(b)) == 0 // Unicode spaces: the exact rule
+		}
+	}
+	return true
 }
 
 func trimEOL(b []byte) []byte {
@@ -106,6 +192,46 @@ func Marshal(v any) ([]byte, error) {
 	}
 	b := buf.Bytes()
 	return escapeLineSeparators(b[:len(b)-1]), nil
+}
+
+// RawMember is an object member whose value is already encoded: valid,
+// compact JSON.
+type RawMember struct {
+	Key   string
+	Value []byte
+}
+
+// MarshalWith is Marshal(v) for a v that encodes as a JSON object, with
+// members appended after v's own, in order, their values copied verbatim.
+// The record is the one Marshal would produce had v these members as
+// json.RawMessage fields last (Marshal compacts a RawMessage, which is why
+// values must already be compact), without the cost of compacting a large
+// value again: raw U+2028/U+2029 in values are escaped like everywhere else.
+func MarshalWith(v any, members ...RawMember) ([]byte, error) {
+	b, err := Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("protocol: encode: %T does not encode as an object", v)
+	}
+	n := len(b)
+	keys := make([][]byte, len(members))
+	for i, m := range members {
+		if keys[i], err = Marshal(m.Key); err != nil {
+			return nil, err
+		}
+		n += len(keys[i]) + len(m.Value) + 2
+	}
+	out := make([]byte, 0, n)
+	out = append(out, b[:len(b)-1]...)
+	for i, m := range members {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, keys[i]...), ':'), m.Value...)
+	}
+	return escapeLineSeparators(append(out, '}')), nil
 }
 
 // escapeLineSeparators rewrites raw U+2028/U+2029 in valid JSON as \u2028

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -60,6 +61,7 @@ type attachment struct {
 	role     string
 	live     bool   // false while reserved: waiting for its sync
 	attachID string // the agent.attach id, answered when the sync is sent
+	held     bool   // in Actor.held: records held for the current batch
 }
 
 // inflight is a command forwarded to the runtime under a daemon id.
@@ -112,6 +114,8 @@ type Actor struct {
 	ready    bool
 	gotHello bool
 	caps     []string
+	// badRecords counts this generation's invalid output records.
+	badRecords int
 
 	attached      map[uint64]*attachment
 	nAttached     int // len(attached) as last reported to metrics
@@ -138,6 +142,13 @@ type Actor struct {
 	// idField is the encoded agent_id member spliced into every relayed
 	// event (encoded once).
 	idField []byte
+	// rest is the runtime output batch being handled, from the current
+	// record on, and splice the buffer its relayed records share (see
+	// spliced); both nil between batches.
+	rest   [][]byte
+	splice []byte
+	// held lists the attachments fanout held records for in this batch.
+	held []*attachment
 	// foreign holds descendants' requests surfaced through this agent.
 	foreign map[string]*foreignRequest
 	// delegated maps this agent's requests surfaced by an ancestor to that
@@ -178,9 +189,7 @@ func (a *Actor) Receive(c actor.Context) {
 	case *Request:
 		a.onRequest(c, m)
 	case *runtime.Output:
-		if m.Epoch == a.epoch && a.rt != nil {
-			a.onOutput(c, m.Line)
-		}
+		a.onOutputBatch(c, m)
 	case *runtime.Exited:
 		if m.Epoch == a.epoch && a.rt != nil {
 			a.onExited(c, m)
@@ -472,8 +481,46 @@ func (a *Actor) internal(typ string, fields map[string]any) {
 
 // ---- runtime output ----
 
+// onOutputBatch handles a batch of runtime records in order, exactly as if
+// each had come alone: a record handled may end the generation, and the
+// records behind it are then stale. The records fanned out share one
+// buffer (see spliced).
+func (a *Actor) onOutputBatch(c actor.Context, m *runtime.Output) {
+	defer a.endBatch()
+	for i, line := range m.Lines {
+		if m.Epoch != a.epoch || a.rt == nil {
+			return
+		}
+		a.rest = m.Lines[i:]
+		a.onOutput(c, line)
+	}
+}
+
+// endBatch writes what fanout held for the batch and drops the batch's
+// buffers: an idle agent keeps none.
+//
+// Records for a single client are written by the agent itself when the
+// connection is idle (outbox direct write: no hand-off per batch, the relay
+// case); a fan-out to several clients wakes their writer goroutines, which
+// write in parallel, so that one client's write never waits for the others'
+// (skew) and the agent is not the one paying every syscall.
+func (a *Actor) endBatch() {
+	direct := len(a.held) == 1
+	for _, att := range a.held {
+		att.held = false
+		att.client.flush(direct) // detached meanwhile or not: what is queued goes out
+	}
+	clear(a.held)
+	a.held = a.held[:0]
+	a.rest, a.splice = nil, nil
+}
+
 func (a *Actor) onOutput(c actor.Context, line []byte) {
 	typ := protocol.PeekType(line)
+	if !wholeObject(line, typ) {
+		a.invalidOutput(len(line))
+		return
+	}
 	if !a.ready {
 		a.onStartupOutput(c, typ, line)
 		return
@@ -554,6 +601,32 @@ func (a *Actor) onOutput(c actor.Context, line []byte) {
 	a.fanout(line)
 }
 
+// wholeObject is the relay's framing check of a runtime record, cheap
+// enough for the hot path (DESIGN §3 keeps records raw, so their syntax is
+// not checked): a JSON object with a readable type that is not cut short.
+// A record failing it would break every client's framing (spec §2).
+func wholeObject(line []byte, typ string) bool {
+	line = bytes.TrimSpace(line)
+	return typ != "" && len(line) >= 2 && line[0] == '{' && line[len(line)-1] == '}'
+}
+
+// invalidOutput drops a record that is not a whole JSON object with a type.
+// The first of a generation is logged as a warning (without its content,
+// which may be conversation text) and reported to attachments as a
+// non-fatal PROTOCOL_ERROR.
+func (a *Actor) invalidOutput(size int) {
+	a.badRecords++
+	if a.badRecords > 1 {
+		a.log.Debug("invalid runtime record dropped", "epoch", a.epoch, "bytes", size)
+		return
+	}
+	a.log.Warn("runtime wrote an invalid record; dropped", "epoch", a.epoch, "bytes", size)
+	if a.ready {
+		a.fanout(protocol.MustMarshal(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError},
+			Code: protocol.CodeProtocolError, Message: "the runtime wrote an invalid record; it was dropped"}))
+	}
+}
+
 func (a *Actor) onStartupOutput(c actor.Context, typ string, line []byte) {
 	switch typ {
 	case protocol.TypeHello:
@@ -571,14 +644,18 @@ func (a *Actor) onStartupOutput(c actor.Context, typ string, line []byte) {
 			a.log.Warn("runtime sync undecodable", "err", err)
 			return
 		}
-		a.becomeReady(c, protocol.GetSyncData{Status: s.Status, Mode: s.Mode, Capabilities: s.Capabilities,
-			LiveWindow: s.LiveWindow, PendingRequests: s.PendingRequests})
+		snap, err := decodeSnapshot(line)
+		if err != nil {
+			a.log.Warn("runtime sync undecodable", "err", err)
+			return
+		}
+		a.becomeReady(c, snap)
 	default:
 		a.log.Debug("runtime output before readiness dropped", "type", typ)
 	}
 }
 
-func (a *Actor) becomeReady(c actor.Context, snap protocol.GetSyncData) {
+func (a *Actor) becomeReady(c actor.Context, snap *snapshot) {
 	a.ready = true
 	a.rstate = protocol.RuntimeRunning
 	if snap.Mode != "" {
@@ -633,6 +710,9 @@ func (a *Actor) becomeReady(c actor.Context, snap protocol.GetSyncData) {
 }
 
 func (a *Actor) onResponse(c actor.Context, line []byte) {
+	if a.onSyncFast(c, line) {
+		return
+	}
 	var resp protocol.Response
 	if err := json.Unmarshal(line, &resp); err != nil {
 		a.log.Warn("runtime response undecodable", "err", err)
@@ -675,8 +755,65 @@ func (a *Actor) onResponse(c actor.Context, line []byte) {
 }
 
 func (a *Actor) onSyncResponse(c actor.Context, f *inflight, resp *protocol.Response) {
-	var snap protocol.GetSyncData
-	if !resp.Success || json.Unmarshal(resp.Data, &snap) != nil {
+	var snap *snapshot
+	if resp.Success {
+		snap, _ = decodeSnapshot(resp.Data)
+	}
+	a.answerAttaches(c, f, snap)
+}
+
+// onSyncFast handles a successful get_sync response written the way Shard
+// runtimes write it (protocol.Marshal of protocol.Response: type, id,
+// command, success, data, nothing after) without decoding the whole record
+// first: its data is decoded once, straight into the snapshot. It reports
+// false, having done nothing, for any other record, which then takes the
+// general path; so does a record whose data is not one valid JSON value,
+// since only the general path handles an undecodable response.
+func (a *Actor) onSyncFast(c actor.Context, line []byte) bool {
+	id, data, ok := cutSyncResponse(line)
+	if !ok {
+		return false
+	}
+	f := a.inflight[id]
+	if f == nil {
+		return false
+	}
+	snap, err := decodeSnapshot(data)
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		return false
+	}
+	delete(a.inflight, id)
+	a.answerAttaches(c, f, snap)
+	return true
+}
+
+// cutSyncResponse splits `{"type":"response","id":"<id>","command":
+// "get_sync","success":true,"data":<data>}` into id and data. data still has
+// to be checked to be one JSON value: then the record is exactly that
+// response.
+func cutSyncResponse(line []byte) (id string, data []byte, ok bool) {
+	const head, mid = `{"type":"response","id":"`, `","command":"get_sync","success":true,"data":`
+	rest, ok := bytes.CutPrefix(line, []byte(head))
+	if !ok {
+		return "", nil, false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return "", nil, false
+	}
+	id = string(rest[:end])
+	data, ok = bytes.CutPrefix(rest[end:], []byte(mid))
+	if !ok || len(data) < 2 || data[len(data)-1] != '}' {
+		return "", nil, false
+	}
+	return id, data[:len(data)-1], true
+}
+
+// answerAttaches answers the attaches waiting on a get_sync with snap, or
+// with an error when there is no snapshot.
+func (a *Actor) answerAttaches(c actor.Context, f *inflight, snap *snapshot) {
+	if snap == nil {
 		for _, id := range f.attach {
 			if att := a.attached[id]; att != nil && !att.live {
 				att.client.Send(protocol.NewErrorResponse(att.attachID, protocol.TypeAgentAttach,
@@ -695,14 +832,14 @@ func (a *Actor) onSyncResponse(c actor.Context, f *inflight, resp *protocol.Resp
 
 // deliverSync answers an attach and sends its sync; from now on the client
 // receives every later event exactly once (spec §6.4).
-func (a *Actor) deliverSync(att *attachment, snap protocol.GetSyncData) {
+func (a *Actor) deliverSync(att *attachment, snap *snapshot) {
 	att.client.Send(protocol.NewResponse(att.attachID, protocol.TypeAgentAttach,
 		protocol.AgentAttachData{Status: a.status, Info: a.Info()}))
 	att.client.Send(a.syncRecord(snap))
 	att.live = true
 }
 
-func (a *Actor) syncRecord(snap protocol.GetSyncData) []byte {
+func (a *Actor) syncRecord(snap *snapshot) []byte {
 	epoch := a.epoch
 	pending := make([]json.RawMessage, 0, len(snap.PendingRequests)+len(a.foreign))
 	for _, p := range snap.PendingRequests {
@@ -710,19 +847,139 @@ func (a *Actor) syncRecord(snap protocol.GetSyncData) []byte {
 	}
 	// Descendants' requests delegated here survive a reconnect too.
 	pending = append(pending, a.foreignPending()...)
-	msgs := snap.LiveWindow.Messages
+	// protocol.Sync, member for member, with the window's messages copied
+	// as they are (see snapshot).
+	win := make([]byte, 0, len(snap.LiveWindow.Messages)+48)
+	win = append(append(win, `{"messages":`...), snap.LiveWindow.Messages...)
+	if ci := snap.LiveWindow.CompactionIndex; ci != nil {
+		win = strconv.AppendInt(append(win, `,"compaction_index":`...), int64(*ci), 10)
+	}
+	win = append(win, '}')
+	rec, err := protocol.MarshalWith(syncHead{
+		Header:       protocol.Header{Type: protocol.TypeSync, AgentID: a.m.AgentID},
+		Status:       a.status,
+		Mode:         a.mode,
+		Capabilities: a.caps,
+		RuntimeEpoch: &epoch,
+	}, protocol.RawMember{Key: "live_window", Value: win},
+		protocol.RawMember{Key: "pending_requests", Value: protocol.MustMarshal(pending)})
+	if err != nil {
+		panic(err) // typed values and compact JSON always encode
+	}
+	return rec
+}
+
+// snapshot is the runtime's state as get_sync (or its first sync) reports
+// it: protocol.GetSyncData, except that the live window's messages stay
+// raw. The daemon never looks into them, so the sync it builds relays them
+// as the runtime wrote them (DESIGN §3: the hot path stays raw) instead of
+// decoding and re-encoding a window of thousands of messages on every
+// attach; for the records Shard runtimes write (protocol.Marshal of
+// protocol.Message) the bytes are the same either way.
+type snapshot struct {
+	Status          protocol.AgentStatus `json:"status"`
+	Mode            string               `json:"mode"`
+	Capabilities    []string             `json:"capabilities,omitempty"`
+	LiveWindow      rawWindow            `json:"live_window"`
+	PendingRequests []json.RawMessage    `json:"pending_requests"`
+}
+
+// rawWindow is protocol.LiveWindow with the messages array raw.
+type rawWindow struct {
+	Messages        json.RawMessage `json:"messages"`
+	CompactionIndex *int            `json:"compaction_index,omitempty"`
+}
+
+// syncHead is the members of protocol.Sync before live_window, in order.
+type syncHead struct {
+	protocol.Header
+	Status       protocol.AgentStatus `json:"status"`
+	Mode         string               `json:"mode"`
+	Capabilities []string             `json:"capabilities,omitempty"`
+	RuntimeEpoch *int64               `json:"runtime_epoch,omitempty"`
+}
+
+// decodeSnapshot decodes a get_sync result (or a runtime sync event). A
+// window whose messages are not a compact array of JSON objects (which
+// protocol.LiveWindow would have refused, or turned null into `[]`, null
+// elements into empty messages and whitespace into none) goes through the
+// typed decoding, so that it is relayed exactly as before.
+func decodeSnapshot(data []byte) (*snapshot, error) {
+	var snap snapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return nil, err
+	}
+	if !arrayOfObjects(snap.LiveWindow.Messages) {
+		return typedSnapshot(data)
+	}
+	return &snap, nil
+}
+
+// typedSnapshot is decodeSnapshot through protocol.GetSyncData: messages
+// decoded and encoded again.
+func typedSnapshot(data []byte) (*snapshot, error) {
+	var typed protocol.GetSyncData
+	if err := json.Unmarshal(data, &typed); err != nil {
+		return nil, err
+	}
+	msgs := typed.LiveWindow.Messages
 	if msgs == nil {
 		msgs = []protocol.Message{}
 	}
-	return protocol.MustMarshal(protocol.Sync{
-		Header:          protocol.Header{Type: protocol.TypeSync, AgentID: a.m.AgentID},
-		Status:          a.status,
-		Mode:            a.mode,
-		Capabilities:    a.caps,
-		RuntimeEpoch:    &epoch,
-		LiveWindow:      protocol.LiveWindow{Messages: msgs, CompactionIndex: snap.LiveWindow.CompactionIndex},
-		PendingRequests: pending,
-	})
+	raw, err := protocol.Marshal(msgs)
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{Status: typed.Status, Mode: typed.Mode, Capabilities: typed.Capabilities,
+		PendingRequests: typed.PendingRequests,
+		LiveWindow:      rawWindow{Messages: raw, CompactionIndex: typed.LiveWindow.CompactionIndex}}, nil
+}
+
+// arrayOfObjects reports whether b, valid JSON, is a compact array (no
+// whitespace outside strings) whose elements are all objects, an empty
+// array included: then it is what encoding protocol.Message values would
+// give, as far as the daemon can tell without decoding them. It scans b
+// once.
+func arrayOfObjects(b []byte) bool {
+	depth, inString, escaped, element := 0, false, false, false
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if depth == 0 && c != '[' {
+			return false // not an array, or not compact
+		}
+		if element { // the first byte of an element, or the "]" of []
+			element = false
+			if c != '{' && c != ']' {
+				return false
+			}
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			return false
+		case '"':
+			inString = true
+		case '[':
+			element = depth == 0
+			depth++
+		case '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ',':
+			element = depth == 1
+		}
+	}
+	return len(b) > 0
 }
 
 // onRequestEvent records an open permission/UI request and applies the
@@ -801,18 +1058,69 @@ func (a *Actor) fanout(line []byte) {
 	if len(a.attached) == 0 {
 		return
 	}
+	rec := a.spliced(line)
+	n := 0
+	for _, att := range a.attached {
+		if !att.live {
+			continue
+		}
+		if a.rest == nil { // not from a runtime output batch
+			att.client.Send(rec)
+		} else {
+			// Held until the batch ends, so that each client gets the
+			// batch in one write (endBatch); anything else sent to the
+			// client meanwhile writes the held records first, in order.
+			if !att.held {
+				att.held = true
+				a.held = append(a.held, att)
+			}
+			att.client.hold(rec)
+		}
+		n++
+	}
+	a.deps.Metrics.EventsRelayed(n)
+}
+
+// spliceMax is the largest record spliced into a batch's shared buffers,
+// and their size: a larger record gets a buffer of its own, so that a small
+// record still queued for a slow client never keeps a large one's memory
+// alive.
+const spliceMax = 16 << 10
+
+// spliced returns line with this agent's agent_id spliced in (DESIGN §3:
+// raw, no re-encoding). Within a batch, small records are appended to
+// shared buffers (of up to spliceMax) sized for the records behind them: a
+// burst costs an allocation per 16 KiB instead of one per record. Each
+// result's capacity ends where it does, so no append can reach a
+// neighbour.
+func (a *Actor) spliced(line []byte) []byte {
 	if a.idField == nil {
 		a.idField = protocol.AgentIDField(a.m.AgentID)
 	}
-	rec := protocol.WithField(line, a.idField)
-	n := 0
-	for _, att := range a.attached {
-		if att.live {
-			att.client.Send(rec)
-			n++
-		}
+	need := len(line) + len(a.idField) + 1
+	if need > spliceMax {
+		return protocol.WithField(line, a.idField)
 	}
-	a.deps.Metrics.EventsRelayed(n)
+	if cap(a.splice)-len(a.splice) < need {
+		if a.rest == nil {
+			return protocol.WithField(line, a.idField) // outside a batch
+		}
+		// Room for this record and the small ones behind it in the batch,
+		// up to spliceMax at a time: small allocations reuse warm memory,
+		// where large ones get fresh pages from the OS.
+		size := 0
+		for _, l := range a.rest {
+			if n := len(l) + len(a.idField) + 1; n <= spliceMax {
+				if size += n; size >= spliceMax {
+					break
+				}
+			}
+		}
+		a.splice = make([]byte, 0, max(need, min(size, spliceMax)))
+	}
+	n := len(a.splice)
+	a.splice = protocol.AppendWithField(a.splice, line, a.idField)
+	return a.splice[n:len(a.splice):len(a.splice)]
 }
 
 // countAttachments reports a change of the attachment count to metrics; it

@@ -26,7 +26,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		return
 	}
 	a.epoch++
-	a.ready, a.gotHello, a.caps, a.startFailed = false, false, nil, ""
+	a.ready, a.gotHello, a.caps, a.startFailed, a.badRecords = false, false, nil, "", 0
 	a.stopping, a.esc, a.terminateWhenIdle = false, nil, false
 	rc := a.deps.Runtime
 	env := append(append([]string(nil), rc.Env...),
@@ -44,6 +44,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		Dir:        a.m.Cwd,
 		Env:        env,
 		StderrPath: filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),
+		Sweep:      []string{"SHARD_AGENT_ID=" + a.m.AgentID},
 	}
 	if rc.Track != nil {
 		spec.Track = rc.Track(a.m.AgentID)

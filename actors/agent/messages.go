@@ -24,6 +24,21 @@ type Client struct {
 // Send pushes one record to the client.
 func (c *Client) Send(rec []byte) { c.Out.Push(rec) }
 
+// hold queues rec for the client without starting to write it (see
+// outbox.Outbox.Hold); a later Send or flush writes it, in order.
+func (c *Client) hold(rec []byte) { c.Out.Hold(rec) }
+
+// flush starts writing what is queued: by the agent itself when the
+// connection is idle (direct, see outbox.Outbox.FlushDirect), or by the
+// connection's writer goroutine.
+func (c *Client) flush(direct bool) {
+	if direct {
+		c.Out.FlushDirect()
+	} else {
+		c.Out.Flush()
+	}
+}
+
 // Request is a client command for this agent: a per-agent command to
 // forward, or one of agent.create (start and report readiness),
 // agent.attach, agent.detach, agent.terminate, agent.kill.

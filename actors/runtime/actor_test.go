@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -30,7 +31,9 @@ type probe struct {
 func (p *probe) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *runtime.Output:
-		p.out <- string(m.Line)
+		for _, l := range m.Lines {
+			p.out <- string(l)
+		}
 	case *runtime.Exited:
 		p.exited <- m
 	}
@@ -134,5 +137,116 @@ func TestSpawnFailureReportsExited(t *testing.T) {
 	ex := recv(t, p.exited)
 	if ex.Started || ex.ExitCode != -1 || !strings.HasPrefix(ex.Reason, "spawn:") {
 		t.Fatalf("exited = %+v", ex)
+	}
+}
+
+// batchProbe records every Output batch as it arrives.
+type batchProbe struct {
+	batches chan [][]byte
+	exited  chan *runtime.Exited
+}
+
+func (p *batchProbe) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *runtime.Output:
+		p.batches <- m.Lines
+	case *runtime.Exited:
+		p.exited <- m
+	}
+}
+
+func spawnBatches(t *testing.T, script string) (*batchProbe, *actor.PID) {
+	t.Helper()
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	p := &batchProbe{batches: make(chan [][]byte, 100000), exited: make(chan *runtime.Exited, 1)}
+	agentPID := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
+	dir := t.TempDir()
+	spec := runtime.Spec{Epoch: 1, Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}}
+	rt := sys.Root.Spawn(runtime.Props(spec, agentPID, slog.New(slog.DiscardHandler)))
+	t.Cleanup(func() {
+		_ = sys.Root.StopFuture(agentPID).Wait()
+		_ = sys.Root.StopFuture(rt).Wait()
+		sys.Shutdown()
+	})
+	return p, rt
+}
+
+// TestOutputBatches: records written together arrive batched, in order,
+// each whole and separately owned (an append to one cannot reach the
+// next); blank lines are skipped and a record over the read buffer's size
+// (assembled from several reads) arrives whole.
+func TestOutputBatches(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in")
+	var want []string
+	var b strings.Builder
+	for i := range 3000 {
+		rec := fmt.Sprintf(`{"type":"n","i":%d,"pad":"%s"}`, i, strings.Repeat("x", i%300))
+		if i == 1500 {
+			rec = `{"type":"big","pad":"` + strings.Repeat("y", 300<<10) + `"}`
+		}
+		want = append(want, rec)
+		b.WriteString(rec + "\n")
+		if i%7 == 0 {
+			b.WriteString("\n \r\n") // blank lines
+		}
+	}
+	if err := os.WriteFile(in, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := spawnBatches(t, "cat "+in)
+	var got []string
+	batches, multi := 0, 0
+	for len(got) < len(want) {
+		lines := recv(t, p.batches)
+		if len(lines) == 0 {
+			t.Fatal("an empty batch")
+		}
+		batches++
+		if len(lines) > 1 {
+			multi++
+		}
+		for i, l := range lines {
+			if cap(l) != len(l) {
+				t.Fatalf("record %d: cap %d > len %d: it shares its tail", len(got)+i, cap(l), len(l))
+			}
+		}
+		// Appending to one record must leave the others alone.
+		for _, l := range lines {
+			_ = append(l, "CLOBBER"...)
+		}
+		for _, l := range lines {
+			got = append(got, string(l))
+		}
+	}
+	recv(t, p.exited)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("record %d = %.40q, want %.40q", i, got[i], want[i])
+		}
+	}
+	if multi == 0 {
+		t.Errorf("%d records came in %d batches, none with more than one record", len(got), batches)
+	}
+}
+
+// TestOutputBatchDoesNotWait: a batch never waits for a partial line: the
+// records before it arrive at once.
+func TestOutputBatchDoesNotWait(t *testing.T) {
+	p, _ := spawnBatches(t, `printf '{"type":"a"}\n{"type":"b"}\n\n{"type":"par'; sleep 5; printf 'tial"}\n'`)
+	var got []string
+	deadline := time.After(3 * time.Second)
+	for len(got) < 2 {
+		select {
+		case lines := <-p.batches:
+			for _, l := range lines {
+				got = append(got, string(l))
+			}
+		case <-deadline:
+			t.Fatalf("records before a partial line held back: got %q", got)
+		}
+	}
+	if got[0] != `{"type":"a"}` || got[1] != `{"type":"b"}` || len(got) != 2 {
+		t.Fatalf("got %q", got)
 	}
 }

@@ -16,6 +16,11 @@ type Spec struct {
 	// Track, when set, is told about the process so that a later daemon can
 	// kill what this one leaves behind after a crash.
 	Track Tracker
+	// Sweep, when set, are environment entries (see procs.KillWithEnv)
+	// that every process of this generation inherits: once the runtime
+	// has exited, whatever still carries them is killed too — tool
+	// subprocesses in sessions of their own, out of the group's reach.
+	Sweep []string
 }
 
 // Tracker records live runtime processes durably (the daemon's store).
@@ -25,10 +30,13 @@ type Tracker interface {
 	Exited(epoch int64)
 }
 
-// Output is one stdout record of the runtime, sent to the agent actor.
+// Output carries stdout records of the runtime, in order, to the agent
+// actor: every record that was read together, so that a burst costs one
+// mailbox hop. Lines is never empty; each record is a separate slice
+// (without its newline) whose capacity ends where it does.
 type Output struct {
 	Epoch int64
-	Line  []byte
+	Lines [][]byte
 }
 
 // Exited tells the agent actor that the process is gone and all of its

@@ -1,0 +1,111 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+)
+
+// relayActor is an agent with n live attachments whose outboxes the test
+// drains (no connection, no direct writer).
+func relayActor(n int) (*Actor, []*outbox.Outbox) {
+	a := &Actor{m: store.Agent{AgentID: "01J9ZAGENT"}, attached: map[uint64]*attachment{}}
+	var outs []*outbox.Outbox
+	for i := range n {
+		o := outbox.New(outbox.Limits{})
+		outs = append(outs, o)
+		a.attached[uint64(i)] = &attachment{client: &Client{ID: uint64(i), Out: o}, live: true}
+	}
+	return a, outs
+}
+
+func drainOutbox(t *testing.T, o *outbox.Outbox) [][]byte {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out [][]byte
+	for {
+		recs, ok := o.Next(ctx)
+		if !ok {
+			return out
+		}
+		out = append(out, recs...)
+	}
+}
+
+// TestBatchFanout: a batch's records reach every attachment spliced
+// exactly as WithAgentID would, in order, each its own slice (an append to
+// one cannot reach the next), small ones sharing one buffer and a large
+// one on its own; held records are written only when the batch ends, and
+// a record sent to a client meanwhile goes after those held before it.
+func TestBatchFanout(t *testing.T) {
+	a, outs := relayActor(3)
+	var lines [][]byte
+	for i := range 50 {
+		l := fmt.Sprintf(`{"type":"message_delta","i":%d,"text_delta":"%s"}`, i, strings.Repeat("t", i*7))
+		if i == 20 {
+			l = `{"type":"message_complete","text":"` + strings.Repeat("L", spliceMax) + `"}`
+		}
+		lines = append(lines, []byte(l))
+	}
+	a.rest = lines
+	for i, l := range lines {
+		a.rest = lines[i:]
+		a.fanout(l)
+		if i == 30 { // say, a response to client 0 in the middle of the batch
+			a.attached[0].client.Send([]byte(`{"type":"response","id":"x"}`))
+		}
+	}
+	if n := outs[1].Len(); n != len(lines) {
+		t.Fatalf("client 1 has %d records queued before the batch ended, want %d (held)", n, len(lines))
+	}
+	a.endBatch()
+	if a.splice != nil || a.rest != nil || len(a.held) != 0 {
+		t.Fatal("the batch's buffers outlive it")
+	}
+	for c, o := range outs {
+		got := drainOutbox(t, o)
+		var want []string
+		for i, l := range lines {
+			want = append(want, string(protocol.WithAgentID(l, a.m.AgentID)))
+			if c == 0 && i == 30 {
+				want = append(want, `{"type":"response","id":"x"}`)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("client %d: %d records, want %d", c, len(got), len(want))
+		}
+		for i := range want {
+			if string(got[i]) != want[i] {
+				t.Fatalf("client %d record %d = %.60q, want %.60q", c, i, got[i], want[i])
+			}
+			if cap(got[i]) != len(got[i]) {
+				t.Fatalf("client %d record %d: cap %d > len %d", c, i, cap(got[i]), len(got[i]))
+			}
+		}
+	}
+	// The clients share each record (one splice per record, not per
+	// client).
+	a.rest = lines[:1]
+	a.fanout(lines[0])
+	a.endBatch()
+	r0, r1 := drainOutbox(t, outs[0]), drainOutbox(t, outs[1])
+	drainOutbox(t, outs[2])
+	if len(r0) != 1 || len(r1) != 1 || &r0[0][0] != &r1[0][0] {
+		t.Fatal("the clients got different copies of one record")
+	}
+	// Outside a batch a record is sent at once.
+	a.fanout([]byte(`{"type":"status","status":"idle"}`))
+	if outs[2].Len() != 1 {
+		t.Fatal("a record outside a batch was held")
+	}
+	if got := drainOutbox(t, outs[2]); !bytes.Equal(got[0], protocol.WithAgentID([]byte(`{"type":"status","status":"idle"}`), a.m.AgentID)) {
+		t.Fatalf("got %q", got)
+	}
+}

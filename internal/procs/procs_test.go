@@ -1,0 +1,59 @@
+package procs
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestHasEnv(t *testing.T) {
+	env := []byte("A=1\x00SHARD_HOME=/h\x00SHARD_AGENT_ID=agent-1\x00")
+	for _, c := range []struct {
+		entries []string
+		want    bool
+	}{
+		{[]string{"SHARD_HOME=/h"}, true},
+		{[]string{"SHARD_HOME=/h", "SHARD_AGENT_ID="}, true},
+		{[]string{"SHARD_HOME=/h", "SHARD_AGENT_ID=agent-1"}, true},
+		{[]string{"SHARD_HOME=/h", "SHARD_AGENT_ID=agent-2"}, false},
+		{[]string{"SHARD_HOME=/"}, false}, // exact unless it ends in "="
+		{[]string{"B="}, false},
+	} {
+		if got := hasEnv(env, c.entries); got != c.want {
+			t.Errorf("hasEnv(%q) = %v, want %v", c.entries, got, c.want)
+		}
+	}
+}
+
+// TestKillWithEnv kills the processes carrying a tag, in whatever session
+// they run, and no other.
+func TestKillWithEnv(t *testing.T) {
+	tag := "PROCS_TEST_TAG=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	start := func(env ...string) *exec.Cmd {
+		cmd := exec.Command("sleep", "60")
+		cmd.Env = append(os.Environ(), env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	tagged := start(tag)
+	other := start("PROCS_TEST_TAG=other")
+	if n := KillWithEnv(tag); n != 1 {
+		t.Fatalf("KillWithEnv signalled %d processes, want 1", n)
+	}
+	if err := tagged.Wait(); err == nil || tagged.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("tagged process: %v, want killed", err)
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("untagged process was hit: %v", err)
+	}
+	if n := KillWithEnv(); n != 0 {
+		t.Fatalf("KillWithEnv() with no entries signalled %d processes", n)
+	}
+}
