@@ -33,12 +33,24 @@ type Reader struct {
 	owned  bool
 }
 
-// NewReader returns a Reader over r. max <= 0 means DefaultMaxRecord.
+// DefaultReadBuffer is the read buffer of NewReader: records up to this
+// size are returned in place, without a copy.
+const DefaultReadBuffer = 64 << 10
+
+// NewReader returns a Reader over r with a DefaultReadBuffer read buffer.
+// max <= 0 means DefaultMaxRecord.
 func NewReader(r io.Reader, max int) *Reader {
+	return NewReaderSize(r, DefaultReadBuffer, max)
+}
+
+// NewReaderSize is NewReader with a read buffer of size bytes: a smaller
+// buffer costs less memory per idle stream (records longer than it are
+// still read whole, through a copy). max <= 0 means DefaultMaxRecord.
+func NewReaderSize(r io.Reader, size, max int) *Reader {
 	if max <= 0 {
 		max = DefaultMaxRecord
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &Reader{br: bufio.NewReaderSize(r, size), max: max}
 }
 
 // Next returns the next record. The returned slice is valid only until the

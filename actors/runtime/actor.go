@@ -17,9 +17,18 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// stdinQueue bounds records waiting for the child's stdin. Commands are
-// low-rate; a child that stops reading is a stuck child.
-const stdinQueue = 1024
+// stdinQueueMax bounds the records waiting for the child's stdin behind the
+// batch being written. Commands are low-rate; a child that stops reading
+// is a stuck child, and what is pushed beyond the bound is dropped (logged).
+const stdinQueueMax = 1024
+
+// stdoutBuffer is the read buffer on a child's stdout. Records up to this
+// size (nearly all: deltas, tool events) are read without a copy; larger
+// ones are assembled through one. 16 KiB per live runtime instead of the
+// codec's 64 KiB default keeps an idle agent cheap, and at 256-byte deltas
+// one read still takes ~60 records, so syscalls stay a small share of the
+// per-event cost.
+const stdoutBuffer = 16 << 10
 
 // maxLogBytes bounds an agent's stderr log (logs/agents/<id>.log) as a
 // runtime generation starts (see openLog).
@@ -38,7 +47,7 @@ type Actor struct {
 
 	cmd         *exec.Cmd
 	pgid        int
-	stdin       chan []byte
+	stdin       *stdinQueue
 	stdinClosed bool
 	exited      bool
 }
@@ -132,11 +141,10 @@ func (a *Actor) start(c actor.Context) {
 		st, _ := procs.StartTime(a.pgid)
 		a.spec.Track.Started(a.spec.Epoch, a.pgid, a.pgid, st)
 	}
-	a.stdin = make(chan []byte, stdinQueue)
+	a.stdin = newStdinQueue(stdinW)
 
 	readerDone := make(chan struct{})
 	go a.readStdout(sys, outR, readerDone)
-	go writeStdin(stdinW, a.stdin)
 	go func() {
 		err := cmd.Wait()
 		// The runtime is gone: nothing it started may outlive it.
@@ -168,7 +176,7 @@ const (
 func (a *Actor) readStdout(sys *actor.ActorSystem, r io.ReadCloser, done chan<- struct{}) {
 	defer close(done)
 	defer r.Close()
-	rd := protocol.NewReader(r, protocol.DefaultMaxRecord)
+	rd := protocol.NewReaderSize(r, stdoutBuffer, protocol.DefaultMaxRecord)
 	var lines [][]byte
 	for {
 		lines = nil
@@ -207,24 +215,11 @@ func (a *Actor) readStdout(sys *actor.ActorSystem, r io.ReadCloser, done chan<- 
 	}
 }
 
-func writeStdin(w io.WriteCloser, ch <-chan []byte) {
-	defer w.Close()
-	for line := range ch {
-		if _, err := w.Write(append(line, '\n')); err != nil {
-			for range ch { // keep the channel drainable until it is closed
-			}
-			return
-		}
-	}
-}
-
 func (a *Actor) write(line []byte) {
 	if a.stdin == nil || a.stdinClosed || a.exited {
 		return // stdin is closed after Term/Kill: the record is dropped
 	}
-	select {
-	case a.stdin <- line:
-	default:
+	if !a.stdin.push(line) {
 		a.logger.Warn("runtime stdin queue full; record dropped", "epoch", a.spec.Epoch)
 	}
 }
@@ -234,7 +229,7 @@ func (a *Actor) closeStdin() {
 		return
 	}
 	a.stdinClosed = true
-	close(a.stdin)
+	a.stdin.close()
 }
 
 func (a *Actor) signal(sig syscall.Signal) {
