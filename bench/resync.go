@@ -63,6 +63,10 @@ func runResync(o *options) (*report, error) {
 				return nil, fmt.Errorf("building window %d: %w", w, err)
 			}
 			have += 2
+			// m is not attached, but orchestrator broadcasts (agent
+			// status) reach every connection: read them, or thousands of
+			// prompts get m dropped as a slow consumer.
+			drainQueued(m)
 		}
 		build := time.Since(t0)
 		var lat []time.Duration
@@ -111,6 +115,20 @@ func promptAndWait(c *client.Conn, id, msg string) error {
 			}
 		case <-timeout:
 			return fmt.Errorf("no turn_end within %s", reqTimeout)
+		}
+	}
+}
+
+// drainQueued discards the events c has already received, without waiting.
+func drainQueued(c *client.Conn) {
+	for {
+		select {
+		case _, ok := <-c.Events():
+			if !ok {
+				return
+			}
+		default:
+			return
 		}
 	}
 }

@@ -23,12 +23,13 @@ import (
 const stdinQueueMax = 1024
 
 // stdoutBuffer is the read buffer on a child's stdout. Records up to this
-// size (nearly all: deltas, tool events) are read without a copy; larger
-// ones are assembled through one. 16 KiB per live runtime instead of the
-// codec's 64 KiB default keeps an idle agent cheap, and at 256-byte deltas
-// one read still takes ~60 records, so syscalls stay a small share of the
-// per-event cost.
-const stdoutBuffer = 16 << 10
+// size (deltas, tool events) are read without a copy; larger ones are
+// assembled through one. 4 KiB per live runtime instead of the codec's
+// 64 KiB default keeps an idle agent cheap (the per-agent budget in
+// BENCHMARKS.md); at 256-byte deltas one read still takes ~16 records, so
+// read syscalls and Output messages stay a small share of the per-event
+// cost (the relay bench showed no difference from 16 KiB).
+const stdoutBuffer = 4 << 10
 
 // maxLogBytes bounds an agent's stderr log (logs/agents/<id>.log) as a
 // runtime generation starts (see openLog).
