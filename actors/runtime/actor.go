@@ -147,6 +147,10 @@ func (a *Actor) start(c actor.Context) {
 	readerDone := make(chan struct{})
 	go a.readStdout(sys, outR, readerDone)
 	go func() {
+		// Wait for the exit in the netpoller, so that a live runtime
+		// does not hold an OS thread blocked in waitid; Wait then only
+		// reaps (it falls back to blocking without pidfd support).
+		procs.WaitExit(cmd.Process.Pid)
 		err := cmd.Wait()
 		// The runtime is gone: nothing it started may outlive it.
 		_ = syscall.Kill(-a.pgid, syscall.SIGKILL)

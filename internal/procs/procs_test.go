@@ -1,6 +1,7 @@
 package procs
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -55,5 +56,39 @@ func TestKillWithEnv(t *testing.T) {
 	}
 	if n := KillWithEnv(); n != 0 {
 		t.Fatalf("KillWithEnv() with no entries signalled %d processes", n)
+	}
+}
+
+// TestWaitExitWaitsForTheProcess: WaitExit returns only once the process
+// has exited, and leaves it for Wait to reap with its real status.
+func TestWaitExitWaitsForTheProcess(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "read line; exit 7")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool, 1)
+	go func() { done <- WaitExit(cmd.Process.Pid) }()
+	select {
+	case <-done:
+		t.Fatal("WaitExit returned while the process was still running")
+	case <-time.After(200 * time.Millisecond):
+	}
+	stdin.Close() // the shell reads EOF and exits 7
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("WaitExit reported no pidfd support")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitExit did not return after the process exited")
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Fatalf("Wait after WaitExit: %v", err)
 	}
 }
