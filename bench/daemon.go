@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/promtext"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -324,9 +324,8 @@ func (d *daemon) webURL() (string, error) {
 	return disc.WebURL, nil
 }
 
-// metrics scrapes the daemon's /metrics into sample name (labels included,
-// as written: `shard_agents_by_runtime_state{runtime_state="stopped"}`) →
-// value.
+// metrics scrapes the daemon's /metrics into sample name (labels included:
+// `shard_agents_by_runtime_state{runtime_state="stopped"}`) → value.
 func (d *daemon) metrics() (map[string]float64, error) {
 	base, err := d.webURL()
 	if err != nil {
@@ -346,31 +345,7 @@ func (d *daemon) metrics() (map[string]float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
-	return parseMetrics(resp.Body)
-}
-
-// parseMetrics reads the Prometheus text format's samples (no timestamps
-// expected).
-func parseMetrics(r io.Reader) (map[string]float64, error) {
-	out := make(map[string]float64)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:i]] = v
-	}
-	return out, sc.Err()
+	return promtext.Samples(resp.Body)
 }
 
 // ---- CPU profiles ----
