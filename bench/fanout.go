@@ -18,9 +18,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/shard-dev/shard/agent"
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime"
 )
 
 // Fan-out target (issue 7): added latency p99 ≤ 1 ms at 5,000 events/s to
@@ -282,7 +282,7 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 		recvs[i].times = make([]int64, 0, n)
 		recvs[i].lats = make([]time.Duration, 0, n)
 		record := func(r *recv, now int64, text string) bool {
-			stamp, ok := agent.ParseFloodStamp(text)
+			stamp, ok := runtime.ParseFloodStamp(text)
 			if !ok {
 				r.err = fmt.Errorf("delta without a stamp: %.40q", text)
 				return false
@@ -563,7 +563,7 @@ func fanoutBaseline(o *options, flood string, n, size, rate int) (fanoutPhase, e
 				rest := line[j+len(textDeltaKey):]
 				text = string(rest[:min(len(rest), 20)])
 			}
-			stamp, ok := agent.ParseFloodStamp(text)
+			stamp, ok := runtime.ParseFloodStamp(text)
 			if !ok {
 				return fanoutPhase{}, fmt.Errorf("delta without a stamp: %.40q", text)
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/actors/registry"
-	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/protocol"
 )
 

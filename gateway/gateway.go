@@ -14,7 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/coder/websocket"
 
-	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/protocol"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/internal/outbox"
 )
 
 // unixPair returns the two ends of a connected unix socket: the server end

@@ -13,7 +13,7 @@ import (
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/internal/ids"
-	"github.com/shard-dev/shard/jobview"
+	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -119,7 +119,7 @@ func Props(deps Deps) *actor.Props {
 		deps.Now = time.Now
 	}
 	if len(deps.Aliases) == 0 {
-		deps.Aliases = jobview.DefaultAliases()
+		deps.Aliases = view.DefaultAliases()
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Coordinator{
@@ -179,7 +179,7 @@ func (co *Coordinator) load(c actor.Context) {
 		for _, r := range all[i].Runs {
 			co.deps.Metrics.RunState("", r.State)
 		}
-		if !jobview.Terminal(&all[i]) {
+		if !view.Terminal(&all[i]) {
 			co.spawnJob(c, all[i])
 		}
 	}
@@ -395,7 +395,7 @@ func (co *Coordinator) pickAlias(parent string) (alias, norm string) {
 	contiguous := true // every position before pos is taken
 	for ; ; pos++ {
 		alias = aliasAt(co.deps.Aliases, pos)
-		norm = jobview.NormalizeAlias(alias)
+		norm = view.NormalizeAlias(alias)
 		if held[norm] {
 			continue
 		}
@@ -430,7 +430,7 @@ func (co *Coordinator) releaseAliases(parent string, aliases map[string]string, 
 	}
 }
 
-// aliasAt is the alias at position pos of the sequence jobview.PickAlias
+// aliasAt is the alias at position pos of the sequence view.PickAlias
 // walks: the pool's names, then each with "-2", then "-3", and so on.
 func aliasAt(pool []string, pos int) string {
 	if len(pool) == 0 {
@@ -756,7 +756,7 @@ func (co *Coordinator) resolveAgent(parent, h string) (string, error) {
 			return h, nil
 		}
 	}
-	if id, ok, err := co.deps.Store.Alias(parent, jobview.NormalizeAlias(h)); err == nil && ok {
+	if id, ok, err := co.deps.Store.Alias(parent, view.NormalizeAlias(h)); err == nil && ok {
 		return id, nil
 	}
 	return "", protocol.Errorf(protocol.CodeNotFound, "no subagent %q of %s", h, parent)
@@ -850,14 +850,14 @@ func (co *Coordinator) answerWait(c actor.Context, w *waiter, timedOut bool) {
 		if r.State.Terminal() {
 			terminal++
 		}
-		data.Runs = append(data.Runs, jobview.RunSnapshot(j, r, j.ParentAgentID == w.parent))
+		data.Runs = append(data.Runs, view.RunSnapshot(j, r, j.ParentAgentID == w.parent))
 	}
 	// Shard's choice for aggregate_state: the job-state derivation over the
 	// waited runs when all or none are terminal, "mixed" in between.
 	if terminal > 0 && terminal < len(runs) {
 		data.AggregateState = "mixed"
 	} else {
-		data.AggregateState = string(jobview.DeriveState(runs))
+		data.AggregateState = string(view.DeriveState(runs))
 	}
 	reply(w.cmd, data)
 }
@@ -873,7 +873,7 @@ func (co *Coordinator) status(cmd *Command, m *protocol.SubagentStatus) {
 			}
 			for _, id := range runIDs {
 				j, r := co.run(id)
-				snap := jobview.RunSnapshot(j, r, true)
+				snap := view.RunSnapshot(j, r, true)
 				data.Agents = append(data.Agents, protocol.SubagentAgentStatus{AgentID: r.AgentID, Alias: r.Alias,
 					DefinitionName: r.Name, DisplayName: r.Name + " · " + r.Alias, ParentAgentID: j.ParentAgentID, Run: &snap})
 			}
@@ -893,7 +893,7 @@ func (co *Coordinator) status(cmd *Command, m *protocol.SubagentStatus) {
 	}
 	seen := map[string]bool{}
 	for _, j := range mine {
-		data.Jobs = append(data.Jobs, jobview.JobSnapshot(j, true))
+		data.Jobs = append(data.Jobs, view.JobSnapshot(j, true))
 		for _, r := range j.Runs {
 			if seen[r.AgentID] {
 				continue
@@ -901,7 +901,7 @@ func (co *Coordinator) status(cmd *Command, m *protocol.SubagentStatus) {
 			seen[r.AgentID] = true
 			cur := co.currentRun(r.AgentID)
 			cj, _ := co.run(cur.RunID)
-			snap := jobview.RunSnapshot(cj, cur, true)
+			snap := view.RunSnapshot(cj, cur, true)
 			data.Agents = append(data.Agents, protocol.SubagentAgentStatus{AgentID: r.AgentID, Alias: r.Alias,
 				DefinitionName: r.Name, DisplayName: r.Name + " · " + r.Alias, ParentAgentID: j.ParentAgentID, Run: &snap})
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
-	"github.com/shard-dev/shard/gateway/outbox"
-	"github.com/shard-dev/shard/jobview"
+	"github.com/shard-dev/shard/internal/outbox"
+	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -152,7 +152,7 @@ func TestConcurrentCreatesAcknowledgedAndDurable(t *testing.T) {
 		jobIDs[d.JobID] = true
 		parent := id[:len("agent-p1")]
 		for _, r := range d.Runs {
-			key := parent + "/" + jobview.NormalizeAlias(r.Alias)
+			key := parent + "/" + view.NormalizeAlias(r.Alias)
 			if aliases[key] {
 				t.Fatalf("alias %s given twice", key)
 			}
@@ -186,7 +186,7 @@ func TestConcurrentCreatesAcknowledgedAndDurable(t *testing.T) {
 		if _, err := st.GetAgent(c.agentID); err != nil {
 			t.Fatalf("child %s: %v", c.agentID, err)
 		}
-		if id, ok, err := st.Alias(c.parent, jobview.NormalizeAlias(c.alias)); err != nil || !ok || id != c.agentID {
+		if id, ok, err := st.Alias(c.parent, view.NormalizeAlias(c.alias)); err != nil || !ok || id != c.agentID {
 			t.Fatalf("alias %s of %s = %q %v %v, want %s", c.alias, c.parent, id, ok, err, c.agentID)
 		}
 	}
@@ -233,7 +233,7 @@ func TestCreateCommitFailureAnswersEveryCreate(t *testing.T) {
 	failing.Store(false)
 	h.create("after", &protocol.SubagentCreate{ParentAgentID: "agent-p", Name: "t", Task: taskMarker})
 	d := createdOf(t, h.responses("after")["after"])
-	if want := jobview.DefaultAliases()[0]; d.Runs[0].Alias != want {
+	if want := view.DefaultAliases()[0]; d.Runs[0].Alias != want {
 		t.Fatalf("alias after the failures = %q, want %q (released)", d.Runs[0].Alias, want)
 	}
 	_ = h.sys.Root.StopFuture(h.coord).Wait()

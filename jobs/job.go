@@ -9,7 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
-	"github.com/shard-dev/shard/jobview"
+	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -58,7 +58,7 @@ func (j *jobActor) Receive(c actor.Context) {
 // schedule asks for admission of the runs that may start now: every queued
 // run of a parallel/single job, the next queued step of a chain.
 func (j *jobActor) schedule(c actor.Context) {
-	if jobview.Terminal(&j.job) {
+	if view.Terminal(&j.job) {
 		j.finish(c)
 		return
 	}
@@ -296,7 +296,7 @@ func (j *jobActor) transition(c actor.Context, runID string, from []protocol.Run
 		for _, f := range from {
 			okFrom = okFrom || r.State == f
 		}
-		if !okFrom || !jobview.CanTransition(r.State, to) {
+		if !okFrom || !view.CanTransition(r.State, to) {
 			return nil, fmt.Errorf("%w: run %s is %s, not %v", store.ErrConflict, runID, r.State, from)
 		}
 		r.State = to
@@ -322,7 +322,7 @@ func (j *jobActor) transition(c actor.Context, runID string, from []protocol.Run
 }
 
 func endIfTerminal(job *store.Job, now int64) {
-	if job.EndedAt == 0 && jobview.Terminal(job) {
+	if job.EndedAt == 0 && view.Terminal(job) {
 		job.EndedAt = now
 	}
 }

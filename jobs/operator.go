@@ -4,7 +4,7 @@ import (
 	"sort"
 
 	"github.com/shard-dev/shard/internal/ids"
-	"github.com/shard-dev/shard/jobview"
+	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -24,11 +24,11 @@ func (co *Coordinator) opList(cmd *Command, m *protocol.JobsList) {
 		if m.SinceMs != 0 && j.CreatedAt < m.SinceMs {
 			continue
 		}
-		v := jobview.OpView(j, now)
+		v := view.OpView(j, now)
 		if m.State != "" && v.State != m.State {
 			continue
 		}
-		if m.Stuck && !jobview.AnyStuck(v) {
+		if m.Stuck && !view.AnyStuck(v) {
 			continue
 		}
 		out.Jobs = append(out.Jobs, v)
@@ -54,7 +54,7 @@ func (co *Coordinator) opShow(cmd *Command, m *protocol.JobsShow) {
 			job = co.jobs[co.runJob[r.RunID]]
 		}
 	default:
-		norm := jobview.NormalizeAlias(h)
+		norm := view.NormalizeAlias(h)
 		var found []*store.Job
 		seen := map[string]bool{}
 		for _, j := range co.jobs {
@@ -80,5 +80,5 @@ func (co *Coordinator) opShow(cmd *Command, m *protocol.JobsShow) {
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no job for %q", h))
 		return
 	}
-	reply(cmd, jobview.OpView(job, co.deps.Now()))
+	reply(cmd, view.OpView(job, co.deps.Now()))
 }

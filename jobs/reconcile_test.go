@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shard-dev/shard/jobview"
+	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -66,7 +66,7 @@ func seedJob(t *testing.T, st *store.Store, id string, strategy protocol.JobStra
 		}
 		j.Runs = append(j.Runs, sr)
 	}
-	if jobview.Terminal(&j) {
+	if view.Terminal(&j) {
 		j.EndedAt = 300
 	}
 	if _, err := st.CreateJob(j, nil, nil); err != nil {
@@ -191,7 +191,7 @@ func TestReconcile(t *testing.T) {
 	}
 	for id, before := range seeded {
 		got := after[id]
-		if g := jobview.DeriveState(got.Runs); g != wantState[id] {
+		if g := view.DeriveState(got.Runs); g != wantState[id] {
 			t.Errorf("%s derives %s, want %s", id, g, wantState[id])
 		}
 		if got.HaltedBy != wantHalted[id] {
@@ -309,7 +309,7 @@ func casRun(s *store.Store, jobID, runID string, from, to protocol.RunState, now
 		if r == nil {
 			return nil, fmt.Errorf("%w: no run %s", store.ErrNotFound, runID)
 		}
-		if r.State != from || !jobview.CanTransition(from, to) {
+		if r.State != from || !view.CanTransition(from, to) {
 			return nil, fmt.Errorf("%w: run %s is %s, not %s", store.ErrConflict, runID, r.State, from)
 		}
 		r.State = to

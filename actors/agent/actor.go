@@ -11,8 +11,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/shard-dev/shard/actors/runtime"
-	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/actors/proc"
+	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -37,8 +37,8 @@ type RuntimeConfig struct {
 	// HeadlessPolicy is the default for agents whose manifest names none.
 	HeadlessPolicy string
 	// Track, when set, returns the tracker recording an agent's runtime
-	// processes (see runtime.Tracker).
-	Track func(agentID string) runtime.Tracker
+	// processes (see proc.Tracker).
+	Track func(agentID string) proc.Tracker
 }
 
 // Deps are the agent actor's collaborators.
@@ -188,9 +188,9 @@ func (a *Actor) Receive(c actor.Context) {
 		a.notifyInfo(c)
 	case *Request:
 		a.onRequest(c, m)
-	case *runtime.Output:
+	case *proc.Output:
 		a.onOutputBatch(c, m)
-	case *runtime.Exited:
+	case *proc.Exited:
 		if m.Epoch == a.epoch && a.rt != nil {
 			a.onExited(c, m)
 		}
@@ -295,7 +295,7 @@ func (a *Actor) detach(c actor.Context, cl *Client) {
 func (a *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
 	if a.rt != nil && m.Who.Equal(a.rt) {
 		// The runtime actor died without reporting an exit (a panic).
-		a.onExited(c, &runtime.Exited{Epoch: a.epoch, ExitCode: -1, Reason: "runtime actor failed"})
+		a.onExited(c, &proc.Exited{Epoch: a.epoch, ExitCode: -1, Reason: "runtime actor failed"})
 		return
 	}
 	for id, att := range a.attached {
@@ -451,7 +451,7 @@ func (a *Actor) send(cl *Client, h protocol.Header, raw []byte, attach []uint64)
 		return
 	}
 	a.inflight[did] = &inflight{client: cl, clientID: h.ID, command: h.Type, attach: attach}
-	a.sys.Root.Send(a.rt, &runtime.Write{Line: out})
+	a.sys.Root.Send(a.rt, &proc.Write{Line: out})
 }
 
 // setFields rewrites top-level fields of a JSON object; a nil value deletes.
@@ -485,7 +485,7 @@ func (a *Actor) internal(typ string, fields map[string]any) {
 // each had come alone: a record handled may end the generation, and the
 // records behind it are then stale. The records fanned out share one
 // buffer (see spliced).
-func (a *Actor) onOutputBatch(c actor.Context, m *runtime.Output) {
+func (a *Actor) onOutputBatch(c actor.Context, m *proc.Output) {
 	defer a.endBatch()
 	for i, line := range m.Lines {
 		if m.Epoch != a.epoch || a.rt == nil {

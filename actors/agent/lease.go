@@ -7,7 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/shard-dev/shard/actors/runtime"
+	"github.com/shard-dev/shard/actors/proc"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/supervisor"
 )
@@ -121,7 +121,7 @@ func (a *Actor) pumpLease(c actor.Context) {
 	// follow_up: should a client's prompt have reached the runtime first,
 	// the task waits for that turn instead of being refused (an idle
 	// runtime starts it at once).
-	a.sys.Root.Send(a.rt, &runtime.Write{Line: protocol.MustMarshal(protocol.Prompt{
+	a.sys.Root.Send(a.rt, &proc.Write{Line: protocol.MustMarshal(protocol.Prompt{
 		Header: protocol.Header{ID: did, Type: protocol.TypePrompt}, Message: l.task,
 		StreamingBehavior: protocol.BehaviorFollowUp,
 	})})
@@ -305,7 +305,7 @@ func (a *Actor) pumpInjects(c actor.Context) {
 		if a.status.Active() {
 			msg.StreamingBehavior = protocol.BehaviorSteer
 		}
-		a.sys.Root.Send(a.rt, &runtime.Write{Line: protocol.MustMarshal(msg)})
+		a.sys.Root.Send(a.rt, &proc.Write{Line: protocol.MustMarshal(msg)})
 	}
 	a.injects = nil
 }
@@ -320,7 +320,7 @@ func (a *Actor) onLeaseSteer(m *LeaseSteer) {
 	a.seq++
 	did := "d-" + strconv.Itoa(a.seq)
 	a.inflight[did] = &inflight{command: protocol.TypeSteer, steer: m}
-	a.sys.Root.Send(a.rt, &runtime.Write{Line: protocol.MustMarshal(protocol.Steer{
+	a.sys.Root.Send(a.rt, &proc.Write{Line: protocol.MustMarshal(protocol.Steer{
 		Header: protocol.Header{ID: did, Type: protocol.TypeSteer}, Message: m.Message, Strict: true,
 	})})
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/shard-dev/shard/actors/runtime"
+	"github.com/shard-dev/shard/actors/proc"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/supervisor"
@@ -37,7 +37,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		"SHARD_AGENT_HEADLESS_POLICY="+cmp.Or(a.m.HeadlessPolicy, rc.HeadlessPolicy),
 		"SHARD_SESSION_DIR="+filepath.Join(rc.SessionsDir, a.m.SessionID),
 	)
-	spec := runtime.Spec{
+	spec := proc.Spec{
 		Epoch:      a.epoch,
 		Path:       rc.Path,
 		Args:       rc.Args,
@@ -57,7 +57,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "agent cwd is not a directory"))
 		return
 	}
-	pid, err := c.SpawnNamed(runtime.Props(spec, a.self, a.log), "runtime-"+strconv.FormatInt(a.epoch, 10))
+	pid, err := c.SpawnNamed(proc.Props(spec, a.self, a.log), "runtime-"+strconv.FormatInt(a.epoch, 10))
 	if err != nil {
 		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "spawn runtime actor: %v", err))
 		return
@@ -101,9 +101,9 @@ func (a *Actor) perform(c actor.Context, act supervisor.Action, wait time.Durati
 	case supervisor.ActAbort:
 		a.internal(protocol.TypeAbort, map[string]any{})
 	case supervisor.ActTerm:
-		c.Send(a.rt, &runtime.Term{})
+		c.Send(a.rt, &proc.Term{})
 	case supervisor.ActKill:
-		c.Send(a.rt, &runtime.Kill{})
+		c.Send(a.rt, &proc.Kill{})
 	}
 	a.log.Debug("runtime stop stage", "stage", act.String(), "epoch", a.epoch)
 	if wait > 0 {
@@ -112,7 +112,7 @@ func (a *Actor) perform(c actor.Context, act supervisor.Action, wait time.Durati
 	}
 }
 
-func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
+func (a *Actor) onExited(c actor.Context, m *proc.Exited) {
 	wasReady, requested := a.ready, a.stopping && a.startFailed == ""
 	c.Stop(a.rt)
 	a.rt, a.ready, a.stopping, a.esc = nil, false, false, nil
@@ -218,7 +218,7 @@ func (a *Actor) onExited(c actor.Context, m *runtime.Exited) {
 	}
 }
 
-func (a *Actor) broadcastExit(m *runtime.Exited, reason string) {
+func (a *Actor) broadcastExit(m *proc.Exited, reason string) {
 	ev := protocol.AgentExited{
 		Header:       protocol.Header{Type: protocol.TypeAgentExited, AgentID: a.m.AgentID},
 		RuntimeState: protocol.RuntimeFailed,

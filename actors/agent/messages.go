@@ -3,7 +3,7 @@ package agent
 import (
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/protocol"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/shard-dev/shard/gateway/outbox"
+	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )

@@ -15,8 +15,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
-	"github.com/shard-dev/shard/gateway/outbox"
 	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/jobs"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/internal/ids"
-	"github.com/shard-dev/shard/jobview"
+	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -85,11 +85,11 @@ func offlineJobs(st *store.Store, q *protocol.JobsList, now time.Time) (protocol
 		if q.SinceMs != 0 && j.CreatedAt < q.SinceMs {
 			continue
 		}
-		v := jobview.OpView(&j, now)
+		v := view.OpView(&j, now)
 		if q.State != "" && v.State != q.State {
 			continue
 		}
-		if q.Stuck && !jobview.AnyStuck(v) {
+		if q.Stuck && !view.AnyStuck(v) {
 			continue
 		}
 		out.Jobs = append(out.Jobs, v)
@@ -145,8 +145,8 @@ func offlineShow(st *store.Store, handle string, now time.Time) (protocol.OpJob,
 			found = append(found, i)
 		}
 	default:
-		want := jobview.NormalizeAlias(handle)
-		byAgent := current(func(r store.Run) bool { return r.Alias != "" && jobview.NormalizeAlias(r.Alias) == want })
+		want := view.NormalizeAlias(handle)
+		byAgent := current(func(r store.Run) bool { return r.Alias != "" && view.NormalizeAlias(r.Alias) == want })
 		parents := map[string]bool{}
 		for _, i := range byAgent {
 			parents[all[i].ParentAgentID] = true
@@ -161,7 +161,7 @@ func offlineShow(st *store.Store, handle string, now time.Time) (protocol.OpJob,
 	if len(found) == 0 {
 		return protocol.OpJob{}, protocol.Errorf(protocol.CodeNotFound, "no job for %q", handle)
 	}
-	return jobview.OpView(&all[found[0]], now), nil
+	return view.OpView(&all[found[0]], now), nil
 }
 
 // offlineAgent projects an agent manifest like agent.list. Without a daemon

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shard-dev/shard/jobview"
+	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -72,7 +72,7 @@ func offlineHome(t *testing.T) string {
 	for _, j := range offlineJobsFixture() {
 		aliases := map[string]string{}
 		for _, r := range j.Runs {
-			aliases[jobview.NormalizeAlias(r.Alias)] = r.AgentID
+			aliases[view.NormalizeAlias(r.Alias)] = r.AgentID
 		}
 		if _, err := st.CreateJob(j, children[j.JobID], aliases); err != nil {
 			t.Fatal(err)

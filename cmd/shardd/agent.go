@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/shard-dev/shard/agent"
-	"github.com/shard-dev/shard/agent/provider"
 	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/runtime"
+	"github.com/shard-dev/shard/runtime/provider"
 )
 
 // newAgentCommand is `shardd agent --headless`: the reference runtime,
@@ -59,14 +59,14 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var prices map[string]agent.Price
+			var prices map[string]runtime.Price
 			for model, p := range parsed {
 				if prices == nil {
-					prices = map[string]agent.Price{}
+					prices = map[string]runtime.Price{}
 				}
-				prices[model] = agent.Price{Input: p[0], Output: p[1], CacheRead: p[2], CacheWrite: p[3]} // both per million tokens
+				prices[model] = runtime.Price{Input: p[0], Output: p[1], CacheRead: p[2], CacheWrite: p[3]} // both per million tokens
 			}
-			return agent.Run(ctx, agent.Options{
+			return runtime.Run(ctx, runtime.Options{
 				Stdin: stdin, Stdout: stdout, Stderr: stderr,
 				AgentID:          os.Getenv("SHARD_AGENT_ID"),
 				SessionID:        os.Getenv("SHARD_SESSION_ID"),

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/shard-dev/shard/config"
-	"github.com/shard-dev/shard/daemon"
+	"github.com/shard-dev/shard/internal/daemon"
 )
 
 func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {

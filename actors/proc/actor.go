@@ -1,0 +1,281 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/internal/procs"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// stdinQueueMax bounds the records waiting for the child's stdin behind the
+// batch being written. Commands are low-rate; a child that stops reading
+// is a stuck child, and what is pushed beyond the bound is dropped (logged).
+const stdinQueueMax = 1024
+
+// stdoutBuffer is the read buffer on a child's stdout. Records up to this
+// size (deltas, tool events) are read without a copy; larger ones are
+// assembled through one. 4 KiB per live runtime instead of the codec's
+// 64 KiB default keeps an idle agent cheap (the per-agent budget in
+// BENCHMARKS.md); at 256-byte deltas one read still takes ~16 records, so
+// read syscalls and Output messages stay a small share of the per-event
+// cost (the relay bench showed no difference from 16 KiB).
+const stdoutBuffer = 4 << 10
+
+// maxLogBytes bounds an agent's stderr log (logs/agents/<id>.log) as a
+// runtime generation starts (see openLog).
+const maxLogBytes = 10 << 20
+
+// drainBound is how long the exit path waits for stdout to reach EOF after
+// the process and its group are gone.
+const drainBound = 2 * time.Second
+
+// Actor owns one child process. Its parent is the agent actor, which
+// receives Output and Exited.
+type Actor struct {
+	spec   Spec
+	agent  *actor.PID
+	logger *slog.Logger
+
+	cmd         *exec.Cmd
+	pgid        int
+	stdin       *stdinQueue
+	stdinClosed bool
+	exited      bool
+}
+
+// Props returns the props of a runtime actor for spec. The agent receives
+// Output and Exited messages.
+func Props(spec Spec, agent *actor.PID, logger *slog.Logger) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &Actor{spec: spec, agent: agent, logger: logger}
+	})
+}
+
+// Receive implements actor.Actor.
+func (a *Actor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		a.start(c)
+	case *Write:
+		a.write(m.Line)
+	case *Term:
+		a.closeStdin()
+		a.signal(syscall.SIGTERM)
+	case *Kill:
+		a.closeStdin()
+		a.signal(syscall.SIGKILL)
+	case *procExited:
+		a.exited = true
+		if a.spec.Track != nil {
+			a.spec.Track.Exited(a.spec.Epoch)
+		}
+		// The agent stops this actor once it has handled Exited: stopping
+		// here would let *actor.Terminated (a system message) overtake it.
+		c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: m.code, Reason: m.reason, Started: true})
+	case *actor.Stopping:
+		// Safety net only; must not block or panic (protoactor pitfall §2.5).
+		if !a.exited {
+			a.signal(syscall.SIGKILL)
+		}
+		a.closeStdin()
+	case *actor.Stopped, *actor.Restarting:
+	default:
+		a.logger.Warn("runtime actor: unexpected message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+func (a *Actor) start(c actor.Context) {
+	sys := c.ActorSystem()
+	self := c.Self()
+	fail := func(err error) {
+		a.exited = true
+		c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: -1, Reason: "spawn: " + err.Error()})
+	}
+
+	stderr, err := openLog(a.spec.StderrPath)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer stderr.Close() // the child holds its own descriptor
+
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		fail(err)
+		return
+	}
+	cmd := exec.Command(a.spec.Path, a.spec.Args...)
+	cmd.Dir = a.spec.Dir
+	cmd.Env = a.spec.Env
+	cmd.Stdout = outW
+	cmd.Stderr = stderr
+	// Own process group, so a stop reaches tool subprocesses too; and the
+	// child dies with the daemon (DESIGN §4).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdinW, err := cmd.StdinPipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		fail(err)
+		return
+	}
+	if err := cmd.Start(); err != nil {
+		outR.Close()
+		outW.Close()
+		fail(err)
+		return
+	}
+	outW.Close() // only the child (and its children) hold the write end now
+	a.cmd = cmd
+	a.pgid = cmd.Process.Pid
+	if a.spec.Track != nil {
+		st, _ := procs.StartTime(a.pgid)
+		a.spec.Track.Started(a.spec.Epoch, a.pgid, a.pgid, st)
+	}
+	a.stdin = newStdinQueue(stdinW)
+
+	readerDone := make(chan struct{})
+	go a.readStdout(sys, outR, readerDone)
+	go func() {
+		// Wait for the exit in the netpoller, so that a live runtime
+		// does not hold an OS thread blocked in waitid; Wait then only
+		// reaps (it falls back to blocking without pidfd support).
+		procs.WaitExit(cmd.Process.Pid)
+		err := cmd.Wait()
+		// The runtime is gone: nothing it started may outlive it.
+		_ = syscall.Kill(-a.pgid, syscall.SIGKILL)
+		procs.KillWithEnv(a.spec.Sweep...)
+		select {
+		case <-readerDone:
+		case <-time.After(drainBound):
+			outR.Close()
+			<-readerDone
+		}
+		code, reason := describeExit(cmd, err)
+		sys.Root.Send(self, &procExited{code: code, reason: reason})
+	}()
+}
+
+const (
+	// maxBatch bounds the records of one Output message.
+	maxBatch = 512
+	// slabMax bounds one allocation the records of a batch share.
+	slabMax = 16 << 10
+)
+
+// readStdout sends every record to the agent actor, in order, then closes
+// done. The records that were read together (already buffered behind the
+// first one) go out as one Output, copied into one allocation: one mailbox
+// hop and one allocation per batch instead of per record. A batch never
+// waits for more input, so it adds no latency.
+func (a *Actor) readStdout(sys *actor.ActorSystem, r io.ReadCloser, done chan<- struct{}) {
+	defer close(done)
+	defer r.Close()
+	rd := protocol.NewReaderSize(r, stdoutBuffer, protocol.DefaultMaxRecord)
+	var lines [][]byte
+	for {
+		lines = nil
+		var slab []byte
+		for len(lines) < maxBatch {
+			if len(lines) > 0 && !rd.Ready() {
+				break // nothing more without reading: send what we have
+			}
+			line, err := rd.Next()
+			if errors.Is(err, protocol.ErrRecordTooLong) {
+				a.logger.Warn("runtime output record over the size limit dropped", "epoch", a.spec.Epoch)
+				continue
+			}
+			if err != nil {
+				if len(lines) > 0 {
+					sys.Root.Send(a.agent, &Output{Epoch: a.spec.Epoch, Lines: lines})
+				}
+				return
+			}
+			if rd.Owned() {
+				lines = append(lines, line[:len(line):len(line)]) // a large record, already its own
+				continue
+			}
+			if cap(slab)-len(slab) < len(line) {
+				// Room for this record and the whole records buffered
+				// behind it (most batches fit one allocation), up to
+				// slabMax: small allocations reuse warm memory, where
+				// large ones get fresh pages from the OS.
+				slab = make([]byte, 0, max(len(line), min(len(line)+rd.Buffered(), slabMax)))
+			}
+			n := len(slab)
+			slab = append(slab, line...)
+			lines = append(lines, slab[n:len(slab):len(slab)])
+		}
+		sys.Root.Send(a.agent, &Output{Epoch: a.spec.Epoch, Lines: lines})
+	}
+}
+
+func (a *Actor) write(line []byte) {
+	if a.stdin == nil || a.stdinClosed || a.exited {
+		return // stdin is closed after Term/Kill: the record is dropped
+	}
+	if !a.stdin.push(line) {
+		a.logger.Warn("runtime stdin queue full; record dropped", "epoch", a.spec.Epoch)
+	}
+}
+
+func (a *Actor) closeStdin() {
+	if a.stdin == nil || a.stdinClosed {
+		return
+	}
+	a.stdinClosed = true
+	a.stdin.close()
+}
+
+func (a *Actor) signal(sig syscall.Signal) {
+	if a.pgid == 0 || a.exited {
+		return
+	}
+	_ = syscall.Kill(-a.pgid, sig)
+}
+
+func describeExit(cmd *exec.Cmd, err error) (int, string) {
+	st := cmd.ProcessState
+	if st == nil {
+		if err != nil {
+			return -1, err.Error()
+		}
+		return -1, "unknown"
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, "signal: " + ws.Signal().String()
+	}
+	return st.ExitCode(), st.String()
+}
+
+func openLog(path string) (*os.File, error) {
+	if path == "" {
+		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("runtime log dir: %w", err)
+	}
+	// The child writes its stderr straight into the file, so the bound is
+	// applied here, once per generation: a log past maxLogBytes becomes
+	// <id>.log.1 (replacing the previous one) and the new generation starts
+	// a fresh file. An agent's logs thus stay within about twice the bound
+	// plus what one generation writes.
+	if fi, err := os.Stat(path); err == nil && fi.Size() > maxLogBytes {
+		_ = os.Rename(path, path+".1") // on failure the file keeps growing
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("runtime log: %w", err)
+	}
+	return f, nil
+}

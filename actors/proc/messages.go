@@ -1,0 +1,68 @@
+package proc
+
+// Spec describes the process of one Runtime generation.
+type Spec struct {
+	// Epoch is the generation number, echoed on every message to the agent.
+	Epoch int64
+	// Path and Args are the command (Args excludes the program name).
+	Path string
+	Args []string
+	// Dir is the working directory (the Agent's cwd).
+	Dir string
+	// Env is the full environment of the child.
+	Env []string
+	// StderrPath receives the child's stderr (appended, mode 0600).
+	StderrPath string
+	// Track, when set, is told about the process so that a later daemon can
+	// kill what this one leaves behind after a crash.
+	Track Tracker
+	// Sweep, when set, are environment entries (see procs.KillWithEnv)
+	// that every process of this generation inherits: once the runtime
+	// has exited, whatever still carries them is killed too — tool
+	// subprocesses in sessions of their own, out of the group's reach.
+	Sweep []string
+}
+
+// Tracker records live runtime processes durably (the daemon's store).
+// Its methods are called from the runtime actor.
+type Tracker interface {
+	Started(epoch int64, pid, pgid int, startTime uint64)
+	Exited(epoch int64)
+}
+
+// Output carries stdout records of the runtime, in order, to the agent
+// actor: every record that was read together, so that a burst costs one
+// mailbox hop. Lines is never empty; each record is a separate slice
+// (without its newline) whose capacity ends where it does.
+type Output struct {
+	Epoch int64
+	Lines [][]byte
+}
+
+// Exited tells the agent actor that the process is gone and all of its
+// output has been delivered.
+type Exited struct {
+	Epoch int64
+	// ExitCode is the process exit status, or -1 when it was killed by a
+	// signal or never started.
+	ExitCode int
+	// Reason is a short human description ("exit status 3", "signal:
+	// killed", "spawn: …"). It never contains runtime output.
+	Reason string
+	// Started is false when the process could not be spawned at all.
+	Started bool
+}
+
+// Write queues one record (without newline) for the runtime's stdin.
+type Write struct{ Line []byte }
+
+// Term closes stdin and sends SIGTERM to the process group.
+type Term struct{}
+
+// Kill sends SIGKILL to the process group.
+type Kill struct{}
+
+type procExited struct {
+	code   int
+	reason string
+}

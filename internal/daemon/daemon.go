@@ -1,0 +1,416 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/actors/proc"
+	"github.com/shard-dev/shard/actors/registry"
+	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/gateway"
+	"github.com/shard-dev/shard/internal/outbox"
+	"github.com/shard-dev/shard/internal/procs"
+	"github.com/shard-dev/shard/jobs"
+	"github.com/shard-dev/shard/metrics"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+	"github.com/shard-dev/shard/supervisor"
+)
+
+// Options are what the composition root knows beyond the config.
+type Options struct {
+	// Version is the build's version, announced in hello and daemon.json.
+	Version string
+	// RuntimePath and RuntimeArgs are the resolved runtime command.
+	RuntimePath string
+	RuntimeArgs []string
+	// Environ is the base environment of runtime children (os.Environ()).
+	Environ []string
+	// Logger receives the daemon's logs.
+	Logger *slog.Logger
+	// OnShutdown, when set, is called once as Shutdown begins, whatever
+	// asked for it (a signal, daemon.shutdown); cmd/shardd tells systemd
+	// STOPPING=1 there.
+	OnShutdown func()
+	// EnrollLimit and BootstrapLimit override the web listener's per-peer
+	// rate limits of POST /enroll and POST /bootstrap. The zero value
+	// keeps the gateway's defaults.
+	EnrollLimit, BootstrapLimit gateway.RateLimit
+}
+
+// Daemon is one running shardd.
+type Daemon struct {
+	cfg   *config.Config
+	opts  Options
+	log   *slog.Logger
+	store *store.Store
+	// metrics is served at /metrics and handed to every component.
+	metrics *metrics.Metrics
+
+	sys      *actor.ActorSystem
+	registry *actor.PID
+	hub      *outbox.Hub
+	gw       *gateway.Gateway
+
+	startedAt time.Time
+	stopOnce  sync.Once
+	done      chan struct{}
+}
+
+// New prepares the home directory and opens the store. A second daemon on
+// the same home fails here, within store.lock_timeout, naming the home.
+func New(cfg *config.Config, opts Options) (*Daemon, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, dir := range []string{cfg.Home, cfg.LogDir(), filepath.Join(cfg.LogDir(), "agents"), cfg.SessionsDir()} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("daemon: create %s: %w", dir, err)
+		}
+	}
+	// The home, the database and the config file are owner-only: one that
+	// others can write is refused (someone else could have planted a
+	// socket, a database or a runtime.command), one others can read is
+	// tightened.
+	if err := checkPrivate(cfg.Home, 0o700, true, true); err != nil {
+		return nil, err
+	}
+	if err := checkPrivate(cfg.DBPath(), 0o600, false, true); err != nil {
+		return nil, err
+	}
+	if err := checkPrivate(cfg.ConfigFile, 0o600, false, false); err != nil {
+		return nil, err
+	}
+	// The metrics exist before the store so that every commit is timed.
+	m := metrics.New(opts.Version)
+	st, err := store.Open(cfg.DBPath(), store.Options{Timeout: cfg.Store.LockTimeout, NoSync: cfg.Store.NoSync, OnCommit: m.ObserveCommit})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			who := "another shardd"
+			if info, rerr := readDiscovery(cfg.DiscoveryPath()); rerr == nil && info.PID > 0 {
+				who = fmt.Sprintf("another shardd (pid %d)", info.PID)
+			}
+			return nil, fmt.Errorf("daemon: %s is already running with home %s: %w", who, cfg.Home, err)
+		}
+		return nil, fmt.Errorf("daemon: open store in %s: %w", cfg.Home, err)
+	}
+	// Holding the store lock, this is the only daemon on the home: a
+	// daemon.json left behind is stale (a crash, a kill -9).
+	replaceStaleDiscovery(cfg.DiscoveryPath(), opts.Logger)
+	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, metrics: m, hub: outbox.NewHub(), done: make(chan struct{})}, nil
+}
+
+// Start brings up the actor tree and the gateway. When it returns nil the
+// daemon accepts clients on both transports.
+func (d *Daemon) Start() error {
+	d.startedAt = time.Now()
+	actorLog := slog.New(minLevel{Handler: d.log.Handler(), min: slog.LevelWarn}).With("component", "actor")
+	d.sys = actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actorLog }),
+		actor.WithDeadLetterRequestLogging(false),
+	)
+	cfg := d.cfg
+	// What a crashed daemon left running (tool subprocesses outlive their
+	// runtime's Pdeathsig) is killed before anything starts.
+	if left, err := d.store.TakeRuntimes(); err != nil {
+		return fmt.Errorf("daemon: read runtime records: %w", err)
+	} else {
+		killed := 0
+		for _, p := range left {
+			if procs.KillGroupIfSame(p.PID, p.PGID, p.StartTime) {
+				killed++
+			}
+		}
+		if killed > 0 {
+			d.log.Warn("killed process groups left by the previous daemon", "groups", killed)
+		}
+	}
+	// Tool subprocesses run in sessions of their own, out of those groups'
+	// reach; every process a runtime of this home started carries its
+	// SHARD_HOME and SHARD_AGENT_ID, and none of ours runs yet.
+	if n := procs.KillWithEnv("SHARD_HOME="+cfg.Home, "SHARD_AGENT_ID="); n > 0 {
+		d.log.Warn("killed runtime processes left by the previous daemon", "processes", n)
+	}
+	// Reconcile before anything is served (spec §10.3 restart rules).
+	if n, err := jobs.Reconcile(d.store, time.Now()); err != nil {
+		return fmt.Errorf("daemon: reconcile jobs: %w", err)
+	} else if n > 0 {
+		d.metrics.ReconciledInterrupted(n)
+		d.log.Warn("reconciled runs left unfinished by the previous daemon", "runs", n)
+	}
+	deps := registry.Deps{
+		Store:   d.store,
+		Hub:     d.hub,
+		Logger:  d.log.With("component", "registry"),
+		Metrics: d.metrics,
+		Agent: agent.Deps{
+			Hub:     d.hub,
+			Logger:  d.log.With("component", "agent"),
+			Metrics: d.metrics,
+			SaveSelection: func(agentID, model, mode string) {
+				err := d.store.UpdateAgent(agentID, func(a *store.Agent) error {
+					a.Model, a.Mode = model, mode
+					return nil
+				})
+				if err != nil {
+					d.log.Error("persist model/mode selection", "agent_id", agentID, "err", err)
+				}
+			},
+			Runtime: agent.RuntimeConfig{
+				Path:           d.opts.RuntimePath,
+				Args:           d.opts.RuntimeArgs,
+				Env:            d.runtimeEnv(),
+				SessionsDir:    cfg.SessionsDir(),
+				LogDir:         cfg.LogDir(),
+				StartTimeout:   cfg.Runtime.StartTimeout,
+				IdleTimeout:    cfg.Runtime.IdleTimeout,
+				AbortGrace:     cfg.Kill.AbortGrace,
+				TermGrace:      cfg.Kill.TermGrace,
+				HeadlessPolicy: cfg.Headless.Policy,
+				Track: func(agentID string) proc.Tracker {
+					return storeTracker{st: d.store, agentID: agentID, log: d.log}
+				},
+			},
+		},
+		DaemonStatus: d.status,
+		Jobs: jobs.Deps{
+			Store:  d.store,
+			Logger: d.log.With("component", "jobs"),
+			Limits: jobs.Limits{
+				MaxActive:          cfg.Jobs.MaxActive,
+				MaxActivePerParent: cfg.Jobs.MaxActivePerParent,
+				MaxTasks:           cfg.Jobs.MaxTasks,
+				MaxDepth:           cfg.Jobs.MaxDepth,
+				RunTimeout:         cfg.Jobs.RunTimeout,
+			},
+			Aliases: splitList(cfg.Jobs.Aliases),
+			Metrics: d.metrics,
+		},
+		OnShutdown: func(force bool) {
+			d.Shutdown(force)
+		},
+	}
+	pid, err := d.sys.Root.SpawnNamed(registry.Props(deps).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "registry")
+	if err != nil {
+		return fmt.Errorf("daemon: spawn registry: %w", err)
+	}
+	d.registry = pid
+
+	d.gw = gateway.New(gateway.Config{
+		SocketPath:    cfg.SocketPath(),
+		WebAddr:       cfg.WebAddr(),
+		PingInterval:  cfg.Gateway.PingInterval,
+		PingTimeout:   cfg.Gateway.PingTimeout,
+		TicketTTL:     cfg.Gateway.TicketTTL,
+		Limits:        outbox.Limits{MaxBytes: cfg.Gateway.OutboundMaxBytes, MaxMessages: cfg.Gateway.OutboundMaxMessages},
+		ServerVersion: d.opts.Version,
+		Metrics:       d.metrics,
+		Store:         d.store,
+		Web: gateway.WebPolicy{
+			Remote:               cfg.Web.Remote(),
+			PublicHost:           cfg.Web.PublicHost,
+			AllowedOrigins:       cfg.Web.AllowedOrigins,
+			AllowInsecureRemote:  cfg.Web.AllowInsecureRemote,
+			TrustProxy:           cfg.Web.TrustProxy,
+			ForwardedProtoHeader: cfg.Web.ForwardedProtoHeader,
+			ForwardedHostHeader:  cfg.Web.ForwardedHostHeader,
+			EnrollTTL:            cfg.Web.EnrollTTL,
+			SessionTTL:           cfg.Web.SessionTTL,
+			EnrollLimit:          d.opts.EnrollLimit,
+			BootstrapLimit:       d.opts.BootstrapLimit,
+		},
+	}, d.sys, d.registry, d.hub, d.log.With("component", "gateway"))
+	if err := d.gw.Listen(); err != nil {
+		d.stopActors()
+		d.store.Close()
+		return err
+	}
+	d.gw.Serve()
+	if cfg.Web.Remote() && cfg.Web.AllowInsecureRemote {
+		d.log.Warn("web: insecure remote mode: plaintext HTTP reaches the network, so session cookies and tickets can be read on the way; use only on a trusted network, a VPN or an SSH tunnel",
+			"public_host", cfg.Web.PublicHost)
+	}
+	if err := d.writeDiscovery(); err != nil {
+		d.log.Warn("write discovery file", "err", err)
+	}
+	d.log.Info("shardd started", "version", d.opts.Version, "home", cfg.Home, "socket", cfg.SocketPath(), "web", d.gw.WebURL())
+	return nil
+}
+
+// runtimeEnv passes the daemon's effective settings to runtime children, so
+// flags given to shardd reach `shardd agent --headless` too.
+func (d *Daemon) runtimeEnv() []string {
+	cfg := d.cfg
+	env := append([]string(nil), d.opts.Environ...)
+	if _, err := os.Stat(cfg.ConfigFile); err == nil {
+		env = append(env, "SHARD_CONFIG="+cfg.ConfigFile)
+	}
+	return append(env,
+		"SHARD_HOME="+cfg.Home,
+		"SHARD_SOCKET="+cfg.SocketPath(),
+		"SHARD_HEADLESS_TIMEOUT="+cfg.Headless.Timeout.String(),
+		"SHARD_PROVIDER_NAME="+cfg.Provider.Name,
+		"SHARD_PROVIDER_BASE_URL="+cfg.Provider.BaseURL,
+		"SHARD_PROVIDER_MODEL="+cfg.Provider.Model,
+		"SHARD_PROVIDER_API_KEY_ENV="+cfg.Provider.APIKeyEnv,
+		"SHARD_SIM_CONTEXT_WINDOW="+strconv.Itoa(cfg.Sim.ContextWindow),
+		"SHARD_PROVIDER_PRICES="+cfg.Provider.Prices,
+		"SHARD_COMPACTION_ENABLED="+strconv.FormatBool(cfg.Compaction.Enabled),
+		"SHARD_COMPACTION_KEEP_RECENT_TOKENS="+strconv.Itoa(cfg.Compaction.KeepRecentTokens),
+	)
+}
+
+func (d *Daemon) status() protocol.DaemonStatusData {
+	return protocol.DaemonStatusData{
+		Version:         d.opts.Version,
+		ProtocolVersion: protocol.Version,
+		PID:             os.Getpid(),
+		StartedAt:       d.startedAt.UnixMilli(),
+		UptimeMs:        time.Since(d.startedAt).Milliseconds(),
+		Home:            d.cfg.Home,
+		WebURL:          d.WebURL(),
+	}
+}
+
+// WebURL returns the base URL of the web listener ("" before Start).
+func (d *Daemon) WebURL() string {
+	if d.gw == nil {
+		return ""
+	}
+	return d.gw.WebURL()
+}
+
+// Done is closed when the daemon has shut down.
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// Shutdown stops the daemon once; later calls wait for the first. Graceful
+// (force=false): stop accepting, let active turns finish and runtimes stop
+// (bounded by shutdown.timeout, then forced), close clients, stop the actor
+// tree, close the store. Force kills every runtime at once.
+func (d *Daemon) Shutdown(force bool) {
+	d.stopOnce.Do(func() {
+		defer close(d.done)
+		d.log.Info("shardd shutting down", "force", force)
+		if d.opts.OnShutdown != nil {
+			d.opts.OnShutdown()
+		}
+		if d.gw != nil {
+			d.gw.StopAccepting()
+		}
+		if d.registry != nil {
+			if !d.drain(force, d.cfg.Shutdown.Timeout) && !force {
+				d.log.Warn("graceful shutdown timed out; killing runtimes")
+				d.drain(true, d.cfg.Kill.AbortGrace+d.cfg.Kill.TermGrace)
+			}
+		}
+		if d.gw != nil {
+			d.gw.Close()
+		}
+		d.stopActors()
+		_ = os.Remove(d.cfg.DiscoveryPath())
+		if err := d.store.Close(); err != nil {
+			d.log.Error("close store", "err", err)
+		}
+		d.log.Info("shardd stopped")
+	})
+	<-d.done
+}
+
+func (d *Daemon) drain(force bool, bound time.Duration) bool {
+	done := make(chan struct{})
+	d.sys.Root.Send(d.registry, &registry.Drain{Force: force, Done: done})
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func (d *Daemon) stopActors() {
+	if d.sys == nil {
+		return
+	}
+	if d.registry != nil {
+		_ = d.sys.Root.StopFuture(d.registry).Wait()
+	}
+	d.sys.Shutdown()
+}
+
+// writeDiscovery writes daemon.json atomically (DESIGN §5).
+func (d *Daemon) writeDiscovery() error {
+	b, err := json.Marshal(discovery{
+		PID: os.Getpid(), Version: d.opts.Version, ProtocolVersion: protocol.Version,
+		WebURL: d.WebURL(), Socket: d.cfg.SocketPath(),
+	})
+	if err != nil {
+		return err
+	}
+	tmp := d.cfg.DiscoveryPath() + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, d.cfg.DiscoveryPath())
+}
+
+// storeTracker records an agent's runtime processes in the store.
+type storeTracker struct {
+	st      *store.Store
+	agentID string
+	log     *slog.Logger
+}
+
+func (t storeTracker) Started(epoch int64, pid, pgid int, start uint64) {
+	if err := t.st.PutRuntime(store.RuntimeProc{AgentID: t.agentID, Epoch: epoch, PID: pid, PGID: pgid, StartTime: start}); err != nil {
+		t.log.Error("record runtime process", "agent_id", t.agentID, "err", err)
+	}
+}
+
+func (t storeTracker) Exited(epoch int64) {
+	if err := t.st.DeleteRuntime(t.agentID, epoch); err != nil {
+		t.log.Error("forget runtime process", "agent_id", t.agentID, "err", err)
+	}
+}
+
+// splitList splits a comma-separated setting, dropping empty entries.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// minLevel drops records below min (protoactor logs dead letters at Info).
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(a), min: h.min}
+}
+
+func (h minLevel) WithGroup(n string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(n), min: h.min}
+}

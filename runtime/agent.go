@@ -1,0 +1,291 @@
+package runtime
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/provider"
+)
+
+// Defaults of Options.
+const (
+	defaultMode            = modeBuild
+	defaultProvider        = providerSim
+	defaultHeadlessTimeout = 5 * time.Minute
+	defaultHeadlessPolicy  = protocol.HeadlessDeny
+	defaultContextWindow   = 200_000
+	defaultServerVersion   = "dev"
+)
+
+// Options configure one runtime process. cmd/shardd fills them from env and
+// config; zero values take the documented defaults. Run copies Options and
+// never modifies them; Exit and IgnoreSignals are called from the goroutine
+// that plays the current turn.
+type Options struct {
+	// Stdin carries JSONL commands. It is required. When ctx is done, Run
+	// closes Stdin if it is an io.Closer so that a blocked read returns, and
+	// then waits for the reader: a Stdin whose Close does not interrupt a
+	// pending Read (a blocking *os.File, such as a terminal) delays Run's
+	// return until it yields a line or EOF.
+	Stdin io.Reader
+	// Stdout receives JSONL events and responses. It is required. Every
+	// record is written with a single Write call.
+	Stdout io.Writer
+	// Stderr receives coarse diagnostics only, never prompts, text or tool
+	// arguments. Default: discarded.
+	Stderr io.Writer
+	// AgentID and SessionID come from SHARD_AGENT_ID and SHARD_SESSION_ID;
+	// they may be empty when the runtime is run by hand. A runtime speaks
+	// the direct protocol, which omits agent_id, so they serve diagnostics
+	// and, for AgentID, the parent_agent_id of the subagent tool's daemon
+	// commands.
+	AgentID, SessionID string
+	// Socket is the daemon's unix socket (SHARD_SOCKET), which the
+	// subagent tool dials to create, wait for, inspect and stop this
+	// agent's subagent jobs (wire spec §10.3). Default "": with no Socket
+	// or no AgentID every subagent call is a tool error saying that
+	// subagents need the daemon.
+	Socket string
+	// Cwd is the working directory that relative tool paths resolve
+	// against. Default: the process working directory.
+	Cwd string
+	// SessionDir is the session directory: the transcript session.jsonl,
+	// the allow_always grants grants.jsonl and the forks/ made from it
+	// (session.go). "" disables persistence: the session and its grants
+	// last for the run only and cannot be forked. The daemon passes
+	// $SHARD_HOME/sessions/<session_id>.
+	SessionDir string
+	// Mode is the initial mode, "build" or "plan". Default "build".
+	Mode string
+	// Provider names the model provider (config provider.name): "sim",
+	// "openai" (any OpenAI-compatible server) or "anthropic". Default
+	// "sim", the offline scripted model of DESIGN §6.
+	Provider string
+	// BaseURL is the provider's endpoint (provider.base_url). Default "":
+	// the service's own. Ignored by sim.
+	BaseURL string
+	// ProviderModel is the configured model (provider.model). Default "":
+	// the provider's default ("sim" for sim).
+	ProviderModel string
+	// APIKey is the provider's key, read by the caller from the
+	// environment variable APIKeyEnv names. It is sent only to the
+	// provider and never logged or written. Default "": none (local
+	// servers).
+	APIKey string
+	// APIKeyEnv is the name of the environment variable that holds
+	// APIKey; bash commands run without it. Default "".
+	APIKeyEnv string
+	// MaxRetries is how often a failed provider request is retried before
+	// its stream starts (HTTP 408, 409, 429, 5xx, connection failures).
+	// Default 0: no retries; cmd/shardd passes provider.DefaultMaxRetries.
+	MaxRetries int
+	// Prices maps a model name to its price, for the cost field of usage.
+	// Default nil: no cost is reported.
+	Prices map[string]Price
+	// Model is the agent's initial model (SHARD_AGENT_MODEL): a catalog id
+	// such as "openai/gpt-4.1" or a model name of the configured provider.
+	// A real provider serves any name it is given (the name joins the
+	// catalog); for sim an unknown name is logged and ignored. Default "":
+	// ProviderModel.
+	Model string
+	// Environ is the environment bash commands run with, as KEY=value
+	// strings, minus APIKeyEnv. Default: the process environment.
+	Environ []string
+	// HeadlessTimeout bounds how long a permission or UI request waits for
+	// an answer before it fails. Default 5m.
+	HeadlessTimeout time.Duration
+	// HeadlessPolicy is the Agent's headless policy
+	// (SHARD_AGENT_HEADLESS_POLICY): "deny", "allow_if_rule_matches" or
+	// "queue". It decides what a permission request that got no answer
+	// within HeadlessTimeout does to its tool call: queue fails it with
+	// TIMEOUT, the others deny it. Grants (allow_always) apply under every
+	// policy. Default "deny".
+	HeadlessPolicy string
+	// ContextWindow is the context window in tokens of the sim model, and
+	// of a real model whose provider reports none. A sim provider call
+	// whose input exceeds it fails with PROVIDER_ERROR. Compaction runs
+	// between turns above 80% of the window and before a provider call at
+	// 100%. Default 200000.
+	ContextWindow int
+	// KeepRecentTokens is how much of the most recent conversation a
+	// compaction keeps, in tokens (session_op compact may override it per
+	// call). Default: a fifth of the context window, at most 20000.
+	KeepRecentTokens int
+	// NoAutoCompaction turns off automatic compaction (both the reserve and
+	// the emergency tier; config compaction.enabled=false). session_op
+	// compact still runs on demand (spec §9.2).
+	NoAutoCompaction bool
+	// ServerVersion is reported in hello. Default "dev".
+	ServerVersion string
+	// Exit is called by the `sim: exit <code>` directive. Default os.Exit.
+	Exit func(code int)
+	// IgnoreSignals is called by the `sim: hang` directive; cmd/shardd
+	// passes a function that ignores SIGTERM. Default: does nothing.
+	IgnoreSignals func()
+}
+
+// withDefaults returns a copy of o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	o.Mode = cmp.Or(o.Mode, defaultMode)
+	o.Provider = cmp.Or(o.Provider, defaultProvider)
+	o.HeadlessTimeout = cmp.Or(o.HeadlessTimeout, defaultHeadlessTimeout)
+	o.HeadlessPolicy = cmp.Or(o.HeadlessPolicy, defaultHeadlessPolicy)
+	o.ContextWindow = cmp.Or(o.ContextWindow, defaultContextWindow)
+	o.ServerVersion = cmp.Or(o.ServerVersion, defaultServerVersion)
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Exit == nil {
+		o.Exit = os.Exit
+	}
+	if o.IgnoreSignals == nil {
+		o.IgnoreSignals = func() {}
+	}
+	return o
+}
+
+// validate reports the first invalid option of a defaulted Options.
+func (o Options) validate() error {
+	switch {
+	case o.Stdin == nil:
+		return fmt.Errorf("%w: Stdin is required", ErrInvalidOptions)
+	case o.Stdout == nil:
+		return fmt.Errorf("%w: Stdout is required", ErrInvalidOptions)
+	case !knownMode(o.Mode):
+		return fmt.Errorf("%w: unknown mode %q (want build or plan)", ErrInvalidOptions, o.Mode)
+	case o.HeadlessTimeout < 0:
+		return fmt.Errorf("%w: HeadlessTimeout must not be negative", ErrInvalidOptions)
+	case !protocol.ValidHeadlessPolicy(o.HeadlessPolicy):
+		return fmt.Errorf("%w: unknown headless policy %q (want deny, allow_if_rule_matches or queue)", ErrInvalidOptions, o.HeadlessPolicy)
+	case o.ContextWindow < 0:
+		return fmt.Errorf("%w: ContextWindow must not be negative", ErrInvalidOptions)
+	case o.KeepRecentTokens < 0:
+		return fmt.Errorf("%w: KeepRecentTokens must not be negative", ErrInvalidOptions)
+	case o.MaxRetries < 0:
+		return fmt.Errorf("%w: MaxRetries must not be negative", ErrInvalidOptions)
+	case o.Provider != providerSim && o.Provider != provider.NameOpenAI && o.Provider != provider.NameAnthropic:
+		return fmt.Errorf("%w: unknown provider %q (want sim, openai or anthropic)", ErrInvalidOptions, o.Provider)
+	}
+	return nil
+}
+
+// Price is what a model costs in US dollars per million tokens, by kind
+// of token (the kinds of protocol.Usage).
+type Price struct {
+	Input, Output, CacheRead, CacheWrite float64
+}
+
+// cost prices u.
+func (p Price) cost(u protocol.Usage) float64 {
+	return (float64(u.Input)*p.Input + float64(u.Output)*p.Output +
+		float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite) / 1e6
+}
+
+// Run serves one runtime process: it restores the session from
+// Options.SessionDir, writes hello and sync, then handles commands from
+// Stdin until Stdin hits EOF or ctx is done. Either way it aborts a running
+// turn, waits for every goroutine it started and returns nil. It returns an
+// error for invalid options, a failed read of Stdin or a failed write to
+// Stdout (the latter ends the run at once).
+//
+// A session that cannot be restored (a transcript that is not safe to read
+// is a SESSION_CORRUPT protocol error; other failures are INTERNAL_ERROR)
+// is never replaced by an empty one: Run writes hello, then a fatal error
+// event with the error's code, and returns the error without reading
+// Stdin.
+//
+// After a `sim: hang` directive Run answers nothing and returns only when
+// ctx is done. Run never exits the process itself; only `sim: exit` does,
+// through Options.Exit.
+func Run(ctx context.Context, opts Options) (err error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(opts.Stderr, nil)).With(
+		"component", "agent", "agent_id", opts.AgentID, "session_id", opts.SessionID)
+
+	models, err := newModels(opts, log)
+	if err != nil {
+		return err
+	}
+	ids := newIDGen()
+	sess, state, err := openSession(opts.SessionDir, ids, time.Now())
+	if err != nil {
+		log.Error("session cannot be restored", slog.Any("err", err))
+		failStart(opts, models, err)
+		return err
+	}
+	defer func() {
+		if cerr := sess.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	grants, err := loadGrants(opts.SessionDir, log)
+	if err != nil {
+		log.Error("grants cannot be read", slog.Any("err", err))
+		failStart(opts, models, err)
+		return err
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r := newRuntime(ctx, cancel, opts, log, ids, sess, state, grants, models)
+	r.start()
+
+	var reader sync.WaitGroup
+	readDone := make(chan error, 1)
+	reader.Go(func() { readDone <- r.readLoop() })
+
+	var readErr error
+	stdinOpen := true
+	select {
+	case readErr = <-readDone:
+		stdinOpen = false
+	case <-ctx.Done():
+	}
+
+	r.shutdown()
+	if stdinOpen {
+		if c, ok := opts.Stdin.(io.Closer); ok {
+			_ = c.Close() // unblocks the reader; its error is expected
+		}
+	}
+	reader.Wait()
+
+	if werr := r.writeError(); werr != nil {
+		return werr
+	}
+	if readErr != nil && !errors.Is(readErr, io.EOF) {
+		return readErr
+	}
+	return nil
+}
+
+// failStart tells a direct client why the runtime cannot start: hello, then
+// a fatal error event carrying err's code. Write errors are ignored: Run
+// returns err anyway.
+func failStart(opts Options, m *models, err error) {
+	pe := protocol.AsError(err)
+	for _, v := range []any{
+		protocol.Hello{
+			Header:          protocol.Header{Type: protocol.TypeHello},
+			ProtocolVersion: protocol.Version,
+			ServerVersion:   opts.ServerVersion,
+			Capabilities:    capabilities(m, m.initial.Model),
+		},
+		protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: pe.Code, Message: pe.Message, Fatal: true},
+	} {
+		if b, merr := protocol.Marshal(v); merr == nil {
+			_, _ = opts.Stdout.Write(append(b, '\n'))
+		}
+	}
+}

@@ -1,0 +1,480 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/provider"
+)
+
+// Compaction (wire spec §9.2 session_op compact, §9.4 compaction).
+//
+// One pipeline serves the three triggers: session_op compact (on demand,
+// between turns), the reserve tier (between turns, when the context is above
+// 80% of the window once a turn ended) and the emergency tier (mid-turn,
+// before a provider call, when the context has reached the window). The
+// pipeline keeps the most recent messages worth at least keep-recent tokens
+// and replaces everything before them with a summary:
+//
+//   - the cut is the latest safe boundary that keeps enough: a message that
+//     is not a tool-result message (a tool result never loses its call);
+//     with none, or when the whole window is within the budget, nothing
+//     happens (no_safe_cut);
+//   - the summary is written by the active provider (the sim writes a
+//     deterministic one: the first words of the prompts and the tools
+//     called), prefixed with "[compaction N]" and the summarized range, and
+//     takes the place of the summarized messages as a user message whose id
+//     is the compaction's entry id;
+//   - a compaction entry (session.go) is appended and synced, then the
+//     compaction event is emitted.
+//
+// Token counts are estimates: bytes/4 of the window's content (the sim's
+// own measure), or, for a real provider, the larger of that and the context
+// the last provider call reported.
+
+const (
+	// compactionPrefix prefixes the ids of compaction entries, and so of
+	// summary messages.
+	compactionPrefix = "cmp"
+	// reasonNoSafeCut is the reason of a compaction that did nothing.
+	reasonNoSafeCut = "no_safe_cut"
+	// maxDefaultKeep caps the default keep-recent budget (tokens).
+	maxDefaultKeep = 20_000
+	// summaryWords is how many words of each prompt the sim's summary
+	// quotes.
+	summaryWords = 6
+)
+
+// errNoGain ends an automatic compaction whose summary would not shrink
+// the context (tiny windows): nothing is written or emitted.
+var errNoGain = errors.New("agent: compaction would not shrink the context")
+
+// isSummaryID reports whether a live-window message id is a compaction
+// summary's.
+func isSummaryID(id string) bool { return strings.HasPrefix(id, compactionPrefix+"-") }
+
+// Response data of session_op compact.
+type (
+	compactedData struct {
+		Compacted        bool      `json:"compacted"`
+		Index            int       `json:"index"`
+		TokensBefore     int64     `json:"tokens_before"`
+		TokensAfter      int64     `json:"tokens_after"`
+		FirstKeptEntryID string    `json:"first_kept_entry_id"`
+		MessageRange     [2]string `json:"message_range"`
+	}
+	notCompactedData struct {
+		Compacted bool   `json:"compacted"`
+		Reason    string `json:"reason"`
+	}
+)
+
+// summarizer writes the body of a compaction summary of span, the
+// messages being summarized as the model sees them (an earlier summary
+// first, if there is one).
+type summarizer func(ctx context.Context, span []protocol.Message) (string, error)
+
+// compactJob is one compaction: planned under runtime.mu, summarized
+// without it, applied under it again.
+type compactJob struct {
+	h      *protocol.Header // the session_op to answer; nil when automatic
+	cancel context.CancelFunc
+	ctx    context.Context
+	index  int   // the compaction's index (1 for a session's first)
+	start  int   // first summarized message that is not an earlier summary
+	cut    int   // first kept message
+	size   int   // len(r.window) when planned
+	before int64 // tokens before
+	span   []protocol.Message
+	write  summarizer
+}
+
+// windowLimitLocked is the context window of the active model, in tokens.
+func (r *runtime) windowLimitLocked() int64 {
+	if r.active.ContextWindow > 0 {
+		return int64(r.active.ContextWindow)
+	}
+	return int64(r.opts.ContextWindow)
+}
+
+// keepTokensLocked is the default keep-recent budget: Options.KeepRecentTokens
+// or a fifth of the window, at most maxDefaultKeep.
+func (r *runtime) keepTokensLocked() int64 {
+	if r.opts.KeepRecentTokens > 0 {
+		return int64(r.opts.KeepRecentTokens)
+	}
+	return max(1, min(maxDefaultKeep, r.windowLimitLocked()/5))
+}
+
+// contextTokensLocked estimates the context the next provider call sends.
+func (r *runtime) contextTokensLocked() int64 {
+	n := tokens(windowBytes(r.window))
+	if r.models.real != nil {
+		n = max(n, r.lastContext)
+	}
+	return n
+}
+
+// overReserveLocked reports a context above the reserve threshold (80% of
+// the window): time to compact between turns.
+func (r *runtime) overReserveLocked() bool {
+	if r.opts.NoAutoCompaction {
+		return false
+	}
+	return r.contextTokensLocked()*5 > r.windowLimitLocked()*4
+}
+
+// safeCut reports whether the window may start at m after a summary: any
+// message but a tool-result message, whose call would be summarized away.
+func safeCut(m protocol.Message) bool {
+	if m.Role == roleAssistant {
+		return true
+	}
+	return !slices.ContainsFunc(m.Content, func(b protocol.ContentBlock) bool { return b.Type == protocol.BlockToolResult })
+}
+
+// planCut returns the first message to keep of w: the latest safe cut at or
+// before the point where the messages after it hold keep tokens, and after
+// start (at least one message not yet summarized goes). ok is false when
+// there is no such cut.
+func planCut(w []protocol.Message, start int, keep int64) (cut int, ok bool) {
+	var acc int64
+	for i := len(w) - 1; i > start; i-- {
+		acc += int64(contentBytes(w[i].Content))
+		if acc < keep*4 {
+			continue
+		}
+		for c := i; c > start; c-- {
+			if safeCut(w[c]) {
+				return c, true
+			}
+		}
+		return 0, false
+	}
+	return 0, false
+}
+
+// planCompactionLocked plans a compaction that keeps keep tokens, or
+// returns nil when there is no safe cut.
+func (r *runtime) planCompactionLocked(keep int64) *compactJob {
+	w := r.window
+	start := 0
+	if len(w) > 0 && r.summaryID != "" && w[0].ID == r.summaryID {
+		start = 1
+	}
+	cut, ok := planCut(w, start, keep)
+	if !ok {
+		return nil
+	}
+	span := make([]protocol.Message, cut)
+	for i := range cut {
+		span[i] = r.forModelLocked(w[i])
+	}
+	return &compactJob{
+		index:  r.compactionIndex + 1,
+		start:  start,
+		cut:    cut,
+		size:   len(w),
+		before: r.contextTokensLocked(),
+		span:   span,
+		write:  r.summarizerLocked(),
+	}
+}
+
+// summarizerLocked is the active real provider's summarizer; nil for the
+// sim, whose summary is simSummary.
+func (r *runtime) summarizerLocked() summarizer {
+	if r.models.real == nil {
+		return nil
+	}
+	p, model, sigs, tools := r.models.real, r.active.Model, maps.Clone(r.meta.sigs), r.toolSpecs
+	return func(ctx context.Context, span []protocol.Message) (string, error) {
+		return providerSummary(ctx, p, provider.Request{Model: model, System: summarySystem, Tools: tools, Signatures: sigs}, span)
+	}
+}
+
+// The prompts of a provider-written summary.
+const (
+	summarySystem = "You write summaries of conversations between a user and a coding agent, so that the agent " +
+		"can carry on the work with less context. Do not call tools; answer with the summary only."
+	summaryRequest = "Summarize the conversation above for yourself: what the user asked for, what was decided, " +
+		"which files were read or changed, which commands ran and what they showed, and what is still to do. " +
+		"Be concise and specific; plain text."
+)
+
+// providerSummary asks p for a summary of span and returns its text.
+func providerSummary(ctx context.Context, p provider.Provider, req provider.Request, span []protocol.Message) (string, error) {
+	req.Messages = append(slices.Clone(span), userMessage("msg-summary-request", summaryRequest))
+	st, err := p.Stream(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	var sb strings.Builder
+	for {
+		ev, err := st.Next()
+		if errors.Is(err, io.EOF) {
+			return sb.String(), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if ev.Kind == provider.EventText {
+			sb.WriteString(ev.Text)
+		}
+	}
+}
+
+// simSummary is the sim's deterministic summary of span: the first words
+// of each prompt, the tools called and how their results went. No line
+// starts with "sim:", so a summary is never read as a script.
+func simSummary(span []protocol.Message) string {
+	var (
+		prompts         []string
+		calls           []string
+		count           = map[string]int{}
+		results, failed int
+		earlier         bool
+	)
+	for _, m := range span {
+		if isSummaryID(m.ID) {
+			earlier = true
+			continue
+		}
+		if text := userText(m); text != "" {
+			prompts = append(prompts, strconv.Quote(firstWords(text, summaryWords)))
+		}
+		for _, b := range m.Content {
+			switch b.Type {
+			case protocol.BlockToolCall:
+				if count[b.Name] == 0 {
+					calls = append(calls, b.Name)
+				}
+				count[b.Name]++
+			case protocol.BlockToolResult:
+				results++
+				if b.IsError {
+					failed++
+				}
+			}
+		}
+	}
+	var lines []string
+	if earlier {
+		lines = append(lines, "Includes the previous summary.")
+	}
+	if len(prompts) > 0 {
+		lines = append(lines, "Prompts: "+strings.Join(prompts, "; ")+".")
+	}
+	if len(calls) > 0 {
+		for i, name := range calls {
+			if n := count[name]; n > 1 {
+				calls[i] = fmt.Sprintf("%s ×%d", name, n)
+			}
+		}
+		lines = append(lines, fmt.Sprintf("Tool calls: %s; %d results, %d failed.", strings.Join(calls, ", "), results, failed))
+	}
+	if len(lines) == 0 {
+		lines = append(lines, "Replies only.")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// firstWords returns the first n words of text, with "…" when it goes on.
+func firstWords(text string, n int) string {
+	words := strings.Fields(text)
+	if len(words) <= n {
+		return strings.Join(words, " ")
+	}
+	return strings.Join(words[:n], " ") + "…"
+}
+
+// summarize runs the job's summarizer (the sim's when there is no real
+// provider).
+func (j *compactJob) summarize(ctx context.Context) (string, error) {
+	if j.write == nil {
+		return simSummary(j.span), nil
+	}
+	return j.write(ctx, j.span)
+}
+
+// applyCompactionLocked replaces the summarized messages with the summary:
+// it appends the compaction entry (synced) and emits the compaction event.
+// It fails, leaving window and transcript as they were, for an empty
+// summary or a failed write, and for an automatic compaction that would not
+// make the window smaller (errNoGain).
+func (r *runtime) applyCompactionLocked(j *compactJob, body string) (compactedData, error) {
+	body = strings.TrimSpace(body)
+	if body == "" {
+		return compactedData{}, protocol.Errorf(protocol.CodeInternal, "compaction produced an empty summary")
+	}
+	if len(r.window) != j.size {
+		return compactedData{}, protocol.Errorf(protocol.CodeInternal, "the live window changed during compaction")
+	}
+	w := r.window
+	first, last := w[j.start].ID, w[j.cut-1].ID
+	id := r.ids.next(compactionPrefix)
+	text := fmt.Sprintf("[compaction %d] Summary of %d earlier messages (%s … %s):\n%s", j.index, j.cut-j.start, first, last, body)
+	nw := make([]protocol.Message, 0, 1+len(w)-j.cut)
+	nw = append(nw, summaryMessage(id, text))
+	nw = append(nw, w[j.cut:]...)
+	d := compactedData{
+		Compacted:        true,
+		Index:            j.index,
+		TokensBefore:     j.before,
+		TokensAfter:      tokens(windowBytes(nw)),
+		FirstKeptEntryID: w[j.cut].ID,
+		MessageRange:     [2]string{first, last},
+	}
+	if j.h == nil && d.TokensAfter >= tokens(windowBytes(w)) {
+		return compactedData{}, errNoGain
+	}
+	rng := d.MessageRange
+	e := entry{
+		Type: entryCompaction, ID: id, TS: time.Now().UnixMilli(),
+		Index: d.Index, Summary: text, FirstKeptEntryID: d.FirstKeptEntryID, MessageRange: &rng,
+		TokensBefore: d.TokensBefore, TokensAfter: d.TokensAfter,
+	}
+	if err := r.sess.append(e); err != nil {
+		return compactedData{}, protocol.Errorf(protocol.CodeInternal, "write the compaction entry: %v", err)
+	}
+	r.meta.forget(w[:j.cut])
+	r.window, r.summaryID, r.compactionIndex, r.lastContext = nw, id, j.index, 0
+	r.emitLocked(protocol.Compaction{
+		Header:           protocol.Header{Type: protocol.TypeCompaction},
+		Index:            d.Index,
+		TokensBefore:     d.TokensBefore,
+		TokensAfter:      d.TokensAfter,
+		FirstKeptEntryID: d.FirstKeptEntryID,
+		MessageRange:     d.MessageRange,
+	})
+	return d, nil
+}
+
+// betweenTurnsLocked refuses a between-turn operation (compact, fork)
+// while turn work is queued or in flight.
+func (r *runtime) betweenTurnsLocked() error {
+	switch {
+	case r.closing:
+		return protocol.Errorf(protocol.CodeConflict, "the runtime is shutting down")
+	case r.turn != nil:
+		return protocol.Errorf(protocol.CodeConflict, "a turn is in flight")
+	case len(r.followUps) > 0:
+		return protocol.Errorf(protocol.CodeConflict, "a turn is queued")
+	case r.compacting != nil:
+		return protocol.Errorf(protocol.CodeConflict, "a compaction is running")
+	}
+	return nil
+}
+
+// compactLocked handles session_op compact: status compacting, then (once
+// summarized, in a goroutine of its own) the compaction event, the response
+// and status idle. A window without a safe cut is answered at once with
+// compacted:false.
+func (r *runtime) compactLocked(h protocol.Header, args *protocol.SessionOpArgs) {
+	if err := r.betweenTurnsLocked(); err != nil {
+		r.respondErrLocked(h, err)
+		return
+	}
+	keep := r.keepTokensLocked()
+	if args != nil && args.KeepRecentTokens != nil {
+		keep = *args.KeepRecentTokens // positive: checked by protocol.SessionOp.Validate
+	}
+	r.setStatusLocked(protocol.StatusCompacting)
+	j := r.planCompactionLocked(keep)
+	if j == nil {
+		r.respondLocked(h, notCompactedData{Compacted: false, Reason: reasonNoSafeCut})
+		r.setStatusLocked(protocol.StatusIdle)
+		return
+	}
+	j.h = &h
+	r.startCompactionLocked(j)
+}
+
+// startCompactionLocked runs a between-turn compaction in its own
+// goroutine; status is already compacting. Until it is done, prompts are
+// queued and compact and fork are refused.
+func (r *runtime) startCompactionLocked(j *compactJob) {
+	j.ctx, j.cancel = context.WithCancel(r.runCtx)
+	r.compacting = j
+	r.turns.Go(func() { r.runCompaction(j) })
+}
+
+// runCompaction summarizes and applies a between-turn compaction, answers
+// its session_op (if any), returns to idle and starts a queued prompt. An
+// automatic compaction that fails is reported with a non-fatal error event.
+func (r *runtime) runCompaction(j *compactJob) {
+	body, err := j.summarize(j.ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	aborted := j.ctx.Err() != nil
+	j.cancel()
+	r.compacting = nil
+	var d compactedData
+	switch {
+	case aborted:
+		err = protocol.Errorf(protocol.CodeInternal, "compaction aborted")
+	case err != nil:
+		err = protocol.Errorf(protocol.CodeInternal, "compaction failed: %s", protocol.AsError(err).Message)
+	default:
+		d, err = r.applyCompactionLocked(j, body)
+	}
+	switch {
+	case j.h != nil && err != nil:
+		r.respondErrLocked(*j.h, err)
+	case j.h != nil:
+		r.respondLocked(*j.h, d)
+	case errors.Is(err, errNoGain):
+		r.log.Info("automatic compaction skipped", slog.Any("err", err))
+	case err != nil && !aborted:
+		r.log.Warn("automatic compaction failed", slog.Any("err", err))
+		r.emitLocked(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeInternal, Message: "automatic " + protocol.AsError(err).Message})
+	}
+	r.setStatusLocked(protocol.StatusIdle)
+	r.nextFollowUpLocked()
+}
+
+// compactBeforeCall is the emergency tier: before a provider call of turn
+// t, a context that has reached the window is compacted (status compacting,
+// then back to streaming). Without a safe cut, or when the summary fails,
+// the call goes ahead as it is. It returns an outcome only when the turn was
+// aborted meanwhile.
+func (r *runtime) compactBeforeCall(t *turnState) *outcome {
+	r.mu.Lock()
+	if t.aborted || r.opts.NoAutoCompaction || r.contextTokensLocked() < r.windowLimitLocked() {
+		r.mu.Unlock()
+		return nil
+	}
+	j := r.planCompactionLocked(r.keepTokensLocked())
+	if j == nil {
+		r.mu.Unlock()
+		return nil
+	}
+	r.setStatusLocked(protocol.StatusCompacting)
+	r.mu.Unlock()
+
+	body, err := j.summarize(t.ctx)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.aborted || t.ctx.Err() != nil {
+		return &outcome{kind: outAborted}
+	}
+	if err == nil {
+		_, err = r.applyCompactionLocked(j, body)
+	}
+	if err != nil {
+		r.log.Warn("emergency compaction did not run", slog.Any("err", err))
+	}
+	r.setStatusLocked(protocol.StatusStreaming)
+	return nil
+}
