@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/proc"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
@@ -46,7 +47,10 @@ type Deps struct {
 	Runtime RuntimeConfig
 	Hub     *outbox.Hub
 	Logger  *slog.Logger
-	Now     func() time.Time
+	// Clock tells the time and runs the actor's timers (start timeout,
+	// idle reaping, escalation stages); nil is the wall clock. Tests pass a
+	// clock.Manual and fire timers instead of sleeping.
+	Clock clock.Clock
 	// Metrics records runtime starts/exits/reaps, attachments and relayed
 	// events; nil records nothing.
 	Metrics *metrics.Metrics
@@ -136,6 +140,10 @@ type Actor struct {
 	idleSince         time.Time
 	draining          bool
 
+	// timers are the pending timer of each kind; arming one replaces the
+	// previous one of its kind, and all are stopped when the actor stops.
+	timers [numTimers]clock.Timer
+
 	lease     *lease
 	lastError string
 	injects   []pendingInject
@@ -158,9 +166,7 @@ type Actor struct {
 
 // Props returns the props of the actor for manifest m.
 func Props(m store.Agent, deps Deps) *actor.Props {
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
+	deps.Clock = clock.Or(deps.Clock)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Actor{
 			deps:      deps,
@@ -229,6 +235,7 @@ func (a *Actor) Receive(c actor.Context) {
 			a.perform(c, act, wait)
 		}
 	case *actor.Stopping:
+		a.stopTimers()
 		a.failAll(protocol.Errorf(protocol.CodeInternal, "agent stopped"))
 	case *actor.Stopped:
 		clear(a.attached) // gone with the actor (for the attachments gauge)
@@ -700,7 +707,7 @@ func (a *Actor) becomeReady(c actor.Context, snap *snapshot) {
 	a.pumpLease(c)
 	a.pumpInjects(c)
 	if !status.Active() {
-		a.idleSince = a.deps.Now()
+		a.idleSince = a.deps.Clock.Now()
 		a.armIdle()
 		if a.terminateWhenIdle {
 			a.terminateWhenIdle = false
@@ -1152,7 +1159,7 @@ func (a *Actor) setStatus(c actor.Context, s protocol.AgentStatus) {
 	if s.Active() {
 		return
 	}
-	a.idleSince = a.deps.Now()
+	a.idleSince = a.deps.Clock.Now()
 	a.armIdle()
 	a.pumpLease(c)
 	if a.esc != nil && a.esc.Stage() == supervisor.ActAbort {
@@ -1188,7 +1195,7 @@ func (a *Actor) setActivity(phase, tool string) {
 	a.phase, a.phaseArg = phase, tool
 	a.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentActivity{
 		Header:    protocol.Header{Type: protocol.TypeAgentActivity, AgentID: a.m.AgentID},
-		Timestamp: a.deps.Now().UnixMilli(),
+		Timestamp: a.deps.Clock.Now().UnixMilli(),
 		Phase:     phase,
 		Status:    a.status,
 		ToolName:  tool,

@@ -67,7 +67,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 	a.rstate = protocol.RuntimeStarting
 	a.broadcastStatus(c)
 	epoch := a.epoch
-	a.after(rc.StartTimeout, &startTimeout{epoch: epoch})
+	a.after(timerStart, rc.StartTimeout, &startTimeout{epoch: epoch})
 }
 
 // stopRuntime begins (or continues) stopping the current generation.
@@ -108,7 +108,7 @@ func (a *Actor) perform(c actor.Context, act supervisor.Action, wait time.Durati
 	a.log.Debug("runtime stop stage", "stage", act.String(), "epoch", a.epoch)
 	if wait > 0 {
 		a.escGen++
-		a.after(wait, &escTimer{epoch: a.epoch, gen: a.escGen})
+		a.after(timerEsc, wait, &escTimer{epoch: a.epoch, gen: a.escGen})
 	}
 }
 
@@ -295,13 +295,13 @@ func (a *Actor) armIdle() {
 		return
 	}
 	a.idleGen++
-	a.after(a.deps.Runtime.IdleTimeout, &idleTick{epoch: a.epoch, gen: a.idleGen})
+	a.after(timerIdle, a.deps.Runtime.IdleTimeout, &idleTick{epoch: a.epoch, gen: a.idleGen})
 }
 
 // maybeIdle re-arms the reaper after a command completes while idle.
 func (a *Actor) maybeIdle() {
 	if a.ready && !a.status.Active() && len(a.inflight) == 0 {
-		a.idleSince = a.deps.Now()
+		a.idleSince = a.deps.Clock.Now()
 		a.armIdle()
 	}
 }
@@ -310,18 +310,45 @@ func (a *Actor) onIdleTick(c actor.Context, m *idleTick) {
 	if m.epoch != a.epoch || m.gen != a.idleGen || !a.ready || a.stopping {
 		return
 	}
-	if supervisor.Reapable(a.status, len(a.inflight), a.idleSince, a.deps.Now(), a.deps.Runtime.IdleTimeout) {
+	if supervisor.Reapable(a.status, len(a.inflight), a.idleSince, a.deps.Clock.Now(), a.deps.Runtime.IdleTimeout) {
 		a.log.Info("reaping idle runtime", "epoch", a.epoch)
 		a.deps.Metrics.RuntimeReaped()
 		a.stopRuntime(c, supervisor.StopGraceful)
 	}
 }
 
-// after delivers msg to the actor itself once d has passed.
-func (a *Actor) after(d time.Duration, msg any) {
+// timerKind names the actor's timers: one of each kind is pending at most.
+type timerKind int
+
+const (
+	timerStart timerKind = iota // readiness bound of a starting generation
+	timerIdle                   // idle reaping
+	timerEsc                    // the current escalation stage's grace
+	numTimers
+)
+
+// after delivers msg to the actor itself once d has passed, replacing the
+// pending timer of the same kind (its message would be stale anyway: each
+// carries the epoch and generation it was armed for).
+func (a *Actor) after(kind timerKind, d time.Duration, msg any) {
+	if t := a.timers[kind]; t != nil {
+		t.Stop()
+		a.timers[kind] = nil
+	}
 	if d <= 0 {
 		return
 	}
 	sys, self := a.sys, a.self
-	time.AfterFunc(d, func() { sys.Root.Send(self, msg) })
+	a.timers[kind] = a.deps.Clock.AfterFunc(d, func() { sys.Root.Send(self, msg) })
+}
+
+// stopTimers stops every pending timer (the actor is stopping: nothing may
+// be sent to it late).
+func (a *Actor) stopTimers() {
+	for i, t := range a.timers {
+		if t != nil {
+			t.Stop()
+			a.timers[i] = nil
+		}
+	}
 }
