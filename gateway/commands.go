@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/shard-dev/shard/protocol"
-	"github.com/shard-dev/shard/store"
 )
 
 // security answers ws.ticket and the security commands of a local client.
@@ -29,17 +28,17 @@ func (g *Gateway) security(cmd protocol.Command) (any, error) {
 		return g.listSessions()
 
 	case *protocol.WebSessionsRevoke:
-		if g.cfg.Store == nil {
+		if g.cfg.Credentials == nil {
 			return nil, securityErr("web.sessions.revoke", ErrNoStore)
 		}
 		var ids []string
 		if c.All {
 			var err error
-			if ids, err = g.cfg.Store.DeleteWebSessions(nil); err != nil {
+			if ids, err = g.cfg.Credentials.DeleteWebSessions(nil); err != nil {
 				return nil, securityErr("web.sessions.revoke", err)
 			}
 		} else {
-			if err := g.cfg.Store.DeleteWebSession(c.SessionID); err != nil {
+			if err := g.cfg.Credentials.DeleteWebSession(c.SessionID); err != nil {
 				return nil, securityErr("web.sessions.revoke", err)
 			}
 			ids = []string{c.SessionID}
@@ -64,10 +63,10 @@ func (g *Gateway) security(cmd protocol.Command) (any, error) {
 		return protocol.TokenCreateData{TokenID: cred.ID, Token: token, Note: cred.Note, CreatedAt: cred.CreatedAt}, nil
 
 	case *protocol.TokenList:
-		if g.cfg.Store == nil {
+		if g.cfg.Credentials == nil {
 			return nil, securityErr("token.list", ErrNoStore)
 		}
-		all, err := g.cfg.Store.ListAPICredentials()
+		all, err := g.cfg.Credentials.ListAPICredentials()
 		if err != nil {
 			return nil, securityErr("token.list", err)
 		}
@@ -80,10 +79,10 @@ func (g *Gateway) security(cmd protocol.Command) (any, error) {
 		return out, nil
 
 	case *protocol.TokenRevoke:
-		if g.cfg.Store == nil {
+		if g.cfg.Credentials == nil {
 			return nil, securityErr("token.revoke", ErrNoStore)
 		}
-		t, err := g.cfg.Store.RevokeAPICredential(c.TokenID, g.auth.now().UnixMilli())
+		t, err := g.cfg.Credentials.RevokeAPICredential(c.TokenID, g.auth.now().UnixMilli())
 		if err != nil {
 			return nil, securityErr("token.revoke", err)
 		}
@@ -97,18 +96,18 @@ func (g *Gateway) security(cmd protocol.Command) (any, error) {
 // listSessions lists live sessions with their browser's metadata.
 func (g *Gateway) listSessions() (protocol.WebSessionsListData, error) {
 	out := protocol.WebSessionsListData{Sessions: []protocol.WebSessionInfo{}}
-	if g.cfg.Store == nil {
+	if g.cfg.Credentials == nil {
 		return out, securityErr("web.sessions.list", ErrNoStore)
 	}
-	sessions, err := g.cfg.Store.ListWebSessions()
+	sessions, err := g.cfg.Credentials.ListWebSessions()
 	if err != nil {
 		return out, securityErr("web.sessions.list", err)
 	}
-	browsers, err := g.cfg.Store.ListBrowsers()
+	browsers, err := g.cfg.Credentials.ListBrowsers()
 	if err != nil {
 		return out, securityErr("web.sessions.list", err)
 	}
-	byID := make(map[string]store.Browser, len(browsers))
+	byID := make(map[string]Browser, len(browsers))
 	for _, b := range browsers {
 		byID[b.ID] = b
 	}
@@ -128,10 +127,10 @@ func (g *Gateway) listSessions() (protocol.WebSessionsListData, error) {
 	return out, nil
 }
 
-// securityErr maps a store or authority error to a protocol error.
+// securityErr maps a Credentials or authority error to a protocol error.
 func securityErr(op string, err error) error {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, ErrNotFound):
 		return protocol.Errorf(protocol.CodeNotFound, "%s: %v", op, err)
 	case errors.Is(err, ErrNoStore):
 		return protocol.Errorf(protocol.CodeInternal, "%s: %v", op, err)

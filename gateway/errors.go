@@ -13,7 +13,11 @@ var (
 	// token is unknown, expired, revoked or malformed; the caller does not
 	// learn which.
 	ErrBadCredential = errors.New("gateway: invalid, expired or revoked credential")
-	// ErrNoStore means the gateway was built without a store, so browser
-	// enrollment and API tokens are unavailable.
+	// ErrNoStore means the gateway was built without Credentials, so
+	// browser enrollment and API tokens are unavailable.
 	ErrNoStore = errors.New("gateway: no security store configured")
+	// ErrNotFound is what a Credentials implementation's errors wrap when
+	// the record asked for does not exist (an unknown session or token id):
+	// the gateway answers NOT_FOUND for it without knowing the store.
+	ErrNotFound = errors.New("gateway: credential not found")
 )

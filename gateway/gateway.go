@@ -14,10 +14,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/coder/websocket"
 
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/outbox"
+	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
-	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
 )
 
@@ -48,10 +49,16 @@ type Config struct {
 	// Web is the web listener's security policy. The zero value is
 	// loopback mode.
 	Web WebPolicy
-	// Store holds principals, browser sessions and API tokens. Default
-	// nil: browser enrollment and API tokens are unavailable (only tickets
-	// minted over the unix socket open a WebSocket).
-	Store *store.Store
+	// Credentials holds principals, browser sessions and API tokens (the
+	// daemon passes an adapter of its store). Default nil: browser
+	// enrollment and API tokens are unavailable (only tickets minted over
+	// the unix socket open a WebSocket).
+	Credentials Credentials
+	// Clock is what tickets, enrollment codes, browser sessions, recorded
+	// last uses and the rate limiters read the time on. Default nil: the
+	// wall clock; tests pass a manual one to expire a ticket without
+	// waiting for it.
+	Clock clock.Clock
 }
 
 // Gateway accepts clients on the unix socket and the WebSocket endpoint and
@@ -73,7 +80,10 @@ type Gateway struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// group owns every goroutine the gateway starts (listeners, each
+	// connection's reader, writer and watchdog, keepalives, revocation
+	// closes); Close waits for them.
+	group xsync.Group
 
 	unixLn  net.Listener
 	webLn   net.Listener
@@ -91,12 +101,13 @@ type Gateway struct {
 func New(cfg Config, sys *actor.ActorSystem, registry *actor.PID, hub *outbox.Hub, log *slog.Logger) *Gateway {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg.Web = withDefaults(cfg.Web)
+	cfg.Clock = clock.Or(cfg.Clock)
 	return &Gateway{
 		cfg: cfg, sys: sys, registry: registry, hub: hub, log: log,
-		tickets:        NewTickets(cfg.TicketTTL, nil),
-		auth:           newAuthority(cfg.Store, cfg.Web.EnrollTTL, cfg.Web.SessionTTL),
-		enrollLimit:    newLimiter(cfg.Web.EnrollLimit, nil),
-		bootstrapLimit: newLimiter(cfg.Web.BootstrapLimit, nil),
+		tickets:        NewTickets(cfg.TicketTTL, cfg.Clock),
+		auth:           newAuthority(cfg.Credentials, cfg.Clock, cfg.Web.EnrollTTL, cfg.Web.SessionTTL),
+		enrollLimit:    newLimiter(cfg.Web.EnrollLimit, cfg.Clock),
+		bootstrapLimit: newLimiter(cfg.Web.BootstrapLimit, cfg.Clock),
 		ctx:            ctx, cancel: cancel,
 		conns: make(map[uint64]*connActor),
 	}
@@ -381,13 +392,13 @@ func (g *Gateway) forget(id uint64) {
 	}
 }
 
-// goTracked runs f in a goroutine that Close waits for.
+// goTracked runs f in a goroutine of the gateway's group, which Close
+// waits for. Once Close has begun waiting, f is not run: the gateway is
+// shutting down and whatever f would serve is being torn down.
 func (g *Gateway) goTracked(f func()) {
-	g.wg.Add(1)
-	go func() {
-		defer g.wg.Done()
-		f()
-	}()
+	if !g.group.Go(f) {
+		g.log.Debug("gateway closed: goroutine not started")
+	}
 }
 
 // StopAccepting closes both listeners; existing connections stay open (a
@@ -420,21 +431,24 @@ func (g *Gateway) Close() {
 	}
 	g.mu.Unlock()
 	// Let each writer flush what is queued (e.g. the daemon.shutdown
-	// response), bounded, then close the transports.
-	var wg sync.WaitGroup
+	// response), bounded, then close the transports. The flushes have a
+	// group of their own: they must end before the context is cancelled,
+	// while the gateway's own goroutines end only after. The bound is wall
+	// time, not cfg.Clock: a test's manual clock must not hold a shutdown.
+	var flushes xsync.Group
 	for _, a := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		flushes.Go(func() {
 			a.out.Close()
+			t := time.NewTimer(closeFlush)
+			defer t.Stop()
 			select {
 			case <-a.writerDone:
-			case <-time.After(closeFlush):
+			case <-t.C:
 			}
 			a.t.Close("daemon shutting down", false)
-		}()
+		})
 	}
-	wg.Wait()
+	flushes.Close()
 	g.cancel()
-	g.wg.Wait()
+	g.group.Close()
 }

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/shard-dev/shard/internal/clock"
 )
 
 // RateLimit is a token bucket: Burst attempts at once, then one more every
@@ -23,7 +25,7 @@ const maxLimiterPeers = 1024
 type limiter struct {
 	burst float64
 	every time.Duration
-	now   func() time.Time
+	clk   clock.Clock
 
 	// mu protects buckets.
 	mu      sync.Mutex
@@ -35,17 +37,15 @@ type tokenBucket struct {
 	last   time.Time
 }
 
-func newLimiter(rl RateLimit, now func() time.Time) *limiter {
-	if now == nil {
-		now = time.Now
-	}
-	return &limiter{burst: float64(rl.Burst), every: rl.Every, now: now, buckets: make(map[netip.Addr]*tokenBucket)}
+// newLimiter returns a limiter that refills on clk (nil: the wall clock).
+func newLimiter(rl RateLimit, clk clock.Clock) *limiter {
+	return &limiter{burst: float64(rl.Burst), every: rl.Every, clk: clock.Or(clk), buckets: make(map[netip.Addr]*tokenBucket)}
 }
 
 // allow takes one token from peer's bucket. When there is none it returns
 // false and how long until there will be.
 func (l *limiter) allow(peer netip.Addr) (bool, time.Duration) {
-	now := l.now()
+	now := l.clk.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.bucketLocked(peer, now)

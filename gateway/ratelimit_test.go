@@ -9,7 +9,7 @@ import (
 func TestLimiterBurstThenRate(t *testing.T) {
 	t.Parallel()
 	clk := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	l := newLimiter(RateLimit{Burst: 3, Every: 10 * time.Second}, clk.Now)
+	l := newLimiter(RateLimit{Burst: 3, Every: 10 * time.Second}, clk)
 	a, b := netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")
 	for i := range 3 {
 		if ok, _ := l.allow(a); !ok {
@@ -46,7 +46,7 @@ func TestLimiterBurstThenRate(t *testing.T) {
 func TestLimiterBounded(t *testing.T) {
 	t.Parallel()
 	clk := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	l := newLimiter(RateLimit{Burst: 1, Every: time.Hour}, clk.Now)
+	l := newLimiter(RateLimit{Burst: 1, Every: time.Hour}, clk)
 	for i := range maxLimiterPeers {
 		l.allow(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}))
 	}

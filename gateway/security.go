@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/ids"
-	"github.com/shard-dev/shard/store"
 )
 
 // Credentials of the web listener (spec §4.1):
@@ -44,10 +44,10 @@ const maxUserAgent = 200
 // authority issues and checks the web listener's credentials. It is safe
 // for concurrent use: the store serializes writes, the code set locks.
 type authority struct {
-	st         *store.Store
+	st         Credentials // nil: no enrollment, no sessions, no tokens
 	codes      oneTime[enrollGrant]
 	sessionTTL time.Duration
-	now        func() time.Time
+	clk        clock.Clock
 }
 
 // enrollGrant is what an enrollment code stands for.
@@ -56,9 +56,12 @@ type enrollGrant struct {
 	note        string
 }
 
-func newAuthority(st *store.Store, enrollTTL, sessionTTL time.Duration) *authority {
-	return &authority{st: st, codes: newOneTime[enrollGrant](enrollTTL, nil), sessionTTL: sessionTTL, now: time.Now}
+func newAuthority(st Credentials, clk clock.Clock, enrollTTL, sessionTTL time.Duration) *authority {
+	clk = clock.Or(clk)
+	return &authority{st: st, codes: newOneTime[enrollGrant](enrollTTL, clk), sessionTTL: sessionTTL, clk: clk}
 }
+
+func (a *authority) now() time.Time { return a.clk.Now() }
 
 // newSecret returns a fresh "<id>.<secret>" credential and its hash.
 func newSecret(id string) (value, hash string) {
@@ -92,11 +95,11 @@ func hashMatches(value, stored string) bool {
 }
 
 // owner returns the owner principal, creating it on first use.
-func (a *authority) owner() (store.Principal, error) {
+func (a *authority) owner() (Principal, error) {
 	if a.st == nil {
-		return store.Principal{}, ErrNoStore
+		return Principal{}, ErrNoStore
 	}
-	return a.st.EnsurePrincipal(store.Principal{ID: ids.New(prefixPrincipal), Name: ownerPrincipal, CreatedAt: a.now().UnixMilli()})
+	return a.st.EnsurePrincipal(Principal{ID: ids.New(prefixPrincipal), Name: ownerPrincipal, CreatedAt: a.now().UnixMilli()})
 }
 
 // newEnrollCode mints a one-time enrollment code for the owner.
@@ -111,52 +114,54 @@ func (a *authority) newEnrollCode(note string) (code string, exp time.Time, prin
 
 // enroll exchanges a code for an enrolled browser and its first session
 // and returns the cookie value. The code is spent whatever happens next.
-func (a *authority) enroll(code, origin, userAgent string, secure bool) (string, store.WebSession, error) {
+func (a *authority) enroll(code, origin, userAgent string, secure bool) (string, WebSession, error) {
 	g, ok := a.codes.take(code)
 	if !ok {
-		return "", store.WebSession{}, ErrBadCredential
+		return "", WebSession{}, ErrBadCredential
 	}
 	if a.st == nil {
-		return "", store.WebSession{}, ErrNoStore
+		return "", WebSession{}, ErrNoStore
 	}
 	now := a.now()
 	if len(userAgent) > maxUserAgent {
 		userAgent = userAgent[:maxUserAgent]
 	}
-	b := store.Browser{ID: ids.New(prefixBrowser), PrincipalID: g.principalID, Note: g.note,
+	b := Browser{ID: ids.New(prefixBrowser), PrincipalID: g.principalID, Note: g.note,
 		UserAgent: userAgent, Origin: origin, EnrolledAt: now.UnixMilli()}
 	id := ids.New(prefixWebSession)
 	cookie, hash := newSecret(id)
-	ws := store.WebSession{ID: id, PrincipalID: g.principalID, BrowserID: b.ID, SecretSHA256: hash, Secure: secure,
+	ws := WebSession{ID: id, PrincipalID: g.principalID, BrowserID: b.ID, SecretSHA256: hash, Secure: secure,
 		CreatedAt: now.UnixMilli(), ExpiresAt: now.Add(a.sessionTTL).UnixMilli()}
 	if err := a.st.Enroll(b, ws); err != nil {
-		return "", store.WebSession{}, fmt.Errorf("gateway: enroll: %w", err)
+		return "", WebSession{}, fmt.Errorf("gateway: enroll: %w", err)
 	}
 	return cookie, ws, nil
 }
 
 // session checks a session cookie presented over a request whose
 // effective scheme is https (secure) or http.
-func (a *authority) session(cookie string, secure bool) (store.WebSession, error) {
+func (a *authority) session(cookie string, secure bool) (WebSession, error) {
 	id := secretID(cookie, prefixWebSession)
 	if id == "" || a.st == nil {
-		return store.WebSession{}, ErrBadCredential
+		return WebSession{}, ErrBadCredential
 	}
 	ws, err := a.st.GetWebSession(id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		hashMatches(cookie, "")
-		return store.WebSession{}, ErrBadCredential
+		return WebSession{}, ErrBadCredential
 	}
 	if err != nil {
-		return store.WebSession{}, err
+		return WebSession{}, err
 	}
 	now := a.now()
 	if !hashMatches(cookie, ws.SecretSHA256) || now.UnixMilli() >= ws.ExpiresAt || ws.Secure != secure {
-		return store.WebSession{}, ErrBadCredential
+		return WebSession{}, ErrBadCredential
 	}
-	ws.LastUsedAt = now.UnixMilli()
-	if err := a.st.TouchWebSession(id, ws.LastUsedAt); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return store.WebSession{}, err
+	if at := now.UnixMilli(); touchDue(ws.LastUsedAt, at) {
+		ws.LastUsedAt = at
+		if err := a.st.TouchWebSession(id, at); err != nil && !errors.Is(err, ErrNotFound) {
+			return WebSession{}, err
+		}
 	}
 	return ws, nil
 }
@@ -172,40 +177,43 @@ func (a *authority) sessionLive(id string) bool {
 
 // createToken creates an API token for the owner; the token is returned
 // this once.
-func (a *authority) createToken(note string) (string, store.APICredential, error) {
+func (a *authority) createToken(note string) (string, APICredential, error) {
 	p, err := a.owner()
 	if err != nil {
-		return "", store.APICredential{}, err
+		return "", APICredential{}, err
 	}
 	id := ids.New(prefixToken)
 	token, hash := newSecret(id)
-	c := store.APICredential{ID: id, PrincipalID: p.ID, Note: note, SecretSHA256: hash, CreatedAt: a.now().UnixMilli()}
+	c := APICredential{ID: id, PrincipalID: p.ID, Note: note, SecretSHA256: hash, CreatedAt: a.now().UnixMilli()}
 	if err := a.st.CreateAPICredential(c); err != nil {
-		return "", store.APICredential{}, fmt.Errorf("gateway: create token: %w", err)
+		return "", APICredential{}, fmt.Errorf("gateway: create token: %w", err)
 	}
 	c.SecretSHA256 = ""
 	return token, c, nil
 }
 
 // token checks an API token.
-func (a *authority) token(token string) (store.APICredential, error) {
+func (a *authority) token(token string) (APICredential, error) {
 	id := secretID(token, prefixToken)
 	if id == "" || a.st == nil {
-		return store.APICredential{}, ErrBadCredential
+		return APICredential{}, ErrBadCredential
 	}
 	c, err := a.st.GetAPICredential(id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		hashMatches(token, "")
-		return store.APICredential{}, ErrBadCredential
+		return APICredential{}, ErrBadCredential
 	}
 	if err != nil {
-		return store.APICredential{}, err
+		return APICredential{}, err
 	}
 	if c.Revoked() || !hashMatches(token, c.SecretSHA256) {
-		return store.APICredential{}, ErrBadCredential
+		return APICredential{}, ErrBadCredential
 	}
-	if err := a.st.TouchAPICredential(id, a.now().UnixMilli()); err != nil {
-		return store.APICredential{}, err
+	if at := a.now().UnixMilli(); touchDue(c.LastUsedAt, at) {
+		if err := a.st.TouchAPICredential(id, at); err != nil {
+			return APICredential{}, err
+		}
+		c.LastUsedAt = at
 	}
 	return c, nil
 }
@@ -225,5 +233,5 @@ func (a *authority) pruneSessions() ([]string, error) {
 		return nil, nil
 	}
 	now := a.now().UnixMilli()
-	return a.st.DeleteWebSessions(func(ws store.WebSession) bool { return now >= ws.ExpiresAt })
+	return a.st.DeleteWebSessions(func(ws WebSession) bool { return now >= ws.ExpiresAt })
 }

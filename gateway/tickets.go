@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"sync"
 	"time"
+
+	"github.com/shard-dev/shard/internal/clock"
 )
 
 // TicketBinding is what a WS ticket was minted for (spec §4.1). A ticket
@@ -28,10 +30,11 @@ type Tickets struct {
 	oneTime[TicketBinding]
 }
 
-// NewTickets returns a ticket store whose tickets live for ttl. now may be
-// nil (time.Now).
-func NewTickets(ttl time.Duration, now func() time.Time) *Tickets {
-	return &Tickets{newOneTime[TicketBinding](ttl, now)}
+// NewTickets returns a ticket store whose tickets live for ttl, read on
+// clk (nil: the wall clock; tests pass a manual one to expire tickets
+// without waiting).
+func NewTickets(ttl time.Duration, clk clock.Clock) *Tickets {
+	return &Tickets{newOneTime[TicketBinding](ttl, clk)}
 }
 
 // Mint returns a fresh ticket bound to nothing (ws.ticket) and its expiry.
@@ -56,7 +59,7 @@ func (t *Tickets) Take(ticket string) (TicketBinding, bool) { return t.take(tick
 // by the SHA-256 of the secret. It is safe for concurrent use.
 type oneTime[T any] struct {
 	ttl time.Duration
-	now func() time.Time
+	clk clock.Clock
 
 	// mu protects issued.
 	mu     sync.Mutex
@@ -68,11 +71,10 @@ type grant[T any] struct {
 	val T
 }
 
-func newOneTime[T any](ttl time.Duration, now func() time.Time) oneTime[T] {
-	if now == nil {
-		now = time.Now
-	}
-	return oneTime[T]{ttl: ttl, now: now, issued: make(map[[sha256.Size]byte]grant[T])}
+// newOneTime returns an empty set whose secrets live for ttl on clk (nil:
+// the wall clock).
+func newOneTime[T any](ttl time.Duration, clk clock.Clock) oneTime[T] {
+	return oneTime[T]{ttl: ttl, clk: clock.Or(clk), issued: make(map[[sha256.Size]byte]grant[T])}
 }
 
 // randomSecret returns 32 random bytes, base64url without padding.
@@ -86,7 +88,7 @@ func randomSecret() string {
 
 func (o *oneTime[T]) mint(v T) (string, time.Time) {
 	secret := randomSecret()
-	now := o.now()
+	now := o.clk.Now()
 	exp := now.Add(o.ttl)
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -112,7 +114,7 @@ func (o *oneTime[T]) take(secret string) (T, bool) {
 		return zero, false
 	}
 	delete(o.issued, h)
-	if !o.now().Before(g.exp) {
+	if !o.clk.Now().Before(g.exp) {
 		return zero, false
 	}
 	return g.val, true

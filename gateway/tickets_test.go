@@ -8,9 +8,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shard-dev/shard/internal/clock"
 )
 
-// fakeClock is a settable clock for NewTickets; safe for concurrent use.
+// fakeClock is a settable clock.Clock for NewTickets and newLimiter; safe
+// for concurrent use. Unlike clock.Manual it can be set back, to check that
+// a clock going back revives nothing.
 type fakeClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -22,6 +26,12 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
+// AfterFunc implements clock.Clock. Tickets and limiters only read the
+// time, so a timer armed here is a bug of the code under test.
+func (c *fakeClock) AfterFunc(time.Duration, func()) clock.Timer {
+	panic("gateway: fakeClock: unexpected timer")
+}
+
 func (c *fakeClock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -30,7 +40,7 @@ func (c *fakeClock) Set(t time.Time) {
 
 func newTestTickets(ttl time.Duration) (*Tickets, *fakeClock) {
 	clk := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	return NewTickets(ttl, clk.Now), clk
+	return NewTickets(ttl, clk), clk
 }
 
 func TestTicketMintConsumeOnce(t *testing.T) {

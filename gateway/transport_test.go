@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/shard-dev/shard/internal/outbox"
 )
@@ -145,10 +144,12 @@ func TestDirectWritesInOrder(t *testing.T) {
 		}
 		o.FlushDirect()
 	}()
-	time.Sleep(50 * time.Millisecond) // let the socket buffer fill up
+	// The peer reads nothing until every record has been pushed: pushes
+	// never block (the limits are far away), and the stream (~7 MB) is
+	// larger than the socket buffer, so the socket filled up on the way.
+	<-pushers
 	r := bufio.NewReaderSize(cl, 4<<10)
 	got := readLines(t, r, n)
-	<-pushers
 	for i := range n {
 		if got[i] != want[i] {
 			t.Fatalf("record %d = %.40q, want %.40q", i, got[i], want[i])

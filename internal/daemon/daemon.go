@@ -20,6 +20,7 @@ import (
 	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/gateway"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/jobs"
@@ -48,6 +49,11 @@ type Options struct {
 	// rate limits of POST /enroll and POST /bootstrap. The zero value
 	// keeps the gateway's defaults.
 	EnrollLimit, BootstrapLimit gateway.RateLimit
+	// GatewayClock is the clock of the gateway's credentials: WS tickets,
+	// enrollment codes, browser sessions and the rate limits above. Tests
+	// pass a manual clock to expire a ticket without waiting. Default nil:
+	// the wall clock.
+	GatewayClock clock.Clock
 }
 
 // Daemon is one running shardd.
@@ -217,7 +223,8 @@ func (d *Daemon) Start() error {
 		Limits:        outbox.Limits{MaxBytes: cfg.Gateway.OutboundMaxBytes, MaxMessages: cfg.Gateway.OutboundMaxMessages},
 		ServerVersion: d.opts.Version,
 		Metrics:       d.metrics,
-		Store:         d.store,
+		Credentials:   storeCredentials{st: d.store},
+		Clock:         d.opts.GatewayClock,
 		Web: gateway.WebPolicy{
 			Remote:               cfg.Web.Remote(),
 			PublicHost:           cfg.Web.PublicHost,
