@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -511,5 +512,53 @@ func TestActorLevelLease(t *testing.T) {
 	// Released: the client may prompt again.
 	if resp := f.prompt(c, "p2", "sim: say free"); !resp.Success {
 		t.Fatalf("prompt after the lease: %+v", resp.Error)
+	}
+}
+
+// TestActorLevelStartTimeout: a runtime that never gets ready is killed
+// when the readiness bound (fired through a manual clock) passes; the
+// create is answered RUNTIME_START_FAILED and the agent is reported
+// failed, its identity kept.
+func TestActorLevelStartTimeout(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep(1) to stand in for a mute runtime")
+	}
+	clk := newManualClock(t)
+	f := newAgent(t, withClock(clk), func(d *agent.Deps, _ *store.Agent) {
+		d.Runtime.Path, d.Runtime.Args = sleep, []string{"600"} // never writes hello
+	})
+	c := f.conn("unix")
+	f.send(c, &protocol.AgentCreate{Header: f.header(protocol.TypeAgentCreate, "create-1"), Cwd: f.m.Cwd})
+	f.statusChanged(protocol.RuntimeStarting)
+	clk.wait(1)
+	actortest.Eventually(t, "the mute runtime started", func() bool { return len(actortest.RuntimePIDs(t, f.m.AgentID)) == 1 })
+	clk.Advance(actortest.Timeout) // the readiness bound
+	rec := c.Take(t, actortest.ResponseTo("create-1"))
+	if resp := rec.Response(t); resp.Success || resp.Error.Code != protocol.CodeRuntimeStartFailed {
+		t.Fatalf("create = %s, want RUNTIME_START_FAILED", rec.Raw)
+	}
+	var exited protocol.AgentExited
+	f.hub.Expect(t, func(r actortest.Record) bool {
+		return r.Type == protocol.TypeAgentExited && json.Unmarshal(r.Raw, &exited) == nil
+	})
+	if exited.RuntimeState != protocol.RuntimeFailed || !strings.Contains(exited.Reason, "not ready") {
+		t.Fatalf("agent_exited = %+v", exited)
+	}
+	if info := f.info(runtimeState(protocol.RuntimeFailed)); info.AgentID != f.m.AgentID {
+		t.Fatalf("info = %+v", info)
+	}
+}
+
+// TestActorLevelSubagentRoutesRequestsUp: a subagent with no interactive
+// client of its own sends its permission request up the hierarchy,
+// through its parent (the registry), to its parent agent.
+func TestActorLevelSubagentRoutesRequestsUp(t *testing.T) {
+	const parentID = "agent-parent"
+	f := newAgent(t, func(_ *agent.Deps, m *store.Agent) { m.ParentAgentID = parentID })
+	f.parent.Send(f.pid, &agent.Inject{Key: "run-1", Text: `sim: tool write {"path":"x.txt","content":"x"}`})
+	actortest.Expect[*agent.Injected](t, f.parent, nil)
+	if r := actortest.Expect[*agent.Route](t, f.parent, nil); r.AgentID != parentID || r.Msg == nil {
+		t.Fatalf("Route = %+v, want a message for %s", r, parentID)
 	}
 }
