@@ -6,12 +6,14 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shard-dev/shard/client"
 
 	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/internal/actortest"
 	"github.com/shard-dev/shard/internal/daemon"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -112,14 +114,16 @@ func TestKillEscalatesThroughAHungRuntime(t *testing.T) {
 	attach(t, c, id, "")
 	prompt(t, c, id, "sim: say hanging\nsim: hang")
 	waitFor(t, c, isType(protocol.TypeMessageDelta, id))
-	// `hang` follows the text at once; a hung runtime sends nothing more to
-	// wait for, so give it a moment to get there (else the abort would be
-	// honoured and the test would prove nothing).
-	time.Sleep(150 * time.Millisecond)
 	pids := runtimePIDs(t, id)
 	if len(pids) != 1 {
 		t.Fatalf("runtime pids %v", pids)
 	}
+	// `hang` follows the text at once, but a hung runtime sends nothing
+	// more to wait for: it is in place once the runtime ignores SIGTERM,
+	// the last thing `sim: hang` does after it stopped heeding input and
+	// abort (before that the abort would be honoured and the test would
+	// prove nothing).
+	eventually(t, "the runtime ignores SIGTERM", func() bool { return actortest.Ignores(pids[0], syscall.SIGTERM) })
 	// abort is ignored, SIGTERM is ignored: only SIGKILL ends it. The
 	// response comes once the process is gone.
 	if _, err := c.Request(ctx(t), &protocol.AgentKill{Header: protocol.Header{Type: protocol.TypeAgentKill, AgentID: id}}); err != nil {
