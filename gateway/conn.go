@@ -40,6 +40,16 @@ type connActor struct {
 	// writerDone is closed when the writer goroutine has ended (outbox
 	// drained or transport failed).
 	writerDone chan struct{}
+	// routes are this connection's routes to agents it attached, by agent
+	// id (see route).
+	routes map[string]*agentRoute
+}
+
+// agentRoute is how the connection reaches one agent it attached: held
+// while its agent.attach is on its way (pid nil), then directly (pid).
+type agentRoute struct {
+	pid  *actor.PID
+	held []*registry.Command
 }
 
 func (a *connActor) Receive(c actor.Context) {
@@ -48,6 +58,10 @@ func (a *connActor) Receive(c actor.Context) {
 		a.start(c)
 	case *inbound:
 		a.onInbound(c, m)
+	case *agent.Routed:
+		a.onRouted(c, m)
+	case *actor.Terminated:
+		a.onAgentGone(c, m)
 	case *readerDone:
 		c.Stop(c.Self())
 	case *actor.Stopping:
@@ -138,7 +152,110 @@ func (a *connActor) onInbound(c actor.Context, m *inbound) {
 		a.localCommand(h, cmd)
 		return
 	}
-	c.Send(a.g.registry, &registry.Command{Client: a.client, Header: h, Cmd: cmd, Raw: m.rec})
+	a.route(c, &registry.Command{Client: a.client, Header: h, Cmd: cmd, Raw: m.rec})
+}
+
+// Direct routing. Every command used to take the registry's mailbox on its
+// way to an agent (registry.Command, forwarded as agent.Request). A
+// connection that attached an agent sends that agent's commands to the
+// agent actor itself instead, and its commands must still reach the agent
+// in the order it read them. The argument:
+//
+//   - The registry forwards in order, so everything this connection sent
+//     it for agent X before an agent.attach for X reaches X before that
+//     attach.
+//   - X answers the attach, before anything else, with agent.Routed (the
+//     registry, when there is no X, with a nil PID). When Routed arrives,
+//     X has handled the attach, hence everything before it.
+//   - From sending the attach until Routed arrives, later commands for X
+//     are held here, in order; then they go to X directly, in order, and
+//     so do later ones. Nothing sent directly can overtake what went
+//     through the registry: switching from the registry to direct is the
+//     unsafe direction, and it waits for the proof.
+//   - Switching back (agent.detach sent directly, or X's actor gone) is
+//     safe without waiting: whatever was sent to X directly is in X's
+//     mailbox before anything this connection sends the registry next,
+//     which the registry can only forward later.
+//
+// Held commands are the ones that would otherwise wait in the registry's
+// and the agent's mailboxes: holding them adds no bound of its own beyond
+// what the inbound path already accepts. Commands for an agent not
+// attached, and orchestrator commands, go to the registry as before.
+
+// route sends cmd on its way: to the registry, or to an attached agent
+// directly, or holds it behind an agent.attach (see above).
+func (a *connActor) route(c actor.Context, cmd *registry.Command) {
+	id := cmd.Header.AgentID
+	if !perAgent(cmd.Header) {
+		c.Send(a.g.registry, cmd)
+		return
+	}
+	r := a.routes[id]
+	switch {
+	case r == nil:
+		c.Send(a.g.registry, cmd)
+		if cmd.Header.Type == protocol.TypeAgentAttach {
+			if a.routes == nil {
+				a.routes = make(map[string]*agentRoute)
+			}
+			a.routes[id] = &agentRoute{} // held until Routed
+		}
+	case r.pid == nil:
+		r.held = append(r.held, cmd)
+	default:
+		c.Send(r.pid, &agent.Request{Client: cmd.Client, Header: cmd.Header, Cmd: cmd.Cmd, Raw: cmd.Raw})
+		if cmd.Header.Type == protocol.TypeAgentDetach {
+			c.Unwatch(r.pid)
+			delete(a.routes, id) // back to the registry: the safe direction
+		}
+	}
+}
+
+// perAgent reports whether the registry would forward a command with this
+// header to its agent's actor as it is: a per-agent command naming its
+// agent, or agent.attach/detach/terminate/kill. (get_sync is internal to
+// the daemon: the registry refuses it.)
+func perAgent(h protocol.Header) bool {
+	if h.AgentID == "" || h.Type == protocol.TypeGetSync {
+		return false
+	}
+	switch h.Type {
+	case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill:
+		return true
+	}
+	return protocol.CommandScope(h.Type) == protocol.ScopeAgent
+}
+
+// onRouted ends the hold behind an agent.attach: the held commands go on,
+// in order, directly to the agent, or through the registry when it has no
+// such agent. Each takes the routing path again (a held detach or attach
+// changes the route for those behind it). A Routed for a route already
+// gone (detached meanwhile) or already direct changes nothing.
+func (a *connActor) onRouted(c actor.Context, m *agent.Routed) {
+	r := a.routes[m.AgentID]
+	if r == nil || r.pid != nil {
+		return
+	}
+	held := r.held
+	if m.PID == nil {
+		delete(a.routes, m.AgentID)
+	} else {
+		r.pid, r.held = m.PID, nil
+		c.Watch(m.PID)
+	}
+	for _, cmd := range held {
+		a.route(c, cmd)
+	}
+}
+
+// onAgentGone forgets the route to an agent actor that stopped: later
+// commands for it take the registry, which serves its respawned actor.
+func (a *connActor) onAgentGone(_ actor.Context, m *actor.Terminated) {
+	for id, r := range a.routes {
+		if r.pid != nil && r.pid.Equal(m.Who) {
+			delete(a.routes, id)
+		}
+	}
 }
 
 // localCommand answers the commands only a local (unix socket) client may

@@ -8,49 +8,6 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// Route asks the registry to deliver Msg to the agent actor AgentID,
-// keeping the sender. Agents use it to reach their parent; the jobs
-// subsystem to reach children.
-type Route struct {
-	AgentID string
-	Msg     any
-}
-
-// Delegate asks an ancestor to surface a child's permission/UI request to
-// its interactive clients (spec §6.3): a child with no interactive responder
-// of its own routes the request to the nearest ancestor that has one. Rec is
-// the request event with the child's agent_id; Origin is the child actor.
-type Delegate struct {
-	RequestID string
-	Rec       []byte
-	Origin    *actor.PID
-}
-
-// DelegateResult answers a Delegate: Accepted by the ancestor actor PID, or
-// not accepted (no responder anywhere up the hierarchy).
-type DelegateResult struct {
-	RequestID string
-	Accepted  bool
-	PID       *actor.PID
-}
-
-// DelegatedResolved tells the ancestor that a delegated request closed; Rec
-// is the resolved event (child agent_id) its clients receive.
-type DelegatedResolved struct {
-	RequestID string
-	Rec       []byte
-}
-
-// CheckResponder asks the ancestor whether a client that answered a
-// delegated request is one of its interactive attachments.
-type CheckResponder struct{ Req *Request }
-
-// ResponderChecked answers CheckResponder.
-type ResponderChecked struct {
-	OK  bool
-	Req *Request
-}
-
 // foreignRequest is a descendant's request surfaced through this agent.
 type foreignRequest struct {
 	child *actor.PID

@@ -2,80 +2,13 @@ package agent
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/shard-dev/shard/actors/proc"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/supervisor"
 )
-
-// LeaseStart asks the agent to run one task for a subagent run: once its
-// runtime is ready and idle the task is sent as a prompt, and the holder
-// hears LeaseStarted, then exactly one LeaseEnded. While the lease is held
-// a client's direct prompt or steer gets CONFLICT (spec §10.3 lease guard).
-type LeaseStart struct {
-	RunID  string
-	Task   string
-	Holder *actor.PID
-}
-
-// LeaseStop cancels the leased run's turn by escalation (abort, then
-// graceful, then kill); the holder hears LeaseEnded with Cancelled set.
-type LeaseStop struct {
-	RunID string
-	Force bool
-}
-
-// LeaseSteer delivers a parent's message into the leased run's active turn
-// (subagent.steer, strict: never queued for a later turn). The agent answers
-// the client itself with SubagentSteerData: injected, or conflict when no
-// turn of the run is in flight.
-type LeaseSteer struct {
-	RunID, Message, CorrelationID string
-	Client                        *Client
-	Header                        protocol.Header
-}
-
-// LeaseStarted tells the holder the child accepted the task: the run is active.
-type LeaseStarted struct {
-	RunID   string
-	AgentID string
-}
-
-// LeaseEnded tells the holder how the run's turn ended.
-type LeaseEnded struct {
-	RunID   string
-	AgentID string
-	// Completed: the turn ended normally; FinalText is the last assistant text.
-	Completed bool
-	// Cancelled: the turn ended because of LeaseStop or a client's abort.
-	Cancelled bool
-	FinalText string
-	Usage     protocol.RunUsage
-	// Error says why a run that did not complete ended.
-	Error string
-	// StopStage is the last escalation stage used ("abort", "term", "kill").
-	StopStage string
-	// ExitStatus describes the runtime's exit when it ended the run.
-	ExitStatus string
-}
-
-// Inject delivers a completion report into a parent agent: steered into
-// its active turn, or as a prompt (restoring a stopped runtime) when idle.
-// The sender hears Injected once the runtime accepted it.
-type Inject struct {
-	Key  string // echoed in Injected (the run id)
-	Text string
-}
-
-// Injected acknowledges an Inject.
-type Injected struct {
-	Key string
-	Err error
-}
 
 // lease is the agent's side of a subagent run.
 type lease struct {
@@ -115,16 +48,13 @@ func (a *Actor) pumpLease(c actor.Context) {
 		return // a client's turn is finishing; the lease waits for idle
 	}
 	l.prompted = true
-	a.seq++
-	did := "d-" + strconv.Itoa(a.seq)
-	a.inflight[did] = &inflight{command: protocol.TypePrompt, lease: true}
 	// follow_up: should a client's prompt have reached the runtime first,
 	// the task waits for that turn instead of being refused (an idle
 	// runtime starts it at once).
-	a.sys.Root.Send(a.rt, &proc.Write{Line: protocol.MustMarshal(protocol.Prompt{
-		Header: protocol.Header{ID: did, Type: protocol.TypePrompt}, Message: l.task,
+	a.toRuntime(&inflight{command: protocol.TypePrompt, lease: true}, protocol.MustMarshal(protocol.Prompt{
+		Header: protocol.Header{Type: protocol.TypePrompt}, Message: l.task,
 		StreamingBehavior: protocol.BehaviorFollowUp,
-	})})
+	}))
 }
 
 func (a *Actor) onLeaseResponse(c actor.Context, resp *protocol.Response) {
@@ -261,7 +191,7 @@ func (a *Actor) leaseGuard(r *Request) bool {
 	case protocol.TypeSteer:
 		// A human steer takes the strict path: into the run's active turn
 		// or CONFLICT, never a new turn of its own.
-		raw, err := setFields(r.Raw, map[string]any{"strict": true})
+		raw, err := protocol.SetMember(r.Raw, "strict", []byte("true"))
 		if err != nil {
 			return false
 		}
@@ -293,19 +223,16 @@ func (a *Actor) pumpInjects(c actor.Context) {
 		return
 	}
 	for _, p := range a.injects {
-		a.seq++
-		did := "d-" + strconv.Itoa(a.seq)
-		a.inflight[did] = &inflight{command: protocol.TypePrompt, injectKey: p.key, injectTo: p.from}
 		// Steer into an active turn; otherwise a prompt. follow_up rather
 		// than no behaviour: the status seen here may lag the runtime (a
 		// report sent just before this one may have started a turn), and an
 		// idle runtime starts a follow_up at once.
-		msg := protocol.Prompt{Header: protocol.Header{ID: did, Type: protocol.TypePrompt}, Message: p.text,
+		msg := protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt}, Message: p.text,
 			StreamingBehavior: protocol.BehaviorFollowUp, DedupeKey: "report:" + p.key}
 		if a.status.Active() {
 			msg.StreamingBehavior = protocol.BehaviorSteer
 		}
-		a.sys.Root.Send(a.rt, &proc.Write{Line: protocol.MustMarshal(msg)})
+		a.toRuntime(&inflight{command: protocol.TypePrompt, injectKey: p.key, injectTo: p.from}, protocol.MustMarshal(msg))
 	}
 	a.injects = nil
 }
@@ -317,12 +244,9 @@ func (a *Actor) onLeaseSteer(m *LeaseSteer) {
 			Status: "conflict", RunID: m.RunID, CorrelationID: m.CorrelationID}))
 		return
 	}
-	a.seq++
-	did := "d-" + strconv.Itoa(a.seq)
-	a.inflight[did] = &inflight{command: protocol.TypeSteer, steer: m}
-	a.sys.Root.Send(a.rt, &proc.Write{Line: protocol.MustMarshal(protocol.Steer{
-		Header: protocol.Header{ID: did, Type: protocol.TypeSteer}, Message: m.Message, Strict: true,
-	})})
+	a.toRuntime(&inflight{command: protocol.TypeSteer, steer: m}, protocol.MustMarshal(protocol.Steer{
+		Header: protocol.Header{Type: protocol.TypeSteer}, Message: m.Message, Strict: true,
+	}))
 }
 
 // answerSteer maps the runtime's answer to a strict steer onto the

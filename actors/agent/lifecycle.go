@@ -25,9 +25,8 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "daemon is shutting down"))
 		return
 	}
-	a.epoch++
-	a.ready, a.gotHello, a.caps, a.startFailed, a.badRecords = false, false, nil, "", 0
-	a.stopping, a.esc, a.terminateWhenIdle = false, nil, false
+	a.generation = generation{epoch: a.epoch + 1} // a.rt is nil: none runs
+	a.startFailed, a.stopping, a.esc, a.terminateWhenIdle = "", false, nil, false
 	rc := a.deps.Runtime
 	env := append(append([]string(nil), rc.Env...),
 		"SHARD_AGENT_ID="+a.m.AgentID,
@@ -57,7 +56,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "agent cwd is not a directory"))
 		return
 	}
-	pid, err := c.SpawnNamed(proc.Props(spec, a.self, a.log), "runtime-"+strconv.FormatInt(a.epoch, 10))
+	pid, err := c.SpawnNamed(proc.Props(spec, a.self, a.log, a.deps.Goroutines), "runtime-"+strconv.FormatInt(a.epoch, 10))
 	if err != nil {
 		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "spawn runtime actor: %v", err))
 		return
@@ -330,7 +329,7 @@ const (
 // after delivers msg to the actor itself once d has passed, replacing the
 // pending timer of the same kind (its message would be stale anyway: each
 // carries the epoch and generation it was armed for).
-func (a *Actor) after(kind timerKind, d time.Duration, msg any) {
+func (a *Actor) after(kind timerKind, d time.Duration, msg Message) {
 	if t := a.timers[kind]; t != nil {
 		t.Stop()
 		a.timers[kind] = nil

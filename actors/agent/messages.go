@@ -7,6 +7,35 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
+// Message is a message of the agent actor family: every message the agent
+// actor receives (and the replies it sends, which other actors receive) is
+// one of the types in this file. The interface is sealed by its unexported
+// method, so nothing outside the family can pass for one, and Route carries
+// a Message instead of any. Receive logs anything else it is sent.
+type Message interface{ agentMessage() }
+
+func (Request) agentMessage()           {}
+func (Shutdown) agentMessage()          {}
+func (InfoChanged) agentMessage()       {}
+func (Drained) agentMessage()           {}
+func (Routed) agentMessage()            {}
+func (Route) agentMessage()             {}
+func (LeaseStart) agentMessage()        {}
+func (LeaseStop) agentMessage()         {}
+func (LeaseSteer) agentMessage()        {}
+func (LeaseStarted) agentMessage()      {}
+func (LeaseEnded) agentMessage()        {}
+func (Inject) agentMessage()            {}
+func (Injected) agentMessage()          {}
+func (Delegate) agentMessage()          {}
+func (DelegateResult) agentMessage()    {}
+func (DelegatedResolved) agentMessage() {}
+func (CheckResponder) agentMessage()    {}
+func (ResponderChecked) agentMessage()  {}
+func (startTimeout) agentMessage()      {}
+func (idleTick) agentMessage()          {}
+func (escTimer) agentMessage()          {}
+
 // Client is a connection as the agent sees it: where to send records and
 // which actor to watch for its end.
 type Client struct {
@@ -61,7 +90,129 @@ type InfoChanged struct{ Info protocol.AgentInfo }
 // Drained is sent to the parent when a Shutdown has completed.
 type Drained struct{ AgentID string }
 
-// Internal timer messages, tagged so stale ones are ignored.
+// Routed tells a connection actor where its commands for AgentID go from
+// now on (see gateway's direct routing): the agent actor sends it, before
+// anything else, when it handles the connection's agent.attach, with PID
+// itself; the registry sends it with a nil PID when it answers an
+// agent.attach with NOT_FOUND. Either way it is the first thing the
+// connection hears about that attach, so the connection may hold its
+// later commands for AgentID until it arrives and then send them on in
+// order.
+type Routed struct {
+	AgentID string
+	PID     *actor.PID
+}
+
+// LeaseStart asks the agent to run one task for a subagent run: once its
+// runtime is ready and idle the task is sent as a prompt, and the holder
+// hears LeaseStarted, then exactly one LeaseEnded. While the lease is held
+// a client's direct prompt or steer gets CONFLICT (spec §10.3 lease guard).
+type LeaseStart struct {
+	RunID  string
+	Task   string
+	Holder *actor.PID
+}
+
+// LeaseStop cancels the leased run's turn by escalation (abort, then
+// graceful, then kill); the holder hears LeaseEnded with Cancelled set.
+type LeaseStop struct {
+	RunID string
+	Force bool
+}
+
+// LeaseSteer delivers a parent's message into the leased run's active turn
+// (subagent.steer, strict: never queued for a later turn). The agent answers
+// the client itself with SubagentSteerData: injected, or conflict when no
+// turn of the run is in flight.
+type LeaseSteer struct {
+	RunID, Message, CorrelationID string
+	Client                        *Client
+	Header                        protocol.Header
+}
+
+// LeaseStarted tells the holder the child accepted the task: the run is active.
+type LeaseStarted struct {
+	RunID   string
+	AgentID string
+}
+
+// LeaseEnded tells the holder how the run's turn ended.
+type LeaseEnded struct {
+	RunID   string
+	AgentID string
+	// Completed: the turn ended normally; FinalText is the last assistant text.
+	Completed bool
+	// Cancelled: the turn ended because of LeaseStop or a client's abort.
+	Cancelled bool
+	FinalText string
+	Usage     protocol.RunUsage
+	// Error says why a run that did not complete ended.
+	Error string
+	// StopStage is the last escalation stage used ("abort", "term", "kill").
+	StopStage string
+	// ExitStatus describes the runtime's exit when it ended the run.
+	ExitStatus string
+}
+
+// Inject delivers a completion report into a parent agent: steered into
+// its active turn, or as a prompt (restoring a stopped runtime) when idle.
+// The sender hears Injected once the runtime accepted it.
+type Inject struct {
+	Key  string // echoed in Injected (the run id)
+	Text string
+}
+
+// Injected acknowledges an Inject.
+type Injected struct {
+	Key string
+	Err error
+}
+
+// Route asks the registry to deliver Msg to the agent actor AgentID,
+// keeping the sender. Agents use it to reach their parent; the jobs
+// subsystem to reach children.
+type Route struct {
+	AgentID string
+	Msg     Message
+}
+
+// Delegate asks an ancestor to surface a child's permission/UI request to
+// its interactive clients (spec §6.3): a child with no interactive responder
+// of its own routes the request to the nearest ancestor that has one. Rec is
+// the request event with the child's agent_id; Origin is the child actor.
+type Delegate struct {
+	RequestID string
+	Rec       []byte
+	Origin    *actor.PID
+}
+
+// DelegateResult answers a Delegate: Accepted by the ancestor actor PID, or
+// not accepted (no responder anywhere up the hierarchy).
+type DelegateResult struct {
+	RequestID string
+	Accepted  bool
+	PID       *actor.PID
+}
+
+// DelegatedResolved tells the ancestor that a delegated request closed; Rec
+// is the resolved event (child agent_id) its clients receive.
+type DelegatedResolved struct {
+	RequestID string
+	Rec       []byte
+}
+
+// CheckResponder asks the ancestor whether a client that answered a
+// delegated request is one of its interactive attachments.
+type CheckResponder struct{ Req *Request }
+
+// ResponderChecked answers CheckResponder.
+type ResponderChecked struct {
+	OK  bool
+	Req *Request
+}
+
+// Timer messages the actor sends itself (see after), tagged with the
+// generation they were armed for so that stale ones are ignored.
 type (
 	startTimeout struct{ epoch int64 }
 	idleTick     struct {

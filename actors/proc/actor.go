@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/internal/procs"
+	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -45,6 +46,8 @@ type Actor struct {
 	spec   Spec
 	agent  *actor.PID
 	logger *slog.Logger
+	// goroutines owns the reader, exit-wait and stdin writer goroutines.
+	goroutines *xsync.Group
 
 	cmd         *exec.Cmd
 	pgid        int
@@ -54,10 +57,12 @@ type Actor struct {
 }
 
 // Props returns the props of a runtime actor for spec. The agent receives
-// Output and Exited messages.
-func Props(spec Spec, agent *actor.PID, logger *slog.Logger) *actor.Props {
+// Output and Exited messages. Every goroutine the actor starts runs in
+// goroutines (required), which its owner closes once the actor is gone:
+// they all end when the child process is gone and its output drained.
+func Props(spec Spec, agent *actor.PID, logger *slog.Logger, goroutines *xsync.Group) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{spec: spec, agent: agent, logger: logger}
+		return &Actor{spec: spec, agent: agent, logger: logger, goroutines: goroutines}
 	})
 }
 
@@ -142,11 +147,16 @@ func (a *Actor) start(c actor.Context) {
 		st, _ := procs.StartTime(a.pgid)
 		a.spec.Track.Started(a.spec.Epoch, a.pgid, a.pgid, st)
 	}
-	a.stdin = newStdinQueue(stdinW)
+	a.stdin = newStdinQueue(stdinW, a.goroutines)
 
 	readerDone := make(chan struct{})
-	go a.readStdout(sys, outR, readerDone)
-	go func() {
+	if !a.goroutines.Go(func() { a.readStdout(sys, outR, readerDone) }) {
+		// The daemon is stopping (its goroutines are closed): no runtime
+		// may start. The process is killed; nothing waits for it.
+		a.refuse(c, outR)
+		return
+	}
+	started := a.goroutines.Go(func() {
 		// Wait for the exit in the netpoller, so that a live runtime
 		// does not hold an OS thread blocked in waitid; Wait then only
 		// reaps (it falls back to blocking without pidfd support).
@@ -155,15 +165,33 @@ func (a *Actor) start(c actor.Context) {
 		// The runtime is gone: nothing it started may outlive it.
 		_ = syscall.Kill(-a.pgid, syscall.SIGKILL)
 		procs.KillWithEnv(a.spec.Sweep...)
+		drain := time.NewTimer(drainBound)
 		select {
 		case <-readerDone:
-		case <-time.After(drainBound):
+		case <-drain.C:
 			outR.Close()
 			<-readerDone
 		}
+		drain.Stop()
 		code, reason := describeExit(cmd, err)
 		sys.Root.Send(self, &procExited{code: code, reason: reason})
-	}()
+	})
+	if !started {
+		a.refuse(c, nil) // the reader ends at EOF once the group is killed
+	}
+}
+
+// refuse kills a process just started when its goroutines were refused
+// (the daemon is stopping) and reports it as never started; outR, when
+// set, is the stdout nothing reads.
+func (a *Actor) refuse(c actor.Context, outR *os.File) {
+	_ = syscall.Kill(-a.pgid, syscall.SIGKILL)
+	if outR != nil {
+		outR.Close()
+	}
+	a.closeStdin()
+	a.exited = true
+	c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: -1, Reason: "spawn: the daemon is stopping"})
 }
 
 const (

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/shard-dev/shard/actors/proc"
+	"github.com/shard-dev/shard/internal/xsync"
 )
 
 func TestMain(m *testing.M) {
@@ -50,11 +51,13 @@ func spawn(t *testing.T, script string) (*actor.ActorSystem, *actor.PID, *probe,
 	var rt *actor.PID
 	// The runtime is the probe's child in the daemon; here a root actor
 	// whose Exited goes to the probe.
-	rt = sys.Root.Spawn(proc.Props(spec, agentPID, slog.New(slog.DiscardHandler)))
+	g := &xsync.Group{}
+	rt = sys.Root.Spawn(proc.Props(spec, agentPID, slog.New(slog.DiscardHandler), g))
 	t.Cleanup(func() {
 		_ = sys.Root.StopFuture(agentPID).Wait()
 		_ = sys.Root.StopFuture(rt).Wait()
 		sys.Shutdown()
+		g.Close() // the runtime is killed: its goroutines end
 	})
 	return sys, rt, p, logPath
 }
@@ -133,7 +136,7 @@ func TestSpawnFailureReportsExited(t *testing.T) {
 	p := &probe{out: make(chan string, 1), exited: make(chan *proc.Exited, 1)}
 	agentPID := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
 	defer func() { _ = sys.Root.StopFuture(agentPID).Wait() }()
-	sys.Root.Spawn(proc.Props(proc.Spec{Path: "/nonexistent/runtime", Dir: t.TempDir()}, agentPID, slog.New(slog.DiscardHandler)))
+	sys.Root.Spawn(proc.Props(proc.Spec{Path: "/nonexistent/runtime", Dir: t.TempDir()}, agentPID, slog.New(slog.DiscardHandler), &xsync.Group{}))
 	ex := recv(t, p.exited)
 	if ex.Started || ex.ExitCode != -1 || !strings.HasPrefix(ex.Reason, "spawn:") {
 		t.Fatalf("exited = %+v", ex)
@@ -162,11 +165,13 @@ func spawnBatches(t *testing.T, script string) (*batchProbe, *actor.PID) {
 	agentPID := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
 	dir := t.TempDir()
 	spec := proc.Spec{Epoch: 1, Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}}
-	rt := sys.Root.Spawn(proc.Props(spec, agentPID, slog.New(slog.DiscardHandler)))
+	g := &xsync.Group{}
+	rt := sys.Root.Spawn(proc.Props(spec, agentPID, slog.New(slog.DiscardHandler), g))
 	t.Cleanup(func() {
 		_ = sys.Root.StopFuture(agentPID).Wait()
 		_ = sys.Root.StopFuture(rt).Wait()
 		sys.Shutdown()
+		g.Close() // the runtime is killed: its goroutines end
 	})
 	return p, rt
 }
@@ -248,5 +253,25 @@ func TestOutputBatchDoesNotWait(t *testing.T) {
 	}
 	if got[0] != `{"type":"a"}` || got[1] != `{"type":"b"}` || len(got) != 2 {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// TestRefusedGoroutinesKillTheProcess: with its goroutine group closed
+// (the daemon stopping), a runtime actor starts no goroutine, kills the
+// process it started and reports it as never started.
+func TestRefusedGoroutinesKillTheProcess(t *testing.T) {
+	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	defer sys.Shutdown()
+	p := &probe{out: make(chan string, 1), exited: make(chan *proc.Exited, 1)}
+	agentPID := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
+	defer func() { _ = sys.Root.StopFuture(agentPID).Wait() }()
+	g := &xsync.Group{}
+	g.Close()
+	spec := proc.Spec{Path: "/bin/sh", Args: []string{"-c", "sleep 60"}, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
+	rt := sys.Root.Spawn(proc.Props(spec, agentPID, slog.New(slog.DiscardHandler), g))
+	defer func() { _ = sys.Root.StopFuture(rt).Wait() }()
+	ex := recv(t, p.exited)
+	if ex.Started || ex.ExitCode != -1 || ex.Reason != "spawn: the daemon is stopping" {
+		t.Fatalf("exited = %+v", ex)
 	}
 }

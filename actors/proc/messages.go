@@ -1,5 +1,18 @@
 package proc
 
+// Message is a message of the proc actor family: what the actor receives
+// (Write, Term, Kill and its own procExited) and what it sends its agent
+// (Output, Exited). The interface is sealed by its unexported method;
+// Receive logs anything else it is sent.
+type Message interface{ procMessage() }
+
+func (Output) procMessage()     {}
+func (Exited) procMessage()     {}
+func (Write) procMessage()      {}
+func (Term) procMessage()       {}
+func (Kill) procMessage()       {}
+func (procExited) procMessage() {}
+
 // Spec describes the process of one Runtime generation.
 type Spec struct {
 	// Epoch is the generation number, echoed on every message to the agent.
@@ -62,6 +75,7 @@ type Term struct{}
 // Kill sends SIGKILL to the process group.
 type Kill struct{}
 
+// procExited is the exit-wait goroutine's report to the actor itself.
 type procExited struct {
 	code   int
 	reason string

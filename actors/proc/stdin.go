@@ -3,6 +3,8 @@ package proc
 import (
 	"io"
 	"sync"
+
+	"github.com/shard-dev/shard/internal/xsync"
 )
 
 // stdinQueue holds the records waiting for a child's stdin and writes them
@@ -14,6 +16,8 @@ import (
 // and closes without ever blocking.
 type stdinQueue struct {
 	w io.WriteCloser
+	// goroutines runs the writer goroutine.
+	goroutines *xsync.Group
 
 	mu      sync.Mutex
 	lines   [][]byte
@@ -22,10 +26,13 @@ type stdinQueue struct {
 	failed  bool // a write failed: later records are dropped
 }
 
-func newStdinQueue(w io.WriteCloser) *stdinQueue { return &stdinQueue{w: w} }
+func newStdinQueue(w io.WriteCloser, goroutines *xsync.Group) *stdinQueue {
+	return &stdinQueue{w: w, goroutines: goroutines}
+}
 
 // push queues line; it reports false when the queue already holds
-// stdinQueueMax records (a child that stopped reading) or is closed.
+// stdinQueueMax records (a child that stopped reading), is closed, or the
+// writer goroutine was refused (the daemon is stopping).
 func (q *stdinQueue) push(line []byte) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -35,11 +42,13 @@ func (q *stdinQueue) push(line []byte) bool {
 	if q.failed {
 		return true // the child's stdin is gone; the record is dropped
 	}
-	q.lines = append(q.lines, line)
 	if !q.writing {
-		q.writing = true
-		go q.write()
+		if !q.goroutines.Go(q.write) {
+			return false
+		}
+		q.writing = true // the writer waits for mu: it sees the line below
 	}
+	q.lines = append(q.lines, line)
 	return true
 }
 

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shard-dev/shard/internal/xsync"
 )
 
 // recorder is a stdin that records what is written, failing after failAt
@@ -44,7 +46,7 @@ func (r *recorder) String() string {
 
 func TestStdinQueueWritesInOrderAndDrainsOnClose(t *testing.T) {
 	w := newRecorder()
-	q := newStdinQueue(w)
+	q := newStdinQueue(w, group(t))
 	var want bytes.Buffer
 	for i := range 500 {
 		line := fmt.Appendf(nil, `{"n":%d}`, i)
@@ -69,7 +71,7 @@ func TestStdinQueueWritesInOrderAndDrainsOnClose(t *testing.T) {
 // queued closes stdin at once.
 func TestStdinQueueWriterComesAndGoes(t *testing.T) {
 	w := newRecorder()
-	q := newStdinQueue(w)
+	q := newStdinQueue(w, group(t))
 	for i := range 3 {
 		q.push(fmt.Appendf(nil, "%d", i))
 		deadline := time.Now().Add(5 * time.Second)
@@ -96,7 +98,7 @@ func TestStdinQueueWriterComesAndGoes(t *testing.T) {
 func TestStdinQueueBoundsAStuckChild(t *testing.T) {
 	w := newRecorder()
 	w.hold.Lock() // the child never reads
-	q := newStdinQueue(w)
+	q := newStdinQueue(w, group(t))
 	// The writer holds the batch it took (blocked on its first write);
 	// stdinQueueMax more may wait behind it, and no more.
 	accepted := 0
@@ -119,7 +121,7 @@ func TestStdinQueueBoundsAStuckChild(t *testing.T) {
 func TestStdinQueueAfterWriteErrorDrops(t *testing.T) {
 	w := newRecorder()
 	w.failAt = 3
-	q := newStdinQueue(w)
+	q := newStdinQueue(w, group(t))
 	for range 3 * stdinQueueMax { // pushes never back up behind a dead child
 		q.push([]byte("{}"))
 	}
@@ -128,4 +130,12 @@ func TestStdinQueueAfterWriteErrorDrops(t *testing.T) {
 	if got := w.String(); got != "{}\n{}\n{}\n" {
 		t.Errorf("wrote %q before the error", got)
 	}
+}
+
+// group returns a goroutine group closed when the test ends: every
+// goroutine the code under test started must have ended by then.
+func group(t *testing.T) *xsync.Group {
+	g := &xsync.Group{}
+	t.Cleanup(g.Close)
+	return g
 }

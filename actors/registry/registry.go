@@ -257,6 +257,9 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 	}
 	e := r.agents[cmd.Header.AgentID]
 	if e == nil {
+		if typ == protocol.TypeAgentAttach && cmd.Client.PID != nil {
+			c.Send(cmd.Client.PID, &agent.Routed{AgentID: cmd.Header.AgentID}) // no agent: the connection stops holding
+		}
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", cmd.Header.AgentID))
 		return
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/procs"
+	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/jobs"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
@@ -69,6 +70,11 @@ type Daemon struct {
 	registry *actor.PID
 	hub      *outbox.Hub
 	gw       *gateway.Gateway
+
+	// goroutines owns the goroutines of the agent and runtime actors; it
+	// is closed once the actor system is down (every runtime child gone),
+	// before the store they may write to.
+	goroutines xsync.Group
 
 	startedAt time.Time
 	stopOnce  sync.Once
@@ -122,6 +128,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 // daemon accepts clients on both transports.
 func (d *Daemon) Start() error {
 	d.startedAt = time.Now()
+	d.goroutines.OnPanic = func(err error) { d.log.Error("actor goroutine panicked", "err", err) }
 	actorLog := slog.New(minLevel{Handler: d.log.Handler(), min: slog.LevelWarn}).With("component", "actor")
 	d.sys = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actorLog }),
@@ -162,9 +169,10 @@ func (d *Daemon) Start() error {
 		Logger:  d.log.With("component", "registry"),
 		Metrics: d.metrics,
 		Agent: agent.Deps{
-			Hub:     d.hub,
-			Logger:  d.log.With("component", "agent"),
-			Metrics: d.metrics,
+			Goroutines: &d.goroutines,
+			Hub:        d.hub,
+			Logger:     d.log.With("component", "agent"),
+			Metrics:    d.metrics,
 			SaveSelection: func(agentID, model, mode string) {
 				err := d.store.UpdateAgent(agentID, func(a *store.Agent) error {
 					a.Model, a.Mode = model, mode
@@ -356,6 +364,10 @@ func (d *Daemon) stopActors() {
 		_ = d.sys.Root.StopFuture(d.registry).Wait()
 	}
 	d.sys.Shutdown()
+	// The agent actors are stopped, and with them their runtime actors,
+	// which kill their child on the way out: the goroutines waiting for a
+	// child or reading its output end (within the proc drain bound).
+	d.goroutines.Close()
 }
 
 // writeDiscovery writes daemon.json atomically (DESIGN §5).

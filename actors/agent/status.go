@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+	"github.com/shard-dev/shard/supervisor"
+)
+
+func (a *Actor) setStatus(c actor.Context, s protocol.AgentStatus) {
+	if s == a.status {
+		return
+	}
+	a.status = s
+	a.broadcastStatus(c)
+	a.setActivity(phaseOf(s), "")
+	if s.Active() {
+		return
+	}
+	a.idleSince = a.deps.Clock.Now()
+	a.armIdle()
+	a.pumpLease(c)
+	if a.esc != nil && a.esc.Stage() == supervisor.ActAbort {
+		act, wait := a.esc.Idle()
+		a.perform(c, act, wait)
+	}
+	if a.terminateWhenIdle && !a.stopping {
+		a.terminateWhenIdle = false
+		a.stopRuntime(c, supervisor.StopGraceful)
+	}
+}
+
+func phaseOf(s protocol.AgentStatus) string {
+	switch s {
+	case protocol.StatusStreaming:
+		return protocol.PhaseStreaming
+	case protocol.StatusWaitingForPermission, protocol.StatusWaitingForUI:
+		return protocol.PhaseWaiting
+	case protocol.StatusCompacting:
+		return protocol.PhaseCompacting
+	case protocol.StatusError:
+		return protocol.PhaseError
+	}
+	return protocol.PhaseIdle
+}
+
+// setActivity broadcasts the sanitized agent_activity overview when the
+// coarse phase (or tool) changes. It never carries text, args or paths.
+func (a *Actor) setActivity(phase, tool string) {
+	if phase == a.phase && tool == a.phaseArg {
+		return
+	}
+	a.phase, a.phaseArg = phase, tool
+	a.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentActivity{
+		Header:    protocol.Header{Type: protocol.TypeAgentActivity, AgentID: a.m.AgentID},
+		Timestamp: a.deps.Clock.Now().UnixMilli(),
+		Phase:     phase,
+		Status:    a.status,
+		ToolName:  tool,
+	}))
+}
+
+func (a *Actor) broadcastStatus(c actor.Context) {
+	a.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentStatusChanged{
+		Header:       protocol.Header{Type: protocol.TypeAgentStatusChanged, AgentID: a.m.AgentID},
+		Status:       a.status,
+		RuntimeState: a.rstate,
+	}))
+	a.notifyInfo(c)
+}
+
+func (a *Actor) notifyInfo(c actor.Context) {
+	if p := c.Parent(); p != nil {
+		c.Send(p, &InfoChanged{Info: a.Info()})
+	}
+}
+
+// Info returns the agent's public projection.
+func (a *Actor) Info() protocol.AgentInfo {
+	return InfoOf(a.m, a.status, a.rstate, a.mode, a.usage)
+}
+
+// InfoOf projects a manifest and live state into AgentInfo.
+func InfoOf(m store.Agent, status protocol.AgentStatus, rs protocol.RuntimeState, mode string, usage protocol.Usage) protocol.AgentInfo {
+	if mode == "" {
+		mode = m.Mode
+	}
+	info := protocol.AgentInfo{
+		AgentID: m.AgentID, Name: m.Name, Cwd: m.Cwd, Model: m.Model, Provider: m.Provider, Mode: mode,
+		Status: status, RuntimeState: rs, CreatedAt: m.CreatedAt, ParentAgentID: m.ParentAgentID,
+		Alias: m.Alias, DefinitionName: m.DefinitionName, DisplayName: m.DisplayName,
+	}
+	if usage != (protocol.Usage{}) {
+		u := usage
+		info.Usage = &u
+	}
+	return info
+}
+
+func (a *Actor) saveSelection() {
+	if a.deps.SaveSelection == nil {
+		return
+	}
+	id, model, mode, save := a.m.AgentID, a.m.Model, a.m.Mode, a.deps.SaveSelection
+	if !a.deps.Goroutines.Go(func() { save(id, model, mode) }) {
+		a.log.Warn("model/mode selection not saved: the daemon is stopping", "model", model, "mode", mode)
+	}
+}
