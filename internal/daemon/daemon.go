@@ -67,9 +67,9 @@ type Daemon struct {
 	// group owns the goroutines the registry and the coordinator start off
 	// their mailboxes; it is closed after the actor system stopped and
 	// before the store closes.
-	group    *xsync.Group
-	hub      *outbox.Hub
-	gw       *gateway.Gateway
+	group *xsync.Group
+	hub   *outbox.Hub
+	gw    *gateway.Gateway
 
 	startedAt time.Time
 	stopOnce  sync.Once
