@@ -33,6 +33,7 @@ type coordHarness struct {
 	client *agent.Client
 	out    *outbox.Outbox
 	got    map[string]protocol.Response // responses by command id
+	group  *xsync.Group                 // the coordinator's goroutines
 }
 
 func startCoordinator(t *testing.T, st *store.Store) *coordHarness {
@@ -57,7 +58,7 @@ func startCoordinatorWith(t *testing.T, st *store.Store, reg *actor.Props, clk c
 	conn := sys.Root.Spawn(nop)
 	group := &xsync.Group{}
 	coord := sys.Root.Spawn(Props(Deps{Store: st, Registry: registry, Logger: discard, Clock: clk, Group: group, Limits: lim}))
-	h := &coordHarness{t: t, sys: sys, coord: coord, out: outbox.New(outbox.Limits{}), got: map[string]protocol.Response{}}
+	h := &coordHarness{t: t, sys: sys, coord: coord, out: outbox.New(outbox.Limits{}), got: map[string]protocol.Response{}, group: group}
 	h.client = &agent.Client{ID: 1, PID: conn, Out: h.out, Source: "unix"}
 	t.Cleanup(func() {
 		_ = sys.Root.StopFuture(coord).Wait()
@@ -101,13 +102,18 @@ func (h *coordHarness) responses(ids ...string) map[string]protocol.Response {
 			h.t.Fatalf("%d responses missing", missing())
 		}
 		for _, rec := range recs {
+			var head struct{ Type string }
+			if err := json.Unmarshal(rec, &head); err != nil {
+				h.t.Fatal(err)
+			}
+			if head.Type != protocol.TypeResponse {
+				continue // an event (subagent_run_changed)
+			}
 			var r protocol.Response
 			if err := json.Unmarshal(rec, &r); err != nil {
 				h.t.Fatal(err)
 			}
-			if r.Type == protocol.TypeResponse {
-				h.got[r.ID] = r
-			}
+			h.got[r.ID] = r
 		}
 	}
 	return h.got
