@@ -248,3 +248,24 @@ func TestReportRetryOnTheClock(t *testing.T) {
 		t.Fatalf("%d timers pending after every report was delivered", n)
 	}
 }
+
+// Once the daemon closed the goroutine group, a create is refused (nothing
+// is written) and answered CONFLICT, not left unanswered; its aliases are
+// free again.
+func TestCreateRefusedOnceTheGroupIsClosed(t *testing.T) {
+	st := openTestStore(t)
+	putParent(t, st, "agent-p")
+	h := startCoordinator(t, st)
+	h.group.Close()
+	h.create("c", &protocol.SubagentCreate{ParentAgentID: "agent-p", RequestID: "req", Name: "t", Task: taskMarker})
+	h.create("c2", &protocol.SubagentCreate{ParentAgentID: "agent-p", RequestID: "req", Name: "t", Task: taskMarker})
+	got := h.responses("c", "c2")
+	for _, id := range []string{"c", "c2"} {
+		if r := got[id]; r.Success || r.Error == nil || r.Error.Code != protocol.CodeConflict {
+			t.Fatalf("create %s after the group closed = %+v, want CONFLICT", id, r)
+		}
+	}
+	if all, err := st.Jobs(); err != nil || len(all) != 0 {
+		t.Fatalf("stored %d jobs, %v", len(all), err)
+	}
+}

@@ -305,6 +305,10 @@ func TestListStatusAndRoutingErrors(t *testing.T) {
 	failed(t, h.call(&protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: "agent-nope"}}), protocol.CodeNotFound)
 	failed(t, h.call(&protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, AgentID: "agent-nope"}, Message: "hi"}), protocol.CodeNotFound)
 	failed(t, h.call(&protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt}, Message: "hi"}), protocol.CodeNotAttached)
+	// daemon.check runs off the mailbox, in the registry's group.
+	if chk := ok[protocol.DaemonCheckData](t, h.call(&protocol.DaemonCheck{Header: protocol.Header{Type: protocol.TypeDaemonCheck}})); !chk.StoreOK {
+		t.Fatalf("daemon.check = %+v", chk)
+	}
 	// A per-agent command with an agent_id reaches the agent (which
 	// answers it; the registry does not).
 	ok[json.RawMessage](t, h.call(&protocol.AgentDetach{Header: protocol.Header{Type: protocol.TypeAgentDetach, AgentID: a}}))
