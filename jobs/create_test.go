@@ -14,7 +14,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/actors/registry"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/outbox"
+	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -30,9 +33,20 @@ type coordHarness struct {
 	client *agent.Client
 	out    *outbox.Outbox
 	got    map[string]protocol.Response // responses by command id
+	group  *xsync.Group                 // the coordinator's goroutines
 }
 
 func startCoordinator(t *testing.T, st *store.Store) *coordHarness {
+	t.Helper()
+	nop := actor.PropsFromFunc(func(actor.Context) {})
+	return startCoordinatorWith(t, st, nop, nil, Limits{})
+}
+
+// startCoordinatorWith is startCoordinator with the registry's props (a
+// probe that plays the registry), a clock (nil: the wall clock) and limits.
+// The coordinator's goroutine group is closed at cleanup, after the actors
+// stopped, as the daemon does.
+func startCoordinatorWith(t *testing.T, st *store.Store, reg *actor.Props, clk clock.Clock, lim Limits) *coordHarness {
 	t.Helper()
 	discard := slog.New(slog.DiscardHandler)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discard }),
@@ -40,24 +54,32 @@ func startCoordinator(t *testing.T, st *store.Store) *coordHarness {
 		// throttle's goroutine must not outlive the test by long.
 		actor.WithDeadLetterThrottleInterval(time.Millisecond))
 	nop := actor.PropsFromFunc(func(actor.Context) {})
-	registry := sys.Root.Spawn(nop)
+	registry := sys.Root.Spawn(reg)
 	conn := sys.Root.Spawn(nop)
-	coord := sys.Root.Spawn(Props(Deps{Store: st, Registry: registry, Logger: discard}))
-	h := &coordHarness{t: t, sys: sys, coord: coord, out: outbox.New(outbox.Limits{}), got: map[string]protocol.Response{}}
+	group := &xsync.Group{}
+	coord := sys.Root.Spawn(Props(Deps{Store: st, Registry: registry, Logger: discard, Clock: clk, Group: group, Limits: lim}))
+	h := &coordHarness{t: t, sys: sys, coord: coord, out: outbox.New(outbox.Limits{}), got: map[string]protocol.Response{}, group: group}
 	h.client = &agent.Client{ID: 1, PID: conn, Out: h.out, Source: "unix"}
 	t.Cleanup(func() {
 		_ = sys.Root.StopFuture(coord).Wait()
 		_ = sys.Root.StopFuture(registry).Wait()
 		_ = sys.Root.StopFuture(conn).Wait()
 		sys.Shutdown()
+		group.Close()
 	})
 	return h
+}
+
+// send sends cmd with id to the coordinator as the registry forwards it; it
+// does not wait.
+func (h *coordHarness) send(id, typ string, cmd protocol.Command) {
+	h.sys.Root.Send(h.coord, &registry.Command{Client: h.client, Header: protocol.Header{Type: typ, ID: id}, Cmd: cmd})
 }
 
 // create sends a subagent.create with id; it does not wait.
 func (h *coordHarness) create(id string, m *protocol.SubagentCreate) {
 	m.Header = protocol.Header{Type: protocol.TypeSubagentCreate, ID: id}
-	h.sys.Root.Send(h.coord, &Command{Client: h.client, Header: m.Header, Cmd: m})
+	h.sys.Root.Send(h.coord, &registry.Command{Client: h.client, Header: m.Header, Cmd: m})
 }
 
 // responses reads the outbox until the responses to every id arrived.
@@ -80,13 +102,18 @@ func (h *coordHarness) responses(ids ...string) map[string]protocol.Response {
 			h.t.Fatalf("%d responses missing", missing())
 		}
 		for _, rec := range recs {
+			var head struct{ Type string }
+			if err := json.Unmarshal(rec, &head); err != nil {
+				h.t.Fatal(err)
+			}
+			if head.Type != protocol.TypeResponse {
+				continue // an event (subagent_run_changed)
+			}
 			var r protocol.Response
 			if err := json.Unmarshal(rec, &r); err != nil {
 				h.t.Fatal(err)
 			}
-			if r.Type == protocol.TypeResponse {
-				h.got[r.ID] = r
-			}
+			h.got[r.ID] = r
 		}
 	}
 	return h.got

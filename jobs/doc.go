@@ -11,6 +11,15 @@
 //	   │           │           │
 //	   └───────────┴───────────┴──► cancelled (stop) · interrupted (daemon restart)
 //
+// The coordinator is the registry's sibling under the root: the registry
+// forwards it subagent.* and jobs.* commands (*registry.Command) and routes
+// its leases and reports to agent actors (agent.Route). Its state is split
+// by responsibility: the job index (index.go) and the alias allocator
+// (alias.go) are pure and unit-tested; waiters.go, reports.go and
+// commands.go hold the coordinator's handlers; messages.go the family's
+// sealed messages. Its timers run on an injected clock and its goroutines
+// in the daemon's xsync.Group.
+//
 // A job's state is derived from its runs. Nothing is replayed after a crash:
 // runs that were starting or active become interrupted, later chain steps are
 // cancelled, and the parent may relaunch the durable child explicitly.

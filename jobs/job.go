@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -22,22 +23,25 @@ type jobActor struct {
 	registry *actor.PID
 	coord    *actor.PID
 	log      *slog.Logger
-	now      func() time.Time
+	clock    clock.Clock
 
 	job store.Job
 	// requested marks runs whose admission was asked for.
 	requested map[string]bool
 	// timedOut marks runs whose deadline fired (they end timed_out).
 	timedOut map[string]bool
-	sys      *actor.ActorSystem
-	self     *actor.PID
+	// deadlines are the pending deadline timers of live runs, stopped when
+	// the run ends or the actor stops.
+	deadlines map[string]clock.Timer
+	sys       *actor.ActorSystem
+	self      *actor.PID
 }
 
 func (j *jobActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		j.sys, j.self = c.ActorSystem(), c.Self()
-		j.requested, j.timedOut = map[string]bool{}, map[string]bool{}
+		j.requested, j.timedOut, j.deadlines = map[string]bool{}, map[string]bool{}, map[string]clock.Timer{}
 		j.schedule(c)
 	case *admitted:
 		j.start(c, m.runID)
@@ -49,7 +53,11 @@ func (j *jobActor) Receive(c actor.Context) {
 		j.onDeadline(c, m.runID)
 	case *stopReq:
 		j.onStop(c, m)
-	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *actor.Stopping:
+		for id := range j.deadlines {
+			j.stopDeadline(id)
+		}
+	case *actor.Stopped, *actor.Restarting:
 	default:
 		j.log.Warn("job actor: unexpected message", "type", fmt.Sprintf("%T", m))
 	}
@@ -70,14 +78,25 @@ func (j *jobActor) schedule(c actor.Context) {
 			}
 			if r.State == protocol.RunQueued && !j.requested[r.RunID] {
 				j.requested[r.RunID] = true
-				c.Send(j.coord, &admitReq{jobID: j.job.JobID, runID: r.RunID})
+				j.tell(c, &admitReq{jobID: j.job.JobID, runID: r.RunID})
 			}
 			return // one step at a time
 		}
 		if r.State == protocol.RunQueued && !j.requested[r.RunID] {
 			j.requested[r.RunID] = true
-			c.Send(j.coord, &admitReq{jobID: j.job.JobID, runID: r.RunID})
+			j.tell(c, &admitReq{jobID: j.job.JobID, runID: r.RunID})
 		}
+	}
+}
+
+// tell sends the coordinator a message of the family.
+func (j *jobActor) tell(c actor.Context, m Message) { c.Send(j.coord, m) }
+
+// stopDeadline stops a run's deadline timer, if any.
+func (j *jobActor) stopDeadline(runID string) {
+	if t := j.deadlines[runID]; t != nil {
+		t.Stop()
+		delete(j.deadlines, runID)
 	}
 }
 
@@ -85,7 +104,7 @@ func (j *jobActor) start(c actor.Context, runID string) {
 	var task, agentID string
 	var timeout time.Duration
 	ok := j.transition(c, runID, []protocol.RunState{protocol.RunQueued}, protocol.RunStarting, func(r *store.Run) {
-		now := j.now()
+		now := j.clock.Now()
 		r.StartedAt = now.UnixMilli()
 		if r.TimeoutMs > 0 {
 			r.Deadline = now.Add(time.Duration(r.TimeoutMs) * time.Millisecond).UnixMilli()
@@ -93,13 +112,14 @@ func (j *jobActor) start(c actor.Context, runID string) {
 		task, agentID, timeout = r.Task, r.AgentID, time.Duration(r.TimeoutMs)*time.Millisecond
 	})
 	if !ok {
-		c.Send(j.coord, &released{jobID: j.job.JobID, runID: runID}) // cancelled meanwhile
+		j.tell(c, &released{jobID: j.job.JobID, runID: runID}) // cancelled meanwhile
 		return
 	}
-	c.Send(j.registry, &ToAgent{AgentID: agentID, Msg: &agent.LeaseStart{RunID: runID, Task: task, Holder: j.self}})
+	c.Send(j.registry, &agent.Route{AgentID: agentID, Msg: &agent.LeaseStart{RunID: runID, Task: task, Holder: j.self}})
 	if timeout > 0 {
 		sys, self := j.sys, j.self
-		time.AfterFunc(timeout, func() { sys.Root.Send(self, &deadline{runID: runID}) })
+		var m Message = &deadline{runID: runID}
+		j.deadlines[runID] = j.clock.AfterFunc(timeout, func() { sys.Root.Send(self, m) })
 	}
 }
 
@@ -134,7 +154,8 @@ func (j *jobActor) onEnded(c actor.Context, m *agent.LeaseEnded) {
 		}
 		r.ExitStatus = m.ExitStatus
 	})
-	c.Send(j.coord, &released{jobID: j.job.JobID, runID: m.RunID})
+	j.stopDeadline(m.RunID)
+	j.tell(c, &released{jobID: j.job.JobID, runID: m.RunID})
 	if j.job.Strategy == protocol.StrategyChain && to != protocol.RunCompleted {
 		j.haltChain(c, m.RunID)
 	}
@@ -156,7 +177,7 @@ func (j *jobActor) haltChain(c actor.Context, haltedBy string) {
 
 func (j *jobActor) cancelQueued(c actor.Context, runIDs []string, haltedBy, reason string) {
 	before := j.job
-	now := j.now().UnixMilli()
+	now := j.clock.Now().UnixMilli()
 	updated, err := j.store.UpdateJob(j.job.JobID, func(job *store.Job) ([]store.Report, error) {
 		var reports []store.Report
 		for _, id := range runIDs {
@@ -183,19 +204,20 @@ func (j *jobActor) cancelQueued(c actor.Context, runIDs []string, haltedBy, reas
 	j.job = updated
 	for _, id := range runIDs {
 		if r := before.Run(id); r != nil && r.State == protocol.RunQueued {
-			c.Send(j.coord, &runChanged{job: updated, runID: id, prev: protocol.RunQueued})
+			j.tell(c, &runChanged{job: updated, runID: id, prev: protocol.RunQueued})
 		}
 	}
 }
 
 func (j *jobActor) onDeadline(c actor.Context, runID string) {
+	delete(j.deadlines, runID) // fired
 	r := j.job.Run(runID)
 	if r == nil || (r.State != protocol.RunStarting && r.State != protocol.RunActive) {
 		return
 	}
 	j.timedOut[runID] = true
 	j.log.Info("run deadline exceeded", "run_id", runID)
-	c.Send(j.registry, &ToAgent{AgentID: r.AgentID, Msg: &agent.LeaseStop{RunID: runID}})
+	c.Send(j.registry, &agent.Route{AgentID: r.AgentID, Msg: &agent.LeaseStop{RunID: runID}})
 }
 
 // onStop cancels runs: queued ones at once (never spawned), starting and
@@ -208,7 +230,7 @@ func (j *jobActor) onStop(c actor.Context, m *stopReq) {
 			targets = append(targets, r.RunID)
 		}
 	}
-	now := j.now().UnixMilli()
+	now := j.clock.Now().UnixMilli()
 	var queued, live []string
 	for _, id := range targets {
 		r := j.job.Run(id)
@@ -241,7 +263,7 @@ func (j *jobActor) onStop(c actor.Context, m *stopReq) {
 		j.job = updated
 		for _, id := range live {
 			r := j.job.Run(id)
-			c.Send(j.registry, &ToAgent{AgentID: r.AgentID, Msg: &agent.LeaseStop{RunID: id}})
+			c.Send(j.registry, &agent.Route{AgentID: r.AgentID, Msg: &agent.LeaseStop{RunID: id}})
 		}
 		if j.job.Strategy == protocol.StrategyChain {
 			// The rest of the chain will never run.
@@ -285,7 +307,7 @@ func contains(s []string, v string) bool {
 // (with a completion report when it is terminal) and tells the coordinator.
 func (j *jobActor) transition(c actor.Context, runID string, from []protocol.RunState, to protocol.RunState, mutate func(*store.Run)) bool {
 	var prev protocol.RunState
-	now := j.now().UnixMilli()
+	now := j.clock.Now().UnixMilli()
 	updated, err := j.store.UpdateJob(j.job.JobID, func(job *store.Job) ([]store.Report, error) {
 		r := job.Run(runID)
 		if r == nil {
@@ -317,7 +339,7 @@ func (j *jobActor) transition(c actor.Context, runID string, from []protocol.Run
 		return false
 	}
 	j.job = updated
-	c.Send(j.coord, &runChanged{job: updated, runID: runID, prev: prev})
+	j.tell(c, &runChanged{job: updated, runID: runID, prev: prev})
 	return true
 }
 

@@ -1,26 +1,19 @@
 package jobs
 
 import (
-	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
 
-// Command is a subagent.* command routed to the coordinator by the registry.
-type Command struct {
-	Client *agent.Client
-	Header protocol.Header
-	Cmd    protocol.Command
-}
+// Message is a message of the jobs family: what the coordinator and the job
+// actors send each other and themselves (timers included). The marker is
+// unexported, so only this file adds to the family. Besides these, the
+// coordinator receives *registry.Command (a client's subagent.* or jobs.*
+// command the registry forwards) and agent.Injected, and a job actor
+// agent.LeaseStarted and agent.LeaseEnded: those are their families'.
+type Message interface{ isJobsMessage() }
 
-// ToAgent asks the registry to deliver Msg to an agent actor, keeping the
-// sender (so replies such as agent.Injected come back).
-type ToAgent = agent.Route
-
-// Adopt asks the registry to serve newly committed child Agents.
-type Adopt struct{ Agents []store.Agent }
-
-// Messages between the coordinator and job actors.
 type (
 	// runChanged: a job actor persisted a transition (job is the new record).
 	runChanged struct {
@@ -37,14 +30,14 @@ type (
 	// stopReq: cancel runs of the job (all when runIDs is empty); the job
 	// actor answers the client.
 	stopReq struct {
-		cmd    *Command
+		cmd    *registry.Command
 		runIDs []string
 	}
 	// deadline: a run's deadline timer fired.
 	deadline struct{ runID string }
 	// createDone: the create transaction finished.
 	createDone struct {
-		cmd      *Command
+		cmd      *registry.Command
 		job      store.Job
 		agents   []store.Agent
 		aliases  map[string]string // normalized alias → agent_id, held until now
@@ -56,3 +49,13 @@ type (
 	// retryReports: time to retry undelivered reports.
 	retryReports struct{}
 )
+
+func (*runChanged) isJobsMessage()   {}
+func (*admitReq) isJobsMessage()     {}
+func (*admitted) isJobsMessage()     {}
+func (*released) isJobsMessage()     {}
+func (*stopReq) isJobsMessage()      {}
+func (*deadline) isJobsMessage()     {}
+func (*createDone) isJobsMessage()   {}
+func (*waitTimeout) isJobsMessage()  {}
+func (*retryReports) isJobsMessage() {}

@@ -1,23 +1,18 @@
 package jobs
 
 import (
-	"sort"
-
+	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
 
-func (co *Coordinator) opList(cmd *Command, m *protocol.JobsList) {
-	now := co.deps.Now()
+// opList answers jobs.list: every parent's jobs, newest first, filtered.
+func (co *Coordinator) opList(cmd *registry.Command, m *protocol.JobsList) {
+	now := co.deps.Clock.Now()
 	out := protocol.JobsListData{Jobs: []protocol.OpJob{}}
-	var all []*store.Job
-	for _, j := range co.jobs {
-		all = append(all, j)
-	}
-	sort.Slice(all, func(a, b int) bool { return all[a].JobID > all[b].JobID }) // newest first
-	for _, j := range all {
+	for _, j := range co.idx.newest(nil) {
 		if m.ParentAgentID != "" && j.ParentAgentID != m.ParentAgentID {
 			continue
 		}
@@ -41,30 +36,30 @@ func (co *Coordinator) opList(cmd *Command, m *protocol.JobsList) {
 
 // opShow resolves a job, run, agent or alias handle across every parent.
 // An alias two parents use is ambiguous: CONFLICT, use an id.
-func (co *Coordinator) opShow(cmd *Command, m *protocol.JobsShow) {
+func (co *Coordinator) opShow(cmd *registry.Command, m *protocol.JobsShow) {
 	h := m.Handle
 	var job *store.Job
 	switch {
 	case ids.HasPrefix(h, "job"):
-		job = co.jobs[h]
+		job = co.idx.job(h)
 	case ids.HasPrefix(h, "run"):
-		job = co.jobs[co.runJob[h]]
+		job, _ = co.idx.run(h)
 	case ids.HasPrefix(h, "agent"):
-		if r := co.currentRun(h); r != nil {
-			job = co.jobs[co.runJob[r.RunID]]
+		if r := co.idx.currentRun(h); r != nil {
+			job, _ = co.idx.run(r.RunID)
 		}
 	default:
-		norm := view.NormalizeAlias(h)
 		var found []*store.Job
 		seen := map[string]bool{}
-		for _, j := range co.jobs {
+		for _, j := range co.idx.newest(nil) {
 			if seen[j.ParentAgentID] {
 				continue
 			}
-			if id, ok, err := co.deps.Store.Alias(j.ParentAgentID, norm); err == nil && ok {
+			if id, ok := co.idx.alias(j.ParentAgentID, h); ok {
 				seen[j.ParentAgentID] = true
-				if r := co.currentRun(id); r != nil {
-					found = append(found, co.jobs[co.runJob[r.RunID]])
+				if r := co.idx.currentRun(id); r != nil {
+					rj, _ := co.idx.run(r.RunID)
+					found = append(found, rj)
 				}
 			}
 		}
@@ -80,5 +75,5 @@ func (co *Coordinator) opShow(cmd *Command, m *protocol.JobsShow) {
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no job for %q", h))
 		return
 	}
-	reply(cmd, view.OpView(job, co.deps.Now()))
+	reply(cmd, view.OpView(job, co.deps.Clock.Now()))
 }

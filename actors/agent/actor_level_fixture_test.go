@@ -13,6 +13,7 @@ import (
 	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/internal/outbox"
+	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -56,7 +57,11 @@ func newAgent(t *testing.T, setups ...setup) *fixture {
 	rc.AbortGrace, rc.TermGrace = 2*time.Second, 2*time.Second
 	hub := outbox.NewHub()
 	log := actortest.NewLog(t)
-	deps := agent.Deps{Runtime: rc, Hub: hub, Logger: log.Logger}
+	// Closed after the probes' cleanups (registered later, run earlier)
+	// have stopped the agent and its runtime.
+	group := &xsync.Group{}
+	t.Cleanup(group.Close)
+	deps := agent.Deps{Runtime: rc, Hub: hub, Logger: log.Logger, Goroutines: group}
 	for _, s := range setups {
 		s(&deps, &m)
 	}

@@ -3,5 +3,7 @@
 // creates new ones (commit before acknowledge), spawns one agent actor per
 // Agent, routes per-agent and lifecycle commands to them, answers
 // agent.list/agent.status from the projections its children report, and
-// drains every runtime on daemon shutdown.
+// drains every runtime on daemon shutdown. Subagent jobs are not its own:
+// it forwards subagent.* and jobs.* to the jobs coordinator, a sibling whose
+// PID it is handed (AttachJobs), and never imports that package.
 package registry

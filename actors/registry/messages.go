@@ -1,12 +1,23 @@
 package registry
 
 import (
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
 )
 
+// Message is a message of the registry family. The marker is unexported,
+// so only this file adds to the family; the registry also receives agent
+// messages (agent.Route, agent.InfoChanged, agent.Drained), which are the
+// agent family's.
+type Message interface{ isRegistryMessage() }
+
 // Command is a decoded client command for the registry: an orchestrator
-// command, or a per-agent command to route by its agent_id.
+// command, or a per-agent command to route by its agent_id. The registry
+// forwards subagent.* and jobs.* commands unchanged to the jobs coordinator
+// it was handed (AttachJobs), which answers the client itself.
 type Command struct {
 	Client *agent.Client
 	Header protocol.Header
@@ -15,11 +26,29 @@ type Command struct {
 }
 
 // Drain stops every runtime for a daemon shutdown and closes Done once none
-// is left. A later Drain with Force escalates one in progress.
+// is left. A later Drain with Force escalates one in progress. From the
+// first Drain on, subagent.* commands are answered with CONFLICT.
 type Drain struct {
 	Force bool
 	Done  chan<- struct{}
 }
+
+// Adopt asks the registry to serve newly committed Agents (the children a
+// subagent.create committed): it spawns an agent actor for each one it does
+// not serve yet and broadcasts agent_spawned.
+type Adopt struct{ Agents []store.Agent }
+
+// AttachJobs hands the registry the jobs coordinator, its sibling under the
+// root, to which it forwards subagent.* and jobs.* commands. The registry
+// watches it: once it stops, those commands are answered with CONFLICT
+// instead of being lost.
+type AttachJobs struct{ PID *actor.PID }
+
+// DetachJobs makes the registry stop forwarding to the jobs coordinator
+// (subagent.* is answered with CONFLICT from then on) and closes Done once
+// it has. The daemon sends it before it stops the coordinator, so that no
+// command can be forwarded to a stopped coordinator and go unanswered.
+type DetachJobs struct{ Done chan<- struct{} }
 
 // createResult carries the outcome of agent.create's I/O back to the actor.
 type createResult struct {
@@ -27,3 +56,10 @@ type createResult struct {
 	m   agentManifest
 	err error
 }
+
+func (*Command) isRegistryMessage()      {}
+func (*Drain) isRegistryMessage()        {}
+func (*Adopt) isRegistryMessage()        {}
+func (*AttachJobs) isRegistryMessage()   {}
+func (*DetachJobs) isRegistryMessage()   {}
+func (*createResult) isRegistryMessage() {}

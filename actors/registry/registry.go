@@ -17,7 +17,7 @@ import (
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/internal/outbox"
-	"github.com/shard-dev/shard/jobs"
+	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -35,15 +35,17 @@ type Deps struct {
 	// DaemonStatus returns the daemon-level part of daemon.status; the
 	// registry adds the agent counts.
 	DaemonStatus func() protocol.DaemonStatusData
-	// OnShutdown is called (from its own goroutine) after daemon.shutdown
-	// was acknowledged.
+	// OnShutdown is called on the registry's mailbox after daemon.shutdown
+	// was acknowledged. It must not block: the shutdown it starts waits for
+	// this actor to stop, so it runs on a goroutine of the caller's.
 	OnShutdown func(force bool)
 	// DefaultMode is the mode of agents created without one.
 	DefaultMode string
 	Now         func() time.Time
-	// Jobs configures the subagent-jobs coordinator, a child of the
-	// registry (it creates and leases child agents through it).
-	Jobs jobs.Deps
+	// Group owns the goroutines the registry starts off its mailbox (the
+	// agent.create checks and commit, daemon.check). It is the daemon's,
+	// closed after the actor system stopped; required.
+	Group *xsync.Group
 	// Metrics keeps shard_agents_by_runtime_state from the projections the
 	// registry holds; nil records nothing.
 	Metrics *metrics.Metrics
@@ -64,7 +66,9 @@ type Actor struct {
 	draining bool
 	force    bool
 	drainers []chan<- struct{}
-	jobs     *actor.PID
+	// jobs is the jobs coordinator, a sibling handed over by AttachJobs;
+	// nil before that, after DetachJobs or a Drain, and once it stopped.
+	jobs *actor.PID
 }
 
 // Props returns the registry's props.
@@ -74,6 +78,9 @@ func Props(deps Deps) *actor.Props {
 	}
 	if deps.DefaultMode == "" {
 		deps.DefaultMode = "build"
+	}
+	if deps.Group == nil {
+		panic("registry: Deps.Group is required")
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Actor{deps: deps, agents: make(map[string]*entry), sessions: make(map[string]string)}
@@ -85,16 +92,9 @@ func (r *Actor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		r.load(c)
-		jd := r.deps.Jobs
-		jd.Registry = c.Self()
-		pid, err := c.SpawnNamed(jobs.Props(jd), "jobs")
-		if err != nil {
-			r.deps.Logger.Error("registry: spawn jobs coordinator", "err", err)
-		}
-		r.jobs = pid
 	case *agent.Route:
 		r.toAgent(c, m)
-	case *jobs.Adopt:
+	case *Adopt:
 		for _, a := range m.Agents {
 			if r.agents[a.AgentID] != nil {
 				continue
@@ -103,6 +103,17 @@ func (r *Actor) Receive(c actor.Context) {
 				r.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentSpawned{
 					Header: protocol.Header{Type: protocol.TypeAgentSpawned, AgentID: a.AgentID}, Info: e.info}))
 			}
+		}
+	case *AttachJobs:
+		if r.draining || m.PID == nil {
+			return
+		}
+		r.jobs = m.PID
+		c.Watch(m.PID)
+	case *DetachJobs:
+		r.detachJobs(c)
+		if m.Done != nil {
+			close(m.Done)
 		}
 	case *Command:
 		r.onCommand(c, m)
@@ -157,7 +168,22 @@ func (r *Actor) spawn(c actor.Context, m store.Agent) *entry {
 	return e
 }
 
+// detachJobs stops forwarding to the jobs coordinator.
+func (r *Actor) detachJobs(c actor.Context) {
+	if r.jobs != nil {
+		c.Unwatch(r.jobs)
+		r.jobs = nil
+	}
+}
+
 func (r *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
+	if r.jobs != nil && r.jobs.Equal(m.Who) {
+		// Stopped under us (a failure: the daemon detaches it before it
+		// stops it): from now on subagent.* is answered, not lost.
+		r.deps.Logger.Error("registry: jobs coordinator stopped; subagent jobs are unavailable")
+		r.jobs = nil
+		return
+	}
 	for id, e := range r.agents {
 		if !e.pid.Equal(m.Who) {
 			continue
@@ -209,7 +235,7 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 	case protocol.TypeDaemonShutdown:
 		reply(cmd, nil)
 		if r.deps.OnShutdown != nil {
-			go r.deps.OnShutdown(cmd.Cmd.(*protocol.DaemonShutdown).Force)
+			r.deps.OnShutdown(cmd.Cmd.(*protocol.DaemonShutdown).Force)
 		}
 		return
 	case protocol.TypeDaemonStatus:
@@ -217,7 +243,7 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 		return
 	case protocol.TypeDaemonCheck:
 		st := r.deps.Store
-		go func() { // a full consistency check reads the whole file
+		started := r.deps.Group.Go(func() { // a full consistency check reads the whole file
 			var data protocol.DaemonCheckData
 			if err := st.Check(); err != nil {
 				data.StoreError = err.Error()
@@ -226,7 +252,10 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 			}
 			data.SchemaVersion, _ = st.SchemaVersion()
 			reply(cmd, data)
-		}()
+		})
+		if !started {
+			fail(cmd, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))
+		}
 		return
 	case protocol.TypeGetSync:
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "get_sync is internal to the daemon"))
@@ -247,7 +276,7 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 				fail(cmd, protocol.Errorf(protocol.CodeConflict, "subagent jobs are not available (daemon shutting down)"))
 				return
 			}
-			c.Send(r.jobs, &jobs.Command{Client: cmd.Client, Header: cmd.Header, Cmd: cmd.Cmd})
+			c.Send(r.jobs, cmd) // the coordinator answers the client
 			return
 		case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill:
 		default:
@@ -381,7 +410,7 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 
 	sys, self := c.ActorSystem(), c.Self()
 	st, sessionsDir := r.deps.Store, r.deps.Agent.Runtime.SessionsDir
-	go func() {
+	started := r.deps.Group.Go(func() {
 		err := prepare(&m, adopt, sessionsDir)
 		if err == nil {
 			// Commit before acknowledge (DESIGN §3).
@@ -390,7 +419,11 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 			}
 		}
 		sys.Root.Send(self, &createResult{cmd: cmd, m: m, err: err})
-	}()
+	})
+	if !started {
+		delete(r.sessions, m.SessionID)
+		fail(cmd, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))
+	}
 }
 
 // prepare canonicalizes the cwd and checks an adopted session.
@@ -461,13 +494,11 @@ func (r *Actor) onDrain(c actor.Context, m *Drain) {
 	}
 	r.draining = true
 	r.force = r.force || m.Force
-	if r.jobs != nil {
-		// Jobs stop first: no run starts during a shutdown, and a run cut
-		// short stays starting/active on disk, so the next start reconciles
-		// it to interrupted instead of recording a shutdown as a failure.
-		c.Stop(r.jobs)
-		r.jobs = nil
-	}
+	// The jobs coordinator is stopped by the daemon before the drain (see
+	// DetachJobs), so that no run starts during a shutdown and a run cut
+	// short stays starting/active on disk, to be reconciled to interrupted
+	// at the next start; a drain without it only stops forwarding.
+	r.detachJobs(c)
 	for _, e := range r.agents {
 		if !e.drained {
 			c.Send(e.pid, &agent.Shutdown{Force: m.Force})

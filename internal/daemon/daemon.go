@@ -68,13 +68,15 @@ type Daemon struct {
 
 	sys      *actor.ActorSystem
 	registry *actor.PID
-	hub      *outbox.Hub
-	gw       *gateway.Gateway
-
-	// goroutines owns the goroutines of the agent and runtime actors; it
-	// is closed once the actor system is down (every runtime child gone),
-	// before the store they may write to.
-	goroutines xsync.Group
+	// jobs is the subagent-jobs coordinator, the registry's sibling.
+	jobs *actor.PID
+	// group owns the goroutines every actor starts off its mailbox (store
+	// commits, selection saves, a runtime child's reader and exit wait);
+	// it is closed once the actor system is down (every runtime child
+	// gone), before the store they may write to.
+	group *xsync.Group
+	hub   *outbox.Hub
+	gw    *gateway.Gateway
 
 	startedAt time.Time
 	stopOnce  sync.Once
@@ -128,7 +130,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 // daemon accepts clients on both transports.
 func (d *Daemon) Start() error {
 	d.startedAt = time.Now()
-	d.goroutines.OnPanic = func(err error) { d.log.Error("actor goroutine panicked", "err", err) }
+	d.group = &xsync.Group{OnPanic: func(err error) { d.log.Error("daemon: goroutine panicked", "err", err) }}
 	actorLog := slog.New(minLevel{Handler: d.log.Handler(), min: slog.LevelWarn}).With("component", "actor")
 	d.sys = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return actorLog }),
@@ -169,7 +171,7 @@ func (d *Daemon) Start() error {
 		Logger:  d.log.With("component", "registry"),
 		Metrics: d.metrics,
 		Agent: agent.Deps{
-			Goroutines: &d.goroutines,
+			Goroutines: d.group,
 			Hub:        d.hub,
 			Logger:     d.log.With("component", "agent"),
 			Metrics:    d.metrics,
@@ -199,28 +201,54 @@ func (d *Daemon) Start() error {
 			},
 		},
 		DaemonStatus: d.status,
-		Jobs: jobs.Deps{
-			Store:  d.store,
-			Logger: d.log.With("component", "jobs"),
-			Limits: jobs.Limits{
-				MaxActive:          cfg.Jobs.MaxActive,
-				MaxActivePerParent: cfg.Jobs.MaxActivePerParent,
-				MaxTasks:           cfg.Jobs.MaxTasks,
-				MaxDepth:           cfg.Jobs.MaxDepth,
-				RunTimeout:         cfg.Jobs.RunTimeout,
-			},
-			Aliases: splitList(cfg.Jobs.Aliases),
-			Metrics: d.metrics,
-		},
+		Group:        d.group,
 		OnShutdown: func(force bool) {
-			d.Shutdown(force)
+			// Shutdown waits for the registry to stop, so it cannot run on
+			// the registry's mailbox, nor in d.group, which it closes: it
+			// runs on a goroutine of its own, which d.done tracks (every
+			// Shutdown and Done caller waits for it).
+			go d.Shutdown(force)
 		},
 	}
+	// The registry and the jobs coordinator are siblings under the root
+	// (DESIGN topology: root ├── registry ── agent/<id>, ├── jobs ──
+	// job/<id>), each stopped on failure rather than restarted. The registry
+	// is spawned first: its Started loads the agents that the coordinator's
+	// Started delivers pending reports to (through the registry). The
+	// coordinator gets the registry's PID in its Deps; the registry gets
+	// the coordinator's by AttachJobs, a message sent before the gateway
+	// serves, so that it precedes every client command in the registry's
+	// mailbox (a PID computed from the name "jobs" would work too, but
+	// would rely on how protoactor names root children).
 	pid, err := d.sys.Root.SpawnNamed(registry.Props(deps).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "registry")
 	if err != nil {
+		d.group.Close()
 		return fmt.Errorf("daemon: spawn registry: %w", err)
 	}
 	d.registry = pid
+	jd := jobs.Deps{
+		Store:    d.store,
+		Registry: d.registry,
+		Logger:   d.log.With("component", "jobs"),
+		Limits: jobs.Limits{
+			MaxActive:          cfg.Jobs.MaxActive,
+			MaxActivePerParent: cfg.Jobs.MaxActivePerParent,
+			MaxTasks:           cfg.Jobs.MaxTasks,
+			MaxDepth:           cfg.Jobs.MaxDepth,
+			RunTimeout:         cfg.Jobs.RunTimeout,
+		},
+		Aliases: splitList(cfg.Jobs.Aliases),
+		Group:   d.group,
+		Metrics: d.metrics,
+	}
+	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")
+	if err != nil {
+		d.stopActors()
+		d.store.Close()
+		return fmt.Errorf("daemon: spawn jobs coordinator: %w", err)
+	}
+	d.jobs = jpid
+	d.sys.Root.Send(d.registry, &registry.AttachJobs{PID: d.jobs})
 
 	d.gw = gateway.New(gateway.Config{
 		SocketPath:    cfg.SocketPath(),
@@ -325,6 +353,7 @@ func (d *Daemon) Shutdown(force bool) {
 			d.gw.StopAccepting()
 		}
 		if d.registry != nil {
+			d.stopJobs(d.cfg.Shutdown.Timeout)
 			if !d.drain(force, d.cfg.Shutdown.Timeout) && !force {
 				d.log.Warn("graceful shutdown timed out; killing runtimes")
 				d.drain(true, d.cfg.Kill.AbortGrace+d.cfg.Kill.TermGrace)
@@ -343,9 +372,31 @@ func (d *Daemon) Shutdown(force bool) {
 	<-d.done
 }
 
+// stopJobs stops the jobs coordinator (and its job actors) before the
+// agents are drained: no run starts during a shutdown, and a run cut short
+// stays starting/active on disk, so the next start reconciles it to
+// interrupted instead of recording the shutdown as a failure. The registry
+// stops forwarding to it first, so that every subagent.* command is
+// answered (CONFLICT from then on) and none reaches a stopped coordinator.
+func (d *Daemon) stopJobs(bound time.Duration) {
+	if d.jobs == nil {
+		return
+	}
+	detached := make(chan struct{})
+	d.sys.Root.Send(d.registry, &registry.DetachJobs{Done: detached})
+	waitClosed(detached, bound) // bounded: a registry that failed answers nothing
+	_ = d.sys.Root.StopFuture(d.jobs).Wait()
+}
+
 func (d *Daemon) drain(force bool, bound time.Duration) bool {
 	done := make(chan struct{})
 	d.sys.Root.Send(d.registry, &registry.Drain{Force: force, Done: done})
+	return waitClosed(done, bound)
+}
+
+// waitClosed waits for done to close, for at most bound, and reports
+// whether it did.
+func waitClosed(done <-chan struct{}, bound time.Duration) bool {
 	t := time.NewTimer(bound)
 	defer t.Stop()
 	select {
@@ -356,9 +407,15 @@ func (d *Daemon) drain(force bool, bound time.Duration) bool {
 	}
 }
 
+// stopActors stops the actor tree (the coordinator first, see stopJobs),
+// then waits for the goroutines the actors started, which may still be
+// committing to the store.
 func (d *Daemon) stopActors() {
 	if d.sys == nil {
 		return
+	}
+	if d.jobs != nil {
+		_ = d.sys.Root.StopFuture(d.jobs).Wait()
 	}
 	if d.registry != nil {
 		_ = d.sys.Root.StopFuture(d.registry).Wait()
@@ -367,7 +424,7 @@ func (d *Daemon) stopActors() {
 	// The agent actors are stopped, and with them their runtime actors,
 	// which kill their child on the way out: the goroutines waiting for a
 	// child or reading its output end (within the proc drain bound).
-	d.goroutines.Close()
+	d.group.Close()
 }
 
 // writeDiscovery writes daemon.json atomically (DESIGN §5).

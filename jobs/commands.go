@@ -1,0 +1,364 @@
+package jobs
+
+import (
+	"errors"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/actors/registry"
+	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/jobs/view"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+)
+
+func reply(cmd *registry.Command, data any) {
+	cmd.Client.Send(protocol.NewResponse(cmd.Header.ID, cmd.Header.Type, data))
+}
+
+func fail(cmd *registry.Command, err error) {
+	cmd.Client.Send(protocol.NewErrorResponse(cmd.Header.ID, cmd.Header.Type, err))
+}
+
+func parentOf(cmd protocol.Command) string {
+	switch m := cmd.(type) {
+	case *protocol.SubagentCreate:
+		return m.ParentAgentID
+	case *protocol.SubagentWait:
+		return m.ParentAgentID
+	case *protocol.SubagentSteer:
+		return m.ParentAgentID
+	case *protocol.SubagentRelaunch:
+		return m.ParentAgentID
+	case *protocol.SubagentStatus:
+		return m.ParentAgentID
+	case *protocol.SubagentStop:
+		return m.ParentAgentID
+	}
+	return ""
+}
+
+// onCommand serves a subagent.* or jobs.* command the registry forwarded.
+// Every command is answered exactly once: here, after its commit, by a
+// waiter, by a job actor (stop) or by the child agent (steer).
+func (co *Coordinator) onCommand(c actor.Context, cmd *registry.Command) {
+	switch m := cmd.Cmd.(type) {
+	case *protocol.JobsList:
+		co.opList(cmd, m)
+		return
+	case *protocol.JobsShow:
+		co.opShow(cmd, m)
+		return
+	}
+	parent := parentOf(cmd.Cmd)
+	pm, err := co.idx.agent(parent)
+	if err != nil {
+		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", parent))
+		return
+	}
+	co.remember(c, parent, cmd.Client)
+	switch m := cmd.Cmd.(type) {
+	case *protocol.SubagentCreate:
+		co.create(c, cmd, m, pm)
+	case *protocol.SubagentRelaunch:
+		co.relaunch(c, cmd, m)
+	case *protocol.SubagentWait:
+		co.wait(c, cmd, m)
+	case *protocol.SubagentStatus:
+		co.status(cmd, m)
+	case *protocol.SubagentStop:
+		co.stop(c, cmd, m)
+	case *protocol.SubagentSteer:
+		co.steer(c, cmd, m)
+	default:
+		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "%s is not a subagent command", cmd.Header.Type))
+	}
+}
+
+// remember records a connection that speaks for parent: it receives that
+// parent's subagent_run_changed events.
+func (co *Coordinator) remember(c actor.Context, parent string, cl *agent.Client) {
+	for _, known := range co.parents[parent] {
+		if known.ID == cl.ID {
+			return
+		}
+	}
+	co.parents[parent] = append(co.parents[parent], cl)
+	c.Watch(cl.PID)
+}
+
+// ---- create / relaunch ----
+
+func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protocol.SubagentCreate, pm store.Agent) {
+	lim := co.deps.Limits
+	maxTasks, maxDepth := lim.MaxTasks, lim.MaxDepth
+	if pm.LaunchPolicy != nil {
+		if pm.LaunchPolicy.MaxTasks > 0 {
+			maxTasks = pm.LaunchPolicy.MaxTasks
+		}
+		if pm.LaunchPolicy.MaxDepth > 0 {
+			maxDepth = pm.LaunchPolicy.MaxDepth
+		}
+	}
+	tasks := m.Tasks
+	strategy := m.Strategy
+	if len(tasks) == 0 {
+		tasks = []protocol.TaskSpec{{Name: m.Name, Task: m.Task}}
+		strategy = protocol.StrategySingle
+	}
+	// Validate everything before any side effect.
+	if len(tasks) > maxTasks {
+		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "field \"tasks\": %d tasks exceed the launch policy's maxTasks %d", len(tasks), maxTasks))
+		return
+	}
+	if pm.Depth+1 > maxDepth {
+		fail(cmd, protocol.Errorf(protocol.CodePermissionDenied, "launch policy: depth %d exceeds maxDepth %d", pm.Depth+1, maxDepth))
+		return
+	}
+	if m.RequestID != "" {
+		if j := co.idx.byRequest(m.ParentAgentID, m.RequestID); j != nil {
+			reply(cmd, createdData(j))
+			return
+		}
+		reqKey := requestKey(m.ParentAgentID, m.RequestID)
+		if pending, ok := co.creating[reqKey]; ok {
+			// The same request is being committed: answer both alike.
+			co.creating[reqKey] = append(pending, cmd)
+			return
+		}
+		co.creating[reqKey] = nil
+	}
+	now := co.deps.Clock.Now()
+	job := store.Job{JobID: ids.New("job"), ParentAgentID: m.ParentAgentID, Strategy: strategy,
+		RequestID: m.RequestID, CreatedAt: now.UnixMilli()}
+	aliases := map[string]string{}
+	var agents []store.Agent
+	lp := pm.LaunchPolicy
+	if lp == nil {
+		lp = &store.LaunchPolicy{MaxTasks: maxTasks, MaxDepth: maxDepth}
+	}
+	for i, t := range tasks {
+		alias, norm := co.aliases.pick(m.ParentAgentID)
+		a := store.Agent{
+			AgentID: ids.New("agent"), SessionID: ids.New("sess"), Cwd: pm.Cwd, Name: t.Name,
+			Model: firstNonEmpty(m.Model, pm.Model), Provider: firstNonEmpty(m.Provider, pm.Provider),
+			Mode: firstNonEmpty(m.Mode, pm.Mode), Tools: pm.Tools, HeadlessPolicy: pm.HeadlessPolicy,
+			ParentAgentID: m.ParentAgentID, CreatedAt: now.UnixMilli(), Depth: pm.Depth + 1,
+			LaunchPolicy: lp, Alias: alias, DefinitionName: t.Name, DisplayName: t.Name + " · " + alias,
+		}
+		agents = append(agents, a)
+		aliases[norm] = a.AgentID
+		job.Runs = append(job.Runs, store.Run{
+			RunID: ids.New("run"), Index: i, Name: t.Name, AgentID: a.AgentID, Alias: alias, Task: t.Task,
+			State: protocol.RunQueued, QueuedAt: now.UnixMilli(), TimeoutMs: lim.RunTimeout.Milliseconds(),
+		})
+	}
+	co.commit(c, cmd, job, agents, aliases)
+}
+
+func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *protocol.SubagentRelaunch) {
+	agentID, err := co.idx.resolveAgent(m.ParentAgentID, m.Target)
+	if err != nil {
+		fail(cmd, err)
+		return
+	}
+	if run := co.idx.currentRun(agentID); run != nil && !run.State.Terminal() {
+		fail(cmd, protocol.Errorf(protocol.CodeConflict, "agent %s already has run %s (%s)", agentID, run.RunID, run.State))
+		return
+	}
+	am, err := co.idx.agent(agentID)
+	if err != nil {
+		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", agentID))
+		return
+	}
+	now := co.deps.Clock.Now()
+	job := store.Job{JobID: ids.New("job"), ParentAgentID: m.ParentAgentID, Strategy: protocol.StrategySingle,
+		CreatedAt: now.UnixMilli(), Runs: []store.Run{{
+			RunID: ids.New("run"), Name: am.Name, AgentID: agentID, Alias: am.Alias, Task: m.Task,
+			State: protocol.RunQueued, QueuedAt: now.UnixMilli(), TimeoutMs: co.deps.Limits.RunTimeout.Milliseconds(),
+		}}}
+	// Index now so a concurrent relaunch of the same agent conflicts.
+	co.idx.put(&job)
+	co.commit(c, cmd, job, nil, nil)
+}
+
+// commit writes the job (and its new agents) off the mailbox; the response
+// is sent only after the transaction commits. Creates committing at the
+// same time share a transaction (store group commit).
+func (co *Coordinator) commit(c actor.Context, cmd *registry.Command, job store.Job, agents []store.Agent, aliases map[string]string) {
+	st, sys, self := co.deps.Store, co.sys, co.self
+	started := co.deps.Group.Go(func() {
+		existing, err := st.CreateJob(job, agents, aliases)
+		sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, existing: existing, err: err})
+	})
+	if !started {
+		// The daemon is stopping: nothing was written; answer as a failed
+		// commit would, without waiting for one.
+		co.onCreated(c, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, err: errStopping})
+	}
+}
+
+// errStopping is a commit refused because the daemon is stopping.
+var errStopping = protocol.Errorf(protocol.CodeConflict, "daemon is shutting down")
+
+func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
+	co.aliases.release(m.job.ParentAgentID, m.aliases, m.err != nil)
+	var repeats []*registry.Command
+	if m.job.RequestID != "" && m.cmd.Header.Type != protocol.TypeSubagentRelaunch {
+		key := requestKey(m.job.ParentAgentID, m.job.RequestID)
+		repeats = co.creating[key]
+		delete(co.creating, key)
+	}
+	answer := func(send func(*registry.Command)) {
+		send(m.cmd)
+		for _, r := range repeats {
+			send(r)
+		}
+	}
+	if m.err != nil {
+		co.idx.forget(&m.job)
+		switch {
+		case errors.Is(m.err, store.ErrExists) && m.existing != "" && co.idx.job(m.existing) != nil:
+			j := co.idx.job(m.existing)
+			answer(func(cmd *registry.Command) { reply(cmd, createdData(j)) })
+		case errors.Is(m.err, store.ErrConflict):
+			answer(func(cmd *registry.Command) { fail(cmd, protocol.Errorf(protocol.CodeConflict, "%v", m.err)) })
+		case errors.Is(m.err, errStopping):
+			answer(func(cmd *registry.Command) { fail(cmd, m.err) })
+		default:
+			co.deps.Logger.Error("jobs: create", "err", m.err)
+			answer(func(cmd *registry.Command) {
+				fail(cmd, protocol.Errorf(protocol.CodeInternal, "could not store the job"))
+			})
+		}
+		return
+	}
+	co.idx.put(&m.job)
+	for _, r := range m.job.Runs {
+		co.deps.Metrics.RunState("", r.State)
+	}
+	switch m.cmd.Header.Type {
+	case protocol.TypeSubagentRelaunch:
+		r := m.job.Runs[0]
+		reply(m.cmd, protocol.SubagentRelaunchData{JobID: m.job.JobID, RunID: r.RunID, AgentID: r.AgentID,
+			Alias: r.Alias, State: r.State, DefinitionName: r.Name})
+	default:
+		answer(func(cmd *registry.Command) { reply(cmd, createdData(&m.job)) })
+	}
+	if len(m.agents) > 0 {
+		c.Send(co.deps.Registry, &registry.Adopt{Agents: m.agents})
+	}
+	co.deps.Logger.Info("job accepted", "job_id", m.job.JobID, "runs", len(m.job.Runs), "strategy", m.job.Strategy)
+	co.spawnJob(c, m.job)
+}
+
+func createdData(j *store.Job) protocol.SubagentCreateData {
+	out := protocol.SubagentCreateData{JobID: j.JobID, Strategy: j.Strategy}
+	for _, r := range j.Runs {
+		out.Runs = append(out.Runs, protocol.CreatedRun{RunID: r.RunID, Index: r.Index, Name: r.Name,
+			State: protocol.RunQueued, AgentID: r.AgentID, Alias: r.Alias, DefinitionName: r.Name,
+			DisplayName: r.Name + " · " + r.Alias})
+	}
+	return out
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// ---- status / steer / stop ----
+
+func (co *Coordinator) status(cmd *registry.Command, m *protocol.SubagentStatus) {
+	data := protocol.SubagentStatusData{Agents: []protocol.SubagentAgentStatus{}}
+	if len(m.Targets) > 0 {
+		for _, h := range m.Targets {
+			runIDs, err := co.idx.resolveRuns(m.ParentAgentID, []string{h})
+			if err != nil {
+				fail(cmd, err)
+				return
+			}
+			for _, id := range runIDs {
+				j, r := co.idx.run(id)
+				snap := view.RunSnapshot(j, r, true)
+				data.Agents = append(data.Agents, protocol.SubagentAgentStatus{AgentID: r.AgentID, Alias: r.Alias,
+					DefinitionName: r.Name, DisplayName: r.Name + " · " + r.Alias, ParentAgentID: j.ParentAgentID, Run: &snap})
+			}
+		}
+		reply(cmd, data)
+		return
+	}
+	mine := co.idx.newest(func(j *store.Job) bool { return j.ParentAgentID == m.ParentAgentID })
+	if len(mine) > 50 {
+		mine = mine[:50]
+	}
+	seen := map[string]bool{}
+	for _, j := range mine {
+		data.Jobs = append(data.Jobs, view.JobSnapshot(j, true))
+		for _, r := range j.Runs {
+			if seen[r.AgentID] {
+				continue
+			}
+			seen[r.AgentID] = true
+			cur := co.idx.currentRun(r.AgentID)
+			cj, _ := co.idx.run(cur.RunID)
+			snap := view.RunSnapshot(cj, cur, true)
+			data.Agents = append(data.Agents, protocol.SubagentAgentStatus{AgentID: r.AgentID, Alias: r.Alias,
+				DefinitionName: r.Name, DisplayName: r.Name + " · " + r.Alias, ParentAgentID: j.ParentAgentID, Run: &snap})
+		}
+	}
+	if data.Jobs == nil {
+		data.Jobs = []protocol.JobSnapshot{}
+	}
+	reply(cmd, data)
+}
+
+// steer is strict active steer (spec §10.3): only a run that is actively
+// executing takes the message, into its current turn; the child answers
+// injected or conflict. Queued and terminal runs are CONFLICT.
+func (co *Coordinator) steer(c actor.Context, cmd *registry.Command, m *protocol.SubagentSteer) {
+	runIDs, err := co.idx.resolveRuns(m.ParentAgentID, []string{m.Target})
+	if err != nil {
+		fail(cmd, err)
+		return
+	}
+	_, r := co.idx.run(runIDs[0])
+	if r.State != protocol.RunActive {
+		fail(cmd, protocol.Errorf(protocol.CodeConflict, "run %s is %s, not active", r.RunID, r.State))
+		return
+	}
+	c.Send(co.deps.Registry, &agent.Route{AgentID: r.AgentID, Msg: &agent.LeaseSteer{
+		RunID: r.RunID, Message: m.Message, CorrelationID: ids.New("steer"), Client: cmd.Client, Header: cmd.Header,
+	}})
+}
+
+func (co *Coordinator) stop(c actor.Context, cmd *registry.Command, m *protocol.SubagentStop) {
+	h := m.Handle
+	var jobID string
+	var runIDs []string
+	if j := co.idx.job(h); ids.HasPrefix(h, "job") && j != nil && j.ParentAgentID == m.ParentAgentID {
+		jobID = h
+	} else {
+		resolved, err := co.idx.resolveRuns(m.ParentAgentID, []string{h})
+		if err != nil {
+			fail(cmd, err)
+			return
+		}
+		runIDs = resolved
+		jobID = co.idx.jobOf(resolved[0])
+	}
+	pid := co.actors[jobID]
+	if pid == nil {
+		// Terminal already: stopping again is idempotent and cancels nothing.
+		out := protocol.SubagentStopData{Cancelled: []protocol.CancelledRun{}}
+		if len(runIDs) == 0 {
+			out.JobID = jobID
+		}
+		reply(cmd, out)
+		return
+	}
+	c.Send(pid, &stopReq{cmd: cmd, runIDs: runIDs})
+}
