@@ -63,7 +63,6 @@ type Deps struct {
 	Goroutines *xsync.Group
 }
 
-// Actor is the agent actor. Create it with Props.
 // Actor is the agent actor. Create it with Props. Its state is only ever
 // touched from Receive; it is grouped below by what it is about.
 type Actor struct {
