@@ -17,6 +17,11 @@ import (
 // deliver the fatal error event before the transport is cut.
 const slowGrace = time.Second
 
+// connMessage seals the connection actor's own messages (its reader
+// goroutine's); the others it receives are agent.Routed and protoactor's
+// system messages.
+type connMessage interface{ connMessage() }
+
 // Messages of the connection actor.
 type (
 	inbound struct {
@@ -25,6 +30,11 @@ type (
 	}
 	readerDone struct{ err error }
 )
+
+func (*inbound) connMessage()    {}
+func (*readerDone) connMessage() {}
+
+var _ = []connMessage{(*inbound)(nil), (*readerDone)(nil)}
 
 // connActor is the actor of one client connection.
 type connActor struct {
@@ -67,7 +77,10 @@ func (a *connActor) Receive(c actor.Context) {
 	case *actor.Stopping:
 		a.out.Close()
 		a.g.hub.Remove(a.out)
-		go a.t.Close("connection closed", false) // may block on a WS handshake
+		// Off the mailbox: it may block on a WebSocket close handshake.
+		// Refused once the gateway is closing, which closes every
+		// transport itself.
+		a.g.goTracked(func() { a.t.Close("connection closed", false) })
 	case *actor.Stopped:
 		a.g.forget(a.id)
 	case *actor.Restarting:
