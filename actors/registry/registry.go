@@ -10,11 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/xsync"
@@ -41,7 +41,9 @@ type Deps struct {
 	OnShutdown func(force bool)
 	// DefaultMode is the mode of agents created without one.
 	DefaultMode string
-	Now         func() time.Time
+
+	// Clock stamps created agents; nil is the wall clock.
+	Clock clock.Clock
 	// Group owns the goroutines the registry starts off its mailbox (the
 	// agent.create checks and commit, daemon.check). It is the daemon's,
 	// closed after the actor system stopped; required.
@@ -73,9 +75,7 @@ type Actor struct {
 
 // Props returns the registry's props.
 func Props(deps Deps) *actor.Props {
-	if deps.Now == nil {
-		deps.Now = time.Now
-	}
+	deps.Clock = clock.Or(deps.Clock)
 	if deps.DefaultMode == "" {
 		deps.DefaultMode = "build"
 	}
@@ -379,7 +379,7 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		Tools:          req.Tools,
 		HeadlessPolicy: req.HeadlessPolicy,
 		ParentAgentID:  req.ParentAgentID,
-		CreatedAt:      r.deps.Now().UnixMilli(),
+		CreatedAt:      r.deps.Clock.Now().UnixMilli(),
 		Alias:          req.Alias,
 		DefinitionName: req.DefinitionName,
 		DisplayName:    req.DisplayName,
