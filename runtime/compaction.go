@@ -345,7 +345,7 @@ func (r *runtime) applyCompactionLocked(j *compactJob, body string) (compactedDa
 		TokensBefore: d.TokensBefore, TokensAfter: d.TokensAfter,
 	}
 	if err := r.sess.append(e); err != nil {
-		return compactedData{}, protocol.Errorf(protocol.CodeInternal, "write the compaction entry: %v", err)
+		return compactedData{}, protocol.Errorf(protocol.CodeInternal, "write the compaction entry: %w", err)
 	}
 	r.meta.forget(w[:j.cut])
 	r.window, r.summaryID, r.compactionIndex, r.lastContext = nw, id, j.index, 0

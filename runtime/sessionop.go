@@ -158,7 +158,7 @@ func (r *runtime) forkLocked(h protocol.Header, from string) {
 	}
 	st, err := replay(entries[:pos+1])
 	if err != nil {
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInternal, "replay the session: %v", err))
+		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInternal, "replay the session: %w", err))
 		return
 	}
 	if calls := unanswered(st.window); calls != nil && pos+1 < len(entries) && answers(entries[pos+1], calls) {
@@ -181,7 +181,7 @@ func (r *runtime) forkLocked(h protocol.Header, from string) {
 	dir := filepath.Join(r.opts.SessionDir, forksDirName, forkID)
 	if err := writeNewTranscript(dir, rows); err != nil {
 		r.log.Error("fork failed", "fork_id", forkID, "err", err)
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInternal, "write the fork: %v", err))
+		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInternal, "write the fork: %w", err))
 		return
 	}
 	r.log.Info("session forked", "fork_id", forkID, "fork_session_id", sessionID, "entries", len(rows))

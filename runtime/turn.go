@@ -366,7 +366,7 @@ func (r *runtime) callFailed(t *turnState, err error) *outcome {
 	if errors.As(err, &pe) {
 		return &outcome{kind: outFailed, err: pe}
 	}
-	return &outcome{kind: outFailed, err: protocol.Errorf(protocol.CodeProviderError, "%s", err.Error())}
+	return &outcome{kind: outFailed, err: protocol.Errorf(protocol.CodeProviderError, "%w", err)}
 }
 
 // apply folds one event into the answer and streams it as a message_delta.
