@@ -81,12 +81,15 @@ func (r *runtime) sessionIDLocked() string {
 // listSessionsLocked lists this session and its forks.
 func (r *runtime) listSessionsLocked() []sessionInfo {
 	n := len(r.window)
+	// Entries counts lines written to the file; during a turn that may
+	// include one whose fsync (and announcement) is still pending.
+	entries, head := r.sess.stats()
 	cur := sessionInfo{
 		SessionID:    r.sessionIDLocked(),
 		Kind:         kindSession,
 		Current:      true,
-		Entries:      r.sess.count,
-		HeadEntryID:  r.sess.head,
+		Entries:      entries,
+		HeadEntryID:  head,
 		LiveMessages: &n,
 	}
 	if r.compactionIndex > 0 {
