@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/client"
-	"github.com/shard-dev/shard/internal/promtext"
 	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -250,27 +248,7 @@ func (d *daemon) webURL() (string, error) { return d.WebURL() }
 
 // metrics scrapes the daemon's /metrics into sample name (labels included:
 // `shard_agents_by_runtime_state{runtime_state="stopped"}`) → value.
-func (d *daemon) metrics() (map[string]float64, error) {
-	base, err := d.webURL()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	return promtext.Samples(resp.Body)
-}
+func (d *daemon) metrics() (map[string]float64, error) { return d.Metrics(10 * time.Second) }
 
 // ---- CPU profiles ----
 

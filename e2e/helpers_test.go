@@ -34,12 +34,7 @@ const (
 // socket paths are limited to 108 bytes, which t.TempDir() can exceed.
 func shortTemp(t *testing.T) string {
 	t.Helper()
-	dir, err := shardtest.TempDir("sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
+	return shardtest.ShortTemp(t, "sh")
 }
 
 // newHome returns a fresh, not yet existing, Shard home path.

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/client"
-	"github.com/shard-dev/shard/internal/promtext"
 	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -41,12 +39,7 @@ const (
 // socket paths are limited to 108 bytes, which t.TempDir() can exceed.
 func shortTemp(t testing.TB) string {
 	t.Helper()
-	dir, err := shardtest.TempDir("sf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
+	return shardtest.ShortTemp(t, "sf")
 }
 
 // newHome returns a fresh, not yet existing, Shard home path.
@@ -464,23 +457,7 @@ func openFDs(pid int) (int, error) {
 // ---- metrics ----
 
 // metrics scrapes /metrics into "name{labels}" → value.
-func (d *daemon) metrics() (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.webURL()+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	return promtext.Samples(resp.Body)
-}
+func (d *daemon) metrics() (map[string]float64, error) { return d.Metrics(callTimeout) }
 
 func (d *daemon) mustMetrics() map[string]float64 {
 	d.t.Helper()

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"time"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/promtext"
 )
 
 // PollInterval is how often the waits here look again. They bound waits
@@ -141,6 +143,31 @@ func (d *Daemon) WebURL() (string, error) {
 func (d *Daemon) Reap() []int {
 	d.Kill()
 	return KillEnv(d.HomeEnv(), LeftoverBound)
+}
+
+// Metrics scrapes the daemon's /metrics (the web URL from daemon.json),
+// bounded by timeout, into sample name (labels included:
+// `shard_agents_by_runtime_state{runtime_state="stopped"}`) → value.
+func (d *Daemon) Metrics(timeout time.Duration) (map[string]float64, error) {
+	base, err := d.WebURL()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, fmt.Errorf("shardtest: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("shardtest: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	return promtext.Samples(resp.Body)
 }
 
 // Log returns shardd.log, cut to its last max bytes when max > 0.
