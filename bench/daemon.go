@@ -6,22 +6,19 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/shard-dev/shard/client"
-	"github.com/shard-dev/shard/internal/promtext"
+	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -30,49 +27,21 @@ const (
 	reqTimeout   = 30 * time.Second
 )
 
-// daemon is one shardd subprocess on its own temporary home.
+// daemon is one shardd subprocess on its own temporary home
+// (shardtest.Daemon), its stdout and stderr kept (the first MiB) in stderr.
 type daemon struct {
+	*shardtest.Daemon
 	home   string
-	cmd    *exec.Cmd
-	stderr *lockedBuf
-	done   chan struct{}
-}
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len() < 1<<20 {
-		l.b.Write(p)
-	}
-	return len(p), nil
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	stderr *shardtest.Buffer
 }
 
 // cleanEnv is the driver's environment without SHARD_* variables.
-func cleanEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SHARD_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, extra...)
-}
+func cleanEnv(extra ...string) []string { return shardtest.CleanEnv(extra...) }
 
 // tempDir makes a short temporary directory (unix socket paths are limited
 // to 108 bytes) removed at cleanup.
 func tempDir() (string, error) {
-	dir, err := os.MkdirTemp("", "shb")
+	dir, err := shardtest.TempDir("shb")
 	if err != nil {
 		return "", err
 	}
@@ -98,7 +67,6 @@ func startDaemon(o *options, env []string, extra ...string) (*daemon, error) {
 		args = append(args, "--store.no-sync")
 	}
 	args = append(args, extra...)
-	env = append([]string{"SHARD_HOME=" + home}, env...)
 	if o.cpuprofile != "" {
 		prof, err := filepath.Abs(profilePath(o.cpuprofile, o.profileTag))
 		if err != nil {
@@ -108,36 +76,22 @@ func startDaemon(o *options, env []string, extra ...string) (*daemon, error) {
 		env = append(env, "SHARD_CPUPROFILE="+prof)
 		o.profiles = append(o.profiles, profileRun{Tag: o.profileTag, Path: prof})
 	}
-	cmd := exec.Command(o.shardd, args...)
-	cmd.Env = cleanEnv(env...)
-	d := &daemon{home: home, cmd: cmd, stderr: &lockedBuf{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = d.stderr, d.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start shardd: %w", err)
+	out := &shardtest.Buffer{Max: 1 << 20}
+	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
+		Shardd: o.shardd, Home: home, Args: args, Env: env, Stdout: out, Stderr: out,
+	})
+	if err != nil {
+		return nil, err
 	}
-	go func() { _ = cmd.Wait(); close(d.done) }()
+	d := &daemon{Daemon: sd, home: home, stderr: out}
 	atCleanup(d.stop)
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		select {
-		case <-d.done:
-			return nil, fmt.Errorf("shardd exited before accepting clients: %v\n%s", cmd.ProcessState, d.stderr.String())
-		default:
-		}
-		c, err := d.dial()
-		if err == nil {
-			c.Close()
-			return d, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("shardd not ready after %s: %v\n%s", readyTimeout, err, d.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := d.WaitReady(readyTimeout); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, d.stderr.String())
 	}
+	return d, nil
 }
 
-func (d *daemon) socket() string { return filepath.Join(d.home, "daemon.sock") }
+func (d *daemon) socket() string { return d.Socket() }
 
 // stopGrace bounds a graceful daemon stop before SIGKILL.
 const stopGrace = 30 * time.Second
@@ -146,34 +100,17 @@ const stopGrace = 30 * time.Second
 // whatever still runs with its SHARD_HOME.
 func (d *daemon) stop() {
 	_ = d.shutdown()
-	killEnv("SHARD_HOME=" + d.home)
+	killEnv(d.HomeEnv())
 }
 
 // shutdown stops the daemon gracefully (SIGTERM: runtimes are stopped, a
 // CPU profile is flushed) and waits for it to exit; past stopGrace it is
 // killed. It returns an error unless the daemon exited cleanly (status 0),
 // now or before.
-func (d *daemon) shutdown() error {
-	select {
-	case <-d.done:
-	default:
-		_ = d.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.done:
-		case <-time.After(stopGrace):
-			_ = d.cmd.Process.Kill()
-			<-d.done
-			return fmt.Errorf("shardd did not exit within %s of SIGTERM; killed", stopGrace)
-		}
-	}
-	if st := d.cmd.ProcessState; st == nil || !st.Success() {
-		return fmt.Errorf("shardd exited uncleanly: %v", st)
-	}
-	return nil
-}
+func (d *daemon) shutdown() error { return d.Terminate(stopGrace) }
 
 // pid is the daemon's process id.
-func (d *daemon) pid() int { return d.cmd.Process.Pid }
+func (d *daemon) pid() int { return d.PID() }
 
 // rssKiB is the daemon's resident set (VmRSS), its runtime children
 // excluded.
@@ -307,46 +244,11 @@ func memAvailableKiB() (int64, error) {
 }
 
 // webURL reads the web listener's base URL from $SHARD_HOME/daemon.json.
-func (d *daemon) webURL() (string, error) {
-	b, err := os.ReadFile(filepath.Join(d.home, "daemon.json"))
-	if err != nil {
-		return "", err
-	}
-	var disc struct {
-		WebURL string `json:"web_url"`
-	}
-	if err := json.Unmarshal(b, &disc); err != nil {
-		return "", fmt.Errorf("decode daemon.json: %w", err)
-	}
-	if disc.WebURL == "" {
-		return "", errors.New("daemon.json has no web_url")
-	}
-	return disc.WebURL, nil
-}
+func (d *daemon) webURL() (string, error) { return d.WebURL() }
 
 // metrics scrapes the daemon's /metrics into sample name (labels included:
 // `shard_agents_by_runtime_state{runtime_state="stopped"}`) → value.
-func (d *daemon) metrics() (map[string]float64, error) {
-	base, err := d.webURL()
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	return promtext.Samples(resp.Body)
-}
+func (d *daemon) metrics() (map[string]float64, error) { return d.Metrics(10 * time.Second) }
 
 // ---- CPU profiles ----
 
@@ -385,49 +287,11 @@ func pprofTop(bin, prof string, nodes int) (string, error) {
 
 // killEnv SIGKILLs every live process whose environment holds kv and waits
 // (up to 5 s) until none is left.
-func killEnv(kv string) {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		pids := procsWithEnv(kv)
-		if len(pids) == 0 || time.Now().After(deadline) {
-			return
-		}
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+func killEnv(kv string) { shardtest.KillEnv(kv, 5*time.Second) }
 
 // procsWithEnv returns the live, non-zombie processes whose environment
 // holds the exact entry kv.
-func procsWithEnv(kv string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	entry := []byte(kv + "\x00")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !(bytes.HasPrefix(env, entry) || bytes.Contains(env, append([]byte{0}, entry...))) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(stat, ')'); i < 0 || bytes.HasPrefix(bytes.TrimSpace(stat[i+1:]), []byte("Z")) {
-			continue
-		}
-		pids = append(pids, pid)
-	}
-	return pids
-}
+func procsWithEnv(kv string) []int { return shardtest.ProcsWithEnv(kv) }
 
 // dial connects a unix-socket client.
 func (d *daemon) dial() (*client.Conn, error) {

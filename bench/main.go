@@ -62,7 +62,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -73,6 +72,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/shard-dev/shard/internal/shardtest"
 )
 
 // options are the driver's flags; each scenario reads the ones it needs.
@@ -387,13 +388,12 @@ func buildShardd() (string, error) {
 		return "", err
 	}
 	atCleanup(func() { os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "shardd")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/shard-dev/shard/cmd/shardd")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	fmt.Fprintln(os.Stderr, "bench: building shardd …")
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build shardd: %w", err)
+	bins, err := shardtest.Build(dir, nil, os.Stderr, "shardd")
+	if err != nil {
+		return "", err
 	}
+	bin := bins[0]
 	return bin, nil
 }
 

@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/shardtest"
 )
 
 // Deadlines. They bound waits that normally end in milliseconds; they are
@@ -34,12 +34,7 @@ const (
 // socket paths are limited to 108 bytes, which t.TempDir() can exceed.
 func shortTemp(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
+	return shardtest.ShortTemp(t, "sh")
 }
 
 // newHome returns a fresh, not yet existing, Shard home path.
@@ -50,19 +45,11 @@ func newHome(t *testing.T) string {
 
 // baseEnv is the test's environment without any SHARD_* variable, so that
 // the developer's own settings never leak into a test.
-func baseEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SHARD_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
+func baseEnv() []string { return shardtest.CleanEnv() }
 
 // sharddEnv is the environment of a shardd on home, plus extra variables.
 func sharddEnv(home string, extra ...string) []string {
-	return append(append(baseEnv(), "SHARD_HOME="+home), extra...)
+	return shardtest.CleanEnv(append([]string{"SHARD_HOME=" + home}, extra...)...)
 }
 
 // randomToken returns a unique string for one test.
@@ -75,82 +62,42 @@ func randomToken(t *testing.T, prefix string) string {
 	return prefix + "-" + hex.EncodeToString(b)
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer (a subprocess pipe) and
-// concurrent readers (the test).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// proc is a subprocess the test started and waits for in the background.
+// proc is a subprocess the test started (shardtest.Proc) with its output
+// captured.
 type proc struct {
-	cmd    *exec.Cmd
-	stdout *syncBuffer
-	stderr *syncBuffer
-	done   chan struct{} // closed once the process has been waited for
-	state  *os.ProcessState
+	*shardtest.Proc
+	cmd    *exec.Cmd // Proc.Cmd, for the signals tests send
+	stdout *shardtest.Buffer
+	stderr *shardtest.Buffer
 }
 
 // startProc starts cmd with its output captured. The process gets SIGKILL
 // if the test binary dies first.
 func startProc(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{stdout: &shardtest.Buffer{}, stderr: &shardtest.Buffer{}}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", cmd.Path, err)
+	sp, err := shardtest.StartProc(cmd)
+	if err != nil {
+		t.Fatal(err)
 	}
-	go func() {
-		_ = cmd.Wait() // a non-zero exit is in state
-		p.state = cmd.ProcessState
-		close(p.done)
-	}()
+	p.Proc, p.cmd = sp, cmd
 	return p
 }
 
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *proc) pid() int     { return p.PID() }
+func (p *proc) exited() bool { return p.Exited() }
+func (p *proc) kill()        { p.Kill() }
 
 // waitExit waits up to timeout for the process to end and returns its
 // state, failing the test if it is still running.
 func (p *proc) waitExit(t *testing.T, timeout time.Duration) *os.ProcessState {
 	t.Helper()
-	select {
-	case <-p.done:
-		return p.state
-	case <-time.After(timeout):
-		t.Fatalf("%s (pid %d) still running after %s", filepath.Base(p.cmd.Path), p.pid(), timeout)
-		return nil
+	st, err := p.WaitExit(timeout)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// kill sends SIGKILL unless the process has already exited, and waits.
-func (p *proc) kill() {
-	if !p.exited() {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	}
-	<-p.done
+	return st
 }
 
 // daemon is one shardd subprocess on its own home.
@@ -172,38 +119,34 @@ func startDaemon(t *testing.T, extra ...string) *daemon {
 // startDaemonAt is startDaemon on a given (possibly existing) home.
 func startDaemonAt(t *testing.T, home string, extra ...string) *daemon {
 	t.Helper()
-	args := append([]string{"--web-port", "0", "--store.no-sync"}, extra...)
-	cmd := exec.Command(sharddBin, args...)
-	cmd.Env = sharddEnv(home)
-	d := &daemon{t: t, home: home, proc: startProc(t, cmd)}
+	p := &proc{stdout: &shardtest.Buffer{}, stderr: &shardtest.Buffer{}}
+	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
+		Shardd: sharddBin, Home: home,
+		Args:   append([]string{"--web-port", "0", "--store.no-sync"}, extra...),
+		Stdout: p.stdout, Stderr: p.stderr,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Proc, p.cmd = sd.Proc, sd.Cmd
+	d := &daemon{t: t, home: home, proc: p}
 	t.Cleanup(d.cleanup)
 	d.waitReady()
 	return d
 }
 
-func (d *daemon) socket() string    { return filepath.Join(d.home, "daemon.sock") }
-func (d *daemon) discovery() string { return filepath.Join(d.home, "daemon.json") }
-func (d *daemon) logDir() string    { return filepath.Join(d.home, "logs") }
+// sd is d as a shardtest.Daemon.
+func (d *daemon) sd() *shardtest.Daemon { return &shardtest.Daemon{Home: d.home, Proc: d.Proc} }
 
-// waitReady polls the socket until a client completes the hello handshake.
+func (d *daemon) socket() string    { return d.sd().Socket() }
+func (d *daemon) discovery() string { return d.sd().Discovery() }
+func (d *daemon) logDir() string    { return d.sd().LogDir() }
+
+// waitReady waits until a client completes the hello handshake.
 func (d *daemon) waitReady() {
 	d.t.Helper()
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		if d.exited() {
-			d.t.Fatalf("shardd exited before accepting clients: %v\nstderr:\n%s", d.state, d.stderr.String())
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := client.Dial(ctx, d.socket())
-		cancel()
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("shardd not accepting on %s after %s: %v\nstderr:\n%s", d.socket(), readyTimeout, err, d.stderr.String())
-		}
-		time.Sleep(pollInterval)
+	if err := d.sd().WaitReady(readyTimeout); err != nil {
+		d.t.Fatalf("%v\nstderr:\n%s", err, d.stderr.String())
 	}
 }
 
@@ -226,22 +169,14 @@ func (d *daemon) dial() *client.Conn {
 }
 
 func (d *daemon) cleanup() {
-	d.kill()
 	// Whatever still runs with this home (a runtime orphaned by a killed
 	// daemon, a stray shardctl) is ours: end it so nothing outlives the test.
-	if left := procsWithEnv(d.t, "SHARD_HOME="+d.home); len(left) > 0 {
+	if left := d.sd().Reap(); len(left) > 0 {
 		d.t.Logf("killing processes left on %s: %v", d.home, left)
-		for _, pid := range left {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		deadline := time.Now().Add(5 * time.Second)
-		for len(procsWithEnv(d.t, "SHARD_HOME="+d.home)) > 0 && time.Now().Before(deadline) {
-			time.Sleep(pollInterval)
-		}
 	}
 	if d.t.Failed() {
-		d.t.Logf("shardd exit: %v\nshardd stderr:\n%s", d.state, d.stderr.String())
-		if b, err := os.ReadFile(filepath.Join(d.logDir(), "shardd.log")); err == nil {
+		d.t.Logf("shardd exit: %v\nshardd stderr:\n%s", d.State(), d.stderr.String())
+		if b, err := d.sd().Log(0); err == nil {
 			d.t.Logf("shardd.log:\n%s", b)
 		}
 	}
@@ -303,27 +238,7 @@ func (d *daemon) mustCtl(stdin string, args ...string) result {
 // holds the exact entry kv ("NAME=value").
 func procsWithEnv(t *testing.T, kv string) []int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	entry := []byte(kv + "\x00")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !(bytes.HasPrefix(env, entry) || bytes.Contains(env, append([]byte{0}, entry...))) {
-			continue
-		}
-		if state, _, ok := procStat(pid); !ok || state == "Z" {
-			continue // gone, or a zombie: gone for our purposes
-		}
-		pids = append(pids, pid)
-	}
-	return pids
+	return shardtest.ProcsWithEnv(kv)
 }
 
 // runtimePIDs finds the live runtime processes serving agent id, by the

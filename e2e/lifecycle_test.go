@@ -127,7 +127,7 @@ func TestSecondShardOnSameHomeFails(t *testing.T) {
 	// The first daemon is untouched: still running, still serving, and its
 	// discovery file is still its own.
 	if d.exited() {
-		t.Fatalf("first shardd exited: %v", d.state)
+		t.Fatalf("first shardd exited: %v", d.State())
 	}
 	st := d.mustCtl("", "status", "-o", "json")
 	var data protocol.DaemonStatusData

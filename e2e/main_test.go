@@ -5,9 +5,9 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/shard-dev/shard/internal/shardtest"
 )
 
 // Paths of the binaries under test, built once by TestMain.
@@ -36,21 +36,15 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 
-	args := []string{"build"}
+	var flags []string
 	if os.Getenv(raceEnv) == "1" {
-		args = append(args, "-race")
+		flags = append(flags, "-race")
 	}
-	// With -o naming a directory, one go build writes both executables.
-	args = append(args, "-o", dir+string(filepath.Separator),
-		"github.com/shard-dev/shard/cmd/shardd",
-		"github.com/shard-dev/shard/cmd/shardctl")
-	build := exec.Command("go", args...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	bins, err := shardtest.Build(dir, flags, os.Stderr, "shardd", "shardctl")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: build shardd and shardctl:", err)
 		return 1
 	}
-	sharddBin = filepath.Join(dir, "shardd")
-	shardctlBin = filepath.Join(dir, "shardctl")
+	sharddBin, shardctlBin = bins[0], bins[1]
 	return m.Run()
 }

@@ -206,7 +206,7 @@ func untilRefused(t *testing.T, d *daemon, op func() error) *protocol.Error {
 		}
 		pe := protoErr(err)
 		if pe == nil || d.exited() {
-			t.Fatalf("on a full disk: %v; shardd exited: %v\nstderr:\n%s", err, d.state, d.stderr.String())
+			t.Fatalf("on a full disk: %v; shardd exited: %v\nstderr:\n%s", err, d.State(), d.stderr.String())
 		}
 		if pe.Code != protocol.CodeInternal {
 			t.Fatalf("on a full disk: %v, want INTERNAL_ERROR", pe)

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +20,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/client"
-	"github.com/shard-dev/shard/internal/promtext"
+	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -40,12 +39,7 @@ const (
 // socket paths are limited to 108 bytes, which t.TempDir() can exceed.
 func shortTemp(t testing.TB) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "sf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
+	return shardtest.ShortTemp(t, "sf")
 }
 
 // newHome returns a fresh, not yet existing, Shard home path.
@@ -55,33 +49,7 @@ func newHome(t testing.TB) string {
 }
 
 // baseEnv is the test's environment without any SHARD_* variable.
-func baseEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SHARD_") {
-			env = append(env, kv)
-		}
-	}
-	return env
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func baseEnv() []string { return shardtest.CleanEnv() }
 
 // daemonOpts configures one shardd run.
 type daemonOpts struct {
@@ -89,95 +57,68 @@ type daemonOpts struct {
 	flags []string
 }
 
-// daemon is one shardd subprocess on a home.
+// daemon is one shardd subprocess on a home (a shardtest.Daemon whose
+// stdout and stderr both go to stderr).
 type daemon struct {
-	t      testing.TB
-	home   string
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	done   chan struct{} // closed once the process has been waited for
-	state  *os.ProcessState
+	t    testing.TB
+	home string
+	*shardtest.Daemon
+	stderr *shardtest.Buffer
 }
 
 // startDaemon runs shardd on home and returns once its socket answers
-// hello. The test's cleanup kills it, and anything left with its
-// SHARD_HOME, if still alive.
+// hello and daemon.json names the web listener. The test's cleanup kills
+// it, and anything left with its SHARD_HOME, if still alive.
 func startDaemon(t testing.TB, home string, o daemonOpts) *daemon {
 	t.Helper()
-	args := append([]string{"--web-port", "0", "--store.no-sync"}, o.flags...)
-	cmd := exec.Command(sharddBin, args...)
-	cmd.Env = append(baseEnv(), "SHARD_HOME="+home)
-	d := &daemon{t: t, home: home, cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = d.stderr, d.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start shardd: %v", err)
+	out := &shardtest.Buffer{}
+	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
+		Shardd: sharddBin, Home: home,
+		Args:   append([]string{"--web-port", "0", "--store.no-sync"}, o.flags...),
+		Stdout: out, Stderr: out,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	go func() {
-		_ = cmd.Wait() // the status is in state
-		d.state = cmd.ProcessState
-		close(d.done)
-	}()
+	d := &daemon{t: t, home: home, Daemon: sd, stderr: out}
 	t.Cleanup(d.cleanup)
 	d.waitReady()
 	return d
 }
 
-func (d *daemon) pid() int        { return d.cmd.Process.Pid }
-func (d *daemon) socket() string  { return filepath.Join(d.home, "daemon.sock") }
+func (d *daemon) pid() int        { return d.PID() }
+func (d *daemon) socket() string  { return d.Socket() }
 func (d *daemon) dbPath() string  { return filepath.Join(d.home, "shard.db") }
-func (d *daemon) logPath() string { return filepath.Join(d.home, "logs", "shardd.log") }
-func (d *daemon) homeEnv() string { return "SHARD_HOME=" + d.home }
-
-func (d *daemon) exited() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
-}
+func (d *daemon) logPath() string { return d.LogPath() }
+func (d *daemon) homeEnv() string { return d.HomeEnv() }
+func (d *daemon) exited() bool    { return d.Exited() }
 
 func (d *daemon) waitReady() {
 	d.t.Helper()
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		if d.exited() {
-			d.t.Fatalf("shardd exited before accepting clients: %v\nstderr:\n%s", d.state, d.stderr.String())
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := client.Dial(ctx, d.socket())
-		cancel()
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("shardd not accepting on %s after %s: %v\nstderr:\n%s", d.socket(), readyTimeout, err, d.stderr.String())
-		}
-		time.Sleep(pollInterval)
+	if err := d.WaitReady(readyTimeout); err != nil {
+		d.t.Fatalf("%v\nstderr:\n%s", err, d.stderr.String())
 	}
 	// daemon.json (with the web URL) is written right after the listeners.
-	eventually(d.t, readyTimeout, "daemon.json written", func() bool { return d.webURLOrEmpty() != "" })
+	if err := d.WaitDiscovery(readyTimeout); err != nil {
+		d.t.Fatal(err)
+	}
 }
 
 // waitExit waits for the process to end and returns its state.
 func (d *daemon) waitExit() *os.ProcessState {
 	d.t.Helper()
-	select {
-	case <-d.done:
-		return d.state
-	case <-time.After(exitTimeout):
-		d.t.Fatalf("shardd (pid %d) still running after %s", d.pid(), exitTimeout)
-		return nil
+	st, err := d.WaitExit(exitTimeout)
+	if err != nil {
+		d.t.Fatal(err)
 	}
+	return st
 }
 
 // sigkill kills shardd at once and waits for it.
 func (d *daemon) sigkill() {
 	d.t.Helper()
 	if !d.exited() {
-		_ = d.cmd.Process.Signal(syscall.SIGKILL)
+		_ = d.Cmd.Process.Signal(syscall.SIGKILL)
 	}
 	d.waitExit()
 }
@@ -185,7 +126,7 @@ func (d *daemon) sigkill() {
 // stop asks shardd to shut down (SIGTERM) and fails unless it exits 0.
 func (d *daemon) stop() {
 	d.t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		d.t.Fatalf("SIGTERM shardd: %v", err)
 	}
 	if st := d.waitExit(); !st.Success() {
@@ -194,35 +135,18 @@ func (d *daemon) stop() {
 }
 
 func (d *daemon) cleanup() {
-	if !d.exited() {
-		_ = d.cmd.Process.Signal(syscall.SIGKILL)
-		<-d.done
-	}
 	// Whatever still runs with this home is ours: end it so nothing
 	// outlives the test.
-	if left := procsWithEnv(d.homeEnv()); len(left) > 0 {
-		for _, p := range left {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
-		}
-		deadline := time.Now().Add(5 * time.Second)
-		for len(procsWithEnv(d.homeEnv())) > 0 && time.Now().Before(deadline) {
-			time.Sleep(pollInterval)
-		}
-	}
+	d.Reap()
 	if d.t.Failed() {
-		d.t.Logf("shardd (pid %d) exit: %v\nstderr:\n%s", d.pid(), d.state, tail(d.stderr.String(), 8<<10))
-		if b, err := os.ReadFile(d.logPath()); err == nil {
-			d.t.Logf("shardd.log (tail):\n%s", tail(string(b), 32<<10))
+		d.t.Logf("shardd (pid %d) exit: %v\nstderr:\n%s", d.pid(), d.State(), tail(d.stderr.String(), 8<<10))
+		if log, err := d.Log(32 << 10); err == nil {
+			d.t.Logf("shardd.log (tail):\n%s", log)
 		}
 	}
 }
 
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
+func tail(s string, n int) string { return shardtest.Tail(s, n) }
 
 // ---- clients ----
 
@@ -243,25 +167,11 @@ func (d *daemon) dial() *client.Conn {
 // webURL is the daemon's http base URL from daemon.json.
 func (d *daemon) webURL() string {
 	d.t.Helper()
-	u := d.webURLOrEmpty()
-	if u == "" {
-		d.t.Fatalf("no web_url in %s", filepath.Join(d.home, "daemon.json"))
+	u, err := d.WebURL()
+	if err != nil {
+		d.t.Fatalf("no web_url in %s: %v", d.Discovery(), err)
 	}
 	return u
-}
-
-func (d *daemon) webURLOrEmpty() string {
-	b, err := os.ReadFile(filepath.Join(d.home, "daemon.json"))
-	if err != nil {
-		return ""
-	}
-	var disc struct {
-		WebURL string `json:"web_url"`
-	}
-	if json.Unmarshal(b, &disc) != nil {
-		return ""
-	}
-	return disc.WebURL
 }
 
 func (d *daemon) wsURL() string { return "ws" + strings.TrimPrefix(d.webURL(), "http") + "/ws" }
@@ -434,28 +344,13 @@ type procInfo struct {
 }
 
 // procsWithEnv returns the live (non-zombie) processes whose environment
-// holds the exact entry kv ("NAME=value").
+// holds the exact entry kv ("NAME=value"), with their start times.
 func procsWithEnv(kv string) []procInfo {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	entry := []byte(kv + "\x00")
 	var out []procInfo
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	for _, pid := range shardtest.ProcsWithEnv(kv) {
+		if st, ok := readStat(pid); ok && st.state != "Z" {
+			out = append(out, procInfo{pid: pid, start: st.start})
 		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !(bytes.HasPrefix(env, entry) || bytes.Contains(env, append([]byte{0}, entry...))) {
-			continue
-		}
-		st, ok := readStat(pid)
-		if !ok || st.state == "Z" {
-			continue // gone, or a zombie: gone for our purposes
-		}
-		out = append(out, procInfo{pid: pid, start: st.start})
 	}
 	return out
 }
@@ -562,23 +457,7 @@ func openFDs(pid int) (int, error) {
 // ---- metrics ----
 
 // metrics scrapes /metrics into "name{labels}" → value.
-func (d *daemon) metrics() (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.webURL()+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	return promtext.Samples(resp.Body)
-}
+func (d *daemon) metrics() (map[string]float64, error) { return d.Metrics(callTimeout) }
 
 func (d *daemon) mustMetrics() map[string]float64 {
 	d.t.Helper()

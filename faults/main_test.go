@@ -6,11 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shard-dev/shard/internal/shardtest"
 )
 
 // Flags of the long modes. The defaults are the bounded suite that runs in
@@ -53,22 +53,17 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 
-	args := []string{"build"}
+	var flags []string
 	if os.Getenv(raceEnv) == "1" {
-		args = append(args, "-race")
+		flags = append(flags, "-race")
 	}
-	args = append(args, strings.Fields(os.Getenv(buildFlagsEnv))...)
-	args = append(args, "-o", dir+string(filepath.Separator),
-		"github.com/shard-dev/shard/cmd/shardd",
-		"github.com/shard-dev/shard/cmd/shardctl")
-	build := exec.Command("go", args...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	flags = append(flags, strings.Fields(os.Getenv(buildFlagsEnv))...)
+	bins, err := shardtest.Build(dir, flags, os.Stderr, "shardd", "shardctl")
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "faults: build shardd and shardctl:", err)
 		return 1
 	}
-	sharddBin = filepath.Join(dir, "shardd")
-	shardctlBin = filepath.Join(dir, "shardctl")
+	sharddBin, shardctlBin = bins[0], bins[1]
 	if selfBin, err = os.Executable(); err != nil {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 1

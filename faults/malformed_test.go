@@ -294,7 +294,7 @@ func TestMalformedRuntimeOutput(t *testing.T) {
 	events.waitFor(t, callTimeout, "turn_end of another agent", is(protocol.TypeTurnEnd, other))
 	onlyValid(t)
 	if d.exited() {
-		t.Fatalf("shardd exited: %v", d.state)
+		t.Fatalf("shardd exited: %v", d.State())
 	}
 }
 

@@ -263,7 +263,7 @@ func TestSoak(t *testing.T) {
 		time.Sleep(*soakSampleFlag)
 		d := s.cur.Load()
 		if d.exited() {
-			t.Fatalf("shardd exited on its own: %v", d.state)
+			t.Fatalf("shardd exited on its own: %v", d.State())
 		}
 		m, err := d.metrics()
 		rss, err2 := rssBytes(d.pid())

@@ -42,17 +42,49 @@ func Codes() []ErrorCode {
 // Error is a protocol error: the `{code, message, data?}` object carried by a
 // failed response (spec §9.3). It is also a Go error, so code travels with the
 // error value through wrapping and is recovered with CodeOf.
+//
+// An Error built by Errorf with a %w verb also keeps the wrapped error as its
+// cause, so errors.Is and errors.As see through it (Unwrap). The cause is
+// local to the process: it is never encoded (only code, message and data go
+// on the wire), and an Error decoded from the wire has none.
 type Error struct {
 	Code    ErrorCode `json:"code"`
 	Message string    `json:"message"`
 	Data    any       `json:"data,omitempty"`
+
+	// cause is what Errorf's %w operands wrap: the fmt.Errorf value, whose
+	// own Unwrap yields them. nil without %w. Unexported, so never marshalled.
+	cause error
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
-// Errorf builds an *Error with a formatted message.
+// Unwrap returns the errors wrapped with %w by Errorf (nil when there are
+// none), so the chain below a protocol error stays inspectable.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Errorf builds an *Error with a formatted message. It formats like
+// fmt.Errorf: a %w operand is printed as %v would print it and is kept as the
+// Error's cause (see Unwrap), so wrapping with %w keeps the chain where %v
+// would drop it. The message text is the same either way.
 func Errorf(code ErrorCode, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	e := &Error{Code: code, Message: err.Error()}
+	if wrapsAny(err) {
+		e.cause = err
+	}
+	return e
+}
+
+// wrapsAny reports whether err (a fmt.Errorf result) wraps anything.
+func wrapsAny(err error) bool {
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return u.Unwrap() != nil
+	case interface{ Unwrap() []error }:
+		return len(u.Unwrap()) > 0
+	}
+	return false
 }
 
 // CodeOf returns the protocol code carried anywhere in err's chain, or

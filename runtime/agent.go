@@ -130,6 +130,11 @@ type Options struct {
 	// IgnoreSignals is called by the `sim: hang` directive; cmd/shardd
 	// passes a function that ignores SIGTERM. Default: does nothing.
 	IgnoreSignals func()
+
+	// syncFile, when set, replaces (*os.File).Sync for the transcript, so
+	// a test can hold an fsync and watch what the runtime does meanwhile
+	// (session). Unexported: only this package's tests set it.
+	syncFile func(*os.File) error
 }
 
 // withDefaults returns a copy of o with every zero field set to its default.
@@ -218,7 +223,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	ids := newIDGen()
-	sess, state, err := openSession(opts.SessionDir, ids, time.Now())
+	sess, state, err := openSession(opts.SessionDir, ids, time.Now(), opts.syncFile)
 	if err != nil {
 		log.Error("session cannot be restored", slog.Any("err", err))
 		failStart(opts, models, err)

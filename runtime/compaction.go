@@ -34,8 +34,9 @@ import (
 //     called), prefixed with "[compaction N]" and the summarized range, and
 //     takes the place of the summarized messages as a user message whose id
 //     is the compaction's entry id;
-//   - a compaction entry (session.go) is appended and synced, then the
-//     compaction event is emitted.
+//   - a compaction entry (session.go) is written under the state mutex,
+//     synced without it, then the window is replaced and the compaction
+//     event emitted under it again.
 //
 // Token counts are estimates: bytes/4 of the window's content (the sim's
 // own measure), or, for a real provider, the larger of that and the context
@@ -307,18 +308,32 @@ func (j *compactJob) summarize(ctx context.Context) (string, error) {
 	return j.write(ctx, j.span)
 }
 
-// applyCompactionLocked replaces the summarized messages with the summary:
-// it appends the compaction entry (synced) and emits the compaction event.
+// pendingCompaction is a compaction whose entry is written but not yet
+// durable: commitCompaction installs it.
+type pendingCompaction struct {
+	d       compactedData
+	window  []protocol.Message // the live window after it
+	dropped []protocol.Message // the summarized messages, whose meta goes
+	id      string             // the compaction's entry id (and summary's)
+	index   int
+	written writeTicket
+}
+
+// writeCompactionLocked builds the summary that replaces the summarized
+// messages and writes the compaction entry (not yet fsynced; see session).
 // It fails, leaving window and transcript as they were, for an empty
 // summary or a failed write, and for an automatic compaction that would not
-// make the window smaller (errNoGain).
-func (r *runtime) applyCompactionLocked(j *compactJob, body string) (compactedData, error) {
+// make the window smaller (errNoGain). Until commitCompaction installed it
+// the live window must not change: the caller is the turn goroutine
+// (emergency tier) or holds r.compacting (between turns), which keeps
+// prompts queued.
+func (r *runtime) writeCompactionLocked(j *compactJob, body string) (*pendingCompaction, error) {
 	body = strings.TrimSpace(body)
 	if body == "" {
-		return compactedData{}, protocol.Errorf(protocol.CodeInternal, "compaction produced an empty summary")
+		return nil, protocol.Errorf(protocol.CodeInternal, "compaction produced an empty summary")
 	}
 	if len(r.window) != j.size {
-		return compactedData{}, protocol.Errorf(protocol.CodeInternal, "the live window changed during compaction")
+		return nil, protocol.Errorf(protocol.CodeInternal, "the live window changed during compaction")
 	}
 	w := r.window
 	first, last := w[j.start].ID, w[j.cut-1].ID
@@ -336,7 +351,7 @@ func (r *runtime) applyCompactionLocked(j *compactJob, body string) (compactedDa
 		MessageRange:     [2]string{first, last},
 	}
 	if j.h == nil && d.TokensAfter >= tokens(windowBytes(w)) {
-		return compactedData{}, errNoGain
+		return nil, errNoGain
 	}
 	rng := d.MessageRange
 	e := entry{
@@ -344,11 +359,27 @@ func (r *runtime) applyCompactionLocked(j *compactJob, body string) (compactedDa
 		Index: d.Index, Summary: text, FirstKeptEntryID: d.FirstKeptEntryID, MessageRange: &rng,
 		TokensBefore: d.TokensBefore, TokensAfter: d.TokensAfter,
 	}
-	if err := r.sess.append(e); err != nil {
-		return compactedData{}, protocol.Errorf(protocol.CodeInternal, "write the compaction entry: %v", err)
+	written, err := r.sess.write(e)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "write the compaction entry: %w", err)
 	}
-	r.meta.forget(w[:j.cut])
-	r.window, r.summaryID, r.compactionIndex, r.lastContext = nw, id, j.index, 0
+	return &pendingCompaction{d: d, window: nw, dropped: w[:j.cut], id: id, index: j.index, written: written}, nil
+}
+
+// commitCompaction waits, without mu, until the compaction entry is
+// durable, then installs the new window and emits the compaction event
+// under mu. mu must not be held. A failed sync fails the compaction with the
+// window as it was (the entry stays in the file, as a failed sync always
+// left it).
+func (r *runtime) commitCompaction(pc *pendingCompaction) (compactedData, error) {
+	if err := r.sess.durable(pc.written); err != nil {
+		return compactedData{}, protocol.Errorf(protocol.CodeInternal, "write the compaction entry: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.meta.forget(pc.dropped)
+	r.window, r.summaryID, r.compactionIndex, r.lastContext = pc.window, pc.id, pc.index, 0
+	d := pc.d
 	r.emitLocked(protocol.Compaction{
 		Header:           protocol.Header{Type: protocol.TypeCompaction},
 		Index:            d.Index,
@@ -414,20 +445,29 @@ func (r *runtime) startCompactionLocked(j *compactJob) {
 // automatic compaction that fails is reported with a non-fatal error event.
 func (r *runtime) runCompaction(j *compactJob) {
 	body, err := j.summarize(j.ctx)
+	// An abort is honoured up to the write of the entry; once written, the
+	// compaction is installed (file and window agree). r.compacting stays
+	// set until then, so the window does not change meanwhile.
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	aborted := j.ctx.Err() != nil
-	j.cancel()
-	r.compacting = nil
-	var d compactedData
+	var pc *pendingCompaction
 	switch {
 	case aborted:
 		err = protocol.Errorf(protocol.CodeInternal, "compaction aborted")
 	case err != nil:
 		err = protocol.Errorf(protocol.CodeInternal, "compaction failed: %s", protocol.AsError(err).Message)
 	default:
-		d, err = r.applyCompactionLocked(j, body)
+		pc, err = r.writeCompactionLocked(j, body)
 	}
+	r.mu.Unlock()
+	var d compactedData
+	if pc != nil {
+		d, err = r.commitCompaction(pc)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j.cancel()
+	r.compacting = nil
 	switch {
 	case j.h != nil && err != nil:
 		r.respondErrLocked(*j.h, err)
@@ -465,13 +505,21 @@ func (r *runtime) compactBeforeCall(t *turnState) *outcome {
 	body, err := j.summarize(t.ctx)
 
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if t.aborted || t.ctx.Err() != nil {
+		r.mu.Unlock()
 		return &outcome{kind: outAborted}
 	}
+	var pc *pendingCompaction
 	if err == nil {
-		_, err = r.applyCompactionLocked(j, body)
+		pc, err = r.writeCompactionLocked(j, body)
 	}
+	r.mu.Unlock()
+	if pc != nil {
+		_, err = r.commitCompaction(pc)
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if err != nil {
 		r.log.Warn("emergency compaction did not run", slog.Any("err", err))
 	}

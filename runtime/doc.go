@@ -64,6 +64,11 @@
 // before it and none written after: the daemon can resync clients from it
 // without gaps or duplicates.
 //
+// The mutex is never held across a transcript fsync: an entry is written
+// (write(2)) under it, in state order, fsynced without it, and the state
+// change it backs is made and announced under it again (session.go). So a
+// slow disk delays the turn that wrote, not the commands that only read.
+//
 // # Concurrency
 //
 // Run owns every goroutine it starts: one stdin reader that handles commands

@@ -108,7 +108,9 @@ type runtime struct {
 	turns sync.WaitGroup
 
 	// mu protects the following, and serialises every write to Stdout so
-	// that state and the events announcing it change together.
+	// that state and the events announcing it change together. It is never
+	// held across a transcript fsync (session: write under mu, then
+	// awaitDurable without it, then announce under mu again).
 	mu        sync.Mutex
 	status    protocol.AgentStatus
 	mode      string
@@ -245,22 +247,44 @@ func (r *runtime) setStatusLocked(s protocol.AgentStatus) {
 	r.emitLocked(protocol.Status{Header: protocol.Header{Type: protocol.TypeStatus}, Status: s})
 }
 
-// appendWindowLocked adds a message to the live window and the transcript.
-func (r *runtime) appendWindowLocked(m protocol.Message) {
+// appendWindowLocked adds a message to the live window and writes it to the
+// transcript; the entry is on disk once awaitDurable(ticket) returned.
+func (r *runtime) appendWindowLocked(m protocol.Message) writeTicket {
 	r.window = append(r.window, m)
-	r.persistLocked(m)
+	return r.persistLocked(m)
 }
 
-// persistLocked appends the live-window message m, with its meta, to the
-// transcript; when it returns the entry is on disk. A failed write is
-// logged and reported with a non-fatal error event: the message stays in the
-// live window but would be missing after a restart.
-func (r *runtime) persistLocked(m protocol.Message) {
-	if err := r.sess.append(r.meta.entryFor(m, time.Now())); err != nil {
-		r.log.Error("session append failed", slog.Any("err", err))
-		r.emitLocked(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeInternal,
-			Message: "the session transcript could not be written; this message will be missing after a restart"})
+// persistLocked writes the live-window message m, with its meta, to the
+// transcript (in state order: mu is held) and returns the ticket to pass to
+// awaitDurable, which the caller calls after releasing mu and before it
+// announces anything that depends on the entry (session: the lock is never
+// held across an fsync). A failed write is logged and reported with a
+// non-fatal error event: the message stays in the live window but would be
+// missing after a restart.
+func (r *runtime) persistLocked(m protocol.Message) writeTicket {
+	t, err := r.sess.write(r.meta.entryFor(m, time.Now()))
+	if err != nil {
+		r.persistFailedLocked(err)
 	}
+	return t
+}
+
+// awaitDurable returns once the entry of t (and every one before it) is
+// fsynced. mu must not be held. A failed sync is reported as persistLocked
+// reports a failed write.
+func (r *runtime) awaitDurable(t writeTicket) {
+	if err := r.sess.durable(t); err != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.persistFailedLocked(err)
+	}
+}
+
+// persistFailedLocked reports a transcript write or sync that failed.
+func (r *runtime) persistFailedLocked(err error) {
+	r.log.Error("session append failed", slog.Any("err", err))
+	r.emitLocked(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeInternal,
+		Message: "the session transcript could not be written; this message will be missing after a restart"})
 }
 
 // windowLocked returns the window for encoding (never nil).

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shard-dev/shard/protocol"
@@ -208,14 +209,51 @@ func replay(entries []entry) (*sessionState, error) {
 }
 
 // session appends entries to session.jsonl. A session without a file (no
-// Options.SessionDir) only counts them. It is used under runtime.mu only.
+// Options.SessionDir) only counts them.
+//
+// Writing and syncing are split so that the runtime's state mutex
+// (runtime.mu) is never held across an fsync:
+//
+//   - write appends one line with write(2) under the session's own small
+//     lock (wmu) and returns its sequence number. The runtime calls it with
+//     runtime.mu held, so lines reach the file in the order the state
+//     changed (entry order = live-window order), and a failed write is cut
+//     from the file again before anyone else writes.
+//   - durable waits, without runtime.mu, until every line up to a sequence
+//     number is fsynced. Syncs are serialised by smu and grouped: one fsync
+//     covers every line written before it started, so concurrent waiters
+//     share it. A failed sync leaves synced where it was; the next waiter
+//     syncs again.
+//
+// The caller announces an entry (message_complete, compaction, turn_end)
+// only after durable returned for it, taking runtime.mu again to do so, so
+// what the runtime announces still survives a crash. Meanwhile commands that
+// only read state (get_sync, list_modes, …) are answered.
+//
+// Lock order: runtime.mu before wmu; smu before wmu; smu is never taken
+// with runtime.mu held.
 type session struct {
-	dir   string
-	f     *os.File // nil: nothing is persisted
-	size  int64    // bytes of whole lines in the file
-	count int      // entries
-	head  string   // id of the last entry
+	dir string
+	f   *os.File // nil: nothing is persisted
+	// syncFile makes f's contents durable: (*os.File).Sync unless a test
+	// injected another (Options.syncFile).
+	syncFile func(*os.File) error
+
+	// smu serialises fsyncs (durable).
+	smu sync.Mutex
+
+	// wmu protects the following.
+	wmu     sync.Mutex
+	size    int64  // bytes of whole lines in the file
+	count   int    // entries
+	head    string // id of the last entry
+	written uint64 // sequence number of the last line written
+	synced  uint64 // lines up to this sequence number are fsynced
 }
+
+// writeTicket names one written entry: durable(t) returns once it is on
+// disk. The zero ticket is durable already (nothing was written).
+type writeTicket struct{ seq uint64 }
 
 // openSession opens (creating it if needed) the transcript in dir, repairs
 // a torn last line and returns the session and its replay. A restored
@@ -224,10 +262,13 @@ type session struct {
 // transcript, so the model is never sent an unanswered call. A transcript
 // that cannot be restored is a SESSION_CORRUPT error. dir == "" returns an
 // empty session that persists nothing.
-func openSession(dir string, ids *idGen, now time.Time) (*session, *sessionState, error) {
+func openSession(dir string, ids *idGen, now time.Time, syncFile func(*os.File) error) (*session, *sessionState, error) {
+	if syncFile == nil {
+		syncFile = (*os.File).Sync
+	}
 	if dir == "" {
 		st, _ := replay(nil)
-		return &session{}, st, nil
+		return &session{syncFile: syncFile}, st, nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("agent: create session dir: %w", err)
@@ -241,7 +282,7 @@ func openSession(dir string, ids *idGen, now time.Time) (*session, *sessionState
 	if errors.Is(statErr, os.ErrNotExist) {
 		syncDir(dir) // the new file's name is durable too
 	}
-	s := &session{dir: dir, f: f}
+	s := &session{dir: dir, f: f, syncFile: syncFile}
 	st, err := s.restore()
 	if err != nil {
 		_ = f.Close()
@@ -396,32 +437,84 @@ func (s *session) path() string {
 	return filepath.Join(s.dir, sessionFileName)
 }
 
-// append writes one entry as a line and syncs it to disk before it
-// returns, so what the runtime announces after an append survives a crash.
-// A failed write is cut from the file again, so the next append starts on a
-// clean line.
+// append writes one entry and waits until it is durable; for callers that
+// hold no lock another goroutine needs (openSession).
 func (s *session) append(e entry) error {
-	if s.f == nil {
-		s.count++
-		s.head = e.ID
-		return nil
-	}
-	b, err := protocol.Marshal(e)
+	t, err := s.write(e)
 	if err != nil {
 		return err
 	}
-	line := append(b, '\n')
-	if _, err := s.f.Write(line); err != nil {
-		_ = s.f.Truncate(s.size) // best effort; O_APPEND writes at the new end
-		return fmt.Errorf("agent: append to session: %w", err)
+	return s.durable(t)
+}
+
+// write appends one entry as a line (write(2), no fsync) and returns the
+// ticket to wait on with durable. A failed write is cut from the file
+// again, so the next write starts on a clean line. Callers hold runtime.mu,
+// which orders the lines; wmu makes write safe against a concurrent
+// durable.
+func (s *session) write(e entry) (writeTicket, error) {
+	var line []byte
+	if s.f != nil {
+		b, err := protocol.Marshal(e)
+		if err != nil {
+			return writeTicket{}, err
+		}
+		line = append(b, '\n')
 	}
-	s.size += int64(len(line))
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.f != nil {
+		if _, err := s.f.Write(line); err != nil {
+			_ = s.f.Truncate(s.size) // best effort; O_APPEND writes at the new end
+			return writeTicket{}, fmt.Errorf("agent: append to session: %w", err)
+		}
+		s.size += int64(len(line))
+	}
 	s.count++
 	s.head = e.ID
-	if err := s.f.Sync(); err != nil {
+	s.written++
+	if s.f == nil {
+		s.synced = s.written // nothing to sync
+	}
+	return writeTicket{seq: s.written}, nil
+}
+
+// durable returns once the entry of t, and every one written before it, is
+// fsynced. It must not be called with runtime.mu held: that is the point
+// of the split (see session).
+func (s *session) durable(t writeTicket) error {
+	if s.isSynced(t) {
+		return nil
+	}
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	if s.isSynced(t) { // a sync that ran while we waited covered it
+		return nil
+	}
+	s.wmu.Lock()
+	upTo := s.written
+	s.wmu.Unlock()
+	if err := s.syncFile(s.f); err != nil {
 		return fmt.Errorf("agent: sync session: %w", err)
 	}
+	s.wmu.Lock()
+	s.synced = max(s.synced, upTo)
+	s.wmu.Unlock()
 	return nil
+}
+
+// isSynced reports whether t is durable.
+func (s *session) isSynced(t writeTicket) bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.synced >= t.seq
+}
+
+// stats returns the number of entries and the id of the last one.
+func (s *session) stats() (count int, head string) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.count, s.head
 }
 
 // readEntries reads the transcript again from disk (for fork and list).

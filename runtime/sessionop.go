@@ -81,12 +81,15 @@ func (r *runtime) sessionIDLocked() string {
 // listSessionsLocked lists this session and its forks.
 func (r *runtime) listSessionsLocked() []sessionInfo {
 	n := len(r.window)
+	// Entries counts lines written to the file; during a turn that may
+	// include one whose fsync (and announcement) is still pending.
+	entries, head := r.sess.stats()
 	cur := sessionInfo{
 		SessionID:    r.sessionIDLocked(),
 		Kind:         kindSession,
 		Current:      true,
-		Entries:      r.sess.count,
-		HeadEntryID:  r.sess.head,
+		Entries:      entries,
+		HeadEntryID:  head,
 		LiveMessages: &n,
 	}
 	if r.compactionIndex > 0 {
@@ -158,7 +161,7 @@ func (r *runtime) forkLocked(h protocol.Header, from string) {
 	}
 	st, err := replay(entries[:pos+1])
 	if err != nil {
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInternal, "replay the session: %v", err))
+		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInternal, "replay the session: %w", err))
 		return
 	}
 	if calls := unanswered(st.window); calls != nil && pos+1 < len(entries) && answers(entries[pos+1], calls) {
@@ -181,7 +184,7 @@ func (r *runtime) forkLocked(h protocol.Header, from string) {
 	dir := filepath.Join(r.opts.SessionDir, forksDirName, forkID)
 	if err := writeNewTranscript(dir, rows); err != nil {
 		r.log.Error("fork failed", "fork_id", forkID, "err", err)
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInternal, "write the fork: %v", err))
+		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInternal, "write the fork: %w", err))
 		return
 	}
 	r.log.Info("session forked", "fork_id", forkID, "fork_session_id", sessionID, "entries", len(rows))

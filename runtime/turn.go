@@ -29,6 +29,10 @@ type turnState struct {
 	ctx      context.Context // cancelled by abort, shutdown or Run's context
 	cancel   context.CancelFunc
 	prov     provider.Provider // what the turn's provider calls go to
+	// prompt is the transcript write of the prompt's message, set before
+	// the turn goroutine starts; the goroutine waits for it to be durable
+	// before anything else (so before any turn_end).
+	prompt writeTicket
 
 	// Protected by runtime.mu.
 	steers  []queuedPrompt // steer messages not yet delivered, oldest first
@@ -88,7 +92,7 @@ func (r *runtime) startTurnLocked(q queuedPrompt) {
 	r.turn = t
 	r.setStatusLocked(protocol.StatusStreaming)
 	r.emitLocked(protocol.TurnStart{Header: protocol.Header{Type: protocol.TypeTurnStart}, TurnID: t.id})
-	r.appendWindowLocked(userMessage(t.promptID, text))
+	t.prompt = r.appendWindowLocked(userMessage(t.promptID, text))
 	r.turns.Go(func() { r.runTurn(t) })
 }
 
@@ -101,6 +105,9 @@ func (r *runtime) runTurn(t *turnState) {
 			r.endTurn(t, outcome{kind: outFailed, err: protocol.Errorf(protocol.CodeInternal, "internal error in the agent runtime")})
 		}
 	}()
+	// The prompt was written under mu by startTurnLocked; its fsync runs
+	// here, outside mu, so the command that started the turn is not held up.
+	r.awaitDurable(t.prompt)
 	for {
 		if t.ctx.Err() != nil {
 			r.endTurn(t, outcome{kind: outAborted})
@@ -134,18 +141,21 @@ func (r *runtime) runTurn(t *turnState) {
 // the next provider call sees them.
 func (r *runtime) deliverSteers(t *turnState) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if len(t.steers) == 0 || t.aborted {
+		r.mu.Unlock()
 		return
 	}
+	var last writeTicket
 	for _, s := range t.steers {
 		id := s.id
 		if id == "" {
 			id = r.ids.next("msg")
 		}
-		r.appendWindowLocked(userMessage(id, s.text))
+		last = r.appendWindowLocked(userMessage(id, s.text))
 	}
 	t.steers = nil
+	r.mu.Unlock()
+	r.awaitDurable(last) // one fsync covers them all
 }
 
 // endTurn writes the end of a turn and starts the next queued follow-up. A
@@ -366,7 +376,7 @@ func (r *runtime) callFailed(t *turnState, err error) *outcome {
 	if errors.As(err, &pe) {
 		return &outcome{kind: outFailed, err: pe}
 	}
-	return &outcome{kind: outFailed, err: protocol.Errorf(protocol.CodeProviderError, "%s", err.Error())}
+	return &outcome{kind: outFailed, err: protocol.Errorf(protocol.CodeProviderError, "%w", err)}
 }
 
 // apply folds one event into the answer and streams it as a message_delta.
@@ -497,14 +507,25 @@ func (r *runtime) complete(t *turnState, a *reply) []toolCallReq {
 	if u == nil && a.stopped && len(content) > 0 { // a server that reports none
 		u = &protocol.Usage{Model: a.model}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	// The message is written with its signatures under mu, fsynced without
+	// it, and only then enters the live window and is announced: get_sync
+	// never shows a message before its message_complete, and both come
+	// after the entry is on disk.
+	msg := protocol.Message{ID: a.msgID, Role: roleAssistant, Content: content}
+	var written writeTicket
 	if len(content) > 0 {
-		msg := protocol.Message{ID: a.msgID, Role: roleAssistant, Content: content}
+		r.mu.Lock()
 		for i, sig := range sigs {
 			r.meta.sigs[provider.BlockRef{MessageID: a.msgID, Index: i}] = sig
 		}
-		r.appendWindowLocked(msg) // with its signatures, on disk before it is announced
+		written = r.persistLocked(msg)
+		r.mu.Unlock()
+		r.awaitDurable(written)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(content) > 0 {
+		r.window = append(r.window, msg)
 		r.emitLocked(protocol.MessageComplete{Header: protocol.Header{Type: protocol.TypeMessageComplete}, MessageID: a.msgID, Message: msg})
 	}
 	if u != nil {
@@ -662,10 +683,12 @@ func (r *runtime) runTools(t *turnState, calls []toolCallReq) *outcome {
 		}
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var written writeTicket
 	if b.idx >= 0 {
-		r.persistLocked(r.window[b.idx])
+		written = r.persistLocked(r.window[b.idx])
 	}
+	r.mu.Unlock()
+	r.awaitDurable(written)
 	return end
 }
 

@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
 )
 
 // waitTimeout is the --timeout of jobs wait: seconds ("30", "0.5") or a Go
@@ -234,37 +236,22 @@ func waitOnce(ctx context.Context, conn *client.Conn, g *waitGroup, mode string,
 	return data, err
 }
 
-// aggregateState mirrors the daemon's aggregate_state: the job-state
-// derivation when all or none of the runs ended, "mixed" in between.
+// aggregateState mirrors the daemon's aggregate_state (jobs coordinator):
+// "mixed" while some but not all runs ended, else the job-state derivation
+// of jobs/view over the runs, the one definition daemon and shardctl share.
 func aggregateState(runs []protocol.RunSnapshot) string {
-	var queued, terminal, failed, cancelled int
-	for _, r := range runs {
-		switch {
-		case r.State == protocol.RunQueued:
-			queued++
-		case r.State.Terminal():
+	states := make([]store.Run, len(runs))
+	terminal := 0
+	for i, r := range runs {
+		states[i].State = r.State // DeriveState reads nothing else
+		if r.State.Terminal() {
 			terminal++
-			switch r.State {
-			case protocol.RunFailed, protocol.RunTimedOut, protocol.RunInterrupted:
-				failed++
-			case protocol.RunCancelled:
-				cancelled++
-			}
 		}
 	}
-	switch {
-	case terminal > 0 && terminal < len(runs):
+	if terminal > 0 && terminal < len(runs) {
 		return "mixed"
-	case terminal == len(runs) && failed > 0:
-		return string(protocol.JobFailed)
-	case terminal == len(runs) && cancelled > 0:
-		return string(protocol.JobCancelled)
-	case terminal == len(runs):
-		return string(protocol.JobCompleted)
-	case queued == len(runs):
-		return string(protocol.JobQueued)
 	}
-	return string(protocol.JobRunning)
+	return string(view.DeriveState(states))
 }
 
 func (o *jobsWaitOptions) table(w io.Writer, data protocol.SubagentWaitData) error {
