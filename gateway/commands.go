@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/shard-dev/shard/protocol"
 )
@@ -131,9 +130,9 @@ func (g *Gateway) listSessions() (protocol.WebSessionsListData, error) {
 func securityErr(op string, err error) error {
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return protocol.Errorf(protocol.CodeNotFound, "%s: %v", op, err)
+		return protocol.Errorf(protocol.CodeNotFound, "%s: %w", op, err)
 	case errors.Is(err, ErrNoStore):
-		return protocol.Errorf(protocol.CodeInternal, "%s: %v", op, err)
+		return protocol.Errorf(protocol.CodeInternal, "%s: %w", op, err)
 	}
-	return &protocol.Error{Code: protocol.CodeInternal, Message: fmt.Sprintf("%s: %v", op, err)}
+	return protocol.Errorf(protocol.CodeInternal, "%s: %w", op, err)
 }

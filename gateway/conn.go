@@ -151,7 +151,7 @@ func (a *connActor) start(c actor.Context) {
 
 func (a *connActor) onInbound(c actor.Context, m *inbound) {
 	if m.err != nil {
-		a.out.Push(protocol.NewErrorResponse("", "", protocol.Errorf(protocol.CodeInvalidRequest, "%v", m.err)))
+		a.out.Push(protocol.NewErrorResponse("", "", protocol.Errorf(protocol.CodeInvalidRequest, "%w", m.err)))
 		return
 	}
 	cmd, h, err := protocol.DecodeCommand(m.rec)

@@ -223,7 +223,7 @@ func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
 			j := co.idx.job(m.existing)
 			answer(func(cmd *registry.Command) { reply(cmd, createdData(j)) })
 		case errors.Is(m.err, store.ErrConflict):
-			answer(func(cmd *registry.Command) { fail(cmd, protocol.Errorf(protocol.CodeConflict, "%v", m.err)) })
+			answer(func(cmd *registry.Command) { fail(cmd, protocol.Errorf(protocol.CodeConflict, "%w", m.err)) })
 		case errors.Is(m.err, errStopping):
 			answer(func(cmd *registry.Command) { fail(cmd, m.err) })
 		default:

@@ -205,7 +205,7 @@ func (a *Actor) send(cl *Client, h protocol.Header, raw []byte, attach []uint64)
 	rec, err := protocol.DeleteMember(raw, "agent_id")
 	if err != nil {
 		if cl != nil {
-			cl.Send(protocol.NewErrorResponse(h.ID, h.Type, protocol.Errorf(protocol.CodeInvalidRequest, "%v", err)))
+			cl.Send(protocol.NewErrorResponse(h.ID, h.Type, protocol.Errorf(protocol.CodeInvalidRequest, "%w", err)))
 		}
 		return
 	}
@@ -233,7 +233,7 @@ func (a *Actor) toRuntime(f *inflight, rec []byte) string {
 	}
 	if err != nil {
 		if f.client != nil {
-			f.client.Send(protocol.NewErrorResponse(f.clientID, f.command, protocol.Errorf(protocol.CodeInvalidRequest, "%v", err)))
+			f.client.Send(protocol.NewErrorResponse(f.clientID, f.command, protocol.Errorf(protocol.CodeInvalidRequest, "%w", err)))
 		} else {
 			a.log.Error("daemon record for the runtime cannot be rewritten", "type", f.command, "err", err)
 		}

@@ -58,7 +58,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 	}
 	pid, err := c.SpawnNamed(proc.Props(spec, a.self, a.log, a.deps.Goroutines), "runtime-"+strconv.FormatInt(a.epoch, 10))
 	if err != nil {
-		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "spawn runtime actor: %v", err))
+		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "spawn runtime actor: %w", err))
 		return
 	}
 	a.rt = pid
