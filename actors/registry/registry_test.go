@@ -6,16 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"go.uber.org/goleak"
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/actors/registry"
+	"github.com/shard-dev/shard/internal/actortest"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
@@ -26,33 +25,7 @@ import (
 // actors run it as `shardd agent --headless` (the sim provider).
 var runtimeBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "shard-registry-bin")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	runtimeBin = filepath.Join(dir, "shardd")
-	build := exec.Command("go", "build", "-o", runtimeBin, "github.com/shard-dev/shard/cmd/shardd")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build shardd:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(
-			// protoactor's dead-letter throttle outlives a burst by one interval.
-			goleak.IgnoreTopFunction("github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"),
-		); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(actortest.Main(m, &runtimeBin)) }
 
 // harness is a registry on a real store, with agent actors that run the
 // real runtime, and one client connection: a probe actor (the connection
@@ -91,15 +64,12 @@ func startLogging(t *testing.T, log *slog.Logger) *harness {
 		actor.WithDeadLetterThrottleInterval(time.Millisecond))
 	hub := outbox.NewHub()
 	group := &xsync.Group{}
-	env := append(os.Environ(), "SHARD_HOME="+home, "SHARD_PROVIDER_NAME=sim", "SHARD_SOCKET=")
+	rc := actortest.RuntimeConfig(t, runtimeBin)
+	rc.StartTimeout, rc.IdleTimeout = 20*time.Second, time.Hour
+	rc.AbortGrace, rc.TermGrace = 500*time.Millisecond, 500*time.Millisecond
 	deps := registry.Deps{
 		Store: st, Hub: hub, Logger: log, Group: group,
-		Agent: agent.Deps{Hub: hub, Logger: discard, Goroutines: group, Runtime: agent.RuntimeConfig{
-			Path: runtimeBin, Args: []string{"agent", "--headless"}, Env: env,
-			SessionsDir: filepath.Join(home, "sessions"), LogDir: filepath.Join(home, "logs"),
-			StartTimeout: 20 * time.Second, IdleTimeout: time.Hour,
-			AbortGrace: 500 * time.Millisecond, TermGrace: 500 * time.Millisecond, HeadlessPolicy: "deny",
-		}},
+		Agent: agent.Deps{Hub: hub, Logger: discard, Goroutines: group, Runtime: rc},
 	}
 	reg, err := sys.Root.SpawnNamed(registry.Props(deps), "registry")
 	if err != nil {
