@@ -13,6 +13,8 @@ import (
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/internal/clock"
+	"github.com/shard-dev/shard/internal/daemon"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -43,7 +45,12 @@ func dialStatus(t *testing.T, url string, protocols ...string) int {
 }
 
 func TestWebSocketNeedsASingleUseTicket(t *testing.T) {
-	h := start(t, func(c *config.Config) { c.Gateway.TicketTTL = 300 * time.Millisecond })
+	cfg := newConfig(t)
+	cfg.Gateway.TicketTTL = 300 * time.Millisecond
+	// The gateway's clock is a manual one: the expired-ticket case moves it
+	// past the TTL instead of sleeping.
+	clk := clock.NewManual(time.Now())
+	h := startOpts(t, cfg, func(o *daemon.Options) { o.GatewayClock = clk })
 	unix := h.dial()
 	url := wsURL(h)
 
@@ -76,7 +83,7 @@ func TestWebSocketNeedsASingleUseTicket(t *testing.T) {
 	}
 	// Expired → 401.
 	old := mintTicket(t, unix)
-	time.Sleep(400 * time.Millisecond)
+	clk.Advance(cfg.Gateway.TicketTTL + time.Millisecond)
 	if got := dialStatus(t, url, "shard.v1", "ticket."+old.Ticket); got != http.StatusUnauthorized {
 		t.Errorf("expired ticket: %d, want 401", got)
 	}
