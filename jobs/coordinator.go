@@ -147,6 +147,8 @@ func (co *Coordinator) Receive(c actor.Context) {
 	case *released:
 		delete(co.admit.active, m.runID)
 		co.admitRuns(c)
+	case *finished:
+		co.onFinished(c, m)
 	case *agent.Injected:
 		co.onInjected(m)
 	case *retryReports:
@@ -204,6 +206,23 @@ func (co *Coordinator) spawnJob(c actor.Context, j store.Job) {
 		return
 	}
 	co.actors[j.JobID] = pid
+}
+
+// onFinished ends the actor of a job that became terminal. The coordinator
+// is the only sender of commands to job actors, so it alone can end one
+// without losing a command: from now on the job's commands are answered
+// here from the record (stop of a terminal job, see stop), and any command
+// forwarded before this message is already in the job actor's mailbox,
+// ahead of the poison pill (a user message, handled in order; c.Stop would
+// overtake them as a system message, and the forwarded commands would go
+// to dead letters unanswered).
+func (co *Coordinator) onFinished(c actor.Context, m *finished) {
+	pid := co.actors[m.jobID]
+	if pid == nil {
+		return
+	}
+	delete(co.actors, m.jobID)
+	c.Poison(pid)
 }
 
 func (co *Coordinator) onTerminated(m *actor.Terminated) {

@@ -33,8 +33,10 @@ type jobActor struct {
 	// deadlines are the pending deadline timers of live runs, stopped when
 	// the run ends or the actor stops.
 	deadlines map[string]clock.Timer
-	sys       *actor.ActorSystem
-	self      *actor.PID
+	// finished: the job is terminal and the coordinator was told (finish).
+	finished bool
+	sys      *actor.ActorSystem
+	self     *actor.PID
 }
 
 func (j *jobActor) Receive(c actor.Context) {
@@ -356,6 +358,14 @@ func reportOf(job *store.Job, r *store.Run, now int64) store.Report {
 	}
 }
 
+// finish tells the coordinator that the job is terminal; the coordinator
+// ends this actor (onFinished), so that no command it forwarded is lost. A
+// terminal job still answers what reaches it meanwhile (a second stop
+// cancels nothing).
 func (j *jobActor) finish(c actor.Context) {
-	c.Stop(c.Self())
+	if j.finished {
+		return
+	}
+	j.finished = true
+	c.Send(j.coord, &finished{jobID: j.job.JobID})
 }

@@ -33,6 +33,9 @@ type (
 		cmd    *registry.Command
 		runIDs []string
 	}
+	// finished: the job is terminal; the coordinator ends its actor (see
+	// jobActor.finish).
+	finished struct{ jobID string }
 	// deadline: a run's deadline timer fired.
 	deadline struct{ runID string }
 	// createDone: the create transaction finished.
@@ -55,6 +58,7 @@ func (*admitReq) isJobsMessage()     {}
 func (*admitted) isJobsMessage()     {}
 func (*released) isJobsMessage()     {}
 func (*stopReq) isJobsMessage()      {}
+func (*finished) isJobsMessage()     {}
 func (*deadline) isJobsMessage()     {}
 func (*createDone) isJobsMessage()   {}
 func (*waitTimeout) isJobsMessage()  {}

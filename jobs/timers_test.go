@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -267,5 +268,38 @@ func TestCreateRefusedOnceTheGroupIsClosed(t *testing.T) {
 	}
 	if all, err := st.Jobs(); err != nil || len(all) != 0 {
 		t.Fatalf("stored %d jobs, %v", len(all), err)
+	}
+}
+
+// A stop that reaches a job in the moment it ends is still answered
+// (every command gets exactly one response): here the chain's active step
+// ends and a second subagent.stop follows at once, before the job actor
+// has gone.
+func TestStopRacingTheJobsEndIsAnswered(t *testing.T) {
+	for i := range 20 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			st := openTestStore(t)
+			putParent(t, st, "agent-p")
+			routes := make(chan routed, 100)
+			h := startCoordinatorWith(t, st, probeRegistry(routes, nil), nil, Limits{})
+			h.create("c", &protocol.SubagentCreate{ParentAgentID: "agent-p", Strategy: protocol.StrategyChain,
+				Tasks: []protocol.TaskSpec{{Name: "one", Task: taskMarker}, {Name: "two", Task: taskMarker}}})
+			job := createdOf(t, h.responses("c")["c"])
+			_, start := recvRouted[*agent.LeaseStart](t, routes)
+			first := job.Runs[0]
+			h.sys.Root.Send(start.Holder, &agent.LeaseStarted{RunID: first.RunID, AgentID: first.AgentID})
+			h.send("s1", protocol.TypeSubagentStop, &protocol.SubagentStop{ParentAgentID: "agent-p", Handle: job.JobID})
+			if r := h.responses("s1")["s1"]; !r.Success {
+				t.Fatalf("first stop = %+v", r)
+			}
+			recvRouted[*agent.LeaseStop](t, routes)
+			// The step ends (the job becomes terminal) and a second stop
+			// is on its way at the same moment.
+			h.sys.Root.Send(start.Holder, &agent.LeaseEnded{RunID: first.RunID, AgentID: first.AgentID, Cancelled: true, StopStage: "abort"})
+			h.send("s2", protocol.TypeSubagentStop, &protocol.SubagentStop{ParentAgentID: "agent-p", Handle: job.JobID})
+			if r := h.responses("s2")["s2"]; !r.Success {
+				t.Fatalf("second stop = %+v", r)
+			}
+		})
 	}
 }
