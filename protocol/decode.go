@@ -114,6 +114,10 @@ func newCommand(typ string) Command {
 		return &WorkspaceStatus{}
 	case TypeWorkspaceRetire:
 		return &WorkspaceRetire{}
+	case TypeWorkspaceDiff:
+		return &WorkspaceDiff{}
+	case TypeWorkspaceMerge:
+		return &WorkspaceMerge{}
 	case TypeSubagentCreate:
 		return &SubagentCreate{}
 	case TypeSubagentWait:
@@ -438,26 +442,6 @@ func (c *JobsList) Validate() error {
 
 // Validate implements Command.
 func (c *JobsShow) Validate() error { return required("handle", c.Handle) }
-
-// Validate implements Command.
-func (c *WorkspaceCreate) Validate() error { return required("cwd", c.Cwd) }
-
-// Validate implements Command.
-func (c *WorkspaceAttach) Validate() error { return required("workspace_id", c.WorkspaceID) }
-
-// Validate implements Command.
-func (c *WorkspaceList) Validate() error { return nil }
-
-// Validate implements Command.
-func (c *WorkspaceStatus) Validate() error { return required("workspace_id", c.WorkspaceID) }
-
-// Validate implements Command.
-func (c *WorkspaceRetire) Validate() error {
-	if err := required("workspace_id", c.WorkspaceID); err != nil {
-		return err
-	}
-	return oneOf("branch_disposition", c.BranchDisposition, "delete_if_merged", "keep", "delete_confirmed")
-}
 
 // Validate implements Command.
 func (c *SubagentCreate) Validate() error {

@@ -290,6 +290,10 @@ func TestDecodeCommandValid(t *testing.T) {
 		{"workspace.status", `{"type":"workspace.status","workspace_id":"w"}`, &protocol.WorkspaceStatus{Header: hdr("workspace.status", "", ""), WorkspaceID: "w"}},
 		{"workspace.retire", `{"type":"workspace.retire","workspace_id":"w","branch_disposition":"keep"}`,
 			&protocol.WorkspaceRetire{Header: hdr("workspace.retire", "", ""), WorkspaceID: "w", BranchDisposition: "keep"}},
+		{"workspace.diff", `{"type":"workspace.diff","workspace_id":"w","max_bytes":65536}`,
+			&protocol.WorkspaceDiff{Header: hdr("workspace.diff", "", ""), WorkspaceID: "w", MaxBytes: i64(65536)}},
+		{"workspace.merge", `{"type":"workspace.merge","workspace_id":"w","strategy":"squash","message":"m"}`,
+			&protocol.WorkspaceMerge{Header: hdr("workspace.merge", "", ""), WorkspaceID: "w", Strategy: protocol.MergeSquash, Message: "m"}},
 		{"subagent.create single", `{"id":"c","type":"subagent.create","parent_agent_id":"p","name":"n","task":"t"}`,
 			&protocol.SubagentCreate{Header: hdr("subagent.create", "c", ""), ParentAgentID: "p", Name: "n", Task: "t"}},
 		{"subagent.create single explicit", `{"type":"subagent.create","parent_agent_id":"p","name":"n","task":"t","strategy":"single"}`,
@@ -359,6 +363,7 @@ var commandTypes = []string{
 	protocol.TypeAgentStatus, protocol.TypeDaemonShutdown, protocol.TypeWSTicket,
 	protocol.TypeDaemonStatus, protocol.TypeWorkspaceCreate, protocol.TypeWorkspaceAttach,
 	protocol.TypeWorkspaceList, protocol.TypeWorkspaceStatus, protocol.TypeWorkspaceRetire,
+	protocol.TypeWorkspaceDiff, protocol.TypeWorkspaceMerge,
 	protocol.TypeSubagentCreate, protocol.TypeSubagentWait, protocol.TypeSubagentSteer,
 	protocol.TypeSubagentRelaunch, protocol.TypeSubagentStatus, protocol.TypeSubagentStop,
 }
@@ -379,7 +384,8 @@ func TestCommandScope(t *testing.T) {
 		"ws.ticket": protocol.ScopeOrchestrator, "daemon.status": protocol.ScopeOrchestrator,
 		"workspace.create": protocol.ScopeOrchestrator, "workspace.attach": protocol.ScopeOrchestrator,
 		"workspace.list": protocol.ScopeOrchestrator, "workspace.status": protocol.ScopeOrchestrator,
-		"workspace.retire": protocol.ScopeOrchestrator, "subagent.create": protocol.ScopeOrchestrator,
+		"workspace.retire": protocol.ScopeOrchestrator, "workspace.diff": protocol.ScopeOrchestrator,
+		"workspace.merge": protocol.ScopeOrchestrator, "subagent.create": protocol.ScopeOrchestrator,
 		"subagent.wait": protocol.ScopeOrchestrator, "subagent.steer": protocol.ScopeOrchestrator,
 		"subagent.relaunch": protocol.ScopeOrchestrator, "subagent.status": protocol.ScopeOrchestrator,
 		"subagent.stop": protocol.ScopeOrchestrator,
@@ -387,9 +393,10 @@ func TestCommandScope(t *testing.T) {
 		// Not commands.
 		"": protocol.ScopeUnknown, "bogus": protocol.ScopeUnknown, "agent.bogus": protocol.ScopeUnknown,
 		"status": protocol.ScopeUnknown, "response": protocol.ScopeUnknown, "agent_spawned": protocol.ScopeUnknown,
-		"Prompt": protocol.ScopeUnknown,
+		"Prompt": protocol.ScopeUnknown, "workspace.bogus": protocol.ScopeUnknown,
+		"workspace_created": protocol.ScopeUnknown,
 	}
-	if got, wantN := len(commandTypes), 34; got != wantN {
+	if got, wantN := len(commandTypes), 36; got != wantN {
 		t.Fatalf("commandTypes has %d entries, want %d", got, wantN)
 	}
 	for _, typ := range commandTypes {

@@ -57,6 +57,14 @@ func newEvent(typ string) Typed {
 		return &AgentActivity{}
 	case TypeSubagentRunChanged:
 		return &SubagentRunChanged{}
+	case TypeWorkspaceCreated:
+		return &WorkspaceCreated{}
+	case TypeWorkspaceAttached:
+		return &WorkspaceAttached{}
+	case TypeWorkspaceRetired:
+		return &WorkspaceRetired{}
+	case TypeWorkspaceConflict:
+		return &WorkspaceConflict{}
 	}
 	return nil
 }

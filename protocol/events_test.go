@@ -86,6 +86,10 @@ func sampleEvents() []protocol.Typed {
 		&protocol.AgentActivity{Header: h(protocol.TypeAgentActivity), Timestamp: 1700000000000, Phase: protocol.PhaseTool, Status: protocol.StatusStreaming, ToolName: "bash"},
 		&protocol.SubagentRunChanged{Header: protocol.Header{Type: protocol.TypeSubagentRunChanged}, ParentAgentID: "p", JobID: "job-1", RunID: "run-1",
 			Alias: "al", DefinitionName: "d", DisplayName: "D", State: protocol.RunFailed, PreviousState: protocol.RunActive, Error: "x", EndedAt: 5},
+		&protocol.WorkspaceCreated{Header: protocol.Header{Type: protocol.TypeWorkspaceCreated}, Workspace: sampleWorkspace().Summary()},
+		&protocol.WorkspaceAttached{Header: protocol.Header{Type: protocol.TypeWorkspaceAttached, AgentID: "agent-2"}, SessionID: "sess-2", Workspace: sampleWorkspace().Summary()},
+		&protocol.WorkspaceRetired{Header: protocol.Header{Type: protocol.TypeWorkspaceRetired}, Workspace: retiredWorkspace()},
+		&protocol.WorkspaceConflict{Header: protocol.Header{Type: protocol.TypeWorkspaceConflict}, Reason: "worktree is on branch other, not shard/ws-1", Workspace: sampleWorkspace().Summary()},
 	}
 }
 
@@ -99,6 +103,8 @@ var eventTypes = []string{
 	protocol.TypeModelChanged, protocol.TypeModeChanged, protocol.TypeReasoningLevelChanged,
 	protocol.TypeAgentSpawned, protocol.TypeAgentExited, protocol.TypeAgentStatusChanged,
 	protocol.TypeAgentActivity, protocol.TypeSubagentRunChanged,
+	protocol.TypeWorkspaceCreated, protocol.TypeWorkspaceAttached, protocol.TypeWorkspaceRetired,
+	protocol.TypeWorkspaceConflict,
 }
 
 func TestDecodeEventRoundTrip(t *testing.T) {
@@ -137,8 +143,10 @@ func TestDecodeEventUnknown(t *testing.T) {
 	t.Parallel()
 	for _, rec := range []string{
 		`{"type":"future_event","agent_id":"a-1","x":[1,2]}`,
-		// Registered names without a typed struct yet are forwarded raw too.
-		`{"type":"workspace_created","workspace_id":"w"}`,
+		// Orchestrator commands are not events either. (This case used
+		// workspace_created while that event had no typed struct; it has
+		// one now and round-trips in TestDecodeEventRoundTrip.)
+		`{"type":"workspace.create","cwd":"/r"}`,
 		// Commands are not events.
 		`{"type":"prompt","message":"hi"}`,
 	} {
@@ -198,6 +206,7 @@ func zeroCommands() []protocol.Typed {
 		&protocol.AgentStatusCmd{}, &protocol.DaemonShutdown{}, &protocol.WSTicket{},
 		&protocol.DaemonStatus{}, &protocol.WorkspaceCreate{}, &protocol.WorkspaceAttach{},
 		&protocol.WorkspaceList{}, &protocol.WorkspaceStatus{}, &protocol.WorkspaceRetire{},
+		&protocol.WorkspaceDiff{}, &protocol.WorkspaceMerge{},
 		&protocol.SubagentCreate{}, &protocol.SubagentWait{}, &protocol.SubagentSteer{},
 		&protocol.SubagentRelaunch{}, &protocol.SubagentStatus{}, &protocol.SubagentStop{},
 	}

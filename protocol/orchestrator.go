@@ -12,11 +12,7 @@ const (
 	TypeAgentStatus    = "agent.status"
 	TypeDaemonShutdown = "daemon.shutdown"
 
-	TypeWorkspaceCreate = "workspace.create"
-	TypeWorkspaceAttach = "workspace.attach"
-	TypeWorkspaceList   = "workspace.list"
-	TypeWorkspaceStatus = "workspace.status"
-	TypeWorkspaceRetire = "workspace.retire"
+	// The workspace command types (§10.1a) are in workspace.go.
 
 	TypeSubagentCreate   = "subagent.create"
 	TypeSubagentWait     = "subagent.wait"
@@ -41,10 +37,7 @@ const (
 	TypeAgentStatusChanged = "agent_status_changed"
 	TypeAgentActivity      = "agent_activity"
 	TypeSubagentRunChanged = "subagent_run_changed"
-	TypeWorkspaceCreated   = "workspace_created"
-	TypeWorkspaceAttached  = "workspace_attached"
-	TypeWorkspaceRetired   = "workspace_retired"
-	TypeWorkspaceConflict  = "workspace_conflict"
+	// The workspace event types (§10.2) are in workspace.go.
 )
 
 // ---- Agent lifecycle commands (§10.1) ----
@@ -160,58 +153,7 @@ type WSTicketData struct {
 	URL       string `json:"url"`
 }
 
-// ---- Workspace commands (§10.1a) ----
-
-// WorkspaceCreate creates a git-worktree workspace and launches an agent in it.
-type WorkspaceCreate struct {
-	Header
-	Version           *int   `json:"version,omitempty"`
-	Cwd               string `json:"cwd"`
-	Label             string `json:"label,omitempty"`
-	Branch            string `json:"branch,omitempty"`
-	BaseRef           string `json:"base_ref,omitempty"`
-	IntegrationTarget string `json:"integration_target,omitempty"`
-	Title             string `json:"title,omitempty"`
-	Name              string `json:"name,omitempty"`
-	Model             string `json:"model,omitempty"`
-	Provider          string `json:"provider,omitempty"`
-	Mode              string `json:"mode,omitempty"`
-}
-
-// WorkspaceAttach launches a fresh agent in an existing workspace.
-type WorkspaceAttach struct {
-	Header
-	Version     *int   `json:"version,omitempty"`
-	WorkspaceID string `json:"workspace_id"`
-	Title       string `json:"title,omitempty"`
-	Name        string `json:"name,omitempty"`
-	Model       string `json:"model,omitempty"`
-	Provider    string `json:"provider,omitempty"`
-	Mode        string `json:"mode,omitempty"`
-}
-
-// WorkspaceList lists workspaces.
-type WorkspaceList struct {
-	Header
-	Version        *int   `json:"version,omitempty"`
-	Cwd            string `json:"cwd,omitempty"`
-	IncludeRetired bool   `json:"include_retired,omitempty"`
-}
-
-// WorkspaceStatus describes one workspace.
-type WorkspaceStatus struct {
-	Header
-	Version     *int   `json:"version,omitempty"`
-	WorkspaceID string `json:"workspace_id"`
-}
-
-// WorkspaceRetire retires a workspace.
-type WorkspaceRetire struct {
-	Header
-	Version           *int   `json:"version,omitempty"`
-	WorkspaceID       string `json:"workspace_id"`
-	BranchDisposition string `json:"branch_disposition,omitempty"`
-}
+// ---- Workspace commands (§10.1a): see workspace.go ----
 
 // ---- Orchestrator events (§10.2) ----
 

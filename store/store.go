@@ -38,13 +38,20 @@ const (
 	bucketBrowsers    = "browsers"        // key browser_id: Browser JSON
 	bucketWebSessions = "web_sessions"    // key session_id: WebSession JSON
 	bucketCredentials = "api_credentials" // key token_id: APICredential JSON
+
+	// Workspaces (workspaces.go). Adding them needed no schema bump:
+	// initSchema creates missing buckets in an existing file, older builds
+	// ignore buckets they do not know, and reads treat a missing one (a
+	// file from before, opened read-only) as empty.
+	bucketWorkspaces     = "workspaces"      // key workspace_id: Workspace JSON
+	bucketWorkspacePaths = "workspace_paths" // key worktree path of a live workspace: workspace_id
 )
 
 // allBuckets lists the buckets Open ensures exist. New record kinds add
 // their bucket here.
 func allBuckets() []string {
 	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports, bucketRuntimes,
-		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials}
+		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials, bucketWorkspaces, bucketWorkspacePaths}
 }
 
 const schemaVersionKey = "schema_version"
