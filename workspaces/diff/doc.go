@@ -62,6 +62,6 @@
 //   - Workspace includes untracked files through a throwaway index (see its
 //     doc): one git diff of the working tree against base, so git's own
 //     binary detection, .gitattributes, and rename detection across
-//     untracked files all apply, and neither the real index nor the object
-//     database is written.
+//     untracked files all apply, the real index is not written, and no
+//     untracked content enters the object database.
 package diff

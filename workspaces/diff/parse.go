@@ -203,6 +203,7 @@ func (p *parser) finishFile() {
 	if f.Path == "" {
 		p.malformed("file without a path")
 		p.res.Truncated = true
+		p.res.Bytes -= keptBytes(f) // the cap's room goes back to the files kept
 		return
 	}
 	if !p.keep {
@@ -210,6 +211,18 @@ func (p *parser) finishFile() {
 		return
 	}
 	p.res.Files = append(p.res.Files, *f)
+}
+
+// keptBytes is what f's kept text counted against the byte cap.
+func keptBytes(f *File) int {
+	n := 0
+	for _, h := range f.Hunks {
+		n += len(h.Header) + 1
+		for _, l := range h.Lines {
+			n += len(l.Text) + 1
+		}
+	}
+	return n
 }
 
 // startHunk reads a hunk header and begins its body.

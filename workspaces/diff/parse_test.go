@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -316,6 +317,7 @@ func TestParseRealDiffs(t *testing.T) {
 			r.commitAll("base")
 			tc.edit(r)
 			raw := r.stagedDiff(tc.extra...)
+			writeCorpus(t, "real-"+tc.name, raw)
 			res, err := Parse(raw, Limits{})
 			if err != nil {
 				t.Fatalf("Parse: %v\n%s", err, raw)
@@ -331,6 +333,30 @@ func TestParseRealDiffs(t *testing.T) {
 				tc.check(t, res)
 			}
 		})
+	}
+}
+
+// writeCorpus saves raw as a FuzzParse seed under testdata/fuzz when
+// SHARD_DIFF_WRITE_CORPUS=1 (how the committed real-diff seeds were made;
+// rerun it after changing the cases).
+func writeCorpus(t *testing.T, name string, raw []byte) {
+	t.Helper()
+	if os.Getenv("SHARD_DIFF_WRITE_CORPUS") != "1" {
+		return
+	}
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(name))
+	dir := filepath.Join("testdata", "fuzz", "FuzzParse")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	data := "go test fuzz v1\n[]byte(" + strconv.Quote(string(raw)) + ")\n"
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -90,13 +90,14 @@ func DiffArgs() []string {
 //
 // How untracked files get in: Workspace copies the worktree's index into a
 // temporary directory, records every untracked, non-ignored file in that
-// copy as intent-to-add (`git add -N`, which writes no object), and runs
+// copy as intent-to-add (`git add -N`, which hashes no content), and runs
 // `git diff <base>` with GIT_INDEX_FILE pointing at the copy. That is one
 // git diff of the working tree against base, so git's binary detection,
 // .gitattributes, and rename detection (a file moved with plain mv is a
 // rename, not a delete and an add) apply to untracked files exactly as to
-// tracked ones, and the real index and the object database are never
-// written. The alternative, rendering untracked files by hand next to `git
+// tracked ones; the real index is never written, and the object database
+// gains at most git's empty blob (what an intent-to-add entry points at),
+// never the untracked content. The alternative, rendering untracked files by hand next to `git
 // diff <base>`, would duplicate git's binary heuristics and lose renames.
 // Untracked nested repositories ("dir/" entries of ls-files) are left out:
 // their content belongs to another repository.
