@@ -59,6 +59,8 @@
 //     for) is reported as "added": AgentCraft has no "copied" status.
 //   - Line text keeps a trailing "\r" (CRLF files stay visible as such); it is
 //     not UTF-8-validated here (encoding/json replaces invalid bytes).
+//   - Workspace needs git 2.28 or later (--no-relative, add
+//     --pathspec-from-file, rev-parse --end-of-options).
 //   - Workspace includes untracked files through a throwaway index (see its
 //     doc): one git diff of the working tree against base, so git's own
 //     binary detection, .gitattributes, and rename detection across

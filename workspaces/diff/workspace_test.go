@@ -49,6 +49,7 @@ func workspaceFixture(t *testing.T) (*repo, string, string) {
 	if err := os.Remove(filepath.Join(wt, "doomed.txt")); err != nil {
 		t.Fatal(err)
 	}
+	w.write("glob*[x].txt", "g\n") // a pathspec only if not taken literally
 	w.write("debug.log", "ignored\n")
 	return r, wt, r.git("merge-base", "main", "feature")
 }
@@ -79,6 +80,7 @@ func TestWorkspace(t *testing.T) {
 		"modified committed.txt +1 -1 hunks=1",
 		"added dir/untracked.bin bin +0 -0 mode >100644",
 		"deleted doomed.txt +0 -1 mode 100644> hunks=1",
+		"added glob*[x].txt +1 -0 mode >100644 hunks=1",
 		"renamed renamed.txt<-moved.txt +0 -0",
 		"modified staged.txt +1 -0 hunks=1",
 		"modified unstaged.txt +0 -1 hunks=1",
@@ -87,10 +89,10 @@ func TestWorkspace(t *testing.T) {
 	if got := summary(res); !reflect.DeepEqual(got, want) {
 		t.Fatalf("files:\n got %q\nwant %q", got, want)
 	}
-	if res.Additions != 4 || res.Deletions != 3 || res.FileCount != 7 || res.Truncated {
+	if res.Additions != 5 || res.Deletions != 3 || res.FileCount != 8 || res.Truncated {
 		t.Fatalf("totals %+v", res)
 	}
-	if l := res.Files[6].Hunks[0].Lines[1]; l.Kind != KindAdd || l.Text != "new 2" || l.NewNo != 2 {
+	if l := res.Files[7].Hunks[0].Lines[1]; l.Kind != KindAdd || l.Text != "new 2" || l.NewNo != 2 {
 		t.Fatalf("untracked line %+v", l)
 	}
 
@@ -115,7 +117,7 @@ func TestWorkspace(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkInvariants(t, res, lim)
-		if !res.Truncated || res.Additions != 4 || res.Deletions != 3 || len(res.Files) != 7 || res.Bytes > 64 {
+		if !res.Truncated || res.Additions != 5 || res.Deletions != 3 || len(res.Files) != 8 || res.Bytes > 64 {
 			t.Fatalf("result %+v", res)
 		}
 	})
@@ -156,5 +158,34 @@ func TestWorkspaceErrors(t *testing.T) {
 	_, err = Workspace(ctx, r.run, r.dir, "HEAD", Limits{})
 	if protocol.CodeOf(err) != protocol.CodeTimeout || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+// TestWorkspaceWithoutIndex: a worktree whose index is missing (never
+// written yet, or lost) diffs the same as with it.
+func TestWorkspaceWithoutIndex(t *testing.T) {
+	r := newRepo(t)
+	r.write("a.txt", lines(5))
+	r.write("b.txt", "b\n")
+	head := r.commitAll("base")
+	r.write("a.txt", lines(6))
+	r.write("c.txt", "c\n")
+	with, err := Workspace(context.Background(), r.run, r.dir, head, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(r.dir, ".git", "index")); err != nil {
+		t.Fatal(err)
+	}
+	without, err := Workspace(context.Background(), r.run, r.dir, head, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"modified a.txt +1 -0 hunks=1", "added c.txt +1 -0 mode >100644 hunks=1"}
+	if got := summary(with); !reflect.DeepEqual(got, want) {
+		t.Fatalf("with index: %q", got)
+	}
+	if !reflect.DeepEqual(with, without) {
+		t.Fatalf("without index:\n%s\nwith:\n%s", js(without), js(with))
 	}
 }
