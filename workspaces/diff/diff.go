@@ -39,7 +39,8 @@ type Result struct {
 	// Truncated is true when a line or a file was left out because of a
 	// limit; the File.Truncated flags say which files lost lines.
 	Truncated bool `json:"truncated"`
-	// Bytes is the size of the text kept: hunk headers plus line text. It
+	// Bytes is the size of the text kept: hunk headers and line text, each
+	// plus one for its newline (so that even empty lines are bounded). It
 	// never exceeds Limits.MaxBytes.
 	Bytes int `json:"bytes"`
 }
@@ -104,7 +105,8 @@ type Line struct {
 
 // Limits bound what a Result keeps. A zero field takes its default.
 type Limits struct {
-	// MaxBytes caps Result.Bytes (hunk headers plus line text kept).
+	// MaxBytes caps Result.Bytes (hunk headers and line text kept, one
+	// byte more each for the newline).
 	// Default DefaultMaxBytes (1 MiB).
 	MaxBytes int
 	// MaxFiles caps len(Result.Files). Default DefaultMaxFiles (1000).

@@ -42,7 +42,8 @@
 // of file" follows this line). Result carries the AgentCraft `diff` reply's
 // stats and truncated flag: "files" (kept), "file_count" (all files in the
 // diff, including those past the file cap), "additions", "deletions",
-// "truncated" and "bytes" (hunk headers and line text kept).
+// "truncated" and "bytes" (hunk headers and line text kept, counting a
+// newline each).
 //
 // # Choices
 //

@@ -52,7 +52,10 @@ func ExecRunner(bin string) RunFunc {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return nil, fmt.Errorf("git %s: %w (%w)", firstArg(args), ctxErr, err)
 			}
-			return nil, fmt.Errorf("git %s: %w: %s", firstArg(args), err, strings.TrimSpace(string(msg)))
+			if m := strings.TrimSpace(string(msg)); m != "" {
+				return nil, fmt.Errorf("git %s: %w: %s", firstArg(args), err, m)
+			}
+			return nil, fmt.Errorf("git %s: %w", firstArg(args), err)
 		}
 		return stdout.Bytes(), nil
 	}
@@ -61,8 +64,11 @@ func ExecRunner(bin string) RunFunc {
 // firstArg names a git invocation in errors without its (possibly long)
 // arguments.
 func firstArg(args []string) string {
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-c" || a == "-C":
+			i++ // the option's value
+		case !strings.HasPrefix(a, "-"):
 			return a
 		}
 	}

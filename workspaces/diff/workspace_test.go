@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -187,5 +188,22 @@ func TestWorkspaceWithoutIndex(t *testing.T) {
 	}
 	if !reflect.DeepEqual(with, without) {
 		t.Fatalf("without index:\n%s\nwith:\n%s", js(without), js(with))
+	}
+}
+
+// TestExecRunner: env reaches git, and a failure carries git's stderr and
+// wraps the exit error.
+func TestExecRunner(t *testing.T) {
+	r := newRepo(t)
+	run := ExecRunner("")
+	index := filepath.Join(t.TempDir(), "idx")
+	out, err := run(context.Background(), r.dir, []string{"GIT_INDEX_FILE=" + index}, "rev-parse", "--git-path", "index")
+	if err != nil || strings.TrimSpace(string(out)) != index {
+		t.Fatalf("env not passed: %q %v", out, err)
+	}
+	_, err = run(context.Background(), r.dir, nil, "-c", "x.y=z", "rev-parse", "--verify", "no-such-ref")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(err.Error(), "git rev-parse: exit status 128: fatal: Needed a single revision") {
+		t.Fatalf("failure: %v", err)
 	}
 }
