@@ -27,7 +27,9 @@ type RunFunc func(ctx context.Context, dir string, env []string, args ...string)
 // means "git" on PATH) directly, never through a shell, with
 // GIT_TERMINAL_PROMPT=0 (never wait for credentials), LC_ALL=C (stable,
 // parseable messages) and GIT_OPTIONAL_LOCKS=0 (a read never takes the
-// index lock another git process might want). ctx bounds the run: it is
+// index lock another git process might want), and without inherited
+// variables such as GIT_DIR that would point it away from dir (isRepoEnv);
+// the env argument may still set them. ctx bounds the run: it is
 // killed when ctx ends. The error of a failed run carries git's stderr
 // (its first 4 KiB) and wraps the *exec.ExitError.
 func ExecRunner(bin string) RunFunc {
@@ -37,7 +39,7 @@ func ExecRunner(bin string) RunFunc {
 	return func(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, bin, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
+		cmd.Env = append(inheritedEnv(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")
 		cmd.Env = append(cmd.Env, env...)
 		// A killed git's children (hooks are not run here, but a
 		// credential helper could be) must not keep the pipes open forever.
@@ -59,6 +61,32 @@ func ExecRunner(bin string) RunFunc {
 		}
 		return stdout.Bytes(), nil
 	}
+}
+
+// isRepoEnv reports whether k is a variable that points git at a
+// repository, index or object store other than dir's. A daemon started
+// from a git hook inherits some of them; passed on, they would make git
+// ignore dir.
+func isRepoEnv(k string) bool {
+	switch k {
+	case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
+		"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX":
+		return true
+	}
+	return false
+}
+
+// inheritedEnv is the process environment without the isRepoEnv variables.
+func inheritedEnv() []string {
+	env := os.Environ()
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !isRepoEnv(k) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // firstArg names a git invocation in errors without its (possibly long)
@@ -103,8 +131,9 @@ func DiffArgs() []string {
 // rename, not a delete and an add) apply to untracked files exactly as to
 // tracked ones; the real index is never written, and the object database
 // gains at most git's empty blob (what an intent-to-add entry points at),
-// never the untracked content. The alternative, rendering untracked files by hand next to `git
-// diff <base>`, would duplicate git's binary heuristics and lose renames.
+// never the untracked content. The alternative, rendering untracked files
+// by hand next to `git diff <base>`, would duplicate git's binary
+// heuristics and lose renames.
 // Untracked nested repositories ("dir/" entries of ls-files) are left out:
 // their content belongs to another repository.
 //
@@ -115,12 +144,16 @@ func Workspace(ctx context.Context, run RunFunc, dir, base string, lim Limits) (
 	if base == "" || strings.HasPrefix(base, "-") {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "diff: base %q: %w", base, ErrBadBase)
 	}
-	if _, err := run(ctx, dir, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", base+"^{commit}"); err != nil {
+	out, err := run(ctx, dir, nil, "rev-parse", "--verify", "--quiet", "--end-of-options", base+"^{commit}")
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, protocol.Errorf(protocol.CodeTimeout, "diff: resolve base %q: %w", base, err)
 		}
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "diff: base %q: %w (%w)", base, ErrBadBase, err)
 	}
+	// Diff against the commit just resolved, so a ref that moves meanwhile
+	// cannot make the diff disagree with the check.
+	sha := strings.TrimSpace(string(out))
 	tmp, err := os.MkdirTemp("", "shard-diff-*")
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "diff: temporary index: %w", err)
@@ -131,7 +164,7 @@ func Workspace(ctx context.Context, run RunFunc, dir, base string, lim Limits) (
 		return nil, gitErr(ctx, "copy index", err)
 	}
 	env := []string{"GIT_INDEX_FILE=" + index, "GIT_LITERAL_PATHSPECS=1"}
-	out, err := run(ctx, dir, env, "ls-files", "-z", "--others", "--exclude-standard")
+	out, err = run(ctx, dir, env, "ls-files", "-z", "--others", "--exclude-standard")
 	if err != nil {
 		return nil, gitErr(ctx, "list untracked files", err)
 	}
@@ -152,7 +185,7 @@ func Workspace(ctx context.Context, run RunFunc, dir, base string, lim Limits) (
 			return nil, gitErr(ctx, "add untracked files to the temporary index", err)
 		}
 	}
-	args := append(DiffArgs(), base, "--")
+	args := append(DiffArgs(), sha, "--")
 	out, err = run(ctx, dir, env, args...)
 	if err != nil {
 		return nil, gitErr(ctx, "diff", err)

@@ -191,7 +191,7 @@ func TestWorkspaceWithoutIndex(t *testing.T) {
 	}
 }
 
-// TestExecRunner: env reaches git, and a failure carries git's stderr and
+// TestExecRunner: env reaches git, an inherited GIT_DIR does not, and a failure carries git's stderr and
 // wraps the exit error.
 func TestExecRunner(t *testing.T) {
 	r := newRepo(t)
@@ -200,6 +200,11 @@ func TestExecRunner(t *testing.T) {
 	out, err := run(context.Background(), r.dir, []string{"GIT_INDEX_FILE=" + index}, "rev-parse", "--git-path", "index")
 	if err != nil || strings.TrimSpace(string(out)) != index {
 		t.Fatalf("env not passed: %q %v", out, err)
+	}
+	// An inherited GIT_DIR (a daemon started from a hook) must not win over dir.
+	t.Setenv("GIT_DIR", filepath.Join(t.TempDir(), "elsewhere"))
+	if out, err := run(context.Background(), r.dir, nil, "rev-parse", "--show-toplevel"); err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), filepath.Base(r.dir)) {
+		t.Fatalf("inherited GIT_DIR used: %q %v", out, err)
 	}
 	_, err = run(context.Background(), r.dir, nil, "-c", "x.y=z", "rev-parse", "--verify", "no-such-ref")
 	var exit *exec.ExitError
