@@ -187,8 +187,12 @@ func (c *Client) squashed(ctx context.Context, dir, mb, b, t string, p *Proof) (
 	if err != nil {
 		return false, err
 	}
+	limit := MaxSquashScan
+	if c.squashScan > 0 {
+		limit = c.squashScan
+	}
 	args := append(append([]string{"log", "-p", "--no-merges", "--no-decorate", "--no-show-signature",
-		"--format=medium", "--max-count=" + strconv.Itoa(MaxSquashScan)}, diffFlags...), mb+".."+t)
+		"--format=medium", "--max-count=" + strconv.Itoa(limit)}, diffFlags...), mb+".."+t)
 	logOut, err := c.read(ctx, dir, args...)
 	if err != nil {
 		return false, err
@@ -198,7 +202,7 @@ func (c *Client) squashed(ctx context.Context, dir, mb, b, t string, p *Proof) (
 		return false, err
 	}
 	p.Scanned = len(got)
-	p.Truncated = total > MaxSquashScan
+	p.Truncated = total > limit
 	for _, g := range got {
 		if g.id == want[0].id {
 			p.SquashCommit = g.commit

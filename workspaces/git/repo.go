@@ -14,6 +14,8 @@ import (
 // for concurrent use; serialize per repository with Locks.
 type Client struct {
 	r Runner
+	// squashScan overrides MaxSquashScan when > 0 (tests).
+	squashScan int
 }
 
 // New returns a Client over r; nil r means a zero Exec (real git, defaults).
