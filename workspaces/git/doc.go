@@ -45,6 +45,15 @@
 // was checked (an atomic compare-and-delete), so work added after the
 // check is never lost.
 //
+// Git 2.36 or newer is required (`worktree list -z`); the merge-tree proof
+// needs 2.38 and is skipped, not failed, on older git.
+//
+// Crash consistency is the caller's: CreateWorktree is `worktree add -b`,
+// one git step that creates the branch and then the checkout, so a kill in
+// between can leave the branch alone or a worktree without a record. The
+// workspace actor reconciles at startup with ListWorktrees, BranchHead and
+// CheckRetire (a worktree is swept only if CheckRetire passes).
+//
 // Errors: a failed git command is an *Error (args, exit code, bounded
 // stderr; it wraps context errors, so a timeout satisfies errors.Is(err,
 // context.DeadlineExceeded)). Refusals are sentinels (ErrNotRepository,
