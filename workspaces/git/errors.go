@@ -166,6 +166,9 @@ type Refusal struct {
 	Paths []string
 	// Count is the number of offending paths (may exceed len(Paths)).
 	Count int
+	// Note is human text from git or the user, e.g. the lock reason given
+	// to `git worktree lock --reason`; never parse it.
+	Note string
 }
 
 func (r *Refusal) Error() string {

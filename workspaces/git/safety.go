@@ -135,8 +135,8 @@ type RetireCheck struct {
 // Other errors are git failures (e.g. a timeout), not refusals.
 func (c *Client) CheckRetire(ctx context.Context, repo Repo, rec Recorded) (RetireCheck, error) {
 	var chk RetireCheck
-	refuse := func(r Reason, detail string, paths []string) (RetireCheck, error) {
-		ref := &Refusal{Reason: r, Detail: detail, Count: len(paths)}
+	refuse := func(r Reason, detail string, paths []string, note ...string) (RetireCheck, error) {
+		ref := &Refusal{Reason: r, Detail: detail, Count: len(paths), Note: strings.Join(note, "")}
 		if len(paths) > maxRefusalPaths {
 			paths = paths[:maxRefusalPaths]
 		}
@@ -178,7 +178,7 @@ func (c *Client) CheckRetire(ctx context.Context, repo Repo, rec Recorded) (Reti
 		return refuse(ReasonUnsafe, "branch_switched", nil)
 	}
 	if wt.Locked {
-		return refuse(ReasonLocked, wt.LockReason, nil)
+		return refuse(ReasonLocked, "", nil, wt.LockReason)
 	}
 	subs, err := c.initializedSubmodules(ctx, path)
 	if err != nil {

@@ -50,7 +50,7 @@ func TestCheckRetire(t *testing.T) {
 		{"locked", func(f *fixture, wt Created) (Repo, Recorded) {
 			f.git(f.root, "worktree", "lock", "--reason", "keep me", wt.Path)
 			return f.repo(), rec(wt)
-		}, ReasonLocked, "keep me", nil},
+		}, ReasonLocked, "", nil},
 		{"initialized submodule", func(f *fixture, wt Created) (Repo, Recorded) {
 			lib := filepath.Join(filepath.Dir(f.root), "lib")
 			f.git(f.root, "init", "-q", "-b", "main", lib)
@@ -155,6 +155,9 @@ func TestCheckRetire(t *testing.T) {
 			}
 			if !errors.Is(err, tt.reason.sentinel()) {
 				t.Errorf("errors.Is(err, %v) = false", tt.reason.sentinel())
+			}
+			if tt.reason == ReasonLocked && ref.Note != "keep me" {
+				t.Errorf("lock reason = %q, want the user's", ref.Note)
 			}
 			if tt.paths != nil && (!reflect.DeepEqual(ref.Paths, tt.paths) || ref.Count != len(tt.paths)) {
 				t.Errorf("Refusal paths = %q (count %d), want %q", ref.Paths, ref.Count, tt.paths)
