@@ -212,6 +212,14 @@ type MergeResult struct {
 //     rebased commits and the branch is at its old head; the error says
 //     so and ProveMerged still holds (the simulated merge adds nothing).
 //
+// A process killed mid-rebase leaves at most a detached worktree named
+// shard-rebase-*/wt under os.TempDir(), holding no branch: ListWorktrees
+// shows it and `git worktree prune` drops it once the directory is gone;
+// the main checkout, the workspace and every branch are untouched until
+// the fast-forward, which is one git step. Repository hooks still run as
+// git runs them (post-checkout in the temporary worktree, post-merge in
+// the main checkout); pre-rebase is skipped (--no-verify).
+//
 // Identity: commits use the repository's configured user.name and
 // user.email, with user.useConfigOnly so git never guesses one; none
 // configured is refused (no_identity) rather than invented.

@@ -464,3 +464,28 @@ func TestMergeBadArguments(t *testing.T) {
 		t.Errorf("unknown target: %v", err)
 	}
 }
+
+// A branch checked out nowhere (its worktree was retired with keep) is
+// rebased by a compare-and-swap of its ref.
+func TestMergeRebaseBranchWithoutWorktree(t *testing.T) {
+	f := newFixture(t)
+	wt := f.divergent()
+	if err := f.c.RemoveWorktree(t.Context(), f.repo(), wt.Path, false); err != nil {
+		t.Fatal(err)
+	}
+	before := f.git(f.root, "rev-parse", "ws")
+	res, err := f.c.Merge(t.Context(), f.repo(), "ws", "main", MergeRebase, "")
+	if err != nil {
+		t.Fatalf("Merge: %v", err)
+	}
+	head := f.git(f.root, "rev-parse", "HEAD")
+	if h := f.git(f.root, "rev-parse", "ws"); h != head || res.BranchHead != head || h == before {
+		t.Errorf("branch %s, result %s, target %s (before %s)", h, res.BranchHead, head, before)
+	}
+	if res.Proof.Kind != ProofSameCommit {
+		t.Errorf("proof %s", res.Proof.Kind)
+	}
+	if msg := f.git(f.root, "reflog", "-1", "--format=%gs", "refs/heads/ws"); !strings.Contains(msg, "rebase ws") {
+		t.Errorf("branch reflog %q", msg)
+	}
+}
