@@ -1,6 +1,7 @@
 package git
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -487,5 +488,49 @@ func TestMergeRebaseBranchWithoutWorktree(t *testing.T) {
 	}
 	if msg := f.git(f.root, "reflog", "-1", "--format=%gs", "refs/heads/ws"); !strings.Contains(msg, "rebase ws") {
 		t.Errorf("branch reflog %q", msg)
+	}
+}
+
+// raceRunner runs before() just before the first `merge --ff-only`: the
+// target moving between Merge's checks and its fast-forward.
+type raceRunner struct {
+	Runner
+	before func()
+	done   bool
+}
+
+func (r *raceRunner) Run(ctx context.Context, inv Invocation) ([]byte, error) {
+	if !r.done && slices.Contains(inv.Args, "--ff-only") {
+		r.done = true
+		r.before()
+	}
+	return r.Runner.Run(ctx, inv)
+}
+
+// If the target moves after the checks, the fast-forward fails and changes
+// nothing: the main checkout keeps the new commit, clean, no merge state.
+func TestMergeTargetMovedDuringMerge(t *testing.T) {
+	for _, s := range strategies {
+		t.Run(string(s), func(t *testing.T) {
+			f := newFixture(t)
+			f.divergent()
+			var moved snapshot
+			c := New(&raceRunner{Runner: f.c.Runner(), before: func() {
+				f.commit(f.root, "late.txt", "late\n", "main: late")
+				moved = f.snap(f.root)
+			}})
+			branch := f.git(f.root, "rev-parse", "ws")
+			_, err := c.Merge(t.Context(), f.repo(), "ws", "main", s, "")
+			if !errors.Is(err, ErrTargetMoved) {
+				t.Fatalf("err = %v, want ErrTargetMoved", err)
+			}
+			f.sameSnap("main checkout", moved, f.snap(f.root))
+			if h := f.git(f.root, "rev-parse", "ws"); h != branch {
+				t.Errorf("branch moved to %s", h)
+			}
+			if op := inProgress(filepath.Join(f.root, ".git")); op != "" {
+				t.Errorf("%s left in progress", op)
+			}
+		})
 	}
 }
