@@ -21,6 +21,11 @@
 //     missing_authority, unsafe, locked, submodules, dirty.
 //   - Client.ProveMerged proves a branch adds nothing to its integration
 //     target before DeleteBranch may delete it (see the proof order below).
+//   - Client.Merge merges, squashes or rebases a branch into the target
+//     checked out in the main checkout, refusing (typed *MergeRefusal) a
+//     dirty main checkout, the wrong branch or a conflict before anything
+//     changes; the main checkout only ever moves by a fast-forward to a
+//     commit built without a working tree (merge.go).
 //
 // # Merge proofs
 //
