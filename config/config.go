@@ -39,6 +39,14 @@ type Config struct {
 	Sim        SimConfig        `mapstructure:"sim"`        // sim.*: embedded sim provider
 	Jobs       JobsConfig       `mapstructure:"jobs"`       // jobs.*: subagent jobs
 	Compaction CompactionConfig `mapstructure:"compaction"` // compaction.*: runtime context compaction
+	Workspaces WorkspacesConfig `mapstructure:"workspaces"` // workspaces.*: git-worktree workspaces
+}
+
+// WorkspacesConfig configures workspaces (issue 11, spec §10.1a).
+type WorkspacesConfig struct {
+	// Root is the directory under which the daemon creates worktrees; ""
+	// means <Home>/worktrees (see WorktreeRoot). Absolute when set.
+	Root string `mapstructure:"root"`
 }
 
 // CompactionConfig tunes the runtime's context compaction (spec §9.2).
@@ -318,6 +326,15 @@ func (c *Config) AgentLogPath(agentID string) string {
 
 // SessionsDir holds session transcripts: <Home>/sessions.
 func (c *Config) SessionsDir() string { return filepath.Join(c.Home, "sessions") }
+
+// WorktreeRoot is where workspaces' worktrees go: workspaces.root, or
+// <Home>/worktrees when it is unset.
+func (c *Config) WorktreeRoot() string {
+	if c.Workspaces.Root != "" {
+		return c.Workspaces.Root
+	}
+	return filepath.Join(c.Home, "worktrees")
+}
 
 // WebAddr is the listen address host:port (IPv6 hosts bracketed).
 func (c *Config) WebAddr() string {

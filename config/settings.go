@@ -121,6 +121,10 @@ func settings() []setting {
 			usage: `friendly alias pool for subagents, comma-separated (default "": the built-in pool)`,
 			field: func(c *Config) any { return &c.Jobs.Aliases }},
 
+		{key: "workspaces.root",
+			usage: `directory for workspaces' git worktrees (default "": <home>/worktrees)`,
+			field: func(c *Config) any { return &c.Workspaces.Root }, check: absoluteOrEmpty},
+
 		{key: "runtime.command",
 			usage: `agent runtime command line (default "": run this executable as "agent --headless")`,
 			field: func(c *Config) any { return &c.Runtime.Command }},
@@ -409,4 +413,12 @@ func httpURL(v any) string {
 		return fmt.Sprintf("%q is not an http or https URL", s)
 	}
 	return ""
+}
+
+// absoluteOrEmpty accepts "" (the default applies) or an absolute path.
+func absoluteOrEmpty(v any) string {
+	if v.(string) == "" {
+		return ""
+	}
+	return absolutePath(v)
 }
