@@ -21,6 +21,7 @@ import (
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/workspaces"
+	"github.com/shard-dev/shard/workspaces/git"
 )
 
 // harness is a workspace actor on a real bbolt store and real git, with a
@@ -92,6 +93,12 @@ func openStore(t *testing.T) *store.Store {
 // startup reconciliation.
 func start(t *testing.T, st *store.Store, root string) *harness {
 	t.Helper()
+	return startGit(t, st, root, nil)
+}
+
+// startGit is start with the actor's git client (nil: real git).
+func startGit(t *testing.T, st *store.Store, root string, gc *git.Client) *harness {
+	t.Helper()
 	requireGit(t)
 	if st == nil {
 		st = openStore(t)
@@ -125,7 +132,7 @@ func start(t *testing.T, st *store.Store, root string) *harness {
 	group := &xsync.Group{}
 	reconciled := make(chan error, 1)
 	h.ws = sys.Root.Spawn(workspaces.Props(workspaces.Deps{
-		Store: st, Registry: reg, Group: group, Logger: discard, Hub: hub, Root: root,
+		Store: st, Registry: reg, Group: group, Logger: discard, Hub: hub, Root: root, Git: gc,
 		OnReconciled: func(err error) { reconciled <- err },
 	}))
 	h.client = &agent.Client{ID: 1, PID: sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})), Out: h.out, Source: "unix"}
@@ -391,5 +398,44 @@ func TestDiffAndMergeNotSupported(t *testing.T) {
 	r := h.call(&protocol.WorkspaceMerge{Header: protocol.Header{Type: protocol.TypeWorkspaceMerge}, WorkspaceID: d.Workspace.WorkspaceID, Strategy: protocol.MergeMerge})
 	if r.Success || r.Error.Code != protocol.CodeInvalidRequest {
 		t.Fatalf("merge = %+v", r)
+	}
+}
+
+// failAdd runs real git but reports `worktree add` as failed after it ran:
+// a create that broke with its worktree and branch made.
+type failAdd struct{ git.Exec }
+
+func (f *failAdd) Run(ctx context.Context, inv git.Invocation) ([]byte, error) {
+	out, err := f.Exec.Run(ctx, inv)
+	if err == nil && len(inv.Args) > 1 && inv.Args[0] == "worktree" && inv.Args[1] == "add" {
+		return out, &git.Error{Args: inv.Args, ExitCode: 128, Stderr: "injected failure"}
+	}
+	return out, err
+}
+
+func TestCreateFailureRollsBack(t *testing.T) {
+	repo := newRepo(t)
+	h := startGit(t, nil, "", git.New(&failAdd{}))
+	r := h.call(&protocol.WorkspaceCreate{Header: protocol.Header{Type: protocol.TypeWorkspaceCreate}, Cwd: repo, Label: "broken"})
+	if r.Success || r.Error.Code != protocol.CodeInternal {
+		t.Fatalf("create = %+v, want INTERNAL_ERROR", r)
+	}
+	all, err := h.st.ListWorkspaces(store.WorkspaceFilter{IncludeRetired: true})
+	if err != nil || len(all) != 1 {
+		t.Fatalf("records = %+v, %v", all, err)
+	}
+	rec := all[0]
+	if rec.State != protocol.WorkspaceStateRetired || rec.Tombstone == nil || !rec.Tombstone.Deleted ||
+		!strings.Contains(rec.ConflictReason, "worktree removed") {
+		t.Fatalf("record after rollback = %+v", rec)
+	}
+	if _, err := os.Stat(rec.WorktreePath); !os.IsNotExist(err) {
+		t.Fatalf("worktree left behind: %v", err)
+	}
+	if out := gitIn(t, repo, "branch", "--list", rec.Branch); out != "" {
+		t.Fatalf("branch left behind: %q", out)
+	}
+	if out := gitIn(t, repo, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
+		t.Fatalf("worktrees after rollback:\n%s", out)
 	}
 }

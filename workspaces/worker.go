@@ -237,7 +237,14 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 	}
 	created, err := g.CreateWorktree(ctx, repo, path, branch, baseSHA)
 	if err != nil {
-		why := w.rollback(ctx, rec, "git worktree add failed")
+		var why string
+		if refusedBeforeChange(err) {
+			// CreateWorktree refused before it changed anything: the branch
+			// or path it names is not ours, so nothing on disk is touched.
+			why = w.retireFailed(rec, "git refused the worktree", false)
+		} else {
+			why = w.rollback(ctx, rec, "git worktree add failed")
+		}
 		switch {
 		case errors.Is(err, git.ErrBranchExists):
 			return failed(protocol.WorkspaceRefusal{Kind: protocol.RefusalBranchExists, WorkspaceID: id, Branch: branch,
@@ -336,10 +343,28 @@ func (w *worker) rollback(ctx context.Context, rec store.Workspace, cause string
 			notes = append(notes, "branch kept: it moved off the base commit")
 		}
 	}
-	why := strings.Join(notes, "; ")
+	return w.retireFailed(rec, strings.Join(notes, "; "), deleted)
+}
+
+// refusedBeforeChange reports a CreateWorktree refusal, which it makes
+// before it changes anything.
+func refusedBeforeChange(err error) bool {
+	for _, s := range []error{git.ErrBranchExists, git.ErrInvalidBranchName, git.ErrRefUnknown, git.ErrPathTaken, git.ErrPathNotAbsolute} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// retireFailed retires the record of a failed create with a tombstone of
+// its branch at the base commit, and ConflictReason saying what happened
+// (a choice: the record is kept, not deleted, so the failure stays
+// visible with include_retired). It returns that explanation.
+func (w *worker) retireFailed(rec store.Workspace, why string, deleted bool) string {
 	_, err := w.deps.Store.UpdateWorkspace(rec.WorkspaceID, func(r *store.Workspace) error {
 		r.State = protocol.WorkspaceStateRetired
-		r.ConflictReason = "create rolled back: " + why
+		r.ConflictReason = "create failed: " + why
 		r.RetiredAt, r.UpdatedAt = w.now(), w.now()
 		r.Tombstone = &store.WorkspaceTombstone{Branch: r.Branch, HeadSHA: r.BaseSHA, Deleted: deleted}
 		return nil
