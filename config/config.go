@@ -47,6 +47,10 @@ type WorkspacesConfig struct {
 	// Root is the directory under which the daemon creates worktrees; ""
 	// means <Home>/worktrees (see WorktreeRoot). Absolute when set.
 	Root string `mapstructure:"root"`
+	// CopyFiles lists files, relative to the main checkout's root and
+	// comma-separated, copied into every new worktree (untracked setup
+	// such as ".env"); missing ones are skipped. Default "": none.
+	CopyFiles string `mapstructure:"copy_files"`
 }
 
 // CompactionConfig tunes the runtime's context compaction (spec §9.2).

@@ -35,6 +35,7 @@ var briefKeys = []string{
 	"compaction.enabled",
 	"compaction.keep_recent_tokens",
 	"workspaces.root",
+	"workspaces.copy_files",
 }
 
 // fixture is one Load call's inputs: a user home, an optional config.yaml

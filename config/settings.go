@@ -124,6 +124,9 @@ func settings() []setting {
 		{key: "workspaces.root",
 			usage: `directory for workspaces' git worktrees (default "": <home>/worktrees)`,
 			field: func(c *Config) any { return &c.Workspaces.Root }, check: absoluteOrEmpty},
+		{key: "workspaces.copy_files",
+			usage: `files copied from the main checkout into every new worktree, comma-separated relative paths (default "": none)`,
+			field: func(c *Config) any { return &c.Workspaces.CopyFiles }, check: relativeList},
 
 		{key: "runtime.command",
 			usage: `agent runtime command line (default "": run this executable as "agent --headless")`,
@@ -421,4 +424,19 @@ func absoluteOrEmpty(v any) string {
 		return ""
 	}
 	return absolutePath(v)
+}
+
+// relativeList accepts a comma-separated list of relative paths that stay
+// inside their root (no "..", not absolute).
+func relativeList(v any) string {
+	for _, f := range strings.Split(v.(string), ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if c := filepath.Clean(f); filepath.IsAbs(f) || c == ".." || strings.HasPrefix(c, "../") {
+			return fmt.Sprintf("%q must be a relative path inside the repository", f)
+		}
+	}
+	return ""
 }

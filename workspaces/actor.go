@@ -39,6 +39,12 @@ type Deps struct {
 	// (config workspaces.root, default $SHARD_HOME/worktrees); required,
 	// absolute.
 	Root string
+	// CopyFiles are paths relative to the main checkout's root copied into
+	// every new worktree before its agent is recorded (config
+	// workspaces.copy_files: untracked setup such as ".env"). A missing
+	// file is skipped; a symlink or a non-regular file is skipped too (a
+	// choice: the copy never follows a link out of the repository).
+	CopyFiles []string
 	// Git is the git layer; nil is git.New(nil) (the real git binary).
 	Git *git.Client
 	// DefaultMode is the mode of agents launched without one ("build").

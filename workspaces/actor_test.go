@@ -93,11 +93,11 @@ func openStore(t *testing.T) *store.Store {
 // startup reconciliation.
 func start(t *testing.T, st *store.Store, root string) *harness {
 	t.Helper()
-	return startGit(t, st, root, nil)
+	return startDeps(t, st, root, nil)
 }
 
-// startGit is start with the actor's git client (nil: real git).
-func startGit(t *testing.T, st *store.Store, root string, gc *git.Client) *harness {
+// startDeps is start with a hook on the actor's Deps.
+func startDeps(t *testing.T, st *store.Store, root string, mutate func(*workspaces.Deps)) *harness {
 	t.Helper()
 	requireGit(t)
 	if st == nil {
@@ -131,10 +131,14 @@ func startGit(t *testing.T, st *store.Store, root string, gc *git.Client) *harne
 	hub.Add(h.bcast)
 	group := &xsync.Group{}
 	reconciled := make(chan error, 1)
-	h.ws = sys.Root.Spawn(workspaces.Props(workspaces.Deps{
-		Store: st, Registry: reg, Group: group, Logger: discard, Hub: hub, Root: root, Git: gc,
+	deps := workspaces.Deps{
+		Store: st, Registry: reg, Group: group, Logger: discard, Hub: hub, Root: root,
 		OnReconciled: func(err error) { reconciled <- err },
-	}))
+	}
+	if mutate != nil {
+		mutate(&deps)
+	}
+	h.ws = sys.Root.Spawn(workspaces.Props(deps))
 	h.client = &agent.Client{ID: 1, PID: sys.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {})), Out: h.out, Source: "unix"}
 	t.Cleanup(func() {
 		_ = sys.Root.StopFuture(h.ws).Wait()
@@ -415,7 +419,7 @@ func (f *failAdd) Run(ctx context.Context, inv git.Invocation) ([]byte, error) {
 
 func TestCreateFailureRollsBack(t *testing.T) {
 	repo := newRepo(t)
-	h := startGit(t, nil, "", git.New(&failAdd{}))
+	h := startDeps(t, nil, "", func(d *workspaces.Deps) { d.Git = git.New(&failAdd{}) })
 	r := h.call(&protocol.WorkspaceCreate{Header: protocol.Header{Type: protocol.TypeWorkspaceCreate}, Cwd: repo, Label: "broken"})
 	if r.Success || r.Error.Code != protocol.CodeInternal {
 		t.Fatalf("create = %+v, want INTERNAL_ERROR", r)
@@ -437,5 +441,32 @@ func TestCreateFailureRollsBack(t *testing.T) {
 	}
 	if out := gitIn(t, repo, "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
 		t.Fatalf("worktrees after rollback:\n%s", out)
+	}
+}
+
+// copy_files: listed files reach the new worktree (missing ones are
+// skipped); an ignored copy does not make the worktree dirty for retire.
+func TestCopyFiles(t *testing.T) {
+	repo := newRepo(t)
+	for name, body := range map[string]string{".gitignore": ".env\n", ".env": "SECRET=1\n"} {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitIn(t, repo, "add", ".gitignore")
+	gitIn(t, repo, "commit", "-q", "-m", "ignore .env")
+	h := startDeps(t, nil, "", func(d *workspaces.Deps) { d.CopyFiles = []string{".env", "missing.txt"} })
+	d := h.create(repo, "copy")
+	b, err := os.ReadFile(filepath.Join(d.Workspace.Cwd, ".env"))
+	if err != nil || string(b) != "SECRET=1\n" {
+		t.Fatalf(".env in the worktree = %q, %v", b, err)
+	}
+	if fi, err := os.Stat(filepath.Join(d.Workspace.Cwd, ".env")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf(".env mode = %v, %v", fi, err)
+	}
+	var res protocol.WorkspaceRetireData
+	h.ok(&protocol.WorkspaceRetire{Header: protocol.Header{Type: protocol.TypeWorkspaceRetire}, WorkspaceID: d.Workspace.WorkspaceID, BranchDisposition: protocol.DispositionKeep}, &res)
+	if _, err := os.Stat(d.Workspace.Cwd); !os.IsNotExist(err) {
+		t.Fatalf("worktree survived retire: %v", err)
 	}
 }

@@ -258,6 +258,10 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		}
 		return failed(internal(fmt.Errorf("create worktree (%s): %w", why, err)))
 	}
+	if err := copyFiles(repo.Root, created.Path, w.deps.CopyFiles); err != nil {
+		w.rollback(ctx, recWith(rec, id, created, path), "copying workspaces.copy_files failed")
+		return failed(internal(err))
+	}
 	marker := &store.CreatedPath{Path: created.Path, CreatedAt: w.now()}
 	if fi, err := os.Stat(created.Path); err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -293,6 +297,36 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		adopt:  []store.Agent{ag},
 		events: [][]byte{createdEvent(rec), attachedEvent(rec, ag)},
 	}
+}
+
+// copyFiles copies each listed regular file from the main checkout into
+// the new worktree, keeping its mode; missing files, symlinks and
+// anything but a regular file are skipped, and a name that would leave
+// either root is refused (config validates it already).
+func copyFiles(from, to string, names []string) error {
+	for _, name := range names {
+		rel := filepath.Clean(name)
+		if filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("copy_files: %q leaves the repository", name)
+		}
+		src := filepath.Join(from, rel)
+		fi, err := os.Lstat(src)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			return fmt.Errorf("copy_files: %w", err)
+		}
+		dst := filepath.Join(to, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return fmt.Errorf("copy_files: %w", err)
+		}
+		if err := os.WriteFile(dst, b, fi.Mode().Perm()); err != nil {
+			return fmt.Errorf("copy_files: %w", err)
+		}
+	}
+	return nil
 }
 
 // recWith is the record to roll back when the store could not be read:

@@ -262,6 +262,7 @@ func (d *Daemon) Start() error {
 		Logger:      d.log.With("component", "workspaces"),
 		Hub:         d.hub,
 		Root:        cfg.WorktreeRoot(),
+		CopyFiles:   splitList(cfg.Workspaces.CopyFiles),
 		DefaultMode: deps.DefaultMode,
 	}
 	wpid, err := d.sys.Root.SpawnNamed(workspaces.Props(wd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "workspaces")
