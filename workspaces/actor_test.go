@@ -470,3 +470,29 @@ func TestCopyFiles(t *testing.T) {
 		t.Fatalf("worktree survived retire: %v", err)
 	}
 }
+
+// A retire cut short after git removed the worktree (state retiring, no
+// worktree) is finished by the next retire; the branch is kept unless
+// deletion is confirmed.
+func TestRetireFinishesAnInterruptedRetire(t *testing.T) {
+	repo := newRepo(t)
+	h := start(t, nil, "")
+	d := h.create(repo, "cut")
+	id := d.Workspace.WorkspaceID
+	if _, err := h.st.UpdateWorkspace(id, func(r *store.Workspace) error {
+		r.State = protocol.WorkspaceStateRetiring
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "worktree", "remove", d.Workspace.Cwd)
+	var res protocol.WorkspaceRetireData
+	h.ok(&protocol.WorkspaceRetire{Header: protocol.Header{Type: protocol.TypeWorkspaceRetire}, WorkspaceID: id}, &res)
+	if res.Workspace.State != protocol.WorkspaceStateRetired || res.BranchDeleted || res.Workspace.Tombstone == nil ||
+		res.Workspace.Tombstone.HeadSHA != d.Workspace.BaseSHA {
+		t.Fatalf("retire = %+v", res)
+	}
+	if out := gitIn(t, repo, "branch", "--list", d.Workspace.Branch); out == "" {
+		t.Fatal("branch deleted without confirmation")
+	}
+}

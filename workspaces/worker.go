@@ -678,6 +678,11 @@ func (w *worker) retire(ctx context.Context, req *protocol.WorkspaceRetire) *don
 		return failed(err)
 	}
 	g, repo := w.deps.Git, repoOf(rec)
+	if rec.State == protocol.WorkspaceStateRetiring {
+		if _, err := os.Lstat(rec.WorktreePath); errors.Is(err, os.ErrNotExist) {
+			return w.finishInterrupted(ctx, rec, disp)
+		}
+	}
 	if _, err := g.CheckRetire(ctx, repo, git.Recorded{Path: rec.WorktreePath, Branch: rec.Branch}); err != nil {
 		d := &done{}
 		if errors.Is(err, git.ErrMissingAuthority) && rec.State == protocol.WorkspaceStateActive {
@@ -738,6 +743,28 @@ func (w *worker) retire(ctx context.Context, req *protocol.WorkspaceRetire) *don
 		}
 	}
 	return w.finishRetire(rec, disp, head, deleted, proof)
+}
+
+// finishInterrupted finishes a retire a crash cut short after git removed
+// the worktree: the branch is deleted only on delete_confirmed (the proof
+// of a delete_if_merged would have to be made again against a moved
+// target; a choice: keep it and say so), and a branch already gone is
+// recorded as deleted.
+func (w *worker) finishInterrupted(ctx context.Context, rec store.Workspace, disp protocol.BranchDisposition) *done {
+	g, repo := w.deps.Git, repoOf(rec)
+	head, err := g.BranchHead(ctx, repo, rec.Branch)
+	switch {
+	case errors.Is(err, git.ErrBranchNotFound):
+		return w.finishRetire(rec, disp, rec.HeadSHA, true, "")
+	case err != nil:
+		return failed(internal(err))
+	}
+	if disp == protocol.DispositionDeleteConfirmed {
+		if err := g.DeleteBranch(ctx, repo, rec.Branch, head, git.Deletion{Confirmed: true}); err == nil {
+			return w.finishRetire(rec, disp, head, true, protocol.ProofConfirmed)
+		}
+	}
+	return w.finishRetire(rec, disp, head, false, "")
 }
 
 func (w *worker) finishRetire(rec store.Workspace, disp protocol.BranchDisposition, head string, deleted bool, proof protocol.MergeProof) *done {
