@@ -51,6 +51,10 @@ type WorkspacesConfig struct {
 	// comma-separated, copied into every new worktree (untracked setup
 	// such as ".env"); missing ones are skipped. Default "": none.
 	CopyFiles string `mapstructure:"copy_files"`
+	// SetupCommand runs in every new worktree after CopyFiles (split on
+	// spaces, no shell, like runtime.command); a failure rolls the create
+	// back. Default "": none.
+	SetupCommand string `mapstructure:"setup_command"`
 }
 
 // CompactionConfig tunes the runtime's context compaction (spec §9.2).

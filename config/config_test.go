@@ -36,6 +36,7 @@ var briefKeys = []string{
 	"compaction.keep_recent_tokens",
 	"workspaces.root",
 	"workspaces.copy_files",
+	"workspaces.setup_command",
 }
 
 // fixture is one Load call's inputs: a user home, an optional config.yaml

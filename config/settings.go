@@ -127,6 +127,9 @@ func settings() []setting {
 		{key: "workspaces.copy_files",
 			usage: `files copied from the main checkout into every new worktree, comma-separated relative paths (default "": none)`,
 			field: func(c *Config) any { return &c.Workspaces.CopyFiles }, check: relativeList},
+		{key: "workspaces.setup_command",
+			usage: `command run in every new worktree, split on spaces, no shell; a failure rolls the create back (default "": none)`,
+			field: func(c *Config) any { return &c.Workspaces.SetupCommand }},
 
 		{key: "runtime.command",
 			usage: `agent runtime command line (default "": run this executable as "agent --headless")`,

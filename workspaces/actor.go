@@ -45,6 +45,13 @@ type Deps struct {
 	// file is skipped; a symlink or a non-regular file is skipped too (a
 	// choice: the copy never follows a link out of the repository).
 	CopyFiles []string
+	// SetupCommand runs in every new worktree after CopyFiles and before
+	// its agent is recorded (config workspaces.setup_command). It is split
+	// on spaces and exec'd without a shell, like runtime.command, with
+	// SHARD_WORKSPACE_ID, SHARD_WORKSPACE_CWD and SHARD_REPOSITORY_CWD set,
+	// bounded by Timeout. A failure rolls the create back (CONFLICT naming
+	// the command and the tail of its output). "" runs nothing.
+	SetupCommand string
 	// Git is the git layer; nil is git.New(nil) (the real git binary).
 	Git *git.Client
 	// DefaultMode is the mode of agents launched without one ("build").

@@ -496,3 +496,48 @@ func TestRetireFinishesAnInterruptedRetire(t *testing.T) {
 		t.Fatal("branch deleted without confirmation")
 	}
 }
+
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "setup.sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// setup_command runs in the new worktree with the workspace's id; a failing
+// one rolls the create back, removing even the files it wrote.
+func TestSetupCommand(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	repo := newRepo(t)
+	ok := script(t, `printf %s "$SHARD_WORKSPACE_ID" > setup-ran`)
+	h := startDeps(t, nil, "", func(d *workspaces.Deps) { d.SetupCommand = ok })
+	d := h.create(repo, "setup")
+	if b, err := os.ReadFile(filepath.Join(d.Workspace.Cwd, "setup-ran")); err != nil || string(b) != d.Workspace.WorkspaceID {
+		t.Fatalf("setup-ran = %q, %v", b, err)
+	}
+
+	repo2 := newRepo(t)
+	bad := script(t, "echo boom; touch junk; exit 3")
+	h2 := startDeps(t, nil, "", func(d *workspaces.Deps) { d.SetupCommand = bad })
+	r := h2.call(&protocol.WorkspaceCreate{Header: protocol.Header{Type: protocol.TypeWorkspaceCreate}, Cwd: repo2, Label: "bad"})
+	if r.Success || r.Error.Code != protocol.CodeConflict || !strings.Contains(r.Error.Message, "boom") {
+		t.Fatalf("create with a failing setup = %+v", r)
+	}
+	all, err := h2.st.ListWorkspaces(store.WorkspaceFilter{IncludeRetired: true})
+	if err != nil || len(all) != 1 || all[0].State != protocol.WorkspaceStateRetired {
+		t.Fatalf("records = %+v, %v", all, err)
+	}
+	if _, err := os.Stat(all[0].WorktreePath); !os.IsNotExist(err) {
+		t.Fatalf("worktree of a failed setup left behind: %v", err)
+	}
+	if out := gitIn(t, repo2, "branch", "--list", all[0].Branch); out != "" {
+		t.Fatalf("branch of a failed setup left behind: %q", out)
+	}
+	if n, err := h2.st.ListAgents(); err != nil || len(n) != 0 {
+		t.Fatalf("agents after a failed setup = %+v, %v", n, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -243,7 +244,7 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 			// or path it names is not ours, so nothing on disk is touched.
 			why = w.retireFailed(rec, "git refused the worktree", false)
 		} else {
-			why = w.rollback(ctx, rec, "git worktree add failed")
+			why = w.rollback(ctx, rec, "git worktree add failed", true)
 		}
 		switch {
 		case errors.Is(err, git.ErrBranchExists):
@@ -259,8 +260,12 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		return failed(internal(fmt.Errorf("create worktree (%s): %w", why, err)))
 	}
 	if err := copyFiles(repo.Root, created.Path, w.deps.CopyFiles); err != nil {
-		w.rollback(ctx, recWith(rec, id, created, path), "copying workspaces.copy_files failed")
+		w.rollback(ctx, recWith(rec, id, created, path), "copying workspaces.copy_files failed", true)
 		return failed(internal(err))
+	}
+	if err := w.setup(ctx, id, repo.Root, created.Path); err != nil {
+		why := w.rollback(ctx, recWith(rec, id, created, path), "workspaces.setup_command failed", true)
+		return failed(protocol.Errorf(protocol.CodeConflict, "%w (the create was rolled back: %s)", err, why))
 	}
 	marker := &store.CreatedPath{Path: created.Path, CreatedAt: w.now()}
 	if fi, err := os.Stat(created.Path); err == nil {
@@ -279,7 +284,7 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		return nil
 	})
 	if err != nil {
-		w.rollback(ctx, recWith(rec, id, created, path), "recording the worktree failed")
+		w.rollback(ctx, recWith(rec, id, created, path), "recording the worktree failed", true)
 		return failed(internal(err))
 	}
 	ag := w.newAgent(rec.WorktreePath, req.Name, req.Model, req.Provider, req.Mode, req.Title)
@@ -289,7 +294,7 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		if gerr != nil {
 			cur = recWith(rec, id, created, path)
 		}
-		w.rollback(ctx, cur, "storing the workspace's agent failed")
+		w.rollback(ctx, cur, "storing the workspace's agent failed", true)
 		return failed(internal(err))
 	}
 	return &done{
@@ -329,6 +334,29 @@ func copyFiles(from, to string, names []string) error {
 	return nil
 }
 
+// maxSetupOutput bounds the setup command's output kept for the error.
+const maxSetupOutput = 4 << 10
+
+// setup runs Deps.SetupCommand in the new worktree, if one is configured.
+func (w *worker) setup(ctx context.Context, id, repoRoot, dir string) error {
+	argv := strings.Fields(w.deps.SetupCommand)
+	if len(argv) == 0 {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "SHARD_WORKSPACE_ID="+id, "SHARD_WORKSPACE_CWD="+dir, "SHARD_REPOSITORY_CWD="+repoRoot)
+	cmd.WaitDelay = 2 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return nil
+	}
+	if len(out) > maxSetupOutput {
+		out = out[len(out)-maxSetupOutput:]
+	}
+	return fmt.Errorf("setup command %q failed: %w: %s", argv[0], err, strings.TrimSpace(string(out)))
+}
+
 // recWith is the record to roll back when the store could not be read:
 // what create wrote, with the worktree git made.
 func recWith(rec store.Workspace, id string, created git.Created, path string) store.Workspace {
@@ -351,11 +379,19 @@ func recWith(rec store.Workspace, id string, created git.Created, path string) s
 // retires the record with a tombstone saying nothing was kept. Whatever it
 // cannot undo it leaves in place and says so (the returned text, logged).
 // The caller holds the repository's lock.
-func (w *worker) rollback(ctx context.Context, rec store.Workspace, cause string) string {
+//
+// ours says that only this create wrote into the worktree (git's checkout,
+// copy_files, the setup command; no agent ever ran there), so that a
+// dirty worktree is removed with --force: what makes it dirty is ours.
+// Startup reconciliation passes false: after a crash nobody can say who
+// touched it since.
+func (w *worker) rollback(ctx context.Context, rec store.Workspace, cause string, ours bool) string {
 	g, repo := w.deps.Git, repoOf(rec)
 	notes := []string{cause}
-	if _, err := g.CheckRetire(ctx, repo, git.Recorded{Path: rec.WorktreePath, Branch: rec.Branch}); err == nil {
-		if err := g.RemoveWorktree(ctx, repo, rec.WorktreePath, false); err != nil {
+	_, err := g.CheckRetire(ctx, repo, git.Recorded{Path: rec.WorktreePath, Branch: rec.Branch})
+	force := ours && errors.Is(err, git.ErrDirty)
+	if err == nil || force {
+		if err := g.RemoveWorktree(ctx, repo, rec.WorktreePath, force); err != nil {
 			notes = append(notes, "worktree left in place: "+err.Error())
 		} else {
 			notes = append(notes, "worktree removed")
@@ -877,7 +913,7 @@ func (w *worker) reconcile(ctx context.Context) error {
 			}
 			switch cur.State {
 			case protocol.WorkspaceStateCreating:
-				w.rollback(ctx, cur, "the daemon stopped during the create")
+				w.rollback(ctx, cur, "the daemon stopped during the create", false)
 			case protocol.WorkspaceStateActive:
 				if _, err := os.Stat(cur.WorktreePath); errors.Is(err, os.ErrNotExist) {
 					w.markMissing(cur, "the worktree directory is gone")

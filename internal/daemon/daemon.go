@@ -256,14 +256,15 @@ func (d *Daemon) Start() error {
 	// The workspace actor is the registry's third sibling (issue 11),
 	// attached like the coordinator before the gateway serves.
 	wd := workspaces.Deps{
-		Store:       d.store,
-		Registry:    d.registry,
-		Group:       d.group,
-		Logger:      d.log.With("component", "workspaces"),
-		Hub:         d.hub,
-		Root:        cfg.WorktreeRoot(),
-		CopyFiles:   splitList(cfg.Workspaces.CopyFiles),
-		DefaultMode: deps.DefaultMode,
+		Store:        d.store,
+		Registry:     d.registry,
+		Group:        d.group,
+		Logger:       d.log.With("component", "workspaces"),
+		Hub:          d.hub,
+		Root:         cfg.WorktreeRoot(),
+		CopyFiles:    splitList(cfg.Workspaces.CopyFiles),
+		SetupCommand: cfg.Workspaces.SetupCommand,
+		DefaultMode:  deps.DefaultMode,
 	}
 	wpid, err := d.sys.Root.SpawnNamed(workspaces.Props(wd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "workspaces")
 	if err != nil {
