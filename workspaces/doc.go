@@ -13,8 +13,9 @@
 // durable.
 //
 // Create writes the record in state creating before git makes anything,
-// then the worktree, then the record as active, then the agent manifest
-// with its binding (store.CreateWorkspaceAgent). A failure after the
+// then the worktree, copies Deps.CopyFiles into it and runs
+// Deps.SetupCommand, then writes the record as active, then the agent
+// manifest with its binding (store.CreateWorkspaceAgent). A failure after the
 // record rolls back only what is still exactly what the create made and
 // retires the record with a tombstone saying what happened; startup
 // reconciliation does the same for a creating record a crash left, and
@@ -32,6 +33,11 @@
 // worktree or repository gone marks an active record missing and refuses
 // missing_authority, so a retry forgets it; a retire of a retired
 // workspace is CONFLICT without refusal data; workspace.list with a cwd
-// outside any repository is refused not_a_repository; workspace.merge
-// answers "not supported by this daemon yet" in this slice.
+// outside any repository is refused not_a_repository, and its filter
+// compares git common dirs (the same from the main checkout and from every
+// worktree); workspace.merge answers "not supported by this daemon yet" in
+// this slice; the live check knows runtimes and turns (the registry's
+// AgentInfo), not client attachments nor subagent runs in flight; a
+// failed create keeps its record, retired, with ConflictReason saying
+// what was undone.
 package workspaces

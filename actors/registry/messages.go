@@ -17,7 +17,8 @@ type Message interface{ isRegistryMessage() }
 // Command is a decoded client command for the registry: an orchestrator
 // command, or a per-agent command to route by its agent_id. The registry
 // forwards subagent.* and jobs.* commands unchanged to the jobs coordinator
-// it was handed (AttachJobs), which answers the client itself.
+// it was handed (AttachJobs), and workspace.* commands to the workspace
+// actor (AttachWorkspaces); each answers the client itself.
 type Command struct {
 	Client *agent.Client
 	Header protocol.Header
