@@ -291,3 +291,38 @@ func TestWorkspaceCreateRefusals(t *testing.T) {
 		t.Fatalf("refused creates left records: %+v, %v", l, err)
 	}
 }
+
+// TestWorkspaceSurvivesRestart: a workspace and its agents are durable; after
+// a restart attach launches another agent in the same worktree, and a
+// worktree deleted while the daemon was down is found missing.
+func TestWorkspaceSurvivesRestart(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+	keep := wsCreate(t, c, repo, "keep")
+	lost := wsCreate(t, c, repo, "lost")
+	h.d.Shutdown(false)
+	if err := os.RemoveAll(lost.Workspace.Cwd); err != nil {
+		t.Fatal(err)
+	}
+
+	h2 := startWith(t, h.cfg)
+	c2 := h2.dial()
+	if got := agentCwd(t, c2, keep.AgentID); got != keep.Workspace.Cwd {
+		t.Fatalf("agent cwd after restart = %s, want %s", got, keep.Workspace.Cwd)
+	}
+	var at protocol.WorkspaceAttachData
+	if err := c2.Call(ctx(t), &protocol.WorkspaceAttach{Header: protocol.Header{Type: protocol.TypeWorkspaceAttach}, WorkspaceID: keep.Workspace.WorkspaceID}, &at); err != nil {
+		t.Fatalf("workspace.attach: %v", err)
+	}
+	if at.AgentID == keep.AgentID || at.Workspace.AgentCount != 2 || agentCwd(t, c2, at.AgentID) != keep.Workspace.Cwd {
+		t.Fatalf("attach = %+v", at)
+	}
+	eventually(t, "the vanished worktree is missing", func() bool {
+		var st protocol.WorkspaceStatusData
+		err := c2.Call(ctx(t), &protocol.WorkspaceStatus{Header: protocol.Header{Type: protocol.TypeWorkspaceStatus}, WorkspaceID: lost.Workspace.WorkspaceID}, &st)
+		return err == nil && st.Workspace.State == protocol.WorkspaceStateMissing
+	})
+	err := c2.Call(ctx(t), &protocol.WorkspaceAttach{Header: protocol.Header{Type: protocol.TypeWorkspaceAttach}, WorkspaceID: lost.Workspace.WorkspaceID}, nil)
+	wantRefusal(t, err, protocol.CodeConflict, protocol.RefusalMissingAuthority)
+}
