@@ -236,6 +236,7 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		}
 		return failed(internal(err))
 	}
+	orig := rec // what is on disk is described by this until activation
 	created, err := g.CreateWorktree(ctx, repo, path, branch, baseSHA)
 	if err != nil {
 		var why string
@@ -260,11 +261,11 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		return failed(internal(fmt.Errorf("create worktree (%s): %w", why, err)))
 	}
 	if err := copyFiles(repo.Root, created.Path, w.deps.CopyFiles); err != nil {
-		w.rollback(ctx, recWith(rec, id, created, path), "copying workspaces.copy_files failed", true)
+		w.rollback(ctx, recWith(orig, created), "copying workspaces.copy_files failed", true)
 		return failed(internal(err))
 	}
 	if err := w.setup(ctx, id, repo.Root, created.Path); err != nil {
-		why := w.rollback(ctx, recWith(rec, id, created, path), "workspaces.setup_command failed", true)
+		why := w.rollback(ctx, recWith(orig, created), "workspaces.setup_command failed", true)
 		return failed(protocol.Errorf(protocol.CodeConflict, "%w (the create was rolled back: %s)", err, why))
 	}
 	marker := &store.CreatedPath{Path: created.Path, CreatedAt: w.now()}
@@ -284,7 +285,7 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		return nil
 	})
 	if err != nil {
-		w.rollback(ctx, recWith(rec, id, created, path), "recording the worktree failed", true)
+		w.rollback(ctx, recWith(orig, created), "recording the worktree failed", true)
 		return failed(internal(err))
 	}
 	ag := w.newAgent(rec.WorktreePath, req.Name, req.Model, req.Provider, req.Mode, req.Title)
@@ -292,7 +293,7 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 	if err != nil {
 		cur, gerr := w.deps.Store.GetWorkspace(id)
 		if gerr != nil {
-			cur = recWith(rec, id, created, path)
+			cur = recWith(orig, created)
 		}
 		w.rollback(ctx, cur, "storing the workspace's agent failed", true)
 		return failed(internal(err))
@@ -357,16 +358,11 @@ func (w *worker) setup(ctx context.Context, id, repoRoot, dir string) error {
 	return fmt.Errorf("setup command %q failed: %w: %s", argv[0], err, strings.TrimSpace(string(out)))
 }
 
-// recWith is the record to roll back when the store could not be read:
-// what create wrote, with the worktree git made.
-func recWith(rec store.Workspace, id string, created git.Created, path string) store.Workspace {
-	if rec.WorkspaceID == "" {
-		rec.WorkspaceID = id
-	}
+// recWith is the record to roll back: what create first wrote, with the
+// worktree path git made (canonical, possibly spelt differently).
+func recWith(rec store.Workspace, created git.Created) store.Workspace {
 	if created.Path != "" {
 		rec.WorktreePath = created.Path
-	} else if rec.WorktreePath == "" {
-		rec.WorktreePath = path
 	}
 	return rec
 }
