@@ -248,7 +248,7 @@ func TestCreateRecordsAgentAndAdopts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rec.State != protocol.WorkspaceStateActive || len(rec.AgentIDs) != 1 || rec.AgentIDs[0] != d.AgentID ||
-		rec.CreatedPath == nil || rec.CreatedPath.Ino == 0 || rec.CommonDir != filepath.Join(repo, ".git") {
+		rec.CreatedPath == nil || rec.CreatedPath.Ino == 0 || len(rec.CreatedPath.Token) != 32 || rec.CommonDir != filepath.Join(repo, ".git") {
 		t.Fatalf("record = %+v", rec)
 	}
 	a, err := h.st.GetAgent(d.AgentID)
@@ -539,5 +539,20 @@ func TestSetupCommand(t *testing.T) {
 	}
 	if n, err := h2.st.ListAgents(); err != nil || len(n) != 0 {
 		t.Fatalf("agents after a failed setup = %+v, %v", n, err)
+	}
+}
+
+// A worktree replaced behind the daemon's back (same path, same branch,
+// a new directory) is unsafe to retire.
+func TestRetireRefusesAReplacedWorktree(t *testing.T) {
+	repo := newRepo(t)
+	h := start(t, nil, "")
+	d := h.create(repo, "swap")
+	gitIn(t, repo, "worktree", "remove", d.Workspace.Cwd)
+	gitIn(t, repo, "worktree", "add", "-q", d.Workspace.Cwd, d.Workspace.Branch)
+	h.refused(&protocol.WorkspaceRetire{Header: protocol.Header{Type: protocol.TypeWorkspaceRetire}, WorkspaceID: d.Workspace.WorkspaceID,
+		BranchDisposition: protocol.DispositionKeep}, protocol.RefusalUnsafe)
+	if _, err := os.Stat(d.Workspace.Cwd); err != nil {
+		t.Fatalf("a refused retire removed the worktree: %v", err)
 	}
 }

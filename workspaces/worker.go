@@ -2,6 +2,7 @@ package workspaces
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -273,6 +274,11 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			marker.Dev, marker.Ino = uint64(st.Dev), st.Ino
 		}
+	}
+	if tok, err := writeToken(created.Path); err == nil {
+		marker.Token = tok
+	} else {
+		w.deps.Logger.Warn("workspaces: worktree token not written", "workspace_id", id, "err", err)
 	}
 	rec, err = w.deps.Store.UpdateWorkspace(id, func(r *store.Workspace) error {
 		if r.State != protocol.WorkspaceStateCreating {
@@ -724,6 +730,9 @@ func (w *worker) retire(ctx context.Context, req *protocol.WorkspaceRetire) *don
 		d.err = refusalOf(id, err)
 		return d
 	}
+	if !sameDir(rec.CreatedPath, rec.WorktreePath) {
+		return failed(refuse(protocol.RefusalUnsafe, id, "the worktree directory is not the one the daemon created (replaced since)"))
+	}
 	head, err := g.BranchHead(ctx, repo, rec.Branch)
 	if err != nil {
 		return failed(internal(err))
@@ -797,6 +806,73 @@ func (w *worker) finishInterrupted(ctx context.Context, rec store.Workspace, dis
 		}
 	}
 	return w.finishRetire(rec, disp, head, false, "")
+}
+
+// tokenFile is the file, in a worktree's git admin dir
+// (<common dir>/worktrees/<name>), holding the random token the daemon
+// records in CreatedPath.Token. Git deletes the admin dir with the
+// worktree (remove, prune), so a worktree re-created at the same path
+// lacks it even where the filesystem reuses the inode.
+const tokenFile = "shard-workspace-token"
+
+// adminDir is the git admin dir a linked worktree's .git file names.
+func adminDir(worktree string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(worktree, ".git"))
+	if err != nil {
+		return "", err
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok || dir == "" {
+		return "", fmt.Errorf("%s/.git is not a linked worktree's", worktree)
+	}
+	if !filepath.IsAbs(dir) { // worktree.useRelativePaths
+		dir = filepath.Join(worktree, dir)
+	}
+	return dir, nil
+}
+
+func writeToken(worktree string) (string, error) {
+	dir, err := adminDir(worktree)
+	if err != nil {
+		return "", err
+	}
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(raw[:])
+	return tok, os.WriteFile(filepath.Join(dir, tokenFile), []byte(tok+"\n"), 0o600)
+}
+
+// sameDir reports whether path is still the directory the create made:
+// the device and inode recorded right after git made it, and the token in
+// its admin dir. What a record does not hold (written by an older build,
+// a token that could not be written) is not checked; CheckRetire's link
+// checks apply either way.
+func sameDir(marker *store.CreatedPath, path string) bool {
+	if marker == nil {
+		return true
+	}
+	if marker.Ino != 0 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return false
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && (uint64(st.Dev) != marker.Dev || st.Ino != marker.Ino) {
+			return false
+		}
+	}
+	if marker.Token != "" {
+		dir, err := adminDir(path)
+		if err != nil {
+			return false
+		}
+		b, err := os.ReadFile(filepath.Join(dir, tokenFile))
+		if err != nil || strings.TrimSpace(string(b)) != marker.Token {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *worker) finishRetire(rec store.Workspace, disp protocol.BranchDisposition, head string, deleted bool, proof protocol.MergeProof) *done {
