@@ -39,6 +39,22 @@ type Config struct {
 	Sim        SimConfig        `mapstructure:"sim"`        // sim.*: embedded sim provider
 	Jobs       JobsConfig       `mapstructure:"jobs"`       // jobs.*: subagent jobs
 	Compaction CompactionConfig `mapstructure:"compaction"` // compaction.*: runtime context compaction
+	Workspaces WorkspacesConfig `mapstructure:"workspaces"` // workspaces.*: git-worktree workspaces
+}
+
+// WorkspacesConfig configures workspaces (issue 11, spec §10.1a).
+type WorkspacesConfig struct {
+	// Root is the directory under which the daemon creates worktrees; ""
+	// means <Home>/worktrees (see WorktreeRoot). Absolute when set.
+	Root string `mapstructure:"root"`
+	// CopyFiles lists files, relative to the main checkout's root and
+	// comma-separated, copied into every new worktree (untracked setup
+	// such as ".env"); missing ones are skipped. Default "": none.
+	CopyFiles string `mapstructure:"copy_files"`
+	// SetupCommand runs in every new worktree after CopyFiles (split on
+	// spaces, no shell, like runtime.command); a failure rolls the create
+	// back. Default "": none.
+	SetupCommand string `mapstructure:"setup_command"`
 }
 
 // CompactionConfig tunes the runtime's context compaction (spec §9.2).
@@ -318,6 +334,15 @@ func (c *Config) AgentLogPath(agentID string) string {
 
 // SessionsDir holds session transcripts: <Home>/sessions.
 func (c *Config) SessionsDir() string { return filepath.Join(c.Home, "sessions") }
+
+// WorktreeRoot is where workspaces' worktrees go: workspaces.root, or
+// <Home>/worktrees when it is unset.
+func (c *Config) WorktreeRoot() string {
+	if c.Workspaces.Root != "" {
+		return c.Workspaces.Root
+	}
+	return filepath.Join(c.Home, "worktrees")
+}
 
 // WebAddr is the listen address host:port (IPv6 hosts bracketed).
 func (c *Config) WebAddr() string {

@@ -34,6 +34,9 @@ var briefKeys = []string{
 	"provider.prices",
 	"compaction.enabled",
 	"compaction.keep_recent_tokens",
+	"workspaces.root",
+	"workspaces.copy_files",
+	"workspaces.setup_command",
 }
 
 // fixture is one Load call's inputs: a user home, an optional config.yaml
@@ -210,6 +213,8 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return "gpt-4.1=2/8;claude=3/15/0.3/3.75"
 	case "compaction.enabled":
 		return "false"
+	case "workspaces.root":
+		return filepath.Join(dir, "altworktrees")
 	}
 	switch s.field(&Config{}).(type) {
 	case *string:

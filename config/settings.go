@@ -121,6 +121,16 @@ func settings() []setting {
 			usage: `friendly alias pool for subagents, comma-separated (default "": the built-in pool)`,
 			field: func(c *Config) any { return &c.Jobs.Aliases }},
 
+		{key: "workspaces.root",
+			usage: `directory for workspaces' git worktrees (default "": <home>/worktrees)`,
+			field: func(c *Config) any { return &c.Workspaces.Root }, check: absoluteOrEmpty},
+		{key: "workspaces.copy_files",
+			usage: `files copied from the main checkout into every new worktree, comma-separated relative paths (default "": none)`,
+			field: func(c *Config) any { return &c.Workspaces.CopyFiles }, check: relativeList},
+		{key: "workspaces.setup_command",
+			usage: `command run in every new worktree, split on spaces, no shell; a failure rolls the create back (default "": none)`,
+			field: func(c *Config) any { return &c.Workspaces.SetupCommand }},
+
 		{key: "runtime.command",
 			usage: `agent runtime command line (default "": run this executable as "agent --headless")`,
 			field: func(c *Config) any { return &c.Runtime.Command }},
@@ -407,6 +417,29 @@ func httpURL(v any) string {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Sprintf("%q is not an http or https URL", s)
+	}
+	return ""
+}
+
+// absoluteOrEmpty accepts "" (the default applies) or an absolute path.
+func absoluteOrEmpty(v any) string {
+	if v.(string) == "" {
+		return ""
+	}
+	return absolutePath(v)
+}
+
+// relativeList accepts a comma-separated list of relative paths that stay
+// inside their root (no "..", not absolute).
+func relativeList(v any) string {
+	for _, f := range strings.Split(v.(string), ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if c := filepath.Clean(f); filepath.IsAbs(f) || c == ".." || strings.HasPrefix(c, "../") {
+			return fmt.Sprintf("%q must be a relative path inside the repository", f)
+		}
 	}
 	return ""
 }

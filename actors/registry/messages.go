@@ -17,7 +17,8 @@ type Message interface{ isRegistryMessage() }
 // Command is a decoded client command for the registry: an orchestrator
 // command, or a per-agent command to route by its agent_id. The registry
 // forwards subagent.* and jobs.* commands unchanged to the jobs coordinator
-// it was handed (AttachJobs), which answers the client itself.
+// it was handed (AttachJobs), and workspace.* commands to the workspace
+// actor (AttachWorkspaces); each answers the client itself.
 type Command struct {
 	Client *agent.Client
 	Header protocol.Header
@@ -50,6 +51,29 @@ type AttachJobs struct{ PID *actor.PID }
 // command can be forwarded to a stopped coordinator and go unanswered.
 type DetachJobs struct{ Done chan<- struct{} }
 
+// AttachWorkspaces hands the registry the workspace actor, its sibling
+// under the root, to which it forwards workspace.* commands (the workspace
+// actor answers the client itself). Like AttachJobs, the registry watches
+// it: once it stops, workspace.* is answered with CONFLICT, never lost.
+type AttachWorkspaces struct{ PID *actor.PID }
+
+// DetachWorkspaces stops forwarding to the workspace actor and closes Done
+// once it has; the daemon sends it before it stops that actor.
+type DetachWorkspaces struct{ Done chan<- struct{} }
+
+// AgentStates asks the registry for the runtime projections of the given
+// agents (the workspace actor refuses to retire a workspace one of whose
+// agents is live or busy). The registry responds to the sender with
+// *AgentStatesResult.
+type AgentStates struct{ AgentIDs []string }
+
+// AgentStatesResult answers AgentStates: Infos holds the projection of
+// every agent the registry serves, Unknown the ids it does not serve.
+type AgentStatesResult struct {
+	Infos   []protocol.AgentInfo
+	Unknown []string
+}
+
 // createResult carries the outcome of agent.create's I/O back to the actor.
 type createResult struct {
 	cmd *Command
@@ -57,9 +81,12 @@ type createResult struct {
 	err error
 }
 
-func (*Command) isRegistryMessage()      {}
-func (*Drain) isRegistryMessage()        {}
-func (*Adopt) isRegistryMessage()        {}
-func (*AttachJobs) isRegistryMessage()   {}
-func (*DetachJobs) isRegistryMessage()   {}
-func (*createResult) isRegistryMessage() {}
+func (*Command) isRegistryMessage()          {}
+func (*Drain) isRegistryMessage()            {}
+func (*Adopt) isRegistryMessage()            {}
+func (*AttachJobs) isRegistryMessage()       {}
+func (*DetachJobs) isRegistryMessage()       {}
+func (*createResult) isRegistryMessage()     {}
+func (*AttachWorkspaces) isRegistryMessage() {}
+func (*DetachWorkspaces) isRegistryMessage() {}
+func (*AgentStates) isRegistryMessage()      {}

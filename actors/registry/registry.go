@@ -71,6 +71,9 @@ type Actor struct {
 	// jobs is the jobs coordinator, a sibling handed over by AttachJobs;
 	// nil before that, after DetachJobs or a Drain, and once it stopped.
 	jobs *actor.PID
+	// workspaces is the workspace actor (AttachWorkspaces), handled like
+	// jobs.
+	workspaces *actor.PID
 }
 
 // Props returns the registry's props.
@@ -114,6 +117,29 @@ func (r *Actor) Receive(c actor.Context) {
 		r.detachJobs(c)
 		if m.Done != nil {
 			close(m.Done)
+		}
+	case *AttachWorkspaces:
+		if r.draining || m.PID == nil {
+			return
+		}
+		r.workspaces = m.PID
+		c.Watch(m.PID)
+	case *DetachWorkspaces:
+		r.detachWorkspaces(c)
+		if m.Done != nil {
+			close(m.Done)
+		}
+	case *AgentStates:
+		res := &AgentStatesResult{}
+		for _, id := range m.AgentIDs {
+			if e := r.agents[id]; e != nil {
+				res.Infos = append(res.Infos, e.info)
+			} else {
+				res.Unknown = append(res.Unknown, id)
+			}
+		}
+		if c.Sender() != nil {
+			c.Respond(res)
 		}
 	case *Command:
 		r.onCommand(c, m)
@@ -176,7 +202,20 @@ func (r *Actor) detachJobs(c actor.Context) {
 	}
 }
 
+// detachWorkspaces stops forwarding to the workspace actor.
+func (r *Actor) detachWorkspaces(c actor.Context) {
+	if r.workspaces != nil {
+		c.Unwatch(r.workspaces)
+		r.workspaces = nil
+	}
+}
+
 func (r *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
+	if r.workspaces != nil && r.workspaces.Equal(m.Who) {
+		r.deps.Logger.Error("registry: workspace actor stopped; workspaces are unavailable")
+		r.workspaces = nil
+		return
+	}
 	if r.jobs != nil && r.jobs.Equal(m.Who) {
 		// Stopped under us (a failure: the daemon detaches it before it
 		// stops it): from now on subagent.* is answered, not lost.
@@ -277,6 +316,15 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 				return
 			}
 			c.Send(r.jobs, cmd) // the coordinator answers the client
+			return
+		case protocol.TypeWorkspaceCreate, protocol.TypeWorkspaceAttach, protocol.TypeWorkspaceList,
+			protocol.TypeWorkspaceStatus, protocol.TypeWorkspaceRetire, protocol.TypeWorkspaceDiff,
+			protocol.TypeWorkspaceMerge:
+			if r.workspaces == nil || r.draining {
+				fail(cmd, protocol.Errorf(protocol.CodeConflict, "workspaces are not available (daemon shutting down)"))
+				return
+			}
+			c.Send(r.workspaces, cmd) // the workspace actor answers the client
 			return
 		case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill:
 		default:
@@ -499,6 +547,7 @@ func (r *Actor) onDrain(c actor.Context, m *Drain) {
 	// short stays starting/active on disk, to be reconciled to interrupted
 	// at the next start; a drain without it only stops forwarding.
 	r.detachJobs(c)
+	r.detachWorkspaces(c)
 	for _, e := range r.agents {
 		if !e.drained {
 			c.Send(e.pid, &agent.Shutdown{Force: m.Force})

@@ -473,3 +473,53 @@ func TestRoute(t *testing.T) {
 	}
 	_ = h.sys.Root.StopFuture(holder).Wait()
 }
+
+// workspace.* goes to the workspace PID the registry was handed, like
+// subagent.* to the coordinator: CONFLICT before it is attached and after
+// DetachWorkspaces. AgentStates answers the projections of the agents the
+// registry serves and names the others.
+func TestWorkspaceCommandsGoToTheWorkspacePID(t *testing.T) {
+	h := start(t)
+	a := h.create()
+	list := func() protocol.Command {
+		return &protocol.WorkspaceList{Header: protocol.Header{Type: protocol.TypeWorkspaceList}}
+	}
+	failed(t, h.call(list()), protocol.CodeConflict)
+
+	got := make(chan *registry.Command, 10)
+	ws := h.sys.Root.Spawn(jobsProbe(got))
+	h.sys.Root.Send(h.reg, &registry.AttachWorkspaces{PID: ws})
+	for _, cmd := range []protocol.Command{
+		list(),
+		&protocol.WorkspaceStatus{Header: protocol.Header{Type: protocol.TypeWorkspaceStatus}, WorkspaceID: "workspace-x"},
+		&protocol.WorkspaceMerge{Header: protocol.Header{Type: protocol.TypeWorkspaceMerge}, WorkspaceID: "workspace-x", Strategy: protocol.MergeSquash},
+	} {
+		id := h.send(cmd)
+		fwd := recv(t, got)
+		if fwd.Header.ID != id || fwd.Client != h.client || fwd.Header.Type != cmd.Head().Type || len(fwd.Raw) == 0 {
+			t.Fatalf("forwarded %+v for %s", fwd.Header, id)
+		}
+	}
+
+	res, err := h.sys.Root.RequestFuture(h.reg, &registry.AgentStates{AgentIDs: []string{a, "agent-nope"}}, 10*time.Second).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.(*registry.AgentStatesResult)
+	if len(st.Infos) != 1 || st.Infos[0].AgentID != a || st.Infos[0].RuntimeState == "" || len(st.Unknown) != 1 || st.Unknown[0] != "agent-nope" {
+		t.Fatalf("AgentStates = %+v", st)
+	}
+
+	detached := make(chan struct{})
+	h.sys.Root.Send(h.reg, &registry.DetachWorkspaces{Done: detached})
+	recv(t, detached)
+	e := failed(t, h.call(list()), protocol.CodeConflict)
+	if e.Message != "workspaces are not available (daemon shutting down)" {
+		t.Fatalf("CONFLICT message = %q", e.Message)
+	}
+	select {
+	case fwd := <-got:
+		t.Fatalf("forwarded %+v after DetachWorkspaces", fwd.Header)
+	default:
+	}
+}

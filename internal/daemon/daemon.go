@@ -29,6 +29,7 @@ import (
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
+	"github.com/shard-dev/shard/workspaces"
 )
 
 // Options are what the composition root knows beyond the config.
@@ -70,6 +71,8 @@ type Daemon struct {
 	registry *actor.PID
 	// jobs is the subagent-jobs coordinator, the registry's sibling.
 	jobs *actor.PID
+	// workspaces is the workspace actor, the registry's other sibling.
+	workspaces *actor.PID
 	// group owns the goroutines every actor starts off its mailbox (store
 	// commits, selection saves, a runtime child's reader and exit wait);
 	// it is closed once the actor system is down (every runtime child
@@ -250,6 +253,28 @@ func (d *Daemon) Start() error {
 	d.jobs = jpid
 	d.sys.Root.Send(d.registry, &registry.AttachJobs{PID: d.jobs})
 
+	// The workspace actor is the registry's third sibling (issue 11),
+	// attached like the coordinator before the gateway serves.
+	wd := workspaces.Deps{
+		Store:        d.store,
+		Registry:     d.registry,
+		Group:        d.group,
+		Logger:       d.log.With("component", "workspaces"),
+		Hub:          d.hub,
+		Root:         cfg.WorktreeRoot(),
+		CopyFiles:    splitList(cfg.Workspaces.CopyFiles),
+		SetupCommand: cfg.Workspaces.SetupCommand,
+		DefaultMode:  deps.DefaultMode,
+	}
+	wpid, err := d.sys.Root.SpawnNamed(workspaces.Props(wd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "workspaces")
+	if err != nil {
+		d.stopActors()
+		d.store.Close()
+		return fmt.Errorf("daemon: spawn workspace actor: %w", err)
+	}
+	d.workspaces = wpid
+	d.sys.Root.Send(d.registry, &registry.AttachWorkspaces{PID: d.workspaces})
+
 	d.gw = gateway.New(gateway.Config{
 		SocketPath:    cfg.SocketPath(),
 		WebAddr:       cfg.WebAddr(),
@@ -353,6 +378,7 @@ func (d *Daemon) Shutdown(force bool) {
 			d.gw.StopAccepting()
 		}
 		if d.registry != nil {
+			d.stopWorkspaces(d.cfg.Shutdown.Timeout)
 			d.stopJobs(d.cfg.Shutdown.Timeout)
 			if !d.drain(force, d.cfg.Shutdown.Timeout) && !force {
 				d.log.Warn("graceful shutdown timed out; killing runtimes")
@@ -388,6 +414,23 @@ func (d *Daemon) stopJobs(bound time.Duration) {
 	_ = d.sys.Root.StopFuture(d.jobs).Wait()
 }
 
+// stopWorkspaces stops the workspace actor before the agents are drained,
+// the registry first ceasing to forward to it (as for the coordinator, see
+// stopJobs), so that every workspace.* command is answered. A command
+// whose git work is still running in the group is finished by its
+// goroutine (the group is closed after the actor tree), but its answer
+// reaches a stopped actor: the client, whose connection closes next, sees
+// no response.
+func (d *Daemon) stopWorkspaces(bound time.Duration) {
+	if d.workspaces == nil {
+		return
+	}
+	detached := make(chan struct{})
+	d.sys.Root.Send(d.registry, &registry.DetachWorkspaces{Done: detached})
+	waitClosed(detached, bound)
+	_ = d.sys.Root.StopFuture(d.workspaces).Wait()
+}
+
 func (d *Daemon) drain(force bool, bound time.Duration) bool {
 	done := make(chan struct{})
 	d.sys.Root.Send(d.registry, &registry.Drain{Force: force, Done: done})
@@ -413,6 +456,9 @@ func waitClosed(done <-chan struct{}, bound time.Duration) bool {
 func (d *Daemon) stopActors() {
 	if d.sys == nil {
 		return
+	}
+	if d.workspaces != nil {
+		_ = d.sys.Root.StopFuture(d.workspaces).Wait()
 	}
 	if d.jobs != nil {
 		_ = d.sys.Root.StopFuture(d.jobs).Wait()

@@ -13,6 +13,8 @@ const (
 	Session = "sess"  // a session transcript
 	Job     = "job"   // a subagent job
 	Run     = "run"   // one run of a job
+	// Workspace is a git-worktree workspace (issue 11).
+	Workspace = "workspace"
 )
 
 // New returns a fresh id: prefix, "-", then a lowercase ULID whose time part

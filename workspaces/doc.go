@@ -1,0 +1,43 @@
+// Package workspaces is the workspace actor (issue 11, spec §10.1a): the
+// one actor that owns every workspace record — a git worktree on a branch
+// of its own that the daemon created for its agents — and answers the
+// workspace.* commands the registry forwards to it.
+//
+// The mailbox never blocks: each command's git calls and store commits run
+// in a goroutine of the daemon's xsync.Group, serialized per repository
+// (git common dir) by git.Locks, because a create is several git steps
+// plus durable records, which git's own locks do not cover. The goroutine
+// reports back with a message; the actor then asks the registry to serve
+// any new agent (registry.Adopt), answers the client, and broadcasts the
+// workspace_* events, in that order, each after the record it describes is
+// durable.
+//
+// Create writes the record in state creating before git makes anything,
+// then the worktree, copies Deps.CopyFiles into it and runs
+// Deps.SetupCommand, then writes the record as active, then the agent
+// manifest with its binding (store.CreateWorkspaceAgent). A failure after the
+// record rolls back only what is still exactly what the create made and
+// retires the record with a tombstone saying what happened; startup
+// reconciliation does the same for a creating record a crash left, and
+// marks an active record whose worktree vanished as missing.
+//
+// Retire is safe by default: it refuses a workspace with a busy or live
+// agent (asked of the registry) and everything git.CheckRetire refuses,
+// deletes the branch only with a merge proof (delete_if_merged) or an
+// explicit confirmation (delete_confirmed), and always keeps a tombstone
+// with the branch and its last head.
+//
+// Choices (the spec leaves them open): a detached main checkout with no
+// integration_target is refused as base_ref_unknown; retiring a missing
+// workspace only forgets the record; a retire whose CheckRetire finds the
+// worktree or repository gone marks an active record missing and refuses
+// missing_authority, so a retry forgets it; a retire of a retired
+// workspace is CONFLICT without refusal data; workspace.list with a cwd
+// outside any repository is refused not_a_repository, and its filter
+// compares git common dirs (the same from the main checkout and from every
+// worktree); workspace.merge answers "not supported by this daemon yet" in
+// this slice; the live check knows runtimes and turns (the registry's
+// AgentInfo), not client attachments nor subagent runs in flight; a
+// failed create keeps its record, retired, with ConflictReason saying
+// what was undone.
+package workspaces
