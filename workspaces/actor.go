@@ -131,8 +131,9 @@ func (a *Actor) onCommand(c actor.Context, cmd *registry.Command) {
 		f = func(ctx context.Context, w *worker) *done { return w.retire(ctx, req) }
 	case *protocol.WorkspaceDiff:
 		f = func(ctx context.Context, w *worker) *done { return w.diff(ctx, req) }
+	case *protocol.WorkspaceMerge:
+		f = func(ctx context.Context, w *worker) *done { return w.merge(ctx, req) }
 	default:
-		// workspace.merge: the git part is being built separately.
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "%s is not supported by this daemon yet", cmd.Header.Type))
 		return
 	}

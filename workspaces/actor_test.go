@@ -387,7 +387,10 @@ func TestStartupReconciliation(t *testing.T) {
 	}
 }
 
-func TestDiffAndMergeNotSupported(t *testing.T) {
+// TestDiffAndNothingToMerge: the diff shows the uncommitted change; a merge
+// of a branch with no commit of its own is refused (CONFLICT, nothing to
+// merge).
+func TestDiffAndNothingToMerge(t *testing.T) {
 	repo := newRepo(t)
 	h := start(t, nil, "")
 	d := h.create(repo, "diff")
@@ -400,7 +403,7 @@ func TestDiffAndMergeNotSupported(t *testing.T) {
 		t.Fatalf("diff = %+v", dd)
 	}
 	r := h.call(&protocol.WorkspaceMerge{Header: protocol.Header{Type: protocol.TypeWorkspaceMerge}, WorkspaceID: d.Workspace.WorkspaceID, Strategy: protocol.MergeMerge})
-	if r.Success || r.Error.Code != protocol.CodeInvalidRequest {
+	if r.Success || r.Error.Code != protocol.CodeConflict || !strings.Contains(r.Error.Message, "nothing to merge") {
 		t.Fatalf("merge = %+v", r)
 	}
 }

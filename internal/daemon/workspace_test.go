@@ -326,3 +326,88 @@ func TestWorkspaceSurvivesRestart(t *testing.T) {
 	err := c2.Call(ctx(t), &protocol.WorkspaceAttach{Header: protocol.Header{Type: protocol.TypeWorkspaceAttach}, WorkspaceID: lost.Workspace.WorkspaceID}, nil)
 	wantRefusal(t, err, protocol.CodeConflict, protocol.RefusalMissingAuthority)
 }
+
+func wsMerge(t *testing.T, c *client.Conn, id string, strategy protocol.MergeStrategy) (protocol.WorkspaceMergeData, error) {
+	t.Helper()
+	var data protocol.WorkspaceMergeData
+	err := c.Call(ctx(t), &protocol.WorkspaceMerge{Header: protocol.Header{Type: protocol.TypeWorkspaceMerge}, WorkspaceID: id, Strategy: strategy}, &data)
+	return data, err
+}
+
+// TestWorkspaceMerge: the review loop's end. A dirty main checkout and a
+// conflict are refused with typed data and change nothing; a clean squash
+// lands the workspace's commit on main, and the branch is then proven
+// merged, so retire deletes it.
+func TestWorkspaceMerge(t *testing.T) {
+	repo := gitRepo(t)
+	// Merge commits need an identity of the repository's own (the daemon
+	// never invents one).
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, nil)
+	c := h.dial()
+
+	ws := wsCreate(t, c, repo, "feature").Workspace
+	if err := os.WriteFile(filepath.Join(ws.Cwd, "f.txt"), []byte("feature\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, ws.Cwd, "add", "f.txt")
+	runGit(t, ws.Cwd, "commit", "-q", "-m", "feature")
+	mainHead := runGit(t, repo, "rev-parse", "HEAD")
+
+	// A dirty main checkout: refused, nothing changes.
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("local edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := wsMerge(t, c, ws.WorkspaceID, protocol.MergeSquash)
+	wantRefusal(t, err, protocol.CodeConflict, protocol.RefusalMainDirty)
+	if got := runGit(t, repo, "rev-parse", "HEAD"); got != mainHead {
+		t.Fatalf("main moved on a refused merge: %s → %s", mainHead, got)
+	}
+	runGit(t, repo, "checkout", "--", "README")
+
+	res, err := wsMerge(t, c, ws.WorkspaceID, protocol.MergeSquash)
+	if err != nil {
+		t.Fatalf("workspace.merge squash: %v", err)
+	}
+	if res.PreviousSHA != mainHead || res.MergedSHA == mainHead || res.MergedSHA != runGit(t, repo, "rev-parse", "HEAD") {
+		t.Fatalf("merge = %+v (main head %s)", res, runGit(t, repo, "rev-parse", "HEAD"))
+	}
+	if res.Stats.Files != 1 || res.Stats.Additions != 1 {
+		t.Fatalf("merge stats = %+v, want 1 file, 1 addition", res.Stats)
+	}
+	if b, err := os.ReadFile(filepath.Join(repo, "f.txt")); err != nil || string(b) != "feature\n" {
+		t.Fatalf("main checkout after the merge: f.txt = %q, %v", b, err)
+	}
+	ret, err := wsRetire(t, c, ws.WorkspaceID, protocol.DispositionDeleteIfMerged)
+	if err != nil || !ret.BranchDeleted || branchExists(t, repo, ws.Branch) {
+		t.Fatalf("retire after the squash = %+v, %v", ret, err)
+	}
+
+	// A conflict: refused with the path, main and the branch unchanged.
+	other := wsCreate(t, c, repo, "conflict").Workspace
+	if err := os.WriteFile(filepath.Join(other.Cwd, "README"), []byte("theirs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, other.Cwd, "commit", "-q", "-am", "theirs")
+	branchHead := runGit(t, other.Cwd, "rev-parse", "HEAD")
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("ours\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runGit(t, repo, "commit", "-q", "-am", "ours")
+	mainHead = runGit(t, repo, "rev-parse", "HEAD")
+	_, err = wsMerge(t, c, other.WorkspaceID, protocol.MergeMerge)
+	r := wantRefusal(t, err, protocol.CodeConflict, protocol.RefusalMergeConflict)
+	if len(r.Paths) != 1 || r.Paths[0] != "README" {
+		t.Fatalf("conflict refusal paths = %v, want [README]", r.Paths)
+	}
+	if got := runGit(t, repo, "rev-parse", "HEAD"); got != mainHead {
+		t.Fatalf("main moved on a conflicting merge")
+	}
+	if got := runGit(t, other.Cwd, "rev-parse", "HEAD"); got != branchHead {
+		t.Fatalf("branch moved on a conflicting merge")
+	}
+	if st := runGit(t, repo, "status", "--porcelain"); st != "" {
+		t.Fatalf("main checkout left dirty by a refused merge:\n%s", st)
+	}
+}
