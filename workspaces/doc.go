@@ -35,8 +35,11 @@
 // workspace is CONFLICT without refusal data; workspace.list with a cwd
 // outside any repository is refused not_a_repository, and its filter
 // compares git common dirs (the same from the main checkout and from every
-// worktree); workspace.merge answers "not supported by this daemon yet" in
-// this slice; the live check knows runtimes and turns (the registry's
+// worktree); workspace.merge (an extension) merges, squashes or rebases
+// into the integration target through git.Client.Merge, which refuses
+// before anything changes; nothing-to-merge, a missing committer identity
+// and a target that moved meanwhile are CONFLICT without refusal data;
+// the live check knows runtimes and turns (the registry's
 // AgentInfo), not client attachments nor subagent runs in flight; a
 // failed create keeps its record, retired, with ConflictReason saying
 // what was undone.
