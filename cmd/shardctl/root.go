@@ -198,6 +198,7 @@ func newRoot(clk clock) *cobra.Command {
 		newDoctorCommand(g),
 		newWebCommand(g),
 		newTokenCommand(g),
+		newWorkspaceCommand(g),
 		newCompletionCommand(),
 	)
 	wrapRunE(root)
