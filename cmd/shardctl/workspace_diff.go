@@ -171,11 +171,11 @@ func writeDiffStat(w io.Writer, files []protocol.DiffFile, total protocol.DiffSt
 			adds = scaleMarks(adds, most)
 			dels = scaleMarks(dels, most)
 		}
-		bar := p.paint(sgrGreen, strings.Repeat("+", adds)) + p.paint(sgrRed, strings.Repeat("-", dels))
-		if adds == 0 && dels == 0 {
-			bar = ""
+		bar := ""
+		if adds+dels > 0 {
+			bar = " " + p.paint(sgrGreen, strings.Repeat("+", adds)) + p.paint(sgrRed, strings.Repeat("-", dels))
 		}
-		fmt.Fprintf(w, " %-*s | %*d %s\n", nameW, name, numW, f.Additions+f.Deletions, bar)
+		fmt.Fprintf(w, " %-*s | %*d%s\n", nameW, name, numW, f.Additions+f.Deletions, bar)
 	}
 	fmt.Fprintln(w, " "+statTotal(total))
 }
