@@ -150,4 +150,32 @@ func TestShardctlWorkspaceReviewLoop(t *testing.T) {
 	if !strings.Contains(r.stderr, "refused: not_a_repository:") {
 		t.Errorf("not a repository: %q", r.stderr)
 	}
+
+	// A conflicting merge: refused with the path, main unchanged.
+	var other protocol.WorkspaceCreateData
+	decode(t, d.mustCtl("", "ws", "create", "--cwd", repo, "--label", "conflict", "-o", "json"), &other)
+	if err := os.WriteFile(filepath.Join(other.Workspace.Cwd, "README"), []byte("theirs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Uncommitted: the retire is refused as dirty, listing the file.
+	r = d.ctl("", "ws", "retire", other.Workspace.WorkspaceID, "--force-delete")
+	if r.code != wsExitRefused || (!strings.Contains(r.stderr, "refused: dirty:") && !strings.Contains(r.stderr, "refused: live:")) {
+		t.Errorf("dirty retire: exit %d stderr %q", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, "refused: dirty:") && !strings.Contains(r.stderr, "\n  README\n") {
+		t.Errorf("dirty refusal lacks the path: %q", r.stderr)
+	}
+	wsGit(t, other.Workspace.Cwd, "commit", "-q", "-am", "theirs")
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("ours\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wsGit(t, repo, "commit", "-q", "-am", "ours")
+	mainHead := wsGit(t, repo, "rev-parse", "HEAD")
+	r = d.ctlCode(wsExitRefused, "ws", "merge", other.Workspace.WorkspaceID, "--strategy", "merge")
+	if !strings.HasPrefix(r.stderr, "shardctl: refused: merge_conflict:") || !strings.Contains(r.stderr, "\n  README\n") || r.stdout != "" {
+		t.Errorf("conflict: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	if got := wsGit(t, repo, "rev-parse", "HEAD"); got != mainHead {
+		t.Errorf("main moved on a refused merge: %s → %s", mainHead, got)
+	}
 }
