@@ -70,7 +70,7 @@ stderr, so stdout stays a patch. -o json|yaml prints the WorkspaceDiffData.
 			} else {
 				writeUnifiedDiff(stdout, data.Files, p)
 			}
-			if data.Truncated {
+			if data.Truncated && !o.stat { // --stat counts are whole anyway
 				fmt.Fprintf(cmd.ErrOrStderr(), "shardctl: the diff was truncated by its byte cap (files marked truncated lack hunks); counts are whole: %s\n", statTotal(data.Stats))
 			}
 			return nil

@@ -76,7 +76,11 @@ func writeWorkspaceDetail(w io.Writer, ws protocol.WorkspaceInfo, clk clock, p p
 		state += " (" + ws.ConflictReason + ")"
 	}
 	row("State", state)
-	row("Worktree", orDash(ws.Cwd))
+	worktree := orDash(ws.Cwd)
+	if ws.State == protocol.WorkspaceStateRetired && ws.Cwd != "" {
+		worktree += " (removed)"
+	}
+	row("Worktree", worktree)
 	row("Repository", orDash(ws.RepositoryCwd))
 	row("Branch", orDash(ws.Branch))
 	base := ws.BaseRef

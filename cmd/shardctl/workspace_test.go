@@ -345,7 +345,7 @@ func TestWorkspaceShow(t *testing.T) {
 		}
 	}
 	r = runCtl(t, nil, d.path, "", "ws", "show", wsRetired)
-	if r.code != 0 || !strings.Contains(r.stdout, "branch shard/old at 3333333333333333333333333333333333333333 (deleted)") ||
+	if r.code != 0 || !strings.Contains(r.stdout, "/wt/old (removed)") || !strings.Contains(r.stdout, "branch shard/old at 3333333333333333333333333333333333333333 (deleted)") ||
 		!strings.Contains(r.stdout, "git branch shard/old 3333333333333333333333333333333333333333") {
 		t.Fatalf("tombstone: exit %d\n%s", r.code, r.stdout)
 	}
@@ -413,7 +413,7 @@ func TestWorkspaceDiffCommand(t *testing.T) {
 		t.Fatalf("sent %+v", m)
 	}
 	r = runCtl(t, nil, d.path, "", "ws", "diff", wsActive, "--stat")
-	if r.code != 0 || !strings.HasSuffix(r.stdout, " 5 files changed, 3 insertions(+), 2 deletions(-)\n") {
+	if r.code != 0 || !strings.HasSuffix(r.stdout, " 5 files changed, 3 insertions(+), 2 deletions(-)\n") || r.stderr != "" {
 		t.Fatalf("stat: exit %d\n%s", r.code, r.stdout)
 	}
 	r = runCtl(t, nil, d.path, "", "ws", "diff", wsActive, "-o", "json")
