@@ -49,6 +49,9 @@ Exit codes:
   6    --offline: the daemon is running and holds the database; ask it
        instead (drop --offline)
   7    doctor: at least one check failed
+  8    workspace: the daemon refused with typed data (dirty, conflict,
+       confirmation required, …; printed as "refused: KIND: reason")
+  9    workspace: no such workspace
   130  interrupted (Ctrl-C, SIGINT): prompt (its turn is aborted),
        jobs wait (nothing is cancelled), attach when not on a terminal`
 
