@@ -39,8 +39,9 @@
 // into the integration target through git.Client.Merge, which refuses
 // before anything changes; nothing-to-merge, a missing committer identity
 // and a target that moved meanwhile are CONFLICT without refusal data;
-// the live check knows runtimes and turns (the registry's
-// AgentInfo), not client attachments nor subagent runs in flight; a
+// the live check knows runtimes, turns and attached clients (the
+// registry's AgentInfo and the attachment counts agents report), not yet
+// subagent runs in flight; a
 // failed create keeps its record, retired, with ConflictReason saying
 // what was undone.
 package workspaces

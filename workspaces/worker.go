@@ -673,7 +673,8 @@ func (w *worker) liveness(rec store.Workspace) error {
 		switch {
 		case in.Status == protocol.StatusStreaming || in.Status == protocol.StatusCompacting:
 			busy = append(busy, in.AgentID)
-		case in.RuntimeState == protocol.RuntimeStarting || in.RuntimeState == protocol.RuntimeRunning || in.RuntimeState == protocol.RuntimeStopping:
+		case in.RuntimeState == protocol.RuntimeStarting || in.RuntimeState == protocol.RuntimeRunning || in.RuntimeState == protocol.RuntimeStopping,
+			st.Attachments[in.AgentID] > 0: // a client watches it there
 			live = append(live, in.AgentID)
 		}
 	}
@@ -683,7 +684,7 @@ func (w *worker) liveness(rec store.Workspace) error {
 	}
 	if len(live) > 0 {
 		return protocol.WorkspaceRefusal{Kind: protocol.RefusalLive, WorkspaceID: rec.WorkspaceID, AgentIDs: live,
-			Reason: "an agent of the workspace has a running runtime; terminate it first"}.Err()
+			Reason: "an agent of the workspace has a running runtime or an attached client; terminate or detach it first"}.Err()
 	}
 	return nil
 }

@@ -201,7 +201,7 @@ func Props(m store.Agent, deps Deps) *actor.Props {
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(c actor.Context) {
-	defer a.countAttachments()
+	defer a.countAttachments(c)
 	switch m := c.Message().(type) {
 	case *actor.Started:
 		a.sys, a.self = c.ActorSystem(), c.Self()
@@ -260,11 +260,15 @@ func (a *Actor) Receive(c actor.Context) {
 	}
 }
 
-// countAttachments reports a change of the attachment count to metrics; it
-// runs after every message, whichever path added or dropped one.
-func (a *Actor) countAttachments() {
+// countAttachments reports a change of the attachment count to metrics and
+// to the parent (InfoChanged.Attachments); it runs after every message,
+// whichever path added or dropped one.
+func (a *Actor) countAttachments(c actor.Context) {
 	if n := len(a.attached); n != a.nAttached {
 		a.deps.Metrics.AttachmentsAdd(n - a.nAttached)
 		a.nAttached = n
+		if _, stopped := c.Message().(*actor.Stopped); !stopped {
+			a.notifyInfo(c)
+		}
 	}
 }

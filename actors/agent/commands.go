@@ -53,6 +53,9 @@ func (a *Actor) onRequest(c actor.Context, r *Request) {
 		a.attach(c, r)
 	case protocol.TypeAgentDetach:
 		a.detach(c, r.Client)
+		// The registry hears of it before the client does, so that a
+		// workspace.retire sent after the answer sees the agent unwatched.
+		a.countAttachments(c)
 		r.Client.Send(protocol.NewResponse(r.Header.ID, r.Header.Type, nil))
 	case protocol.TypeAgentTerminate:
 		a.terminate(c, r)

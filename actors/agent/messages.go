@@ -85,7 +85,13 @@ type Shutdown struct{ Force bool }
 
 // InfoChanged is sent to the parent (the registry) whenever the agent's
 // public projection changes.
-type InfoChanged struct{ Info protocol.AgentInfo }
+type InfoChanged struct {
+	Info protocol.AgentInfo
+	// Attachments is how many connections are attached (or attaching):
+	// not part of the wire projection, but what the workspace actor asks
+	// the registry before it retires a worktree an agent is watched in.
+	Attachments int
+}
 
 // Drained is sent to the parent when a Shutdown has completed.
 type Drained struct{ AgentID string }

@@ -72,7 +72,7 @@ func (a *Actor) broadcastStatus(c actor.Context) {
 
 func (a *Actor) notifyInfo(c actor.Context) {
 	if p := c.Parent(); p != nil {
-		c.Send(p, &InfoChanged{Info: a.Info()})
+		c.Send(p, &InfoChanged{Info: a.Info(), Attachments: len(a.attached)})
 	}
 }
 

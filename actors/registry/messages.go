@@ -72,6 +72,9 @@ type AgentStates struct{ AgentIDs []string }
 type AgentStatesResult struct {
 	Infos   []protocol.AgentInfo
 	Unknown []string
+	// Attachments counts the connections attached to each agent of Infos
+	// that has any.
+	Attachments map[string]int
 }
 
 // createResult carries the outcome of agent.create's I/O back to the actor.

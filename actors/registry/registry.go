@@ -54,10 +54,13 @@ type Deps struct {
 }
 
 type entry struct {
-	pid     *actor.PID
-	m       store.Agent
-	info    protocol.AgentInfo
-	drained bool
+	pid  *actor.PID
+	m    store.Agent
+	info protocol.AgentInfo
+	// attachments is the agent's attached connections, as it last
+	// reported (agent.InfoChanged).
+	attachments int
+	drained     bool
 }
 
 // Actor is the registry actor.
@@ -134,6 +137,12 @@ func (r *Actor) Receive(c actor.Context) {
 		for _, id := range m.AgentIDs {
 			if e := r.agents[id]; e != nil {
 				res.Infos = append(res.Infos, e.info)
+				if e.attachments > 0 {
+					if res.Attachments == nil {
+						res.Attachments = map[string]int{}
+					}
+					res.Attachments[id] = e.attachments
+				}
 			} else {
 				res.Unknown = append(res.Unknown, id)
 			}
@@ -148,7 +157,7 @@ func (r *Actor) Receive(c actor.Context) {
 	case *agent.InfoChanged:
 		if e := r.agents[m.Info.AgentID]; e != nil {
 			r.deps.Metrics.AgentState(e.info.RuntimeState, m.Info.RuntimeState)
-			e.info = m.Info
+			e.info, e.attachments = m.Info, m.Attachments
 		}
 	case *agent.Drained:
 		if e := r.agents[m.AgentID]; e != nil {

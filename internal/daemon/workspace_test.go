@@ -183,6 +183,12 @@ func TestWorkspaceLifecycle(t *testing.T) {
 		err := c.Call(ctx(t), &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: ws.AgentID}}, &l)
 		return err == nil && (l.Agents[0].RuntimeState == protocol.RuntimeStopped || l.Agents[0].RuntimeState == protocol.RuntimeFailed)
 	})
+	// No runtime, but this connection still watches the agent: live.
+	_, err = wsRetire(t, c, info.WorkspaceID, protocol.DispositionKeep)
+	wantRefusal(t, err, protocol.CodeConflict, protocol.RefusalLive)
+	if _, err := c.Request(ctx(t), &protocol.AgentDetach{Header: protocol.Header{Type: protocol.TypeAgentDetach, AgentID: ws.AgentID}}); err != nil {
+		t.Fatalf("agent.detach: %v", err)
+	}
 
 	// Untracked f.txt: dirty.
 	_, err = wsRetire(t, c, info.WorkspaceID, protocol.DispositionKeep)
