@@ -31,17 +31,16 @@
 // integration_target is refused as base_ref_unknown; retiring a missing
 // workspace only forgets the record; a retire whose CheckRetire finds the
 // worktree or repository gone marks an active record missing and refuses
-// missing_authority, so a retry forgets it; a retire of a retired
-// workspace is CONFLICT without refusal data; workspace.list with a cwd
-// outside any repository is refused not_a_repository, and its filter
-// compares git common dirs (the same from the main checkout and from every
-// worktree); workspace.merge (an extension) merges, squashes or rebases
-// into the integration target through git.Client.Merge, which refuses
-// before anything changes; nothing-to-merge, a missing committer identity
-// and a target that moved meanwhile are CONFLICT without refusal data;
-// the live check knows runtimes, turns and attached clients (the
-// registry's AgentInfo and the attachment counts agents report), not yet
-// subagent runs in flight; a
-// failed create keeps its record, retired, with ConflictReason saying
-// what was undone.
+// missing_authority, so a retry forgets it; a retire of a retired workspace
+// is CONFLICT without refusal data; workspace.list with a cwd outside any
+// repository is refused not_a_repository, and its filter compares git common
+// dirs (the same from the main checkout and from every worktree);
+// workspace.merge (an extension) merges, squashes or rebases into the
+// integration target through git.Client.Merge, which refuses before anything
+// changes; nothing-to-merge, a missing committer identity and a target that
+// moved meanwhile are CONFLICT without refusal data; the live check knows
+// runtimes, turns and attached clients (the registry's AgentInfo and the
+// attachment counts agents report), not yet subagent runs in flight; a
+// failed create keeps its record, retired, with ConflictReason saying what
+// was undone.
 package workspaces
