@@ -21,18 +21,11 @@ import (
 // its refusals onto the wire's typed ones and records the branch's new
 // head (a rebase moves it).
 func (w *worker) merge(ctx context.Context, req *protocol.WorkspaceMerge) *done {
-	rec, err := w.get(req.WorkspaceID)
-	if err != nil {
-		return failed(err)
-	}
-	unlock, err := w.lock(ctx, rec.CommonDir)
+	rec, unlock, err := w.getLocked(ctx, req.WorkspaceID)
 	if err != nil {
 		return failed(err)
 	}
 	defer unlock()
-	if rec, err = w.get(req.WorkspaceID); err != nil {
-		return failed(err)
-	}
 	id := rec.WorkspaceID
 	if rec.State != protocol.WorkspaceStateActive {
 		return failed(protocol.Errorf(protocol.CodeConflict, "workspace %s is %s", id, rec.State))

@@ -1,0 +1,305 @@
+package workspaces
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shard-dev/shard/actors/registry"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+	"github.com/shard-dev/shard/workspaces/git"
+)
+
+// ---- retire ----
+
+// proofOf names a git proof on the wire.
+func proofOf(k git.ProofKind) protocol.MergeProof {
+	switch k {
+	case git.ProofSameCommit:
+		return protocol.ProofSameCommit
+	case git.ProofAncestor:
+		return protocol.ProofAncestor
+	case git.ProofEmptyDiff:
+		return protocol.ProofEmptyDiff
+	case git.ProofSameTree:
+		return protocol.ProofSameTree
+	case git.ProofMergeAddsNothing:
+		return protocol.ProofMergeTree
+	case git.ProofSquashMerged:
+		return protocol.ProofPatchID
+	}
+	return ""
+}
+
+// refusalOf maps CheckRetire's typed refusal onto the wire's.
+func refusalOf(id string, err error) error {
+	ref, ok := errors.AsType[*git.Refusal](err)
+	if !ok {
+		return internal(err)
+	}
+	r := protocol.WorkspaceRefusal{WorkspaceID: id, Paths: ref.Paths, PathsTruncated: ref.Count > len(ref.Paths)}
+	switch ref.Reason {
+	case git.ReasonMissingAuthority:
+		r.Kind, r.Reason = protocol.RefusalMissingAuthority, "the repository or the worktree is gone or moved ("+ref.Detail+")"
+	case git.ReasonUnsafe:
+		r.Kind, r.Reason = protocol.RefusalUnsafe, "the worktree is not the one the daemon created ("+ref.Detail+")"
+	case git.ReasonLocked:
+		r.Kind, r.Reason = protocol.RefusalLocked, "the worktree is locked"
+		if ref.Note != "" {
+			r.Reason += ": " + ref.Note
+		}
+	case git.ReasonSubmodules:
+		r.Kind, r.Reason = protocol.RefusalSubmodules, "the worktree has initialized submodules"
+	case git.ReasonDirty:
+		r.Kind, r.Reason = protocol.RefusalDirty, fmt.Sprintf("the worktree has %d uncommitted or untracked path(s)", ref.Count)
+	default:
+		return internal(err)
+	}
+	if len(r.Paths) > protocol.MaxRefusalPaths {
+		r.Paths, r.PathsTruncated = r.Paths[:protocol.MaxRefusalPaths], true
+	}
+	return r.Err()
+}
+
+// liveness asks the registry about the workspace's agents: busy (a turn
+// in flight) before live (a runtime up).
+func (w *worker) liveness(rec store.Workspace) error {
+	if len(rec.AgentIDs) == 0 || w.deps.Registry == nil {
+		return nil
+	}
+	res, err := w.sys.Root.RequestFuture(w.deps.Registry, &registry.AgentStates{AgentIDs: rec.AgentIDs}, 10*time.Second).Result()
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "ask the registry about the workspace's agents: %w", err)
+	}
+	st, ok := res.(*registry.AgentStatesResult)
+	if !ok {
+		return protocol.Errorf(protocol.CodeInternal, "registry answered %T", res)
+	}
+	var busy, live []string
+	for _, in := range st.Infos {
+		switch {
+		case in.Status == protocol.StatusStreaming || in.Status == protocol.StatusCompacting:
+			busy = append(busy, in.AgentID)
+		case in.RuntimeState == protocol.RuntimeStarting || in.RuntimeState == protocol.RuntimeRunning || in.RuntimeState == protocol.RuntimeStopping,
+			st.Attachments[in.AgentID] > 0: // a client watches it there
+			live = append(live, in.AgentID)
+		}
+	}
+	if len(busy) > 0 {
+		return protocol.WorkspaceRefusal{Kind: protocol.RefusalBusy, WorkspaceID: rec.WorkspaceID, AgentIDs: busy,
+			Reason: "an agent of the workspace has a turn in flight"}.Err()
+	}
+	if len(live) > 0 {
+		return protocol.WorkspaceRefusal{Kind: protocol.RefusalLive, WorkspaceID: rec.WorkspaceID, AgentIDs: live,
+			Reason: "an agent of the workspace has a running runtime or an attached client; terminate or detach it first"}.Err()
+	}
+	return nil
+}
+
+func (w *worker) retire(ctx context.Context, req *protocol.WorkspaceRetire) *done {
+	rec, unlock, err := w.getLocked(ctx, req.WorkspaceID)
+	if err != nil {
+		return failed(err)
+	}
+	defer unlock()
+	id, disp := rec.WorkspaceID, req.Disposition()
+	switch rec.State {
+	case protocol.WorkspaceStateRetired:
+		return failed(protocol.Errorf(protocol.CodeConflict, "workspace %s is already retired", id))
+	case protocol.WorkspaceStateMissing:
+		// Nothing on disk is ours to touch any more: forget the record.
+		return w.finishRetire(rec, disp, rec.HeadSHA, false, "")
+	case protocol.WorkspaceStateActive, protocol.WorkspaceStateRetiring:
+	default:
+		return failed(protocol.Errorf(protocol.CodeConflict, "workspace %s is %s", id, rec.State))
+	}
+	if err := w.liveness(rec); err != nil {
+		return failed(err)
+	}
+	g, repo := w.deps.Git, repoOf(rec)
+	if rec.State == protocol.WorkspaceStateRetiring {
+		if _, err := os.Lstat(rec.WorktreePath); errors.Is(err, os.ErrNotExist) {
+			return w.finishInterrupted(ctx, rec, disp)
+		}
+	}
+	if _, err := g.CheckRetire(ctx, repo, git.Recorded{Path: rec.WorktreePath, Branch: rec.Branch}); err != nil {
+		d := &done{}
+		if errors.Is(err, git.ErrMissingAuthority) && rec.State == protocol.WorkspaceStateActive {
+			// Recorded as missing, so that a retry forgets it.
+			d = w.markMissing(rec, "the repository or the worktree is gone or moved")
+		}
+		d.err = refusalOf(id, err)
+		return d
+	}
+	if !sameDir(rec.CreatedPath, rec.WorktreePath) {
+		return failed(refuse(protocol.RefusalUnsafe, id, "the worktree directory is not the one the daemon created (replaced since)"))
+	}
+	head, err := g.BranchHead(ctx, repo, rec.Branch)
+	if err != nil {
+		return failed(internal(err))
+	}
+	var why git.Deletion
+	switch disp {
+	case protocol.DispositionDeleteIfMerged:
+		proof, err := g.ProveMerged(ctx, repo, rec.Branch, rec.IntegrationTarget)
+		if err != nil {
+			return failed(internal(err))
+		}
+		if !proof.Held() {
+			return failed(protocol.WorkspaceRefusal{Kind: protocol.RefusalConfirmationRequired, WorkspaceID: id,
+				Branch: rec.Branch, IntegrationTarget: rec.IntegrationTarget,
+				Reason:                  "the branch could not be proven merged: " + proof.Reason,
+				ConfirmationDisposition: protocol.DispositionDeleteConfirmed}.Err())
+		}
+		why.Proof = proof
+	case protocol.DispositionDeleteConfirmed:
+		why.Confirmed = true
+	}
+	// Durable before git touches anything: a crash leaves retiring.
+	if rec, err = w.deps.Store.UpdateWorkspace(id, func(r *store.Workspace) error {
+		r.State, r.HeadSHA, r.UpdatedAt = protocol.WorkspaceStateRetiring, head, w.now()
+		return nil
+	}); err != nil {
+		return failed(internal(err))
+	}
+	if err := g.RemoveWorktree(ctx, repo, rec.WorktreePath, false); err != nil {
+		_, _ = w.deps.Store.UpdateWorkspace(id, func(r *store.Workspace) error {
+			r.State, r.UpdatedAt = protocol.WorkspaceStateActive, w.now()
+			return nil
+		})
+		return failed(internal(err))
+	}
+	deleted, proof := false, protocol.MergeProof("")
+	if disp != protocol.DispositionKeep {
+		if err := g.DeleteBranch(ctx, repo, rec.Branch, head, why); err != nil {
+			// The worktree is gone, so the workspace is retired either way;
+			// the branch is kept and the tombstone says so.
+			w.deps.Logger.Warn("workspaces: branch kept at retire", "workspace_id", id, "err", err)
+		} else {
+			deleted = true
+			if why.Confirmed {
+				proof = protocol.ProofConfirmed
+			} else {
+				proof = proofOf(why.Proof.Kind)
+			}
+		}
+	}
+	return w.finishRetire(rec, disp, head, deleted, proof)
+}
+
+// finishInterrupted finishes a retire a crash cut short after git removed
+// the worktree: the branch is deleted only on delete_confirmed (the proof
+// of a delete_if_merged would have to be made again against a moved
+// target; a choice: keep it and say so), and a branch already gone is
+// recorded as deleted.
+func (w *worker) finishInterrupted(ctx context.Context, rec store.Workspace, disp protocol.BranchDisposition) *done {
+	g, repo := w.deps.Git, repoOf(rec)
+	head, err := g.BranchHead(ctx, repo, rec.Branch)
+	switch {
+	case errors.Is(err, git.ErrBranchNotFound):
+		return w.finishRetire(rec, disp, rec.HeadSHA, true, "")
+	case err != nil:
+		return failed(internal(err))
+	}
+	if disp == protocol.DispositionDeleteConfirmed {
+		if err := g.DeleteBranch(ctx, repo, rec.Branch, head, git.Deletion{Confirmed: true}); err == nil {
+			return w.finishRetire(rec, disp, head, true, protocol.ProofConfirmed)
+		}
+	}
+	return w.finishRetire(rec, disp, head, false, "")
+}
+
+// tokenFile is the file, in a worktree's git admin dir
+// (<common dir>/worktrees/<name>), holding the random token the daemon
+// records in CreatedPath.Token. Git deletes the admin dir with the
+// worktree (remove, prune), so a worktree re-created at the same path
+// lacks it even where the filesystem reuses the inode.
+const tokenFile = "shard-workspace-token"
+
+// adminDir is the git admin dir a linked worktree's .git file names.
+func adminDir(worktree string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(worktree, ".git"))
+	if err != nil {
+		return "", err
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok || dir == "" {
+		return "", fmt.Errorf("%s/.git is not a linked worktree's", worktree)
+	}
+	if !filepath.IsAbs(dir) { // worktree.useRelativePaths
+		dir = filepath.Join(worktree, dir)
+	}
+	return dir, nil
+}
+
+func writeToken(worktree string) (string, error) {
+	dir, err := adminDir(worktree)
+	if err != nil {
+		return "", err
+	}
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(raw[:])
+	return tok, os.WriteFile(filepath.Join(dir, tokenFile), []byte(tok+"\n"), 0o600)
+}
+
+// sameDir reports whether path is still the directory the create made:
+// the device and inode recorded right after git made it, and the token in
+// its admin dir. What a record does not hold (written by an older build,
+// a token that could not be written) is not checked; CheckRetire's link
+// checks apply either way.
+func sameDir(marker *store.CreatedPath, path string) bool {
+	if marker == nil {
+		return true
+	}
+	if marker.Ino != 0 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return false
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && (uint64(st.Dev) != marker.Dev || st.Ino != marker.Ino) {
+			return false
+		}
+	}
+	if marker.Token != "" {
+		dir, err := adminDir(path)
+		if err != nil {
+			return false
+		}
+		b, err := os.ReadFile(filepath.Join(dir, tokenFile))
+		if err != nil || strings.TrimSpace(string(b)) != marker.Token {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *worker) finishRetire(rec store.Workspace, disp protocol.BranchDisposition, head string, deleted bool, proof protocol.MergeProof) *done {
+	upd, err := w.deps.Store.UpdateWorkspace(rec.WorkspaceID, func(r *store.Workspace) error {
+		now := w.now()
+		r.State, r.RetiredAt, r.UpdatedAt = protocol.WorkspaceStateRetired, now, now
+		if head != "" {
+			r.HeadSHA = head
+		}
+		r.Tombstone = &store.WorkspaceTombstone{Branch: r.Branch, HeadSHA: r.HeadSHA, Deleted: deleted, Disposition: disp, Proof: proof}
+		return nil
+	})
+	if err != nil {
+		return failed(internal(err))
+	}
+	return &done{
+		data: protocol.WorkspaceRetireData{Workspace: upd.Info(), BranchDeleted: deleted, Proof: proof},
+		events: [][]byte{protocol.MustMarshal(protocol.WorkspaceRetired{
+			Header: protocol.Header{Type: protocol.TypeWorkspaceRetired}, Workspace: upd.Info().Summary()})},
+	}
+}
