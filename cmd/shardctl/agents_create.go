@@ -63,17 +63,9 @@ func (o *agentsCreateOptions) message() (*protocol.AgentCreate, error) {
 	if err := o.output.validate(); err != nil {
 		return nil, err
 	}
-	cwd := o.cwd
-	if cwd == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, fmt.Errorf("current directory: %w", err)
-		}
-		cwd = wd
-	}
-	abs, err := filepath.Abs(cwd)
+	abs, err := absCwd(o.cwd)
 	if err != nil {
-		return nil, usageErrorf("--cwd %q: %w", cwd, err)
+		return nil, err
 	}
 	msg := &protocol.AgentCreate{
 		Header:         protocol.Header{Type: protocol.TypeAgentCreate},
@@ -99,4 +91,21 @@ func (o *agentsCreateOptions) run(ctx context.Context, conn *client.Conn, msg *p
 	}
 	_, err := fmt.Fprintln(w, data.AgentID)
 	return err
+}
+
+// absCwd is a --cwd flag made absolute: the current directory when it is
+// empty; a path that cannot be made absolute is a usage error.
+func absCwd(cwd string) (string, error) {
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", fmt.Errorf("current directory: %w", err)
+		}
+		cwd = wd
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return "", usageErrorf("--cwd %q: %w", cwd, err)
+	}
+	return abs, nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -90,17 +88,9 @@ func (o *workspaceCreateOptions) message() (*protocol.WorkspaceCreate, error) {
 	if err := o.output.validate(); err != nil {
 		return nil, err
 	}
-	cwd := o.cwd
-	if cwd == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, fmt.Errorf("current directory: %w", err)
-		}
-		cwd = wd
-	}
-	abs, err := filepath.Abs(cwd)
+	abs, err := absCwd(o.cwd)
 	if err != nil {
-		return nil, usageErrorf("--cwd %q: %w", cwd, err)
+		return nil, err
 	}
 	msg := &protocol.WorkspaceCreate{
 		Header:            protocol.Header{Type: protocol.TypeWorkspaceCreate},
