@@ -13,13 +13,14 @@ import (
 // prompted, and each of those runs gets a completion report for its parent.
 // Steps still queued behind a chain step that had already ended without
 // completing are cancelled the same way.
-// Queued runs of other jobs stay queued and run later. It is one
+// Queued runs of other jobs stay queued and run later. It reads only the
+// jobs that have not ended (the store's open-jobs index). It is one
 // transaction, so a crash midway leaves the previous state and running it
 // again gives the same result. It returns how many runs it ended.
 func Reconcile(st *store.Store, now time.Time) (int, error) {
 	ended := 0
 	ms := now.UnixMilli()
-	err := st.UpdateJobs(func(j *store.Job) (bool, []store.Report, error) {
+	err := st.UpdateOpenJobs(func(j *store.Job) (bool, []store.Report, error) {
 		var reports []store.Report
 		halted := ""
 		for i := range j.Runs {

@@ -149,7 +149,7 @@ func (s *Store) CreateJob(j Job, agents []Agent, aliases map[string]string) (exi
 		if err := pj.Put([]byte(scoped(j.ParentAgentID, j.JobID)), nil); err != nil {
 			return err
 		}
-		return putJSON(tx, bucketJobs, j.JobID, j)
+		return putJob(tx, &j)
 	})
 	return existing, wrapOp(err, "create job %q", j.JobID)
 }
@@ -255,23 +255,60 @@ func (s *Store) UpdateJob(id string, fn func(*Job) ([]Report, error)) (Job, erro
 				return err
 			}
 		}
-		return putJSON(tx, bucketJobs, id, j)
+		return putJob(tx, &j)
 	})
 	return j, wrapOp(err, "update job %q", id)
 }
 
-// UpdateJobs applies fn to every job in one transaction of its own
-// (startup reconciliation: one commit, idempotent if interrupted); fn runs
-// exactly once per job. fn reports whether it changed the job and which
-// reports to store.
-func (s *Store) UpdateJobs(fn func(*Job) (changed bool, reports []Report, err error)) error {
+// putJob writes j and keeps the open-jobs index in step with it: a job is
+// indexed until it has ended.
+func putJob(tx *bolt.Tx, j *Job) error {
+	open, err := bucket(tx, bucketOpenJobs)
+	if err != nil {
+		return err
+	}
+	if j.EndedAt == 0 {
+		err = open.Put([]byte(j.JobID), nil)
+	} else {
+		err = open.Delete([]byte(j.JobID))
+	}
+	if err != nil {
+		return err
+	}
+	return putJSON(tx, bucketJobs, j.JobID, *j)
+}
+
+// UpdateOpenJobs applies fn to every job that has not ended, oldest first,
+// in one transaction of its own (startup reconciliation: one commit,
+// idempotent if interrupted); fn runs exactly once per such job and never
+// sees an ended one, whose runs are all terminal. It reads the open-jobs
+// index, so its cost follows the unfinished jobs, not the history. fn
+// reports whether it changed the job and which reports to store.
+func (s *Store) UpdateOpenJobs(fn func(*Job) (changed bool, reports []Report, err error)) error {
 	err := s.updateAlone(func(tx *bolt.Tx) error {
-		jobs, err := listJSON[Job](tx, bucketJobs)
+		open, err := bucket(tx, bucketOpenJobs)
 		if err != nil {
 			return err
 		}
-		for i := range jobs {
-			changed, reports, err := fn(&jobs[i])
+		var ids []string // collected first: fn's writes change the index
+		if err := open.ForEach(func(k, _ []byte) error { ids = append(ids, string(k)); return nil }); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			var j Job
+			found, err := getJSON(tx, bucketJobs, id, &j)
+			if err != nil {
+				return err
+			}
+			if !found {
+				// An index entry without its job cannot come from putJob;
+				// drop it rather than fail every start.
+				if err := open.Delete([]byte(id)); err != nil {
+					return err
+				}
+				continue
+			}
+			changed, reports, err := fn(&j)
 			if err != nil {
 				return err
 			}
@@ -281,14 +318,30 @@ func (s *Store) UpdateJobs(fn func(*Job) (changed bool, reports []Report, err er
 				}
 			}
 			if changed {
-				if err := putJSON(tx, bucketJobs, jobs[i].JobID, jobs[i]); err != nil {
+				if j.JobID != id {
+					return fmt.Errorf("%w: job_id may not change", ErrInvalid)
+				}
+				if err := putJob(tx, &j); err != nil {
 					return err
 				}
 			}
 		}
 		return nil
 	})
-	return wrapOp(err, "update jobs")
+	return wrapOp(err, "update open jobs")
+}
+
+// OpenJobs returns the ids of the jobs that have not ended, oldest first.
+func (s *Store) OpenJobs() ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		open := tx.Bucket([]byte(bucketOpenJobs))
+		if open == nil {
+			return nil // a file from before version 2, opened read-only
+		}
+		return open.ForEach(func(k, _ []byte) error { out = append(out, string(k)); return nil })
+	})
+	return out, wrapOp(err, "list open jobs")
 }
 
 // Reports returns every undelivered completion report.

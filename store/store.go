@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,9 +14,13 @@ import (
 )
 
 // SchemaVersion is the schema this build writes and understands. Open
-// refuses a file with a newer version; an older one would be migrated (there
-// is none yet).
-const SchemaVersion = 1
+// refuses a file with a newer version and migrates an older one in the same
+// transaction that opens it (see migrate).
+//
+// Version 2 added the open_jobs index. It is a version and not just a new
+// bucket because an older build would create jobs without indexing them,
+// and a later open could not tell: an older build must refuse the file.
+const SchemaVersion = 2
 
 // DefaultLockTimeout is the lock wait Open uses when Options.Timeout is 0.
 const DefaultLockTimeout = 2 * time.Second
@@ -31,6 +36,10 @@ const (
 	bucketRequests   = "requests"    // key parent_agent_id \x00 request_id: job_id
 	bucketReports    = "reports"     // key run_id: Report JSON, until delivered
 	bucketRuntimes   = "runtimes"    // key agent_id: RuntimeProc JSON while the child lives
+	// bucketOpenJobs indexes the jobs that have not ended (EndedAt == 0), so
+	// that startup reconciliation reads the unfinished jobs only and costs
+	// the same after 100 jobs or 100,000 (schema version 2).
+	bucketOpenJobs = "open_jobs" // key job_id: empty, while the job has not ended
 
 	// The security store (spec §4.1): hashes and metadata only, never a
 	// raw code, cookie, ticket or token. See security.go.
@@ -50,7 +59,7 @@ const (
 // allBuckets lists the buckets Open ensures exist. New record kinds add
 // their bucket here.
 func allBuckets() []string {
-	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports, bucketRuntimes,
+	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports, bucketRuntimes, bucketOpenJobs,
 		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials, bucketWorkspaces, bucketWorkspacePaths}
 }
 
@@ -147,6 +156,7 @@ func Open(path string, opts Options) (*Store, error) {
 // new one, and creates missing buckets. A newer version aborts before any
 // write.
 func initSchema(tx *bolt.Tx, path string) error {
+	stored := 0 // a new file
 	if meta := tx.Bucket([]byte(bucketMeta)); meta != nil {
 		if raw := meta.Get([]byte(schemaVersionKey)); raw != nil {
 			v, err := parseVersion(raw)
@@ -156,6 +166,7 @@ func initSchema(tx *bolt.Tx, path string) error {
 			if v > SchemaVersion {
 				return fmt.Errorf("%w: %s has schema version %d, newer than this build's %d; upgrade shardd", ErrSchema, path, v, SchemaVersion)
 			}
+			stored = v
 		}
 	}
 	for _, name := range allBuckets() {
@@ -163,12 +174,40 @@ func initSchema(tx *bolt.Tx, path string) error {
 			return fmt.Errorf("create bucket %q: %w", name, err)
 		}
 	}
-	meta := tx.Bucket([]byte(bucketMeta))
-	if meta.Get([]byte(schemaVersionKey)) == nil {
+	if stored != 0 && stored < SchemaVersion {
+		if err := migrate(tx, stored); err != nil {
+			return fmt.Errorf("migrate %s from schema version %d: %w", path, stored, err)
+		}
+	}
+	if stored < SchemaVersion {
 		v := []byte(strconv.Itoa(SchemaVersion))
-		if err := meta.Put([]byte(schemaVersionKey), v); err != nil {
+		if err := tx.Bucket([]byte(bucketMeta)).Put([]byte(schemaVersionKey), v); err != nil {
 			return fmt.Errorf("write schema version: %w", err)
 		}
+	}
+	return nil
+}
+
+// migrate brings a file of schema version from up to SchemaVersion, inside
+// the opening transaction: a crash midway leaves the old version, and the
+// next open migrates again.
+func migrate(tx *bolt.Tx, from int) error {
+	if from < 2 {
+		// Version 2: index every job that has not ended.
+		var head struct {
+			EndedAt int64 `json:"ended_at"`
+		}
+		open := tx.Bucket([]byte(bucketOpenJobs))
+		return tx.Bucket([]byte(bucketJobs)).ForEach(func(k, v []byte) error {
+			head.EndedAt = 0
+			if err := json.Unmarshal(v, &head); err != nil {
+				return fmt.Errorf("job %q: %w", k, err)
+			}
+			if head.EndedAt != 0 {
+				return nil
+			}
+			return open.Put(k, nil)
+		})
 	}
 	return nil
 }

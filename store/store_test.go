@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strconv"
 	"errors"
 	"fmt"
 	"os"
@@ -253,7 +254,7 @@ func setSchemaVersion(t *testing.T, path, version string) {
 }
 
 func TestSchemaRefused(t *testing.T) {
-	for _, version := range []string{"2", "999", "0", "one"} {
+	for _, version := range []string{strconv.Itoa(SchemaVersion + 1), "999", "0", "one"} {
 		t.Run(version, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "shard.db")
 			s, err := Open(path, Options{})

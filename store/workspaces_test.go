@@ -432,8 +432,8 @@ func TestWorkspacesInAnOlderFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := rw.SchemaVersion(); err != nil || v != 1 {
-		t.Errorf("schema version = %d, %v; want 1 (a new bucket is no bump)", v, err)
+	if v, err := rw.SchemaVersion(); err != nil || v != SchemaVersion {
+		t.Errorf("schema version = %d, %v; want %d (a new bucket is no bump)", v, err, SchemaVersion)
 	}
 	w := workspace("workspace-1", "/src/a", 1)
 	if err := rw.CreateWorkspace(w); err != nil {

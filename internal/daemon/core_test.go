@@ -12,6 +12,7 @@ import (
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
 )
 
 // rawConn is a unix-socket client that speaks raw lines, for malformed input.
@@ -265,7 +266,7 @@ func TestDaemonCheck(t *testing.T) {
 	if err := c.Call(ctx(t), &protocol.DaemonCheck{Header: protocol.Header{Type: protocol.TypeDaemonCheck}}, &data); err != nil {
 		t.Fatal(err)
 	}
-	if !data.StoreOK || data.SchemaVersion != 1 {
+	if !data.StoreOK || data.SchemaVersion != store.SchemaVersion {
 		t.Fatalf("daemon.check = %+v", data)
 	}
 }
