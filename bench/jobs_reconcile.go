@@ -16,9 +16,13 @@ import (
 
 // reconcilePhase is one startup-reconciliation measurement.
 type reconcilePhase struct {
-	Runs  int `json:"runs"`
-	Jobs  int `json:"jobs"`
-	Ended int `json:"ended"`
+	// Mix is the store's shape: "mixed" (half the jobs unfinished) or
+	// "history" (1 job in 100 unfinished, the rest a finished history;
+	// the open-jobs index makes its cost follow the unfinished jobs).
+	Mix   string `json:"mix"`
+	Runs  int    `json:"runs"`
+	Jobs  int    `json:"jobs"`
+	Ended int    `json:"ended"`
 	// Seconds is jobs.Reconcile alone; OpenSeconds is store.Open before
 	// it, LoadSeconds the coordinator's full read (Store.Jobs) after it.
 	Seconds     float64 `json:"seconds"`
@@ -33,21 +37,25 @@ const reconcileRunsPerJob = 4
 // reconcilePhaseRun builds a store of n run records (jobs of 4 runs, built
 // with fsync off), reopens it as the daemon would (fsync unless --no-sync)
 // and times jobs.Reconcile, the function daemon.Start calls before it
-// serves anything. The jobs cycle through four shapes:
+// serves anything. The jobs take four shapes:
 //
-//	parallel  active, starting, completed, queued   → 2 runs end
-//	chain     completed, active, queued, queued     → 3 runs end
-//	parallel  completed, failed, completed, cancelled (terminal)
-//	parallel  completed ×4 (terminal)
-func reconcilePhaseRun(o *options, n int) (reconcilePhase, error) {
+//	0 parallel  active, starting, completed, queued   → 2 runs end
+//	1 chain     completed, active, queued, queued     → 3 runs end
+//	2 parallel  completed, failed, completed, cancelled (terminal)
+//	3 parallel  completed ×4 (terminal)
+//
+// In the "mixed" store they cycle 0,1,2,3; the "history" store has shapes
+// 0 and 1 for the first two of every hundred jobs and 2 or 3 for the rest
+// (see shapeOf).
+func reconcilePhaseRun(o *options, mix string, n int) (reconcilePhase, error) {
 	dir, err := tempDir()
 	if err != nil {
 		return reconcilePhase{}, err
 	}
 	path := filepath.Join(dir, "shard.db")
-	ph := reconcilePhase{Runs: n}
+	ph := reconcilePhase{Mix: mix, Runs: n}
 	t0 := time.Now()
-	if ph.Jobs, err = buildJobStore(path, n); err != nil {
+	if ph.Jobs, err = buildJobStore(path, mix, n); err != nil {
 		return ph, err
 	}
 	ph.BuildSecs = time.Since(t0).Seconds()
@@ -72,18 +80,29 @@ func reconcilePhaseRun(o *options, n int) (reconcilePhase, error) {
 	}
 	ph.LoadSeconds = time.Since(t0).Seconds()
 	ph.FileBytes, _ = st.Size()
-	if want := wantEnded(ph.Jobs); ended != want {
+	if want := wantEnded(mix, ph.Jobs); ended != want {
 		return ph, fmt.Errorf("reconcile ended %d runs, want %d", ended, want)
 	}
 	return ph, nil
 }
 
+// shapeOf is the shape (an index into buildJobStore's shapes) of job i.
+func shapeOf(mix string, i int) int {
+	if mix == "history" {
+		if k := i % 100; k < 2 {
+			return k // 0 or 1: unfinished
+		}
+		return 2 + i%2
+	}
+	return i % 4
+}
+
 // wantEnded is how many runs Reconcile must end in a store of jobs built by
 // buildJobStore.
-func wantEnded(jobs int) int {
+func wantEnded(mix string, jobs int) int {
 	n := 0
 	for i := range jobs {
-		switch i % 4 {
+		switch shapeOf(mix, i) {
 		case 0:
 			n += 2
 		case 1:
@@ -96,7 +115,7 @@ func wantEnded(jobs int) int {
 // buildJobStore writes jobs of reconcileRunsPerJob runs, n runs in all
 // (rounded up to whole jobs), with fsync off and from several goroutines
 // so that group commit batches them.
-func buildJobStore(path string, n int) (int, error) {
+func buildJobStore(path, mix string, n int) (int, error) {
 	st, err := store.Open(path, store.Options{NoSync: true})
 	if err != nil {
 		return 0, err
@@ -130,7 +149,7 @@ func buildJobStore(path string, n int) (int, error) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < jobCount; i += workers {
-				shape := shapes[i%len(shapes)]
+				shape := shapes[shapeOf(mix, i)]
 				parent := fmt.Sprintf("agent-bench-parent-%03d", i%100)
 				j := store.Job{JobID: fmt.Sprintf("job-bench-%08d", i), ParentAgentID: parent, Strategy: shape.strategy, CreatedAt: base}
 				terminal := true

@@ -78,8 +78,10 @@ import (
 
 // options are the driver's flags; each scenario reads the ones it needs.
 type options struct {
-	shardd  string
-	out     string
+	shardd string
+	out    string
+	// compare is an earlier result file to print the change against.
+	compare string
 	quick   bool
 	noSync  bool
 	n       int
@@ -155,7 +157,7 @@ type result struct {
 }
 
 func usage(fs *flag.FlagSet) {
-	fmt.Fprintf(os.Stderr, "usage: go run ./bench <scenario> [flags]\nscenarios:")
+	fmt.Fprintf(os.Stderr, "usage: go run ./bench <scenario> [flags]\n       go run ./bench compare BASE.json NEW.json\nscenarios:")
 	for _, s := range scenarios {
 		fmt.Fprintf(os.Stderr, " %s", s.name)
 	}
@@ -200,7 +202,11 @@ func realMain(args []string) int {
 	fs.StringVar(&o.runs, "runs", "", "jobs: comma-separated run-record counts to reconcile (default 10000,100000; quick 1000,10000)")
 	fs.StringVar(&o.windows, "windows", "", "resync: comma-separated live-window sizes in messages (default 10,1000; quick 10,100)")
 	fs.IntVar(&o.samples, "samples", 0, "resync: attach samples per window (default 200; quick 100)")
+	fs.StringVar(&o.compare, "compare", "", "an earlier result file of the same scenario: print each metric's change against it")
 	fs.Usage = func() { usage(fs) }
+	if len(args) > 0 && args[0] == "compare" {
+		return compareFiles(args[1:])
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		usage(fs)
 		return 2
@@ -300,6 +306,16 @@ func realMain(args []string) int {
 		return 1
 	}
 	fmt.Printf("\nresults written to %s (%s, fsync %v, load average %.2f → %.2f on %d CPUs)\n", o.out, res.Duration, res.Fsync, res.LoadStart, res.LoadEnd, res.NumCPU)
+	if o.compare != "" {
+		base, err := os.ReadFile(o.compare)
+		if err == nil {
+			err = printComparison(os.Stdout, o.compare, base, append(b, '\n'))
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench compare:", err)
+			return 1
+		}
+	}
 	return 0
 }
 
