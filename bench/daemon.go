@@ -133,19 +133,55 @@ func procRSSKiB(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
 
-// childrenRSSKiB sums VmRSS over the live processes of the daemon's home
-// other than the daemon: its runtime children.
-func (d *daemon) childrenRSSKiB() (sum int64, n int) {
+// childMem is the memory of the runtime children, summed, in KiB. RSS
+// counts every resident page, the executable's pages shared by all the
+// children included; PSS divides each shared page among its sharers, and
+// USS (private clean + dirty) is what one more child adds.
+type childMem struct {
+	N                 int
+	RSS, PSS, Private int64
+}
+
+// childrenMemKiB sums RSS, PSS and USS over the daemon's runtime children
+// (/proc/<pid>/smaps_rollup).
+func (d *daemon) childrenMemKiB() childMem {
+	var m childMem
 	for _, pid := range procsWithEnv("SHARD_HOME=" + d.home) {
 		if pid == d.pid() {
 			continue
 		}
-		if kb, err := procRSSKiB(pid); err == nil {
-			sum += kb
-			n++
+		f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+		if err != nil {
+			continue
 		}
+		var one childMem
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			k, v, ok := strings.Cut(sc.Text(), ":")
+			if !ok {
+				continue
+			}
+			kb, _, _ := strings.Cut(strings.TrimSpace(v), " ")
+			n, err := strconv.ParseInt(kb, 10, 64)
+			if err != nil {
+				continue
+			}
+			switch k {
+			case "Rss":
+				one.RSS = n
+			case "Pss":
+				one.PSS = n
+			case "Private_Clean", "Private_Dirty":
+				one.Private += n
+			}
+		}
+		f.Close()
+		m.N++
+		m.RSS += one.RSS
+		m.PSS += one.PSS
+		m.Private += one.Private
 	}
-	return sum, n
+	return m
 }
 
 // procCPU is the CPU time (user + system) a process has used so far, its

@@ -37,6 +37,11 @@ const (
 	scaleChildGuess = 32 << 10 // KiB
 	// scaleSettle is the pause before a memory snapshot.
 	scaleSettle = time.Second
+	// scaleIdleSettle is the pause before the live-idle snapshot: longer
+	// than the runtime's idle trim delay (runtime.Options.TrimAfter, 2 s),
+	// so the children are measured as they idle, not as their last turn
+	// left them.
+	scaleIdleSettle = 3 * time.Second
 )
 
 // scaleSnap is the daemon's state at one moment.
@@ -76,7 +81,12 @@ type scalePhase struct {
 
 	ChildrenRSSKiB int64   `json:"children_rss_kib"` // runtime children, live
 	ChildRSSKiB    float64 `json:"child_rss_kib_mean"`
-	MemAvailKiB    int64   `json:"mem_available_kib_live"`
+	// ChildPSSKiB and ChildUSSKiB are the mean child's proportional and
+	// unique set size: the shared executable pages divided among the
+	// children, and what one child alone holds (childMem).
+	ChildPSSKiB float64 `json:"child_pss_kib_mean"`
+	ChildUSSKiB float64 `json:"child_uss_kib_mean"`
+	MemAvailKiB int64   `json:"mem_available_kib_live"`
 
 	TargetMet *bool    `json:"target_met,omitempty"` // phases of ≥ 500 agents
 	Warnings  []string `json:"warnings,omitempty"`
@@ -134,13 +144,13 @@ func runScale(o *options) (*report, error) {
 	o.profileTag = ""
 
 	rep := &report{Header: []string{"agents", "spawn/s", "all ready s", "create p50 ms", "create p99 ms", "prompt all s",
-		"RSS before MiB", "RSS live MiB", "KiB/agent live", "gor/agent live", "heap KiB/agent", "RSS reaped MiB", "KiB/agent reaped", "gor/agent reaped", "reap s", "child MiB"},
+		"RSS before MiB", "RSS live MiB", "KiB/agent live", "gor/agent live", "heap KiB/agent", "RSS reaped MiB", "KiB/agent reaped", "gor/agent reaped", "reap s", "child RSS MiB", "child PSS MiB", "child USS MiB"},
 		Results: map[string]any{"target": fmt.Sprintf("≥ %d live idle agents with daemon overhead ≤ %d KiB per agent", scaleTargetAgents, scaleTargetKiB), "phases": phases}}
 	mib := func(kib int64) string { return f2(float64(kib) / 1024) }
 	for _, p := range phases {
 		rep.Rows = append(rep.Rows, []string{fmt.Sprint(p.Created), f2(p.SpawnRate), f3(p.SpawnSeconds), f2(p.Create.P50), f2(p.Create.P99), f3(p.PromptSeconds),
 			mib(p.Before.RSSKiB), mib(p.Live.RSSKiB), f2(p.LivePer.RSSKiB), f2(p.LivePer.Goroutines), f2(p.LivePer.HeapInuse),
-			mib(p.Reaped.RSSKiB), f2(p.ReapPer.RSSKiB), f2(p.ReapPer.Goroutines), f2(p.ReapSecs), f2(p.ChildRSSKiB / 1024)})
+			mib(p.Reaped.RSSKiB), f2(p.ReapPer.RSSKiB), f2(p.ReapPer.Goroutines), f2(p.ReapSecs), f2(p.ChildRSSKiB / 1024), f2(p.ChildPSSKiB / 1024), f2(p.ChildUSSKiB / 1024)})
 	}
 	evaluated := false
 	for _, p := range phases {
@@ -162,10 +172,10 @@ func runScale(o *options) (*report, error) {
 	}
 	rep.Notes = append(notes,
 		"per agent = (value − value before spawning) / agents; RSS is VmRSS of shardd alone (not its children), heap is go_memstats_heap_inuse_bytes and goroutines go_goroutines from /metrics",
-		fmt.Sprintf("each phase: fresh daemon, agent.create with %d in flight (acknowledged once the runtime is ready: create_to_ready), then attach + `sim: say hi` on shared connections (%d agents each), snapshots %s after the last turn_end and again after runtime.idle_timeout reaped every runtime",
-			scaleWorkers, scaleAgentsPerConn, scaleSettle),
+		fmt.Sprintf("each phase: fresh daemon, agent.create with %d in flight (acknowledged once the runtime is ready: create_to_ready), then attach + `sim: say hi` on shared connections (%d agents each), snapshots %s after the last turn_end (past the runtime's idle trim) and again %s after runtime.idle_timeout reaped every runtime",
+			scaleWorkers, scaleAgentsPerConn, scaleIdleSettle, scaleSettle),
 		"after reaping, RSS keeps pages the Go runtime has not returned to the OS yet; heap in use is the closer figure for what the daemon still holds",
-		"child MiB: mean VmRSS of one runtime child (shardd agent --headless) while live")
+		"child RSS/PSS/USS MiB: one live idle runtime child (shardd agent --headless), mean: resident pages (shared executable pages included), those pages divided among the children, and what the child alone holds (smaps_rollup)")
 	rep.plot = func(dir string) ([]string, error) { return plotScale(dir, phases) }
 	return rep, nil
 }
@@ -385,13 +395,16 @@ func scaleRun(o *options, a int) (scalePhase, error) {
 	}
 
 	// Idle, every runtime live.
-	time.Sleep(scaleSettle)
+	time.Sleep(scaleIdleSettle)
 	if ph.Live, err = d.snap(); err != nil {
 		return ph, err
 	}
-	ph.ChildrenRSSKiB, _ = d.childrenRSSKiB()
-	if live := int(ph.Live.Running); live > 0 {
-		ph.ChildRSSKiB = float64(ph.ChildrenRSSKiB) / float64(live)
+	cm := d.childrenMemKiB()
+	ph.ChildrenRSSKiB = cm.RSS
+	if cm.N > 0 {
+		ph.ChildRSSKiB = float64(cm.RSS) / float64(cm.N)
+		ph.ChildPSSKiB = float64(cm.PSS) / float64(cm.N)
+		ph.ChildUSSKiB = float64(cm.Private) / float64(cm.N)
 	}
 	ph.MemAvailKiB, _ = memAvailableKiB()
 	if int(ph.Live.Running) != n {

@@ -23,6 +23,7 @@ const (
 	defaultHeadlessPolicy  = protocol.HeadlessDeny
 	defaultContextWindow   = 200_000
 	defaultServerVersion   = "dev"
+	defaultTrimAfter       = 2 * time.Second
 )
 
 // Options configure one runtime process. cmd/shardd fills them from env and
@@ -130,6 +131,20 @@ type Options struct {
 	// IgnoreSignals is called by the `sim: hang` directive; cmd/shardd
 	// passes a function that ignores SIGTERM. Default: does nothing.
 	IgnoreSignals func()
+	// Trim, when set, is called once the runtime has been idle for
+	// TrimAfter: after startup and after every turn, compaction or session
+	// operation that ends in idle. An idle runtime waits, often for hours,
+	// and what it touched to get there (startup's package initialization,
+	// a turn's provider and tool code) need not stay resident; cmd/shardd
+	// passes a function that returns those pages to the kernel
+	// (internal/memtrim). It runs on a timer goroutine, never under the
+	// runtime's lock, and must be safe to call at any time.
+	Trim func()
+	// TrimAfter is how long the runtime must stay idle before Trim runs.
+	// Default 2s: long enough that a client's next prompt right after a
+	// turn does not fault the pages straight back in, short enough that an
+	// idle fleet sheds them within a moment.
+	TrimAfter time.Duration
 
 	// syncFile, when set, replaces (*os.File).Sync for the transcript, so
 	// a test can hold an fsync and watch what the runtime does meanwhile
@@ -145,6 +160,7 @@ func (o Options) withDefaults() Options {
 	o.HeadlessPolicy = cmp.Or(o.HeadlessPolicy, defaultHeadlessPolicy)
 	o.ContextWindow = cmp.Or(o.ContextWindow, defaultContextWindow)
 	o.ServerVersion = cmp.Or(o.ServerVersion, defaultServerVersion)
+	o.TrimAfter = cmp.Or(o.TrimAfter, defaultTrimAfter)
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}

@@ -141,6 +141,8 @@ type runtime struct {
 	// (0 after a compaction): a real provider's count includes the system
 	// prompt and tools, which the window estimate does not.
 	lastContext int64
+	// trimTimer runs Options.Trim once the runtime has stayed idle.
+	trimTimer *time.Timer
 }
 
 func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Options, log *slog.Logger, ids *idGen, sess *session, st *sessionState, grants *grants, models *models) *runtime {
@@ -188,6 +190,7 @@ func (r *runtime) start() {
 		LiveWindow:      r.liveWindowLocked(),
 		PendingRequests: r.pendingRawLocked(),
 	})
+	r.armTrimLocked()
 	r.log.Info("runtime started", "messages", len(r.window), "compaction_index", r.compactionIndex,
 		"mode", r.mode, "provider", r.models.name, "model", r.active.ID, "headless_policy", r.opts.HeadlessPolicy)
 }
@@ -198,6 +201,7 @@ func (r *runtime) start() {
 func (r *runtime) shutdown() {
 	r.mu.Lock()
 	r.closing = true
+	r.armTrimLocked() // closing: stops it
 	r.abortLocked()
 	r.mu.Unlock()
 	r.turns.Wait()
@@ -245,6 +249,23 @@ func (r *runtime) setStatusLocked(s protocol.AgentStatus) {
 	}
 	r.status = s
 	r.emitLocked(protocol.Status{Header: protocol.Header{Type: protocol.TypeStatus}, Status: s})
+	r.armTrimLocked()
+}
+
+// armTrimLocked starts the idle-trim timer when the runtime is idle and
+// stops it otherwise (Options.Trim). A timer that fires just as a turn
+// starts trims anyway: harmless, the pages fault back in.
+func (r *runtime) armTrimLocked() {
+	if r.opts.Trim == nil {
+		return
+	}
+	if r.trimTimer != nil {
+		r.trimTimer.Stop()
+		r.trimTimer = nil
+	}
+	if r.status == protocol.StatusIdle && !r.closing {
+		r.trimTimer = time.AfterFunc(r.opts.TrimAfter, r.opts.Trim)
+	}
 }
 
 // appendWindowLocked adds a message to the live window and writes it to the

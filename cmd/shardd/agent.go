@@ -6,12 +6,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/internal/memtrim"
 	"github.com/shard-dev/shard/runtime"
 	"github.com/shard-dev/shard/runtime/provider"
 )
@@ -90,9 +92,20 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				ServerVersion:    version,
 				Exit:             os.Exit,
 				IgnoreSignals:    func() { signal.Ignore(syscall.SIGTERM, syscall.SIGINT) },
+				Trim:             trimIdle,
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&headless, "headless", false, "speak the per-agent protocol on stdin/stdout (required)")
 	return cmd
+}
+
+// trimIdle is the runtime's idle trim (runtime.Options.Trim): the heap's
+// free pages go back to the OS, and the executable's read-only pages that
+// startup and the last turn touched leave the resident set. An idle child
+// of this ~60 MB binary then holds what idling needs, not what every
+// package's init touched (BENCHMARKS.md, child RSS).
+func trimIdle() {
+	debug.FreeOSMemory()
+	_, _ = memtrim.DropExecutablePages() // best effort: a failure only leaves pages resident
 }
