@@ -69,6 +69,19 @@ type Deps struct {
 type Actor struct {
 	deps  Deps
 	locks *git.Locks
+	// jobs is the jobs coordinator (AttachJobs), asked by retire about
+	// subagent runs in flight; nil until attached.
+	jobs *actor.PID
+	// reconciled: startup reconciliation ended. Until then the isolation
+	// requests of the jobs coordinator wait in held (see isolation.go).
+	reconciled bool
+	held       []heldRequest
+}
+
+// heldRequest is an isolation request that waits for reconciliation.
+type heldRequest struct {
+	to  *actor.PID
+	msg Message
 }
 
 // Props returns the workspace actor's props.
@@ -107,6 +120,19 @@ func (a *Actor) Receive(c actor.Context) {
 		if m.err != nil {
 			a.deps.Logger.Error("workspaces: startup reconciliation", "err", m.err)
 		}
+		a.reconciled = true
+		for _, h := range a.held {
+			a.onIsolation(c, h.to, h.msg)
+		}
+		a.held = nil
+	case *AttachJobs:
+		a.jobs = m.PID
+	case *Plan, *Materialize, *DiffStat:
+		if !a.reconciled {
+			a.held = append(a.held, heldRequest{to: c.Sender(), msg: m.(Message)})
+			return
+		}
+		a.onIsolation(c, c.Sender(), m.(Message))
 	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
 	default:
 		a.deps.Logger.Warn("workspaces: unexpected message", "type", fmt.Sprintf("%T", m))
@@ -152,7 +178,7 @@ func (a *Actor) onCommand(c actor.Context, cmd *registry.Command) {
 }
 
 func (a *Actor) worker(sys *actor.ActorSystem) *worker {
-	return &worker{deps: a.deps, locks: a.locks, sys: sys}
+	return &worker{deps: a.deps, locks: a.locks, sys: sys, jobs: a.jobs}
 }
 
 func (a *Actor) onDone(c actor.Context, d *done) {
