@@ -121,10 +121,11 @@ func (a *Actor) Receive(c actor.Context) {
 			a.deps.Logger.Error("workspaces: startup reconciliation", "err", m.err)
 		}
 		a.reconciled = true
-		for _, h := range a.held {
+		held := a.held
+		a.held = nil
+		for _, h := range held {
 			a.onIsolation(c, h.to, h.msg)
 		}
-		a.held = nil
 	case *AttachJobs:
 		a.jobs = m.PID
 	case *Plan, *Materialize, *DiffStat:
@@ -133,7 +134,10 @@ func (a *Actor) Receive(c actor.Context) {
 			return
 		}
 		a.onIsolation(c, c.Sender(), m.(Message))
-	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	case *actor.Stopping:
+		// Nobody waits for a held request that will never run.
+		a.refuseHeld(c)
+	case *actor.Stopped, *actor.Restarting:
 	default:
 		a.deps.Logger.Warn("workspaces: unexpected message", "type", fmt.Sprintf("%T", m))
 	}

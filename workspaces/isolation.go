@@ -140,16 +140,26 @@ func (a *Actor) onIsolation(c actor.Context, to *actor.PID, m Message) {
 		sys.Root.Send(to, out)
 	})
 	if !started {
-		err := protocol.Errorf(protocol.CodeConflict, "daemon is shutting down")
-		switch m := m.(type) {
+		a.held = append(a.held, heldRequest{to: to, msg: m})
+		a.refuseHeld(c)
+	}
+}
+
+// refuseHeld answers the requests still waiting for reconciliation when
+// the actor stops.
+func (a *Actor) refuseHeld(c actor.Context) {
+	err := protocol.Errorf(protocol.CodeConflict, "daemon is shutting down")
+	for _, h := range a.held {
+		switch m := h.msg.(type) {
 		case *Plan:
-			c.Send(to, &Planned{Err: err})
+			c.Send(h.to, &Planned{Err: err})
 		case *Materialize:
-			c.Send(to, &Materialized{RunID: m.RunID, Err: err})
+			c.Send(h.to, &Materialized{RunID: m.RunID, Err: err})
 		case *DiffStat:
-			c.Send(to, &DiffStatResult{RunID: m.RunID, Err: err})
+			c.Send(h.to, &DiffStatResult{RunID: m.RunID, Err: err})
 		}
 	}
+	a.held = nil
 }
 
 // plan describes the workspaces of Plan (see the file comment). The base
