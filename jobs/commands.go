@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
+	"github.com/shard-dev/shard/workspaces"
 )
 
 func reply(cmd *registry.Command, data any) {
@@ -116,6 +118,10 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		fail(cmd, protocol.Errorf(protocol.CodePermissionDenied, "launch policy: depth %d exceeds maxDepth %d", pm.Depth+1, maxDepth))
 		return
 	}
+	if m.Isolation == protocol.IsolationWorkspace && co.deps.Workspaces == nil {
+		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "field \"isolation\": workspaces are not available in this daemon"))
+		return
+	}
 	if m.RequestID != "" {
 		if j := co.idx.byRequest(m.ParentAgentID, m.RequestID); j != nil {
 			reply(cmd, createdData(j))
@@ -154,7 +160,11 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 			State: protocol.RunQueued, QueuedAt: now.UnixMilli(), TimeoutMs: lim.RunTimeout.Milliseconds(),
 		})
 	}
-	co.commit(c, cmd, job, agents, aliases)
+	var plan *workspaces.Plan
+	if m.Isolation == protocol.IsolationWorkspace {
+		plan = planOf(&job, pm.Cwd)
+	}
+	co.commit(c, cmd, job, agents, aliases, plan)
 }
 
 func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *protocol.SubagentRelaunch) {
@@ -177,19 +187,36 @@ func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *proto
 		CreatedAt: now.UnixMilli(), Runs: []store.Run{{
 			RunID: ids.New("run"), Name: am.Name, AgentID: agentID, Alias: am.Alias, Task: m.Task,
 			State: protocol.RunQueued, QueuedAt: now.UnixMilli(), TimeoutMs: co.deps.Limits.RunTimeout.Milliseconds(),
+			Workspace: co.workspaceOf(am),
 		}}}
 	// Index now so a concurrent relaunch of the same agent conflicts.
 	co.idx.put(&job)
-	co.commit(c, cmd, job, nil, nil)
+	co.commit(c, cmd, job, nil, nil, nil)
 }
 
 // commit writes the job (and its new agents) off the mailbox; the response
 // is sent only after the transaction commits. Creates committing at the
 // same time share a transaction (store group commit).
-func (co *Coordinator) commit(c actor.Context, cmd *registry.Command, job store.Job, agents []store.Agent, aliases map[string]string) {
-	st, sys, self := co.deps.Store, co.sys, co.self
+//
+// With a plan (isolation "workspace") the goroutine first asks the
+// workspace actor for the workspace records and binds the runs and child
+// agents to them (isolation.go); the records are committed in the job's
+// transaction.
+func (co *Coordinator) commit(c actor.Context, cmd *registry.Command, job store.Job, agents []store.Agent, aliases map[string]string, plan *workspaces.Plan) {
+	st, sys, self, wsPID := co.deps.Store, co.sys, co.self, co.deps.Workspaces
 	started := co.deps.Group.Go(func() {
-		existing, err := st.CreateJob(job, agents, aliases)
+		var recs []store.Workspace
+		if plan != nil {
+			var err error
+			if recs, err = askPlan(sys, wsPID, plan); err != nil {
+				sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, err: err})
+				return
+			}
+			// Copies: the mailbox's job and agents stay as they were.
+			job.Runs, agents = slices.Clone(job.Runs), slices.Clone(agents)
+			bindWorkspaces(&job, agents, recs)
+		}
+		existing, err := st.CreateJobWorkspaces(job, agents, aliases, recs)
 		sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, existing: existing, err: err})
 	})
 	if !started {
@@ -224,7 +251,7 @@ func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
 			answer(func(cmd *registry.Command) { reply(cmd, createdData(j)) })
 		case errors.Is(m.err, store.ErrConflict):
 			answer(func(cmd *registry.Command) { fail(cmd, protocol.Errorf(protocol.CodeConflict, "%w", m.err)) })
-		case errors.Is(m.err, errStopping):
+		case errors.Is(m.err, errStopping), isRefusal(m.err):
 			answer(func(cmd *registry.Command) { fail(cmd, m.err) })
 		default:
 			co.deps.Logger.Error("jobs: create", "err", m.err)
@@ -258,7 +285,7 @@ func createdData(j *store.Job) protocol.SubagentCreateData {
 	for _, r := range j.Runs {
 		out.Runs = append(out.Runs, protocol.CreatedRun{RunID: r.RunID, Index: r.Index, Name: r.Name,
 			State: protocol.RunQueued, AgentID: r.AgentID, Alias: r.Alias, DefinitionName: r.Name,
-			DisplayName: r.Name + " · " + r.Alias})
+			DisplayName: r.Name + " · " + r.Alias, WorkspaceID: workspaceIDOf(&r)})
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
+	"github.com/shard-dev/shard/workspaces"
 )
 
 // Limits bound what jobs may do.
@@ -77,6 +78,10 @@ type Deps struct {
 	// Metrics records runs by state, transitions, queue wait, run duration,
 	// stop stages and report delivery; nil records nothing.
 	Metrics *metrics.Metrics
+	// Workspaces is the workspace actor, which plans, makes and measures
+	// the workspaces of isolated runs (isolation.go); nil refuses
+	// isolation "workspace".
+	Workspaces *actor.PID
 }
 
 // Coordinator is the jobs actor: see the package doc. Its state is split by
@@ -151,6 +156,8 @@ func (co *Coordinator) Receive(c actor.Context) {
 		co.onFinished(c, m)
 	case *agent.Injected:
 		co.onInjected(m)
+	case *workspaces.RunsInFlight:
+		c.Respond(co.runsInFlight(m))
 	case *retryReports:
 		co.reports.retry = nil
 		co.deliverPending(c)
@@ -198,7 +205,7 @@ func (co *Coordinator) load(c actor.Context) {
 }
 
 func (co *Coordinator) spawnJob(c actor.Context, j store.Job) {
-	a := &jobActor{store: co.deps.Store, registry: co.deps.Registry, coord: co.self,
+	a := &jobActor{store: co.deps.Store, registry: co.deps.Registry, coord: co.self, workspaces: co.deps.Workspaces,
 		log: co.deps.Logger.With("job_id", j.JobID), clock: co.deps.Clock, job: j}
 	pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), j.JobID)
 	if err != nil {

@@ -20,6 +20,11 @@
 // sealed messages. Its timers run on an injected clock and its goroutines
 // in the daemon's xsync.Group.
 //
+// With isolation "workspace" (isolation.go) each run works in a git
+// worktree of its own that the workspaces actor plans before the job
+// commit (the records go into the job's transaction), makes when the run
+// starts and measures when it ends (the diff stat goes into the report).
+//
 // A job's state is derived from its runs. Nothing is replayed after a crash:
 // runs that were starting or active become interrupted, later chain steps are
 // cancelled, and the parent may relaunch the durable child explicitly.

@@ -13,6 +13,7 @@ import (
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
+	"github.com/shard-dev/shard/workspaces"
 )
 
 // jobActor owns one job's record while the job is nonterminal and drives
@@ -22,8 +23,11 @@ type jobActor struct {
 	store    *store.Store
 	registry *actor.PID
 	coord    *actor.PID
-	log      *slog.Logger
-	clock    clock.Clock
+	// workspaces is the workspace actor: it makes the worktrees of
+	// isolated runs and measures their diffs (isolation.go).
+	workspaces *actor.PID
+	log        *slog.Logger
+	clock      clock.Clock
 
 	job store.Job
 	// requested marks runs whose admission was asked for.
@@ -33,6 +37,12 @@ type jobActor struct {
 	// deadlines are the pending deadline timers of live runs, stopped when
 	// the run ends or the actor stops.
 	deadlines map[string]clock.Timer
+	// awaiting marks starting runs whose worktree is being made; they are
+	// leased once it exists (Materialized).
+	awaiting map[string]bool
+	// ending holds the lease ends of isolated runs while their diff stat
+	// is measured (DiffStatResult).
+	ending map[string]*agent.LeaseEnded
 	// finished: the job is terminal and the coordinator was told (finish).
 	finished bool
 	sys      *actor.ActorSystem
@@ -44,6 +54,7 @@ func (j *jobActor) Receive(c actor.Context) {
 	case *actor.Started:
 		j.sys, j.self = c.ActorSystem(), c.Self()
 		j.requested, j.timedOut, j.deadlines = map[string]bool{}, map[string]bool{}, map[string]clock.Timer{}
+		j.awaiting, j.ending = map[string]bool{}, map[string]*agent.LeaseEnded{}
 		j.schedule(c)
 	case *admitted:
 		j.start(c, m.runID)
@@ -51,6 +62,10 @@ func (j *jobActor) Receive(c actor.Context) {
 		j.transition(c, m.RunID, []protocol.RunState{protocol.RunStarting}, protocol.RunActive, nil)
 	case *agent.LeaseEnded:
 		j.onEnded(c, m)
+	case *workspaces.Materialized:
+		j.onMaterialized(c, m)
+	case *workspaces.DiffStatResult:
+		j.onDiffStat(c, m)
 	case *deadline:
 		j.onDeadline(c, m.runID)
 	case *stopReq:
@@ -117,7 +132,13 @@ func (j *jobActor) start(c actor.Context, runID string) {
 		j.tell(c, &released{jobID: j.job.JobID, runID: runID}) // cancelled meanwhile
 		return
 	}
-	c.Send(j.registry, &agent.Route{AgentID: agentID, Msg: &agent.LeaseStart{RunID: runID, Task: task, Holder: j.self}})
+	if r := j.job.Run(runID); r != nil && r.Workspace != nil && j.workspaces != nil {
+		// Its worktree first (isolation.go); the lease follows.
+		j.awaiting[runID] = true
+		c.Request(j.workspaces, &workspaces.Materialize{WorkspaceID: r.Workspace.WorkspaceID, RunID: runID})
+	} else {
+		c.Send(j.registry, &agent.Route{AgentID: agentID, Msg: &agent.LeaseStart{RunID: runID, Task: task, Holder: j.self}})
+	}
 	if timeout > 0 {
 		sys, self := j.sys, j.self
 		var m Message = &deadline{runID: runID}
@@ -126,6 +147,22 @@ func (j *jobActor) start(c actor.Context, runID string) {
 }
 
 func (j *jobActor) onEnded(c actor.Context, m *agent.LeaseEnded) {
+	r := j.job.Run(m.RunID)
+	if r == nil || r.State.Terminal() || j.ending[m.RunID] != nil {
+		return
+	}
+	if r.Workspace != nil && j.workspaces != nil {
+		// The diff stat goes into the run and its report (onDiffStat).
+		j.ending[m.RunID] = m
+		c.Request(j.workspaces, &workspaces.DiffStat{WorkspaceID: r.Workspace.WorkspaceID, RunID: m.RunID})
+		return
+	}
+	j.endRun(c, m, nil)
+}
+
+// endRun commits the terminal transition of a run whose lease ended, with
+// its workspace's diff stat when it has one.
+func (j *jobActor) endRun(c actor.Context, m *agent.LeaseEnded, stat *protocol.DiffStats) {
 	r := j.job.Run(m.RunID)
 	if r == nil || r.State.Terminal() {
 		return
@@ -155,6 +192,11 @@ func (j *jobActor) onEnded(c actor.Context, m *agent.LeaseEnded) {
 			r.StopStage = m.StopStage
 		}
 		r.ExitStatus = m.ExitStatus
+		if stat != nil && r.Workspace != nil {
+			ws := *r.Workspace
+			ws.DiffStat = stat
+			r.Workspace = &ws
+		}
 	})
 	j.stopDeadline(m.RunID)
 	j.tell(c, &released{jobID: j.job.JobID, runID: m.RunID})
@@ -217,6 +259,11 @@ func (j *jobActor) onDeadline(c actor.Context, runID string) {
 	if r == nil || (r.State != protocol.RunStarting && r.State != protocol.RunActive) {
 		return
 	}
+	if j.awaiting[runID] {
+		// Its worktree is still being made: the child was never leased.
+		j.endUnleased(c, runID, protocol.RunTimedOut, "deadline exceeded")
+		return
+	}
 	j.timedOut[runID] = true
 	j.log.Info("run deadline exceeded", "run_id", runID)
 	c.Send(j.registry, &agent.Route{AgentID: r.AgentID, Msg: &agent.LeaseStop{RunID: runID}})
@@ -265,6 +312,11 @@ func (j *jobActor) onStop(c actor.Context, m *stopReq) {
 		j.job = updated
 		for _, id := range live {
 			r := j.job.Run(id)
+			if j.awaiting[id] {
+				// Never leased (its worktree is being made): cancelled here.
+				j.endUnleased(c, id, protocol.RunCancelled, "cancelled")
+				continue
+			}
 			c.Send(j.registry, &agent.Route{AgentID: r.AgentID, Msg: &agent.LeaseStop{RunID: id}})
 		}
 		if j.job.Strategy == protocol.StrategyChain {
@@ -355,6 +407,7 @@ func reportOf(job *store.Job, r *store.Run, now int64) store.Report {
 	return store.Report{
 		RunID: r.RunID, JobID: job.JobID, ParentAgentID: job.ParentAgentID, AgentID: r.AgentID,
 		Alias: r.Alias, Name: r.Name, State: r.State, Error: r.Error, FinalText: r.FinalText, CreatedAt: now,
+		Workspace: r.Workspace,
 	}
 }
 

@@ -81,3 +81,26 @@ func TestReportText(t *testing.T) {
 		})
 	}
 }
+
+// TestReportTextNamesWorkspace: an isolated run's report names its
+// workspace (id, branch, worktree) and its diff stat, or says the stat
+// was not measured.
+func TestReportTextNamesWorkspace(t *testing.T) {
+	job := &store.Job{JobID: "job-01", ParentAgentID: "agent-parent", Strategy: protocol.StrategyParallel}
+	run := &store.Run{RunID: "run-01", Name: "alpha", AgentID: "agent-01", State: protocol.RunCompleted,
+		Workspace: &protocol.RunWorkspace{WorkspaceID: "workspace-01", Branch: "shard/alpha-1234", Cwd: "/wt/workspace-01",
+			DiffStat: &protocol.DiffStats{Files: 2, Additions: 7, Deletions: 3}}}
+	text := ReportText(reportOf(job, run, 1))
+	want := "ended: completed.\nworkspace: workspace-01 (branch shard/alpha-1234, cwd /wt/workspace-01)\ndiff: 2 file(s) changed, +7 -3"
+	if !strings.Contains(text, want) {
+		t.Fatalf("report:\n%s\nwant it to contain:\n%s", text, want)
+	}
+	run.Workspace.DiffStat = nil
+	if text := ReportText(reportOf(job, run, 1)); !strings.Contains(text, "workspace: workspace-01") || !strings.Contains(text, "diff: not measured") {
+		t.Fatalf("report without a stat:\n%s", text)
+	}
+	run.Workspace = nil
+	if text := ReportText(reportOf(job, run, 1)); strings.Contains(text, "workspace") || strings.Contains(text, "diff:") {
+		t.Fatalf("report of a run without a workspace:\n%s", text)
+	}
+}

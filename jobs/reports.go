@@ -79,8 +79,9 @@ func (co *Coordinator) onInjected(m *agent.Injected) {
 }
 
 // ReportText is the completion report a parent's model receives. It names
-// the run and its outcome and carries the child's final text; it never
-// repeats the task.
+// the run and its outcome, an isolated run's workspace (id, branch,
+// worktree) and its diff stat when the run ended, and carries the child's
+// final text; it never repeats the task.
 func ReportText(r store.Report) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[subagent report] run %s of job %s (%s, agent %s", r.RunID, r.JobID, r.Name, r.AgentID)
@@ -88,6 +89,15 @@ func ReportText(r store.Report) string {
 		fmt.Fprintf(&b, ", alias %s", r.Alias)
 	}
 	fmt.Fprintf(&b, ") ended: %s.", r.State)
+	if ws := r.Workspace; ws != nil {
+		// Isolated run: where its work is, and how much of it there is.
+		fmt.Fprintf(&b, "\nworkspace: %s (branch %s, cwd %s)", ws.WorkspaceID, ws.Branch, ws.Cwd)
+		if d := ws.DiffStat; d != nil {
+			fmt.Fprintf(&b, "\ndiff: %d file(s) changed, +%d -%d", d.Files, d.Additions, d.Deletions)
+		} else {
+			b.WriteString("\ndiff: not measured")
+		}
+	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "\nerror: %s", r.Error)
 	}

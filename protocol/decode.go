@@ -451,6 +451,9 @@ func (c *SubagentCreate) Validate() error {
 	if err := oneOf("strategy", string(c.Strategy), string(StrategySingle), string(StrategyParallel), string(StrategyChain)); err != nil {
 		return err
 	}
+	if err := oneOf("isolation", string(c.Isolation), string(IsolationNone), string(IsolationWorkspace)); err != nil {
+		return err
+	}
 	if len(c.Tasks) == 0 {
 		if c.Task == "" {
 			return invalid("task", "required (or tasks for a batch)")

@@ -171,6 +171,7 @@ func TestDecodeCommandInvalid(t *testing.T) {
 		// subagent.create.
 		{name: "subagent.create without parent", rec: `{"type":"subagent.create","name":"n","task":"t"}`, wantTyp: "subagent.create", wantErr: `field "parent_agent_id": required`},
 		{name: "subagent.create bad strategy", rec: `{"type":"subagent.create","parent_agent_id":"p","name":"n","task":"t","strategy":"random"}`, wantTyp: "subagent.create", wantErr: `field "strategy": must be one of single, parallel, chain`},
+		{name: "subagent.create bad isolation", rec: `{"type":"subagent.create","parent_agent_id":"p","name":"n","task":"t","isolation":"sandbox"}`, wantTyp: "subagent.create", wantErr: `field "isolation": must be one of none, workspace`},
 		{name: "subagent.create nothing to do", rec: `{"type":"subagent.create","parent_agent_id":"p"}`, wantTyp: "subagent.create", wantErr: `field "task": required`},
 		{name: "subagent.create single without name", rec: `{"type":"subagent.create","parent_agent_id":"p","task":"t"}`, wantTyp: "subagent.create", wantErr: `field "name": required`},
 		{name: "subagent.create single with name only", rec: `{"type":"subagent.create","parent_agent_id":"p","name":"n"}`, wantTyp: "subagent.create", wantErr: `field "task": required`},
@@ -300,6 +301,8 @@ func TestDecodeCommandValid(t *testing.T) {
 			&protocol.SubagentCreate{Header: hdr("subagent.create", "", ""), ParentAgentID: "p", Name: "n", Task: "t", Strategy: protocol.StrategySingle}},
 		{"subagent.create batch", `{"type":"subagent.create","parent_agent_id":"p","tasks":[{"name":"a","task":"x"},{"name":"b","task":"y"}],"strategy":"chain"}`,
 			&protocol.SubagentCreate{Header: hdr("subagent.create", "", ""), ParentAgentID: "p", Tasks: []protocol.TaskSpec{{Name: "a", Task: "x"}, {Name: "b", Task: "y"}}, Strategy: protocol.StrategyChain}},
+		{"subagent.create isolated", `{"type":"subagent.create","parent_agent_id":"p","name":"n","task":"t","isolation":"workspace"}`,
+			&protocol.SubagentCreate{Header: hdr("subagent.create", "", ""), ParentAgentID: "p", Name: "n", Task: "t", Isolation: protocol.IsolationWorkspace}},
 		{"subagent.wait poll", `{"type":"subagent.wait","parent_agent_id":"p","handles":["job-1"],"mode":"any","timeout":0}`,
 			&protocol.SubagentWait{Header: hdr("subagent.wait", "", ""), ParentAgentID: "p", Handles: []string{"job-1"}, Mode: "any", Timeout: f64(0)}},
 		{"subagent.wait forever", `{"type":"subagent.wait","parent_agent_id":"p","handles":["a","b"]}`,

@@ -224,7 +224,21 @@ type SubagentCreate struct {
 	// RequestID makes create idempotent (issue 4): a repeat returns the
 	// original job.
 	RequestID string `json:"request_id,omitempty"`
+	// Isolation (additive, issue 11): IsolationNone (default, "") runs
+	// every child in the parent's cwd; IsolationWorkspace gives each run
+	// a git worktree of its own on a new branch from the parent's
+	// repository (a chain's steps share one, in order).
+	Isolation Isolation `json:"isolation,omitempty"`
 }
+
+// Isolation says where a subagent job's children work.
+type Isolation string
+
+// The isolations subagent.create accepts.
+const (
+	IsolationNone      Isolation = "none"
+	IsolationWorkspace Isolation = "workspace"
+)
 
 // CreatedRun is one run in a subagent.create response.
 type CreatedRun struct {
@@ -236,6 +250,9 @@ type CreatedRun struct {
 	Alias          string   `json:"alias"`
 	DefinitionName string   `json:"definition_name,omitempty"`
 	DisplayName    string   `json:"display_name,omitempty"`
+	// WorkspaceID (additive) names the run's workspace under isolation
+	// "workspace".
+	WorkspaceID string `json:"workspace_id,omitempty"`
 }
 
 // SubagentCreateData is the data of a subagent.create response.

@@ -185,6 +185,9 @@ type AgentInfo struct {
 	Alias          string       `json:"alias,omitempty"`
 	DefinitionName string       `json:"definition_name,omitempty"`
 	DisplayName    string       `json:"display_name,omitempty"`
+	// WorkspaceID (additive, issue 11) names the workspace the agent works
+	// in: one of workspace.create/attach, or of an isolated subagent run.
+	WorkspaceID string `json:"workspace_id,omitempty"`
 }
 
 // PermissionDetail is server-authored presentation data of a permission request.
@@ -298,6 +301,19 @@ type RunSnapshot struct {
 	Error          string    `json:"error,omitempty"`
 	StartedAt      int64     `json:"started_at,omitempty"`
 	EndedAt        int64     `json:"ended_at,omitempty"`
+	// Workspace (additive, issue 11) is the run's workspace binding under
+	// isolation "workspace".
+	Workspace *RunWorkspace `json:"workspace,omitempty"`
+}
+
+// RunWorkspace is a run's workspace binding: the workspace, its branch
+// and worktree, and, once the run ended, the workspace's diff stat
+// against its merge-base at that moment (workspace.diff's stats).
+type RunWorkspace struct {
+	WorkspaceID string     `json:"workspace_id"`
+	Branch      string     `json:"branch,omitempty"`
+	Cwd         string     `json:"cwd,omitempty"`
+	DiffStat    *DiffStats `json:"diff_stat,omitempty"`
 }
 
 // JobSnapshot is the public view of a job (spec §11.2); task specs are private

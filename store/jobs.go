@@ -52,6 +52,9 @@ type Run struct {
 	StopStage       string `json:"stop_stage,omitempty"`
 	// ExitStatus describes how the child's runtime ended, when it did.
 	ExitStatus string `json:"exit_status,omitempty"`
+	// Workspace is the run's workspace under isolation "workspace" (its
+	// diff stat is recorded when the run ends); nil otherwise.
+	Workspace *protocol.RunWorkspace `json:"workspace,omitempty"`
 }
 
 // Report is a completion report waiting to be delivered to the parent. It
@@ -69,6 +72,8 @@ type Report struct {
 	Error         string            `json:"error,omitempty"`
 	FinalText     string            `json:"final_text,omitempty"`
 	CreatedAt     int64             `json:"created_at"`
+	// Workspace is the run's workspace and diff stat, if it had one.
+	Workspace *protocol.RunWorkspace `json:"workspace,omitempty"`
 }
 
 // Run returns the run with id, or nil.
@@ -89,11 +94,25 @@ func scoped(parent, key string) string { return parent + "\x00" + key }
 // wrapping ErrExists; an alias already bound to another agent of the parent
 // is ErrConflict. Nothing is written on any error.
 func (s *Store) CreateJob(j Job, agents []Agent, aliases map[string]string) (existing string, err error) {
+	return s.CreateJobWorkspaces(j, agents, aliases, nil)
+}
+
+// CreateJobWorkspaces is CreateJob that also stores new workspace records
+// in the same transaction (subagent.create with isolation "workspace"):
+// each must be new (ErrConflict wrapping ErrExists otherwise) and claims
+// its worktree path like CreateWorkspace (ErrConflict when a live record
+// holds it). Nothing is written on any error.
+func (s *Store) CreateJobWorkspaces(j Job, agents []Agent, aliases map[string]string, workspaces []Workspace) (existing string, err error) {
 	if j.JobID == "" || j.ParentAgentID == "" || len(j.Runs) == 0 {
 		return "", fmt.Errorf("%w: job needs an id, a parent and runs", ErrInvalid)
 	}
 	for _, a := range agents {
 		if err := a.validate(); err != nil {
+			return "", err
+		}
+	}
+	for i := range workspaces {
+		if err := workspaces[i].validate(); err != nil {
 			return "", err
 		}
 	}
@@ -139,6 +158,24 @@ func (s *Store) CreateJob(j Job, agents []Agent, aliases map[string]string) (exi
 				return err
 			}
 			if err := putJSON(tx, bucketAgents, a.AgentID, a); err != nil {
+				return err
+			}
+		}
+		for i := range workspaces {
+			w := workspaces[i]
+			taken, err := exists(tx, bucketWorkspaces, w.WorkspaceID)
+			if err != nil {
+				return err
+			}
+			if taken {
+				return fmt.Errorf("%w: %w: workspace %q", ErrConflict, ErrExists, w.WorkspaceID)
+			}
+			if w.Live() {
+				if err := claimPath(tx, &w); err != nil {
+					return err
+				}
+			}
+			if err := putJSON(tx, bucketWorkspaces, w.WorkspaceID, w); err != nil {
 				return err
 			}
 		}

@@ -50,6 +50,10 @@ type Workspace struct {
 	// CreatedPath records what the daemon created, so that it can later
 	// prove a worktree on disk is its own before it removes anything.
 	CreatedPath *CreatedPath `json:"created_path,omitempty"`
+	// JobID names the subagent job whose isolated runs work here
+	// (subagent.create isolation "workspace"): the record was committed
+	// with the job, in state creating, before git made anything.
+	JobID string `json:"job_id,omitempty"`
 }
 
 // WorkspaceTombstone keeps what a retired workspace's branch was, so that

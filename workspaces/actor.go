@@ -69,6 +69,19 @@ type Deps struct {
 type Actor struct {
 	deps  Deps
 	locks *git.Locks
+	// jobs is the jobs coordinator (AttachJobs), asked by retire about
+	// subagent runs in flight; nil until attached.
+	jobs *actor.PID
+	// reconciled: startup reconciliation ended. Until then the isolation
+	// requests of the jobs coordinator wait in held (see isolation.go).
+	reconciled bool
+	held       []heldRequest
+}
+
+// heldRequest is an isolation request that waits for reconciliation.
+type heldRequest struct {
+	to  *actor.PID
+	msg Message
 }
 
 // Props returns the workspace actor's props.
@@ -107,7 +120,24 @@ func (a *Actor) Receive(c actor.Context) {
 		if m.err != nil {
 			a.deps.Logger.Error("workspaces: startup reconciliation", "err", m.err)
 		}
-	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+		a.reconciled = true
+		held := a.held
+		a.held = nil
+		for _, h := range held {
+			a.onIsolation(c, h.to, h.msg)
+		}
+	case *AttachJobs:
+		a.jobs = m.PID
+	case *Plan, *Materialize, *DiffStat:
+		if !a.reconciled {
+			a.held = append(a.held, heldRequest{to: c.Sender(), msg: m.(Message)})
+			return
+		}
+		a.onIsolation(c, c.Sender(), m.(Message))
+	case *actor.Stopping:
+		// Nobody waits for a held request that will never run.
+		a.refuseHeld(c)
+	case *actor.Stopped, *actor.Restarting:
 	default:
 		a.deps.Logger.Warn("workspaces: unexpected message", "type", fmt.Sprintf("%T", m))
 	}
@@ -152,7 +182,7 @@ func (a *Actor) onCommand(c actor.Context, cmd *registry.Command) {
 }
 
 func (a *Actor) worker(sys *actor.ActorSystem) *worker {
-	return &worker{deps: a.deps, locks: a.locks, sys: sys}
+	return &worker{deps: a.deps, locks: a.locks, sys: sys, jobs: a.jobs}
 }
 
 func (a *Actor) onDone(c actor.Context, d *done) {

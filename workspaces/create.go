@@ -91,6 +91,37 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		}
 		return failed(internal(err))
 	}
+	rec, err = w.build(ctx, repo, rec)
+	if err != nil {
+		return failed(err)
+	}
+	built := rec
+	ag := w.newAgent(rec.WorkspaceID, rec.WorktreePath, req.Name, req.Model, req.Provider, req.Mode, req.Title)
+	rec, err = w.deps.Store.CreateWorkspaceAgent(id, ag)
+	if err != nil {
+		cur, gerr := w.deps.Store.GetWorkspace(id)
+		if gerr != nil {
+			cur = built
+		}
+		w.rollback(ctx, cur, "storing the workspace's agent failed", true)
+		return failed(internal(err))
+	}
+	return &done{
+		data:   protocol.WorkspaceCreateData{AgentID: ag.AgentID, SessionID: ag.SessionID, Workspace: rec.Info()},
+		adopt:  []store.Agent{ag},
+		events: [][]byte{createdEvent(rec), attachedEvent(rec, ag)},
+	}
+}
+
+// build makes the worktree of a creating record and activates it: git
+// worktree add, copy_files, the setup command, the ownership marker, then
+// the record active, in that order. On failure it rolls back what it made
+// (rollback) and returns the refusal or error to answer with. The caller
+// holds the repository's lock. workspace.create and an isolated subagent
+// run (materialize) share it.
+func (w *worker) build(ctx context.Context, repo git.Repo, rec store.Workspace) (store.Workspace, error) {
+	g := w.deps.Git
+	id, branch, path, baseSHA := rec.WorkspaceID, rec.Branch, rec.WorktreePath, rec.BaseSHA
 	orig := rec // what is on disk is described by this until activation
 	created, err := g.CreateWorktree(ctx, repo, path, branch, baseSHA)
 	if err != nil {
@@ -104,24 +135,24 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		}
 		switch {
 		case errors.Is(err, git.ErrBranchExists):
-			return failed(protocol.WorkspaceRefusal{Kind: protocol.RefusalBranchExists, WorkspaceID: id, Branch: branch,
-				Reason: fmt.Sprintf("branch %q already exists", branch)}.Err())
+			return store.Workspace{}, protocol.WorkspaceRefusal{Kind: protocol.RefusalBranchExists, WorkspaceID: id, Branch: branch,
+				Reason: fmt.Sprintf("branch %q already exists", branch)}.Err()
 		case errors.Is(err, git.ErrInvalidBranchName):
-			return failed(protocol.Errorf(protocol.CodeInvalidRequest, `field "branch": %q is not a valid branch name`, branch))
+			return store.Workspace{}, protocol.Errorf(protocol.CodeInvalidRequest, `field "branch": %q is not a valid branch name`, branch)
 		case errors.Is(err, git.ErrRefUnknown):
-			return failed(refuse(protocol.RefusalBaseRefUnknown, id, "base_ref does not name a commit"))
+			return store.Workspace{}, refuse(protocol.RefusalBaseRefUnknown, id, "base_ref does not name a commit")
 		case errors.Is(err, git.ErrPathTaken):
-			return failed(refuse(protocol.RefusalPathTaken, id, "the worktree path is taken"))
+			return store.Workspace{}, refuse(protocol.RefusalPathTaken, id, "the worktree path is taken")
 		}
-		return failed(internal(fmt.Errorf("create worktree (%s): %w", why, err)))
+		return store.Workspace{}, internal(fmt.Errorf("create worktree (%s): %w", why, err))
 	}
 	if err := copyFiles(repo.Root, created.Path, w.deps.CopyFiles); err != nil {
 		w.rollback(ctx, recWith(orig, created), "copying workspaces.copy_files failed", true)
-		return failed(internal(err))
+		return store.Workspace{}, internal(err)
 	}
 	if err := w.setup(ctx, id, repo.Root, created.Path); err != nil {
 		why := w.rollback(ctx, recWith(orig, created), "workspaces.setup_command failed", true)
-		return failed(protocol.Errorf(protocol.CodeConflict, "%w (the create was rolled back: %s)", err, why))
+		return store.Workspace{}, protocol.Errorf(protocol.CodeConflict, "%w (the create was rolled back: %s)", err, why)
 	}
 	marker := &store.CreatedPath{Path: created.Path, CreatedAt: w.now()}
 	if fi, err := os.Stat(created.Path); err == nil {
@@ -146,23 +177,9 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 	})
 	if err != nil {
 		w.rollback(ctx, recWith(orig, created), "recording the worktree failed", true)
-		return failed(internal(err))
+		return store.Workspace{}, internal(err)
 	}
-	ag := w.newAgent(rec.WorktreePath, req.Name, req.Model, req.Provider, req.Mode, req.Title)
-	rec, err = w.deps.Store.CreateWorkspaceAgent(id, ag)
-	if err != nil {
-		cur, gerr := w.deps.Store.GetWorkspace(id)
-		if gerr != nil {
-			cur = recWith(orig, created)
-		}
-		w.rollback(ctx, cur, "storing the workspace's agent failed", true)
-		return failed(internal(err))
-	}
-	return &done{
-		data:   protocol.WorkspaceCreateData{AgentID: ag.AgentID, SessionID: ag.SessionID, Workspace: rec.Info()},
-		adopt:  []store.Agent{ag},
-		events: [][]byte{createdEvent(rec), attachedEvent(rec, ag)},
-	}
+	return rec, nil
 }
 
 // copyFiles copies each listed regular file from the main checkout into
@@ -322,7 +339,7 @@ func (w *worker) attach(ctx context.Context, req *protocol.WorkspaceAttach) *don
 		d.err = refuse(protocol.RefusalMissingAuthority, rec.WorkspaceID, "the worktree directory is gone")
 		return d
 	}
-	ag := w.newAgent(rec.WorktreePath, req.Name, req.Model, req.Provider, req.Mode, req.Title)
+	ag := w.newAgent(rec.WorkspaceID, rec.WorktreePath, req.Name, req.Model, req.Provider, req.Mode, req.Title)
 	rec, err = w.deps.Store.CreateWorkspaceAgent(rec.WorkspaceID, ag)
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {

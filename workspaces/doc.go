@@ -40,7 +40,10 @@
 // changes; nothing-to-merge, a missing committer identity and a target that
 // moved meanwhile are CONFLICT without refusal data; the live check knows
 // runtimes, turns and attached clients (the registry's AgentInfo and the
-// attachment counts agents report), not yet subagent runs in flight; a
-// failed create keeps its record, retired, with ConflictReason saying what
-// was undone.
+// attachment counts agents report) and subagent runs in flight (asked of
+// the jobs coordinator: queued, starting or active runs of the workspace's
+// agents are busy); a failed create keeps its record, retired, with
+// ConflictReason saying what was undone. Isolated subagent runs
+// (isolation.go) plan, make and measure workspaces for the jobs
+// coordinator.
 package workspaces

@@ -69,9 +69,14 @@ func refusalOf(id string, err error) error {
 	return r.Err()
 }
 
-// liveness asks the registry about the workspace's agents: busy (a turn
-// in flight) before live (a runtime up).
+// liveness asks the jobs coordinator and the registry about the
+// workspace's agents: busy (a subagent run in flight — queued, starting or
+// active — or a turn in flight) before live (a runtime up or a client
+// attached).
 func (w *worker) liveness(rec store.Workspace) error {
+	if err := w.runsInFlight(rec); err != nil {
+		return err
+	}
 	if len(rec.AgentIDs) == 0 || w.deps.Registry == nil {
 		return nil
 	}
@@ -104,6 +109,35 @@ func (w *worker) liveness(rec store.Workspace) error {
 	return nil
 }
 
+// runsInFlight refuses busy when a subagent run bound to one of the
+// workspace's agents is not terminal: a queued chain step would start in
+// the worktree retire removes, and a starting run may not have a runtime
+// (or a turn) to see yet.
+func (w *worker) runsInFlight(rec store.Workspace) error {
+	if len(rec.AgentIDs) == 0 || w.jobs == nil {
+		return nil
+	}
+	res, err := w.sys.Root.RequestFuture(w.jobs, &RunsInFlight{AgentIDs: rec.AgentIDs}, 10*time.Second).Result()
+	if err != nil {
+		return protocol.Errorf(protocol.CodeInternal, "ask the jobs coordinator about the workspace's runs: %w", err)
+	}
+	st, ok := res.(*RunsInFlightResult)
+	if !ok {
+		return protocol.Errorf(protocol.CodeInternal, "jobs coordinator answered %T", res)
+	}
+	if len(st.Runs) == 0 {
+		return nil
+	}
+	var agents, runs []string
+	for _, a := range rec.AgentIDs {
+		if r, ok := st.Runs[a]; ok {
+			agents, runs = append(agents, a), append(runs, r)
+		}
+	}
+	return protocol.WorkspaceRefusal{Kind: protocol.RefusalBusy, WorkspaceID: rec.WorkspaceID, AgentIDs: agents,
+		Reason: "a subagent run bound to the workspace is in flight (" + strings.Join(runs, ", ") + ")"}.Err()
+}
+
 func (w *worker) retire(ctx context.Context, req *protocol.WorkspaceRetire) *done {
 	rec, unlock, err := w.getLocked(ctx, req.WorkspaceID)
 	if err != nil {
@@ -119,6 +153,12 @@ func (w *worker) retire(ctx context.Context, req *protocol.WorkspaceRetire) *don
 		return w.finishRetire(rec, disp, rec.HeadSHA, false, "")
 	case protocol.WorkspaceStateActive, protocol.WorkspaceStateRetiring:
 	default:
+		if rec.JobID != "" {
+			// Planned for a subagent job whose run has not made it yet.
+			if err := w.runsInFlight(rec); err != nil {
+				return failed(err)
+			}
+		}
 		return failed(protocol.Errorf(protocol.CodeConflict, "workspace %s is %s", id, rec.State))
 	}
 	if err := w.liveness(rec); err != nil {

@@ -24,6 +24,7 @@ type worker struct {
 	deps  Deps
 	locks *git.Locks
 	sys   *actor.ActorSystem
+	jobs  *actor.PID // the jobs coordinator, or nil (Actor.jobs)
 }
 
 func (w *worker) now() int64 { return w.deps.Clock.Now().UnixMilli() }
@@ -117,7 +118,7 @@ func shortID(id string) string {
 	return id
 }
 
-func (w *worker) newAgent(cwd string, name, model, provider, mode, title string) store.Agent {
+func (w *worker) newAgent(workspaceID, cwd string, name, model, provider, mode, title string) store.Agent {
 	if mode == "" {
 		mode = w.deps.DefaultMode
 	}
@@ -131,6 +132,7 @@ func (w *worker) newAgent(cwd string, name, model, provider, mode, title string)
 		Mode:        mode,
 		DisplayName: title,
 		CreatedAt:   w.now(),
+		WorkspaceID: workspaceID,
 	}
 }
 

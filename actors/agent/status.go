@@ -89,7 +89,7 @@ func InfoOf(m store.Agent, status protocol.AgentStatus, rs protocol.RuntimeState
 	info := protocol.AgentInfo{
 		AgentID: m.AgentID, Name: m.Name, Cwd: m.Cwd, Model: m.Model, Provider: m.Provider, Mode: mode,
 		Status: status, RuntimeState: rs, CreatedAt: m.CreatedAt, ParentAgentID: m.ParentAgentID,
-		Alias: m.Alias, DefinitionName: m.DefinitionName, DisplayName: m.DisplayName,
+		Alias: m.Alias, DefinitionName: m.DefinitionName, DisplayName: m.DisplayName, WorkspaceID: m.WorkspaceID,
 	}
 	if usage != (protocol.Usage{}) {
 		u := usage

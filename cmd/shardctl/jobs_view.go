@@ -127,7 +127,40 @@ func writeJobDetail(w io.Writer, j protocol.OpJob, clk clock, p palette, width i
 		return fmt.Errorf("write job: %w", err)
 	}
 	fmt.Fprintln(w)
-	return writeRunsTable(w, j.Runs, clk, p, width)
+	if err := writeRunsTable(w, j.Runs, clk, p, width); err != nil {
+		return err
+	}
+	return writeRunWorkspaces(w, j.Runs)
+}
+
+// writeRunWorkspaces lists the workspaces of isolated runs (subagent.create
+// isolation "workspace"), if the job has any.
+func writeRunWorkspaces(w io.Writer, runs []protocol.OpRun) error {
+	has := false
+	for _, r := range runs {
+		has = has || r.Workspace != nil
+	}
+	if !has {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tWORKSPACE\tBRANCH\tCWD\tDIFF")
+	for _, r := range runs {
+		ws := r.Workspace
+		if ws == nil {
+			continue
+		}
+		diff := "-"
+		if d := ws.DiffStat; d != nil {
+			diff = fmt.Sprintf("%d file(s) +%d -%d", d.Files, d.Additions, d.Deletions)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.Index+1, ws.WorkspaceID, orDash(ws.Branch), orDash(ws.Cwd), diff)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write run workspaces: %w", err)
+	}
+	return nil
 }
 
 // writeRunsTable renders the runs of a job.

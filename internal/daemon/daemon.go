@@ -229,32 +229,12 @@ func (d *Daemon) Start() error {
 		return fmt.Errorf("daemon: spawn registry: %w", err)
 	}
 	d.registry = pid
-	jd := jobs.Deps{
-		Store:    d.store,
-		Registry: d.registry,
-		Logger:   d.log.With("component", "jobs"),
-		Limits: jobs.Limits{
-			MaxActive:          cfg.Jobs.MaxActive,
-			MaxActivePerParent: cfg.Jobs.MaxActivePerParent,
-			MaxTasks:           cfg.Jobs.MaxTasks,
-			MaxDepth:           cfg.Jobs.MaxDepth,
-			RunTimeout:         cfg.Jobs.RunTimeout,
-		},
-		Aliases: splitList(cfg.Jobs.Aliases),
-		Group:   d.group,
-		Metrics: d.metrics,
-	}
-	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")
-	if err != nil {
-		d.stopActors()
-		d.store.Close()
-		return fmt.Errorf("daemon: spawn jobs coordinator: %w", err)
-	}
-	d.jobs = jpid
-	d.sys.Root.Send(d.registry, &registry.AttachJobs{PID: d.jobs})
-
 	// The workspace actor is the registry's third sibling (issue 11),
-	// attached like the coordinator before the gateway serves.
+	// attached like the coordinator before the gateway serves. It is
+	// spawned before the coordinator, which gets its PID in Deps (job
+	// actors ask it for the worktrees of isolated runs from their first
+	// message on); it gets the coordinator's by workspaces.AttachJobs, sent
+	// before the gateway serves, so that a retire can ask about runs.
 	wd := workspaces.Deps{
 		Store:        d.store,
 		Registry:     d.registry,
@@ -274,6 +254,32 @@ func (d *Daemon) Start() error {
 	}
 	d.workspaces = wpid
 	d.sys.Root.Send(d.registry, &registry.AttachWorkspaces{PID: d.workspaces})
+
+	jd := jobs.Deps{
+		Store:    d.store,
+		Registry: d.registry,
+		Logger:   d.log.With("component", "jobs"),
+		Limits: jobs.Limits{
+			MaxActive:          cfg.Jobs.MaxActive,
+			MaxActivePerParent: cfg.Jobs.MaxActivePerParent,
+			MaxTasks:           cfg.Jobs.MaxTasks,
+			MaxDepth:           cfg.Jobs.MaxDepth,
+			RunTimeout:         cfg.Jobs.RunTimeout,
+		},
+		Aliases:    splitList(cfg.Jobs.Aliases),
+		Group:      d.group,
+		Metrics:    d.metrics,
+		Workspaces: d.workspaces,
+	}
+	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")
+	if err != nil {
+		d.stopActors()
+		d.store.Close()
+		return fmt.Errorf("daemon: spawn jobs coordinator: %w", err)
+	}
+	d.jobs = jpid
+	d.sys.Root.Send(d.registry, &registry.AttachJobs{PID: d.jobs})
+	d.sys.Root.Send(d.workspaces, &workspaces.AttachJobs{PID: d.jobs})
 
 	d.gw = gateway.New(gateway.Config{
 		SocketPath:    cfg.SocketPath(),

@@ -71,6 +71,10 @@ func RunSnapshot(j *store.Job, r *store.Run, owner bool) protocol.RunSnapshot {
 		AgentID: r.AgentID, Alias: r.Alias, State: r.State, Deadline: r.Deadline,
 		Usage: r.Usage, Error: r.Error, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
 	}
+	if r.Workspace != nil {
+		ws := *r.Workspace
+		s.Workspace = &ws
+	}
 	if owner {
 		s.FinalText = r.FinalText
 	}

@@ -202,6 +202,13 @@ func Workspace(ctx context.Context, run RunFunc, dir, base string, lim Limits) (
 // with the real one's entries and stat data. A worktree without an index
 // yet leaves dst absent, which git reads as empty: every tracked file then
 // shows through the intent-to-add step, with the same diff.
+//
+// The copy keeps the index's mtime: git re-reads the content of an entry
+// whose stat data matches only when the entry is "racily clean" (its mtime
+// not older than the index file's), and a file rewritten with the same
+// size in the same second as the index was written (an agent's edit right
+// after the worktree's checkout) is found only that way. A copy stamped
+// now would hide that edit.
 func copyIndex(ctx context.Context, run RunFunc, dir, dst string) error {
 	out, err := run(ctx, dir, nil, "rev-parse", "--git-path", "index")
 	if err != nil {
@@ -218,7 +225,14 @@ func copyIndex(ctx context.Context, run RunFunc, dir, dst string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(dst, data, 0o600)
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(dst, data, 0o600); err != nil {
+		return err
+	}
+	return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
 }
 
 // gitErr wraps a failed git step with TIMEOUT when ctx ended it and
