@@ -113,6 +113,9 @@ func (w *worker) diff(ctx context.Context, req *protocol.WorkspaceDiff) *done {
 	if err != nil {
 		return failed(err)
 	}
+	if rec.State == protocol.WorkspaceStateMissing {
+		return failed(refuse(protocol.RefusalMissingAuthority, rec.WorkspaceID, "the workspace's worktree or repository is gone or moved"))
+	}
 	if rec.State != protocol.WorkspaceStateActive {
 		return failed(protocol.Errorf(protocol.CodeConflict, "workspace %s is %s", rec.WorkspaceID, rec.State))
 	}
