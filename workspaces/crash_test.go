@@ -195,12 +195,13 @@ func TestCrashDuringCreate(t *testing.T) {
 }
 
 // TestCrashDuringRetire stops a retire at every step, for keep and for
-// delete_confirmed, of a branch holding a commit of its own; after the
-// restart the retire is finished or rolled back, and the commit is on the
-// branch or, for a confirmed deletion, in the tombstone.
+// delete_confirmed of a branch holding a commit of its own, and for
+// delete_if_merged of one merged into main (startup proves it again); after
+// the restart the retire is finished or rolled back, and the commit is on
+// the branch or, for a deletion, in the tombstone.
 func TestCrashDuringRetire(t *testing.T) {
 	for _, step := range workspaces.RetireSteps() {
-		for _, disp := range []protocol.BranchDisposition{protocol.DispositionKeep, protocol.DispositionDeleteConfirmed} {
+		for _, disp := range []protocol.BranchDisposition{protocol.DispositionKeep, protocol.DispositionDeleteConfirmed, protocol.DispositionDeleteIfMerged} {
 			t.Run(string(step)+"/"+string(disp), func(t *testing.T) {
 				repo := newRepo(t)
 				st := openStore(t)
@@ -210,6 +211,9 @@ func TestCrashDuringRetire(t *testing.T) {
 				d := h.create(repo, "work")
 				gitIn(t, d.Workspace.Cwd, "commit", "-q", "--allow-empty", "-m", "work")
 				work := gitIn(t, d.Workspace.Cwd, "rev-parse", "HEAD")
+				if disp == protocol.DispositionDeleteIfMerged {
+					gitIn(t, repo, "merge", "-q", "--ff-only", d.Workspace.Branch)
+				}
 				h.send(&protocol.WorkspaceRetire{Header: protocol.Header{Type: protocol.TypeWorkspaceRetire},
 					WorkspaceID: d.Workspace.WorkspaceID, BranchDisposition: disp})
 				waitCrash(t, crashed, step)
@@ -235,8 +239,8 @@ func TestCrashDuringRetire(t *testing.T) {
 					t.Fatalf("not finished: %+v", rec)
 				case disp == protocol.DispositionKeep && (branchAt != work || rec.Tombstone.Deleted):
 					t.Fatalf("keep lost the branch: at %q, tombstone %+v", branchAt, rec.Tombstone)
-				case disp == protocol.DispositionDeleteConfirmed && (branchAt != "" || !rec.Tombstone.Deleted):
-					t.Fatalf("delete_confirmed not finished: at %q, tombstone %+v", branchAt, rec.Tombstone)
+				case disp != protocol.DispositionKeep && (branchAt != "" || !rec.Tombstone.Deleted):
+					t.Fatalf("%s not finished: at %q, tombstone %+v", disp, branchAt, rec.Tombstone)
 				}
 			})
 		}
