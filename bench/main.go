@@ -38,6 +38,9 @@
 //	        then idle: daemon RSS, heap and goroutines, absolute and per
 //	        agent over the pre-spawn value; again once every runtime has
 //	        been reaped. Stops early when memory would run low.
+//	workspace  workspace.create and workspace.retire p50/p99 for a real git
+//	        repository of --files files (default 10,000; quick 50),
+//	        --samples pairs (default 50; quick 5).
 //
 // --quick shrinks every scenario to a smoke run of well under 20 s
 // (scale: under a minute).
@@ -92,6 +95,7 @@ type options struct {
 	parents string
 	windows string
 	samples int
+	files   int
 	// jobs: which phases, wait samples, reconcile sizes, daemon's cap
 	phases      string
 	waitSamples int
@@ -123,6 +127,7 @@ var scenarios = []scenario{
 	{"jobs", runJobs},
 	{"resync", runResync},
 	{"scale", runScale},
+	{"workspace", runWorkspace},
 }
 
 // report is a scenario's outcome: the printed table and the JSON results.
@@ -201,7 +206,8 @@ func realMain(args []string) int {
 	fs.IntVar(&o.maxActive, "max-active", 0, "jobs: the daemon's --jobs.max-active, to hold runs back while creates are measured (default: the daemon's own, 16)")
 	fs.StringVar(&o.runs, "runs", "", "jobs: comma-separated run-record counts to reconcile (default 10000,100000; quick 1000,10000)")
 	fs.StringVar(&o.windows, "windows", "", "resync: comma-separated live-window sizes in messages (default 10,1000; quick 10,100)")
-	fs.IntVar(&o.samples, "samples", 0, "resync: attach samples per window (default 200; quick 100)")
+	fs.IntVar(&o.samples, "samples", 0, "resync: attach samples per window (default 200; quick 100); workspace: create/retire pairs (default 50; quick 5)")
+	fs.IntVar(&o.files, "files", 0, "workspace: files in the benchmark repository (default 10000; quick 50)")
 	fs.StringVar(&o.compare, "compare", "", "an earlier result file of the same scenario: print each metric's change against it")
 	fs.Usage = func() { usage(fs) }
 	if len(args) > 0 && args[0] == "compare" {

@@ -27,4 +27,5 @@ run jobs           jobs
 run jobs-held-back jobs --phases create --max-active 1 --creates 400
 run resync         resync --windows 10,1000,10000
 run scale          scale --agents 100,500,1000
+run workspace      workspace --files 10000
 rm -f "$OUT"/*.pprof

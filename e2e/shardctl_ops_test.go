@@ -468,6 +468,7 @@ func TestShardctlDoctor(t *testing.T) {
 	for name, want := range map[string]string{
 		"home": "ok", "config": "ok", "daemon": "ok: shardd ", "socket": "ok", "discovery": "ok",
 		"database": "ok", "store": "ok: consistent (checked by the daemon)", "orphans": fmt.Sprintf("ok: every agent runtime of this home runs under the daemon (pid %d)", d.pid()),
+		"workspaces": "ok: 0 live workspace(s)",
 	} {
 		if !strings.HasPrefix(c[name], want) {
 			t.Errorf("%s = %q, want %q…", name, c[name], want)

@@ -546,7 +546,13 @@ const (
 // relative to the worktree root, '/'-separated. A binary file has counts of
 // 0 and no hunks. Hunks is never null. Untracked marks a file git does not
 // track yet (shown as added); Truncated marks a file whose hunks the byte
-// cap cut (its counts stay whole).
+// cap cut (its counts stay whole). OldMode and NewMode are git's octal modes
+// when the diff shows them (a mode change, a new or a deleted file), so a
+// mode-only change is visible; additive to AgentCraft, omitted when empty.
+//
+// It is the one diff type: workspaces/diff parses git's output straight
+// into it (diff.File is an alias), so nothing converts between a parser
+// shape and the wire shape.
 type DiffFile struct {
 	Path      string         `json:"path"`
 	OldPath   string         `json:"old_path,omitempty"`
@@ -554,9 +560,11 @@ type DiffFile struct {
 	Binary    bool           `json:"binary"`
 	Additions int            `json:"additions"`
 	Deletions int            `json:"deletions"`
+	OldMode   string         `json:"old_mode,omitempty"`
+	NewMode   string         `json:"new_mode,omitempty"`
+	Truncated bool           `json:"truncated,omitempty"`
 	Hunks     []DiffHunk     `json:"hunks"`
 	Untracked bool           `json:"untracked,omitempty"`
-	Truncated bool           `json:"truncated,omitempty"`
 }
 
 // DiffHunk is one unified-diff hunk (AgentCraft DiffHunk): its "@@ … @@"
@@ -582,13 +590,17 @@ const (
 )
 
 // DiffLine is one line of a hunk (AgentCraft DiffLine), without its
-// "+"/"-"/" " prefix. OldNo is set for del and ctx lines, NewNo for add and
-// ctx lines (line numbers start at 1, so 0 means absent).
+// "+"/"-"/" " prefix and its newline (a CRLF file keeps its "\r"). OldNo is
+// set for del and ctx lines, NewNo for add and ctx lines (line numbers start
+// at 1, so 0 means absent). NoNewline marks the last line of a side that has
+// no newline at end of file (git's "\ No newline at end of file"); additive
+// to AgentCraft, omitted when false.
 type DiffLine struct {
-	Kind  DiffLineKind `json:"kind"`
-	Text  string       `json:"text"`
-	OldNo int          `json:"old_no,omitempty"`
-	NewNo int          `json:"new_no,omitempty"`
+	Kind      DiffLineKind `json:"kind"`
+	Text      string       `json:"text"`
+	OldNo     int          `json:"old_no,omitempty"`
+	NewNo     int          `json:"new_no,omitempty"`
+	NoNewline bool         `json:"no_newline,omitempty"`
 }
 
 // ---- Events (§10.2) ----

@@ -47,6 +47,10 @@ type Workspace struct {
 	AgentIDs []string `json:"agent_ids,omitempty"`
 	// Tombstone is required once retired.
 	Tombstone *WorkspaceTombstone `json:"tombstone,omitempty"`
+	// RetireDisposition is the branch disposition of the retire under way
+	// (set with state retiring, cleared if the retire is rolled back), so
+	// that startup can finish a retire a crash cut short as it was asked.
+	RetireDisposition protocol.BranchDisposition `json:"retire_disposition,omitempty"`
 	// CreatedPath records what the daemon created, so that it can later
 	// prove a worktree on disk is its own before it removes anything.
 	CreatedPath *CreatedPath `json:"created_path,omitempty"`

@@ -58,6 +58,12 @@ type Deps struct {
 	DefaultMode string
 	// Timeout bounds one command's git and store work; 0 means 2 minutes.
 	Timeout time.Duration
+	// Failpoint, when set (by tests only), is called off the mailbox at
+	// every Step of create and retire, after the step is durable. A test
+	// models a crash there by not returning (runtime.Goexit ends the
+	// command's goroutine: no later step, no rollback, no response) and
+	// then starts a new actor on the same store. nil does nothing.
+	Failpoint func(Step)
 	// OnReconciled, when set, is called (off the mailbox) once startup
 	// reconciliation ended, with its error (tests wait on it).
 	OnReconciled func(error)

@@ -475,13 +475,19 @@ func TestCopyFiles(t *testing.T) {
 }
 
 // A retire cut short after git removed the worktree (state retiring, no
-// worktree) is finished by the next retire; the branch is kept unless
-// deletion is confirmed.
+// worktree) is finished by the next retire; the branch, which has a commit
+// of its own, is kept: delete_if_merged proves again and fails.
 func TestRetireFinishesAnInterruptedRetire(t *testing.T) {
 	repo := newRepo(t)
 	h := start(t, nil, "")
 	d := h.create(repo, "cut")
 	id := d.Workspace.WorkspaceID
+	if err := os.WriteFile(filepath.Join(d.Workspace.Cwd, "work.txt"), []byte("work\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, d.Workspace.Cwd, "add", "work.txt")
+	gitIn(t, d.Workspace.Cwd, "commit", "-q", "-m", "work")
+	work := gitIn(t, d.Workspace.Cwd, "rev-parse", "HEAD")
 	if _, err := h.st.UpdateWorkspace(id, func(r *store.Workspace) error {
 		r.State = protocol.WorkspaceStateRetiring
 		return nil
@@ -492,7 +498,7 @@ func TestRetireFinishesAnInterruptedRetire(t *testing.T) {
 	var res protocol.WorkspaceRetireData
 	h.ok(&protocol.WorkspaceRetire{Header: protocol.Header{Type: protocol.TypeWorkspaceRetire}, WorkspaceID: id}, &res)
 	if res.Workspace.State != protocol.WorkspaceStateRetired || res.BranchDeleted || res.Workspace.Tombstone == nil ||
-		res.Workspace.Tombstone.HeadSHA != d.Workspace.BaseSHA {
+		res.Workspace.Tombstone.HeadSHA != work {
 		t.Fatalf("retire = %+v", res)
 	}
 	if out := gitIn(t, repo, "branch", "--list", d.Workspace.Branch); out == "" {

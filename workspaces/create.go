@@ -1,6 +1,7 @@
 package workspaces
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -91,6 +92,7 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		}
 		return failed(internal(err))
 	}
+	w.step(StepCreateRecorded)
 	rec, err = w.build(ctx, repo, rec)
 	if err != nil {
 		return failed(err)
@@ -106,6 +108,7 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 		w.rollback(ctx, cur, "storing the workspace's agent failed", true)
 		return failed(internal(err))
 	}
+	w.step(StepCreateAgent)
 	return &done{
 		data:   protocol.WorkspaceCreateData{AgentID: ag.AgentID, SessionID: ag.SessionID, Workspace: rec.Info()},
 		adopt:  []store.Agent{ag},
@@ -146,6 +149,7 @@ func (w *worker) build(ctx context.Context, repo git.Repo, rec store.Workspace) 
 		}
 		return store.Workspace{}, internal(fmt.Errorf("create worktree (%s): %w", why, err))
 	}
+	w.step(StepCreateWorktree)
 	if err := copyFiles(repo.Root, created.Path, w.deps.CopyFiles); err != nil {
 		w.rollback(ctx, recWith(orig, created), "copying workspaces.copy_files failed", true)
 		return store.Workspace{}, internal(err)
@@ -154,6 +158,7 @@ func (w *worker) build(ctx context.Context, repo git.Repo, rec store.Workspace) 
 		why := w.rollback(ctx, recWith(orig, created), "workspaces.setup_command failed", true)
 		return store.Workspace{}, protocol.Errorf(protocol.CodeConflict, "%w (the create was rolled back: %s)", err, why)
 	}
+	w.step(StepCreateSetup)
 	marker := &store.CreatedPath{Path: created.Path, CreatedAt: w.now()}
 	if fi, err := os.Stat(created.Path); err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
@@ -165,6 +170,7 @@ func (w *worker) build(ctx context.Context, repo git.Repo, rec store.Workspace) 
 	} else {
 		w.deps.Logger.Warn("workspaces: worktree token not written", "workspace_id", id, "err", err)
 	}
+	w.step(StepCreateToken)
 	rec, err = w.deps.Store.UpdateWorkspace(id, func(r *store.Workspace) error {
 		if r.State != protocol.WorkspaceStateCreating {
 			return fmt.Errorf("%w: workspace %s is %s", store.ErrConflict, id, r.State)
@@ -179,6 +185,7 @@ func (w *worker) build(ctx context.Context, repo git.Repo, rec store.Workspace) 
 		w.rollback(ctx, recWith(orig, created), "recording the worktree failed", true)
 		return store.Workspace{}, internal(err)
 	}
+	w.step(StepCreateActive)
 	return rec, nil
 }
 
@@ -249,28 +256,45 @@ func recWith(rec store.Workspace, created git.Created) store.Workspace {
 // what the create made (the worktree registered at the recorded path on
 // the recorded branch and clean, the branch at the base commit; git's own
 // `worktree remove` without --force refuses anything else again), then
-// retires the record with a tombstone saying nothing was kept. Whatever it
-// cannot undo it leaves in place and says so (the returned text, logged).
-// The caller holds the repository's lock.
+// retires the record with a tombstone saying nothing was kept. A worktree
+// it cannot remove stays recorded: the record goes to conflict, pointing
+// at it, with ConflictReason saying why, so no worktree is left without a
+// record (retire takes it from there once the user looked). It returns
+// what it did (also logged). The caller holds the repository's lock.
 //
 // ours says that only this create wrote into the worktree (git's checkout,
 // copy_files, the setup command; no agent ever ran there), so that a
 // dirty worktree is removed with --force: what makes it dirty is ours.
 // Startup reconciliation passes false: after a crash nobody can say who
-// touched it since.
+// touched it since, except that untracked copies of copy_files identical
+// to the main checkout's are known to be the create's own (copiesOnly).
 func (w *worker) rollback(ctx context.Context, rec store.Workspace, cause string, ours bool) string {
 	g, repo := w.deps.Git, repoOf(rec)
 	notes := []string{cause}
-	_, err := g.CheckRetire(ctx, repo, git.Recorded{Path: rec.WorktreePath, Branch: rec.Branch})
-	force := ours && errors.Is(err, git.ErrDirty)
-	if err == nil || force {
+	chk, err := g.CheckRetire(ctx, repo, git.Recorded{Path: rec.WorktreePath, Branch: rec.Branch})
+	force := errors.Is(err, git.ErrDirty) && (ours || copiesOnly(rec.RepoRoot, rec.WorktreePath, w.deps.CopyFiles, chk.Status))
+	left := ""
+	switch {
+	case err == nil || force:
 		if err := g.RemoveWorktree(ctx, repo, rec.WorktreePath, force); err != nil {
-			notes = append(notes, "worktree left in place: "+err.Error())
+			left = err.Error()
 		} else {
 			notes = append(notes, "worktree removed")
 		}
-	} else if !errors.Is(err, git.ErrMissingAuthority) {
-		notes = append(notes, "worktree left in place: "+err.Error())
+	case errors.Is(err, git.ErrMissingAuthority):
+		if _, serr := os.Lstat(rec.WorktreePath); serr == nil {
+			left = err.Error() // the repository is gone or moved, the directory is not
+		} else if g.RemoveWorktree(ctx, repo, rec.WorktreePath, false) == nil {
+			// A registration whose directory is gone would keep the
+			// branch checked out, so it goes first.
+			notes = append(notes, "stale worktree registration removed")
+		}
+	default:
+		left = err.Error()
+	}
+	if left != "" {
+		notes = append(notes, "worktree left in place: "+left)
+		return w.conflictFailed(rec, strings.Join(notes, "; "))
 	}
 	deleted := false
 	if head, err := g.BranchHead(ctx, repo, rec.Branch); err == nil {
@@ -287,6 +311,48 @@ func (w *worker) rollback(ctx context.Context, rec store.Workspace, cause string
 		}
 	}
 	return w.retireFailed(rec, strings.Join(notes, "; "), deleted)
+}
+
+// copiesOnly reports a status whose only dirt is untracked copies of
+// copy_files entries with the main checkout's content: what the create
+// itself wrote.
+func copiesOnly(repoRoot, worktree string, names []string, st git.Status) bool {
+	if len(st.Staged)+len(st.Unstaged)+len(st.Unmerged) > 0 || len(st.Untracked) == 0 {
+		return false
+	}
+	listed := map[string]bool{}
+	for _, n := range names {
+		listed[filepath.ToSlash(filepath.Clean(n))] = true
+	}
+	for _, p := range st.Untracked {
+		if !listed[p] {
+			return false
+		}
+		a, err1 := os.ReadFile(filepath.Join(repoRoot, filepath.FromSlash(p)))
+		b, err2 := os.ReadFile(filepath.Join(worktree, filepath.FromSlash(p)))
+		if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// conflictFailed records a failed create whose worktree could not be
+// removed as conflict: the record keeps pointing at the worktree (and its
+// branch), ConflictReason says what happened.
+func (w *worker) conflictFailed(rec store.Workspace, why string) string {
+	_, err := w.deps.Store.UpdateWorkspace(rec.WorkspaceID, func(r *store.Workspace) error {
+		r.WorktreePath = rec.WorktreePath
+		r.State = protocol.WorkspaceStateConflict
+		r.ConflictReason = "create failed: " + why
+		r.UpdatedAt = w.now()
+		return nil
+	})
+	if err != nil {
+		why += "; record not updated: " + err.Error()
+	}
+	w.deps.Logger.Warn("workspaces: create not rolled back", "workspace_id", rec.WorkspaceID, "what", why)
+	return why
 }
 
 // refusedBeforeChange reports a CreateWorktree refusal, which it makes

@@ -17,9 +17,14 @@
 // Deps.SetupCommand, then writes the record as active, then the agent
 // manifest with its binding (store.CreateWorkspaceAgent). A failure after the
 // record rolls back only what is still exactly what the create made and
-// retires the record with a tombstone saying what happened; startup
-// reconciliation does the same for a creating record a crash left, and
-// marks an active record whose worktree vanished as missing.
+// retires the record with a tombstone saying what happened (or, when the
+// worktree cannot be removed, keeps the record as conflict pointing at
+// it); startup reconciliation does the same for a creating record a crash
+// left, finishes or rolls back a retiring one, marks an active record
+// whose worktree or repository vanished as missing, and sweeps unrecorded
+// worktrees under the root only when provably its own and empty of work
+// (reconcile.go). Deps.Failpoint lets tests stop at every Step between
+// git and store steps, as a SIGKILL would.
 //
 // Retire is safe by default: it refuses a workspace with a busy or live
 // agent (asked of the registry) and everything git.CheckRetire refuses,

@@ -27,6 +27,9 @@ func (w *worker) merge(ctx context.Context, req *protocol.WorkspaceMerge) *done 
 	}
 	defer unlock()
 	id := rec.WorkspaceID
+	if rec.State == protocol.WorkspaceStateMissing {
+		return failed(refuse(protocol.RefusalMissingAuthority, id, "the workspace's worktree or repository is gone or moved"))
+	}
 	if rec.State != protocol.WorkspaceStateActive {
 		return failed(protocol.Errorf(protocol.CodeConflict, "workspace %s is %s", id, rec.State))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/workspaces/git"
+	"github.com/shard-dev/shard/workspaces/layout"
 )
 
 // ---- retire ----
@@ -151,7 +152,9 @@ func (w *worker) retire(ctx context.Context, req *protocol.WorkspaceRetire) *don
 	case protocol.WorkspaceStateMissing:
 		// Nothing on disk is ours to touch any more: forget the record.
 		return w.finishRetire(rec, disp, rec.HeadSHA, false, "")
-	case protocol.WorkspaceStateActive, protocol.WorkspaceStateRetiring:
+	case protocol.WorkspaceStateActive, protocol.WorkspaceStateRetiring, protocol.WorkspaceStateConflict:
+		// conflict: a create that could not be rolled back, or disk and
+		// record that disagree; the checks below decide as for active.
 	default:
 		if rec.JobID != "" {
 			// Planned for a subagent job whose run has not made it yet.
@@ -205,18 +208,17 @@ func (w *worker) retire(ctx context.Context, req *protocol.WorkspaceRetire) *don
 	}
 	// Durable before git touches anything: a crash leaves retiring.
 	if rec, err = w.deps.Store.UpdateWorkspace(id, func(r *store.Workspace) error {
-		r.State, r.HeadSHA, r.UpdatedAt = protocol.WorkspaceStateRetiring, head, w.now()
+		r.State, r.HeadSHA, r.RetireDisposition, r.UpdatedAt = protocol.WorkspaceStateRetiring, head, disp, w.now()
 		return nil
 	}); err != nil {
 		return failed(internal(err))
 	}
+	w.step(StepRetireRecorded)
 	if err := g.RemoveWorktree(ctx, repo, rec.WorktreePath, false); err != nil {
-		_, _ = w.deps.Store.UpdateWorkspace(id, func(r *store.Workspace) error {
-			r.State, r.UpdatedAt = protocol.WorkspaceStateActive, w.now()
-			return nil
-		})
+		w.unretire(id)
 		return failed(internal(err))
 	}
+	w.step(StepRetireWorktree)
 	deleted, proof := false, protocol.MergeProof("")
 	if disp != protocol.DispositionKeep {
 		if err := g.DeleteBranch(ctx, repo, rec.Branch, head, why); err != nil {
@@ -232,14 +234,27 @@ func (w *worker) retire(ctx context.Context, req *protocol.WorkspaceRetire) *don
 			}
 		}
 	}
+	w.step(StepRetireBranch)
 	return w.finishRetire(rec, disp, head, deleted, proof)
 }
 
+// unretire rolls a retiring record back to active: its retire did not
+// remove the worktree (it failed, or a crash cut it short before git did).
+func (w *worker) unretire(id string) {
+	_, _ = w.deps.Store.UpdateWorkspace(id, func(r *store.Workspace) error {
+		if r.State != protocol.WorkspaceStateRetiring {
+			return fmt.Errorf("%w: workspace is %s", store.ErrConflict, r.State)
+		}
+		r.State, r.RetireDisposition, r.UpdatedAt = protocol.WorkspaceStateActive, "", w.now()
+		return nil
+	})
+}
+
 // finishInterrupted finishes a retire a crash cut short after git removed
-// the worktree: the branch is deleted only on delete_confirmed (the proof
-// of a delete_if_merged would have to be made again against a moved
-// target; a choice: keep it and say so), and a branch already gone is
-// recorded as deleted.
+// the worktree: the branch is deleted on delete_confirmed, and on
+// delete_if_merged only when the proof, made again now against the
+// target as it is, holds for the branch's head; a branch already gone is
+// recorded as deleted (the tombstone keeps its last recorded head).
 func (w *worker) finishInterrupted(ctx context.Context, rec store.Workspace, disp protocol.BranchDisposition) *done {
 	g, repo := w.deps.Git, repoOf(rec)
 	head, err := g.BranchHead(ctx, repo, rec.Branch)
@@ -249,39 +264,23 @@ func (w *worker) finishInterrupted(ctx context.Context, rec store.Workspace, dis
 	case err != nil:
 		return failed(internal(err))
 	}
-	if disp == protocol.DispositionDeleteConfirmed {
+	switch disp {
+	case protocol.DispositionDeleteConfirmed:
 		if err := g.DeleteBranch(ctx, repo, rec.Branch, head, git.Deletion{Confirmed: true}); err == nil {
 			return w.finishRetire(rec, disp, head, true, protocol.ProofConfirmed)
+		}
+	case protocol.DispositionDeleteIfMerged:
+		if proof, err := g.ProveMerged(ctx, repo, rec.Branch, rec.IntegrationTarget); err == nil && proof.Held() && proof.BranchHead == head {
+			if err := g.DeleteBranch(ctx, repo, rec.Branch, head, git.Deletion{Proof: proof}); err == nil {
+				return w.finishRetire(rec, disp, head, true, proofOf(proof.Kind))
+			}
 		}
 	}
 	return w.finishRetire(rec, disp, head, false, "")
 }
 
-// tokenFile is the file, in a worktree's git admin dir
-// (<common dir>/worktrees/<name>), holding the random token the daemon
-// records in CreatedPath.Token. Git deletes the admin dir with the
-// worktree (remove, prune), so a worktree re-created at the same path
-// lacks it even where the filesystem reuses the inode.
-const tokenFile = "shard-workspace-token"
-
-// adminDir is the git admin dir a linked worktree's .git file names.
-func adminDir(worktree string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(worktree, ".git"))
-	if err != nil {
-		return "", err
-	}
-	dir, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-	if !ok || dir == "" {
-		return "", fmt.Errorf("%s/.git is not a linked worktree's", worktree)
-	}
-	if !filepath.IsAbs(dir) { // worktree.useRelativePaths
-		dir = filepath.Join(worktree, dir)
-	}
-	return dir, nil
-}
-
 func writeToken(worktree string) (string, error) {
-	dir, err := adminDir(worktree)
+	dir, err := layout.AdminDir(worktree)
 	if err != nil {
 		return "", err
 	}
@@ -290,7 +289,7 @@ func writeToken(worktree string) (string, error) {
 		return "", err
 	}
 	tok := hex.EncodeToString(raw[:])
-	return tok, os.WriteFile(filepath.Join(dir, tokenFile), []byte(tok+"\n"), 0o600)
+	return tok, os.WriteFile(filepath.Join(dir, layout.TokenFile), []byte(tok+"\n"), 0o600)
 }
 
 // sameDir reports whether path is still the directory the create made:
@@ -312,12 +311,7 @@ func sameDir(marker *store.CreatedPath, path string) bool {
 		}
 	}
 	if marker.Token != "" {
-		dir, err := adminDir(path)
-		if err != nil {
-			return false
-		}
-		b, err := os.ReadFile(filepath.Join(dir, tokenFile))
-		if err != nil || strings.TrimSpace(string(b)) != marker.Token {
+		if layout.ReadToken(path) != marker.Token {
 			return false
 		}
 	}
@@ -327,7 +321,7 @@ func sameDir(marker *store.CreatedPath, path string) bool {
 func (w *worker) finishRetire(rec store.Workspace, disp protocol.BranchDisposition, head string, deleted bool, proof protocol.MergeProof) *done {
 	upd, err := w.deps.Store.UpdateWorkspace(rec.WorkspaceID, func(r *store.Workspace) error {
 		now := w.now()
-		r.State, r.RetiredAt, r.UpdatedAt = protocol.WorkspaceStateRetired, now, now
+		r.State, r.RetiredAt, r.UpdatedAt, r.RetireDisposition = protocol.WorkspaceStateRetired, now, now, ""
 		if head != "" {
 			r.HeadSHA = head
 		}

@@ -113,6 +113,9 @@ func (w *worker) diff(ctx context.Context, req *protocol.WorkspaceDiff) *done {
 	if err != nil {
 		return failed(err)
 	}
+	if rec.State == protocol.WorkspaceStateMissing {
+		return failed(refuse(protocol.RefusalMissingAuthority, rec.WorkspaceID, "the workspace's worktree or repository is gone or moved"))
+	}
 	if rec.State != protocol.WorkspaceStateActive {
 		return failed(protocol.Errorf(protocol.CodeConflict, "workspace %s is %s", rec.WorkspaceID, rec.State))
 	}
@@ -144,21 +147,8 @@ func (w *worker) diff(ctx context.Context, req *protocol.WorkspaceDiff) *done {
 	}
 	data := protocol.WorkspaceDiffData{
 		WorkspaceID: rec.WorkspaceID, Branch: rec.Branch, IntegrationTarget: rec.IntegrationTarget,
-		BaseSHA: base, HeadSHA: head, Files: []protocol.DiffFile{}, Truncated: res.Truncated,
+		BaseSHA: base, HeadSHA: head, Files: res.Files, Truncated: res.Truncated,
 		Stats: protocol.DiffStats{Files: res.FileCount, Additions: res.Additions, Deletions: res.Deletions},
-	}
-	for _, f := range res.Files {
-		df := protocol.DiffFile{Path: f.Path, OldPath: f.OldPath, Status: protocol.DiffFileStatus(f.Status), Binary: f.Binary,
-			Additions: f.Additions, Deletions: f.Deletions, Truncated: f.Truncated, Hunks: []protocol.DiffHunk{}}
-		for _, h := range f.Hunks {
-			dh := protocol.DiffHunk{Header: h.Header, OldStart: h.OldStart, OldLines: h.OldLines, NewStart: h.NewStart,
-				NewLines: h.NewLines, Lines: make([]protocol.DiffLine, 0, len(h.Lines))}
-			for _, l := range h.Lines {
-				dh.Lines = append(dh.Lines, protocol.DiffLine{Kind: protocol.DiffLineKind(l.Kind), Text: l.Text, OldNo: l.OldNo, NewNo: l.NewNo})
-			}
-			df.Hunks = append(df.Hunks, dh)
-		}
-		data.Files = append(data.Files, df)
 	}
 	return &done{data: data}
 }

@@ -2,13 +2,10 @@ package workspaces
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/workspaces/git"
+	"github.com/shard-dev/shard/workspaces/layout"
 )
 
 // worker does one command's work off the mailbox. It holds only values
@@ -85,38 +83,13 @@ func canonicalDir(dir string) (string, error) {
 	return filepath.Clean(r), nil
 }
 
-// worktreePath is where a workspace's worktree goes: one directory per
-// repository under the root, named after the repository and a short hash
-// of its main checkout root (two repositories of one name do not share
-// it), then the workspace id (unique, so two workspaces never race for
-// one path).
+// worktreePath is where a workspace's worktree goes (layout.WorktreePath).
 func worktreePath(root string, repo git.Repo, id string) string {
-	sum := sha256.Sum256([]byte(repo.Root))
-	name := strings.Trim(nonName(filepath.Base(repo.Root)), "-")
-	if name == "" {
-		name = "repo"
-	}
-	return filepath.Join(root, name+"-"+hex.EncodeToString(sum[:4]), id)
+	return layout.WorktreePath(root, repo.Root, id)
 }
 
-func nonName(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			b[i] = '-'
-		}
-	}
-	return string(b)
-}
-
-// shortID is the tail of a ULID-based id: its random part, enough to tell
-// workspaces of one repository apart in a generated branch name.
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[len(id)-8:]
-	}
-	return id
-}
+// shortID is the tail of a workspace id used in generated branch names.
+func shortID(id string) string { return layout.ShortID(id) }
 
 func (w *worker) newAgent(workspaceID, cwd string, name, model, provider, mode, title string) store.Agent {
 	if mode == "" {

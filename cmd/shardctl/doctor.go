@@ -61,6 +61,10 @@ func newDoctorCommand(g *globalOptions) *cobra.Command {
              read-only check of the file
   orphans    no agent runtime of this home (a process with SHARD_HOME=<home>
              and SHARD_AGENT_ID) lives outside the daemon's process tree
+  workspaces no record whose worktree or repository is missing, none stuck
+             in creating or retiring, none in conflict, and no directory
+             under the worktree root that looks like a worktree of ours but
+             that no record holds (all warnings)
 
 Each check is ok, warn, fail or skip; -o json|yaml prints {"home", "ok",
 "checks":[{"name","status","detail"}]}. Exits 7 when a check failed.`,
@@ -140,6 +144,7 @@ func (o *doctorOptions) run(ctx context.Context, w io.Writer) error {
 	daemonPID := o.checkDiscovery(r, home, status)
 	o.checkDatabase(r, ctx, home, conn, status != nil)
 	checkOrphans(r, home, daemonPID)
+	checkWorkspaces(r, ctx, home, conn, status != nil)
 
 	r.OK = !slices.ContainsFunc(r.Checks, func(c doctorCheck) bool { return c.Status == checkFail })
 	if o.output.structured() {

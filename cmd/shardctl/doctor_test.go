@@ -160,3 +160,61 @@ func TestDoctorAsksTheRunningDaemon(t *testing.T) {
 		t.Errorf("discovery: %+v", c["discovery"])
 	}
 }
+
+// TestDoctorWorkspaces: a stopped home whose store holds an active
+// workspace with its worktree gone and one stuck retiring, and whose
+// worktree root holds a directory where the daemon puts worktrees that no
+// record holds: doctor warns about each (exit 0: nothing is lost), and a
+// healthy one is ok.
+func TestDoctorWorkspaces(t *testing.T) {
+	home := doctorHome(t)
+	real, err := filepath.EvalSymlinks(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(real, "worktrees")
+	held := filepath.Join(root, "repo-0000", "workspace-held")
+	stray := filepath.Join(root, "repo-0000", "workspace-stray")
+	for _, d := range []string{held, stray} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := store.Open(filepath.Join(home, dbName), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(id string, state protocol.WorkspaceState, path string) store.Workspace {
+		return store.Workspace{WorkspaceID: id, Ownership: protocol.OwnershipManaged, RepoRoot: "/repo", CommonDir: "/repo/.git",
+			WorktreePath: path, Branch: "shard/" + id, State: state, CreatedAt: 1, UpdatedAt: 1}
+	}
+	for _, w := range []store.Workspace{
+		rec("workspace-held", protocol.WorkspaceStateActive, held),
+		rec("workspace-gone", protocol.WorkspaceStateActive, filepath.Join(root, "repo-0000", "workspace-gone")),
+		rec("workspace-cut", protocol.WorkspaceStateRetiring, filepath.Join(root, "repo-0000", "workspace-cut")),
+	} {
+		if err := st.CreateWorkspace(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	r, rep, c := doctor(t, "--home", home)
+	if r.code != 0 || !rep.OK {
+		t.Fatalf("exit %d report %+v", r.code, rep)
+	}
+	ws := c["workspaces"]
+	for _, want := range []string{"missing worktree", "workspace-gone", "stuck mid-operation", "workspace-cut (retiring)", "1 unrecorded", stray + " (not a git worktree)"} {
+		if ws.Status != checkWarn || !strings.Contains(ws.Detail, want) {
+			t.Errorf("workspaces = %+v, want a warning naming %q", ws, want)
+		}
+	}
+	if strings.Contains(ws.Detail, "workspace-held") {
+		t.Errorf("a healthy workspace reported: %+v", ws)
+	}
+
+	_, _, c = doctor(t, "--home", doctorHome(t))
+	if c["workspaces"].Status != checkOK {
+		t.Errorf("workspaces of an empty home = %+v", c["workspaces"])
+	}
+}

@@ -36,10 +36,12 @@ func newStatusCommand(g *globalOptions) *cobra.Command {
 		Long: `Show the daemon's status (daemon.status): version, protocol version, pid,
 uptime, home, web URL, open connections, agents by runtime state and by
 status, the size of the store, and — from jobs.list — the jobs, runs by
-state, the queue depth (queued runs) and the runs that look stuck.
+state, the queue depth (queued runs) and the runs that look stuck, and —
+from workspace.list — the workspaces by lifecycle state (retired ones
+included).
 
 -o json|yaml prints daemon.status's fields plus jobs, runs_by_state,
-queue_depth and stuck_runs.`,
+queue_depth, stuck_runs and workspaces_by_state.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.output.validate(); err != nil {
@@ -68,6 +70,12 @@ type statusView struct {
 	// JobsError says why the job counts are missing (jobs.list failed,
 	// e.g. while the daemon shuts down).
 	JobsError string `json:"jobs_error,omitempty"`
+	// WorkspacesByState counts workspaces per lifecycle state, retired
+	// ones included.
+	WorkspacesByState map[protocol.WorkspaceState]int `json:"workspaces_by_state"`
+	// WorkspacesError says why the workspace counts are missing
+	// (workspace.list failed, or an older daemon does not know it).
+	WorkspacesError string `json:"workspaces_error,omitempty"`
 }
 
 func (o *statusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer) error {
@@ -94,6 +102,18 @@ func (o *statusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer)
 		}
 	}
 	v.QueueDepth = v.RunsByState[protocol.RunQueued]
+	v.WorkspacesByState = map[protocol.WorkspaceState]int{}
+	var wss protocol.WorkspaceListData
+	if err := conn.Call(ctx, &protocol.WorkspaceList{Header: protocol.Header{Type: protocol.TypeWorkspaceList}, IncludeRetired: true}, &wss); err != nil {
+		var pe *protocol.Error
+		if !errors.As(err, &pe) {
+			return err
+		}
+		v.WorkspacesError = fmt.Sprintf("%s: %s", pe.Code, pe.Message)
+	}
+	for _, ws := range wss.Workspaces {
+		v.WorkspacesByState[ws.State]++
+	}
 	if v.AgentsByRuntimeState == nil {
 		v.AgentsByRuntimeState = map[protocol.RuntimeState]int{}
 	}
@@ -135,6 +155,11 @@ func (o *statusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer)
 	} else {
 		row("Stuck runs", "0")
 	}
+	if v.WorkspacesError != "" {
+		row("Workspaces", "unknown ("+v.WorkspacesError+")")
+	} else {
+		row("Workspaces", workspaceCounts(v.WorkspacesByState))
+	}
 	row("Store", humanBytes(v.StoreBytes))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write status: %w", err)
@@ -160,4 +185,24 @@ func formatUptime(ms int64) string {
 		return "-"
 	}
 	return (time.Duration(ms) * time.Millisecond).Round(time.Second).String()
+}
+
+// workspaceCounts renders workspaces by state: the live ones (every state
+// but retired) with their states, then the retired count, e.g. "3 live:
+// active 2, missing 1; 4 retired". States that need a look (missing,
+// conflict, and creating or retiring outside an operation) point at doctor.
+func workspaceCounts(m map[protocol.WorkspaceState]int) string {
+	liveStates := map[protocol.WorkspaceState]int{}
+	live := 0
+	for st, n := range m {
+		if st != protocol.WorkspaceStateRetired && n > 0 {
+			liveStates[st] = n
+			live += n
+		}
+	}
+	out := fmt.Sprintf("%d live%s; %d retired", live, counts(liveStates, func(s protocol.WorkspaceState) string { return string(s) }), m[protocol.WorkspaceStateRetired])
+	if m[protocol.WorkspaceStateMissing]+m[protocol.WorkspaceStateConflict]+m[protocol.WorkspaceStateRetiring]+m[protocol.WorkspaceStateCreating] > 0 {
+		out += " (shardctl doctor)"
+	}
+	return out
 }

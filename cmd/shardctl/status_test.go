@@ -34,6 +34,14 @@ var sampleJobs = protocol.JobsListData{Jobs: []protocol.OpJob{
 	}},
 }}
 
+// statusWorkspaces is what the status daemon's workspace.list answers.
+var statusWorkspaces = protocol.WorkspaceListData{Workspaces: []protocol.WorkspaceInfo{
+	{WorkspaceID: "workspace-01", State: protocol.WorkspaceStateActive},
+	{WorkspaceID: "workspace-02", State: protocol.WorkspaceStateActive},
+	{WorkspaceID: "workspace-03", State: protocol.WorkspaceStateMissing},
+	{WorkspaceID: "workspace-04", State: protocol.WorkspaceStateRetired},
+}}
+
 func statusDaemon(t *testing.T) *fakeDaemon {
 	return newFakeDaemon(t, func(c *daemonConn, h protocol.Header, _ []byte) {
 		switch h.Type {
@@ -41,6 +49,8 @@ func statusDaemon(t *testing.T) *fakeDaemon {
 			c.respond(h, sampleStatus)
 		case protocol.TypeJobsList:
 			c.respond(h, sampleJobs)
+		case protocol.TypeWorkspaceList:
+			c.respond(h, statusWorkspaces)
 		}
 	})
 }
@@ -66,6 +76,7 @@ func TestStatusTable(t *testing.T) {
 		"Runs:", "3 total: active 1, completed 1, queued 1",
 		"Queue depth:", "1",
 		"Stuck runs:", "1 (shardctl jobs ls --stuck)",
+		"Workspaces:", "3 live: active 2, missing 1; 1 retired (shardctl doctor)",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
@@ -92,10 +103,13 @@ func TestStatusJSON(t *testing.T) {
 	var raw map[string]any
 	_ = json.Unmarshal([]byte(r.stdout), &raw)
 	for _, k := range []string{"version", "protocol_version", "pid", "uptime_ms", "home", "web_url", "connections", "agents_by_runtime_state", "agents_by_status", "store_bytes",
-		"jobs", "runs_by_state", "queue_depth", "stuck_runs"} {
+		"jobs", "runs_by_state", "queue_depth", "stuck_runs", "workspaces_by_state"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("json lacks %q", k)
 		}
+	}
+	if ws, _ := raw["workspaces_by_state"].(map[string]any); ws["active"] != float64(2) || ws["missing"] != float64(1) || ws["retired"] != float64(1) {
+		t.Errorf("workspaces_by_state = %v", raw["workspaces_by_state"])
 	}
 	if raw["queue_depth"] != float64(1) || raw["stuck_runs"] != float64(1) || raw["jobs"] != float64(2) {
 		t.Errorf("job counts = %v %v %v", raw["jobs"], raw["queue_depth"], raw["stuck_runs"])

@@ -98,14 +98,18 @@ func writeUnifiedDiff(w io.Writer, files []protocol.DiffFile, p palette) {
 		from, to := "a/"+oldPath, "b/"+newPath
 		switch f.Status {
 		case protocol.DiffAdded:
-			fmt.Fprintln(w, p.bold("new file"))
+			fmt.Fprintln(w, p.bold(withMode("new file", f.NewMode)))
 			from = "/dev/null"
 		case protocol.DiffDeleted:
-			fmt.Fprintln(w, p.bold("deleted file"))
+			fmt.Fprintln(w, p.bold(withMode("deleted file", f.OldMode)))
 			to = "/dev/null"
 		case protocol.DiffRenamed:
 			fmt.Fprintln(w, p.bold("rename from "+oldPath))
 			fmt.Fprintln(w, p.bold("rename to "+newPath))
+		}
+		if f.Status != protocol.DiffAdded && f.Status != protocol.DiffDeleted && f.OldMode != "" && f.NewMode != "" && f.OldMode != f.NewMode {
+			fmt.Fprintln(w, p.bold("old mode "+f.OldMode))
+			fmt.Fprintln(w, p.bold("new mode "+f.NewMode))
 		}
 		if f.Binary {
 			fmt.Fprintf(w, "Binary files %s and %s differ\n", from, to)
@@ -127,9 +131,21 @@ func writeUnifiedDiff(w io.Writer, files []protocol.DiffFile, p palette) {
 				default:
 					fmt.Fprintln(w, " "+l.Text)
 				}
+				if l.NoNewline {
+					fmt.Fprintln(w, `\ No newline at end of file`)
+				}
 			}
 		}
 	}
+}
+
+// withMode is git's "new file mode 100644" line, or just what when the
+// diff carries no mode.
+func withMode(what, mode string) string {
+	if mode == "" {
+		return what
+	}
+	return what + " mode " + mode
 }
 
 // hunkHeader is the hunk's "@@ … @@" line as git wrote it, or one built

@@ -23,15 +23,15 @@ var sampleDiff = []protocol.DiffFile{
 			{Kind: protocol.LineCtx, Text: "", OldNo: 3, NewNo: 4},
 		},
 	}}},
-	{Path: "notes.txt", Status: protocol.DiffAdded, Untracked: true, Additions: 1, Hunks: []protocol.DiffHunk{{
+	{Path: "notes.txt", Status: protocol.DiffAdded, Untracked: true, NewMode: "100644", Additions: 1, Hunks: []protocol.DiffHunk{{
 		OldStart: 0, OldLines: 0, NewStart: 1, NewLines: 1,
-		Lines: []protocol.DiffLine{{Kind: protocol.LineAdd, Text: "hello", NewNo: 1}},
+		Lines: []protocol.DiffLine{{Kind: protocol.LineAdd, Text: "hello", NewNo: 1, NoNewline: true}},
 	}}},
 	{Path: "gone.txt", Status: protocol.DiffDeleted, Deletions: 1, Hunks: []protocol.DiffHunk{{
 		Header: "@@ -1 +0,0 @@", OldStart: 1, OldLines: 1,
 		Lines: []protocol.DiffLine{{Kind: protocol.LineDel, Text: "bye", OldNo: 1}},
 	}}},
-	{Path: "new/name.go", OldPath: "old/name.go", Status: protocol.DiffRenamed, Hunks: []protocol.DiffHunk{}},
+	{Path: "new/name.go", OldPath: "old/name.go", Status: protocol.DiffRenamed, OldMode: "100644", NewMode: "100755", Hunks: []protocol.DiffHunk{}},
 	{Path: "logo.png", Status: protocol.DiffModified, Binary: true, Hunks: []protocol.DiffHunk{}},
 }
 
@@ -47,11 +47,12 @@ const wantUnified = `diff --git a/main.go b/main.go
 +func b() {}
  
 diff --git a/notes.txt b/notes.txt
-new file
+new file mode 100644
 --- /dev/null
 +++ b/notes.txt
 @@ -0,0 +1 @@
 +hello
+\ No newline at end of file
 diff --git a/gone.txt b/gone.txt
 deleted file
 --- a/gone.txt
@@ -61,6 +62,8 @@ deleted file
 diff --git a/old/name.go b/new/name.go
 rename from old/name.go
 rename to new/name.go
+old mode 100644
+new mode 100755
 diff --git a/logo.png b/logo.png
 Binary files a/logo.png and b/logo.png differ
 `

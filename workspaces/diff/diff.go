@@ -1,25 +1,29 @@
 package diff
 
-// Status is what happened to a file, with AgentCraft's four values.
-type Status string
+import "github.com/shard-dev/shard/protocol"
+
+// Status is what happened to a file, with AgentCraft's four values. The
+// diff types are the wire's (protocol.DiffFile and friends), aliased here:
+// Parse fills them directly, so there is one shape and no conversion.
+type Status = protocol.DiffFileStatus
 
 // The file statuses (AgentCraft DiffFile.status).
 const (
-	StatusAdded    Status = "added"
-	StatusModified Status = "modified"
-	StatusDeleted  Status = "deleted"
-	StatusRenamed  Status = "renamed"
+	StatusAdded    = protocol.DiffAdded
+	StatusModified = protocol.DiffModified
+	StatusDeleted  = protocol.DiffDeleted
+	StatusRenamed  = protocol.DiffRenamed
 )
 
 // Kind is the kind of one hunk line (AgentCraft DiffLine.kind).
-type Kind string
+type Kind = protocol.DiffLineKind
 
 // The line kinds: added in the branch, deleted from the base, or context
 // present in both.
 const (
-	KindAdd Kind = "add"
-	KindDel Kind = "del"
-	KindCtx Kind = "ctx"
+	KindAdd = protocol.LineAdd
+	KindDel = protocol.LineDel
+	KindCtx = protocol.LineCtx
 )
 
 // Result is a parsed diff: the files kept and the totals over the whole
@@ -46,62 +50,19 @@ type Result struct {
 }
 
 // File is one changed file (AgentCraft DiffFile; JSON names in the package
-// doc).
-type File struct {
-	// Path is the file's path in the branch, relative to the repository
-	// root; for a deleted file, its path in the base.
-	Path string `json:"path"`
-	// OldPath is the path in the base, set for renames only.
-	OldPath string `json:"old_path,omitempty"`
-	// Status is added, modified, deleted or renamed.
-	Status Status `json:"status"`
-	// Binary is true when git found the content binary; such a file has no
-	// hunks and zero counts.
-	Binary bool `json:"binary"`
-	// Additions and Deletions count this file's added and deleted lines,
-	// including lines not kept because of the byte cap.
-	Additions int `json:"additions"`
-	Deletions int `json:"deletions"`
-	// OldMode and NewMode are git's octal modes when the diff shows them (a
-	// mode change, a new or a deleted file). Additive to AgentCraft.
-	OldMode string `json:"old_mode,omitempty"`
-	NewMode string `json:"new_mode,omitempty"`
-	// Truncated is true when some of this file's lines or hunks were left
-	// out by the byte cap. Additive to AgentCraft.
-	Truncated bool `json:"truncated,omitempty"`
-	// Hunks are the kept hunks. Never nil (empty for binary, empty and
-	// mode-only changes).
-	Hunks []Hunk `json:"hunks"`
-}
+// doc): protocol.DiffFile itself. Path is the file's path in the branch
+// (for a deleted file, in the base), OldPath is set for renames only;
+// Additions and Deletions include lines the byte cap did not keep; Hunks
+// is never nil (empty for binary, empty and mode-only changes).
+type File = protocol.DiffFile
 
-// Hunk is one "@@" section (AgentCraft DiffHunk). The start/line counts are
-// the header's, even when Lines was cut by the byte cap.
-type Hunk struct {
-	// Header is the whole header line, function context included, e.g.
-	// "@@ -12,6 +12,9 @@ func run()".
-	Header   string `json:"header"`
-	OldStart int    `json:"old_start"`
-	OldLines int    `json:"old_lines"`
-	NewStart int    `json:"new_start"`
-	NewLines int    `json:"new_lines"`
-	// Lines are the kept lines. Never nil.
-	Lines []Line `json:"lines"`
-}
+// Hunk is one "@@" section (AgentCraft DiffHunk): protocol.DiffHunk. The
+// start/line counts are the header's, even when Lines was cut by the byte
+// cap; Lines is never nil.
+type Hunk = protocol.DiffHunk
 
-// Line is one line of a hunk (AgentCraft DiffLine).
-type Line struct {
-	Kind Kind `json:"kind"`
-	// Text is the line without its +/-/space prefix and without the
-	// newline (a CRLF file keeps its "\r").
-	Text string `json:"text"`
-	// OldNo is the 1-based line number in the base (del and ctx lines).
-	OldNo int `json:"old_no,omitempty"`
-	// NewNo is the 1-based line number in the branch (add and ctx lines).
-	NewNo int `json:"new_no,omitempty"`
-	// NoNewline is true when this is the last line of its side and that
-	// side has no newline at end of file. Additive to AgentCraft.
-	NoNewline bool `json:"no_newline,omitempty"`
-}
+// Line is one line of a hunk (AgentCraft DiffLine): protocol.DiffLine.
+type Line = protocol.DiffLine
 
 // Limits bound what a Result keeps. A zero field takes its default.
 type Limits struct {

@@ -169,10 +169,12 @@ func Workspace(ctx context.Context, run RunFunc, dir, base string, lim Limits) (
 		return nil, gitErr(ctx, "list untracked files", err)
 	}
 	var list bytes.Buffer
+	untracked := map[string]bool{}
 	for _, name := range bytes.Split(out, []byte{0}) {
 		if len(name) == 0 || name[len(name)-1] == '/' {
 			continue
 		}
+		untracked[string(name)] = true
 		list.Write(name)
 		list.WriteByte(0)
 	}
@@ -193,6 +195,13 @@ func Workspace(ctx context.Context, run RunFunc, dir, base string, lim Limits) (
 	res, err := Parse(out, lim)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "diff: parse git diff output: %w", err)
+	}
+	for i := range res.Files {
+		// An added file git did not track before this diff (a rename of
+		// a tracked file to an untracked name stays a rename).
+		if f := &res.Files[i]; f.Status == StatusAdded && untracked[f.Path] {
+			f.Untracked = true
+		}
 	}
 	return res, nil
 }

@@ -93,6 +93,9 @@ func TestWorkspace(t *testing.T) {
 	if res.Additions != 5 || res.Deletions != 3 || res.FileCount != 8 || res.Truncated {
 		t.Fatalf("totals %+v", res)
 	}
+	if !res.Files[1].Untracked || !res.Files[7].Untracked || res.Files[0].Untracked || res.Files[5].Untracked || res.Files[4].Untracked {
+		t.Fatalf("untracked flags: %v %v %v %v %v", res.Files[0].Untracked, res.Files[1].Untracked, res.Files[4].Untracked, res.Files[5].Untracked, res.Files[7].Untracked)
+	}
 	if l := res.Files[7].Hunks[0].Lines[1]; l.Kind != KindAdd || l.Text != "new 2" || l.NewNo != 2 {
 		t.Fatalf("untracked line %+v", l)
 	}

@@ -56,6 +56,10 @@ func parseWorktrees(out []byte) []Worktree {
 		}
 		key, val, _ := strings.Cut(f, " ")
 		if key == "worktree" {
+			if val == "" { // git never writes it; an entry without a path names nothing
+				cur = nil
+				continue
+			}
 			list = append(list, Worktree{Path: canonical(val), Main: len(list) == 0})
 			cur = &list[len(list)-1]
 			continue

@@ -246,3 +246,32 @@ func TestDeleteBranch(t *testing.T) {
 		t.Errorf("restored branch at %q", got)
 	}
 }
+
+// FuzzParseWorktrees: parseWorktrees never panics, makes one entry per
+// "worktree" attribute, marks only the first one Main, and gives every
+// entry a path.
+func FuzzParseWorktrees(f *testing.F) {
+	f.Add([]byte("worktree /r\x00HEAD aa\x00branch refs/heads/main\x00\x00worktree /w\x00HEAD bb\x00detached\x00locked why\x00prunable gone\x00\x00"))
+	f.Add([]byte("worktree /bare\x00bare\x00\x00"))
+	f.Add([]byte("HEAD orphan\x00\x00worktree \x00"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		got := parseWorktrees(out)
+		n := 0
+		for _, field := range strings.Split(string(out), "\x00") {
+			if p, ok := strings.CutPrefix(field, "worktree "); ok && p != "" {
+				n++
+			}
+		}
+		if len(got) != n {
+			t.Fatalf("%d entries for %d worktree attributes", len(got), n)
+		}
+		for i, w := range got {
+			if w.Main != (i == 0) {
+				t.Fatalf("entry %d: Main = %v", i, w.Main)
+			}
+			if w.Path == "" {
+				t.Fatalf("entry %d has no path", i)
+			}
+		}
+	})
+}
