@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
+
+	"github.com/shard-dev/shard/protocol"
 )
 
 // InboundLimits bound what one connection may have read and not yet had
@@ -164,7 +166,8 @@ var (
 )
 
 // responseID reports whether rec is a response record and returns its id
-// ("" for one without). It reads only the record's first members.
+// ("" for one without). For the responses the daemon writes it reads only
+// the record's first members.
 func responseID(rec []byte) (string, bool) {
 	rest, ok := bytes.CutPrefix(rec, responseHead)
 	if !ok {
@@ -172,7 +175,11 @@ func responseID(rec []byte) (string, bool) {
 	}
 	rest, ok = bytes.CutPrefix(rest, responseIDMember)
 	if !ok || len(rest) == 0 || rest[0] != '"' {
-		return "", true
+		// Not the shape Marshal gives (a response rewritten, members in
+		// another order): read the envelope properly. A response whose id
+		// were misread would hold its command in flight for good.
+		h, _ := protocol.DecodeHeader(rec)
+		return h.ID, true
 	}
 	escaped := false
 	for i := 1; i < len(rest); i++ {

@@ -186,6 +186,8 @@ func TestInflightRecordBound(t *testing.T) {
 		{`{"type":"response","id":"a\"b","command":"x","success":true}`, `a"b`},
 		{`{"type":"response","command":"x","success":false}`, ""},
 		{`{"type":"response","id":"plain","agent_id":"a-1"}`, "plain"},
+		{`{"type":"response","agent_id":"a-1","id":"late"}`, "late"},
+		{`{"type":"response","command":"x","id":"later"}`, "later"},
 	} {
 		if id, ok := responseID([]byte(tc.rec)); !ok || id != tc.id {
 			t.Errorf("responseID(%s) = %q, %v; want %q", tc.rec, id, ok, tc.id)
