@@ -42,9 +42,7 @@ type strictFrame struct {
 // seen records key in f and reports whether it was there already.
 func (f *strictFrame) seen(key string) bool {
 	if f.fold {
-		// Upper then lower maps the letters encoding/json folds together
-		// (ſ and s, the Kelvin sign and k) to one spelling.
-		key = strings.ToLower(strings.ToUpper(key))
+		key = foldKey(key)
 	}
 	if f.set != nil {
 		if _, ok := f.set[key]; ok {
@@ -188,3 +186,8 @@ func hex4(b []byte, at int) (rune, bool) {
 	}
 	return r, true
 }
+
+// foldKey maps key to one spelling for all the keys encoding/json matches
+// to the same struct field: upper then lower case folds ſ with s and the
+// Kelvin sign with k, as its case-insensitive match does.
+func foldKey(key string) string { return strings.ToLower(strings.ToUpper(key)) }
