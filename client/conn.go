@@ -373,6 +373,12 @@ func (c *Conn) storeHello(rec []byte) error {
 	if err != nil {
 		return fmt.Errorf("client: decode hello: %w", err)
 	}
+	if ev, ok := msg.(*protocol.ErrorEvent); ok && ev.Fatal {
+		// A refusal instead of hello (the daemon is at
+		// gateway.max_connections): its code and message, not a protocol
+		// error of ours.
+		return protocol.Errorf(ev.Code, "client: connection refused by the daemon: %s", ev.Message)
+	}
 	hello, ok := msg.(*protocol.Hello)
 	if !ok {
 		return protocol.Errorf(protocol.CodeProtocolError, "expected hello first, got %q", msg.Head().Type)

@@ -75,6 +75,16 @@ func TestDialErrors(t *testing.T) {
 			},
 		},
 		{
+			name: "refused at the daemon's connection cap",
+			hello: protocol.MustMarshal(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError},
+				Code: protocol.CodeInternal, Message: "too many connections (gateway.max_connections=1)", Fatal: true}),
+			check: func(t *testing.T, err error) {
+				if protocol.CodeOf(err) != protocol.CodeInternal || !strings.Contains(err.Error(), "too many connections") {
+					t.Fatalf("err = %v, want the daemon's INTERNAL_ERROR refusal", err)
+				}
+			},
+		},
+		{
 			name:  "no hello before ctx ends",
 			hello: nil,
 			check: func(t *testing.T, err error) {

@@ -207,6 +207,19 @@ type GatewayConfig struct {
 	// OutboundMaxMessages caps a connection's queued outbound messages.
 	// Must be > 0. Default 10000.
 	OutboundMaxMessages int `mapstructure:"outbound_max_messages"`
+	// InboundMaxBytes caps the bytes of one connection's commands read and
+	// not yet answered; past it the daemon stops reading that connection
+	// until responses drain (backpressure). A single larger record is still
+	// taken alone. Must be > 0. Default 8 MiB.
+	InboundMaxBytes int `mapstructure:"inbound_max_bytes"`
+	// InboundMaxRecords caps one connection's commands read and not yet
+	// answered, likewise. Must be > 0. Default 1024.
+	InboundMaxRecords int `mapstructure:"inbound_max_records"`
+	// MaxConnections caps open client connections, unix socket and
+	// WebSocket together; past it a new connection is refused cleanly (a
+	// fatal error event, an HTTP 503) before the process runs out of file
+	// descriptors. Must be > 0. Default 1024.
+	MaxConnections int `mapstructure:"max_connections"`
 }
 
 // StoreConfig configures the bbolt database.
@@ -300,6 +313,9 @@ func Default(home string) *Config {
 			TicketTTL:           30 * time.Second,
 			OutboundMaxBytes:    8 << 20,
 			OutboundMaxMessages: 10000,
+			InboundMaxBytes:     8 << 20,
+			InboundMaxRecords:   1024,
+			MaxConnections:      1024,
 		},
 		Store:      StoreConfig{LockTimeout: 2 * time.Second},
 		Provider:   ProviderConfig{Name: "sim"},

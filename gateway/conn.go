@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -17,6 +20,12 @@ import (
 // deliver the fatal error event before the transport is cut.
 const slowGrace = time.Second
 
+// drainFlush bounds how long a connection that half-closed, and whose
+// commands have all been answered, waits for its writer to deliver what is
+// queued before the transport is closed (a peer that half-closed and
+// stopped reading too must not hold the connection).
+const drainFlush = 10 * time.Second
+
 // connMessage seals the connection actor's own messages (its reader
 // goroutine's); the others it receives are agent.Routed and protoactor's
 // system messages.
@@ -24,11 +33,23 @@ type connMessage interface{ connMessage() }
 
 // Messages of the connection actor.
 type (
+	// inbound is one record the reader decoded (and admitted, see
+	// inflight).
 	inbound struct {
 		rec []byte
 		err error // a record-level problem (too long, binary frame)
+		// cmd, h and decErr are protocol.DecodeCommand's of rec.
+		cmd    protocol.Command
+		h      protocol.Header
+		decErr error
 	}
-	readerDone struct{ err error }
+	// readerDone: the reader has ended. drained: at the end of the
+	// client's input (a half-close), after every command it had sent was
+	// answered; what is queued is still to be written.
+	readerDone struct {
+		err     error
+		drained bool
+	}
 )
 
 func (*inbound) connMessage()    {}
@@ -53,7 +74,20 @@ type connActor struct {
 	// routes are this connection's routes to agents it attached, by agent
 	// id (see route).
 	routes map[string]*agentRoute
+	// in accounts for the commands read and not yet answered.
+	in *inflight
+	// quit is closed when the actor stops or the gateway closes: a reader
+	// waiting on in gives up. quitOnce closes it; unwatch ends the
+	// gateway context's watch.
+	quit     chan struct{}
+	quitOnce sync.Once
+	unwatch  func() bool
+	// drained is set by a readerDone that drained: the transport is
+	// closed once the writer has flushed.
+	drained bool
 }
+
+func (a *connActor) stopReading() { a.quitOnce.Do(func() { close(a.quit) }) }
 
 // agentRoute is how the connection reaches one agent it attached: held
 // while its agent.attach is on its way (pid nil), then directly (pid).
@@ -73,13 +107,30 @@ func (a *connActor) Receive(c actor.Context) {
 	case *actor.Terminated:
 		a.onAgentGone(c, m)
 	case *readerDone:
+		a.drained = m.drained
 		c.Stop(c.Self())
 	case *actor.Stopping:
 		a.out.Close()
 		a.g.hub.Remove(a.out)
-		// Off the mailbox: it may block on a WebSocket close handshake.
-		// Refused once the gateway is closing, which closes every
-		// transport itself.
+		if a.unwatch != nil {
+			a.unwatch()
+		}
+		a.stopReading()
+		// Off the mailbox: it may block on a WebSocket close handshake, or
+		// on the writer's flush. Refused once the gateway is closing, which
+		// closes every transport itself.
+		if a.drained {
+			a.g.goTracked(func() {
+				t := time.NewTimer(drainFlush) // wall time, as closeFlush
+				defer t.Stop()
+				select {
+				case <-a.writerDone:
+				case <-t.C:
+				}
+				a.t.Close("connection closed", false)
+			})
+			return
+		}
 		a.g.goTracked(func() { a.t.Close("connection closed", false) })
 	case *actor.Stopped:
 		a.g.forget(a.id)
@@ -106,20 +157,8 @@ func (a *connActor) start(c actor.Context) {
 
 	ctx := a.g.ctx
 	writerDone := a.writerDone
-	a.g.goTracked(func() { // reader
-		for {
-			rec, err := a.t.Read(ctx)
-			switch {
-			case errors.Is(err, protocol.ErrRecordTooLong), errors.Is(err, errBinaryFrame):
-				sys.Root.Send(self, &inbound{err: err})
-				continue
-			case err != nil:
-				sys.Root.Send(self, &readerDone{err: err})
-				return
-			}
-			sys.Root.Send(self, &inbound{rec: rec})
-		}
-	})
+	a.unwatch = context.AfterFunc(ctx, a.stopReading)
+	a.g.goTracked(func() { a.read(sys, self, ctx) })
 	a.g.goTracked(func() { // writer
 		defer close(writerDone)
 		for {
@@ -149,12 +188,56 @@ func (a *connActor) start(c actor.Context) {
 	})
 }
 
+// read is the connection's reader goroutine: it decodes each record,
+// admits it to the connection's inflight account (waiting, and so not
+// reading the socket, while the bound is reached) and hands it to the
+// actor. At the end of the input (a client's shutdown(SHUT_WR), as
+// `printf … | socat -` does) it stops reading, waits until every command
+// already read has been answered, and only then reports the end: the
+// actor stops, the writer flushes, the transport closes (issue 14).
+func (a *connActor) read(sys *actor.ActorSystem, self *actor.PID, ctx context.Context) {
+	h := a.g.cfg.hooks
+	pause := func() {
+		a.g.cfg.Metrics.InboundPaused(a.t.Kind())
+		if h != nil && h.paused != nil {
+			h.paused(a.id)
+		}
+	}
+	for {
+		rec, err := a.t.Read(ctx)
+		var m *inbound
+		switch {
+		case errors.Is(err, protocol.ErrRecordTooLong), errors.Is(err, errBinaryFrame):
+			m = &inbound{err: err}
+		case errors.Is(err, io.EOF):
+			if h != nil && h.readEOF != nil {
+				h.readEOF(a.id)
+			}
+			drained := a.in.waitIdle(a.quit, a.writerDone)
+			sys.Root.Send(self, &readerDone{err: err, drained: drained})
+			return
+		case err != nil:
+			sys.Root.Send(self, &readerDone{err: err})
+			return
+		default:
+			m = &inbound{rec: rec}
+			m.cmd, m.h, m.decErr = protocol.DecodeCommand(rec)
+		}
+		// A record-level error is answered without an id: it is in flight
+		// under "" (inflight).
+		if !a.in.admit(m.h.ID, len(m.rec), a.quit, pause) {
+			return // stopping: nobody is left to answer it
+		}
+		sys.Root.Send(self, m)
+	}
+}
+
 func (a *connActor) onInbound(c actor.Context, m *inbound) {
 	if m.err != nil {
 		a.out.Push(protocol.NewErrorResponse("", "", protocol.Errorf(protocol.CodeInvalidRequest, "%w", m.err)))
 		return
 	}
-	cmd, h, err := protocol.DecodeCommand(m.rec)
+	cmd, h, err := m.cmd, m.h, m.decErr
 	if err != nil {
 		a.out.Push(protocol.NewErrorResponse(h.ID, h.Type, err))
 		return

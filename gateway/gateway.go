@@ -40,6 +40,15 @@ type Config struct {
 	TicketTTL time.Duration
 	// Limits caps each connection's outbound queue.
 	Limits outbox.Limits
+	// Inbound bounds each connection's commands read and not yet answered
+	// (see InboundLimits); past it the connection is not read until
+	// responses drain.
+	Inbound InboundLimits
+	// MaxConnections caps open client connections, both transports
+	// together (gateway.max_connections). Past it a unix client gets a
+	// fatal error event and a WebSocket upgrade a 503. Default 0:
+	// DefaultMaxConnections.
+	MaxConnections int
 	// ServerVersion is announced in hello.
 	ServerVersion string
 	// Metrics, when set, is served at /metrics on the web listener and
@@ -57,8 +66,31 @@ type Config struct {
 	// Clock is what tickets, enrollment codes, browser sessions, recorded
 	// last uses and the rate limiters read the time on. Default nil: the
 	// wall clock; tests pass a manual one to expire a ticket without
-	// waiting for it.
+	// waiting for it. The accept backoff runs on it too.
 	Clock clock.Clock
+
+	// hooks are the package's tests' probes; nil outside them.
+	hooks *testHooks
+}
+
+// testHooks let the package's tests watch and inject without sleeping.
+// Every field may be nil.
+type testHooks struct {
+	// wrapUnix wraps the unix listener before the retrying one does (to
+	// inject accept errors).
+	wrapUnix func(net.Listener) net.Listener
+	// acceptError is called for each temporary accept error.
+	acceptError func(error)
+	// inflight is called with a connection's in-flight totals after each
+	// change (see inflight).
+	inflight func(conn uint64, records, bytes int)
+	// paused is called when a connection's reader stops for backpressure.
+	paused func(conn uint64)
+	// readEOF is called when a connection's reader has met the end of its
+	// input (a half-close), before the connection drains.
+	readEOF func(conn uint64)
+	// forgot is called when an ended connection has given back its slot.
+	forgot func(conn uint64)
 }
 
 // Gateway accepts clients on the unix socket and the WebSocket endpoint and
@@ -94,6 +126,9 @@ type Gateway struct {
 	nextID uint64
 	conns  map[uint64]*connActor
 	closed bool
+	// open counts the connections holding a MaxConnections slot (see
+	// reserve): those in conns and those about to be.
+	open int
 }
 
 // New returns a gateway that hands commands to registry. cfg is copied;
@@ -120,7 +155,14 @@ func (g *Gateway) Listen() error {
 	if err != nil {
 		return err
 	}
-	g.unixLn = ln
+	if h := g.cfg.hooks; h != nil && h.wrapUnix != nil {
+		ln = h.wrapUnix(ln)
+	}
+	var onErr func(error)
+	if h := g.cfg.hooks; h != nil {
+		onErr = h.acceptError
+	}
+	g.unixLn = newRetryListener(ln, "unix", g.log, g.cfg.Metrics, g.cfg.Clock, onErr)
 	web, err := net.Listen("tcp", g.cfg.WebAddr)
 	if err != nil {
 		ln.Close()
@@ -132,7 +174,7 @@ func (g *Gateway) Listen() error {
 		ln.Close()
 		return err
 	}
-	g.webLn, g.guard = web, gd
+	g.webLn, g.guard = newRetryListener(web, "websocket", g.log, g.cfg.Metrics, g.cfg.Clock, onErr), gd
 	if pruned, err := g.auth.pruneSessions(); err != nil {
 		g.log.Warn("prune expired browser sessions", "err", err)
 	} else if len(pruned) > 0 {
@@ -197,26 +239,24 @@ func (g *Gateway) Serve() {
 			g.log.Error("web listener stopped", "err", err)
 		}
 	})
-	g.goTracked(func() {
-		for {
-			c, err := g.unixLn.Accept()
-			if err != nil {
-				if !errors.Is(err, net.ErrClosed) {
-					g.log.Error("unix listener stopped", "err", err)
-				}
-				return
-			}
-			g.startConn(newUnixTransport(c), true, credential{kind: credLocal})
-		}
-	})
+	g.goTracked(g.acceptUnix)
 }
 
 // serveWS upgrades an authenticated request. No upgrade happens without a
 // valid, unexpired, unused ticket bound to the request's Origin, or a live
 // API token on a request without Origin (spec §4.1; doc.go has the table).
 func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request, info reqInfo) {
+	// The cap first: a client refused for it keeps its ticket for a retry.
+	if !g.reserve() {
+		g.cfg.Metrics.ConnRefused("websocket")
+		w.Header().Set("Retry-After", "1")
+		g.refuse(w, r, "ws", info, refuse(http.StatusServiceUnavailable,
+			fmt.Sprintf("%s (gateway.max_connections=%d)", TooManyConnectionsMessage, g.maxConns())), "")
+		return
+	}
 	cred, ref := g.wsAuth(r)
 	if ref != nil {
+		g.release()
 		g.refuse(w, r, "ws", info, ref, "")
 		return
 	}
@@ -225,6 +265,7 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request, info reqInfo) 
 	// origin on another host); Accept must not second-guess it.
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}, InsecureSkipVerify: true})
 	if err != nil {
+		g.release()
 		g.log.Debug("websocket accept failed", "err", err)
 		return
 	}
@@ -276,10 +317,12 @@ func (g *Gateway) keepalive(t *wsTransport, cred credential) {
 	}
 }
 
-// startConn spawns the connection actor for t, opened under cred.
+// startConn spawns the connection actor for t, opened under cred. The
+// caller has reserved its slot; startConn owns it from then on.
 func (g *Gateway) startConn(t transport, local bool, cred credential) bool {
 	g.mu.Lock()
 	if g.closed {
+		g.open--
 		g.mu.Unlock()
 		t.Close("daemon shutting down", false)
 		return false
@@ -292,7 +335,9 @@ func (g *Gateway) startConn(t transport, local bool, cred credential) bool {
 			out.SetDirect(w) // a client that keeps up is written to by the pusher
 		}
 	}
-	a := &connActor{g: g, id: id, t: t, out: out, local: local, cred: cred, writerDone: make(chan struct{})}
+	a := &connActor{g: g, id: id, t: t, out: out, local: local, cred: cred, writerDone: make(chan struct{}),
+		in: newInflight(g.cfg.Inbound, g.inflightHook(id)), quit: make(chan struct{})}
+	out.SetObserver(a.in.observe)
 	g.conns[id] = a
 	g.mu.Unlock()
 	g.cfg.Metrics.ConnOpened(t.Kind())
@@ -306,6 +351,15 @@ func (g *Gateway) startConn(t transport, local bool, cred credential) bool {
 		return false
 	}
 	return true
+}
+
+// inflightHook is the tests' inflight probe for connection id, or nil.
+func (g *Gateway) inflightHook(id uint64) func(records, bytes int) {
+	h := g.cfg.hooks
+	if h == nil || h.inflight == nil {
+		return nil
+	}
+	return func(records, bytes int) { h.inflight(id, records, bytes) }
 }
 
 // credKind says what opened a connection.
@@ -381,10 +435,16 @@ func (g *Gateway) countConns() map[string]int {
 func (g *Gateway) forget(id uint64) {
 	g.mu.Lock()
 	a := g.conns[id]
-	delete(g.conns, id)
+	if a != nil {
+		delete(g.conns, id)
+		g.open--
+	}
 	g.mu.Unlock()
 	if a == nil {
 		return
+	}
+	if h := g.cfg.hooks; h != nil && h.forgot != nil {
+		defer h.forgot(id)
 	}
 	g.cfg.Metrics.ConnClosed(a.t.Kind())
 	if a.out.Overflowed() {

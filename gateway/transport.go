@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -201,6 +202,14 @@ func (t *wsTransport) Kind() string { return "websocket" }
 // errBinaryFrame marks a binary frame, which v0.1 does not use (spec §2.2).
 var errBinaryFrame = errors.New("gateway: binary frames are not used")
 
+// errInvalidUTF8 marks a text frame that is not UTF-8: RFC 6455 §8.1 makes
+// it fatal to the connection (close 1007), and coder/websocket does not
+// check it.
+var errInvalidUTF8 = errors.New("gateway: text frame is not valid UTF-8")
+
+// Read returns the next text frame. One that is not UTF-8 closes the
+// connection with 1007 (invalid frame payload data) rather than being
+// decoded with its bad bytes replaced (issue 14).
 func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
 	typ, data, err := t.conn.Read(ctx)
 	if err != nil {
@@ -208,6 +217,10 @@ func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
 	}
 	if typ != websocket.MessageText {
 		return nil, errBinaryFrame
+	}
+	if !utf8.Valid(data) {
+		t.closeWith(websocket.StatusInvalidFramePayloadData, "text frame is not valid UTF-8")
+		return nil, errInvalidUTF8
 	}
 	return bytes.TrimSpace(data), nil
 }

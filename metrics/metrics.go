@@ -42,6 +42,9 @@ type Metrics struct {
 	runtimeReaps   prometheus.Counter
 	eventsRelayed  prometheus.Counter
 	slowConsumers  *prometheus.CounterVec
+	acceptErrors   *prometheus.CounterVec
+	connsRefused   *prometheus.CounterVec
+	inboundPaused  *prometheus.CounterVec
 	runs           *prometheus.GaugeVec
 	runTransitions *prometheus.CounterVec
 	queueWait      prometheus.Histogram
@@ -73,6 +76,12 @@ func New(version string) *Metrics {
 		Help: "Runtime events pushed to attached clients (one per event per live attachment)."})
 	m.slowConsumers = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "slow_consumers_dropped_total",
 		Help: "Connections closed because their outbound queue overflowed, by transport."}, []string{"transport"})
+	m.acceptErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "accept_errors_total",
+		Help: "Temporary accept errors (EMFILE, ENFILE, ECONNABORTED, …) the listeners backed off and retried, by transport."}, []string{"transport"})
+	m.connsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "connections_refused_total",
+		Help: "Connections refused at gateway.max_connections, by transport."}, []string{"transport"})
+	m.inboundPaused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "inbound_paused_total",
+		Help: "Times a connection's reader stopped reading because its commands in flight reached gateway.inbound_max_bytes or inbound_max_records, by transport."}, []string{"transport"})
 	m.runs = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "runs_by_state",
 		Help: "Subagent runs known to the daemon, by state."}, []string{"state"})
 	m.runTransitions = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "run_transitions_total",
@@ -97,7 +106,7 @@ func New(version string) *Metrics {
 		Help: "Always 1; the labels name the daemon's version and protocol version."}, []string{"version", "protocol_version"})
 
 	for _, c := range []prometheus.Collector{m.connections, m.attachments, m.agents, m.runtimeStarts, m.runtimeExits,
-		m.runtimeReaps, m.eventsRelayed, m.slowConsumers, m.runs, m.runTransitions, m.queueWait, m.runDuration,
+		m.runtimeReaps, m.eventsRelayed, m.slowConsumers, m.acceptErrors, m.connsRefused, m.inboundPaused, m.runs, m.runTransitions, m.queueWait, m.runDuration,
 		m.stopStages, m.reconciled, m.commit, m.reportDelivery, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		m.reg.MustRegister(c)
@@ -114,6 +123,9 @@ func New(version string) *Metrics {
 	for _, t := range transports {
 		m.connections.WithLabelValues(t)
 		m.slowConsumers.WithLabelValues(t)
+		m.acceptErrors.WithLabelValues(t)
+		m.connsRefused.WithLabelValues(t)
+		m.inboundPaused.WithLabelValues(t)
 	}
 	for _, s := range runtimeStates {
 		m.agents.WithLabelValues(string(s))
@@ -167,6 +179,27 @@ func (m *Metrics) ConnClosed(transport string) {
 func (m *Metrics) SlowConsumerDropped(transport string) {
 	if m != nil {
 		m.slowConsumers.WithLabelValues(transport).Inc()
+	}
+}
+
+// AcceptError counts a temporary accept error a listener retried.
+func (m *Metrics) AcceptError(transport string) {
+	if m != nil {
+		m.acceptErrors.WithLabelValues(transport).Inc()
+	}
+}
+
+// ConnRefused counts a connection refused at gateway.max_connections.
+func (m *Metrics) ConnRefused(transport string) {
+	if m != nil {
+		m.connsRefused.WithLabelValues(transport).Inc()
+	}
+}
+
+// InboundPaused counts a connection's reader pausing for backpressure.
+func (m *Metrics) InboundPaused(transport string) {
+	if m != nil {
+		m.inboundPaused.WithLabelValues(transport).Inc()
 	}
 }
 

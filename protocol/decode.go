@@ -203,10 +203,16 @@ func jsonKind(raw json.RawMessage) string {
 
 // DecodeCommand decodes and validates one client command. Errors are
 // INVALID_REQUEST *Error values whose message names the offending field (or
-// the unknown type); the Header is returned as far as it could be read.
+// the unknown type); the Header is returned as far as it could be read. A
+// record that is not UTF-8, has a lone surrogate escape or repeats a key is
+// refused (strict.go).
 func DecodeCommand(rec []byte) (Command, Header, error) {
 	h, err := DecodeHeader(rec)
 	if err != nil {
+		return nil, h, err
+	}
+	// After DecodeHeader, which proved rec one JSON object (strict.go).
+	if err := checkStrict(rec); err != nil {
 		return nil, h, err
 	}
 	cmd := newCommand(h.Type)

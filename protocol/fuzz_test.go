@@ -131,10 +131,71 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
+// hasDuplicateKey is the strict decoder's duplicate rule written the
+// obvious way, as an oracle: a json.Decoder token walk that reports an
+// object naming one key twice (after unescaping). data must be valid JSON.
+func hasDuplicateKey(data []byte) bool {
+	type frame struct {
+		object, expectKey bool
+		keys              map[string]bool
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var stack []*frame
+	value := func() { // a value ended: the enclosing object expects a key
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].expectKey = true
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, &frame{object: true, expectKey: true, keys: map[string]bool{}})
+			case '[':
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:len(stack)-1]
+				value()
+			}
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].object && stack[n-1].expectKey {
+				if stack[n-1].keys[v] {
+					return true
+				}
+				stack[n-1].keys[v] = true
+				stack[n-1].expectKey = false
+				continue
+			}
+			value()
+		default:
+			value()
+		}
+	}
+}
+
 func FuzzDecodeCommand(f *testing.F) {
 	seedFrames(f)
+	f.Add([]byte(`{"id":"d","type":"agent.list","type":"daemon.shutdown"}`))
+	f.Add([]byte(`{"id":"d","type":"agent.list","TYPE":"daemon.shutdown"}`))
+	f.Add([]byte(`{"id":"c","type":"agent.create","cwd":"/w","launch_policy":{"maxTasks":1,"max\u0054asks":9}}`))
+	f.Add([]byte("{\"id\":\"p\",\"type\":\"prompt\",\"agent_id\":\"a\",\"message\":\"\xff\"}"))
+	f.Add([]byte(`{"id":"p","type":"prompt","agent_id":"a","message":"\ud800 \ud83d\ude00"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, h, err := protocol.DecodeCommand(data)
+		if err == nil {
+			// Strict input (issue 14): what is executed is what was sent.
+			if !utf8.Valid(data) {
+				t.Fatalf("decoded a record that is not UTF-8: %q", data)
+			}
+			if hasDuplicateKey(data) {
+				t.Fatalf("decoded a record with a duplicate key: %q", data)
+			}
+		}
 		if err != nil {
 			if cmd != nil {
 				t.Fatalf("non-nil command %#v with error %v", cmd, err)

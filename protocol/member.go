@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,11 +13,13 @@ var ErrNotObject = errors.New("protocol: record is not a JSON object")
 
 // SetMember returns rec, a JSON object, with its top-level member key set
 // to value (valid JSON), without decoding the rest (DESIGN §3: the hot path
-// stays raw): every member named key is removed and `"key":value` is
-// appended as the last member. Last, because a decoder that meets a key
-// twice keeps the last one, and encoding/json decoding into a struct also
-// matches keys case-insensitively ("ID" sets the id too): a variant spelled
-// earlier in the record can then never win over value. Members and their
+// stays raw): every member named key, or key but for case, is removed and
+// `"key":value` is appended as the last member. The variants go too because
+// encoding/json decoding into a struct matches keys case-insensitively
+// ("ID" sets the id too), and DecodeCommand refuses a command naming both
+// (strict.go): a variant left in the record would either win over value or
+// get the rewritten command refused. Last, for decoders that keep the last
+// of two equal keys. Members and their
 // values are copied byte for byte; whitespace between top-level members
 // is dropped. rec is not modified.
 //
@@ -31,7 +34,7 @@ func SetMember(rec []byte, key string, value []byte) ([]byte, error) {
 }
 
 // DeleteMember returns rec, a JSON object, without any top-level member
-// named key, copying the rest byte for byte (whitespace between top-level
+// named key or key but for case (see SetMember), copying the rest byte for byte (whitespace between top-level
 // members is dropped). rec is not modified; when key is absent rec itself
 // is returned.
 func DeleteMember(rec []byte, key string) ([]byte, error) {
@@ -80,16 +83,17 @@ func rewriteMember(rec []byte, key string, value []byte, set bool) ([]byte, erro
 // the key as written, without its quotes.
 type memberSpan struct{ start, keyEnd, end int }
 
-// named reports whether m's key, unescaped, is key.
+// named reports whether m's key, unescaped, is key but for case (as
+// encoding/json and strict.go compare struct keys).
 func (m memberSpan) named(rec []byte, key string) bool {
 	raw := rec[m.start+1 : m.keyEnd]
-	if plain(raw) {
-		return string(raw) == key
+	if plain(raw) && plain([]byte(key)) {
+		return bytes.EqualFold(raw, []byte(key))
 	}
 	// An escaped or non-ASCII key (rare): decode just the key, so that it
 	// compares as encoding/json sees it (escapes, invalid UTF-8).
 	var k string
-	return json.Unmarshal(rec[m.start:m.keyEnd+1], &k) == nil && k == key
+	return json.Unmarshal(rec[m.start:m.keyEnd+1], &k) == nil && foldKey(k) == foldKey(key)
 }
 
 // plain reports whether a key as written is ASCII without escapes: then

@@ -133,6 +133,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 // daemon accepts clients on both transports.
 func (d *Daemon) Start() error {
 	d.startedAt = time.Now()
+	raiseFileLimit(d.log, d.cfg.Gateway.MaxConnections)
 	d.group = &xsync.Group{OnPanic: func(err error) { d.log.Error("daemon: goroutine panicked", "err", err) }}
 	actorLog := slog.New(minLevel{Handler: d.log.Handler(), min: slog.LevelWarn}).With("component", "actor")
 	d.sys = actor.NewActorSystem(
@@ -282,16 +283,19 @@ func (d *Daemon) Start() error {
 	d.sys.Root.Send(d.workspaces, &workspaces.AttachJobs{PID: d.jobs})
 
 	d.gw = gateway.New(gateway.Config{
-		SocketPath:    cfg.SocketPath(),
-		WebAddr:       cfg.WebAddr(),
-		PingInterval:  cfg.Gateway.PingInterval,
-		PingTimeout:   cfg.Gateway.PingTimeout,
-		TicketTTL:     cfg.Gateway.TicketTTL,
-		Limits:        outbox.Limits{MaxBytes: cfg.Gateway.OutboundMaxBytes, MaxMessages: cfg.Gateway.OutboundMaxMessages},
-		ServerVersion: d.opts.Version,
-		Metrics:       d.metrics,
-		Credentials:   storeCredentials{st: d.store},
-		Clock:         d.opts.GatewayClock,
+		SocketPath:   cfg.SocketPath(),
+		WebAddr:      cfg.WebAddr(),
+		PingInterval: cfg.Gateway.PingInterval,
+		PingTimeout:  cfg.Gateway.PingTimeout,
+		TicketTTL:    cfg.Gateway.TicketTTL,
+		Limits:       outbox.Limits{MaxBytes: cfg.Gateway.OutboundMaxBytes, MaxMessages: cfg.Gateway.OutboundMaxMessages},
+		Inbound: gateway.InboundLimits{MaxBytes: cfg.Gateway.InboundMaxBytes,
+			MaxRecords: cfg.Gateway.InboundMaxRecords},
+		MaxConnections: cfg.Gateway.MaxConnections,
+		ServerVersion:  d.opts.Version,
+		Metrics:        d.metrics,
+		Credentials:    storeCredentials{st: d.store},
+		Clock:          d.opts.GatewayClock,
 		Web: gateway.WebPolicy{
 			Remote:               cfg.Web.Remote(),
 			PublicHost:           cfg.Web.PublicHost,

@@ -58,6 +58,8 @@ type Outbox struct {
 	// partial: queue[0] is the rest of a record a direct write began.
 	partial bool
 	direct  DirectWriter
+	// observe, when set, sees every record pushed (see SetObserver).
+	observe func(rec []byte)
 }
 
 // DirectWriter writes recs, each followed by '\n', to the connection
@@ -89,6 +91,21 @@ const (
 )
 
 func (o *Outbox) push(rec []byte, how int) bool {
+	ok := o.pushLocked(rec, how)
+	if o.observe != nil {
+		o.observe(rec)
+	}
+	return ok
+}
+
+// SetObserver installs f, which sees every record pushed (Push, Hold,
+// PushDirect, queued or not), on the pushing goroutine, after the record
+// is queued and without the Outbox's lock: a record f sees is already
+// where Close lets Next drain it. The connection counts responses with it
+// (its commands in flight). Call it before the Outbox is shared.
+func (o *Outbox) SetObserver(f func(rec []byte)) { o.observe = f }
+
+func (o *Outbox) pushLocked(rec []byte, how int) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.closed {
