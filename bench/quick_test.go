@@ -8,10 +8,31 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/shard-dev/shard/internal/buildlock"
 )
 
+// smokeSizes shrink each scenario below --quick for the test, which checks
+// that the scenario runs to the end, not what it measures: under -race on a
+// loaded 2-core machine the --quick sizes (50 runtimes for scale, 10 000
+// run records with fsync for jobs, …) took the package past go test's
+// default 10 minute limit (issue 14). Scale's idle timeout is what its
+// reaping phase waits out at real time, so it is short here (runtimes are
+// reaped early on a slow machine; scale then notes it, and the test still
+// checks that it ran). fsync is off (--no-sync) for every scenario.
+var smokeSizes = map[string][]string{
+	// Under -race this driver reads far slower than the daemon writes: a
+	// flood past the outbox caps (§ backpressure) would get it dropped as a
+	// slow consumer, as it should.
+	"relay":  {"--n", "2000"},
+	"fanout": {"--n", "500", "--clients", "1,4"},
+	"jobs":   {"--creates", "20", "--parents", "1,2", "--wait-samples", "6", "--runs", "100,400"},
+	"resync": {"--windows", "10,40", "--samples", "10"},
+	"scale":  {"--agents", "4,8", "--idle-timeout", "2s"},
+}
+
 // TestQuickScenarios is the CI smoke run of the driver: every scenario in
-// --quick mode against a freshly built shardd. It checks that each one runs
+// --quick mode, at the smokeSizes, against a freshly built shardd. It checks that each one runs
 // to the end and writes a result file with results in it; it asserts no
 // timing (these machines are shared and noisy). The tables go to stdout
 // (go test -v shows them).
@@ -22,19 +43,17 @@ func TestQuickScenarios(t *testing.T) {
 	dir := t.TempDir()
 	shardd := filepath.Join(dir, "shardd")
 	build := exec.Command("go", "build", "-o", shardd, "github.com/shard-dev/shard/cmd/shardd")
-	if out, err := build.CombinedOutput(); err != nil {
+	unlock := buildlock.Lock() // one build at a time across test processes
+	out, err := build.CombinedOutput()
+	unlock()
+	if err != nil {
 		t.Fatalf("build shardd: %v\n%s", err, out)
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "bench-"+sc.name+".json")
-			args := []string{sc.name, "--quick", "--shardd", shardd, "--out", out, "--plots", t.TempDir()}
-			if sc.name == "relay" {
-				// Under -race this driver reads far slower than the daemon
-				// writes: a flood past the outbox caps (§ backpressure)
-				// would get it dropped as a slow consumer, as it should.
-				args = append(args, "--n", "2000")
-			}
+			args := append([]string{sc.name, "--quick", "--shardd", shardd, "--out", out, "--plots", t.TempDir(), "--no-sync"},
+				smokeSizes[sc.name]...)
 			if code := realMain(args); code != 0 {
 				t.Fatalf("bench %v exited %d", args, code)
 			}

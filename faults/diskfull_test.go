@@ -86,10 +86,15 @@ func TestDiskFull(t *testing.T) {
 	var agents []string
 	failed := untilRefused(t, d, func() error {
 		var cr protocol.AgentCreateData
-		// A large manifest (a long name), which the free pages left
-		// inside the file cannot hold.
+		// A large manifest, which the free pages left inside the file
+		// cannot hold: the longest name and tools list a client may send
+		// (protocol/limits.go), some 16 KiB.
+		tools := make([]string, protocol.MaxListLen)
+		for i := range tools {
+			tools[i] = fmt.Sprintf("%03d", i) + strings.Repeat("t", protocol.MaxNameLen-3)
+		}
 		err := tryCall(ctl, &protocol.AgentCreate{Header: hdr(protocol.TypeAgentCreate, ""), Cwd: shortTemp(t),
-			Name: strings.Repeat("n", 256<<10)}, &cr)
+			Name: strings.Repeat("n", protocol.MaxNameLen), Tools: tools}, &cr)
 		if err == nil {
 			agents = append(agents, cr.AgentID)
 		}

@@ -19,9 +19,18 @@ type RateLimit struct {
 // has no bucket for share one.
 const maxLimiterPeers = 1024
 
-// limiter rate-limits attempts per peer address. X-Forwarded-For is never
-// consulted, so behind a reverse proxy every browser shares the proxy's
-// bucket. It is safe for concurrent use.
+// limiter rate-limits attempts per peer address and Origin. X-Forwarded-For
+// is never consulted, so behind a reverse proxy every browser shares the
+// proxy's bucket.
+//
+// The web handlers charge it only after the Origin check passed (issue 14:
+// charged before, any web page the user visits could spend the loopback
+// bucket with requests that were then refused for their Origin, and lock
+// the real page out). The bucket is keyed by the origin too, so that, in
+// remote mode with several allowed origins behind one proxy, one origin's
+// attempts never spend another's. Only allowed origins reach it, so the
+// key space stays the peers times the allowlist. It is safe for
+// concurrent use.
 type limiter struct {
 	burst float64
 	every time.Duration
@@ -29,7 +38,14 @@ type limiter struct {
 
 	// mu protects buckets.
 	mu      sync.Mutex
-	buckets map[netip.Addr]*tokenBucket
+	buckets map[bucketKey]*tokenBucket
+}
+
+// bucketKey names one bucket: a peer address and the (allowed) origin its
+// request carried.
+type bucketKey struct {
+	peer   netip.Addr
+	origin string
 }
 
 type tokenBucket struct {
@@ -39,16 +55,16 @@ type tokenBucket struct {
 
 // newLimiter returns a limiter that refills on clk (nil: the wall clock).
 func newLimiter(rl RateLimit, clk clock.Clock) *limiter {
-	return &limiter{burst: float64(rl.Burst), every: rl.Every, clk: clock.Or(clk), buckets: make(map[netip.Addr]*tokenBucket)}
+	return &limiter{burst: float64(rl.Burst), every: rl.Every, clk: clock.Or(clk), buckets: make(map[bucketKey]*tokenBucket)}
 }
 
-// allow takes one token from peer's bucket. When there is none it returns
-// false and how long until there will be.
-func (l *limiter) allow(peer netip.Addr) (bool, time.Duration) {
+// allow takes one token from the bucket of peer and origin. When there is
+// none it returns false and how long until there will be.
+func (l *limiter) allow(peer netip.Addr, origin string) (bool, time.Duration) {
 	now := l.clk.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b := l.bucketLocked(peer, now)
+	b := l.bucketLocked(bucketKey{peer, origin}, now)
 	b.tokens = min(l.burst, b.tokens+float64(now.Sub(b.last))/float64(l.every))
 	b.last = now
 	if b.tokens >= 1 {
@@ -58,9 +74,9 @@ func (l *limiter) allow(peer netip.Addr) (bool, time.Duration) {
 	return false, time.Duration((1 - b.tokens) * float64(l.every))
 }
 
-// bucketLocked returns peer's bucket, creating a full one. mu must be held.
-func (l *limiter) bucketLocked(peer netip.Addr, now time.Time) *tokenBucket {
-	if b, ok := l.buckets[peer]; ok {
+// bucketLocked returns key's bucket, creating a full one. mu must be held.
+func (l *limiter) bucketLocked(key bucketKey, now time.Time) *tokenBucket {
+	if b, ok := l.buckets[key]; ok {
 		return b
 	}
 	if len(l.buckets) >= maxLimiterPeers {
@@ -70,13 +86,13 @@ func (l *limiter) bucketLocked(peer netip.Addr, now time.Time) *tokenBucket {
 			}
 		}
 		if len(l.buckets) >= maxLimiterPeers {
-			peer = netip.Addr{} // the shared overflow bucket
-			if b, ok := l.buckets[peer]; ok {
+			key = bucketKey{} // the shared overflow bucket
+			if b, ok := l.buckets[key]; ok {
 				return b
 			}
 		}
 	}
 	b := &tokenBucket{tokens: l.burst, last: now}
-	l.buckets[peer] = b
+	l.buckets[key] = b
 	return b
 }

@@ -341,9 +341,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// limited applies a rate limiter to the request's peer.
-func limited(l *limiter, info reqInfo, w http.ResponseWriter) *refusal {
-	ok, wait := l.allow(info.peer)
+// limited applies a rate limiter to the request's peer and its origin,
+// which the caller has already checked against the allowlist: a request
+// refused for its Origin spends nothing (see limiter).
+func limited(l *limiter, info reqInfo, origin string, w http.ResponseWriter) *refusal {
+	ok, wait := l.allow(info.peer, origin)
 	if ok {
 		return nil
 	}
@@ -369,12 +371,12 @@ func (g *Gateway) serveEnroll(w http.ResponseWriter, r *http.Request, info reqIn
 		g.refuse(w, r, "enroll", info, refuse(http.StatusMethodNotAllowed, "method not allowed"), "GET, HEAD, POST")
 		return
 	}
-	if ref := limited(g.enrollLimit, info, w); ref != nil {
+	origin, ref := g.guard.originAllowed(r)
+	if ref != nil {
 		g.refuse(w, r, "enroll", info, ref, "")
 		return
 	}
-	origin, ref := g.guard.originAllowed(r)
-	if ref != nil {
+	if ref := limited(g.enrollLimit, info, origin, w); ref != nil {
 		g.refuse(w, r, "enroll", info, ref, "")
 		return
 	}
@@ -437,12 +439,12 @@ func (g *Gateway) serveBootstrap(w http.ResponseWriter, r *http.Request, info re
 		g.refuse(w, r, "bootstrap", info, refuse(http.StatusMethodNotAllowed, "method not allowed"), "POST")
 		return
 	}
-	if ref := limited(g.bootstrapLimit, info, w); ref != nil {
+	origin, ref := g.guard.originAllowed(r)
+	if ref != nil {
 		g.refuse(w, r, "bootstrap", info, ref, "")
 		return
 	}
-	origin, ref := g.guard.originAllowed(r)
-	if ref != nil {
+	if ref := limited(g.bootstrapLimit, info, origin, w); ref != nil {
 		g.refuse(w, r, "bootstrap", info, ref, "")
 		return
 	}

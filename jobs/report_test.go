@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -102,5 +103,30 @@ func TestReportTextNamesWorkspace(t *testing.T) {
 	run.Workspace = nil
 	if text := ReportText(reportOf(job, run, 1)); strings.Contains(text, "workspace") || strings.Contains(text, "diff:") {
 		t.Fatalf("report of a run without a workspace:\n%s", text)
+	}
+}
+
+// TestReportTextFitsAPrompt: a report whose final text is larger than a
+// prompt may be is cut to fit (the runtime would refuse it, and the report
+// would be retried forever), at a rune boundary, saying how much was cut.
+func TestReportTextFitsAPrompt(t *testing.T) {
+	for _, final := range []string{
+		strings.Repeat("x", protocol.MaxTextLen),
+		strings.Repeat("é", protocol.MaxTextLen), // two bytes a rune
+	} {
+		rep := store.Report{RunID: "run-01", JobID: "job-01", AgentID: "agent-01", Name: "build", State: protocol.RunCompleted, FinalText: final}
+		text := ReportText(rep)
+		if len(text) > protocol.MaxTextLen {
+			t.Fatalf("report is %d bytes, limit %d", len(text), protocol.MaxTextLen)
+		}
+		if !utf8.ValidString(text) || !strings.Contains(text, "bytes of final text cut]") {
+			t.Fatalf("cut report is not valid UTF-8 or lacks the note: ...%q", text[len(text)-80:])
+		}
+		if len(text) < protocol.MaxTextLen-100 {
+			t.Errorf("report cut to %d bytes, far below the limit %d", len(text), protocol.MaxTextLen)
+		}
+		if _, _, err := protocol.DecodeCommand(protocol.MustMarshal(protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt}, Message: text})); err != nil {
+			t.Fatalf("the report as a prompt: %v", err)
+		}
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/internal/clock"
+	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
 
@@ -102,7 +104,25 @@ func ReportText(r store.Report) string {
 		fmt.Fprintf(&b, "\nerror: %s", r.Error)
 	}
 	if r.FinalText != "" {
-		fmt.Fprintf(&b, "\nfinal text:\n%s", r.FinalText)
+		b.WriteString("\nfinal text:\n")
+		b.WriteString(fitText(r.FinalText, protocol.MaxTextLen-b.Len()))
 	}
 	return b.String()
+}
+
+// fitText cuts text to at most budget bytes, at a rune boundary, ending in
+// a note of what was cut. A report is delivered as a prompt, and the
+// runtime refuses a prompt over protocol.MaxTextLen: an undeliverable
+// report would be retried forever.
+func fitText(text string, budget int) string {
+	if len(text) <= budget {
+		return text
+	}
+	const note = "\n[… %d bytes of final text cut]"
+	// The count cut is below len(text), so its note is no longer than this.
+	keep := max(0, budget-len(fmt.Sprintf(note, len(text))))
+	for keep > 0 && !utf8.RuneStart(text[keep]) {
+		keep--
+	}
+	return text[:keep] + fmt.Sprintf(note, len(text)-keep)
 }

@@ -222,6 +222,9 @@ func DecodeCommand(rec []byte) (Command, Header, error) {
 	if err := json.Unmarshal(rec, cmd); err != nil {
 		return nil, h, Errorf(CodeInvalidRequest, "%s", jsonErrText(err))
 	}
+	if err := headerBounds(h); err != nil {
+		return nil, h, err
+	}
 	if err := cmd.Validate(); err != nil {
 		return nil, h, err
 	}
@@ -290,6 +293,9 @@ func oneOf(field, v string, allowed ...string) error {
 
 // Validate implements Command.
 func (c *Prompt) Validate() error {
+	if err := c.bounds(); err != nil {
+		return err
+	}
 	if c.Message == "" && len(c.Images) == 0 {
 		return invalid("message", "required")
 	}
@@ -298,6 +304,9 @@ func (c *Prompt) Validate() error {
 
 // Validate implements Command.
 func (c *Steer) Validate() error {
+	if err := c.bounds(); err != nil {
+		return err
+	}
 	if c.Message == "" && len(c.Images) == 0 {
 		return invalid("message", "required")
 	}
@@ -308,7 +317,12 @@ func (c *Steer) Validate() error {
 func (c *Abort) Validate() error { return nil }
 
 // Validate implements Command.
-func (c *SetMode) Validate() error { return required("mode", c.Mode) }
+func (c *SetMode) Validate() error {
+	if err := maxLen("mode", c.Mode, MaxNameLen); err != nil {
+		return err
+	}
+	return required("mode", c.Mode)
+}
 
 // Validate implements Command.
 func (c *ListModes) Validate() error { return nil }
@@ -317,13 +331,21 @@ func (c *ListModes) Validate() error { return nil }
 func (c *ListModels) Validate() error { return nil }
 
 // Validate implements Command.
-func (c *SetModel) Validate() error { return required("model", c.Model) }
+func (c *SetModel) Validate() error {
+	if err := maxLen("model", c.Model, MaxNameLen); err != nil {
+		return err
+	}
+	return required("model", c.Model)
+}
 
 // Validate implements Command.
 func (c *ListReasoningLevels) Validate() error { return nil }
 
 // Validate implements Command.
 func (c *SetReasoningLevel) Validate() error {
+	if err := bounds(bound{"model", c.Model, MaxNameLen}, bound{"effort", c.Effort, MaxNameLen}); err != nil {
+		return err
+	}
 	if err := required("model", c.Model); err != nil {
 		return err
 	}
@@ -332,6 +354,9 @@ func (c *SetReasoningLevel) Validate() error {
 
 // Validate implements Command.
 func (c *SessionOp) Validate() error {
+	if err := c.bounds(); err != nil {
+		return err
+	}
 	if err := required("op", c.Op); err != nil {
 		return err
 	}
@@ -353,6 +378,9 @@ func (c *SessionOp) Validate() error {
 
 // Validate implements Command.
 func (c *PermissionResponse) Validate() error {
+	if err := c.bounds(); err != nil {
+		return err
+	}
 	if err := required("request_id", c.RequestID); err != nil {
 		return err
 	}
@@ -367,6 +395,9 @@ func (c *PermissionResponse) Validate() error {
 
 // Validate implements Command.
 func (c *UIResponse) Validate() error {
+	if err := c.bounds(); err != nil {
+		return err
+	}
 	if err := required("request_id", c.RequestID); err != nil {
 		return err
 	}
@@ -394,20 +425,54 @@ func (c *AgentList) Validate() error { return nil }
 
 // Validate implements Command.
 func (c *AgentCreate) Validate() error {
+	if err := c.bounds(); err != nil {
+		return err
+	}
+	if err := c.refuseManaged(); err != nil {
+		return err
+	}
 	if err := required("cwd", c.Cwd); err != nil {
 		return err
 	}
 	if c.HeadlessPolicy != "" && !ValidHeadlessPolicy(c.HeadlessPolicy) {
 		return invalid("headless_policy", "must be one of deny, allow_if_rule_matches, queue")
 	}
-	if c.Depth != nil && *c.Depth < 0 {
-		return invalid("depth", "must not be negative")
+	return checkMode("mode", c.Mode)
+}
+
+// refuseManaged refuses the managed-child manifest fields, which spec §10.1
+// reserves for the daemon ("daemon sets these; clients do not pass them"):
+// a client that could set launch_policy would lift jobs.max_tasks and
+// jobs.max_depth for every agent below the one it creates, and depth or
+// alias would forge a place in a job. The daemon never sends agent.create
+// for its own children: the jobs coordinator writes their manifests
+// directly. A field counts as given when it is present, even as 0, "" or
+// [] (the decoder keeps presence for depth, launch_policy and names).
+func (c *AgentCreate) refuseManaged() error {
+	for _, f := range [...]struct {
+		name  string
+		given bool
+	}{
+		{"system_prompt", c.SystemPrompt != ""},
+		{"depth", c.Depth != nil},
+		{"launch_policy", c.LaunchPolicy != nil},
+		{"alias", c.Alias != ""},
+		{"definition_name", c.DefinitionName != ""},
+		{"display_name", c.DisplayName != ""},
+		{"names", c.Names != nil},
+	} {
+		if f.given {
+			return invalid(f.name, "is set by the daemon for the children it manages; clients must not pass it")
+		}
 	}
 	return nil
 }
 
 // Validate implements Command.
 func (c *AgentAttach) Validate() error {
+	if err := maxLen("role", c.Role, MaxNameLen); err != nil {
+		return err
+	}
 	if err := required("agent_id", c.AgentID); err != nil {
 		return err
 	}
@@ -440,6 +505,9 @@ func (c *DaemonCheck) Validate() error { return nil }
 
 // Validate implements Command.
 func (c *JobsList) Validate() error {
+	if err := maxLen("parent_agent_id", c.ParentAgentID, MaxIDLen); err != nil {
+		return err
+	}
 	if c.Limit < 0 {
 		return invalid("limit", "must not be negative")
 	}
@@ -447,11 +515,22 @@ func (c *JobsList) Validate() error {
 }
 
 // Validate implements Command.
-func (c *JobsShow) Validate() error { return required("handle", c.Handle) }
+func (c *JobsShow) Validate() error {
+	if err := maxLen("handle", c.Handle, MaxIDLen); err != nil {
+		return err
+	}
+	return required("handle", c.Handle)
+}
 
 // Validate implements Command.
 func (c *SubagentCreate) Validate() error {
+	if err := c.bounds(); err != nil {
+		return err
+	}
 	if err := required("parent_agent_id", c.ParentAgentID); err != nil {
+		return err
+	}
+	if err := checkMode("mode", c.Mode); err != nil {
 		return err
 	}
 	if err := oneOf("strategy", string(c.Strategy), string(StrategySingle), string(StrategyParallel), string(StrategyChain)); err != nil {
@@ -491,6 +570,9 @@ func (c *SubagentCreate) Validate() error {
 
 // Validate implements Command.
 func (c *SubagentWait) Validate() error {
+	if err := c.bounds(); err != nil {
+		return err
+	}
 	if err := required("parent_agent_id", c.ParentAgentID); err != nil {
 		return err
 	}
@@ -510,6 +592,10 @@ func (c *SubagentWait) Validate() error {
 
 // Validate implements Command.
 func (c *SubagentSteer) Validate() error {
+	if err := bounds(bound{"parent_agent_id", c.ParentAgentID, MaxIDLen}, bound{"target", c.Target, MaxIDLen},
+		bound{"message", c.Message, MaxTextLen}); err != nil {
+		return err
+	}
 	if err := required("parent_agent_id", c.ParentAgentID); err != nil {
 		return err
 	}
@@ -521,6 +607,10 @@ func (c *SubagentSteer) Validate() error {
 
 // Validate implements Command.
 func (c *SubagentRelaunch) Validate() error {
+	if err := bounds(bound{"parent_agent_id", c.ParentAgentID, MaxIDLen}, bound{"target", c.Target, MaxIDLen},
+		bound{"task", c.Task, MaxTextLen}); err != nil {
+		return err
+	}
 	if err := required("parent_agent_id", c.ParentAgentID); err != nil {
 		return err
 	}
@@ -531,10 +621,18 @@ func (c *SubagentRelaunch) Validate() error {
 }
 
 // Validate implements Command.
-func (c *SubagentStatus) Validate() error { return required("parent_agent_id", c.ParentAgentID) }
+func (c *SubagentStatus) Validate() error {
+	if err := c.bounds(); err != nil {
+		return err
+	}
+	return required("parent_agent_id", c.ParentAgentID)
+}
 
 // Validate implements Command.
 func (c *SubagentStop) Validate() error {
+	if err := bounds(bound{"parent_agent_id", c.ParentAgentID, MaxIDLen}, bound{"handle", c.Handle, MaxIDLen}); err != nil {
+		return err
+	}
 	if err := required("parent_agent_id", c.ParentAgentID); err != nil {
 		return err
 	}

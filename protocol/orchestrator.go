@@ -56,7 +56,26 @@ type LaunchPolicy struct {
 	MaxDepth int `json:"maxDepth"`
 }
 
-// AgentCreate creates a durable agent.
+// Modes of the Shard runtime (its list_modes catalog): build may run every
+// tool, mutating ones through the permission gate; plan refuses mutating
+// tools. A create naming any other mode is refused before anything is
+// stored (issue 14): the runtime would refuse to start with it, and the
+// agent could never run.
+const (
+	ModeBuild = "build"
+	ModePlan  = "plan"
+)
+
+// Modes lists the modes a create may name, in catalog order.
+func Modes() []string { return []string{ModeBuild, ModePlan} }
+
+// checkMode refuses a mode the runtime does not have; empty means the
+// daemon's default mode.
+func checkMode(field, v string) error { return oneOf(field, v, Modes()...) }
+
+// AgentCreate creates a durable agent. The managed-child manifest fields
+// (system_prompt through names) are decoded so that Validate can name them
+// in its refusal: clients must not pass them (spec §10.1).
 type AgentCreate struct {
 	Header
 	Cwd            string        `json:"cwd"`

@@ -15,7 +15,8 @@ const (
 	TypeTokenRevoke       = "token.revoke"
 )
 
-// MaxNoteLen bounds the free-text note of an enrollment or a token.
+// MaxNoteLen bounds the free-text note of an enrollment or a token (see
+// limits.go for the other limits).
 const MaxNoteLen = 200
 
 // WebEnroll mints a one-time browser enrollment code.
@@ -134,6 +135,9 @@ func (c *WebSessionsList) Validate() error { return nil }
 
 // Validate implements Command.
 func (c *WebSessionsRevoke) Validate() error {
+	if err := maxLen("session_id", c.SessionID, MaxIDLen); err != nil {
+		return err
+	}
 	switch {
 	case c.All && c.SessionID != "":
 		return invalid("session_id", "must be empty when all is true")
@@ -155,11 +159,11 @@ func (c *TokenCreate) Validate() error {
 func (c *TokenList) Validate() error { return nil }
 
 // Validate implements Command.
-func (c *TokenRevoke) Validate() error { return required("token_id", c.TokenID) }
-
-func noteLen(field, v string) error {
-	if len(v) > MaxNoteLen {
-		return invalid(field, "longer than %d bytes", MaxNoteLen)
+func (c *TokenRevoke) Validate() error {
+	if err := maxLen("token_id", c.TokenID, MaxIDLen); err != nil {
+		return err
 	}
-	return nil
+	return required("token_id", c.TokenID)
 }
+
+func noteLen(field, v string) error { return maxLen(field, v, MaxNoteLen) }

@@ -307,7 +307,13 @@ func checkRefArg(field, v string) error {
 
 // Validate implements Command.
 func (c *WorkspaceCreate) Validate() error {
+	if err := c.bounds(); err != nil {
+		return err
+	}
 	if err := checkVersion(c.Version); err != nil {
+		return err
+	}
+	if err := checkMode("mode", c.Mode); err != nil {
 		return err
 	}
 	if err := required("cwd", c.Cwd); err != nil {
@@ -328,7 +334,13 @@ func (c *WorkspaceCreate) Validate() error {
 
 // Validate implements Command.
 func (c *WorkspaceAttach) Validate() error {
+	if err := c.bounds(); err != nil {
+		return err
+	}
 	if err := checkVersion(c.Version); err != nil {
+		return err
+	}
+	if err := checkMode("mode", c.Mode); err != nil {
 		return err
 	}
 	return required("workspace_id", c.WorkspaceID)
@@ -336,6 +348,9 @@ func (c *WorkspaceAttach) Validate() error {
 
 // Validate implements Command.
 func (c *WorkspaceList) Validate() error {
+	if err := maxLen("cwd", c.Cwd, MaxPathLen); err != nil {
+		return err
+	}
 	if err := checkVersion(c.Version); err != nil {
 		return err
 	}
@@ -344,6 +359,9 @@ func (c *WorkspaceList) Validate() error {
 
 // Validate implements Command.
 func (c *WorkspaceStatus) Validate() error {
+	if err := maxLen("workspace_id", c.WorkspaceID, MaxIDLen); err != nil {
+		return err
+	}
 	if err := checkVersion(c.Version); err != nil {
 		return err
 	}
@@ -352,6 +370,9 @@ func (c *WorkspaceStatus) Validate() error {
 
 // Validate implements Command.
 func (c *WorkspaceRetire) Validate() error {
+	if err := maxLen("workspace_id", c.WorkspaceID, MaxIDLen); err != nil {
+		return err
+	}
 	if err := checkVersion(c.Version); err != nil {
 		return err
 	}
@@ -364,6 +385,9 @@ func (c *WorkspaceRetire) Validate() error {
 
 // Validate implements Command.
 func (c *WorkspaceDiff) Validate() error {
+	if err := maxLen("workspace_id", c.WorkspaceID, MaxIDLen); err != nil {
+		return err
+	}
 	if err := checkVersion(c.Version); err != nil {
 		return err
 	}
@@ -378,6 +402,9 @@ func (c *WorkspaceDiff) Validate() error {
 
 // Validate implements Command.
 func (c *WorkspaceMerge) Validate() error {
+	if err := bounds(bound{"workspace_id", c.WorkspaceID, MaxIDLen}, bound{"message", c.Message, MaxCommitMessageLen}); err != nil {
+		return err
+	}
 	if err := checkVersion(c.Version); err != nil {
 		return err
 	}

@@ -205,8 +205,8 @@ func TestWorkspaceCommandsDecode(t *testing.T) {
 		want      protocol.Command // nil: wantErr
 		wantErr   string
 	}{
-		{name: "create full", rec: `{"id":"c1","type":"workspace.create","version":1,"cwd":"/r","label":"L","branch":"feat/x","base_ref":"v1.2^{commit}","integration_target":"main","title":"T","name":"N","model":"m","provider":"p","mode":"code"}`,
-			want: &protocol.WorkspaceCreate{Header: protocol.Header{Type: "workspace.create", ID: "c1"}, Version: &one, Cwd: "/r", Label: "L", Branch: "feat/x", BaseRef: "v1.2^{commit}", IntegrationTarget: "main", Title: "T", Name: "N", Model: "m", Provider: "p", Mode: "code"}},
+		{name: "create full", rec: `{"id":"c1","type":"workspace.create","version":1,"cwd":"/r","label":"L","branch":"feat/x","base_ref":"v1.2^{commit}","integration_target":"main","title":"T","name":"N","model":"m","provider":"p","mode":"plan"}`,
+			want: &protocol.WorkspaceCreate{Header: protocol.Header{Type: "workspace.create", ID: "c1"}, Version: &one, Cwd: "/r", Label: "L", Branch: "feat/x", BaseRef: "v1.2^{commit}", IntegrationTarget: "main", Title: "T", Name: "N", Model: "m", Provider: "p", Mode: "plan"}},
 		{name: "create minimal", rec: `{"type":"workspace.create","cwd":"/r"}`, want: &protocol.WorkspaceCreate{Header: protocol.Header{Type: "workspace.create"}, Cwd: "/r"}},
 		{name: "create null version is absent", rec: `{"type":"workspace.create","version":null,"cwd":"/r"}`, want: &protocol.WorkspaceCreate{Header: protocol.Header{Type: "workspace.create"}, Cwd: "/r"}},
 		// A routing agent_id is ignored, as on every daemon-level command.

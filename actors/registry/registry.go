@@ -437,15 +437,9 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		HeadlessPolicy: req.HeadlessPolicy,
 		ParentAgentID:  req.ParentAgentID,
 		CreatedAt:      r.deps.Clock.Now().UnixMilli(),
-		Alias:          req.Alias,
-		DefinitionName: req.DefinitionName,
-		DisplayName:    req.DisplayName,
-	}
-	if req.Depth != nil {
-		m.Depth = *req.Depth
-	}
-	if req.LaunchPolicy != nil {
-		m.LaunchPolicy = &store.LaunchPolicy{MaxTasks: req.LaunchPolicy.MaxTasks, MaxDepth: req.LaunchPolicy.MaxDepth}
+		// The managed-child fields (depth, launch_policy, alias, …) are
+		// never copied from a client: Validate refuses them (spec §10.1),
+		// and the jobs coordinator writes its children's manifests itself.
 	}
 	if m.Mode == "" {
 		m.Mode = r.deps.DefaultMode

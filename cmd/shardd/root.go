@@ -58,6 +58,11 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The home is checked before the log file is created in it: a home
+	// that is not owner-only is refused as it was found.
+	if err := daemon.PrepareHome(cfg); err != nil {
+		return err
+	}
 	logger, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
 		return err

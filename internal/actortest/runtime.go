@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/internal/buildlock"
 )
 
 // Main is a TestMain body for packages whose tests run the real runtime:
@@ -32,7 +33,10 @@ func Main(m *testing.M, bin *string) int {
 	*bin = filepath.Join(dir, "shardd")
 	build := exec.Command("go", "build", "-o", *bin, "github.com/shard-dev/shard/cmd/shardd")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	unlock := buildlock.Lock() // one build at a time across test processes
+	err = build.Run()
+	unlock()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "actortest: build shardd:", err)
 		return 1
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,22 +91,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	for _, dir := range []string{cfg.Home, cfg.LogDir(), filepath.Join(cfg.LogDir(), "agents"), cfg.SessionsDir()} {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("daemon: create %s: %w", dir, err)
-		}
-	}
-	// The home, the database and the config file are owner-only: one that
-	// others can write is refused (someone else could have planted a
-	// socket, a database or a runtime.command), one others can read is
-	// tightened.
-	if err := checkPrivate(cfg.Home, 0o700, true, true); err != nil {
-		return nil, err
-	}
-	if err := checkPrivate(cfg.DBPath(), 0o600, false, true); err != nil {
-		return nil, err
-	}
-	if err := checkPrivate(cfg.ConfigFile, 0o600, false, false); err != nil {
+	if err := PrepareHome(cfg); err != nil {
 		return nil, err
 	}
 	// The metrics exist before the store so that every commit is timed.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/internal/buildlock"
 	"github.com/shard-dev/shard/internal/daemon"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -37,7 +38,10 @@ func TestMain(m *testing.M) {
 	runtimeBin = filepath.Join(dir, "shardd")
 	build := exec.Command("go", "build", "-o", runtimeBin, "github.com/shard-dev/shard/cmd/shardd")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	unlock := buildlock.Lock() // one build at a time across test processes
+	err = build.Run()
+	unlock()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "build shardd:", err)
 		os.Exit(1)
 	}

@@ -90,8 +90,10 @@ func TestStopEscalationMatrix(t *testing.T) {
 			if err := c.Call(ctx(t), &protocol.SubagentStop{Header: hdr(protocol.TypeSubagentStop), ParentAgentID: parent, Handle: run.RunID}, nil); err != nil {
 				t.Fatal(err)
 			}
-			// abort grace + term grace + 1 s at most.
-			res := waitRuns(t, c, parent, []string{run.RunID}, "", secs(1.6))
+			// Waits for the end, not for a time: the escalation takes
+			// abort grace + term grace on a quiet machine, longer on a
+			// loaded one; the stage reached is what the test asserts.
+			res := waitRuns(t, c, parent, []string{run.RunID}, "", nil)
 			if res.TimedOut || res.Runs[0].State != protocol.RunCancelled {
 				t.Fatalf("stopped run = %+v", res)
 			}

@@ -782,6 +782,36 @@ func TestWebRateLimit(t *testing.T) {
 	}
 }
 
+// TestForeignOriginSpendsNoRateLimit: a web page on another origin that
+// hammers /enroll and /bootstrap from the loopback peer is refused for its
+// Origin every time and never spends the bucket of the real page (issue
+// 14: the limiter was charged before the Origin check).
+func TestForeignOriginSpendsNoRateLimit(t *testing.T) {
+	f := newSecFixtureOpts(t, nil, nil)
+	const peer, evil = "127.0.0.9", "http://evil.example"
+	post := func(path, origin string) rawResp {
+		r := f.browser(http.MethodPost, path).with("Content-Type", "application/json")
+		r.headers[0][1] = origin
+		if path == "/enroll" {
+			r.body = enrollBody(strings.Repeat("A", 43))
+		}
+		return r.fromAddr(peer).do(t, f.addr)
+	}
+	for i := range 50 { // ten times the enroll burst, more than the bootstrap one
+		for _, path := range []string{"/enroll", "/bootstrap"} {
+			if got := post(path, evil); got.status != http.StatusBadRequest || !strings.Contains(got.body, "Origin not allowed") {
+				t.Fatalf("foreign %s %d: %d %s, want 400 Origin not allowed", path, i+1, got.status, got.body)
+			}
+		}
+	}
+	if got := post("/enroll", f.origin); got.status != http.StatusUnauthorized {
+		t.Fatalf("enroll from the right origin after the foreign burst: %d %s, want 401 (a bad code, not 429)", got.status, got.body)
+	}
+	if got := post("/bootstrap", f.origin); got.status != http.StatusUnauthorized {
+		t.Fatalf("bootstrap from the right origin after the foreign burst: %d %s, want 401 (no cookie, not 429)", got.status, got.body)
+	}
+}
+
 // TestRevokedTokenClosesOpenConnection: revocation takes effect on
 // connections already open, with a policy-violation close.
 func TestRevokedTokenClosesOpenConnection(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shard-dev/shard/internal/buildlock"
 )
 
 // Buffer is a bytes.Buffer safe for one writer (a subprocess pipe) and
@@ -235,6 +237,7 @@ func Build(dir string, flags []string, log io.Writer, cmds ...string) ([]string,
 		args = append(args, "github.com/shard-dev/shard/cmd/"+c)
 		paths = append(paths, filepath.Join(dir, c))
 	}
+	defer buildlock.Lock()() // one build at a time across test processes
 	build := exec.Command("go", args...)
 	build.Stdout, build.Stderr = log, log
 	if err := build.Run(); err != nil {
