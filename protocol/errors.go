@@ -28,6 +28,10 @@ const (
 	CodeProviderError      ErrorCode = "PROVIDER_ERROR"
 	CodeToolError          ErrorCode = "TOOL_ERROR"
 	CodeConflict           ErrorCode = "CONFLICT"
+	// CodeUnsupported: the runtime cannot do what the command asks (a
+	// third-party agent that offers no modes, models or mid-turn steer).
+	// Shard's additive code (issue 13, docs/protocol.md).
+	CodeUnsupported ErrorCode = "UNSUPPORTED"
 )
 
 // Codes lists every registered code in spec order.
@@ -35,7 +39,7 @@ func Codes() []ErrorCode {
 	return []ErrorCode{
 		CodeInvalidRequest, CodeNotFound, CodeNotAttached, CodePermissionDenied,
 		CodeProtocolError, CodeTimeout, CodeRuntimeStartFailed, CodeSessionCorrupt,
-		CodeInternal, CodeProviderError, CodeToolError, CodeConflict,
+		CodeInternal, CodeProviderError, CodeToolError, CodeConflict, CodeUnsupported,
 	}
 }
 

@@ -76,6 +76,10 @@ type AgentCreate struct {
 	DefinitionName string        `json:"definition_name,omitempty"`
 	DisplayName    string        `json:"display_name,omitempty"`
 	Names          []string      `json:"names,omitempty"`
+	// Runtime names the runtime profile (config runtimes:) the agent runs
+	// on; "" is the default profile, "shard" (the reference runtime).
+	// Additive (issue 13); an unknown name is INVALID_REQUEST.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // AgentCreateData is the data of an agent.create response.
@@ -224,6 +228,9 @@ type SubagentCreate struct {
 	// RequestID makes create idempotent (issue 4): a repeat returns the
 	// original job.
 	RequestID string `json:"request_id,omitempty"`
+	// Runtime names the runtime profile the children run on; "" is the
+	// parent's. Additive (issue 13); an unknown name is INVALID_REQUEST.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // CreatedRun is one run in a subagent.create response.

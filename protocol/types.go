@@ -185,6 +185,9 @@ type AgentInfo struct {
 	Alias          string       `json:"alias,omitempty"`
 	DefinitionName string       `json:"definition_name,omitempty"`
 	DisplayName    string       `json:"display_name,omitempty"`
+	// Runtime is the runtime profile the agent runs on ("shard" for the
+	// reference runtime). Additive (issue 13).
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // PermissionDetail is server-authored presentation data of a permission request.

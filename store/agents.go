@@ -29,6 +29,7 @@ type Agent struct {
 	Alias          string        `json:"alias,omitempty"`           // parent-scoped friendly name
 	DefinitionName string        `json:"definition_name,omitempty"` // agent definition it was made from
 	DisplayName    string        `json:"display_name,omitempty"`    // name shown in clients
+	Runtime        string        `json:"runtime,omitempty"`         // runtime profile; "" = the default ("shard")
 }
 
 // LaunchPolicy bounds the subagents an Agent may launch.

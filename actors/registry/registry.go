@@ -421,6 +421,10 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "cwd": must be an absolute path`))
 		return
 	}
+	if !r.deps.Agent.Runtime.KnownProfile(req.Runtime) {
+		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "runtime": no runtime profile %q is configured`, req.Runtime))
+		return
+	}
 	if req.ParentAgentID != "" && r.agents[req.ParentAgentID] == nil {
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no parent agent %s", req.ParentAgentID))
 		return
@@ -440,6 +444,7 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		Alias:          req.Alias,
 		DefinitionName: req.DefinitionName,
 		DisplayName:    req.DisplayName,
+		Runtime:        req.Runtime,
 	}
 	if req.Depth != nil {
 		m.Depth = *req.Depth
