@@ -40,6 +40,7 @@ type Responses struct {
 	mu  sync.Mutex
 	// Requests counts the model calls.
 	requests int
+	tools    []string // of the last request: type:name
 	// Started is signalled (non-blocking, buffered 16) when a response
 	// began streaming.
 	Started chan struct{}
@@ -65,6 +66,13 @@ func (r *Responses) Requests() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.requests
+}
+
+// Tools returns the tools (type:name) the last request offered.
+func (r *Responses) Tools() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.tools...)
 }
 
 type request struct {
@@ -106,6 +114,10 @@ func (r *Responses) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.requests++
 	n := r.requests
+	r.tools = r.tools[:0]
+	for _, t := range in.Tools {
+		r.tools = append(r.tools, t.Type+":"+t.Name)
+	}
 	r.mu.Unlock()
 	step := r.Script(lastUser, hasOutput)
 	w.Header().Set("Content-Type", "text/event-stream")
