@@ -42,6 +42,10 @@ type Options struct {
 	// StartTimeout bounds initialize and session/new|load. 0: 30s.
 	StartTimeout time.Duration
 	Log          *slog.Logger
+	// Trace, when set, receives every JSON line the agent wrote (tests
+	// record transcripts with it; the daemon never sets it, as the lines
+	// carry prompts and answers).
+	Trace io.Writer
 }
 
 // Backend is an ACP agent as an adapter.Backend. The agent is a child of
@@ -121,6 +125,9 @@ func (b *Backend) filter(stdout io.Reader, pw *io.PipeWriter) {
 		line, err := rd.ReadBytes('\n')
 		if len(line) > 0 {
 			if json.Valid(line) {
+				if b.opts.Trace != nil {
+					_, _ = b.opts.Trace.Write(line)
+				}
 				if _, werr := pw.Write(line); werr != nil {
 					break
 				}

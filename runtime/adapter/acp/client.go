@@ -28,15 +28,22 @@ func (c *client) SessionUpdate(_ context.Context, n sdk.SessionNotification) err
 }
 
 func (c *client) RequestPermission(ctx context.Context, req sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
-	ask := adapter.Ask{Tool: c.b.tr.Merge(req.ToolCall)}
+	return RequestPermission(ctx, c.b.tr, c.b.ev, req), nil
+}
+
+// RequestPermission translates session/request_permission: the call
+// (merged into the translator's state) and the agent's options go to
+// ev.Ask; its answer is the selected option, or cancelled.
+func RequestPermission(ctx context.Context, tr *Translator, ev adapter.Events, req sdk.RequestPermissionRequest) sdk.RequestPermissionResponse {
+	ask := adapter.Ask{Tool: tr.Merge(req.ToolCall)}
 	for _, o := range req.Options {
 		ask.Options = append(ask.Options, adapter.Option{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
 	}
-	ans := c.b.ev.Ask(ctx, ask)
+	ans := ev.Ask(ctx, ask)
 	if ans.Cancelled || ans.OptionID == "" {
-		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}, nil
+		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}
 	}
-	return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(sdk.PermissionOptionId(ans.OptionID))}, nil
+	return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(sdk.PermissionOptionId(ans.OptionID))}
 }
 
 // confine resolves p (absolute, as ACP requires, or relative to the cwd)

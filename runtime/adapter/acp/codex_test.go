@@ -178,8 +178,20 @@ func TestCodexStreamedAnswer(t *testing.T) {
 	}
 }
 
-func TestCodexProbe(t *testing.T) {
+// TestCodexRecordTranscript records what codex-acp sends for a tool call
+// that asks permission into $SHARD_RECORD_ACP (testdata transcripts come
+// from it); without the variable it only runs the exchange.
+func TestCodexRecordTranscript(t *testing.T) {
 	bin := codexBinary(t)
+	var trace io.Writer
+	if p := os.Getenv("SHARD_RECORD_ACP"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		trace = f
+	}
 	fake, err := fakellm.NewResponses(func(user string, out bool) fakellm.Step {
 		if out {
 			return fakellm.Step{Text: "done."}
@@ -192,21 +204,20 @@ func TestCodexProbe(t *testing.T) {
 	defer fake.Close()
 	cwd := t.TempDir()
 	h := startHost(t, acp.Options{Command: []string{bin}, Cwd: cwd, Env: codexEnv(t, fake), Stderr: os.Stderr,
-		AuthMethod: "openai-api-key", SessionDir: t.TempDir()})
-	evs := h.until(t, "sync", typeIs("sync"))
-	t.Logf("sync: %v", evs[len(evs)-1])
+		AuthMethod: "openai-api-key", SessionDir: t.TempDir(), Trace: trace})
+	h.until(t, "sync", typeIs("sync"))
 	h.send(t, map[string]any{"type": "list_modes", "id": "m"})
 	h.send(t, map[string]any{"type": "list_models", "id": "mm"})
 	h.send(t, map[string]any{"type": "prompt", "id": "p1", "message": "run it"})
 	for ev := range h.events {
-		b, _ := json.Marshal(ev)
-		t.Logf("%s", b)
 		if ev["type"] == "permission_request" {
 			h.send(t, map[string]any{"type": "permission_response", "request_id": ev["request_id"], "decision": "allow"})
 		}
 		if ev["type"] == "turn_end" {
-			t.Logf("tools: %v", fake.Tools())
 			break
 		}
+	}
+	if data, err := os.ReadFile(filepath.Join(cwd, "out.txt")); err != nil || strings.TrimSpace(string(data)) != "tool-ok" {
+		t.Fatalf("out.txt = %q, %v", data, err)
 	}
 }

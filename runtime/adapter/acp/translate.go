@@ -98,7 +98,7 @@ func (t *Translator) merge(u sdk.ToolCallUpdate) adapter.Tool {
 		}
 		tc.Output = out.String()
 	}
-	if u.RawOutput != nil && tc.Output == "" {
+	if u.RawOutput != nil && len(u.Content) == 0 {
 		tc.Output = outputOf(u.RawOutput)
 	}
 	cp := *tc
@@ -143,8 +143,9 @@ func outputOf(v any) string {
 		return s
 	}
 	if m, ok := v.(map[string]any); ok {
+		// The shapes of command results (codex: formatted_output).
 		for _, k := range []string{"formatted_output", "output", "aggregated_output", "stdout"} {
-			if s, ok := m[k].(string); ok && s != "" {
+			if s, ok := m[k].(string); ok {
 				return s
 			}
 		}
