@@ -294,3 +294,79 @@ func TestACPSubagentJob(t *testing.T) {
 		t.Fatalf("unknown runtime: %v", err)
 	}
 }
+
+// TestACPAgentFailures: an agent that cannot start is RUNTIME_START_FAILED
+// with the reason in the agent's log; one that writes lines that are not
+// ACP before speaking it gets a non-fatal PROTOCOL_ERROR and still works.
+func TestACPAgentFailures(t *testing.T) {
+	bin := codexAgent(t)
+	h, _, _ := startCodex(t)
+	prof := h.cfg.Runtimes["codex"]
+	// Profiles are read when the daemon starts: a second daemon carries
+	// the broken ones.
+	h2 := start(t, func(cfg *config.Config) {
+		cfg.Runtimes["missing"] = config.RuntimeProfile{Kind: config.KindACP, Command: []string{"/nonexistent/agent-binary"}}
+		noisy := prof
+		noisy.Command = []string{"/bin/sh", "-c", `echo "this is not json"; exec "$0"`, bin}
+		cfg.Runtimes["noisy"] = noisy
+	})
+	c := h2.dial()
+	var created protocol.AgentCreateData
+	err := c.Call(ctx(t), &protocol.AgentCreate{Header: hdr(protocol.TypeAgentCreate), Cwd: shortTemp(t), Runtime: "missing"}, &created)
+	if protocol.CodeOf(err) != protocol.CodeRuntimeStartFailed {
+		t.Fatalf("create an agent that cannot start: %v", err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(h2.cfg.LogDir(), "agents", "*.log"))
+	var logData []byte
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		logData = append(logData, b...)
+	}
+	if !strings.Contains(string(logData), "/nonexistent/agent-binary") {
+		t.Fatalf("agent log does not say why:\n%s", logData)
+	}
+
+	// The garbage comes before anyone attached (agent.create starts the
+	// runtime), so its PROTOCOL_ERROR event reaches nobody; the adapter
+	// logs it (without the line) and the agent works. The event itself is
+	// checked by the transcript test (runtime/adapter/acp).
+	noisy := h2.create(c, func(m *protocol.AgentCreate) { m.Runtime = "noisy" })
+	attach(t, c, noisy, "")
+	prompt(t, c, noisy, "hi")
+	evs := collectUntil(t, c, isType(protocol.TypeTurnEnd, noisy))
+	if !strings.Contains(deltaText(evs), "Hello from the fake model.") {
+		t.Fatalf("noisy agent answered %q", deltaText(evs))
+	}
+	logData, _ = os.ReadFile(filepath.Join(h2.cfg.LogDir(), "agents", noisy+".log"))
+	if !strings.Contains(string(logData), "not its protocol") || strings.Contains(string(logData), "this is not json") {
+		t.Fatalf("noisy agent's log:\n%s", logData)
+	}
+}
+
+// TestACPSessionLoadAfterRestart: after its runtime stops, an agent's next
+// generation loads the ACP session (session/load), so the sync of a new
+// attachment shows the earlier conversation.
+func TestACPSessionLoadAfterRestart(t *testing.T) {
+	h, _, _ := startCodex(t)
+	c := h.dial()
+	id := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "codex" })
+	attach(t, c, id, "")
+	prompt(t, c, id, "remember this")
+	waitFor(t, c, isType(protocol.TypeTurnEnd, id))
+	if err := c.Call(ctx(t), &protocol.AgentTerminate{Header: protocol.Header{Type: protocol.TypeAgentTerminate, AgentID: id}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the generation's processes are gone", func() bool { return len(runtimePIDs(t, id)) == 0 })
+	c2 := h.dial()
+	s := attach(t, c2, id, "")
+	var texts []string
+	for _, m := range s.LiveWindow.Messages {
+		for _, b := range m.Content {
+			texts = append(texts, m.Role+":"+b.Text)
+		}
+	}
+	joined := strings.Join(texts, "|")
+	if !strings.Contains(joined, "user:remember this") || !strings.Contains(joined, "Hello from the fake model.") {
+		t.Fatalf("sync after restart = %q", joined)
+	}
+}

@@ -55,7 +55,8 @@ type Host struct {
 	delivered map[string]bool // dedupe keys of prompts accepted by this process
 	closing   bool
 	writeErr  error
-	badOutput bool // a PROTOCOL_ERROR for the agent's output was reported
+	badOutput bool   // a PROTOCOL_ERROR for the agent's output was reported (or is due at start)
+	badDetail string // what it was (never the line itself)
 	turns     sync.WaitGroup
 }
 
@@ -151,6 +152,9 @@ func (h *Host) start(offer Offer) {
 		ServerVersion: h.opts.ServerVersion, Capabilities: h.capabilitiesLocked()})
 	h.emitLocked(protocol.Sync{Header: protocol.Header{Type: protocol.TypeSync}, Status: h.status, Mode: h.mode,
 		Capabilities: h.capabilitiesLocked(), LiveWindow: h.liveWindowLocked(), PendingRequests: h.pendingRawLocked()})
+	if h.badOutput {
+		h.reportBadOutputLocked()
+	}
 }
 
 // defaultMode is the one mode of an agent that offers none.
@@ -227,12 +231,19 @@ func (h *Host) ProtocolError(detail string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.log.Warn("agent wrote a line that is not its protocol; dropped", "detail", detail)
-	if h.badOutput || !h.started {
+	if h.badOutput {
 		return
 	}
 	h.badOutput = true
+	h.badDetail = detail
+	if h.started { // else start reports it after sync
+		h.reportBadOutputLocked()
+	}
+}
+
+func (h *Host) reportBadOutputLocked() {
 	h.emitLocked(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeProtocolError,
-		Message: "the agent wrote output that is not its protocol (dropped): " + detail})
+		Message: "the agent wrote output that is not its protocol (dropped): " + h.badDetail})
 }
 
 // errUnsupported is the UNSUPPORTED answer for what the agent lacks.

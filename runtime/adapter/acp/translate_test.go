@@ -47,6 +47,10 @@ func (r *replay) Prompt(ctx context.Context, _ string) (adapter.TurnResult, erro
 			Params json.RawMessage `json:"params"`
 			Result json.RawMessage `json:"result"`
 		}
+		if !json.Valid(line) { // as Backend.filter does
+			r.ev.ProtocolError("a line that is not JSON")
+			continue
+		}
 		if err := json.Unmarshal(line, &msg); err != nil {
 			return adapter.TurnResult{}, err
 		}
