@@ -30,7 +30,8 @@ const (
 	CodeConflict           ErrorCode = "CONFLICT"
 	// CodeUnsupported: the runtime cannot do what the command asks (a
 	// third-party agent that offers no modes, models or mid-turn steer).
-	// Shard's additive code (issue 13, docs/protocol.md).
+	// Shard's additive code (issue 13, docs/protocol.md), not in the spec
+	// §8 registry that Codes lists.
 	CodeUnsupported ErrorCode = "UNSUPPORTED"
 )
 
@@ -39,7 +40,7 @@ func Codes() []ErrorCode {
 	return []ErrorCode{
 		CodeInvalidRequest, CodeNotFound, CodeNotAttached, CodePermissionDenied,
 		CodeProtocolError, CodeTimeout, CodeRuntimeStartFailed, CodeSessionCorrupt,
-		CodeInternal, CodeProviderError, CodeToolError, CodeConflict, CodeUnsupported,
+		CodeInternal, CodeProviderError, CodeToolError, CodeConflict,
 	}
 }
 
