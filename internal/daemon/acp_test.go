@@ -370,3 +370,43 @@ func TestACPSessionLoadAfterRestart(t *testing.T) {
 		t.Fatalf("sync after restart = %q", joined)
 	}
 }
+
+// TestACPChildPermissionDelegatesAndHeadlessDenies: a job child on the
+// codex profile with no client of its own sends codex's permission request
+// up to the parent's interactive client (keeping the child's agent_id),
+// whose answer lets the command run; with nobody attached anywhere the
+// headless policy denies it and codex runs nothing.
+func TestACPChildPermissionDelegatesAndHeadlessDenies(t *testing.T) {
+	h, _, _ := startCodex(t)
+	c := h.dial()
+	parent := h.create(c, nil)
+	attach(t, c, parent, "")
+	cwd := agentCwd(t, c, parent)
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "writer", Task: "please write the file", Runtime: "codex"})
+	child := job.Runs[0].AgentID
+	req := waitFor(t, c, isType(protocol.TypePermissionRequest, child)).Msg.(*protocol.PermissionRequest)
+	if len(req.Choices) == 0 {
+		t.Fatalf("delegated request without the agent's choices: %+v", req)
+	}
+	if _, err := c.Request(ctx(t), permResponse(child, req.RequestID, protocol.DecisionAllow, "")); err != nil {
+		t.Fatalf("ancestor client's answer: %v", err)
+	}
+	wr := waitRuns(t, c, parent, []string{job.JobID}, "", nil)
+	if wr.Runs[0].State != protocol.RunCompleted {
+		t.Fatalf("run = %+v", wr.Runs[0])
+	}
+	if b, err := os.ReadFile(filepath.Join(cwd, "out.txt")); err != nil || strings.TrimSpace(string(b)) != "tool-ok" {
+		t.Fatalf("out.txt = %q, %v", b, err)
+	}
+
+	lonely := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "codex" }) // never attached
+	lonelyCwd := agentCwd(t, c, lonely)
+	job2 := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: lonely, Name: "writer", Task: "please write the file", Runtime: "codex"})
+	res := waitRuns(t, c, lonely, []string{job2.JobID}, "", nil)
+	if res.Runs[0].State != protocol.RunCompleted {
+		t.Fatalf("headless run = %+v", res.Runs[0])
+	}
+	if _, err := os.Stat(filepath.Join(lonelyCwd, "out.txt")); err == nil {
+		t.Fatal("the denied command ran")
+	}
+}
