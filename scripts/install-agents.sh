@@ -11,6 +11,7 @@ dir=.cache/agents
 # releases use.
 pkgs=(
   "@zed-industries/codex-acp@0.16.0"
+  "@mariozechner/pi-coding-agent@0.73.1"
 )
 if ! command -v npm >/dev/null 2>&1; then
   echo "install-agents: npm not found; the third-party agent tests will skip"

@@ -15,6 +15,7 @@ import (
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/runtime/adapter"
 	"github.com/shard-dev/shard/runtime/adapter/acp"
+	"github.com/shard-dev/shard/runtime/adapter/pi"
 )
 
 // runAdapter is `shardd agent --adapter <kind> -- <command…>` (issue 13):
@@ -45,8 +46,10 @@ func runAdapter(ctx context.Context, kind string, command []string, stdin io.Rea
 	case config.KindACP:
 		b = acp.New(acp.Options{Command: command, Cwd: cwd, Env: os.Environ(), Stderr: stderr,
 			SessionDir: os.Getenv("SHARD_SESSION_DIR"), AuthMethod: os.Getenv("SHARD_ACP_AUTH_METHOD"), Log: log})
+	case config.KindPi:
+		b = pi.New(pi.Options{Command: command, Cwd: cwd, Env: os.Environ(), Stderr: stderr, Log: log})
 	default:
-		return fmt.Errorf("--adapter %q: want acp", kind)
+		return fmt.Errorf("--adapter %q: want acp or pi", kind)
 	}
 	var models []string
 	if v := os.Getenv("SHARD_ADAPTER_MODELS"); v != "" {
