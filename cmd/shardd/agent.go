@@ -101,6 +101,6 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&headless, "headless", false, "speak the per-agent protocol on stdin/stdout (required without --adapter)")
-	cmd.Flags().StringVar(&adapterKind, "adapter", "", "host a third-party agent speaking this protocol (acp), started as the command after --")
+	cmd.Flags().StringVar(&adapterKind, "adapter", "", "host a third-party agent speaking this protocol (acp or pi), started as the command after --")
 	return cmd
 }

@@ -6,7 +6,8 @@
 // permissions and jobs work unchanged.
 //
 // The contract (contract.go) splits an adapter in two: a Backend per
-// agent protocol (runtime/adapter/acp for the Agent Client Protocol),
+// agent protocol (runtime/adapter/acp for the Agent Client Protocol,
+// runtime/adapter/pi for pi's RPC mode),
 // whose translator reports what the agent does through Events, and the
 // Host, shared by all, which keeps the state the daemon asks for — status,
 // mode, the live window it saw, open permission requests — and writes the
