@@ -35,6 +35,9 @@ type Options struct {
 	// StartTimeout bounds the first get_state. 0: 30s.
 	StartTimeout time.Duration
 	Log          *slog.Logger
+	// Trace, when set, receives every line pi wrote (tests record
+	// transcripts with it; the daemon never sets it: lines carry prompts).
+	Trace io.Writer
 }
 
 // Backend is a pi agent in RPC mode as an adapter.Backend; the agent is
@@ -148,6 +151,9 @@ func (b *Backend) read(stdout io.Reader) {
 	for {
 		line, err := rd.ReadBytes('\n') // LF only, as pi frames
 		if len(line) > 0 {
+			if b.opts.Trace != nil {
+				_, _ = b.opts.Trace.Write(line)
+			}
 			b.handle(line)
 		}
 		if err != nil {
