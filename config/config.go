@@ -40,6 +40,10 @@ type Config struct {
 	Jobs       JobsConfig       `mapstructure:"jobs"`       // jobs.*: subagent jobs
 	Compaction CompactionConfig `mapstructure:"compaction"` // compaction.*: runtime context compaction
 	Workspaces WorkspacesConfig `mapstructure:"workspaces"` // workspaces.*: git-worktree workspaces
+	// Runtimes are the runtime profiles by name (the config file's
+	// `runtimes:` mapping, issue 13); the "shard" profile (the reference
+	// runtime) is always there. Read from the file only.
+	Runtimes map[string]RuntimeProfile `mapstructure:"-"`
 }
 
 // WorkspacesConfig configures workspaces (issue 11, spec §10.1a).
@@ -296,8 +300,9 @@ type SimConfig struct {
 // here.
 func Default(home string) *Config {
 	c := &Config{
-		Home: home,
-		Log:  LogConfig{Level: "info"},
+		Home:     home,
+		Runtimes: map[string]RuntimeProfile{DefaultRuntime: {Kind: KindShard}},
+		Log:      LogConfig{Level: "info"},
 		Web: WebConfig{
 			Host: "127.0.0.1", Port: 7420,
 			ForwardedProtoHeader: "X-Forwarded-Proto", ForwardedHostHeader: "X-Forwarded-Host",

@@ -96,6 +96,7 @@ func TestDefault(t *testing.T) {
 		Sim:        SimConfig{ContextWindow: 200000},
 		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute},
 		Compaction: CompactionConfig{Enabled: true},
+		Runtimes:   map[string]RuntimeProfile{DefaultRuntime: {Kind: KindShard}},
 	}
 	got := Default("/h")
 	if !reflect.DeepEqual(got, want) {

@@ -120,6 +120,9 @@ func Load(flags *pflag.FlagSet, environ []string, userHome string) (*Config, err
 	if err := v.UnmarshalExact(&c); err != nil {
 		return nil, fmt.Errorf("config: decode: %w", err)
 	}
+	if c.Runtimes, err = runtimesLayer(cfgPath); err != nil {
+		return nil, err
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -238,6 +241,9 @@ func fileLayer(path string, explicit bool, table []setting) (map[string]any, err
 	slices.Sort(keys)
 	out := make(map[string]any, len(keys))
 	for _, key := range keys {
+		if isRuntimesKey(key) {
+			continue // runtimesLayer
+		}
 		raw := fv.Get(key)
 		s, known := byKey[key]
 		switch {

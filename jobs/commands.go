@@ -110,6 +110,10 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		strategy = protocol.StrategySingle
 	}
 	// Validate everything before any side effect.
+	if m.Runtime != "" && (co.deps.KnownRuntime == nil || !co.deps.KnownRuntime(m.Runtime)) {
+		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "runtime": no runtime profile %q is configured`, m.Runtime))
+		return
+	}
 	if len(tasks) > maxTasks {
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "field \"tasks\": %d tasks exceed the launch policy's maxTasks %d", len(tasks), maxTasks))
 		return
@@ -152,6 +156,7 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 			Mode: firstNonEmpty(m.Mode, pm.Mode), Tools: pm.Tools, HeadlessPolicy: pm.HeadlessPolicy,
 			ParentAgentID: m.ParentAgentID, CreatedAt: now.UnixMilli(), Depth: pm.Depth + 1,
 			LaunchPolicy: lp, Alias: alias, DefinitionName: t.Name, DisplayName: t.Name + " · " + alias,
+			Runtime: firstNonEmpty(m.Runtime, pm.Runtime),
 		}
 		agents = append(agents, a)
 		aliases[norm] = a.AgentID

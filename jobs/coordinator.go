@@ -75,6 +75,9 @@ type Deps struct {
 	// commits, forgetting delivered reports). It is the daemon's, closed
 	// after the actor system stopped; required.
 	Group *xsync.Group
+	// KnownRuntime reports whether a runtime profile name (subagent.create
+	// runtime, issue 13) is configured; nil accepts only "" (the parent's).
+	KnownRuntime func(name string) bool
 	// Metrics records runs by state, transitions, queue wait, run duration,
 	// stop stages and report delivery; nil records nothing.
 	Metrics *metrics.Metrics

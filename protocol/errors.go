@@ -28,6 +28,11 @@ const (
 	CodeProviderError      ErrorCode = "PROVIDER_ERROR"
 	CodeToolError          ErrorCode = "TOOL_ERROR"
 	CodeConflict           ErrorCode = "CONFLICT"
+	// CodeUnsupported: the runtime cannot do what the command asks (a
+	// third-party agent that offers no modes, models or mid-turn steer).
+	// Shard's additive code (issue 13, docs/protocol.md), not in the spec
+	// §8 registry that Codes lists.
+	CodeUnsupported ErrorCode = "UNSUPPORTED"
 )
 
 // Codes lists every registered code in spec order.

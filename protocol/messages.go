@@ -278,6 +278,10 @@ type TurnEnd struct {
 	Header
 	TurnID string `json:"turn_id"`
 	Usage  *Usage `json:"usage,omitempty"`
+	// StopReason is why the turn ended, as a third-party agent said it
+	// (ACP end_turn, max_tokens, max_turn_requests, refusal, cancelled).
+	// Additive (issue 13); the reference runtime omits it.
+	StopReason string `json:"stop_reason,omitempty"`
 }
 
 // UsageEvent is emitted after each provider call.

@@ -95,6 +95,10 @@ type AgentCreate struct {
 	DefinitionName string        `json:"definition_name,omitempty"`
 	DisplayName    string        `json:"display_name,omitempty"`
 	Names          []string      `json:"names,omitempty"`
+	// Runtime names the runtime profile (config runtimes:) the agent runs
+	// on; "" is the default profile, "shard" (the reference runtime).
+	// Additive (issue 13); an unknown name is INVALID_REQUEST.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // AgentCreateData is the data of an agent.create response.
@@ -248,6 +252,9 @@ type SubagentCreate struct {
 	// a git worktree of its own on a new branch from the parent's
 	// repository (a chain's steps share one, in order).
 	Isolation Isolation `json:"isolation,omitempty"`
+	// Runtime names the runtime profile the children run on; "" is the
+	// parent's. Additive (issue 13); an unknown name is INVALID_REQUEST.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // Isolation says where a subagent job's children work.

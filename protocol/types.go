@@ -188,6 +188,9 @@ type AgentInfo struct {
 	// WorkspaceID (additive, issue 11) names the workspace the agent works
 	// in: one of workspace.create/attach, or of an isolated subagent run.
 	WorkspaceID string `json:"workspace_id,omitempty"`
+	// Runtime is the runtime profile the agent runs on ("shard" for the
+	// reference runtime). Additive (issue 13).
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // PermissionDetail is server-authored presentation data of a permission request.

@@ -30,6 +30,7 @@ type Agent struct {
 	DefinitionName string        `json:"definition_name,omitempty"` // agent definition it was made from
 	DisplayName    string        `json:"display_name,omitempty"`    // name shown in clients
 	WorkspaceID    string        `json:"workspace_id,omitempty"`    // the workspace it works in (issue 11)
+	Runtime        string        `json:"runtime,omitempty"`         // runtime profile; "" = the default ("shard")
 }
 
 // LaunchPolicy bounds the subagents an Agent may launch.

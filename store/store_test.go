@@ -1,12 +1,12 @@
 package store
 
 import (
-	"strconv"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"

@@ -37,6 +37,46 @@ type RuntimeConfig struct {
 	// Track, when set, returns the tracker recording an agent's runtime
 	// processes (see proc.Tracker).
 	Track func(agentID string) proc.Tracker
+	// Profiles are the runtime profiles (config runtimes:, issue 13) by
+	// name: the command line and extra environment a manifest's Runtime
+	// selects. The agent knows nothing of their kind. An agent whose
+	// Runtime is "" or DefaultProfile and that has no entry here runs
+	// Path and Args.
+	Profiles map[string]Profile
+}
+
+// DefaultProfile is the name of the reference runtime's profile, the one
+// an agent created without a runtime runs on.
+const DefaultProfile = "shard"
+
+// Profile is the process of one runtime profile.
+type Profile struct {
+	// Path and Args are the command line (Args excludes the program name).
+	Path string
+	Args []string
+	// Env is added to RuntimeConfig.Env (KEY=VALUE).
+	Env []string
+}
+
+// command returns the profile named name ("" is DefaultProfile), and
+// whether there is one.
+func (rc *RuntimeConfig) command(name string) (Profile, bool) {
+	if name == "" {
+		name = DefaultProfile
+	}
+	if p, ok := rc.Profiles[name]; ok {
+		return p, true
+	}
+	if name == DefaultProfile {
+		return Profile{Path: rc.Path, Args: rc.Args}, true
+	}
+	return Profile{}, false
+}
+
+// KnownProfile reports whether name ("" is the default) selects a profile.
+func (rc *RuntimeConfig) KnownProfile(name string) bool {
+	_, ok := rc.command(name)
+	return ok
 }
 
 // Deps are the agent actor's collaborators.

@@ -28,7 +28,17 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 	a.generation = generation{epoch: a.epoch + 1} // a.rt is nil: none runs
 	a.startFailed, a.stopping, a.esc, a.terminateWhenIdle = "", false, nil, false
 	rc := a.deps.Runtime
-	env := append(append([]string(nil), rc.Env...),
+	prof, ok := rc.command(a.m.Runtime)
+	if !ok {
+		// The profile was removed from the config since creation: the
+		// identity stays; restoring the profile makes a retry work.
+		a.rt = nil
+		a.rstate = protocol.RuntimeFailed
+		a.broadcastStatus(c)
+		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime profile %q is not configured", a.m.Runtime))
+		return
+	}
+	env := append(append(append([]string(nil), rc.Env...), prof.Env...),
 		"SHARD_AGENT_ID="+a.m.AgentID,
 		"SHARD_SESSION_ID="+a.m.SessionID,
 		"SHARD_AGENT_MODE="+a.m.Mode,
@@ -38,8 +48,8 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 	)
 	spec := proc.Spec{
 		Epoch:      a.epoch,
-		Path:       rc.Path,
-		Args:       rc.Args,
+		Path:       prof.Path,
+		Args:       prof.Args,
 		Dir:        a.m.Cwd,
 		Env:        env,
 		StderrPath: filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/protocol"
@@ -90,6 +91,7 @@ func InfoOf(m store.Agent, status protocol.AgentStatus, rs protocol.RuntimeState
 		AgentID: m.AgentID, Name: m.Name, Cwd: m.Cwd, Model: m.Model, Provider: m.Provider, Mode: mode,
 		Status: status, RuntimeState: rs, CreatedAt: m.CreatedAt, ParentAgentID: m.ParentAgentID,
 		Alias: m.Alias, DefinitionName: m.DefinitionName, DisplayName: m.DisplayName, WorkspaceID: m.WorkspaceID,
+		Runtime: cmp.Or(m.Runtime, DefaultProfile),
 	}
 	if usage != (protocol.Usage{}) {
 		u := usage

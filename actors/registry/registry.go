@@ -421,6 +421,10 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "cwd": must be an absolute path`))
 		return
 	}
+	if !r.deps.Agent.Runtime.KnownProfile(req.Runtime) {
+		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "runtime": no runtime profile %q is configured`, req.Runtime))
+		return
+	}
 	if req.ParentAgentID != "" && r.agents[req.ParentAgentID] == nil {
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no parent agent %s", req.ParentAgentID))
 		return
@@ -437,6 +441,7 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		HeadlessPolicy: req.HeadlessPolicy,
 		ParentAgentID:  req.ParentAgentID,
 		CreatedAt:      r.deps.Clock.Now().UnixMilli(),
+		Runtime:        req.Runtime,
 		// The managed-child fields (depth, launch_policy, alias, …) are
 		// never copied from a client: Validate refuses them (spec §10.1),
 		// and the jobs coordinator writes its children's manifests itself.

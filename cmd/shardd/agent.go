@@ -27,11 +27,18 @@ import (
 // (spec §12.1).
 func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var headless bool
+	var adapterKind string
 	cmd := &cobra.Command{
-		Use:   "agent --headless",
-		Short: "Run the reference agent runtime on stdin/stdout (JSONL)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Use:   "agent --headless | agent --adapter acp -- <command…>",
+		Short: "Run the reference agent runtime, or an adapter for a third-party agent, on stdin/stdout (JSONL)",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if adapterKind != "" {
+				return runAdapter(cmd.Context(), adapterKind, args, stdin, stdout, stderr)
+			}
+			if len(args) > 0 {
+				return errors.New("arguments are only taken with --adapter")
+			}
 			if !headless {
 				return errors.New("only --headless is supported: the runtime speaks JSONL on stdin/stdout")
 			}
@@ -96,7 +103,8 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&headless, "headless", false, "speak the per-agent protocol on stdin/stdout (required)")
+	cmd.Flags().BoolVar(&headless, "headless", false, "speak the per-agent protocol on stdin/stdout (required without --adapter)")
+	cmd.Flags().StringVar(&adapterKind, "adapter", "", "host a third-party agent speaking this protocol (acp or pi), started as the command after --")
 	return cmd
 }
 

@@ -98,8 +98,14 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 			logger.Warn("service manager notification failed", "state", state, "err", err)
 		}
 	}
+	// The adapter of acp/pi runtime profiles is this executable's
+	// `agent --adapter`, whatever runtime.command says.
+	adapter, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("resolve own executable for the adapter: %w", err)
+	}
 	d, err := daemon.New(cfg, daemon.Options{
-		Version: version, RuntimePath: path, RuntimeArgs: args,
+		Version: version, RuntimePath: path, RuntimeArgs: args, AdapterPath: adapter,
 		Environ: withoutEnv(withoutEnv(os.Environ(), notifySocketEnv), cpuProfileEnv), Logger: logger,
 		OnShutdown: func() { notify("STOPPING=1") },
 	})

@@ -38,6 +38,10 @@ type Options struct {
 	// RuntimePath and RuntimeArgs are the resolved runtime command.
 	RuntimePath string
 	RuntimeArgs []string
+	// AdapterPath is the executable run as `agent --adapter <kind> --
+	// <command…>` for the acp and pi runtime profiles (issue 13); "" is
+	// RuntimePath.
+	AdapterPath string
 	// Environ is the base environment of runtime children (os.Environ()).
 	Environ []string
 	// Logger receives the daemon's logs.
@@ -186,6 +190,7 @@ func (d *Daemon) Start() error {
 				Track: func(agentID string) proc.Tracker {
 					return storeTracker{st: d.store, agentID: agentID, log: d.log}
 				},
+				Profiles: d.profiles(),
 			},
 		},
 		DaemonStatus: d.status,
@@ -251,10 +256,11 @@ func (d *Daemon) Start() error {
 			MaxDepth:           cfg.Jobs.MaxDepth,
 			RunTimeout:         cfg.Jobs.RunTimeout,
 		},
-		Aliases:    splitList(cfg.Jobs.Aliases),
-		Group:      d.group,
-		Metrics:    d.metrics,
-		Workspaces: d.workspaces,
+		Aliases:      splitList(cfg.Jobs.Aliases),
+		Group:        d.group,
+		Metrics:      d.metrics,
+		Workspaces:   d.workspaces,
+		KnownRuntime: deps.Agent.Runtime.KnownProfile,
 	}
 	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")
 	if err != nil {

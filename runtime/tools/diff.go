@@ -266,3 +266,10 @@ func diffRender(path, old, new string, max int) *protocol.RenderDescriptor {
 	hunks, _ := capHunks(diffHunks(old, new), max)
 	return &protocol.RenderDescriptor{Kind: RenderDiff, Path: path, Hunks: hunks}
 }
+
+// DiffRender is the "diff" render descriptor of the change from old to new
+// of the file shown as path, capped at DefaultMaxOutput bytes of diff lines
+// (for adapters that show a third-party agent's file changes).
+func DiffRender(path, old, new string) *protocol.RenderDescriptor {
+	return diffRender(path, old, new, DefaultMaxOutput)
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/runtime/adapter"
+	"github.com/shard-dev/shard/runtime/adapter/acp"
+	"github.com/shard-dev/shard/runtime/adapter/pi"
+)
+
+// runAdapter is `shardd agent --adapter <kind> -- <command…>` (issue 13):
+// the runtime of an acp profile. It reads what the reference runtime reads
+// from the daemon's environment (SHARD_SESSION_DIR, the headless timeout)
+// plus SHARD_ADAPTER_MODELS (the profile's models) and
+// SHARD_ACP_AUTH_METHOD (an ACP authenticate method, set in the profile's
+// env); the agent inherits the whole environment, SHARD_AGENT_ID and
+// SHARD_HOME included, so the daemon's sweep finds its processes.
+func runAdapter(ctx context.Context, kind string, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(command) == 0 {
+		return fmt.Errorf("--adapter %s: no agent command after --", kind)
+	}
+	fs := pflag.NewFlagSet("agent", pflag.ContinueOnError)
+	config.RegisterFlags(fs)
+	home, _ := os.UserHomeDir()
+	cfg, err := config.Load(fs, os.Environ(), home)
+	if err != nil {
+		return err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("adapter", kind)
+	var b adapter.Backend
+	switch kind {
+	case config.KindACP:
+		b = acp.New(acp.Options{Command: command, Cwd: cwd, Env: os.Environ(), Stderr: stderr,
+			SessionDir: os.Getenv("SHARD_SESSION_DIR"), AuthMethod: os.Getenv("SHARD_ACP_AUTH_METHOD"), Log: log})
+	case config.KindPi:
+		b = pi.New(pi.Options{Command: command, Cwd: cwd, Env: os.Environ(), Stderr: stderr, Log: log})
+	default:
+		return fmt.Errorf("--adapter %q: want acp or pi", kind)
+	}
+	var models []string
+	if v := os.Getenv("SHARD_ADAPTER_MODELS"); v != "" {
+		models = strings.Split(v, ",")
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return adapter.Run(ctx, adapter.Options{Stdin: stdin, Stdout: stdout, Log: log, ServerVersion: version,
+		HeadlessTimeout: cfg.Headless.Timeout, Models: models}, b)
+}

@@ -1,0 +1,60 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestRuntimesFromFile reads runtime profiles (issue 13) next to ordinary
+// settings, keeps names and env keys as written, and always has the
+// default shard profile.
+func TestRuntimesFromFile(t *testing.T) {
+	f := newFixture(t)
+	f.writeFile(t, `
+log:
+  level: debug
+runtimes:
+  codex:
+    kind: acp
+    command: [codex-acp, --flag]
+    env: {CODEX_HOME: /tmp/codex, OPENAI_API_KEY: x}
+    models: [gpt-5]
+`)
+	c, err := f.load(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]RuntimeProfile{
+		"shard": {Kind: KindShard},
+		"codex": {Kind: KindACP, Command: []string{"codex-acp", "--flag"},
+			Env: map[string]string{"CODEX_HOME": "/tmp/codex", "OPENAI_API_KEY": "x"}, Models: []string{"gpt-5"}},
+	}
+	if !reflect.DeepEqual(c.Runtimes, want) {
+		t.Fatalf("runtimes = %+v, want %+v", c.Runtimes, want)
+	}
+	if got := c.Runtimes["codex"].EnvList(); !reflect.DeepEqual(got, []string{"CODEX_HOME=/tmp/codex", "OPENAI_API_KEY=x"}) {
+		t.Fatalf("EnvList = %q", got)
+	}
+	if c.Log.Level != "debug" {
+		t.Fatalf("log.level = %q", c.Log.Level)
+	}
+}
+
+// TestRuntimesInvalid refuses profiles that could not start.
+func TestRuntimesInvalid(t *testing.T) {
+	for body, want := range map[string]string{
+		"runtimes:\n  x:\n    kind: acp\n":                                 "needs a command",
+		"runtimes:\n  x:\n    kind: weird\n    command: [a]\n":             "want shard, acp or pi",
+		"runtimes:\n  shard:\n    kind: acp\n    command: [a]\n":           "must be of kind shard",
+		"runtimes:\n  Bad Name:\n    kind: acp\n    command: [a]\n":        "the name must match",
+		"runtimes:\n  x:\n    kind: acp\n    command: [a]\n    bogus: 1\n": "bogus",
+	} {
+		f := newFixture(t)
+		f.writeFile(t, body)
+		_, err := f.load(t, nil, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want it to say %q", body, err, want)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package daemon_test
+
+import (
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"testing"
+
+	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/internal/fakellm"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// The pi tests run the real pi (npm @mariozechner/pi-coding-agent, from
+// scripts/install-agents.sh) in RPC mode on a pi profile, against a fake
+// OpenAI chat completions server; they skip when pi is not installed.
+
+func startPi(t *testing.T) (*harness, *codexScript) {
+	t.Helper()
+	_, file, _, _ := goruntime.Caller(0)
+	bin := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", ".bin", "pi")
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("pi is not installed (run scripts/install-agents.sh): %v", err)
+	}
+	script := &codexScript{hold: make(chan struct{})}
+	fake, err := fakellm.NewChat(func(user string, out bool) fakellm.Step {
+		switch {
+		case out:
+			return fakellm.Step{Text: "done."}
+		case strings.Contains(user, "tool"):
+			return fakellm.Step{Tool: "bash", Args: `{"command":"echo tool-ok"}`}
+		}
+		return script.step(user, out)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { script.release(); fake.Close() })
+	dir := shortTemp(t)
+	models := `{"providers":{"fakellm":{"baseUrl":"` + fake.URL + `","api":"openai-completions","apiKey":"not-a-real-key",
+"compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},
+"models":[{"id":"fake-model","name":"Fake Model","reasoning":false,"input":["text"],"contextWindow":32000,"maxTokens":4096,
+"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0}}]}}}`
+	if err := os.WriteFile(filepath.Join(dir, "models.json"), []byte(models), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, func(cfg *config.Config) {
+		cfg.Runtimes["pi"] = config.RuntimeProfile{Kind: config.KindPi,
+			Command: []string{bin, "--mode", "rpc", "--no-session", "--offline", "--provider", "fakellm", "--model", "fake-model",
+				"--no-extensions", "--no-skills", "--no-prompt-templates", "--no-context-files"},
+			Env: map[string]string{"PI_CODING_AGENT_DIR": dir, "PI_OFFLINE": "1", "HOME": dir}}
+	})
+	return h, script
+}
+
+// TestPiProfileStreamsToolAndAbort: a pi agent answers through the daemon
+// (deltas, turn_end end_turn with usage), runs a tool (tool_call,
+// tool_result), and an abort mid-stream ends the turn cancelled.
+func TestPiProfileStreamsToolAndAbort(t *testing.T) {
+	h, _ := startPi(t)
+	c := h.dial()
+	id := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "pi" })
+	attach(t, c, id, "")
+	prompt(t, c, id, "hi")
+	evs := collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
+	if got := deltaText(evs); got != "Hello from the fake model." {
+		t.Fatalf("streamed text = %q", got)
+	}
+	end := evs[len(evs)-1]
+	if r := rawField(end, "stop_reason"); r != "end_turn" || end.Msg.(*protocol.TurnEnd).Usage == nil {
+		t.Fatalf("turn_end = %s", end.Raw)
+	}
+
+	prompt(t, c, id, "use a tool")
+	evs = collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
+	var result *protocol.ToolResult
+	for _, e := range evs {
+		if r, ok := e.Msg.(*protocol.ToolResult); ok {
+			result = r
+		}
+	}
+	if result == nil || !strings.Contains(result.Content.Text, "tool-ok") || !strings.Contains(deltaText(evs), "done.") {
+		t.Fatalf("tool turn: result %+v, text %q", result, deltaText(evs))
+	}
+
+	prompt(t, c, id, "slow please")
+	waitFor(t, c, isType(protocol.TypeMessageDelta, id))
+	if _, err := c.Request(ctx(t), &protocol.Abort{Header: protocol.Header{Type: protocol.TypeAbort, AgentID: id}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := rawField(waitFor(t, c, isType(protocol.TypeTurnEnd, id)), "stop_reason"); r != "cancelled" {
+		t.Fatalf("aborted turn stop_reason = %q", r)
+	}
+}

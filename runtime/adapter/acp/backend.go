@@ -1,0 +1,323 @@
+package acp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/adapter"
+)
+
+// Options configure a Backend.
+type Options struct {
+	// Command is the agent's program and arguments (no shell).
+	Command []string
+	// Cwd is the agent's working directory, the root of the files its
+	// fs/* requests may touch.
+	Cwd string
+	// Env is the agent's environment.
+	Env []string
+	// Stderr receives the agent's stderr (the agent log).
+	Stderr io.Writer
+	// SessionDir, when set, keeps the ACP session id (acp-session.json) so
+	// that the next generation loads the session where the agent offers
+	// session/load.
+	SessionDir string
+	// AuthMethod, when set, is sent in authenticate after initialize
+	// (e.g. codex-acp's "openai-api-key").
+	AuthMethod string
+	// StartTimeout bounds initialize and session/new|load. 0: 30s.
+	StartTimeout time.Duration
+	Log          *slog.Logger
+	// Trace, when set, receives every JSON line the agent wrote (tests
+	// record transcripts with it; the daemon never sets it, as the lines
+	// carry prompts and answers).
+	Trace io.Writer
+}
+
+// Backend is an ACP agent as an adapter.Backend. The agent is a child of
+// the adapter in the adapter's process group (so the daemon's group
+// signals reach it) and dies with it (Pdeathsig).
+type Backend struct {
+	opts Options
+	tr   *Translator
+	ev   adapter.Events
+
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	conn    *sdk.ClientSideConnection
+	session sdk.SessionId
+	offer   adapter.Offer
+	done    chan struct{}
+	err     error // set before done is closed
+	once    sync.Once
+}
+
+// New returns a Backend that Start will start.
+func New(opts Options) *Backend {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	return &Backend{opts: opts, done: make(chan struct{})}
+}
+
+// sessionFile holds the ACP session id across generations.
+const sessionFile = "acp-session.json"
+
+// Start implements adapter.Backend.
+func (b *Backend) Start(ctx context.Context, ev adapter.Events) (adapter.Offer, error) {
+	if len(b.opts.Command) == 0 {
+		return adapter.Offer{}, errors.New("acp: no agent command")
+	}
+	b.ev, b.tr = ev, NewTranslator(ev)
+	cmd := exec.Command(b.opts.Command[0], b.opts.Command[1:]...)
+	cmd.Dir, cmd.Env, cmd.Stderr = b.opts.Cwd, b.opts.Env, b.opts.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return adapter.Offer{}, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return adapter.Offer{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return adapter.Offer{}, fmt.Errorf("acp: start %s: %w", b.opts.Command[0], err)
+	}
+	b.cmd, b.stdin = cmd, stdin
+	pr, pw := io.Pipe()
+	go b.filter(stdout, pw)
+	b.conn = sdk.NewClientSideConnection(&client{b: b}, stdin, pr)
+	b.conn.SetLogger(b.opts.Log)
+
+	sctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
+	defer cancel()
+	offer, err := b.open(sctx)
+	if err != nil {
+		return adapter.Offer{}, err
+	}
+	b.offer = offer
+	return offer, nil
+}
+
+// filter passes the agent's stdout lines that are JSON on to the ACP
+// connection and reports the others (never their text) as protocol
+// errors; at EOF it waits for the process, then marks the backend done.
+func (b *Backend) filter(stdout io.Reader, pw *io.PipeWriter) {
+	rd := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if len(line) > 0 {
+			if json.Valid(line) {
+				if b.opts.Trace != nil {
+					_, _ = b.opts.Trace.Write(line)
+				}
+				if _, werr := pw.Write(line); werr != nil {
+					break
+				}
+			} else {
+				b.ev.ProtocolError(fmt.Sprintf("a %d-byte line that is not JSON", len(line)))
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	werr := b.cmd.Wait()
+	_ = pw.Close()
+	b.err = werr
+	if werr == nil {
+		b.err = errors.New("the agent closed its output")
+	}
+	close(b.done)
+}
+
+// open runs initialize (and authenticate) and opens the session: loaded
+// when a previous generation left its id and the agent can load, else new.
+func (b *Backend) open(ctx context.Context) (adapter.Offer, error) {
+	init, err := b.conn.Initialize(ctx, sdk.InitializeRequest{
+		ProtocolVersion: sdk.ProtocolVersionNumber,
+		ClientCapabilities: sdk.ClientCapabilities{
+			Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+		},
+		ClientInfo: &sdk.Implementation{Name: "shard", Version: "1"},
+	})
+	if err != nil {
+		return adapter.Offer{}, b.startErr("initialize", err)
+	}
+	if b.opts.AuthMethod != "" {
+		if _, err := b.conn.Authenticate(ctx, sdk.AuthenticateRequest{MethodId: b.opts.AuthMethod}); err != nil {
+			return adapter.Offer{}, b.startErr("authenticate", err)
+		}
+	}
+	if id := b.savedSession(); id != "" && init.AgentCapabilities.LoadSession {
+		resp, err := b.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: b.opts.Cwd, McpServers: []sdk.McpServer{}})
+		if err == nil {
+			b.session = sdk.SessionId(id)
+			return offerOf(resp.Modes, resp.Models), nil
+		}
+		b.opts.Log.Warn("session/load failed; starting a new session", "err", err)
+	}
+	resp, err := b.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: b.opts.Cwd, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		return adapter.Offer{}, b.startErr("session/new", err)
+	}
+	b.session = resp.SessionId
+	b.saveSession(string(resp.SessionId))
+	return offerOf(resp.Modes, resp.Models), nil
+}
+
+func (b *Backend) startErr(step string, err error) error {
+	select {
+	case <-b.done:
+		return fmt.Errorf("acp: %s: the agent exited (%v): %w", step, b.err, err)
+	default:
+	}
+	return fmt.Errorf("acp: %s: %w", step, err)
+}
+
+func (b *Backend) savedSession() string {
+	if b.opts.SessionDir == "" {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(b.opts.SessionDir, sessionFile))
+	if err != nil {
+		return ""
+	}
+	var s struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal(data, &s) != nil {
+		return ""
+	}
+	return s.SessionID
+}
+
+func (b *Backend) saveSession(id string) {
+	if b.opts.SessionDir == "" {
+		return
+	}
+	data, _ := json.Marshal(map[string]string{"session_id": id})
+	if err := os.MkdirAll(b.opts.SessionDir, 0o700); err == nil {
+		err = os.WriteFile(filepath.Join(b.opts.SessionDir, sessionFile), data, 0o600)
+		if err != nil {
+			b.opts.Log.Warn("save ACP session id", "err", err)
+		}
+	}
+}
+
+// offerOf maps ACP's mode and model state.
+func offerOf(modes *sdk.SessionModeState, models *sdk.SessionModelState) adapter.Offer {
+	var o adapter.Offer
+	if modes != nil {
+		for _, m := range modes.AvailableModes {
+			d := protocol.ModeDescriptor{Name: string(m.Id), Description: m.Name}
+			if m.Description != nil && *m.Description != "" {
+				d.Description = *m.Description
+			}
+			o.Modes = append(o.Modes, d)
+		}
+		o.Mode = string(modes.CurrentModeId)
+	}
+	if models != nil {
+		for _, m := range models.AvailableModels {
+			o.Models = append(o.Models, protocol.ModelDescriptor{ID: string(m.ModelId), Provider: "acp", Model: m.Name})
+		}
+		o.Model = string(models.CurrentModelId)
+	}
+	return o
+}
+
+// Prompt implements adapter.Backend.
+func (b *Backend) Prompt(ctx context.Context, text string) (adapter.TurnResult, error) {
+	resp, err := b.conn.Prompt(ctx, sdk.PromptRequest{SessionId: b.session, Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+	if err != nil {
+		return adapter.TurnResult{}, err
+	}
+	res := adapter.TurnResult{StopReason: string(resp.StopReason)}
+	if u := resp.Usage; u != nil {
+		pu := &protocol.Usage{Input: int64(u.InputTokens), Output: int64(u.OutputTokens)}
+		if u.CachedReadTokens != nil {
+			pu.CacheRead = int64(*u.CachedReadTokens)
+		}
+		if u.CachedWriteTokens != nil {
+			pu.CacheWrite = int64(*u.CachedWriteTokens)
+		}
+		res.Usage = pu
+	}
+	return res, nil
+}
+
+// Cancel implements adapter.Backend (session/cancel).
+func (b *Backend) Cancel() {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := b.conn.Cancel(ctx, sdk.CancelNotification{SessionId: b.session}); err != nil {
+			b.opts.Log.Warn("session/cancel", "err", err)
+		}
+	}()
+}
+
+// SetMode implements adapter.Backend.
+func (b *Backend) SetMode(ctx context.Context, mode string) error {
+	if len(b.offer.Modes) == 0 {
+		return adapter.ErrUnsupported
+	}
+	_, err := b.conn.SetSessionMode(ctx, sdk.SetSessionModeRequest{SessionId: b.session, ModeId: sdk.SessionModeId(mode)})
+	return err
+}
+
+// SetModel implements adapter.Backend (the unstable session/set_model).
+func (b *Backend) SetModel(ctx context.Context, model string) error {
+	if len(b.offer.Models) == 0 {
+		return adapter.ErrUnsupported
+	}
+	_, err := b.conn.UnstableSetSessionModel(ctx, sdk.UnstableSetSessionModelRequest{SessionId: b.session, ModelId: sdk.UnstableModelId(model)})
+	return err
+}
+
+// Done implements adapter.Backend.
+func (b *Backend) Done() <-chan struct{} { return b.done }
+
+// Err implements adapter.Backend.
+func (b *Backend) Err() error {
+	select {
+	case <-b.done:
+		return b.err
+	default:
+		return nil
+	}
+}
+
+// Close implements adapter.Backend: stdin is closed (an ACP agent's cue to
+// exit), then the agent is killed if it has not gone within 3s.
+func (b *Backend) Close() error {
+	if b.cmd == nil {
+		return nil
+	}
+	b.once.Do(func() { _ = b.stdin.Close() })
+	select {
+	case <-b.done:
+	case <-time.After(3 * time.Second):
+		_ = b.cmd.Process.Kill()
+		<-b.done
+	}
+	return nil
+}

@@ -1,0 +1,146 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/shard-dev/shard/runtime/adapter"
+)
+
+// client is the ACP client side the agent calls: session/update and
+// session/request_permission through the translator and the Host's
+// permission gate, fs/read_text_file and fs/write_text_file confined to
+// the agent's cwd (a write asks permission first). The terminal methods
+// are not offered (the capability is not advertised).
+type client struct{ b *Backend }
+
+var _ sdk.Client = (*client)(nil)
+
+func (c *client) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+	c.b.tr.Update(n.Update)
+	return nil
+}
+
+func (c *client) RequestPermission(ctx context.Context, req sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	return RequestPermission(ctx, c.b.tr, c.b.ev, req), nil
+}
+
+// RequestPermission translates session/request_permission: the call
+// (merged into the translator's state) and the agent's options go to
+// ev.Ask; its answer is the selected option, or cancelled.
+func RequestPermission(ctx context.Context, tr *Translator, ev adapter.Events, req sdk.RequestPermissionRequest) sdk.RequestPermissionResponse {
+	ask := adapter.Ask{Tool: tr.Merge(req.ToolCall)}
+	for _, o := range req.Options {
+		ask.Options = append(ask.Options, adapter.Option{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
+	}
+	ans := ev.Ask(ctx, ask)
+	if ans.Cancelled || ans.OptionID == "" {
+		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}
+	}
+	return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(sdk.PermissionOptionId(ans.OptionID))}
+}
+
+// confine resolves p (absolute, as ACP requires, or relative to the cwd)
+// and refuses anything outside the agent's cwd, symlinks included.
+func (c *client) confine(p string) (string, error) {
+	root, err := filepath.EvalSymlinks(c.b.opts.Cwd)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.b.opts.Cwd, p)
+	}
+	p = filepath.Clean(p)
+	// Resolve the deepest existing ancestor: a file being created does
+	// not exist yet.
+	dir, rest := p, ""
+	for {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			p = filepath.Join(r, rest)
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+	if p != root && !strings.HasPrefix(p, root+string(filepath.Separator)) {
+		return "", sdk.NewInvalidParams(map[string]string{"path": "outside the agent's working directory"})
+	}
+	return p, nil
+}
+
+func (c *client) ReadTextFile(_ context.Context, req sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	p, err := c.confine(req.Path)
+	if err != nil {
+		return sdk.ReadTextFileResponse{}, err
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return sdk.ReadTextFileResponse{}, sdk.NewInternalError(map[string]string{"error": fmt.Sprint(errors.Unwrap(err))})
+	}
+	text := string(data)
+	if req.Line != nil || req.Limit != nil {
+		lines := strings.SplitAfter(text, "\n")
+		start := 0
+		if req.Line != nil && *req.Line > 1 {
+			start = min(*req.Line-1, len(lines))
+		}
+		end := len(lines)
+		if req.Limit != nil && *req.Limit >= 0 {
+			end = min(start+*req.Limit, len(lines))
+		}
+		text = strings.Join(lines[start:end], "")
+	}
+	return sdk.ReadTextFileResponse{Content: text}, nil
+}
+
+func (c *client) WriteTextFile(ctx context.Context, req sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	p, err := c.confine(req.Path)
+	if err != nil {
+		return sdk.WriteTextFileResponse{}, err
+	}
+	old, _ := os.ReadFile(p)
+	ans := c.b.ev.Ask(ctx, adapter.Ask{
+		Tool: adapter.Tool{ID: "fs-write", Name: "write", Title: "Write " + req.Path, Args: map[string]any{"path": req.Path},
+			Diffs: []adapter.Diff{{Path: req.Path, Old: string(old), New: req.Content}}},
+		Options: []adapter.Option{{ID: "allow", Name: "Allow", Kind: adapter.AllowOnce}, {ID: "deny", Name: "Deny", Kind: adapter.RejectOnce}},
+	})
+	if ans.Cancelled || ans.OptionID != "allow" {
+		return sdk.WriteTextFileResponse{}, &sdk.RequestError{Code: -32000, Message: "permission denied"}
+	}
+	if err := os.WriteFile(p, []byte(req.Content), 0o644); err != nil {
+		return sdk.WriteTextFileResponse{}, sdk.NewInternalError(map[string]string{"error": fmt.Sprint(errors.Unwrap(err))})
+	}
+	return sdk.WriteTextFileResponse{}, nil
+}
+
+var errNoTerminal = sdk.NewMethodNotFound("terminal/*")
+
+func (c *client) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return sdk.CreateTerminalResponse{}, errNoTerminal
+}
+
+func (c *client) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return sdk.KillTerminalResponse{}, errNoTerminal
+}
+
+func (c *client) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return sdk.TerminalOutputResponse{}, errNoTerminal
+}
+
+func (c *client) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return sdk.ReleaseTerminalResponse{}, errNoTerminal
+}
+
+func (c *client) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return sdk.WaitForTerminalExitResponse{}, errNoTerminal
+}

@@ -1,0 +1,212 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"io"
+	"slices"
+
+	"github.com/shard-dev/shard/protocol"
+)
+
+// readLoop handles commands until Stdin ends (nil).
+func (h *Host) readLoop() error {
+	rd := protocol.NewReader(h.opts.Stdin, 0)
+	for {
+		rec, err := rd.Next()
+		switch {
+		case errors.Is(err, protocol.ErrRecordTooLong):
+			h.mu.Lock()
+			h.respondErrLocked(protocol.Header{}, protocol.Errorf(protocol.CodeInvalidRequest, "record too long"))
+			h.mu.Unlock()
+			continue
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+		h.handle(rec)
+	}
+}
+
+// handle answers one command. It never waits for the agent: what needs a
+// round trip to it (set_mode, set_model) is answered from a goroutine.
+func (h *Host) handle(rec []byte) {
+	cmd, hd, err := protocol.DecodeCommand(rec)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		h.respondErrLocked(hd, err)
+		return
+	}
+	switch c := cmd.(type) {
+	case *protocol.Prompt:
+		h.promptLocked(hd, c.Message, c.StreamingBehavior, c.DedupeKey)
+	case *protocol.Steer:
+		if c.Strict {
+			// An agent without mid-turn input cannot take a steer into the
+			// turn in flight (the daemon's subagent.steer).
+			h.respondErrLocked(hd, errUnsupported("steering a turn in flight"))
+			return
+		}
+		h.promptLocked(hd, c.Message, protocol.BehaviorSteer, "")
+	case *protocol.Abort:
+		h.followUps = nil
+		h.abortLocked()
+		h.respondLocked(hd, nil)
+	case *protocol.GetSync:
+		h.respondLocked(hd, protocol.GetSyncData{Status: h.status, Mode: h.mode, Capabilities: h.capabilitiesLocked(),
+			LiveWindow: h.liveWindowLocked(), PendingRequests: h.pendingRawLocked()})
+	case *protocol.PermissionResponse:
+		h.permissionResponseLocked(hd, c)
+	case *protocol.UIResponse:
+		h.respondLocked(hd, nil) // the adapter never asks UI questions: late or unknown
+	case *protocol.ListModes:
+		h.respondLocked(hd, struct {
+			Modes  []protocol.ModeDescriptor `json:"modes"`
+			Active string                    `json:"active"`
+		}{h.modesLocked(), h.mode})
+	case *protocol.SetMode:
+		h.setModeLocked(hd, c.Mode)
+	case *protocol.ListModels:
+		if len(h.offer.Models) == 0 {
+			h.respondErrLocked(hd, errUnsupported("a model catalog"))
+			return
+		}
+		h.respondLocked(hd, struct {
+			Models []protocol.ModelDescriptor `json:"models"`
+			Active protocol.ModelDescriptor   `json:"active"`
+		}{h.offer.Models, h.activeModelLocked()})
+	case *protocol.SetModel:
+		h.setModelLocked(hd, c.Model)
+	case *protocol.ListReasoningLevels, *protocol.SetReasoningLevel:
+		h.respondErrLocked(hd, errUnsupported("reasoning levels"))
+	case *protocol.SessionOp:
+		h.respondErrLocked(hd, errUnsupported("session_op "+c.Op))
+	default:
+		h.respondErrLocked(hd, protocol.Errorf(protocol.CodeInvalidRequest, "%s is not supported by this runtime", hd.Type))
+	}
+}
+
+// promptLocked starts a turn when idle. Mid-turn, a third-party agent
+// takes no input, so steer and follow_up alike wait for the turn's end and
+// run as the next turn (documented in docs/protocol.md).
+func (h *Host) promptLocked(hd protocol.Header, text, behavior, dedupeKey string) {
+	if dedupeKey != "" {
+		if h.delivered[dedupeKey] {
+			h.respondLocked(hd, map[string]bool{"duplicate": true})
+			return
+		}
+	}
+	switch {
+	case h.closing:
+		h.respondErrLocked(hd, protocol.Errorf(protocol.CodeConflict, "runtime is shutting down"))
+		return
+	case h.turn == nil:
+		h.respondLocked(hd, nil)
+		h.startTurnLocked(text)
+	case behavior == "":
+		h.respondErrLocked(hd, protocol.Errorf(protocol.CodeInvalidRequest, `field "streaming_behavior": required while a turn is in flight`))
+		return
+	default:
+		h.followUps = append(h.followUps, text)
+		h.respondLocked(hd, nil)
+	}
+	if dedupeKey != "" {
+		h.delivered[dedupeKey] = true
+	}
+}
+
+func (h *Host) modesLocked() []protocol.ModeDescriptor {
+	if len(h.offer.Modes) == 0 {
+		return []protocol.ModeDescriptor{{Name: defaultMode, Description: "The agent's only mode."}}
+	}
+	return h.offer.Modes
+}
+
+func (h *Host) setModeLocked(hd protocol.Header, mode string) {
+	if !slices.ContainsFunc(h.modesLocked(), func(m protocol.ModeDescriptor) bool { return m.Name == mode }) {
+		h.respondErrLocked(hd, protocol.Errorf(protocol.CodeNotFound, "mode %q not found", mode))
+		return
+	}
+	prev := h.mode
+	if mode == prev {
+		h.respondLocked(hd, map[string]string{"previous_mode": prev, "mode": mode})
+		return
+	}
+	h.turns.Go(func() {
+		err := h.b.SetMode(context.Background(), mode)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if err != nil {
+			h.respondErrLocked(hd, codeOf("set_mode", err))
+			return
+		}
+		h.changeModeLocked(mode)
+		h.respondLocked(hd, map[string]string{"previous_mode": prev, "mode": mode})
+	})
+}
+
+// changeModeLocked records a real mode change and announces it.
+func (h *Host) changeModeLocked(mode string) {
+	if mode == h.mode {
+		return
+	}
+	prev := h.mode
+	h.mode = mode
+	h.emitLocked(protocol.ModeChanged{Header: protocol.Header{Type: protocol.TypeModeChanged}, PreviousMode: prev, Mode: mode})
+}
+
+// ModeChanged implements Events.
+func (h *Host) ModeChanged(mode string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.started {
+		h.offer.Mode = mode
+		return
+	}
+	h.changeModeLocked(mode)
+}
+
+func (h *Host) activeModelLocked() protocol.ModelDescriptor {
+	for _, m := range h.offer.Models {
+		if m.ID == h.offer.Model {
+			return m
+		}
+	}
+	return protocol.ModelDescriptor{ID: h.offer.Model, Model: h.offer.Model}
+}
+
+func (h *Host) setModelLocked(hd protocol.Header, model string) {
+	if len(h.offer.Models) == 0 {
+		h.respondErrLocked(hd, errUnsupported("model selection"))
+		return
+	}
+	var next *protocol.ModelDescriptor
+	for i := range h.offer.Models {
+		if h.offer.Models[i].ID == model {
+			next = &h.offer.Models[i]
+		}
+	}
+	if next == nil {
+		h.respondErrLocked(hd, protocol.Errorf(protocol.CodeNotFound, "model %q not found", model))
+		return
+	}
+	prev, want := h.activeModelLocked(), *next
+	h.turns.Go(func() {
+		err := h.b.SetModel(context.Background(), model)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if err != nil {
+			h.respondErrLocked(hd, codeOf("set_model", err))
+			return
+		}
+		h.offer.Model = model
+		data := map[string]any{"previous": prev, "active": want, "effective": "next_provider_call"}
+		if prev.ID != want.ID {
+			h.emitLocked(protocol.ModelChanged{Header: protocol.Header{Type: protocol.TypeModelChanged}, Previous: prev, Active: want,
+				Effective: "next_provider_call", Capabilities: h.capabilitiesLocked()})
+		}
+		h.respondLocked(hd, data)
+	})
+}

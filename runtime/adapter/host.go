@@ -1,0 +1,265 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/shard-dev/shard/protocol"
+)
+
+// Options configure a Host.
+type Options struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Log    *slog.Logger
+	// ServerVersion is announced in hello.
+	ServerVersion string
+	// HeadlessTimeout bounds how long a permission request waits for an
+	// answer; past it the request is denied (source "timeout"). 0: forever.
+	HeadlessTimeout time.Duration
+	// Models, when set, filters the agent's model catalog (the profile's
+	// models).
+	Models []string
+	// Clock returns the current time; nil is time.Now (ids only).
+	Clock func() time.Time
+}
+
+// Host is the Shard side of an adapter: it speaks the per-agent protocol
+// on Stdin/Stdout and drives a Backend. mu guards every field below it and
+// every write to Stdout, so a state change and the event announcing it are
+// written together and get_sync reflects exactly the events before it (as
+// in the reference runtime).
+type Host struct {
+	opts Options
+	b    Backend
+	log  *slog.Logger
+	ids  int64 // guarded by mu
+
+	mu        sync.Mutex
+	started   bool // hello written: events are emitted; before it (a load's replay) they only build the window
+	status    protocol.AgentStatus
+	mode      string
+	offer     Offer
+	window    []protocol.Message
+	pending   []*pending
+	turn      *turn // nil when idle (and during replay: replay)
+	replay    *turn
+	followUps []string
+	delivered map[string]bool // dedupe keys of prompts accepted by this process
+	closing   bool
+	writeErr  error
+	badOutput bool   // a PROTOCOL_ERROR for the agent's output was reported (or is due at start)
+	badDetail string // what it was (never the line itself)
+	turns     sync.WaitGroup
+}
+
+// turn is the turn in flight and the messages it is assembling.
+type turn struct {
+	id      string
+	aborted bool
+	msg     *protocol.Message // the assistant message being streamed; nil: none
+	results *protocol.Message // tool results not yet in the window
+	tools   map[string]*toolState
+	usage   *protocol.Usage
+}
+
+// toolState is what the Host told the clients about one tool call.
+type toolState struct {
+	announced bool // tool_call written
+	finished  bool // tool_result written
+}
+
+// Run speaks the per-agent protocol for the agent behind b until Stdin
+// ends (nil), ctx is done, or the agent dies (an error: the process exits
+// non-zero and the daemon reports agent_exited). A Backend that does not
+// start is an error before anything is written, which the daemon reports as
+// RUNTIME_START_FAILED.
+func Run(ctx context.Context, opts Options, b Backend) error {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	h := &Host{opts: opts, b: b, log: opts.Log, status: protocol.StatusIdle, delivered: map[string]bool{}}
+	h.replay = h.newTurnLocked()
+	offer, err := b.Start(ctx, h)
+	if err != nil {
+		_ = b.Close()
+		return fmt.Errorf("adapter: start agent: %w", err)
+	}
+	h.start(offer)
+	readDone := make(chan error, 1)
+	go func() { readDone <- h.readLoop() }()
+	var runErr error
+	select {
+	case err := <-readDone:
+		runErr = err // stdin closed: the daemon stops us
+	case <-ctx.Done():
+	case <-b.Done():
+		runErr = fmt.Errorf("adapter: agent exited: %w", b.Err())
+		h.mu.Lock()
+		h.emitLocked(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeInternal,
+			Message: "the agent exited", Fatal: true})
+		h.mu.Unlock()
+	}
+	h.mu.Lock()
+	h.closing = true
+	h.abortLocked()
+	h.mu.Unlock()
+	closeErr := b.Close()
+	h.turns.Wait()
+	if runErr == nil && closeErr != nil {
+		h.log.Info("agent stopped", "err", closeErr)
+	}
+	return runErr
+}
+
+func (h *Host) newTurnLocked() *turn {
+	return &turn{id: h.nextIDLocked("turn"), tools: map[string]*toolState{}}
+}
+
+func (h *Host) nextIDLocked(prefix string) string {
+	h.ids++
+	now := time.Now
+	if h.opts.Clock != nil {
+		now = h.opts.Clock
+	}
+	return prefix + "-" + strconv.FormatInt(now().UnixMilli(), 36) + "-" + strconv.FormatInt(h.ids, 10)
+}
+
+// start ends the replay and writes hello and the initial sync.
+func (h *Host) start(offer Offer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.opts.Models) > 0 {
+		offer.Models = slices.DeleteFunc(offer.Models, func(m protocol.ModelDescriptor) bool {
+			return !slices.Contains(h.opts.Models, m.ID)
+		})
+	}
+	h.offer, h.mode = offer, offer.Mode
+	if h.mode == "" {
+		h.mode = defaultMode
+	}
+	h.flushLocked(h.replay)
+	h.replay = nil
+	h.started = true
+	h.emitLocked(protocol.Hello{Header: protocol.Header{Type: protocol.TypeHello}, ProtocolVersion: protocol.Version,
+		ServerVersion: h.opts.ServerVersion, Capabilities: h.capabilitiesLocked()})
+	h.emitLocked(protocol.Sync{Header: protocol.Header{Type: protocol.TypeSync}, Status: h.status, Mode: h.mode,
+		Capabilities: h.capabilitiesLocked(), LiveWindow: h.liveWindowLocked(), PendingRequests: h.pendingRawLocked()})
+	if h.badOutput {
+		h.reportBadOutputLocked()
+	}
+}
+
+// defaultMode is the one mode of an agent that offers none.
+const defaultMode = "default"
+
+// Capabilities (wire spec §9.1).
+const (
+	capStreamingDeltas = "streaming-deltas"
+	capModeCatalog     = "mode-catalog"
+	capModeSwitch      = "mode-switch"
+	capModelCatalog    = "model-catalog"
+	capModelSwitch     = "model-switch"
+)
+
+func (h *Host) capabilitiesLocked() []string {
+	caps := []string{capStreamingDeltas, capModeCatalog}
+	if len(h.offer.Modes) > 1 {
+		caps = append(caps, capModeSwitch)
+	}
+	if len(h.offer.Models) > 0 {
+		caps = append(caps, capModelCatalog, capModelSwitch)
+	}
+	return caps
+}
+
+// ---- output ----
+
+func (h *Host) emitLocked(v any) {
+	b, err := protocol.Marshal(v)
+	if err != nil {
+		h.log.Error("encode message", "err", err)
+		return
+	}
+	h.writeLocked(b)
+}
+
+func (h *Host) writeLocked(rec []byte) {
+	if h.writeErr != nil {
+		return
+	}
+	line := append(append(make([]byte, 0, len(rec)+1), rec...), '\n')
+	if _, err := h.opts.Stdout.Write(line); err != nil {
+		h.writeErr = fmt.Errorf("adapter: write stdout: %w", err)
+	}
+}
+
+func (h *Host) respondLocked(hd protocol.Header, data any) {
+	h.writeLocked(protocol.NewResponse(hd.ID, hd.Type, data))
+}
+
+func (h *Host) respondErrLocked(hd protocol.Header, err error) {
+	h.writeLocked(protocol.NewErrorResponse(hd.ID, hd.Type, err))
+}
+
+func (h *Host) setStatusLocked(s protocol.AgentStatus) {
+	if h.status == s {
+		return
+	}
+	h.status = s
+	h.emitLocked(protocol.Status{Header: protocol.Header{Type: protocol.TypeStatus}, Status: s})
+}
+
+func (h *Host) liveWindowLocked() protocol.LiveWindow {
+	msgs := h.window
+	if msgs == nil {
+		msgs = []protocol.Message{}
+	}
+	return protocol.LiveWindow{Messages: msgs}
+}
+
+// ProtocolError implements Events: the first line of garbage is reported
+// as a non-fatal PROTOCOL_ERROR, as the daemon does for its own runtimes.
+func (h *Host) ProtocolError(detail string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.log.Warn("agent wrote a line that is not its protocol; dropped", "detail", detail)
+	if h.badOutput {
+		return
+	}
+	h.badOutput = true
+	h.badDetail = detail
+	if h.started { // else start reports it after sync
+		h.reportBadOutputLocked()
+	}
+}
+
+func (h *Host) reportBadOutputLocked() {
+	h.emitLocked(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeProtocolError,
+		Message: "the agent wrote output that is not its protocol (dropped): " + h.badDetail})
+}
+
+// errUnsupported is the UNSUPPORTED answer for what the agent lacks.
+func errUnsupported(what string) error {
+	return protocol.Errorf(protocol.CodeUnsupported, "%s is not offered by this agent", what)
+}
+
+// codeOf keeps a protocol error's code, else INTERNAL_ERROR; an
+// ErrUnsupported becomes UNSUPPORTED.
+func codeOf(what string, err error) error {
+	if errors.Is(err, ErrUnsupported) {
+		return errUnsupported(what)
+	}
+	var pe *protocol.Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	return protocol.Errorf(protocol.CodeInternal, "%s: %w", what, err)
+}

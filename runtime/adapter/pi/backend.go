@@ -1,0 +1,350 @@
+// Package pi is the adapter backend for pi's RPC mode (`pi --mode rpc`,
+// JSONL commands and events on stdio, split on LF only): prompt and abort,
+// message_update text/thinking deltas, tool_execution_start/end as tool
+// calls, agent_end as the end of the turn with the last assistant
+// message's stop reason and usage. pi has no permission prompts of its
+// own, so a pi profile runs its tools without the permission gate; it has
+// no modes, and its models are not offered (UNSUPPORTED). Sessions are
+// pi's own (its command line decides: --no-session, --continue).
+package pi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/adapter"
+)
+
+// Options configure a Backend.
+type Options struct {
+	Command []string
+	Cwd     string
+	Env     []string
+	Stderr  io.Writer
+	// StartTimeout bounds the first get_state. 0: 30s.
+	StartTimeout time.Duration
+	Log          *slog.Logger
+	// Trace, when set, receives every line pi wrote (tests record
+	// transcripts with it; the daemon never sets it: lines carry prompts).
+	Trace io.Writer
+}
+
+// Backend is a pi agent in RPC mode as an adapter.Backend; the agent is
+// the adapter's child in its process group and dies with it.
+type Backend struct {
+	opts Options
+	ev   adapter.Events
+
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	wmu   sync.Mutex // serialises stdin writes
+
+	mu      sync.Mutex // guards the following
+	n       int
+	waiting map[string]chan response
+	turn    chan adapter.TurnResult // the turn in flight; nil: none
+	last    adapter.TurnResult      // of the latest assistant message
+
+	done chan struct{}
+	err  error
+	once sync.Once
+}
+
+type response struct {
+	Success bool            `json:"success"`
+	Error   string          `json:"error"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// New returns a Backend that Start will start.
+func New(opts Options) *Backend {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	return &Backend{opts: opts, waiting: map[string]chan response{}, done: make(chan struct{})}
+}
+
+// Start implements adapter.Backend: pi prints nothing until asked, so the
+// first get_state answer is its readiness.
+func (b *Backend) Start(ctx context.Context, ev adapter.Events) (adapter.Offer, error) {
+	if len(b.opts.Command) == 0 {
+		return adapter.Offer{}, errors.New("pi: no agent command")
+	}
+	b.ev = ev
+	cmd := exec.Command(b.opts.Command[0], b.opts.Command[1:]...)
+	cmd.Dir, cmd.Env, cmd.Stderr = b.opts.Cwd, b.opts.Env, b.opts.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return adapter.Offer{}, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return adapter.Offer{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return adapter.Offer{}, fmt.Errorf("pi: start %s: %w", b.opts.Command[0], err)
+	}
+	b.cmd, b.stdin = cmd, stdin
+	go b.read(stdout)
+	sctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
+	defer cancel()
+	if _, err := b.call(sctx, map[string]any{"type": "get_state"}); err != nil {
+		return adapter.Offer{}, fmt.Errorf("pi: get_state: %w", err)
+	}
+	return adapter.Offer{}, nil
+}
+
+// call sends a command and waits for its response.
+func (b *Backend) call(ctx context.Context, cmd map[string]any) (response, error) {
+	b.mu.Lock()
+	b.n++
+	id := "a-" + strconv.Itoa(b.n)
+	ch := make(chan response, 1)
+	b.waiting[id] = ch
+	b.mu.Unlock()
+	cmd["id"] = id
+	if err := b.send(cmd); err != nil {
+		return response{}, err
+	}
+	select {
+	case r := <-ch:
+		if !r.Success {
+			return r, errors.New("pi refused " + fmt.Sprint(cmd["type"]) + ": " + r.Error)
+		}
+		return r, nil
+	case <-b.done:
+		return response{}, fmt.Errorf("the agent exited: %w", b.err)
+	case <-ctx.Done():
+		return response{}, ctx.Err()
+	}
+}
+
+func (b *Backend) send(cmd map[string]any) error {
+	line, err := json.Marshal(cmd)
+	if err != nil {
+		return err
+	}
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	_, err = b.stdin.Write(append(line, '\n'))
+	return err
+}
+
+// read handles pi's stdout until EOF, then waits for the process.
+func (b *Backend) read(stdout io.Reader) {
+	rd := bufio.NewReaderSize(stdout, 256<<10)
+	for {
+		line, err := rd.ReadBytes('\n') // LF only, as pi frames
+		if len(line) > 0 {
+			if b.opts.Trace != nil {
+				_, _ = b.opts.Trace.Write(line)
+			}
+			b.handle(line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	werr := b.cmd.Wait()
+	b.err = werr
+	if werr == nil {
+		b.err = errors.New("the agent closed its output")
+	}
+	close(b.done)
+}
+
+// event is the part of a pi event the adapter reads.
+type event struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	Command string `json:"command"`
+	response
+	AssistantMessageEvent *struct {
+		Type  string `json:"type"`
+		Delta string `json:"delta"`
+	} `json:"assistantMessageEvent"`
+	Message *struct {
+		Role       string `json:"role"`
+		StopReason string `json:"stopReason"`
+		Usage      *struct {
+			Input  int64 `json:"input"`
+			Output int64 `json:"output"`
+		} `json:"usage"`
+	} `json:"message"`
+	ToolCallID string         `json:"toolCallId"`
+	ToolName   string         `json:"toolName"`
+	Args       map[string]any `json:"args"`
+	IsError    bool           `json:"isError"`
+	Result     *struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"result"`
+}
+
+func (b *Backend) handle(line []byte) {
+	var ev event
+	if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
+		b.ev.ProtocolError(fmt.Sprintf("a %d-byte line that is not a pi RPC record", len(line)))
+		return
+	}
+	switch ev.Type {
+	case "response":
+		b.mu.Lock()
+		ch := b.waiting[ev.ID]
+		delete(b.waiting, ev.ID)
+		b.mu.Unlock()
+		if ch != nil {
+			ch <- ev.response
+		}
+	case "message_update":
+		if a := ev.AssistantMessageEvent; a != nil {
+			switch a.Type {
+			case "text_delta":
+				b.ev.Text(a.Delta)
+			case "thinking_delta":
+				b.ev.Thinking(a.Delta)
+			}
+		}
+	case "message_end":
+		if m := ev.Message; m != nil && m.Role == "assistant" {
+			b.mu.Lock()
+			b.last.StopReason = stopReason(m.StopReason)
+			if m.Usage != nil {
+				u := protocol.Usage{Input: m.Usage.Input, Output: m.Usage.Output}
+				if b.last.Usage != nil {
+					u.Input += b.last.Usage.Input
+					u.Output += b.last.Usage.Output
+				}
+				b.last.Usage = &u
+			}
+			b.mu.Unlock()
+		}
+	case "tool_execution_start":
+		b.ev.ToolCall(adapter.Tool{ID: ev.ToolCallID, Name: ev.ToolName, Title: ev.ToolName, Args: ev.Args,
+			ReadOnly: readOnly(ev.ToolName), Status: adapter.ToolInProgress})
+	case "tool_execution_end":
+		tc := adapter.Tool{ID: ev.ToolCallID, Name: ev.ToolName, Title: ev.ToolName, Status: adapter.ToolCompleted}
+		if ev.IsError {
+			tc.Status = adapter.ToolFailed
+		}
+		if ev.Result != nil {
+			for _, c := range ev.Result.Content {
+				tc.Output += c.Text
+			}
+		}
+		b.ev.ToolCall(tc)
+	case "agent_end":
+		b.mu.Lock()
+		ch, res := b.turn, b.last
+		b.turn, b.last = nil, adapter.TurnResult{}
+		b.mu.Unlock()
+		if ch != nil {
+			ch <- res
+		}
+	}
+}
+
+// stopReason maps pi's stop reasons to ACP's, which turn_end carries.
+func stopReason(s string) string {
+	switch s {
+	case "stop", "toolUse":
+		return adapter.StopEndTurn
+	case "aborted":
+		return adapter.StopCancelled
+	case "length":
+		return "max_tokens"
+	}
+	return s
+}
+
+func readOnly(tool string) bool {
+	switch tool {
+	case "read", "ls", "grep", "find":
+		return true
+	}
+	return false
+}
+
+// Prompt implements adapter.Backend: prompt, then the events until
+// agent_end.
+func (b *Backend) Prompt(ctx context.Context, text string) (adapter.TurnResult, error) {
+	ch := make(chan adapter.TurnResult, 1)
+	b.mu.Lock()
+	b.turn, b.last = ch, adapter.TurnResult{}
+	b.mu.Unlock()
+	if _, err := b.call(ctx, map[string]any{"type": "prompt", "message": text}); err != nil {
+		b.mu.Lock()
+		b.turn = nil
+		b.mu.Unlock()
+		return adapter.TurnResult{}, err
+	}
+	select {
+	case res := <-ch:
+		return res, nil
+	case <-b.done:
+		return adapter.TurnResult{}, fmt.Errorf("the agent exited mid-turn: %w", b.err)
+	}
+}
+
+// Cancel implements adapter.Backend (pi's abort).
+func (b *Backend) Cancel() {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := b.call(ctx, map[string]any{"type": "abort"}); err != nil {
+			b.opts.Log.Warn("pi abort", "err", err)
+		}
+	}()
+}
+
+// SetMode implements adapter.Backend: pi has no modes.
+func (b *Backend) SetMode(context.Context, string) error { return adapter.ErrUnsupported }
+
+// SetModel implements adapter.Backend: not offered.
+func (b *Backend) SetModel(context.Context, string) error { return adapter.ErrUnsupported }
+
+// Done implements adapter.Backend.
+func (b *Backend) Done() <-chan struct{} { return b.done }
+
+// Err implements adapter.Backend.
+func (b *Backend) Err() error {
+	select {
+	case <-b.done:
+		return b.err
+	default:
+		return nil
+	}
+}
+
+// Close implements adapter.Backend: stdin is closed (pi's cue to exit),
+// then the agent is killed if it has not gone within 3s.
+func (b *Backend) Close() error {
+	if b.cmd == nil {
+		return nil
+	}
+	b.once.Do(func() { _ = b.stdin.Close() })
+	select {
+	case <-b.done:
+	case <-time.After(3 * time.Second):
+		_ = b.cmd.Process.Kill()
+		<-b.done
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/tools"
+)
+
+// Roles of live-window messages.
+const (
+	roleUser      = "user"
+	roleAssistant = "assistant"
+)
+
+// startTurnLocked opens a turn for a user message and runs it.
+func (h *Host) startTurnLocked(text string) {
+	t := h.newTurnLocked()
+	h.turn = t
+	h.setStatusLocked(protocol.StatusStreaming)
+	h.emitLocked(protocol.TurnStart{Header: protocol.Header{Type: protocol.TypeTurnStart}, TurnID: t.id})
+	h.window = append(h.window, protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser,
+		Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: text}}})
+	h.turns.Go(func() {
+		res, err := h.b.Prompt(context.Background(), text)
+		h.endTurn(t, res, err)
+	})
+}
+
+// endTurn closes t: its messages enter the window, usage and turn_end are
+// written, and the next follow-up (if any) starts.
+func (h *Host) endTurn(t *turn, res TurnResult, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.flushLocked(t)
+	if err != nil {
+		h.log.Warn("turn failed", "err", err)
+		h.emitLocked(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeProviderError,
+			Message: "the agent failed the turn: " + err.Error()})
+	}
+	for len(h.pending) > 0 { // the agent ended the turn with a request open
+		h.resolveLocked(h.pending[0], Answer{Cancelled: true}, "", "abort")
+	}
+	u := res.Usage
+	if u == nil {
+		u = t.usage
+	}
+	if u != nil {
+		h.emitLocked(protocol.UsageEvent{Header: protocol.Header{Type: protocol.TypeUsage}, Usage: *u})
+	}
+	reason := res.StopReason
+	if t.aborted {
+		reason = StopCancelled
+	}
+	h.emitLocked(protocol.TurnEnd{Header: protocol.Header{Type: protocol.TypeTurnEnd}, TurnID: t.id, Usage: u, StopReason: reason})
+	h.turn = nil
+	h.setStatusLocked(protocol.StatusIdle)
+	if len(h.followUps) > 0 && !h.closing {
+		next := h.followUps[0]
+		h.followUps = h.followUps[1:]
+		h.startTurnLocked(next)
+	}
+}
+
+// abortLocked cancels the turn in flight: the agent is told, and every
+// open permission request is answered "cancelled" (as ACP requires).
+func (h *Host) abortLocked() {
+	t := h.turn
+	for len(h.pending) > 0 {
+		h.resolveLocked(h.pending[0], Answer{Cancelled: true}, protocol.DecisionDeny, "abort")
+	}
+	if t == nil || t.aborted {
+		return
+	}
+	t.aborted = true
+	h.b.Cancel()
+}
+
+// current is the turn events belong to: the replay before hello, else the
+// turn in flight (nil: an update outside any turn, which is dropped).
+func (h *Host) currentLocked() *turn {
+	if !h.started {
+		return h.replay
+	}
+	return h.turn
+}
+
+// assistantLocked returns t's assistant message being streamed, starting
+// one (after moving tool results into the window) when there is none.
+func (h *Host) assistantLocked(t *turn) *protocol.Message {
+	if t.results != nil {
+		h.window = append(h.window, *t.results)
+		t.results = nil
+	}
+	if t.msg == nil {
+		t.msg = &protocol.Message{ID: h.nextIDLocked("msg"), Role: roleAssistant}
+	}
+	return t.msg
+}
+
+// flushLocked moves what t assembled into the window; an assistant
+// message is announced with message_complete.
+func (h *Host) flushLocked(t *turn) {
+	if t == nil {
+		return
+	}
+	if t.msg != nil {
+		m := *t.msg
+		t.msg = nil
+		h.window = append(h.window, m)
+		if h.started {
+			h.emitLocked(protocol.MessageComplete{Header: protocol.Header{Type: protocol.TypeMessageComplete}, MessageID: m.ID, Message: m})
+		}
+	}
+	if t.results != nil {
+		h.window = append(h.window, *t.results)
+		t.results = nil
+	}
+}
+
+// UserText implements Events (a load's replay: each user message closes
+// the assistant message before it).
+func (h *Host) UserText(text string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.currentLocked()
+	if t == nil || h.started {
+		return
+	}
+	h.flushLocked(t)
+	if n := len(h.window); n > 0 && h.window[n-1].Role == roleUser && len(h.window[n-1].Content) == 1 && h.window[n-1].Content[0].Type == protocol.BlockText {
+		h.window[n-1].Content[0].Text += text // chunks of one message
+		return
+	}
+	h.window = append(h.window, protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser,
+		Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: text}}})
+}
+
+// Text implements Events.
+func (h *Host) Text(text string) { h.chunk(protocol.BlockText, text) }
+
+// Thinking implements Events.
+func (h *Host) Thinking(text string) { h.chunk(protocol.BlockThinking, text) }
+
+func (h *Host) chunk(kind, text string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.currentLocked()
+	if t == nil || text == "" {
+		return
+	}
+	m := h.assistantLocked(t)
+	n := len(m.Content)
+	if n == 0 || m.Content[n-1].Type != kind {
+		m.Content = append(m.Content, protocol.ContentBlock{Type: kind})
+		n++
+	}
+	m.Content[n-1].Text += text
+	if h.started {
+		h.emitLocked(protocol.MessageDelta{Header: protocol.Header{Type: protocol.TypeMessageDelta}, MessageID: m.ID,
+			BlockIndex: n - 1, Kind: kind, TextDelta: text})
+	}
+}
+
+// ToolCall implements Events. A new call closes the assistant message
+// (tool_call block and message_complete); tool_call is written once the
+// call leaves pending (after its permission), tool_result once it is
+// completed or failed.
+func (h *Host) ToolCall(tc Tool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.currentLocked()
+	if t == nil {
+		return
+	}
+	st := t.tools[tc.ID]
+	if st == nil {
+		st = &toolState{}
+		t.tools[tc.ID] = st
+		m := h.assistantLocked(t)
+		m.Content = append(m.Content, protocol.ContentBlock{Type: protocol.BlockToolCall, ID: tc.ID, Name: tc.Name, Args: tc.Args})
+		if h.started {
+			args, _ := json.Marshal(argsOrEmpty(tc.Args))
+			h.emitLocked(protocol.MessageDelta{Header: protocol.Header{Type: protocol.TypeMessageDelta}, MessageID: m.ID,
+				BlockIndex: len(m.Content) - 1, Kind: protocol.DeltaToolCall, ToolCallID: tc.ID, Name: tc.Name, ArgsDelta: string(args)})
+		}
+		h.flushLocked(t)
+	}
+	terminal := tc.Status == ToolCompleted || tc.Status == ToolFailed
+	if !st.announced && (tc.Status != ToolPending && tc.Status != "" || terminal) {
+		st.announced = true
+		if h.started {
+			ro := tc.ReadOnly
+			h.emitLocked(protocol.ToolCall{Header: protocol.Header{Type: protocol.TypeToolCall}, ToolCallID: tc.ID, Name: tc.Name,
+				Args: argsOrEmpty(tc.Args), Render: diffRender(tc), ReadOnly: &ro})
+		}
+	}
+	if terminal && !st.finished {
+		st.finished = true
+		content := protocol.ToolResultContent{Kind: "text", Text: tc.Output}
+		block := protocol.ContentBlock{Type: protocol.BlockToolResult, ToolCallID: tc.ID, Content: &content, IsError: tc.Status == ToolFailed}
+		if t.results == nil {
+			t.results = &protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser}
+		}
+		t.results.Content = append(t.results.Content, block)
+		if h.started {
+			h.emitLocked(protocol.ToolResult{Header: protocol.Header{Type: protocol.TypeToolResult}, ToolCallID: tc.ID,
+				Content: content, IsError: block.IsError, Render: diffRender(tc)})
+		}
+	}
+}
+
+func argsOrEmpty(a map[string]any) map[string]any {
+	if a == nil {
+		return map[string]any{}
+	}
+	return a
+}
+
+// diffRender is the diff descriptor of the call's first file change, nil
+// when it shows none.
+func diffRender(tc Tool) *protocol.RenderDescriptor {
+	if len(tc.Diffs) == 0 {
+		return nil
+	}
+	d := tc.Diffs[0]
+	return tools.DiffRender(d.Path, d.Old, d.New)
+}
