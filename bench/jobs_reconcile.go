@@ -68,7 +68,7 @@ func reconcilePhaseRun(o *options, mix string, n int) (reconcilePhase, error) {
 	defer st.Close()
 	ph.OpenSeconds = time.Since(t0).Seconds()
 	t0 = time.Now()
-	ended, err := jobs.Reconcile(st, time.Now())
+	ended, err := jobs.Reconcile(st, time.Now(), nil)
 	if err != nil {
 		return ph, err
 	}

@@ -184,7 +184,6 @@ func TestShardctlJobsOps(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--state", "failed"}, []string{f.chain.JobID, f.bad.JobID}},
-		{[]string{"--parent", "agent-nobody"}, nil},
 		{[]string{"--parent", f.parent, "--limit", "2"}, []string{f.slow.JobID, f.chain.JobID}},
 		{[]string{"--since", "1h", "--state", "running"}, []string{f.slow.JobID}},
 		{[]string{"--stuck"}, nil},
@@ -198,6 +197,10 @@ func TestShardctlJobsOps(t *testing.T) {
 		if !slices.Equal(ids, tt.want) {
 			t.Errorf("jobs ls %v = %v, want %v", tt.args, ids, tt.want)
 		}
+	}
+	// An unknown parent is an error, not an empty list.
+	if r := d.ctlCode(1, "jobs", "ls", "--parent", "agent-nobody"); !strings.Contains(r.stderr, "NOT_FOUND") {
+		t.Errorf("jobs ls --parent agent-nobody: %q", r.stderr)
 	}
 
 	// jobs show resolves every kind of handle, and names the halting step.
@@ -289,8 +292,8 @@ func TestShardctlJobsOps(t *testing.T) {
 	// The watch saw the children spawn and their runs change.
 	eventually(t, 10*time.Second, "watch printed run changes", func() bool {
 		out := watch.stdout.String()
-		return strings.Contains(out, f.slow.Runs[0].AgentID+" subagent_run_changed "+f.slow.Runs[0].RunID+" active→cancelled") &&
-			strings.Contains(out, f.slow.Runs[0].AgentID+" agent_spawned slow") && strings.Contains(out, " agent_activity ")
+		return watchSaw(out, f.slow.Runs[0].AgentID, "subagent_run_changed", f.slow.Runs[0].RunID+" active→cancelled") &&
+			watchSaw(out, f.slow.Runs[0].AgentID, "agent_spawned", "slow") && strings.Contains(out, " agent_activity ")
 	})
 	if err := watch.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -384,7 +387,7 @@ func TestShardctlOffline(t *testing.T) {
 	onlineLs := d.mustCtl("", "jobs", "ls", "-o", "json").stdout
 	alias := f.chain.Runs[1].Alias
 	onlineShow := d.mustCtl("", "jobs", "show", alias, "-o", "json").stdout
-	onlineTable := normalizeTable(d.mustCtl("", "jobs", "ls").stdout, f.aliases())
+	onlineTable := normalizeTable(d.mustCtl("", "jobs", "ls", "-o", "wide").stdout, f.aliases())
 	if onlineTable != goldenJobsLs {
 		t.Errorf("jobs ls table:\n%s\nwant:\n%s", onlineTable, goldenJobsLs)
 	}
@@ -414,7 +417,7 @@ func TestShardctlOffline(t *testing.T) {
 	if got := d.mustCtl("", "--offline", "jobs", "show", alias, "-o", "json").stdout; got != onlineShow {
 		t.Errorf("offline jobs show differs:\noffline:\n%s\nonline:\n%s", got, onlineShow)
 	}
-	if got := normalizeTable(d.mustCtl("", "--offline", "jobs", "ls").stdout, f.aliases()); got != goldenOfflineJobsLs {
+	if got := normalizeTable(d.mustCtl("", "--offline", "jobs", "ls", "-o", "wide").stdout, f.aliases()); got != goldenOfflineJobsLs {
 		t.Errorf("offline jobs ls table:\n%s\nwant:\n%s", got, goldenOfflineJobsLs)
 	}
 	for _, h := range []string{f.chain.JobID, f.chain.Runs[2].RunID, f.chain.Runs[0].AgentID} {

@@ -94,13 +94,13 @@ func TestShardctlAgainstRealDaemon(t *testing.T) {
 	watch := startProc(t, d.ctlCmd("watch", id))
 	t.Cleanup(watch.kill)
 	eventually(t, 10*time.Second, "watch attached (printed the agent's sync)", func() bool {
-		return strings.Contains(watch.stdout.String(), id+" sync ")
+		return watchSaw(watch.stdout.String(), id, "sync")
 	})
 	token := randomToken(t, "watched")
 	d.mustCtl("", "prompt", id, "sim: say "+token)
 	eventually(t, 10*time.Second, "watch printed the prompted turn", func() bool {
 		out := watch.stdout.String()
-		return strings.Contains(out, id+" turn_start ") && strings.Contains(out, id+" turn_end ") &&
+		return watchSaw(out, id, "turn_start") && watchSaw(out, id, "turn_end") &&
 			strings.Contains(watchedText(out, id), token)
 	})
 	if err := watch.cmd.Process.Signal(syscall.SIGINT); err != nil {
@@ -126,10 +126,13 @@ func TestShardctlAgainstRealDaemon(t *testing.T) {
 // watchedText joins the text deltas watch printed for agent id, lines of
 // the form `<id> message_delta text "<quoted>"`.
 func watchedText(out, id string) string {
-	prefix := id + " message_delta text "
 	var b strings.Builder
 	for line := range strings.SplitSeq(out, "\n") {
-		q, ok := strings.CutPrefix(line, prefix)
+		agent, typ, rest, ok := watchFields(line)
+		if !ok || agent != id || typ != "message_delta" {
+			continue
+		}
+		q, ok := strings.CutPrefix(rest, "text ")
 		if !ok {
 			continue
 		}
@@ -138,4 +141,30 @@ func watchedText(out, id string) string {
 		}
 	}
 	return b.String()
+}
+
+// watchFields splits a watch line, "15:04:05 agent-…(name) type summary",
+// into the agent id (without its name), the event type and the summary.
+func watchFields(line string) (agent, typ, rest string, ok bool) {
+	parts := strings.SplitN(line, " ", 4)
+	if len(parts) < 3 {
+		return "", "", "", false
+	}
+	agent, _, _ = strings.Cut(parts[1], "(")
+	if len(parts) == 4 {
+		rest = parts[3]
+	}
+	return agent, parts[2], rest, true
+}
+
+// watchSaw reports whether watch printed an event of type typ about agent
+// whose summary starts with summary.
+func watchSaw(out, agent, typ string, summary ...string) bool {
+	for line := range strings.SplitSeq(out, "\n") {
+		a, ty, rest, ok := watchFields(line)
+		if ok && a == agent && ty == typ && (len(summary) == 0 || strings.HasPrefix(rest, summary[0])) {
+			return true
+		}
+	}
+	return false
 }

@@ -149,6 +149,8 @@ func (co *Coordinator) Receive(c actor.Context) {
 		co.onCreated(c, m)
 	case *runChanged:
 		co.onRunChanged(c, m)
+	case *jobUpdated:
+		co.idx.put(&m.job)
 	case *admitReq:
 		co.admit.queue = append(co.admit.queue, *m)
 		co.admitRuns(c)

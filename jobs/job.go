@@ -66,6 +66,8 @@ func (j *jobActor) Receive(c actor.Context) {
 		j.onMaterialized(c, m)
 	case *workspaces.DiffStatResult:
 		j.onDiffStat(c, m)
+	case *agent.LeaseStopping:
+		j.onStopping(c, m)
 	case *deadline:
 		j.onDeadline(c, m.runID)
 	case *stopReq:
@@ -253,6 +255,35 @@ func (j *jobActor) cancelQueued(c actor.Context, runIDs []string, haltedBy, reas
 	}
 }
 
+// onStopping records the escalation stage a live run's stop reached. A
+// stop the job did not request (a deadline, a client's agent.kill) gets
+// its request time here, so the run reads as stopping, and as stuck once
+// the stop takes too long.
+func (j *jobActor) onStopping(c actor.Context, m *agent.LeaseStopping) {
+	r := j.job.Run(m.RunID)
+	if r == nil || r.State.Terminal() || m.Stage == "" || m.Stage == "none" || r.StopStage == m.Stage {
+		return
+	}
+	now := j.clock.Now().UnixMilli()
+	updated, err := j.store.UpdateJob(j.job.JobID, func(job *store.Job) ([]store.Report, error) {
+		r := job.Run(m.RunID)
+		if r == nil || r.State.Terminal() {
+			return nil, nil
+		}
+		if r.StopRequestedAt == 0 {
+			r.StopRequestedAt = now
+		}
+		r.StopStage = m.Stage
+		return nil, nil
+	})
+	if err != nil {
+		j.log.Error("record stop stage", "run_id", m.RunID, "err", err)
+		return
+	}
+	j.job = updated
+	j.tell(c, &jobUpdated{job: updated})
+}
+
 func (j *jobActor) onDeadline(c actor.Context, runID string) {
 	delete(j.deadlines, runID) // fired
 	r := j.job.Run(runID)
@@ -310,6 +341,7 @@ func (j *jobActor) onStop(c actor.Context, m *stopReq) {
 			return
 		}
 		j.job = updated
+		j.tell(c, &jobUpdated{job: updated})
 		for _, id := range live {
 			r := j.job.Run(id)
 			if j.awaiting[id] {

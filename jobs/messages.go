@@ -21,6 +21,10 @@ type (
 		runID string
 		prev  protocol.RunState
 	}
+	// jobUpdated: a job actor persisted a change that is not a transition
+	// (a stop requested, an escalation stage): the coordinator's index must
+	// show it to jobs.list/jobs.show at once.
+	jobUpdated struct{ job store.Job }
 	// admitReq: a job actor wants to start a run (caps permitting).
 	admitReq struct{ jobID, runID string }
 	// admitted: the coordinator granted a start.
@@ -55,6 +59,7 @@ type (
 
 func (*runChanged) isJobsMessage()   {}
 func (*admitReq) isJobsMessage()     {}
+func (*jobUpdated) isJobsMessage()   {}
 func (*admitted) isJobsMessage()     {}
 func (*released) isJobsMessage()     {}
 func (*stopReq) isJobsMessage()      {}

@@ -17,9 +17,27 @@ import (
 // jobs that have not ended (the store's open-jobs index). It is one
 // transaction, so a crash midway leaves the previous state and running it
 // again gives the same result. It returns how many runs it ended.
-func Reconcile(st *store.Store, now time.Time) (int, error) {
+//
+// A run the restart ends gets the end time lastSign gives it: the last sign
+// of life of its agent before the previous daemon went away (a crash is
+// not noticed until the next start, and the downtime is not the run's
+// time). lastSign returns 0 when it knows nothing; the end time is then
+// the latest time the run itself recorded (its start or stop request), and
+// never later than now. A nil lastSign ends them now. The job ends with its
+// last run.
+func Reconcile(st *store.Store, now time.Time, lastSign func(*store.Run) int64) (int, error) {
 	ended := 0
 	ms := now.UnixMilli()
+	endOf := func(r *store.Run) int64 {
+		if lastSign == nil {
+			return ms
+		}
+		end := max(r.StartedAt, r.StopRequestedAt, r.QueuedAt, lastSign(r))
+		if end <= 0 || end > ms {
+			return ms
+		}
+		return end
+	}
 	err := st.UpdateOpenJobs(func(j *store.Job) (bool, []store.Report, error) {
 		var reports []store.Report
 		halted := ""
@@ -32,7 +50,7 @@ func Reconcile(st *store.Store, now time.Time) (int, error) {
 				} else {
 					r.State, r.Error = protocol.RunInterrupted, "interrupted by a daemon restart"
 				}
-				r.EndedAt = ms
+				r.EndedAt = endOf(r)
 				reports = append(reports, reportOf(j, r, ms))
 				if j.Strategy == protocol.StrategyChain && halted == "" {
 					halted = r.RunID
@@ -55,7 +73,11 @@ func Reconcile(st *store.Store, now time.Time) (int, error) {
 		if halted != "" && j.HaltedBy == "" {
 			j.HaltedBy = halted
 		}
-		endIfTerminal(j, ms)
+		last := int64(0)
+		for _, r := range j.Runs {
+			last = max(last, r.EndedAt)
+		}
+		endIfTerminal(j, last)
 		ended += len(reports)
 		return true, reports, nil
 	})

@@ -149,7 +149,7 @@ func TestReconcile(t *testing.T) {
 
 	now := time.UnixMilli(1_000_000)
 	ms := now.UnixMilli()
-	n, err := Reconcile(s, now)
+	n, err := Reconcile(s, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestReconcile(t *testing.T) {
 
 	// Again, later (the daemon died after reconciling, or reconciled twice):
 	// nothing changes and no report is written twice.
-	n, err = Reconcile(s, now.Add(time.Hour))
+	n, err = Reconcile(s, now.Add(time.Hour), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +281,7 @@ func TestReconcile(t *testing.T) {
 	if err := s.DeleteReport("run-p0"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Reconcile(s, now.Add(2*time.Hour)); err != nil {
+	if _, err := Reconcile(s, now.Add(2*time.Hour), nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, back := reportsByRun(t, s)["run-p0"]; back {
@@ -291,7 +291,7 @@ func TestReconcile(t *testing.T) {
 
 func TestReconcileEmptyStore(t *testing.T) {
 	s := openStore(t)
-	n, err := Reconcile(s, time.UnixMilli(5))
+	n, err := Reconcile(s, time.UnixMilli(5), nil)
 	if err != nil || n != 0 {
 		t.Fatalf("Reconcile on an empty store = %d, %v; want 0, nil", n, err)
 	}
@@ -409,5 +409,34 @@ func TestCASRaceOneWinner(t *testing.T) {
 	}
 	if reps, _ := s.Reports(); len(reps) != 1 || reps[0].State != wins[0] {
 		t.Errorf("reports = %+v, want one for %s", reps, wins[0])
+	}
+}
+
+// TestReconcileEndsAtTheLastSignOfLife: a run a crash left active ends at
+// its agent's last sign of life, not at the restart, so the downtime is not
+// counted as its time; with no sign it ends at the latest time it recorded;
+// a sign from the future is clamped to now. The job ends with its last run.
+func TestReconcileEndsAtTheLastSignOfLife(t *testing.T) {
+	s := openStore(t)
+	seedJob(t, s, "job-1", protocol.StrategyParallel,
+		seedRun{id: "a", state: protocol.RunActive}, seedRun{id: "b", state: protocol.RunActive, stopAt: 250},
+		seedRun{id: "c", state: protocol.RunStarting})
+	signs := map[string]int64{"agent-a": 4_000, "agent-c": 99_999_999}
+	now := time.UnixMilli(1_000_000)
+	if _, err := Reconcile(s, now, func(r *store.Run) int64 { return signs[r.AgentID] }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetJob("job-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"a": 4_000, "b": 250, "c": 1_000_000}
+	for _, r := range got.Runs {
+		if r.EndedAt != want[r.RunID] {
+			t.Errorf("run %s ended_at = %d, want %d", r.RunID, r.EndedAt, want[r.RunID])
+		}
+	}
+	if got.EndedAt != 1_000_000 {
+		t.Errorf("job ended_at = %d, want its last run's", got.EndedAt)
 	}
 }

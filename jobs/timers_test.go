@@ -186,7 +186,7 @@ func TestReportRetryOnTheClock(t *testing.T) {
 	putParent(t, st, "agent-parent")
 	seedJob(t, st, "job-1", protocol.StrategyParallel,
 		seedRun{id: "run-1", state: protocol.RunActive}, seedRun{id: "run-2", state: protocol.RunActive})
-	if n, err := Reconcile(st, time.UnixMilli(5000)); err != nil || n != 2 {
+	if n, err := Reconcile(st, time.UnixMilli(5000), nil); err != nil || n != 2 {
 		t.Fatalf("Reconcile = %d, %v", n, err)
 	}
 	clk := clock.NewManual(time.Unix(1_000_000, 0))
@@ -301,5 +301,55 @@ func TestStopRacingTheJobsEndIsAnswered(t *testing.T) {
 				t.Fatalf("second stop = %+v", r)
 			}
 		})
+	}
+}
+
+// A stop the child's escalation carries out is visible while it runs: each
+// stage the agent reports (LeaseStopping) is recorded on the live run, with
+// a request time even for a stop the job did not ask for (a deadline), so
+// jobs.list --stuck finds a run whose stop takes too long; the stage the
+// run ended with is the one that ended the process (kill), not the first.
+func TestStopStageDuringTheEscalation(t *testing.T) {
+	st := openTestStore(t)
+	putParent(t, st, "agent-p")
+	clk := clock.NewManual(time.Unix(1_000_000, 0))
+	routes := make(chan routed, 100)
+	h := startCoordinatorWith(t, st, probeRegistry(routes, nil), clk, Limits{})
+	h.create("c", &protocol.SubagentCreate{ParentAgentID: "agent-p", Name: "hung", Task: taskMarker})
+	job := createdOf(t, h.responses("c")["c"])
+	_, start := recvRouted[*agent.LeaseStart](t, routes)
+	run := job.Runs[0]
+	h.sys.Root.Send(start.Holder, &agent.LeaseStarted{RunID: run.RunID, AgentID: run.AgentID})
+	h.sys.Root.Send(start.Holder, &agent.LeaseStopping{RunID: run.RunID, AgentID: run.AgentID, Stage: "abort"})
+	h.sys.Root.Send(start.Holder, &agent.LeaseStopping{RunID: run.RunID, AgentID: run.AgentID, Stage: "term"})
+	// A barrier: the job actor answers this (idempotent) stop after it
+	// handled the stages sent before, so the coordinator has heard of them.
+	h.send("s", protocol.TypeSubagentStop, &protocol.SubagentStop{ParentAgentID: "agent-p", Handle: job.JobID})
+	h.responses("s")
+	clk.Advance(time.Minute)
+
+	h.send("l", protocol.TypeJobsList, &protocol.JobsList{Stuck: true})
+	var list protocol.JobsListData
+	if r := h.responses("l")["l"]; !r.Success || json.Unmarshal(r.Data, &list) != nil {
+		t.Fatalf("jobs.list = %+v", r)
+	}
+	if len(list.Jobs) != 1 || len(list.Jobs[0].Runs) != 1 {
+		t.Fatalf("jobs.list --stuck = %+v, want the stopping run's job", list)
+	}
+	if r := list.Jobs[0].Runs[0]; r.State != protocol.RunActive || r.StopStage != "term" || r.StopRequestedAt == 0 || !r.Stuck {
+		t.Fatalf("stopping run = %+v, want active, stage term, stuck", r)
+	}
+
+	h.send("w", protocol.TypeSubagentWait, &protocol.SubagentWait{ParentAgentID: "agent-p", Handles: []string{run.RunID}})
+	h.sys.Root.Send(start.Holder, &agent.LeaseEnded{RunID: run.RunID, AgentID: run.AgentID, Cancelled: true, StopStage: "kill", Error: "runtime exited (signal: killed)"})
+	if r := h.responses("w")["w"]; !r.Success {
+		t.Fatalf("wait = %+v", r)
+	}
+	got, err := st.GetJob(job.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got.Runs[0]; r.State != protocol.RunCancelled || r.StopStage != "kill" {
+		t.Fatalf("ended run = %+v, want cancelled at stage kill", r)
 	}
 }

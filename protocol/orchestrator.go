@@ -435,11 +435,14 @@ type JobsShow struct {
 // OpRun is the operator's view of a run.
 type OpRun struct {
 	RunSnapshot
-	QueuedAt        int64  `json:"queued_at"`
-	QueueWaitMs     int64  `json:"queue_wait_ms,omitempty"`
-	StopRequestedAt int64  `json:"stop_requested_at,omitempty"`
-	StopStage       string `json:"stop_stage,omitempty"`
-	ExitStatus      string `json:"exit_status,omitempty"`
+	QueuedAt        int64 `json:"queued_at"`
+	QueueWaitMs     int64 `json:"queue_wait_ms,omitempty"`
+	StopRequestedAt int64 `json:"stop_requested_at,omitempty"`
+	// StopStage is the escalation stage a stop reached ("abort", "term",
+	// "kill"): the current one while the run is live, the one that ended
+	// it once terminal.
+	StopStage  string `json:"stop_stage,omitempty"`
+	ExitStatus string `json:"exit_status,omitempty"`
 	// Stuck: a stop was requested long ago and the run is still not
 	// terminal, or it has been starting for too long.
 	Stuck bool `json:"stuck,omitempty"`

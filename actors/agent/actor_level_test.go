@@ -562,3 +562,41 @@ func TestActorLevelSubagentRoutesRequestsUp(t *testing.T) {
 		t.Fatalf("Route = %+v, want a message for %s", r, parentID)
 	}
 }
+
+// TestActorLevelLeaseStopOfAHungRuntimeReportsKill: a leased run whose
+// runtime ignores abort and SIGTERM (`sim: hang`) is stopped through the
+// whole escalation; the holder hears each stage while it runs
+// (LeaseStopping) and LeaseEnded with stage kill, the one that ended the
+// process (the escalation state used to be cleared before it was read).
+func TestActorLevelLeaseStopOfAHungRuntimeReportsKill(t *testing.T) {
+	clk := newManualClock(t)
+	f := newAgent(t, withClock(clk))
+	c := f.conn("unix")
+	f.attach(c, "")
+	clk.wait(1) // the readiness bound
+	holder := actortest.NewProbe(t, f.sys, "jobs")
+	f.sys.Root.Send(f.pid, &agent.LeaseStart{RunID: "run-1", Task: "sim: say hanging\nsim: hang", Holder: holder.PID})
+	actortest.Expect[*agent.LeaseStarted](t, holder, nil)
+	c.Expect(t, actortest.Type(protocol.TypeMessageDelta))
+	pid := f.runtimePID()
+	actortest.Eventually(t, "the runtime ignores SIGTERM", func() bool { return actortest.Ignores(pid, syscall.SIGTERM) })
+
+	f.sys.Root.Send(f.pid, &agent.LeaseStop{RunID: "run-1"})
+	if st := actortest.Expect[*agent.LeaseStopping](t, holder, nil); st.RunID != "run-1" || st.Stage != "abort" {
+		t.Fatalf("first LeaseStopping = %+v, want abort", st)
+	}
+	clk.wait(2)
+	clk.Advance(2 * time.Second)
+	if st := actortest.Expect[*agent.LeaseStopping](t, holder, nil); st.Stage != "term" {
+		t.Fatalf("second LeaseStopping = %+v, want term", st)
+	}
+	clk.wait(2)
+	clk.Advance(2 * time.Second)
+	if st := actortest.Expect[*agent.LeaseStopping](t, holder, nil); st.Stage != "kill" {
+		t.Fatalf("third LeaseStopping = %+v, want kill", st)
+	}
+	end := actortest.Expect[*agent.LeaseEnded](t, holder, nil)
+	if end.RunID != "run-1" || !end.Cancelled || end.Completed || end.StopStage != "kill" {
+		t.Fatalf("LeaseEnded = %+v, want cancelled at stage kill", end)
+	}
+}

@@ -157,15 +157,14 @@ func (a *Actor) onLeaseStop(c actor.Context, m *LeaseStop) {
 }
 
 // leaseRuntimeGone ends a lease whose runtime exited or never started.
-func (a *Actor) leaseRuntimeGone(reason string, exitStatus string) {
+// stopStage is the escalation stage that ended it, "" when none ran.
+func (a *Actor) leaseRuntimeGone(reason, exitStatus, stopStage string) {
 	l := a.lease
 	if l == nil {
 		return
 	}
-	end := LeaseEnded{Cancelled: l.cancelled, Error: reason, ExitStatus: exitStatus, FinalText: l.finalText, Usage: l.usage}
-	if a.esc != nil {
-		end.StopStage = a.esc.Stage().String()
-	}
+	end := LeaseEnded{Cancelled: l.cancelled, Error: reason, ExitStatus: exitStatus, FinalText: l.finalText, Usage: l.usage,
+		StopStage: stopStage}
 	a.endLease(end)
 }
 

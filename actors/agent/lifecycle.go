@@ -115,6 +115,11 @@ func (a *Actor) perform(c actor.Context, act supervisor.Action, wait time.Durati
 		c.Send(a.rt, &proc.Kill{})
 	}
 	a.log.Debug("runtime stop stage", "stage", act.String(), "epoch", a.epoch)
+	if l := a.lease; l != nil && l.prompted {
+		// The holder records the stage while the escalation runs, so an
+		// operator sees a stopping run (and a stuck one) before it ends.
+		a.sys.Root.Send(l.holder, &LeaseStopping{RunID: l.runID, AgentID: a.m.AgentID, Stage: act.String()})
+	}
 	if wait > 0 {
 		a.escGen++
 		a.after(timerEsc, wait, &escTimer{epoch: a.epoch, gen: a.escGen})
@@ -123,6 +128,12 @@ func (a *Actor) perform(c actor.Context, act supervisor.Action, wait time.Durati
 
 func (a *Actor) onExited(c actor.Context, m *proc.Exited) {
 	wasReady, requested := a.ready, a.stopping && a.startFailed == ""
+	// Read before the generation's state is cleared below: the lease's end
+	// reports the stage that actually ended the process (kill, not abort).
+	stopStage := ""
+	if a.esc != nil {
+		stopStage = a.esc.Stage().String()
+	}
 	c.Stop(a.rt)
 	a.rt, a.ready, a.stopping, a.esc = nil, false, false, nil
 	a.terminateWhenIdle = false
@@ -159,7 +170,7 @@ func (a *Actor) onExited(c actor.Context, m *proc.Exited) {
 		} else if !wasReady {
 			reason = "runtime failed to start: " + m.Reason
 		}
-		a.leaseRuntimeGone(reason, m.Reason)
+		a.leaseRuntimeGone(reason, m.Reason, stopStage)
 	}
 	// Requests of the dead process can no longer be answered: close them
 	// for every client so no dialog stays open.

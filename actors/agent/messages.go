@@ -160,6 +160,16 @@ type LeaseEnded struct {
 	ExitStatus string
 }
 
+// LeaseStopping tells the holder that a stop of the leased run's runtime
+// entered an escalation stage ("abort", "term", "kill"), while the run is
+// still live: the holder records it so the run shows its stage (and can be
+// seen stuck) during the escalation, not only once it ended.
+type LeaseStopping struct {
+	RunID   string
+	AgentID string
+	Stage   string
+}
+
 // Inject delivers a completion report into a parent agent: steered into
 // its active turn, or as a prompt (restoring a stopped runtime) when idle.
 // The sender hears Injected once the runtime accepted it.

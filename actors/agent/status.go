@@ -97,6 +97,11 @@ func InfoOf(m store.Agent, status protocol.AgentStatus, rs protocol.RuntimeState
 		u := usage
 		info.Usage = &u
 	}
+	if info.Model == "" {
+		// No model chosen at create: the runtime's default, as its last
+		// turn reported it (agent views showed "-" for every such agent).
+		info.Model = usage.Model
+	}
 	return info
 }
 

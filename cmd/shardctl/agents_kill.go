@@ -33,11 +33,15 @@ flight ends too (use "jobs stop" to cancel a job cleanly).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.g.oneShot(cmd.Context(), func(ctx context.Context, conn *client.Conn) error {
-				msg := &protocol.AgentKill{Header: protocol.Header{Type: protocol.TypeAgentKill, AgentID: args[0]}, Force: o.force}
+				id, err := resolveAgent(ctx, conn, args[0])
+				if err != nil {
+					return err
+				}
+				msg := &protocol.AgentKill{Header: protocol.Header{Type: protocol.TypeAgentKill, AgentID: id}, Force: o.force}
 				if err := conn.Call(ctx, msg, nil); err != nil {
 					return err
 				}
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "Killed the runtime of %s\n", args[0])
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "Killed the runtime of %s\n", safe(id))
 				return err
 			})
 		},

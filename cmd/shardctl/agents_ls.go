@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -20,13 +19,15 @@ type agentsLsOptions struct {
 	output outputOptions
 	parent string
 	state  string
+	watch  bool
 }
 
 // AddFlags registers the agents ls flags on cmd.
 func (o *agentsLsOptions) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	o.output.AddFlags(fs)
-	fs.StringVar(&o.parent, "parent", "", "only the children of this agent id")
+	fs.StringVar(&o.parent, "parent", "", "only the children of this agent (id, name or alias)")
+	fs.BoolVarP(&o.watch, "watch", "w", false, "print the list again after every change, until Ctrl-C")
 	fs.StringVar(&o.state, "state", "", "only agents in this runtime state (stopped, starting, running, stopping, failed) or status (idle, streaming, waiting_for_permission, waiting_for_ui, compacting, error)")
 }
 
@@ -63,6 +64,9 @@ stopped): their runtime_state is "stopped" and their status is unknown
 				return usageErrorf("invalid --state %q: want one of %v", o.state, agentStates)
 			}
 			if o.g.offline {
+				if o.watch {
+					return usageErrorf("--watch needs the daemon; drop --offline")
+				}
 				return o.g.withOffline(cmd.Context(), func(st *store.Store) error {
 					manifests, err := st.ListAgents()
 					if err != nil {
@@ -73,6 +77,18 @@ stopped): their runtime_state is "stopped" and their status is unknown
 						data.Agents = append(data.Agents, offlineAgent(a))
 					}
 					return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
+				})
+			}
+			if o.watch {
+				if o.output.structured() {
+					return usageErrorf("--watch prints tables only")
+				}
+				return o.g.listWatch(cmd.Context(), cmd.OutOrStdout(), func(ctx context.Context, conn *client.Conn) ([]string, error) {
+					var data protocol.AgentListData
+					if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &data); err != nil {
+						return nil, err
+					}
+					return nil, o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
 				})
 			}
 			return o.g.oneShot(cmd.Context(), func(ctx context.Context, conn *client.Conn) error {
@@ -97,12 +113,25 @@ func (o *agentsLsOptions) keep(a protocol.AgentInfo) bool {
 }
 
 func (o *agentsLsOptions) print(stdout, stderr io.Writer, data protocol.AgentListData) error {
+	if o.parent != "" {
+		// A name works as --parent; an agent that is not there is an
+		// error, not an empty list.
+		id, err := matchAgent(data.Agents, o.parent)
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(data.Agents, func(a protocol.AgentInfo) bool { return a.AgentID == id }) {
+			return protocol.Errorf(protocol.CodeNotFound, "no agent %q", o.parent)
+		}
+		o.parent = id
+	}
 	agents := []protocol.AgentInfo{}
 	for _, a := range data.Agents {
 		if o.keep(a) {
 			agents = append(agents, a)
 		}
 	}
+	o.output.human(&agents)
 	if o.output.structured() {
 		return o.output.write(stdout, protocol.AgentListData{Agents: agents})
 	}
@@ -112,12 +141,18 @@ func (o *agentsLsOptions) print(stdout, stderr io.Writer, data protocol.AgentLis
 	}
 	p := newPalette(stdout, o.g.noColor)
 	width := termWidth(stdout)
-	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	st := o.output.style(o.g)
+	var ids []string
+	for _, a := range agents {
+		ids = append(ids, a.AgentID, a.ParentAgentID)
+	}
+	st.shorten(ids)
+	tw := newTableNoHeader(stdout, st.noHeaders)
 	fmt.Fprintln(tw, "AGENT_ID\tNAME\tPARENT\tSTATUS\tRUNTIME\tMODEL\tCWD\tCREATED")
 	for _, a := range agents {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			a.AgentID, agentName(a), orDash(a.ParentAgentID), p.status(a.Status), orDash(string(a.RuntimeState)),
-			orDash(a.Model), orDash(fitPath(a.Cwd, 40, width)), o.g.clock.formatTime(a.CreatedAt))
+			st.agent(a.AgentID), agentName(a), st.agent(a.ParentAgentID), p.status(a.Status), orDash(string(a.RuntimeState)),
+			orDash(a.Model), orDash(fitPath(a.Cwd, 40, width)), st.when(o.g.clock, a.CreatedAt))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write agents: %w", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -47,7 +46,11 @@ newest jobs it launched (up to 10).
 				return err
 			}
 			return o.g.oneShot(cmd.Context(), func(ctx context.Context, conn *client.Conn) error {
-				return o.run(ctx, conn, args[0], cmd.OutOrStdout())
+				id, err := resolveAgent(ctx, conn, args[0])
+				if err != nil {
+					return err
+				}
+				return o.run(ctx, conn, id, cmd.OutOrStdout())
 			})
 		},
 	}
@@ -105,6 +108,7 @@ func (o *agentsShowOptions) run(ctx context.Context, conn *client.Conn, id strin
 	if launched.Jobs != nil {
 		v.Jobs = launched.Jobs
 	}
+	o.output.human(&v)
 	if o.output.structured() {
 		return o.output.write(w, v)
 	}
@@ -114,7 +118,7 @@ func (o *agentsShowOptions) run(ctx context.Context, conn *client.Conn, id strin
 func (o *agentsShowOptions) table(w io.Writer, v agentView) error {
 	p := newPalette(w, o.g.noColor)
 	a := v.Agent
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Agent", a.AgentID)
 	row("Name", agentName(a))
@@ -147,7 +151,7 @@ func (o *agentsShowOptions) table(w io.Writer, v agentView) error {
 	if len(v.Jobs) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Jobs launched (newest first):")
-		return writeJobsTable(w, v.Jobs, o.g.clock, p)
+		return writeJobsTable(w, v.Jobs, o.g.clock, p, tableStyle{wide: true})
 	}
 	return nil
 }

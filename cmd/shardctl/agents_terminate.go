@@ -35,20 +35,24 @@ stays durable. -o json|yaml prints {"deferred":bool}.`,
 				return err
 			}
 			return o.g.oneShot(cmd.Context(), func(ctx context.Context, conn *client.Conn) error {
+				id, err := resolveAgent(ctx, conn, args[0])
+				if err != nil {
+					return err
+				}
 				var data protocol.AgentTerminateData
-				msg := &protocol.AgentTerminate{Header: protocol.Header{Type: protocol.TypeAgentTerminate, AgentID: args[0]}}
+				msg := &protocol.AgentTerminate{Header: protocol.Header{Type: protocol.TypeAgentTerminate, AgentID: id}}
 				if err := conn.Call(ctx, msg, &data); err != nil {
 					return err
 				}
 				w := cmd.OutOrStdout()
+				o.output.human(&data)
 				if o.output.structured() {
 					return o.output.write(w, data)
 				}
-				var err error
 				if data.Deferred {
-					_, err = fmt.Fprintf(w, "%s will shut down when its current turn ends\n", args[0])
+					_, err = fmt.Fprintf(w, "%s will shut down when its current turn ends\n", safe(id))
 				} else {
-					_, err = fmt.Fprintf(w, "%s is shutting down\n", args[0])
+					_, err = fmt.Fprintf(w, "%s is shutting down\n", safe(id))
 				}
 				return err
 			})

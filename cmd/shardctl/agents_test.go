@@ -60,8 +60,12 @@ func TestAgentsLsTable(t *testing.T) {
 	if strings.Join(row1[:7], " ") != strings.Join(want1, " ") {
 		t.Fatalf("row 1 = %q", lines[1])
 	}
-	if !strings.Contains(lines[1], "2023-11-14 22:13:20") {
-		t.Fatalf("row 1 lacks CREATED: %q", lines[1])
+	if !strings.HasSuffix(lines[1], "1m ago") {
+		t.Fatalf("row 1 lacks CREATED as an age: %q", lines[1])
+	}
+	wide := runCtl(t, nil, d.path, "", "--no-headers", "agents", "ls", "-o", "wide")
+	if wl := strings.Split(wide.stdout, "\n"); wide.code != 0 || !strings.Contains(wl[0], "2023-11-14 22:13:20") || strings.HasPrefix(wl[0], "AGENT_ID") {
+		t.Fatalf("-o wide --no-headers:\n%s", wide.stdout)
 	}
 	row2 := strings.Fields(lines[2])
 	if row2[0] != "agent-02" || row2[1] != "scout" || row2[2] != "agent-01" || row2[5] != "-" {

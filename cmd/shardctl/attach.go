@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -19,11 +20,14 @@ import (
 
 // attachOptions are the options of shardctl attach.
 type attachOptions struct {
-	g *globalOptions
+	g         *globalOptions
+	reconnect time.Duration
 }
 
-// AddFlags registers the attach flags on cmd (it has none of its own).
-func (o *attachOptions) AddFlags(*cobra.Command) {}
+// AddFlags registers the attach flags on cmd.
+func (o *attachOptions) AddFlags(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&o.reconnect, "reconnect", defaultReconnect, "when the connection is lost, keep reconnecting (with backoff) for this long, then attach again; 0 exits at once")
+}
 
 const attachHelp = `Commands:
   TEXT           send TEXT as a prompt (queued as a follow-up while a turn runs)
@@ -55,8 +59,13 @@ Ctrl-C aborts the turn in flight. Otherwise it writes plain lines and reads
 plain lines: at the end of input it answers open questions with their
 default (deny, cancel), waits for the turn it started to end, and detaches.
 
-Exits 0 when detached, 1 if the connection is lost, 130 on SIGINT (when not
-on a terminal).`,
+When the connection is lost (the daemon restarted), attach says so and
+reconnects with backoff for up to --reconnect, then attaches again; what the
+agent did meanwhile is not replayed, and a turn this session started may
+have been lost with the daemon.
+
+Exits 0 when detached, 1 if the connection is lost and does not come back
+within --reconnect, 130 on SIGINT (when not on a terminal).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd.Context(), args[0], cmd.InOrStdin(), cmd.OutOrStdout())
@@ -73,6 +82,9 @@ func (o *attachOptions) run(ctx context.Context, agentID string, stdin io.Reader
 		return err
 	}
 	defer conn.Close()
+	if agentID, err = resolveAgent(ctx, conn, agentID); err != nil {
+		return err
+	}
 	var att protocol.AgentAttachData
 	attach := &protocol.AgentAttach{
 		Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: agentID},
@@ -110,22 +122,84 @@ func (o *attachOptions) run(ctx context.Context, agentID string, stdin io.Reader
 	}
 	defer scr.close()
 
+	var rc reconnector
+	for first := true; ; first = false {
+		err := o.session(ctx, conn, agentID, att, scr, first)
+		var lost *errConnLost
+		if !errors.As(err, &lost) || o.reconnect <= 0 || ctx.Err() != nil {
+			return err
+		}
+		scr.line(pal.red(fmt.Sprintf("(%v; reconnecting for up to %s…)", lost.err, o.reconnect)))
+		for {
+			if werr := rc.wait(ctx, o.reconnect); werr != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return failed(fmt.Errorf("%v, and no reconnect within %s", lost.err, o.reconnect))
+			}
+			c, err := o.g.connect(ctx)
+			if err != nil {
+				continue
+			}
+			if err := c.Call(ctx, attach, &att); err != nil {
+				c.Close()
+				var pe *protocol.Error
+				if errors.As(err, &pe) {
+					return fmt.Errorf("attach %s again: %w", agentID, err)
+				}
+				continue
+			}
+			conn = c
+			defer c.Close()
+			rc.reset()
+			scr.line(pal.dim("(reconnected)"))
+			break
+		}
+	}
+}
+
+// session runs one attach over conn until it ends; a lost connection is
+// an *errConnLost, which run reconnects. first says it is the first (the
+// banner and the recent turns are shown once).
+func (o *attachOptions) session(ctx context.Context, conn *client.Conn, agentID string, att protocol.AgentAttachData, scr screen, first bool) error {
 	s := &attachSession{
 		ctx: ctx, conn: conn, agentID: agentID, scr: scr, p: scr.pal(),
-		status: att.Status, mode: att.Info.Mode,
+		status: att.Status, mode: att.Info.Mode, names: map[string]string{}, namesC: make(chan map[string]string, 1),
 		cmds:    make(chan protocol.Typed, maxQueuedCommands),
 		results: make(chan commandResult, maxQueuedCommands),
 		stop:    make(chan struct{}),
+		synced:  !first,
 	}
-	senderDone := make(chan struct{})
+	senderDone, namesDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(senderDone); s.send() }()
+	go func() { defer close(namesDone); s.namesC <- agentNames(ctx, conn) }()
 	defer func() {
 		close(s.stop)
 		conn.Close() // ends a Request in flight
 		<-senderDone
+		<-namesDone
 	}()
-	s.banner(att)
+	if first {
+		s.banner(att)
+	} else {
+		s.refreshPrompt()
+	}
 	return s.loop()
+}
+
+// agentNames maps every agent's id to its name, best effort (a daemon
+// that fails agent.list only costs the names of delegated questions).
+func agentNames(ctx context.Context, conn *client.Conn) map[string]string {
+	names := map[string]string{}
+	var data protocol.AgentListData
+	if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &data); err == nil {
+		for _, a := range data.Agents {
+			if n := agentName(a); n != "-" {
+				names[a.AgentID] = n
+			}
+		}
+	}
+	return names
 }
 
 // maxQueuedCommands bounds the commands typed but not yet answered; more
@@ -156,7 +230,13 @@ type attachSession struct {
 
 	status protocol.AgentStatus
 	mode   string
+	// names maps the agents known at attach (subagents included) to their
+	// names, to say who asks a delegated question; agent.list is asked in
+	// the background and its answer arrives on namesC.
+	names  map[string]string
+	namesC chan map[string]string
 	inTurn bool // between turn_start and turn_end
+	synced bool // the first sync (and its recent turns) was shown
 	sent   bool // a prompt or steer was sent and no turn has ended since
 	eof    bool // the input ended: detach once settled
 	questionQueue
@@ -172,6 +252,7 @@ type attachSession struct {
 }
 
 func (s *attachSession) banner(att protocol.AgentAttachData) {
+	safeAll(&att)
 	name := agentName(att.Info)
 	head := "Attached to " + s.agentID
 	if name != "-" {
@@ -210,15 +291,17 @@ func (s *attachSession) loop() error {
 		case ev, ok := <-s.conn.Events():
 			if !ok {
 				s.scr.endText()
-				if errors.Is(s.conn.Err(), io.EOF) {
-					return errors.New("the daemon closed the connection")
-				}
-				return fmt.Errorf("connection to the daemon lost: %w", s.conn.Err())
+				return connEnded(s.conn)
 			}
 			s.handle(ev.Msg)
 		case r := <-s.results:
 			s.answered(r)
-		case in := <-s.scr.lines():
+		case names := <-s.namesC:
+			for id, n := range names {
+				s.names[id] = n
+			}
+			s.refreshPrompt() // a delegated question asked meanwhile gets its name
+		case in := <-s.inputLines():
 			quit, err := s.input(in)
 			if err != nil || quit {
 				s.detach()
@@ -236,6 +319,20 @@ func (s *attachSession) loop() error {
 			return s.ctx.Err()
 		}
 	}
+}
+
+// inputLines is where the loop takes input now. Piped input is taken one
+// line at a time, in order: the next line waits until the turn the last
+// one started has ended and every command has its answer (unless a
+// question waits for it). Read ahead, "sim: say A\nsim: say B" sent B
+// while A ran and the end of input detached before B's turn showed.
+// A person at a terminal types ahead freely (a prompt then queues as a
+// follow-up).
+func (s *attachSession) inputLines() <-chan lineResult {
+	if _, plain := s.scr.(*plainScreen); plain && len(s.questions) == 0 && (s.sent || s.busy() || s.inflight > 0) {
+		return nil
+	}
+	return s.scr.lines()
 }
 
 // detach leaves the agent, best effort.
@@ -258,12 +355,18 @@ func (s *attachSession) refreshPrompt() {
 }
 
 func (s *attachSession) handle(msg protocol.Typed) {
-	if msg.Head().AgentID != s.agentID {
+	if from := msg.Head().AgentID; from != s.agentID {
+		s.handleDelegated(from, msg)
 		return
 	}
+	safeEvent(msg) // terminal safety: see sanitize.go
 	switch m := msg.(type) {
 	case *protocol.Sync:
 		s.status, s.mode = m.Status, m.Mode
+		if !s.synced {
+			s.synced = true
+			s.showRecent(m)
+		}
 		for _, raw := range m.PendingRequests {
 			if pm, err := protocol.DecodeEvent(raw); err == nil {
 				s.handle(withAgent(pm, s.agentID))
@@ -323,71 +426,6 @@ func (s *attachSession) handle(msg protocol.Typed) {
 		s.scr.line(s.p.red(fmt.Sprintf("runtime exited (%s): %s", m.RuntimeState, orDash(m.Reason))))
 	}
 	s.refreshPrompt()
-}
-
-func (s *attachSession) enqueue(q question) {
-	if s.push(q) {
-		s.ask()
-	}
-}
-
-// resolved drops a question that was answered (here or elsewhere).
-func (s *attachSession) resolved(id, how, source string) {
-	if note, askNext, ok := s.drop(id, how, source); ok {
-		s.scr.line(s.p.dim(note))
-		if askNext {
-			s.ask()
-		}
-	}
-}
-
-// ask shows the question at the head of the queue: its details (and a
-// select's options) as lines,
-// and the question itself as the prompt (on a terminal) or as a line.
-func (s *attachSession) ask() {
-	q := s.questions[0]
-	if p := q.perm; p != nil {
-		for _, d := range p.Details {
-			if d.Label != "" {
-				s.scr.line(fmt.Sprintf("  %s: %s", d.Label, d.Value))
-			} else {
-				s.scr.line("  " + d.Value)
-			}
-		}
-	} else if u := q.ui; u.Kind == protocol.UISelect {
-		for i, opt := range u.Options {
-			s.scr.line(fmt.Sprintf("  %d) %s", i+1, opt))
-		}
-	}
-	if _, plain := s.scr.(*plainScreen); plain {
-		s.scr.line(s.p.paint(sgrYellow, strings.TrimSpace(s.questionPrompt(q))))
-	} else {
-		s.scr.endText()
-	}
-	s.refreshPrompt()
-}
-
-// questionPrompt is the one-line form of a question.
-func (s *attachSession) questionPrompt(q question) string {
-	if p := q.perm; p != nil {
-		ask := strings.Join(strings.Fields(p.Prompt), " ")
-		if ask == "" {
-			ask = fmt.Sprintf("Allow %s?", strings.TrimSpace(p.ToolName+" "+toolTarget(p.Input)))
-		}
-		return fmt.Sprintf("%s %s: ", ask, permissionChoices(p))
-	}
-	u := q.ui
-	head := strings.Trim(strings.TrimSpace(strings.Join([]string{u.Title, u.Message}, " — ")), " —")
-	switch u.Kind {
-	case protocol.UISelect:
-		return fmt.Sprintf("%s [1-%d]: ", orDefault(head, "Choose"), len(u.Options))
-	case protocol.UIConfirm:
-		return fmt.Sprintf("%s [y/n]: ", orDefault(head, "Confirm?"))
-	}
-	if u.Prefill != "" {
-		return fmt.Sprintf("%s [%s]: ", orDefault(head, "Input"), u.Prefill)
-	}
-	return orDefault(head, "Input") + ": "
 }
 
 // input handles one line (or the end of input); quit says to detach.
@@ -517,48 +555,6 @@ func (s *attachSession) answered(r commandResult) {
 		s.scr.line(s.p.red(fmt.Sprintf("%s: %s: %s", r.cmd.Head().Type, pe.Code, pe.Message)))
 	} else if s.ctx.Err() == nil && s.conn.Err() == nil {
 		s.scr.line(s.p.red(fmt.Sprintf("%s: %v", r.cmd.Head().Type, r.err)))
-	}
-	s.refreshPrompt()
-}
-
-// answer applies a line to the head question.
-func (s *attachSession) answer(ans lineResult) {
-	q := s.questions[0]
-	if strings.HasPrefix(ans.line, "//") {
-		ans.line = ans.line[1:]
-	}
-	var cmd protocol.Typed
-	if p := q.perm; p != nil {
-		decision, ok := parseDecision(ans, p)
-		if !ok {
-			s.scr.line(s.p.dim("(answer " + permissionChoices(p) + ")"))
-			s.ask()
-			return
-		}
-		if ans.eof {
-			s.scr.line(s.p.dim("(no input: deny)"))
-		}
-		cmd = &protocol.PermissionResponse{
-			Header:    protocol.Header{Type: protocol.TypePermissionResponse, AgentID: s.agentID},
-			RequestID: p.RequestID,
-			Decision:  decision,
-		}
-	} else {
-		value, ok := parseUIValue(ans, q.ui)
-		if !ok {
-			s.ask()
-			return
-		}
-		cmd = &protocol.UIResponse{
-			Header:    protocol.Header{Type: protocol.TypeUIResponse, AgentID: s.agentID},
-			RequestID: q.ui.RequestID,
-			Value:     value,
-		}
-	}
-	s.questions = s.questions[1:]
-	s.command(cmd)
-	if len(s.questions) > 0 {
-		s.ask()
 	}
 	s.refreshPrompt()
 }

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -147,6 +146,7 @@ func (o *doctorOptions) run(ctx context.Context, w io.Writer) error {
 	checkWorkspaces(r, ctx, home, conn, status != nil)
 
 	r.OK = !slices.ContainsFunc(r.Checks, func(c doctorCheck) bool { return c.Status == checkFail })
+	o.output.human(&r)
 	if o.output.structured() {
 		if err := o.output.write(w, r); err != nil {
 			return err
@@ -421,7 +421,7 @@ func cmdline(pid int) string {
 
 func (o *doctorOptions) table(w io.Writer, r *doctorReport) error {
 	p := newPalette(w, o.g.noColor)
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "CHECK\tSTATUS\tDETAIL")
 	for _, c := range r.Checks {
 		status := c.Status

@@ -27,6 +27,7 @@ type jobsLsOptions struct {
 	since  string
 	stuck  bool
 	limit  int
+	watch  bool
 }
 
 // AddFlags registers the jobs ls flags on cmd.
@@ -38,6 +39,7 @@ func (o *jobsLsOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.since, "since", "", "only jobs created within this long, e.g. 90s, 15m, 2h, 3d")
 	fs.BoolVar(&o.stuck, "stuck", false, "only jobs with a stuck run (a stop or a start that is taking too long)")
 	fs.IntVar(&o.limit, "limit", defaultJobsLimit, "show at most this many jobs, newest first (0: all)")
+	fs.BoolVarP(&o.watch, "watch", "w", false, "print the list again after every change, until Ctrl-C")
 }
 
 func newJobsLsCommand(g *globalOptions) *cobra.Command {
@@ -63,15 +65,56 @@ stopped).`,
 				return err
 			}
 			if o.g.offline {
+				if o.watch {
+					return usageErrorf("--watch needs the daemon; drop --offline")
+				}
 				return o.g.withOffline(cmd.Context(), func(st *store.Store) error {
-					data, err := offlineJobs(st, q, o.g.clock.now())
+					data, err := offlineJobs(st, q, o.g.clock.now(), o.g.offlineSigns(st))
 					if err != nil {
 						return err
 					}
 					return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
 				})
 			}
+			list := func(ctx context.Context, conn *client.Conn) (*protocol.JobsListData, error) {
+				if q.ParentAgentID != "" {
+					id, err := resolveKnownAgent(ctx, conn, q.ParentAgentID)
+					if err != nil {
+						return nil, err
+					}
+					q.ParentAgentID = id
+				}
+				var data protocol.JobsListData
+				if err := conn.Call(ctx, q, &data); err != nil {
+					return nil, err
+				}
+				return &data, nil
+			}
+			if o.watch {
+				if o.output.structured() {
+					return usageErrorf("--watch prints tables only")
+				}
+				return o.g.listWatch(cmd.Context(), cmd.OutOrStdout(), func(ctx context.Context, conn *client.Conn) ([]string, error) {
+					data, err := list(ctx, conn)
+					if err != nil {
+						return nil, err
+					}
+					var parents []string
+					for _, j := range data.Jobs {
+						parents = append(parents, j.ParentAgentID)
+					}
+					return parents, o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), *data)
+				})
+			}
 			return o.g.oneShot(cmd.Context(), func(ctx context.Context, conn *client.Conn) error {
+				if q.ParentAgentID != "" {
+					// An unknown parent is an error, not "No jobs.".
+					id, err := resolveKnownAgent(ctx, conn, q.ParentAgentID)
+					if err != nil {
+						return err
+					}
+					q.ParentAgentID = id
+				}
 				var data protocol.JobsListData
 				if err := conn.Call(ctx, q, &data); err != nil {
 					return err
@@ -129,6 +172,7 @@ func (o *jobsLsOptions) print(stdout, stderr io.Writer, data protocol.JobsListDa
 	if data.Jobs == nil {
 		data.Jobs = []protocol.OpJob{}
 	}
+	o.output.human(&data)
 	if o.output.structured() {
 		return o.output.write(stdout, data)
 	}
@@ -136,7 +180,7 @@ func (o *jobsLsOptions) print(stdout, stderr io.Writer, data protocol.JobsListDa
 		fmt.Fprintln(stderr, "No jobs.")
 		return nil
 	}
-	if err := writeJobsTable(stdout, data.Jobs, o.g.clock, newPalette(stdout, o.g.noColor)); err != nil {
+	if err := writeJobsTable(stdout, data.Jobs, o.g.clock, newPalette(stdout, o.g.noColor), o.output.style(o.g)); err != nil {
 		return err
 	}
 	if o.limit > 0 && len(data.Jobs) == o.limit {

@@ -77,6 +77,7 @@ func (o *jobsRelaunchOptions) run(ctx context.Context, conn *client.Conn, handle
 	if err := conn.Call(ctx, msg, &data); err != nil {
 		return err
 	}
+	o.output.human(&data)
 	if o.output.structured() {
 		return o.output.write(w, data)
 	}

@@ -47,7 +47,7 @@ stopped).`,
 			}
 			if o.g.offline {
 				return o.g.withOffline(cmd.Context(), func(st *store.Store) error {
-					job, err := offlineShow(st, args[0], o.g.clock.now())
+					job, err := offlineShow(st, args[0], o.g.clock.now(), o.g.offlineSigns(st))
 					if err != nil {
 						return err
 					}
@@ -72,6 +72,7 @@ func (o *jobsShowOptions) print(w io.Writer, job protocol.OpJob) error {
 	if job.Runs == nil {
 		job.Runs = []protocol.OpRun{}
 	}
+	o.output.human(&job)
 	if o.output.structured() {
 		return o.output.write(w, job)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -73,6 +72,7 @@ func (o *jobsStopOptions) run(ctx context.Context, conn *client.Conn, handle str
 	if v.Cancelled == nil {
 		v.Cancelled = []protocol.CancelledRun{}
 	}
+	o.output.human(&v)
 	if o.output.structured() {
 		return o.output.write(stdout, v)
 	}
@@ -81,7 +81,7 @@ func (o *jobsStopOptions) run(ctx context.Context, conn *client.Conn, handle str
 		return nil
 	}
 	p := newPalette(stdout, o.g.noColor)
-	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	tw := newTable(stdout)
 	fmt.Fprintln(tw, "RUN_ID\tAGENT_ID\tSTATE")
 	for _, r := range v.Cancelled {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.RunID, orDash(r.AgentID), p.runState(r.State))

@@ -102,6 +102,8 @@ func jobsDaemon(t *testing.T, wait func(m protocol.SubagentWait) protocol.Subage
 		switch h.Type {
 		case protocol.TypeJobsList:
 			c.respond(h, protocol.JobsListData{Jobs: sampleOpJobs})
+		case protocol.TypeAgentList:
+			c.respond(h, protocol.AgentListData{Agents: []protocol.AgentInfo{{AgentID: "agent-p1", Name: "boss"}, {AgentID: "agent-p2", Name: "twin"}, {AgentID: "agent-p3", Name: "twin"}}})
 		case protocol.TypeJobsShow:
 			var m protocol.JobsShow
 			mustUnmarshal(t, rec, &m)
@@ -144,11 +146,15 @@ func noWait(protocol.SubagentWait) protocol.SubagentWaitData { return protocol.S
 
 func TestJobsLsTableGolden(t *testing.T) {
 	d := jobsDaemon(t, noWait)
-	r := runCtl(t, nil, d.path, "", "jobs", "ls")
+	r := runCtl(t, nil, d.path, "", "jobs", "ls", "-o", "wide")
 	if r.code != 0 {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
 	golden(t, "jobs_ls.golden", r.stdout)
+	// The plain table shows ages instead.
+	if r := runCtl(t, nil, d.path, "", "jobs", "ls"); !strings.Contains(r.stdout, "  5s ago  ") || !strings.Contains(r.stdout, "  10m ago  ") {
+		t.Errorf("jobs ls ages:\n%s", r.stdout)
+	}
 	if strings.Contains(r.stdout, "\x1b[") {
 		t.Errorf("colors on a non-terminal")
 	}

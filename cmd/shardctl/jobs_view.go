@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/protocol"
@@ -57,15 +56,41 @@ func jobNote(j protocol.OpJob) string {
 	if h := haltingRun(j); h != nil {
 		notes = append(notes, fmt.Sprintf("halted by step %d (%s)", h.Index+1, h.State))
 	}
-	if j.StoppedAt != 0 {
-		notes = append(notes, "stopped")
+	if n := stopNote(j); n != "" {
+		notes = append(notes, n)
 	}
 	return strings.Join(notes, "; ")
 }
 
+// stopNote says what a stop covered: "stopped" when it was the whole job,
+// "stopped 1 of 3 runs" when only some runs were stopped (job.stopped_at
+// is set by the first stop of any run, so it alone mislabelled a parallel
+// job one of whose runs was stopped). Runs cancelled while queued by a
+// whole-job stop count as stopped.
+func stopNote(j protocol.OpJob) string {
+	if j.StoppedAt == 0 {
+		return ""
+	}
+	stopped := 0
+	for _, r := range j.Runs {
+		if r.StopRequestedAt != 0 {
+			stopped++
+		}
+	}
+	if stopped == 0 || stopped == len(j.Runs) {
+		return "stopped"
+	}
+	return fmt.Sprintf("stopped %d of %d runs", stopped, len(j.Runs))
+}
+
 // writeJobsTable renders jobs ls.
-func writeJobsTable(w io.Writer, jobs []protocol.OpJob, clk clock, p palette) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+func writeJobsTable(w io.Writer, jobs []protocol.OpJob, clk clock, p palette, st tableStyle) error {
+	var agents []string
+	for _, j := range jobs {
+		agents = append(agents, j.ParentAgentID)
+	}
+	st.shorten(agents)
+	tw := newTableNoHeader(w, st.noHeaders)
 	fmt.Fprintln(tw, "JOB_ID\tPARENT\tSTRATEGY\tSTATE\tRUNS\tCREATED\tDURATION\tNOTE")
 	for _, j := range jobs {
 		done, total := jobRuns(j)
@@ -74,8 +99,8 @@ func writeJobsTable(w io.Writer, jobs []protocol.OpJob, clk clock, p palette) er
 			note = p.red(note)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n",
-			j.JobID, j.ParentAgentID, j.Strategy, p.jobState(j.State), done, total,
-			clk.formatTime(j.CreatedAt), clk.span(j.CreatedAt, j.EndedAt), orDash(note))
+			j.JobID, st.agent(j.ParentAgentID), j.Strategy, p.jobState(j.State), done, total,
+			st.when(clk, j.CreatedAt), clk.span(j.CreatedAt, j.EndedAt), orDash(note))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write jobs: %w", err)
@@ -98,7 +123,7 @@ func stopText(r protocol.OpRun, clk clock) string {
 
 // writeJobDetail renders jobs show: the job, then its runs.
 func writeJobDetail(w io.Writer, j protocol.OpJob, clk clock, p palette, width int) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Job", j.JobID)
 	row("Parent", j.ParentAgentID)
@@ -111,7 +136,11 @@ func writeJobDetail(w io.Writer, j protocol.OpJob, clk clock, p palette, width i
 		row("Ended", "- (running for "+clk.span(j.CreatedAt, 0)+")")
 	}
 	if j.StoppedAt != 0 {
-		row("Stopped", clk.formatTime(j.StoppedAt))
+		stopped := clk.formatTime(j.StoppedAt)
+		if n := stopNote(j); n != "stopped" {
+			stopped += " (" + strings.TrimPrefix(n, "stopped ") + ")"
+		}
+		row("Stopped", stopped)
 	}
 	if j.Strategy == protocol.StrategyChain && j.ChainStep != nil {
 		row("Chain step", fmt.Sprintf("%d of %d", *j.ChainStep+1, len(j.Runs)))
@@ -144,7 +173,7 @@ func writeRunWorkspaces(w io.Writer, runs []protocol.OpRun) error {
 		return nil
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "#\tWORKSPACE\tBRANCH\tCWD\tDIFF")
 	for _, r := range runs {
 		ws := r.Workspace
@@ -155,7 +184,7 @@ func writeRunWorkspaces(w io.Writer, runs []protocol.OpRun) error {
 		if d := ws.DiffStat; d != nil {
 			diff = fmt.Sprintf("%d file(s) +%d -%d", d.Files, d.Additions, d.Deletions)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.Index+1, ws.WorkspaceID, orDash(ws.Branch), orDash(ws.Cwd), diff)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", r.Index+1, ws.WorkspaceID, safe(orDash(ws.Branch)), safe(orDash(ws.Cwd)), diff)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write run workspaces: %w", err)
@@ -165,7 +194,7 @@ func writeRunWorkspaces(w io.Writer, runs []protocol.OpRun) error {
 
 // writeRunsTable renders the runs of a job.
 func writeRunsTable(w io.Writer, runs []protocol.OpRun, clk clock, p palette, width int) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "#\tNAME\tALIAS\tRUN_ID\tAGENT_ID\tSTATE\tQUEUED\tWAIT\tRAN\tSTOP\tEXIT\tERROR")
 	for _, r := range runs {
 		state := p.runState(r.State)

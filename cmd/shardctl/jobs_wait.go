@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -145,6 +144,7 @@ func (o *jobsWaitOptions) run(ctx context.Context, conn *client.Conn, handles []
 	if data.Runs == nil {
 		data.Runs = []protocol.RunSnapshot{}
 	}
+	o.output.human(&data)
 	if o.output.structured() {
 		if err := o.output.write(w, data); err != nil {
 			return err
@@ -257,7 +257,7 @@ func aggregateState(runs []protocol.RunSnapshot) string {
 func (o *jobsWaitOptions) table(w io.Writer, data protocol.SubagentWaitData) error {
 	p := newPalette(w, o.g.noColor)
 	width := termWidth(w)
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "JOB_ID\tRUN_ID\tNAME\tALIAS\tAGENT_ID\tSTATE\tRAN\tERROR")
 	for _, r := range data.Runs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.JobID, r.RunID, orDash(r.Name), orDash(r.Alias),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -71,7 +72,7 @@ func (o *globalOptions) withOffline(ctx context.Context, fn func(st *store.Store
 }
 
 // offlineJobs answers a jobs.list from the records, as the daemon would.
-func offlineJobs(st *store.Store, q *protocol.JobsList, now time.Time) (protocol.JobsListData, error) {
+func offlineJobs(st *store.Store, q *protocol.JobsList, now time.Time, lastSign func(*store.Run) int64) (protocol.JobsListData, error) {
 	all, err := st.Jobs()
 	if err != nil {
 		return protocol.JobsListData{}, err
@@ -85,6 +86,7 @@ func offlineJobs(st *store.Store, q *protocol.JobsList, now time.Time) (protocol
 		if q.SinceMs != 0 && j.CreatedAt < q.SinceMs {
 			continue
 		}
+		settleCrashed(&j, now, lastSign)
 		v := view.OpView(&j, now)
 		if q.State != "" && v.State != q.State {
 			continue
@@ -103,7 +105,7 @@ func offlineJobs(st *store.Store, q *protocol.JobsList, now time.Time) (protocol
 // offlineShow resolves a handle as jobs.show does: a job id, a run id, an
 // agent id (its current run, else its latest), or an alias (case-
 // insensitive NFKC) that only one parent uses.
-func offlineShow(st *store.Store, handle string, now time.Time) (protocol.OpJob, error) {
+func offlineShow(st *store.Store, handle string, now time.Time, lastSign func(*store.Run) int64) (protocol.OpJob, error) {
 	all, err := st.Jobs()
 	if err != nil {
 		return protocol.OpJob{}, err
@@ -161,6 +163,7 @@ func offlineShow(st *store.Store, handle string, now time.Time) (protocol.OpJob,
 	if len(found) == 0 {
 		return protocol.OpJob{}, protocol.Errorf(protocol.CodeNotFound, "no job for %q", handle)
 	}
+	settleCrashed(&all[found[0]], now, lastSign)
 	return view.OpView(&all[found[0]], now), nil
 }
 
@@ -172,4 +175,49 @@ func offlineAgent(a store.Agent) protocol.AgentInfo {
 		RuntimeState: protocol.RuntimeStopped, CreatedAt: a.CreatedAt, ParentAgentID: a.ParentAgentID,
 		Alias: a.Alias, DefinitionName: a.DefinitionName, DisplayName: a.DisplayName, WorkspaceID: a.WorkspaceID,
 	}
+}
+
+// settleCrashed shows a job as the next daemon start will record it: the
+// daemon is down (--offline refuses otherwise), so a run the records still
+// call starting or active is not running — the daemon stopped or crashed
+// under it. It reads interrupted (cancelled when a stop was requested),
+// ended at its agent's last sign of life, as jobs.Reconcile will make it;
+// nothing is written. Without this, a crashed run showed as running with a
+// clock ticking through the downtime.
+func settleCrashed(j *store.Job, now time.Time, lastSign func(*store.Run) int64) {
+	ms := now.UnixMilli()
+	for i := range j.Runs {
+		r := &j.Runs[i]
+		if r.State != protocol.RunStarting && r.State != protocol.RunActive {
+			continue
+		}
+		if r.StopRequestedAt != 0 {
+			r.State, r.Error = protocol.RunCancelled, "cancelled; the daemon stopped before the stop finished"
+		} else {
+			r.State, r.Error = protocol.RunInterrupted, "interrupted: the daemon stopped while it ran"
+		}
+		end := max(r.StartedAt, r.StopRequestedAt, r.QueuedAt)
+		if lastSign != nil {
+			end = max(end, lastSign(r))
+		}
+		if end <= 0 || end > ms {
+			end = ms
+		}
+		r.EndedAt = end
+	}
+	if j.EndedAt == 0 && view.Terminal(j) {
+		for _, r := range j.Runs {
+			j.EndedAt = max(j.EndedAt, r.EndedAt)
+		}
+	}
+}
+
+// offlineSigns is view.LastSignOfLife for the home's default layout
+// (<home>/sessions, <home>/logs/agents).
+func (o *globalOptions) offlineSigns(st *store.Store) func(*store.Run) int64 {
+	home, err := o.homeDir()
+	if err != nil {
+		return nil
+	}
+	return view.LastSignOfLife(st, filepath.Join(home, "sessions"), filepath.Join(home, "logs", "agents"))
 }

@@ -21,6 +21,7 @@ import (
 // Output formats of -o/--output.
 const (
 	formatTable = "table"
+	formatWide  = "wide" // the table with whole ids and absolute times
 	formatJSON  = "json"
 	formatYAML  = "yaml"
 )
@@ -32,16 +33,16 @@ type outputOptions struct {
 
 // AddFlags registers -o/--output on fs.
 func (o *outputOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVarP(&o.format, "output", "o", formatTable, "output format: table, json or yaml")
+	fs.StringVarP(&o.format, "output", "o", formatTable, "output format: table, wide (whole ids, absolute times), json or yaml")
 }
 
 // validate rejects an unknown format as a usage error.
 func (o *outputOptions) validate() error {
 	switch o.format {
-	case formatTable, formatJSON, formatYAML:
+	case formatTable, formatWide, formatJSON, formatYAML:
 		return nil
 	}
-	return usageErrorf("invalid --output %q: want table, json or yaml", o.format)
+	return usageErrorf("invalid --output %q: want table, wide, json or yaml", o.format)
 }
 
 // structured reports whether the output is JSON or YAML (not a table).
@@ -146,7 +147,7 @@ func newPalette(w io.Writer, noColor bool) palette {
 	return palette{enabled: isTerminal(w)}
 }
 
-// ANSI SGR codes; all the same length so that tabwriter columns line up.
+// ANSI SGR codes; table measures cells without them.
 const (
 	sgrReset  = "\x1b[0m"
 	sgrRed    = "\x1b[31m"
@@ -265,6 +266,74 @@ func humanBytes(n int64) string {
 // timeLayout formats times in tables, in the clock's location.
 const timeLayout = "2006-01-02 15:04:05"
 
+// tableStyle is how a list table renders: -o table shortens agent ids to
+// unique prefixes (they resolve back, see names.go) and shows times as
+// ages ("5m ago"); -o wide shows whole ids and absolute times; --no-headers
+// drops the header line.
+type tableStyle struct {
+	wide, noHeaders bool
+	short           map[string]string // agent id → short id (table only)
+}
+
+// style is the table style of these options.
+func (o *outputOptions) style(g *globalOptions) tableStyle {
+	return tableStyle{wide: o.format == formatWide, noHeaders: g.noHeaders}
+}
+
+// shorten prepares the short forms of the agent ids a table shows.
+func (s *tableStyle) shorten(agentIDs []string) {
+	if !s.wide {
+		s.short = shortIDs(agentIDs)
+	}
+}
+
+// agent renders an agent id for the table ("-" for none).
+func (s tableStyle) agent(id string) string {
+	if short, ok := s.short[id]; ok && !s.wide && short != "" {
+		return short
+	}
+	return orDash(id)
+}
+
+// when renders a time for the table: its age, or absolute with -o wide.
+func (s tableStyle) when(c clock, ms int64) string {
+	if s.wide {
+		return c.formatTime(ms)
+	}
+	return c.ago(ms)
+}
+
+// ago renders epoch milliseconds as an age: "just now", "45s ago",
+// "5m ago", "3h ago", "2d ago"; "-" for zero. Times ahead of the clock
+// (another host's skew) read "in 5s".
+func (c clock) ago(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	d := c.now().Sub(time.UnixMilli(ms))
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		s = fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+	if future {
+		return "in " + s
+	}
+	return s + " ago"
+}
+
 // formatTime renders epoch milliseconds, or "-" for zero.
 func (c clock) formatTime(ms int64) string {
 	if ms <= 0 {
@@ -301,4 +370,12 @@ func (c clock) span(start, end int64) string {
 		return formatMs(c.now().UnixMilli()-start) + "+"
 	}
 	return formatMs(end - start)
+}
+
+// human escapes the control characters of every string in v (a pointer to
+// what the daemon said) when the output is for people: see sanitize.go.
+func (o *outputOptions) human(v any) {
+	if !o.structured() {
+		safeAll(v)
+	}
 }

@@ -3,13 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -75,6 +73,9 @@ func (o *promptOptions) run(ctx context.Context, agentID, text string, stdin io.
 		return err
 	}
 	defer conn.Close()
+	if agentID, err = resolveAgent(ctx, conn, agentID); err != nil {
+		return err
+	}
 
 	// Events are consumed only after the prompt is accepted; the client
 	// buffers them meanwhile, and they are few (a sync, maybe some
@@ -168,6 +169,10 @@ func (qq *questionQueue) drop(id, how, source string) (note string, askNext, ok 
 type question struct {
 	perm *protocol.PermissionRequest
 	ui   *protocol.UIRequest
+	// from is the agent that asks when it is not the attached one: a
+	// subagent whose question the daemon delegated up (spec §6.3); the
+	// answer carries its agent_id. from is empty for the attached agent.
+	from string
 }
 
 func (q question) id() string {
@@ -255,6 +260,7 @@ func (s *promptSession) handle(msg protocol.Typed) (done bool, err error) {
 	if msg.Head().AgentID != s.agentID {
 		return false, nil
 	}
+	safeEvent(msg) // terminal safety: see sanitize.go
 	switch m := msg.(type) {
 	case *protocol.Sync:
 		for _, raw := range m.PendingRequests {
@@ -391,6 +397,9 @@ func (s *promptSession) ask() {
 				fmt.Fprintf(s.errw, "  %s\n", d.Value)
 			}
 		}
+		if n := alwaysNote(p); n != "" {
+			fmt.Fprintln(s.errw, s.pal.dim(n))
+		}
 		target := toolTarget(p.Input)
 		fmt.Fprintf(s.errw, "Allow %s? %s: ", strings.TrimSpace(p.ToolName+" "+target), permissionChoices(p))
 		return
@@ -463,134 +472,6 @@ func (s *promptSession) answer(ans lineResult) error {
 		s.ask()
 	}
 	return nil
-}
-
-// permissionChoices renders the accepted answers, e.g. "[y]es/[n]o/[a]lways".
-func permissionChoices(p *protocol.PermissionRequest) string {
-	var cs []string
-	if allows(p, protocol.DecisionAllow) {
-		cs = append(cs, "[y]es")
-	}
-	if allows(p, protocol.DecisionDeny) {
-		cs = append(cs, "[n]o")
-	}
-	if allows(p, protocol.DecisionAllowAlways) {
-		cs = append(cs, "[a]lways")
-	}
-	return strings.Join(cs, "/")
-}
-
-// allows reports whether the request offers decision (all are offered when
-// the request lists none).
-func allows(p *protocol.PermissionRequest, decision string) bool {
-	return len(p.Options) == 0 || slices.Contains(p.Options, decision)
-}
-
-// parseDecision maps an answer to a decision; ok is false for an answer
-// that must be asked again. End of input denies.
-func parseDecision(ans lineResult, p *protocol.PermissionRequest) (string, bool) {
-	if ans.eof && strings.TrimSpace(ans.line) == "" {
-		return protocol.DecisionDeny, true
-	}
-	var d string
-	switch strings.ToLower(strings.TrimSpace(ans.line)) {
-	case "y", "yes":
-		d = protocol.DecisionAllow
-	case "n", "no":
-		d = protocol.DecisionDeny
-	case "a", "always":
-		d = protocol.DecisionAllowAlways
-	default:
-		if ans.eof {
-			return protocol.DecisionDeny, true
-		}
-		return "", false
-	}
-	if !allows(p, d) {
-		if ans.eof {
-			return protocol.DecisionDeny, true
-		}
-		return "", false
-	}
-	return d, true
-}
-
-// parseUIValue maps an answer to a ui_response value; ok is false for an
-// answer that must be asked again. End of input answers null (cancel).
-func parseUIValue(ans lineResult, u *protocol.UIRequest) (json.RawMessage, bool) {
-	line := strings.TrimSpace(ans.line)
-	if ans.eof && line == "" {
-		return json.RawMessage("null"), true
-	}
-	str := func(v string) (json.RawMessage, bool) {
-		b, _ := json.Marshal(v)
-		return b, true
-	}
-	switch u.Kind {
-	case protocol.UISelect:
-		if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(u.Options) {
-			return str(u.Options[n-1])
-		}
-		if slices.Contains(u.Options, line) {
-			return str(line)
-		}
-	case protocol.UIConfirm:
-		switch strings.ToLower(line) {
-		case "y", "yes", "true":
-			return str("true")
-		case "n", "no", "false":
-			return str("false")
-		}
-	default: // input, editor: the line as typed; empty takes the prefill
-		v := strings.TrimRight(ans.line, "\r\n")
-		if v == "" {
-			v = u.Prefill
-		}
-		return str(v)
-	}
-	if ans.eof {
-		return json.RawMessage("null"), true
-	}
-	return nil, false
-}
-
-// notifyLine renders a notify UI request, which needs no answer.
-func notifyLine(u *protocol.UIRequest) string {
-	kind := orDefault(u.NotifyType, "info")
-	return fmt.Sprintf("[%s] %s", kind, strings.Trim(strings.Join([]string{u.Title, u.Message}, " — "), " —"))
-}
-
-// toolTarget picks what a tool acts on from its arguments, for one short
-// line: a path, a command, a pattern or a URL.
-func toolTarget(args any) string {
-	m, ok := args.(map[string]any)
-	if !ok {
-		return ""
-	}
-	for _, k := range []string{"path", "file_path", "file", "command", "cmd", "pattern", "query", "url"} {
-		if v, ok := m[k].(string); ok && v != "" {
-			return truncate(v, 60)
-		}
-	}
-	return ""
-}
-
-// resultSummary is the "↳" line of a tool result.
-func resultSummary(r *protocol.ToolResult) string {
-	var b strings.Builder
-	if r.IsError {
-		b.WriteString("error")
-		msg := firstNonEmpty(r.Content.Message, r.Content.Text)
-		if msg != "" {
-			b.WriteString(": " + truncate(msg, 80))
-		}
-	} else {
-		b.WriteString("ok")
-	}
-	if r.ExitCode != nil && *r.ExitCode != 0 {
-		fmt.Fprintf(&b, " (exit %d)", *r.ExitCode)
-	}
-	return b.String()
 }
 
 // interrupted asks the agent to stop our turn, best effort, after Ctrl-C.

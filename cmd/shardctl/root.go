@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -67,12 +68,13 @@ func systemClock() clock { return clock{now: time.Now, loc: time.Local} }
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
-	home    string
-	socket  string
-	noColor bool
-	offline bool
-	timeout time.Duration
-	clock   clock
+	home      string
+	socket    string
+	noColor   bool
+	noHeaders bool
+	offline   bool
+	timeout   time.Duration
+	clock     clock
 }
 
 // AddFlags registers the global flags on fs (the root's persistent flags).
@@ -80,6 +82,7 @@ func (o *globalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.home, "home", "", "Shard home directory (default $SHARD_HOME, else ~/.shard)")
 	fs.StringVar(&o.socket, "socket", "", "daemon socket path (default <home>/daemon.sock)")
 	fs.BoolVar(&o.noColor, "no-color", false, "disable colored output (also NO_COLOR=1)")
+	fs.BoolVar(&o.noHeaders, "no-headers", false, "print list tables without their header line")
 	fs.BoolVar(&o.offline, "offline", false, "read <home>/shard.db read-only instead of asking the daemon (jobs ls, jobs show, agents ls; the daemon must be stopped)")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "how long to wait while connecting to the daemon")
 }
@@ -178,6 +181,11 @@ func newRoot(clk clock) *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true // see completion.go
+	cobra.AddTemplateFunc("flagUsages", flagUsages)
+	tmpl := root.UsageTemplate()
+	tmpl = strings.ReplaceAll(tmpl, ".LocalFlags.FlagUsages", "flagUsages .LocalFlags")
+	tmpl = strings.ReplaceAll(tmpl, ".InheritedFlags.FlagUsages", "flagUsages .InheritedFlags")
+	root.SetUsageTemplate(tmpl)
 	g.AddFlags(root.PersistentFlags())
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if g.timeout <= 0 {
@@ -202,10 +210,21 @@ func newRoot(clk clock) *cobra.Command {
 		newWebCommand(g),
 		newTokenCommand(g),
 		newWorkspaceCommand(g),
+		newVersionCommand(g),
+		newQuestionsCommand(g),
+		newLogsCommand(g),
 		newCompletionCommand(),
 	)
 	wrapRunE(root)
 	return root
+}
+
+// flagUsages is pflag's FlagUsages without the "[=true|false]" pflag
+// v1.1 writes after every boolean flag ("-h, --help[=true|false]"): a
+// boolean flag is set by naming it, as everywhere else. The marker is
+// blanked, not cut, so the descriptions stay in one column.
+func flagUsages(fs *pflag.FlagSet) string {
+	return strings.ReplaceAll(fs.FlagUsages(), "[=true|false]", "             ")
 }
 
 // groupRunE is the RunE of a command that only groups subcommands: it shows

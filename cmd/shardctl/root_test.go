@@ -119,3 +119,12 @@ func TestRunUsesArgs(t *testing.T) {
 		t.Fatalf("stdout = %q", out.String())
 	}
 }
+
+// TestHelpHasNoBoolMarkers: help lists boolean flags plainly, without
+// pflag's "[=true|false]".
+func TestHelpHasNoBoolMarkers(t *testing.T) {
+	r := runCtl(t, nil, "", "", "prompt", "--help")
+	if r.code != 0 || strings.Contains(r.stdout, "[=true|false]") || !strings.Contains(r.stdout, "--no-wait ") {
+		t.Fatalf("help:\n%s", r.stdout)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -120,11 +119,12 @@ func (o *statusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer)
 	if v.AgentsByStatus == nil {
 		v.AgentsByStatus = map[protocol.AgentStatus]int{}
 	}
+	o.output.human(&v)
 	if o.output.structured() {
 		return o.output.write(w, v)
 	}
 	p := newPalette(w, o.g.noColor)
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Version", orDash(v.Version))
 	row("Protocol", orDash(v.ProtocolVersion))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -43,6 +42,7 @@ connections open with it). Tokens themselves are never shown.`,
 				if data.Tokens == nil {
 					data.Tokens = []protocol.TokenInfo{}
 				}
+				o.output.human(&data)
 				if o.output.structured() {
 					return o.output.write(cmd.OutOrStdout(), data)
 				}
@@ -59,7 +59,7 @@ connections open with it). Tokens themselves are never shown.`,
 }
 
 func writeTokensTable(w io.Writer, tokens []protocol.TokenInfo, clk clock) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "TOKEN\tNOTE\tCREATED\tLAST_USED\tSTATE\tCONNS")
 	for _, t := range tokens {
 		state := "live"

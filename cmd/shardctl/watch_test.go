@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +24,11 @@ func watchDaemon(t *testing.T) *fakeDaemon {
 			c.respondError(h, protocol.CodeNotFound, "no agent "+h.AgentID)
 			return
 		}
-		c.respond(h, protocol.AgentAttachData{Status: protocol.StatusIdle, Info: protocol.AgentInfo{AgentID: h.AgentID}})
+		info := protocol.AgentInfo{AgentID: h.AgentID}
+		if h.AgentID == "agent-01" {
+			info.Name = "builder"
+		}
+		c.respond(h, protocol.AgentAttachData{Status: protocol.StatusIdle, Info: info})
 		c.send(protocol.Sync{Header: ev(protocol.TypeSync, h.AgentID), Status: protocol.StatusIdle, Mode: "build"})
 		mu.Lock()
 		attached++
@@ -45,18 +50,18 @@ func watchDaemon(t *testing.T) *fakeDaemon {
 
 func TestWatchPrintsLines(t *testing.T) {
 	d := watchDaemon(t)
-	r := runCtl(t, nil, d.path, "", "watch", "agent-01", "agent-02")
-	if r.code != 0 {
+	r := runCtl(t, nil, d.path, "", "watch", "--reconnect", "0", "agent-01", "agent-02")
+	if r.code != exitFailed || r.stderr != "shardctl: the daemon closed the connection\n" {
 		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 	want := []string{
-		"agent-01 sync status=idle mode=build messages=0 pending=0",
-		"agent-02 sync status=idle mode=build messages=0 pending=0",
-		"agent-01 status streaming",
-		`agent-01 message_delta text "Hi\nthere"`,
-		"agent-02 tool_call bash",
-		"agent-02 tool_result ok",
-		"agent-01 agent_status_changed idle runtime=running",
+		"22:15:00 agent-01(builder) sync status=idle mode=build messages=0 pending=0",
+		"22:15:00 agent-02 sync status=idle mode=build messages=0 pending=0",
+		"22:15:00 agent-01(builder) status streaming",
+		`22:15:00 agent-01(builder) message_delta text "Hi\nthere"`,
+		"22:15:00 agent-02 tool_call bash",
+		"22:15:00 agent-02 tool_result ok",
+		"22:15:00 agent-01(builder) agent_status_changed idle runtime=running",
 	}
 	got := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -73,8 +78,8 @@ func TestWatchPrintsLines(t *testing.T) {
 
 func TestWatchJSON(t *testing.T) {
 	d := watchDaemon(t)
-	r := runCtl(t, nil, d.path, "", "watch", "-o", "json", "agent-01", "agent-02")
-	if r.code != 0 {
+	r := runCtl(t, nil, d.path, "", "watch", "--reconnect=0", "-o", "json", "agent-01", "agent-02")
+	if r.code != exitFailed {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
@@ -136,15 +141,15 @@ func TestWatchAllSubscribesToEveryParent(t *testing.T) {
 			c.respondError(h, protocol.CodeInvalidRequest, "unexpected "+h.Type)
 		}
 	})
-	r := runCtl(t, nil, d.path, "", "watch")
-	if r.code != 0 {
+	r := runCtl(t, nil, d.path, "", "watch", "--reconnect=0")
+	if r.code != exitFailed {
 		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 	want := strings.Join([]string{
-		"agent-02 agent_activity tool streaming bash",
-		"agent-02 subagent_run_changed run-1 queued→active",
-		"agent-05 agent_spawned child5 parent=agent-04",
-		"agent-05 agent_status_changed idle runtime=running",
+		"22:15:00 agent-02 agent_activity tool streaming bash",
+		"22:15:00 agent-02 subagent_run_changed run-1 queued→active",
+		"22:15:00 agent-05(child5) agent_spawned child5 parent=agent-04",
+		"22:15:00 agent-05(child5) agent_status_changed idle runtime=running",
 	}, "\n") + "\n"
 	if r.stdout != want {
 		t.Fatalf("stdout:\n%s\nwant:\n%s", r.stdout, want)
@@ -163,8 +168,8 @@ func TestWatchAllSubscribesToEveryParent(t *testing.T) {
 
 func TestWatchYAML(t *testing.T) {
 	d := watchDaemon(t)
-	r := runCtl(t, nil, d.path, "", "watch", "-o", "yaml", "agent-01", "agent-02")
-	if r.code != 0 {
+	r := runCtl(t, nil, d.path, "", "watch", "--reconnect=0", "-o", "yaml", "agent-01", "agent-02")
+	if r.code != exitFailed {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
 	if n := strings.Count(r.stdout, "---\n"); n != 7 {
@@ -172,5 +177,46 @@ func TestWatchYAML(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "type: tool_call\n") || !strings.Contains(r.stdout, "agent_id: agent-02\n") {
 		t.Errorf("yaml:\n%s", r.stdout)
+	}
+}
+
+// TestWatchReconnects: when the daemon drops the connection watch says so,
+// reconnects, attaches again and goes on printing; when the daemon stays
+// away past --reconnect it exits 1 (it used to exit 0 silently). Names and
+// ids forged with control characters are printed escaped.
+func TestWatchReconnects(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	var d *fakeDaemon
+	d = newFakeDaemon(t, func(c *daemonConn, h protocol.Header, _ []byte) {
+		if h.Type != protocol.TypeAgentAttach {
+			c.respond(h, nil)
+			return
+		}
+		mu.Lock()
+		conns++
+		n := conns
+		mu.Unlock()
+		c.respond(h, protocol.AgentAttachData{Status: protocol.StatusIdle, Info: protocol.AgentInfo{AgentID: h.AgentID, Name: "evil\n22:15:00 agent-01 forged\x1b[2J"}})
+		c.send(protocol.Status{Header: ev(protocol.TypeStatus, "agent-01"), Status: protocol.AgentStatus(fmt.Sprintf("s%d", n))})
+		if n == 1 {
+			c.close()
+			return
+		}
+		d.ln.Close() // the daemon goes away for good
+		c.close()
+	})
+	r := runCtl(t, nil, d.path, "", "watch", "--reconnect", "300ms", "agent-01")
+	if r.code != exitFailed {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	name := `agent-01(evil\n22:15:00 agent-01 forged\x1b[2J)`
+	want := "22:15:00 " + name + " status s1\n22:15:00 " + name + " status s2\n"
+	if r.stdout != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s", r.stdout, want)
+	}
+	if !strings.Contains(r.stderr, "reconnecting") || !strings.Contains(r.stderr, "shardctl: reconnected\n") ||
+		!strings.Contains(r.stderr, "no reconnect within 300ms") {
+		t.Fatalf("stderr %q", r.stderr)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -45,6 +44,7 @@ shown; the daemon does not have them.`,
 				if data.Sessions == nil {
 					data.Sessions = []protocol.WebSessionInfo{}
 				}
+				o.output.human(&data)
 				if o.output.structured() {
 					return o.output.write(cmd.OutOrStdout(), data)
 				}
@@ -61,7 +61,7 @@ shown; the daemon does not have them.`,
 }
 
 func writeSessionsTable(w io.Writer, sessions []protocol.WebSessionInfo, clk clock) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "SESSION\tBROWSER\tNOTE\tSECURE\tCREATED\tLAST_USED\tEXPIRES\tCONNS")
 	for _, s := range sessions {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", s.SessionID, s.BrowserID, orDash(truncate(s.Note, 30)),

@@ -65,10 +65,6 @@ them shortened; -o wide shows them whole).
 	return cmd
 }
 
-// formatWide is the extra -o value of workspace ls: the table with whole
-// ids and paths.
-const formatWide = "wide"
-
 // wsOutput is -o of the workspace commands: table (and, where wide is
 // allowed, wide), json or yaml.
 type wsOutput struct {
@@ -86,8 +82,11 @@ func (o *wsOutput) AddFlags(fs *pflag.FlagSet) {
 }
 
 func (o *wsOutput) validate() error {
-	if o.allowWide && o.format == formatWide {
-		return nil
+	if o.format == formatWide {
+		if o.allowWide {
+			return nil
+		}
+		return usageErrorf("invalid --output %q: want table, json or yaml", o.format)
 	}
 	base := outputOptions{format: o.format}
 	if err := base.validate(); err != nil {
@@ -233,5 +232,13 @@ func completeWorkspaces(g *globalOptions) func(*cobra.Command, []string, string)
 			return nil
 		})
 		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// human escapes the control characters of v's strings for a person's
+// output: see sanitize.go.
+func (o *wsOutput) human(v any) {
+	if !o.structured() {
+		safeAll(v)
 	}
 }

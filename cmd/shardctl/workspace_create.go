@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -115,6 +114,7 @@ func (o *workspaceCreateOptions) message() (*protocol.WorkspaceCreate, error) {
 // the ids (and, for create, the worktree) as "key: value" rows; attach
 // prints the agent id alone, for scripts.
 func writeWorkspaceAgent(w io.Writer, out wsOutput, data protocol.WorkspaceCreateData, create bool) error {
+	out.human(&data)
 	if out.structured() {
 		return out.write(w, data)
 	}
@@ -122,7 +122,7 @@ func writeWorkspaceAgent(w io.Writer, out wsOutput, data protocol.WorkspaceCreat
 		_, err := fmt.Fprintln(w, data.AgentID)
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintf(tw, "workspace:\t%s\n", data.Workspace.WorkspaceID)
 	fmt.Fprintf(tw, "agent:\t%s\n", data.AgentID)
 	fmt.Fprintf(tw, "worktree:\t%s\n", data.Workspace.Cwd)

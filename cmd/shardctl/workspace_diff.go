@@ -61,6 +61,9 @@ stderr, so stdout stays a patch. -o json|yaml prints the WorkspaceDiffData.
 				return err
 			}
 			stdout := cmd.OutOrStdout()
+			if !o.output.structured() {
+				safeDiff(&data)
+			}
 			if o.output.structured() {
 				return o.output.write(stdout, data)
 			}
@@ -227,4 +230,28 @@ func statTotal(s protocol.DiffStats) string {
 	}
 	return fmt.Sprintf("%s, %s, %s", plural(s.Files, "file changed", "files changed"),
 		plural(s.Additions, "insertion(+)", "insertions(+)"), plural(s.Deletions, "deletion(-)", "deletions(-)"))
+}
+
+// safeDiff escapes a diff for a terminal: names as safe does, and line
+// text as safeText does, so that tabs in code stay tabs (a line holds no
+// newline).
+func safeDiff(d *protocol.WorkspaceDiffData) {
+	var texts []string
+	for _, f := range d.Files {
+		for _, h := range f.Hunks {
+			for _, l := range h.Lines {
+				texts = append(texts, l.Text)
+			}
+		}
+	}
+	safeAll(d)
+	i := 0
+	for _, f := range d.Files {
+		for _, h := range f.Hunks {
+			for k := range h.Lines {
+				h.Lines[k].Text = safeText(texts[i])
+				i++
+			}
+		}
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -72,6 +71,7 @@ func (o *workspaceLsOptions) print(stdout, stderr io.Writer, data protocol.Works
 	if data.Workspaces == nil {
 		data.Workspaces = []protocol.WorkspaceInfo{}
 	}
+	o.output.human(&data)
 	if o.output.structured() {
 		return o.output.write(stdout, data)
 	}
@@ -85,7 +85,7 @@ func (o *workspaceLsOptions) print(stdout, stderr io.Writer, data protocol.Works
 		width = 0
 	}
 	p := newPalette(stdout, o.g.noColor)
-	tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
+	tw := newTable(stdout)
 	fmt.Fprintln(tw, "ID\tLABEL\tSTATE\tBRANCH\tTARGET\tAGENTS\tREPO")
 	for _, w := range data.Workspaces {
 		id := w.WorkspaceID

@@ -66,6 +66,7 @@ WorkspaceMergeData.
 			if err := o.g.workspaceCall(cmd.Context(), cmd.ErrOrStderr(), args[0], mk, &data, nil); err != nil {
 				return err
 			}
+			o.output.human(&data)
 			if o.output.structured() {
 				return o.output.write(cmd.OutOrStdout(), data)
 			}

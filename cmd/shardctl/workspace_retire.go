@@ -73,6 +73,7 @@ WorkspaceRetireData.
 			if err := o.g.workspaceCall(cmd.Context(), cmd.ErrOrStderr(), args[0], mk, &data, confirmHint(args[0])); err != nil {
 				return err
 			}
+			o.output.human(&data)
 			if o.output.structured() {
 				return o.output.write(cmd.OutOrStdout(), data)
 			}

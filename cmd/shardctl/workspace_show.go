@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -48,6 +47,7 @@ branch (git branch <name> <sha>). -o json|yaml prints {"workspace":WorkspaceInfo
 			if err := o.g.workspaceCall(cmd.Context(), cmd.ErrOrStderr(), args[0], mk, &data, nil); err != nil {
 				return err
 			}
+			o.output.human(&data)
 			if o.output.structured() {
 				return o.output.write(cmd.OutOrStdout(), data)
 			}
@@ -67,7 +67,7 @@ func restoreCommand(t protocol.WorkspaceTombstone) string {
 
 // writeWorkspaceDetail prints one workspace as "Key: value" rows.
 func writeWorkspaceDetail(w io.Writer, ws protocol.WorkspaceInfo, clk clock, p palette) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := newTable(w)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Workspace", ws.WorkspaceID)
 	row("Label", orDash(ws.Label))

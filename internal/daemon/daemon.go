@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/jobs"
+	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -151,7 +153,7 @@ func (d *Daemon) Start() error {
 		d.log.Warn("killed runtime processes left by the previous daemon", "processes", n)
 	}
 	// Reconcile before anything is served (spec §10.3 restart rules).
-	if n, err := jobs.Reconcile(d.store, time.Now()); err != nil {
+	if n, err := jobs.Reconcile(d.store, time.Now(), view.LastSignOfLife(d.store, cfg.SessionsDir(), filepath.Join(cfg.LogDir(), "agents"))); err != nil {
 		return fmt.Errorf("daemon: reconcile jobs: %w", err)
 	} else if n > 0 {
 		d.metrics.ReconciledInterrupted(n)

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/shard-dev/shard/protocol"
+)
+
+// The transcript as a person reads it: what attach shows of the recent
+// turns when it attaches and what logs prints. Messages come from a sync's
+// live window (post-compaction): user prompts as "you: …", the assistant's
+// text as written, tool calls as "⚙ name target" and their results as
+// "↳ ok" or "↳ error: …". Thinking is left out. Everything is escaped for
+// the terminal (safeText).
+
+// lastTurns returns the messages of the last n turns (a turn starts at a
+// user message); n <= 0 keeps them all.
+func lastTurns(msgs []protocol.Message, n int) []protocol.Message {
+	if n <= 0 {
+		return msgs
+	}
+	seen := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			seen++
+			if seen == n {
+				return msgs[i:]
+			}
+		}
+	}
+	return msgs
+}
+
+// transcriptLines renders messages as lines.
+func transcriptLines(msgs []protocol.Message, p palette) []string {
+	var out []string
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			switch b.Type {
+			case protocol.BlockText:
+				text := strings.TrimRight(safeText(b.Text), "\n")
+				if text == "" {
+					continue
+				}
+				if m.Role == "user" {
+					first := true
+					for l := range strings.SplitSeq(text, "\n") {
+						if first {
+							out = append(out, p.bold("you: "+l))
+							first = false
+						} else {
+							out = append(out, p.bold("     "+l))
+						}
+					}
+					continue
+				}
+				out = append(out, strings.Split(text, "\n")...)
+			case protocol.BlockToolCall:
+				out = append(out, p.dim("⚙ "+strings.TrimSpace(safe(b.Name)+" "+safe(toolTarget(b.Args)))))
+			case protocol.BlockToolResult:
+				r := &protocol.ToolResult{IsError: b.IsError}
+				if b.Content != nil {
+					r.Content = *b.Content
+				}
+				line := "↳ " + safe(resultSummary(r))
+				if b.IsError {
+					out = append(out, p.red(line))
+				} else {
+					out = append(out, p.dim(line))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// recentTurns is how many turns attach shows when it attaches.
+const recentTurns = 3
+
+// showRecent prints the last turns of the first sync of an attach.
+func (s *attachSession) showRecent(m *protocol.Sync) {
+	msgs := lastTurns(m.LiveWindow.Messages, recentTurns)
+	if len(msgs) == 0 {
+		return
+	}
+	s.scr.line(s.p.dim(fmt.Sprintf("— the last %d of %d messages —", len(msgs), len(m.LiveWindow.Messages))))
+	for _, l := range transcriptLines(msgs, s.p) {
+		s.scr.line(l)
+	}
+	if midTurn(m.Status) {
+		s.scr.line(s.p.dim("— a turn is in flight; it goes on below —"))
+	} else {
+		s.scr.line(s.p.dim("— now —"))
+	}
+}
