@@ -264,8 +264,11 @@ func eval[T any](p *page, expr string) T {
 func (p *page) enroll(d *daemon) {
 	p.t.Helper()
 	link := d.ctl("web", "enroll", "--note", p.name)
-	p.run("enroll", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#open-dashboard")),
-		chromedp.Click(chromedp.CSS("#open-dashboard")))
+	p.run("enroll", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#open-dashboard")))
+	// Following the page's link is a navigation the next wait could race;
+	// open the same address directly.
+	href := eval[string](p, `document.querySelector("#open-dashboard").href`)
+	p.run("open the dashboard", chromedp.Navigate(href))
 	p.online()
 }
 
