@@ -103,5 +103,7 @@ function App({ store }) {
 }
 
 const store = new Store();
-render(html`<${App} store=${store} />`, document.getElementById("root"));
+const root = document.getElementById("root");
+root.textContent = "";
+render(html`<${App} store=${store} />`, root);
 store.start();

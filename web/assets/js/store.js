@@ -42,8 +42,13 @@ export class Store {
   }
 
   start() {
-    const m = /^#agent=([A-Za-z0-9_-]+)$/.exec(location.hash);
-    if (m) this.state.selected = m[1];
+    const fromHash = () => {
+      const m = /^#agent=([A-Za-z0-9_-]+)$/.exec(location.hash);
+      return m ? m[1] : "";
+    };
+    this.state.selected = fromHash();
+    // A link or the address bar can pick the agent: #agent=<id>.
+    addEventListener("hashchange", () => { const id = fromHash(); if (id) this.select(id); });
     this.conn.start();
   }
 
