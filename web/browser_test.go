@@ -108,15 +108,16 @@ func TestDashboardPermissionFirstAnswerWins(t *testing.T) {
 	}
 	a.screenshot("web-permission")
 
-	choose := func(p *page, choice string) string {
-		return fmt.Sprintf(`(document.querySelector('.dialog.perm button[data-choice=%q]') || document.querySelector('.dialog.perm button[data-choice]')).click(), true`, choice)
-	}
+	// Alice allows, Carol denies, at the same moment: the buttons carry the
+	// server's choice ids and intents.
+	allowID := eval[string](a, `document.querySelector(".dialog.perm button.i-allow").dataset.choice`)
+	denyID := eval[string](c, `document.querySelector(".dialog.perm button.i-deny").dataset.choice`)
 	var wg sync.WaitGroup
-	for p, choice := range map[*page]string{a: "allow", c: "deny"} {
+	for p, intent := range map[*page]string{a: "allow", c: "deny"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = eval[bool](p, choose(p, choice))
+			_ = eval[bool](p, fmt.Sprintf(`document.querySelector(".dialog.perm button.i-%s").click(), true`, intent))
 		}()
 	}
 	wg.Wait()
@@ -129,10 +130,11 @@ func TestDashboardPermissionFirstAnswerWins(t *testing.T) {
 	if notes["alice"] != notes["carol"] || !strings.HasPrefix(notes["alice"], "Answered") || strings.Count(notes["alice"], "Answered") != 1 {
 		t.Fatalf("the dialogs closed with different or several answers: %q", notes)
 	}
-	allowed := strings.HasSuffix(notes["alice"], ": allow")
-	if !allowed && !strings.HasSuffix(notes["alice"], ": deny") {
-		t.Fatalf("closing note %q names no decision", notes["alice"])
+	allowed := strings.HasSuffix(notes["alice"], ": "+allowID)
+	if !allowed && !strings.HasSuffix(notes["alice"], ": "+denyID) {
+		t.Fatalf("closing note %q names neither %q nor %q", notes["alice"], allowID, denyID)
 	}
+	t.Logf("winner: %s", notes["alice"])
 	for _, p := range []*page{a, c} {
 		out := eval[string](p, `[...document.querySelectorAll('.tool[data-name="bash"] .tool-result')].map(e => e.textContent).join("|")`)
 		if n := eval[int](p, `document.querySelectorAll('.tool[data-name="bash"]').length`); n != 1 {
