@@ -192,3 +192,36 @@ func TestDashboardRevokedSession(t *testing.T) {
 	p.run("reload", chromedp.Reload())
 	p.until("still signed out after a reload", `document.querySelector("#signin h1")?.textContent === "Signed out"`)
 }
+
+// TestDashboardDelegatedRequestAndJobs: the selected agent launches a
+// subagent job; the job and its run show in the jobs panel and follow
+// subagent_run_changed live; the child's permission request reaches the
+// page through its interactive ancestor and names the child.
+func TestDashboardDelegatedRequestAndJobs(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
+	p := b.newPage("owner")
+	p.enroll(d)
+	parent := p.createAgent(t.TempDir(), "lead")
+	p.prompt(`sim: subagent helper sim: tool bash {"command":"echo from-the-child"}`)
+	p.until("job listed", `!!document.querySelector("#jobs .job .run")`)
+	// Allow whatever the parent itself asks first; stop at the child's.
+	for i := 0; ; i++ {
+		p.until("a permission dialog", `!!document.querySelector(".dialog.perm button.i-allow")`)
+		if eval[bool](p, `!!document.querySelector(".dialog.perm .delegated")`) {
+			break
+		}
+		if i > 3 {
+			t.Fatal("no delegated request after the parent's own")
+		}
+		p.until("answered", `document.querySelector(".dialog.perm button.i-allow").click(), true`)
+		p.until("closed", `!document.querySelector(".dialog.perm:not(:has(.delegated))")`)
+	}
+	text := eval[string](p, `document.querySelector(".dialog.perm .delegated").textContent`)
+	if !strings.HasPrefix(text, "Asked by subagent") || strings.Contains(text, parent) {
+		t.Fatalf("delegated note %q", text)
+	}
+	p.screenshot("web-delegated")
+	p.until("answered", `document.querySelector(".dialog.perm button.i-allow").click(), true`)
+	p.until("run completed live", `document.querySelector("#jobs .run .state")?.textContent === "completed"`)
+}

@@ -74,6 +74,17 @@ export class Store {
     this.conn.call({ type: "workspace.list" }).then((d) => this.set({ workspaces: d.workspaces || [] }), () => {});
   }
 
+  // refreshJobs reads the parent's jobs with subagent.status, which also
+  // makes this connection one that speaks for the parent: the daemon sends
+  // subagent_run_changed only to those (§10.3).
+  refreshJobs(parent) {
+    this.conn.call({ type: "subagent.status", parent_agent_id: parent }).then((d) => {
+      const mine = d.jobs || [];
+      const others = this.state.jobs.filter((j) => j.parent_agent_id !== parent);
+      this.set({ jobs: [...mine, ...others].sort((a, b) => (b.created_at || 0) - (a.created_at || 0)) });
+    }, () => {});
+  }
+
   async attach(id) {
     try {
       await this.conn.call({ type: "agent.attach", agent_id: id, role: "interactive" });
@@ -81,6 +92,7 @@ export class Store {
       this.fail("attach")(e);
       return;
     }
+    this.refreshJobs(id);
     this.conn.call({ type: "list_modes", agent_id: id }).then((d) => this.set({ modes: d.modes || [] }), () => this.set({ modes: [] }));
     this.conn.call({ type: "list_models", agent_id: id }).then((d) => this.set({ models: d.models || [] }), () => this.set({ models: [] }));
   }
@@ -114,7 +126,7 @@ export class Store {
       }
       case "subagent_run_changed":
         this.set({ jobs: applyRunChange(t.jobs, m) });
-        if (!t.jobs.some((j) => j.job_id === m.job_id)) this.refreshSide();
+        if (!t.jobs.some((j) => j.job_id === m.job_id && (j.runs || []).some((r) => r.run_id === m.run_id))) this.refreshJobs(m.parent_agent_id);
         return;
       case "workspace_created": case "workspace_attached": case "workspace_retired": case "workspace_conflict":
         this.refreshSide();
