@@ -60,7 +60,7 @@ func CSP(host string) string {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
 	name := ""
@@ -73,12 +73,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name = "test/index.html"
 	}
 	if name == "" || (strings.HasPrefix(name, "test/") && !h.tests) {
-		http.NotFound(w, r)
+		writeError(w, http.StatusNotFound, "not found")
 		return
 	}
 	b, err := fs.ReadFile(h.root, name)
 	if err != nil || !fs.ValidPath(name) {
-		http.NotFound(w, r)
+		writeError(w, http.StatusNotFound, "not found")
 		return
 	}
 	ct := mime.TypeByExtension(path.Ext(name))
@@ -103,4 +103,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		_, _ = w.Write(b)
 	}
+}
+
+// writeError answers as the gateway's refusals do: {"error": reason}.
+func writeError(w http.ResponseWriter, status int, reason string) {
+	b := []byte(`{"error":` + strconv.Quote(reason) + "}\n")
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
 }
