@@ -221,7 +221,12 @@ func TestDashboardDelegatedRequestAndJobs(t *testing.T) {
 	if !strings.HasPrefix(text, "Asked by subagent") || strings.Contains(text, parent) {
 		t.Fatalf("delegated note %q", text)
 	}
-	p.screenshot("web-delegated")
+	p.run("dark theme", chromedp.Click(chromedp.CSS("#theme")))
+	p.until("dark", `document.documentElement.dataset.theme === "dark"`)
+	p.screenshot("web-delegated-dark")
 	p.until("answered", `document.querySelector(".dialog.perm button.i-allow").click(), true`)
 	p.until("run completed live", `document.querySelector("#jobs .run .state")?.textContent === "completed"`)
+	p.run("phone size", chromedp.EmulateViewport(390, 844))
+	p.until("stacked layout", `getComputedStyle(document.querySelector(".cols")).gridTemplateColumns.split(" ").length === 1`)
+	p.screenshot("web-phone")
 }
