@@ -76,6 +76,8 @@ function App({ store }) {
       } else if (e.key === "/" || e.key === "i") {
         const p = document.getElementById("prompt");
         if (p) { e.preventDefault(); p.focus(); }
+      } else if (e.key === "Escape" && store.state.diff) {
+        store.set({ diff: null });
       } else if (e.key === "t") {
         document.getElementById("theme")?.click();
       } else if (e.key === "n") {
