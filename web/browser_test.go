@@ -3,6 +3,7 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -229,4 +230,35 @@ func TestDashboardDelegatedRequestAndJobs(t *testing.T) {
 	p.run("phone size", chromedp.EmulateViewport(390, 844))
 	p.until("stacked layout", `getComputedStyle(document.querySelector(".cols")).gridTemplateColumns.split(" ").length === 1`)
 	p.screenshot("web-phone")
+}
+
+// TestDashboardControls: abort while streaming, a mode switch that every
+// view follows (mode_changed), and compact.
+func TestDashboardControls(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
+	p := b.newPage("owner")
+	p.enroll(d)
+	id := p.createAgent(t.TempDir(), "driver")
+
+	p.prompt("sim: say working", "sim: sleep 30000", "sim: say never shown")
+	p.until("streaming controls", `document.querySelector("#agent-status")?.textContent === "streaming" && !!document.querySelector("#abort")`)
+	p.run("abort", chromedp.Click(chromedp.CSS("#abort")))
+	p.until("idle after the abort", `document.querySelector("#agent-status")?.textContent === "idle"`)
+	p.prompt("sim: say after the abort")
+	p.until("next answer", `[...document.querySelectorAll(".msg.assistant")].some(e => e.textContent === "after the abort") && document.querySelector("#agent-status")?.textContent === "idle"`)
+	if eval[bool](p, `[...document.querySelectorAll(".msg.assistant")].some(e => e.textContent.includes("never shown"))`) {
+		t.Fatal("the aborted turn kept streaming")
+	}
+
+	p.run("switch mode", chromedp.SetValue(chromedp.CSS("#mode"), "plan"), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`document.querySelector("#mode").dispatchEvent(new Event("change", {bubbles: true}))`)(ctx, tg)
+		return err
+	}))
+	p.until("mode changed everywhere", fmt.Sprintf(`document.querySelector('[data-agent=%q] .meta')?.textContent.includes("plan") && document.querySelector("#mode").value === "plan"`, id))
+	p.run("compact", chromedp.Click(chromedp.CSS("#compact")))
+	p.until("compact answered", `/^compact: (done|NOT_FOUND|CONFLICT)/.test(document.querySelector("#notice").textContent)`)
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
 }
