@@ -215,7 +215,7 @@ func TestDashboardDelegatedRequestAndJobs(t *testing.T) {
 		if i > 3 {
 			t.Fatal("no delegated request after the parent's own")
 		}
-		p.until("answered", `document.querySelector(".dialog.perm button.i-allow").click(), true`)
+		p.clickWhen("answered", `document.querySelector(".dialog.perm button.i-allow")`)
 		p.until("closed", `!document.querySelector(".dialog.perm:not(:has(.delegated))")`)
 	}
 	text := eval[string](p, `document.querySelector(".dialog.perm .delegated").textContent`)
@@ -225,7 +225,7 @@ func TestDashboardDelegatedRequestAndJobs(t *testing.T) {
 	p.run("dark theme", chromedp.Click(chromedp.CSS("#theme")))
 	p.until("dark", `document.documentElement.dataset.theme === "dark"`)
 	p.screenshot("web-delegated-dark")
-	p.until("answered", `document.querySelector(".dialog.perm button.i-allow").click(), true`)
+	p.clickWhen("answered", `document.querySelector(".dialog.perm button.i-allow")`)
 	p.until("run completed live", `document.querySelector("#jobs .run .state")?.textContent === "completed"`)
 	p.run("phone size", chromedp.EmulateViewport(390, 844))
 	p.until("stacked layout", `getComputedStyle(document.querySelector(".cols")).gridTemplateColumns.split(" ").length === 1`)

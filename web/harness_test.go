@@ -247,6 +247,13 @@ func (p *page) until(what, expr string) {
 	}))
 }
 
+// clickWhen waits until the element the JavaScript expression names
+// exists, and clicks it (in the page, so no stale node can be hit).
+func (p *page) clickWhen(what, expr string) {
+	p.t.Helper()
+	p.until(what, `(el => !!el && (el.click(), true))(`+expr+`)`)
+}
+
 // eval evaluates a JavaScript expression into a T.
 func eval[T any](p *page, expr string) T {
 	p.t.Helper()

@@ -64,12 +64,12 @@ func TestDashboardWorkspaces(t *testing.T) {
 	p.until("workspace listed", "!!"+sel)
 	p.run("diff", chromedp.Click(chromedp.CSS(`[data-workspace="`+cr.Workspace.WorkspaceID+`"] .wbtns button`)))
 	p.until("unified diff", `[...document.querySelectorAll("#ws-diff .dl.add")].some(e => e.textContent.includes("a new line")) && document.querySelector("#ws-diff").textContent.includes("feature.txt")`)
-	p.until("side by side", `[...document.querySelectorAll("#ws-diff .wsdiff-head button")].find(b => b.textContent === "Side by side").click(), true`)
+	p.clickWhen("side by side", `[...document.querySelectorAll("#ws-diff .wsdiff-head button")].find(b => b.textContent === "Side by side")`)
 	p.until("split table", `[...document.querySelectorAll("#ws-diff table.split tr.add td.n")].some(e => e.textContent === "a new line")`)
 	p.screenshot("web-workspace-diff")
 
 	// The branch is not merged: delete_if_merged is refused (or the live
 	// agent is); the page names the refusal's kind.
-	p.until("retire", sel+`.querySelector(".wbtns button:nth-child(4)").click(), true`)
+	p.clickWhen("retire", sel+`?.querySelector(".wbtns button:nth-child(4)")`)
 	p.until("refusal shown", `/retire: CONFLICT .*\((confirmation_required|live|busy)\)/.test(document.querySelector("#notice").textContent)`)
 }
