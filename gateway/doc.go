@@ -1,8 +1,10 @@
 // Package gateway is where clients enter the daemon: the unix socket
 // (JSONL, local trust, spec §4.2) and the web listener — the WebSocket
 // endpoint `/ws` (one JSON message per text frame, spec §2.2), the browser
-// auth endpoints `/enroll` and `/bootstrap`, and `/metrics` — with the
-// credentials of spec §4.1 and one connection actor per client.
+// auth endpoints `/enroll` and `/bootstrap`, `/metrics`, and GET of any other
+// path handed to Config.Page (the dashboard of package web, after the same
+// Host checks) — with the credentials of spec §4.1 and one connection actor
+// per client.
 //
 // A connection actor sends `hello` first, decodes every inbound record (a bad
 // record gets an INVALID_REQUEST response and the connection stays open),

@@ -34,7 +34,12 @@ const enrollScript = `(function () {
   }).then(function (r) {
     return r.json().catch(function () { return {}; }).then(function (body) {
       if (r.ok) {
-        show("This browser is enrolled (" + body.browser_id + "). You can close this tab.");
+        show("This browser is enrolled (" + body.browser_id + "). ");
+        var a = document.createElement("a");
+        a.href = "/";
+        a.id = "open-dashboard";
+        a.textContent = "Open the dashboard";
+        status.appendChild(a);
       } else {
         show("Enrollment failed (HTTP " + r.status + "): " + (body.error || "unknown error") +
           ". Run \"shardctl web enroll\" for a new link.");

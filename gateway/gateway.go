@@ -63,6 +63,11 @@ type Config struct {
 	// enrollment and API tokens are unavailable (only tickets minted over
 	// the unix socket open a WebSocket).
 	Credentials Credentials
+	// Page, when set, serves GET and HEAD of every path no other route
+	// takes (the web dashboard, package web), after the same Host and
+	// transport checks. It sets its own Content-Security-Policy. Default
+	// nil: those paths are 404.
+	Page http.Handler
 	// Clock is what tickets, enrollment codes, browser sessions, recorded
 	// last uses and the rate limiters read the time on. Default nil: the
 	// wall clock; tests pass a manual one to expire a ticket without

@@ -292,6 +292,10 @@ func (g *Gateway) webHandler() http.Handler {
 		}))
 	}
 	mux.Handle("/", g.route("other", false, func(w http.ResponseWriter, r *http.Request, info reqInfo) {
+		if g.cfg.Page != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			g.cfg.Page.ServeHTTP(w, r)
+			return
+		}
 		g.refuse(w, r, "other", info, refuse(http.StatusNotFound, "not found"), "")
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -30,6 +30,7 @@ import (
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
+	"github.com/shard-dev/shard/web"
 	"github.com/shard-dev/shard/workspaces"
 )
 
@@ -288,6 +289,7 @@ func (d *Daemon) Start() error {
 		Metrics:        d.metrics,
 		Credentials:    storeCredentials{st: d.store},
 		Clock:          d.opts.GatewayClock,
+		Page:           web.Handler(web.Options{}),
 		Web: gateway.WebPolicy{
 			Remote:               cfg.Web.Remote(),
 			PublicHost:           cfg.Web.PublicHost,

@@ -552,6 +552,15 @@ func TestWebAuthLoopback(t *testing.T) {
 		{name: "unknown path", want: http.StatusNotFound, req: func(t *testing.T, f *secFixture) rawReq {
 			return rawReq{path: "/admin", host: f.host}
 		}},
+		{name: "dashboard", want: http.StatusOK, req: func(t *testing.T, f *secFixture) rawReq {
+			return rawReq{path: "/", host: f.host}
+		}},
+		{name: "dashboard under a rebinding Host", want: http.StatusBadRequest, reason: "unexpected Host", req: func(t *testing.T, f *secFixture) rawReq {
+			return rawReq{path: "/", host: "evil.example:" + port}
+		}},
+		{name: "dashboard POST", want: http.StatusNotFound, req: func(t *testing.T, f *secFixture) rawReq {
+			return rawReq{method: http.MethodPost, path: "/", host: f.host}
+		}},
 		{name: "metrics", want: http.StatusOK, req: func(t *testing.T, f *secFixture) rawReq {
 			return rawReq{path: "/metrics", host: f.host}
 		}},

@@ -1,0 +1,111 @@
+// The dashboard's entry: mounts the views on the store and wires the
+// keyboard. The page's only script (no inline code: the CSP forbids it).
+
+import { render } from "../vendor/preact.mjs";
+import { useEffect, useState } from "../vendor/hooks.mjs";
+import { html } from "./html.js";
+import { Store, State } from "./store.js";
+import { Overview, CreateForm } from "./overview.js";
+import { AgentView } from "./agent.js";
+import { Dialogs } from "./dialogs.js";
+import { Side } from "./side.js";
+
+function useStore(store) {
+  const [s, set] = useState(store.state);
+  useEffect(() => store.subscribe(set), [store]);
+  return s;
+}
+
+function Banner({ s, store }) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    if (s.conn !== State.reconnecting) return undefined;
+    const t = setInterval(() => setNow(Date.now()), 500);
+    return () => clearInterval(t);
+  }, [s.conn]);
+  if (s.conn === State.online) return null;
+  let text = "Connecting…";
+  if (s.conn === State.reconnecting) {
+    const left = s.connInfo.at ? Math.max(0, Math.ceil((s.connInfo.at - now) / 1000)) : 0;
+    text = left > 0 ? `Disconnected (${s.connInfo.reason || "connection lost"}). Reconnecting in ${left} s…` : "Reconnecting…";
+  }
+  return html`<div id="banner" class=${"banner " + s.conn} role="status" aria-live="polite">${text}
+    ${s.conn === State.reconnecting ? html` <button onClick=${() => store.conn.retryNow()}>Retry now</button>` : null}</div>`;
+}
+
+function SignIn({ s }) {
+  const revoked = s.conn === State.signedOut;
+  return html`<main id="signin" class="signin">
+    <h1>${revoked ? "Signed out" : "Enroll this browser"}</h1>
+    ${revoked
+      ? html`<p id="signin-reason">This browser's session is no longer valid (${s.connInfo.reason || "revoked or expired"}).</p>`
+      : html`<p id="signin-reason">This browser is not enrolled with this Shard daemon yet.</p>`}
+    <ol>
+      <li>On the machine running <code>shardd</code>, run <code>shardctl web enroll</code>.</li>
+      <li>Open the link it prints in this browser within five minutes. The link works once.</li>
+      <li>Come back to this page.</li>
+    </ol>
+    <p><button id="signin-retry" onClick=${() => location.reload()}>I have enrolled: reload</button></p>
+  </main>`;
+}
+
+function Theme() {
+  const [theme, setTheme] = useState(() => localStorage.getItem("shard.theme") || "auto");
+  useEffect(() => {
+    document.documentElement.dataset.theme = theme;
+    localStorage.setItem("shard.theme", theme);
+  }, [theme]);
+  const next = { auto: "dark", dark: "light", light: "auto" }[theme] || "auto";
+  return html`<button id="theme" title="Theme (t)" onClick=${() => setTheme(next)}>Theme: ${theme}</button>`;
+}
+
+function App({ store }) {
+  const s = useStore(store);
+  useEffect(() => {
+    const onKey = (e) => {
+      if (e.target instanceof HTMLElement && /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName)) {
+        if (e.key === "Escape") e.target.blur();
+        return;
+      }
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      const ids = [...document.querySelectorAll("[data-agent]")].map((el) => el.dataset.agent);
+      const i = ids.indexOf(store.state.selected);
+      if (e.key === "j" || e.key === "k") {
+        const n = ids[Math.max(0, Math.min(ids.length - 1, i + (e.key === "j" ? 1 : -1)))];
+        if (n) store.select(n);
+      } else if (e.key === "/" || e.key === "i") {
+        const p = document.getElementById("prompt");
+        if (p) { e.preventDefault(); p.focus(); }
+      } else if (e.key === "Escape" && store.state.diff) {
+        store.set({ diff: null });
+      } else if (e.key === "t") {
+        document.getElementById("theme")?.click();
+      } else if (e.key === "n") {
+        const c = document.getElementById("create-cwd");
+        if (c) { e.preventDefault(); c.focus(); }
+      }
+    };
+    addEventListener("keydown", onKey);
+    return () => removeEventListener("keydown", onKey);
+  }, [store]);
+  if (s.conn === State.unenrolled || s.conn === State.signedOut) return html`<${SignIn} s=${s} />`;
+  return html`<div class="app" data-conn=${s.conn}>
+    <header class="top"><span class="logo">shard</span>
+      <span id="conn-state" class=${"conn " + s.conn}>${s.conn}</span>
+      <span class="notice" id="notice" aria-live="polite">${s.notice}</span>
+      <span class="grow"></span><span class="keys">j/k select · / prompt · n new · t theme</span> <${Theme} /></header>
+    <${Banner} s=${s} store=${store} />
+    <div class="cols">
+      <nav class="overview" aria-label="Agents"><${Overview} s=${s} store=${store} /><${CreateForm} store=${store} /></nav>
+      <main class="main">${s.selected ? html`<${AgentView} s=${s} store=${store} />` : html`<p class="empty">Select an agent, or create one.</p>`}</main>
+      <aside class="side"><${Side} s=${s} store=${store} /></aside>
+    </div>
+    <${Dialogs} s=${s} store=${store} />
+  </div>`;
+}
+
+const store = new Store();
+const root = document.getElementById("root");
+root.textContent = "";
+render(html`<${App} store=${store} />`, root);
+store.start();

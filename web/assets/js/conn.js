@@ -1,0 +1,133 @@
+// The page's one WebSocket to the daemon: a ticket from POST /bootstrap
+// (the session cookie rides along), the upgrade with the shard.v1 and
+// ticket subprotocols from the page's own origin (spec §4.1), hello, then
+// commands with correlation ids and events to a listener. On a drop it
+// reconnects with the §2.2 backoff and a new ticket; the app re-attaches
+// and resyncs on every "online" (§6.4).
+
+import { backoffDelay } from "./backoff.js";
+
+/** Connection states reported to onState. */
+export const State = {
+  connecting: "connecting", online: "online", reconnecting: "reconnecting",
+  unenrolled: "unenrolled", signedOut: "signed_out",
+};
+
+export class Conn {
+  /**
+   * @param {object} h handlers: onState(state, info), onEvent(msg),
+   *   onOnline(hello, generation)
+   */
+  constructor(h) {
+    this.h = h;
+    this.ws = null;
+    this.attempt = 0;
+    this.gen = 0;
+    this.nextId = 1;
+    this.calls = new Map();
+    this.timer = 0;
+    this.stopped = false;
+  }
+
+  start() { this.connect(); }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (this.ws) this.ws.close();
+  }
+
+  state(s, info) { this.h.onState(s, info || {}); }
+
+  async connect() {
+    if (this.stopped) return;
+    this.state(this.attempt === 0 ? State.connecting : State.reconnecting, { attempt: this.attempt });
+    let boot;
+    try {
+      const r = await fetch("/bootstrap", { method: "POST", credentials: "same-origin", cache: "no-store" });
+      const body = await r.json().catch(() => ({}));
+      if (r.status === 401) {
+        // No cookie: never enrolled (or cleared). A cookie the daemon
+        // refuses: revoked or expired. Both are final until enrolled.
+        const revoked = /revoked|invalid|expired/.test(body.error || "");
+        this.stopped = true;
+        this.failCalls("signed out");
+        this.state(revoked ? State.signedOut : State.unenrolled, { reason: body.error || "" });
+        return;
+      }
+      if (!r.ok) throw new Error("bootstrap: HTTP " + r.status + " " + (body.error || ""));
+      boot = body;
+    } catch (e) {
+      this.retry(String(e && e.message || e));
+      return;
+    }
+    const gen = ++this.gen;
+    let ws;
+    try {
+      ws = new WebSocket(boot.url, boot.protocols);
+    } catch (e) {
+      this.retry(String(e && e.message || e));
+      return;
+    }
+    this.ws = ws;
+    ws.onmessage = (m) => {
+      if (gen !== this.gen) return;
+      let msg;
+      try { msg = JSON.parse(m.data); } catch { return; }
+      if (msg.type === "hello") {
+        this.attempt = 0;
+        this.state(State.online, { hello: msg });
+        this.h.onOnline(msg, gen);
+        return;
+      }
+      if (msg.type === "response" && msg.id && this.calls.has(msg.id)) {
+        const c = this.calls.get(msg.id);
+        this.calls.delete(msg.id);
+        if (msg.success) c.resolve(msg.data); else c.reject(Object.assign(new Error((msg.error && msg.error.message) || "failed"), { code: msg.error && msg.error.code, data: msg.error && msg.error.data }));
+        return;
+      }
+      this.h.onEvent(msg);
+    };
+    ws.onclose = () => {
+      if (gen !== this.gen) return;
+      this.ws = null;
+      this.failCalls("connection lost");
+      this.retry("connection lost");
+    };
+    ws.onerror = () => {}; // onclose follows and retries
+  }
+
+  retry(reason) {
+    if (this.stopped) return;
+    const delay = backoffDelay(this.attempt);
+    this.attempt++;
+    this.state(State.reconnecting, { reason, delay, at: Date.now() + delay });
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.connect(), delay);
+  }
+
+  /** Reconnects now (the banner's "retry now"). */
+  retryNow() {
+    if (this.ws || this.stopped) return;
+    clearTimeout(this.timer);
+    this.connect();
+  }
+
+  failCalls(why) {
+    for (const c of this.calls.values()) c.reject(new Error(why));
+    this.calls.clear();
+  }
+
+  /** Sends a command and resolves with its response data. */
+  call(msg) {
+    return new Promise((resolve, reject) => {
+      if (!this.ws || this.ws.readyState !== WebSocket.OPEN) {
+        reject(new Error("not connected"));
+        return;
+      }
+      const id = "w" + (this.nextId++);
+      this.calls.set(id, { resolve, reject });
+      this.ws.send(JSON.stringify({ ...msg, id }));
+    });
+  }
+}

@@ -1,0 +1,66 @@
+// The agent overview: every agent with its live status and activity
+// (agent_activity carries phase and tool name, never content), grouped so
+// that agents needing input come first, and the create form.
+
+import { useState } from "../vendor/hooks.mjs";
+import { html } from "./html.js";
+import { groupAgents } from "./store.js";
+import { needsInput } from "./transcript.js";
+
+function cost(u) {
+  if (!u || !u.cost) return "";
+  return "$" + u.cost.toFixed(u.cost < 1 ? 4 : 2);
+}
+
+function Row({ a, s, store }) {
+  const act = a.activity;
+  const phase = act ? act.phase + (act.tool_name ? " · " + act.tool_name : "") : a.status;
+  const sel = s.selected === a.agent_id;
+  const label = a.display_name || a.name || a.agent_id;
+  return html`<li class=${"agent" + (sel ? " sel" : "") + (needsInput(a.status) ? " needs" : "")} data-agent=${a.agent_id}
+      data-status=${a.status}>
+    <button class="pick" aria-current=${sel ? "true" : undefined} onClick=${() => store.select(a.agent_id)}>
+      <span class=${"dot st-" + a.status}></span>
+      <span class="name">${label}</span>
+      <span class="phase">${phase}</span>
+      ${needsInput(a.status) ? html`<span class="badge ask">needs input</span>` : null}
+      <span class="meta">${a.cwd}${a.model ? " · " + a.model : ""}${a.mode ? " · " + a.mode : ""}${cost(a.usage) ? " · " + cost(a.usage) : ""}${a.runtime_state && a.runtime_state !== "running" ? " · " + a.runtime_state : ""}${sel ? " · attached here (interactive)" : ""}</span>
+    </button>
+  </li>`;
+}
+
+function Group({ title, list, s, store, id }) {
+  if (list.length === 0) return null;
+  return html`<section class="group" id=${id}><h2>${title} <span class="count">${list.length}</span></h2>
+    <ul class="agents">${list.map((a) => html`<${Row} key=${a.agent_id} a=${a} s=${s} store=${store} />`)}</ul></section>`;
+}
+
+/** The agent list. */
+export function Overview({ s, store }) {
+  const g = groupAgents(s.agents);
+  if (g.needs.length + g.working.length + g.rest.length === 0) return html`<p class="empty">No agents yet.</p>`;
+  return html`<div id="overview">
+    <${Group} id="g-needs" title="Needs input" list=${g.needs} s=${s} store=${store} />
+    <${Group} id="g-working" title="Working" list=${g.working} s=${s} store=${store} />
+    <${Group} id="g-rest" title="Idle and stopped" list=${g.rest} s=${s} store=${store} />
+  </div>`;
+}
+
+/** The new-agent form. */
+export function CreateForm({ store }) {
+  const [f, setF] = useState({ cwd: "", name: "", model: "", mode: "" });
+  const on = (k) => (e) => setF({ ...f, [k]: e.target.value });
+  const submit = (e) => {
+    e.preventDefault();
+    if (!f.cwd) return;
+    store.create(f).then(() => setF({ ...f, name: "" }), () => {});
+  };
+  return html`<form class="create" id="create" onSubmit=${submit}>
+    <h2>New agent</h2>
+    <label>Directory <input id="create-cwd" required placeholder="/path/to/project" value=${f.cwd} onInput=${on("cwd")} /></label>
+    <label>Name <input id="create-name" value=${f.name} onInput=${on("name")} /></label>
+    <label>Model <input id="create-model" placeholder="default" value=${f.model} onInput=${on("model")} /></label>
+    <label>Mode <input id="create-mode" placeholder="default" value=${f.mode} onInput=${on("mode")} /></label>
+    <button type="submit" id="create-go">Create</button>
+  </form>`;
+}
