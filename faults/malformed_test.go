@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -136,6 +137,9 @@ func TestMalformedClientFrames(t *testing.T) {
 		r := dialRawWS(t, d, ticket(t, by))
 		expectHello(t, r)
 		for _, f := range badFrames(agentID) {
+			if !utf8.ValidString(f.rec) {
+				continue // a text frame must be UTF-8: closed with 1007, below
+			}
 			check(t, r, f)
 		}
 		check(t, r, badFrame{name: "empty frame", rec: ""})
@@ -149,6 +153,23 @@ func TestMalformedClientFrames(t *testing.T) {
 			t.Fatalf("binary frame: %+v, want INVALID_REQUEST", resp)
 		}
 		works(t, r, "after-binary")
+
+		// A text frame that is not UTF-8 breaks RFC 6455 §5.6: that
+		// connection is closed with 1007, and the others go on.
+		bad := dialRawWS(t, d, ticket(t, by))
+		expectHello(t, bad)
+		_ = bad.send([]byte("\x00\xff\xfe\x01 garbage \xc3\x28"))
+		for {
+			_, err := bad.next(callTimeout)
+			if err == nil {
+				continue
+			}
+			if got := websocket.CloseStatus(err); got != websocket.StatusInvalidFramePayloadData {
+				t.Fatalf("after a non-UTF-8 text frame: %v (close status %d), want close 1007", err, got)
+			}
+			break
+		}
+		works(t, r, "after-1007-elsewhere")
 
 		// A frame over the read limit: the WebSocket layer closes the
 		// connection with 1009 (message too big).
