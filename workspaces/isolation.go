@@ -32,11 +32,14 @@ import (
 //     merge-base (workspace.diff's totals), for the completion report.
 //
 // Crash safety: a record committed with its job stays creating until a
-// run materializes it. Startup reconciliation rolls every creating record
-// back (retired, nothing of anyone's removed), and Plan and Materialize
-// wait until it has ended, so a record it sees as creating is always one
-// a crashed daemon left; a run that then asks for it fails naming the
-// rollback, and jobs.Reconcile ends runs that were starting or active.
+// run materializes it. Startup reconciliation keeps a plan of which
+// nothing was made (no worktree, no branch: stillPlanned), so a run still
+// queued at the crash makes it when it starts; it rolls back every other
+// creating record (a materialize cut short: retired, nothing of anyone's
+// removed), and a run that then asks for it fails naming the rollback.
+// Plan and Materialize wait until reconciliation has ended, so a record it
+// sees as creating is always one a crashed daemon left; jobs.Reconcile
+// ends runs that were starting or active.
 
 // Plan asks for the workspace records of a job's isolated runs. The actor
 // answers the sender with *Planned.

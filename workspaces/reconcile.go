@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,9 @@ import (
 // reconcile settles what a crash (or the user, while the daemon was down)
 // left, record by record under each repository's lock:
 //
-//   - creating: the create is rolled back (its worktree and branch removed
+//   - creating: an isolated run's plan of which nothing was made stays
+//     planned (stillPlanned; its queued run makes it later); any other
+//     create is rolled back (its worktree and branch removed
 //     only if still exactly what the create made) and the record retired
 //     with a tombstone, or kept as conflict pointing at a worktree that
 //     could not be removed;
@@ -60,6 +63,14 @@ func (w *worker) reconcile(ctx context.Context) error {
 			}
 			switch cur.State {
 			case protocol.WorkspaceStateCreating:
+				if w.stillPlanned(ctx, cur) {
+					// An isolated run's workspace committed with its job
+					// and not yet made: nothing of it is on disk, so it
+					// stays planned, and the run, still queued, makes it
+					// when it starts after the restart — as a queued run
+					// without a workspace would simply run later.
+					return
+				}
 				w.rollback(ctx, cur, "the daemon stopped during the create", false)
 			case protocol.WorkspaceStateRetiring:
 				if d := w.settleRetiring(ctx, cur); d != nil && d.err != nil {
@@ -221,4 +232,23 @@ func (w *worker) heldElsewhere(ctx context.Context, repo git.Repo, branch, head 
 		}
 	}
 	return false
+}
+
+// stillPlanned reports whether a creating record is an isolated run's plan
+// (store.Workspace.JobID) of which nothing was made: no worktree directory
+// and no branch. Anything else, or a repository that cannot be inspected,
+// is a create cut short, rolled back by the caller.
+func (w *worker) stillPlanned(ctx context.Context, rec store.Workspace) bool {
+	if rec.JobID == "" {
+		return false
+	}
+	if _, err := os.Lstat(rec.WorktreePath); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	repo, err := w.deps.Git.Inspect(ctx, rec.RepoRoot)
+	if err != nil || repo.CommonDir != rec.CommonDir {
+		return false
+	}
+	_, err = w.deps.Git.BranchHead(ctx, repo, rec.Branch)
+	return errors.Is(err, git.ErrBranchNotFound)
 }
