@@ -3,7 +3,9 @@
 // message_update text/thinking deltas, tool_execution_start/end as tool
 // calls, agent_end as the end of the turn with the last assistant
 // message's stop reason and usage. pi has no permission prompts of its
-// own, so a pi profile runs its tools without the permission gate; it has
+// own: the adapter loads a small extension of its own (gate.go) that asks
+// before every tool call through pi's extension UI sub-protocol, and the
+// adapter turns each question into the Host's permission_request. pi has
 // no modes, and its models are not offered (UNSUPPORTED). Sessions are
 // pi's own (its command line decides: --no-session, --continue).
 package pi
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -46,9 +49,10 @@ type Backend struct {
 	opts Options
 	ev   adapter.Events
 
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	wmu   sync.Mutex // serialises stdin writes
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	gateDir string     // the gate extension's temporary directory
+	wmu     sync.Mutex // serialises stdin writes
 
 	mu      sync.Mutex // guards the following
 	n       int
@@ -85,7 +89,14 @@ func (b *Backend) Start(ctx context.Context, ev adapter.Events) (adapter.Offer, 
 		return adapter.Offer{}, errors.New("pi: no agent command")
 	}
 	b.ev = ev
-	cmd := exec.Command(b.opts.Command[0], b.opts.Command[1:]...)
+	gate, gateDir, err := writeGate()
+	if err != nil {
+		return adapter.Offer{}, fmt.Errorf("pi: the permission gate: %w", err)
+	}
+	// --extension loads the gate even under --no-extensions (which only
+	// turns discovery off).
+	args := append(append([]string(nil), b.opts.Command[1:]...), "--extension", gate)
+	cmd := exec.Command(b.opts.Command[0], args...)
 	cmd.Dir, cmd.Env, cmd.Stderr = b.opts.Cwd, b.opts.Env, b.opts.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -97,9 +108,10 @@ func (b *Backend) Start(ctx context.Context, ev adapter.Events) (adapter.Offer, 
 		return adapter.Offer{}, err
 	}
 	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(gateDir)
 		return adapter.Offer{}, fmt.Errorf("pi: start %s: %w", b.opts.Command[0], err)
 	}
-	b.cmd, b.stdin = cmd, stdin
+	b.cmd, b.stdin, b.gateDir = cmd, stdin, gateDir
 	go b.read(stdout)
 	sctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
@@ -161,6 +173,7 @@ func (b *Backend) read(stdout io.Reader) {
 		}
 	}
 	werr := b.cmd.Wait()
+	_ = os.RemoveAll(b.gateDir)
 	b.err = werr
 	if werr == nil {
 		b.err = errors.New("the agent closed its output")
@@ -173,6 +186,8 @@ type event struct {
 	Type    string `json:"type"`
 	ID      string `json:"id"`
 	Command string `json:"command"`
+	Method  string `json:"method"` // extension_ui_request
+	Title   string `json:"title"`
 	response
 	AssistantMessageEvent *struct {
 		Type  string `json:"type"`
@@ -213,6 +228,8 @@ func (b *Backend) handle(line []byte) {
 		if ch != nil {
 			ch <- ev.response
 		}
+	case "extension_ui_request":
+		b.uiRequest(uiRequest{ID: ev.ID, Method: ev.Method, Title: ev.Title})
 	case "message_update":
 		if a := ev.AssistantMessageEvent; a != nil {
 			switch a.Type {
@@ -237,8 +254,11 @@ func (b *Backend) handle(line []byte) {
 			b.mu.Unlock()
 		}
 	case "tool_execution_start":
+		// Pending: the gate asks before the tool runs; its allow moves
+		// the call to in_progress (so a client sees the request first, as
+		// with ACP agents).
 		b.ev.ToolCall(adapter.Tool{ID: ev.ToolCallID, Name: ev.ToolName, Title: ev.ToolName, Args: ev.Args,
-			ReadOnly: readOnly(ev.ToolName), Status: adapter.ToolInProgress})
+			ReadOnly: readOnly(ev.ToolName), Status: adapter.ToolPending})
 	case "tool_execution_end":
 		tc := adapter.Tool{ID: ev.ToolCallID, Name: ev.ToolName, Title: ev.ToolName, Status: adapter.ToolCompleted}
 		if ev.IsError {
