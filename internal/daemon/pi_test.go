@@ -143,13 +143,17 @@ func TestPiPermissionDenyThenAllow(t *testing.T) {
 	}
 	evs := collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
 	var result *protocol.ToolResult
+	var call *protocol.ToolCall
 	for _, e := range evs {
-		if r, ok := e.Msg.(*protocol.ToolResult); ok {
-			result = r
+		switch m := e.Msg.(type) {
+		case *protocol.ToolResult:
+			result = m
+		case *protocol.ToolCall:
+			call = m
 		}
 	}
-	if result == nil || !result.IsError {
-		t.Fatalf("denied call: tool_result %+v", result)
+	if result == nil || !result.IsError || call == nil || call.Args["command"] != "touch made.txt" {
+		t.Fatalf("denied call: tool_call %+v, tool_result %+v", call, result)
 	}
 	if _, err := os.Stat(made); !os.IsNotExist(err) {
 		t.Fatalf("the denied command ran: stat made.txt: %v", err)

@@ -57,8 +57,9 @@ type Backend struct {
 	mu      sync.Mutex // guards the following
 	n       int
 	waiting map[string]chan response
-	turn    chan adapter.TurnResult // the turn in flight; nil: none
-	last    adapter.TurnResult      // of the latest assistant message
+	turn    chan adapter.TurnResult   // the turn in flight; nil: none
+	last    adapter.TurnResult        // of the latest assistant message
+	args    map[string]map[string]any // of the tool calls not yet ended, by id
 
 	done chan struct{}
 	err  error
@@ -79,7 +80,7 @@ func New(opts Options) *Backend {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
-	return &Backend{opts: opts, waiting: map[string]chan response{}, done: make(chan struct{})}
+	return &Backend{opts: opts, waiting: map[string]chan response{}, args: map[string]map[string]any{}, done: make(chan struct{})}
 }
 
 // Start implements adapter.Backend: pi prints nothing until asked, so the
@@ -254,13 +255,22 @@ func (b *Backend) handle(line []byte) {
 			b.mu.Unlock()
 		}
 	case "tool_execution_start":
+		b.mu.Lock()
+		b.args[ev.ToolCallID] = ev.Args
+		b.mu.Unlock()
 		// Pending: the gate asks before the tool runs; its allow moves
 		// the call to in_progress (so a client sees the request first, as
 		// with ACP agents).
 		b.ev.ToolCall(adapter.Tool{ID: ev.ToolCallID, Name: ev.ToolName, Title: ev.ToolName, Args: ev.Args,
 			ReadOnly: readOnly(ev.ToolName), Status: adapter.ToolPending})
 	case "tool_execution_end":
-		tc := adapter.Tool{ID: ev.ToolCallID, Name: ev.ToolName, Title: ev.ToolName, Status: adapter.ToolCompleted}
+		// pi's end carries no args; a call the gate refused is announced
+		// only now, with the args of its start.
+		b.mu.Lock()
+		args := b.args[ev.ToolCallID]
+		delete(b.args, ev.ToolCallID)
+		b.mu.Unlock()
+		tc := adapter.Tool{ID: ev.ToolCallID, Name: ev.ToolName, Title: ev.ToolName, Args: args, Status: adapter.ToolCompleted}
 		if ev.IsError {
 			tc.Status = adapter.ToolFailed
 		}

@@ -72,7 +72,7 @@ func TestPiTranscript(t *testing.T) {
 		t.Fatalf("turn result = %+v (usage %+v)", res, res.Usage)
 	}
 	want := `tool call_1 bash pending read_only=false args=map[command:echo tool-ok] output=""
-tool call_1 bash completed read_only=false args=map[] output="tool-ok\n"
+tool call_1 bash completed read_only=false args=map[command:echo tool-ok] output="tool-ok\n"
 text "done."
 protocol_error a 16-byte line that is not a pi RPC record
 `
@@ -204,3 +204,28 @@ func TestPiGateAsksBeforeEachTool(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+type nopWriteCloser struct{}
+
+func (nopWriteCloser) Write(p []byte) (int, error) { return len(p), nil }
+func (nopWriteCloser) Close() error                { return nil }
+
+// FuzzHandle: any line pi might write (records, extension UI requests the
+// gate's or not, garbage) is translated or reported, never a panic.
+func FuzzHandle(f *testing.F) {
+	data, err := os.ReadFile(filepath.Join("testdata", "pi-tool.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, l := range bytes.SplitAfter(data, []byte("\n")) {
+		f.Add(l)
+	}
+	f.Add([]byte(`{"type":"extension_ui_request","id":"u1","method":"select","title":"shard-permission {\"toolCallId\":\"c\",\"toolName\":\"bash\",\"input\":{}}","options":["allow","deny"]}`))
+	f.Add([]byte(`{"type":"extension_ui_request","id":"u2","method":"confirm","title":"shard-permission nope"}`))
+	f.Add([]byte(`{"type":"extension_ui_request","id":"u3","method":"notify","message":"hi"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		b := New(Options{})
+		b.ev, b.stdin = &recorder{}, nopWriteCloser{}
+		b.handle(line)
+	})
+}
