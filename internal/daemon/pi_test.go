@@ -166,3 +166,40 @@ func TestPiPermissionDenyThenAllow(t *testing.T) {
 		t.Fatalf("the allowed command did not run: %v", err)
 	}
 }
+
+// TestPiChildPermissionDelegatesAndHeadlessDenies: a job child on the pi
+// profile with no client of its own sends its gate's request up to the
+// parent's client, whose allow lets the command run; with nobody attached
+// anywhere the headless policy denies it and the command does not run.
+func TestPiChildPermissionDelegatesAndHeadlessDenies(t *testing.T) {
+	h, _ := startPi(t)
+	c := h.dial()
+	parent := h.create(c, nil)
+	attach(t, c, parent, "")
+	cwd := agentCwd(t, c, parent)
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "maker", Task: "make the file", Runtime: "pi"})
+	child := job.Runs[0].AgentID
+	req := waitFor(t, c, isType(protocol.TypePermissionRequest, child)).Msg.(*protocol.PermissionRequest)
+	if req.ToolName != "bash" || len(req.Choices) != 2 {
+		t.Fatalf("delegated request = %+v", req)
+	}
+	if _, err := c.Request(ctx(t), permResponse(child, req.RequestID, protocol.DecisionAllow, "")); err != nil {
+		t.Fatalf("ancestor client's answer: %v", err)
+	}
+	if wr := waitRuns(t, c, parent, []string{job.JobID}, "", nil); wr.Runs[0].State != protocol.RunCompleted {
+		t.Fatalf("run = %+v", wr.Runs[0])
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "made.txt")); err != nil {
+		t.Fatalf("the allowed command did not run: %v", err)
+	}
+
+	lonely := h.create(c, nil) // never attached
+	lonelyCwd := agentCwd(t, c, lonely)
+	job2 := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: lonely, Name: "maker", Task: "make the file", Runtime: "pi"})
+	if res := waitRuns(t, c, lonely, []string{job2.JobID}, "", nil); res.Runs[0].State != protocol.RunCompleted {
+		t.Fatalf("headless run = %+v", res.Runs[0])
+	}
+	if _, err := os.Stat(filepath.Join(lonelyCwd, "made.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the headless-denied command ran: %v", err)
+	}
+}
