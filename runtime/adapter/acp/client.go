@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -58,12 +60,17 @@ func (c *client) confine(p string) (string, error) {
 	}
 	p = filepath.Clean(p)
 	// Resolve the deepest existing ancestor: a file being created does
-	// not exist yet.
+	// not exist yet. A name that exists but does not resolve (a dangling
+	// or looping symlink) is refused: writing through it would create its
+	// target, wherever that is.
 	dir, rest := p, ""
 	for {
 		if r, err := filepath.EvalSymlinks(dir); err == nil {
 			p = filepath.Join(r, rest)
 			break
+		}
+		if _, err := os.Lstat(dir); err == nil {
+			return "", errOutside()
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
@@ -73,9 +80,15 @@ func (c *client) confine(p string) (string, error) {
 		dir = parent
 	}
 	if p != root && !strings.HasPrefix(p, root+string(filepath.Separator)) {
-		return "", sdk.NewInvalidParams(map[string]string{"path": "outside the agent's working directory"})
+		return "", errOutside()
 	}
 	return p, nil
+}
+
+// errOutside is the refusal of a path outside the agent's cwd (ACP
+// invalid params), a new one each time: the SDK's error is mutable.
+func errOutside() error {
+	return sdk.NewInvalidParams(map[string]string{"path": "outside the agent's working directory"})
 }
 
 func (c *client) ReadTextFile(_ context.Context, req sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
@@ -83,7 +96,7 @@ func (c *client) ReadTextFile(_ context.Context, req sdk.ReadTextFileRequest) (s
 	if err != nil {
 		return sdk.ReadTextFileResponse{}, err
 	}
-	data, err := os.ReadFile(p)
+	data, err := readNoFollow(p)
 	if err != nil {
 		return sdk.ReadTextFileResponse{}, sdk.NewInternalError(map[string]string{"error": fmt.Sprint(errors.Unwrap(err))})
 	}
@@ -117,10 +130,35 @@ func (c *client) WriteTextFile(ctx context.Context, req sdk.WriteTextFileRequest
 	if ans.Cancelled || ans.OptionID != "allow" {
 		return sdk.WriteTextFileResponse{}, &sdk.RequestError{Code: -32000, Message: "permission denied"}
 	}
-	if err := os.WriteFile(p, []byte(req.Content), 0o644); err != nil {
+	if err := writeNoFollow(p, []byte(req.Content)); err != nil {
 		return sdk.WriteTextFileResponse{}, sdk.NewInternalError(map[string]string{"error": fmt.Sprint(errors.Unwrap(err))})
 	}
 	return sdk.WriteTextFileResponse{}, nil
+}
+
+// readNoFollow and writeNoFollow open the confined path without following
+// a symlink in its last element: confine resolved every symlink, so one
+// there now was put there since (the ancestors are not re-checked: see
+// the README's limits).
+func readNoFollow(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+func writeNoFollow(p string, data []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 var errNoTerminal = sdk.NewMethodNotFound("terminal/*")

@@ -3,7 +3,9 @@
 // message_update text/thinking deltas, tool_execution_start/end as tool
 // calls, agent_end as the end of the turn with the last assistant
 // message's stop reason and usage. pi has no permission prompts of its
-// own, so a pi profile runs its tools without the permission gate; it has
+// own: the adapter loads a small extension of its own (gate.go) that asks
+// before every tool call through pi's extension UI sub-protocol, and the
+// adapter turns each question into the Host's permission_request. pi has
 // no modes, and its models are not offered (UNSUPPORTED). Sessions are
 // pi's own (its command line decides: --no-session, --continue).
 package pi
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -46,15 +49,17 @@ type Backend struct {
 	opts Options
 	ev   adapter.Events
 
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	wmu   sync.Mutex // serialises stdin writes
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	gateDir string     // the gate extension's temporary directory
+	wmu     sync.Mutex // serialises stdin writes
 
 	mu      sync.Mutex // guards the following
 	n       int
 	waiting map[string]chan response
-	turn    chan adapter.TurnResult // the turn in flight; nil: none
-	last    adapter.TurnResult      // of the latest assistant message
+	turn    chan adapter.TurnResult   // the turn in flight; nil: none
+	last    adapter.TurnResult        // of the latest assistant message
+	args    map[string]map[string]any // of the tool calls not yet ended, by id
 
 	done chan struct{}
 	err  error
@@ -75,7 +80,7 @@ func New(opts Options) *Backend {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
-	return &Backend{opts: opts, waiting: map[string]chan response{}, done: make(chan struct{})}
+	return &Backend{opts: opts, waiting: map[string]chan response{}, args: map[string]map[string]any{}, done: make(chan struct{})}
 }
 
 // Start implements adapter.Backend: pi prints nothing until asked, so the
@@ -85,7 +90,14 @@ func (b *Backend) Start(ctx context.Context, ev adapter.Events) (adapter.Offer, 
 		return adapter.Offer{}, errors.New("pi: no agent command")
 	}
 	b.ev = ev
-	cmd := exec.Command(b.opts.Command[0], b.opts.Command[1:]...)
+	gate, gateDir, err := writeGate()
+	if err != nil {
+		return adapter.Offer{}, fmt.Errorf("pi: the permission gate: %w", err)
+	}
+	// --extension loads the gate even under --no-extensions (which only
+	// turns discovery off).
+	args := append(append([]string(nil), b.opts.Command[1:]...), "--extension", gate)
+	cmd := exec.Command(b.opts.Command[0], args...)
 	cmd.Dir, cmd.Env, cmd.Stderr = b.opts.Cwd, b.opts.Env, b.opts.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
@@ -97,9 +109,10 @@ func (b *Backend) Start(ctx context.Context, ev adapter.Events) (adapter.Offer, 
 		return adapter.Offer{}, err
 	}
 	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(gateDir)
 		return adapter.Offer{}, fmt.Errorf("pi: start %s: %w", b.opts.Command[0], err)
 	}
-	b.cmd, b.stdin = cmd, stdin
+	b.cmd, b.stdin, b.gateDir = cmd, stdin, gateDir
 	go b.read(stdout)
 	sctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
@@ -161,6 +174,7 @@ func (b *Backend) read(stdout io.Reader) {
 		}
 	}
 	werr := b.cmd.Wait()
+	_ = os.RemoveAll(b.gateDir)
 	b.err = werr
 	if werr == nil {
 		b.err = errors.New("the agent closed its output")
@@ -173,6 +187,8 @@ type event struct {
 	Type    string `json:"type"`
 	ID      string `json:"id"`
 	Command string `json:"command"`
+	Method  string `json:"method"` // extension_ui_request
+	Title   string `json:"title"`
 	response
 	AssistantMessageEvent *struct {
 		Type  string `json:"type"`
@@ -213,6 +229,8 @@ func (b *Backend) handle(line []byte) {
 		if ch != nil {
 			ch <- ev.response
 		}
+	case "extension_ui_request":
+		b.uiRequest(uiRequest{ID: ev.ID, Method: ev.Method, Title: ev.Title})
 	case "message_update":
 		if a := ev.AssistantMessageEvent; a != nil {
 			switch a.Type {
@@ -237,10 +255,22 @@ func (b *Backend) handle(line []byte) {
 			b.mu.Unlock()
 		}
 	case "tool_execution_start":
+		b.mu.Lock()
+		b.args[ev.ToolCallID] = ev.Args
+		b.mu.Unlock()
+		// Pending: the gate asks before the tool runs; its allow moves
+		// the call to in_progress (so a client sees the request first, as
+		// with ACP agents).
 		b.ev.ToolCall(adapter.Tool{ID: ev.ToolCallID, Name: ev.ToolName, Title: ev.ToolName, Args: ev.Args,
-			ReadOnly: readOnly(ev.ToolName), Status: adapter.ToolInProgress})
+			ReadOnly: readOnly(ev.ToolName), Status: adapter.ToolPending})
 	case "tool_execution_end":
-		tc := adapter.Tool{ID: ev.ToolCallID, Name: ev.ToolName, Title: ev.ToolName, Status: adapter.ToolCompleted}
+		// pi's end carries no args; a call the gate refused is announced
+		// only now, with the args of its start.
+		b.mu.Lock()
+		args := b.args[ev.ToolCallID]
+		delete(b.args, ev.ToolCallID)
+		b.mu.Unlock()
+		tc := adapter.Tool{ID: ev.ToolCallID, Name: ev.ToolName, Title: ev.ToolName, Args: args, Status: adapter.ToolCompleted}
 		if ev.IsError {
 			tc.Status = adapter.ToolFailed
 		}

@@ -3,7 +3,9 @@ package pi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +21,8 @@ import (
 type recorder struct {
 	mu  sync.Mutex
 	out strings.Builder
+	// answer, when set, answers Ask (nil: cancelled).
+	answer func(adapter.Ask) adapter.Answer
 }
 
 func (r *recorder) log(format string, args ...any) {
@@ -35,9 +39,12 @@ func (r *recorder) ProtocolError(d string) { r.log("protocol_error %s", d) }
 func (r *recorder) ToolCall(t adapter.Tool) {
 	r.log("tool %s %s %s read_only=%v args=%v output=%q", t.ID, t.Name, t.Status, t.ReadOnly, t.Args, t.Output)
 }
-func (r *recorder) Ask(context.Context, adapter.Ask) adapter.Answer {
-	r.log("ask")
-	return adapter.Answer{Cancelled: true}
+func (r *recorder) Ask(_ context.Context, a adapter.Ask) adapter.Answer {
+	r.log("ask %s %s %s args=%v", a.Tool.ID, a.Tool.Name, a.Tool.Status, a.Tool.Args)
+	if r.answer == nil {
+		return adapter.Answer{Cancelled: true}
+	}
+	return r.answer(a)
 }
 
 // TestPiTranscript feeds testdata/pi-tool.jsonl, recorded from the real pi
@@ -64,8 +71,8 @@ func TestPiTranscript(t *testing.T) {
 	if res.StopReason != adapter.StopEndTurn || res.Usage == nil || res.Usage.Input != 84 || res.Usage.Output != 14 {
 		t.Fatalf("turn result = %+v (usage %+v)", res, res.Usage)
 	}
-	want := `tool call_1 bash in_progress read_only=false args=map[command:echo tool-ok] output=""
-tool call_1 bash completed read_only=false args=map[] output="tool-ok\n"
+	want := `tool call_1 bash pending read_only=false args=map[command:echo tool-ok] output=""
+tool call_1 bash completed read_only=false args=map[command:echo tool-ok] output="tool-ok\n"
 text "done."
 protocol_error a 16-byte line that is not a pi RPC record
 `
@@ -74,25 +81,34 @@ protocol_error a 16-byte line that is not a pi RPC record
 	}
 }
 
-// TestPiRecordTranscript runs the real pi (skipped when not installed) on
-// a tool-calling prompt through the backend alone, and with
-// $SHARD_RECORD_PI set records what pi wrote there.
-func TestPiRecordTranscript(t *testing.T) {
+// piBin is the installed pi; the test skips when there is none.
+func piBin(t *testing.T) string {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "agents", "node_modules", ".bin", "pi")
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("pi is not installed (run scripts/install-agents.sh): %v", err)
 	}
+	return bin
+}
+
+// startPi starts the real pi in RPC mode in cwd against a fake model that
+// answers the first model call with a bash call of command and the one
+// after the tool's output with "done.".
+func startPi(t *testing.T, cwd, command string, rec *recorder, trace io.Writer) *Backend {
+	t.Helper()
+	bin := piBin(t)
+	args, _ := json.Marshal(map[string]string{"command": command})
 	fake, err := fakellm.NewChat(func(_ string, out bool) fakellm.Step {
 		if out {
 			return fakellm.Step{Text: "done."}
 		}
-		return fakellm.Step{Tool: "bash", Args: `{"command":"echo tool-ok"}`}
+		return fakellm.Step{Tool: "bash", Args: string(args)}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fake.Close()
+	t.Cleanup(fake.Close)
 	dir := t.TempDir()
 	models := `{"providers":{"fakellm":{"baseUrl":"` + fake.URL + `","api":"openai-completions","apiKey":"k",
 "compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},
@@ -101,17 +117,25 @@ func TestPiRecordTranscript(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "models.json"), []byte(models), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var trace bytes.Buffer
-	var tmu sync.Mutex
 	b := New(Options{Command: []string{bin, "--mode", "rpc", "--no-session", "--offline", "--provider", "fakellm", "--model", "fake-model",
 		"--no-extensions", "--no-skills", "--no-prompt-templates", "--no-context-files"},
-		Cwd: t.TempDir(), Env: append(os.Environ(), "PI_CODING_AGENT_DIR="+dir, "PI_OFFLINE=1", "HOME="+dir), Stderr: os.Stderr,
-		Trace: writerFunc(func(p []byte) (int, error) { tmu.Lock(); defer tmu.Unlock(); return trace.Write(p) })})
-	rec := &recorder{}
+		Cwd: cwd, Env: append(os.Environ(), "PI_CODING_AGENT_DIR="+dir, "PI_OFFLINE=1", "HOME="+dir), Stderr: os.Stderr, Trace: trace})
 	if _, err := b.Start(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// TestPiRecordTranscript runs the real pi (skipped when not installed) on
+// a tool-calling prompt through the backend alone, the gate allowing the
+// call, and with $SHARD_RECORD_PI set records what pi wrote there.
+func TestPiRecordTranscript(t *testing.T) {
+	var trace bytes.Buffer
+	var tmu sync.Mutex
+	rec := &recorder{answer: func(adapter.Ask) adapter.Answer { return adapter.Answer{OptionID: "allow"} }}
+	b := startPi(t, t.TempDir(), "echo tool-ok", rec,
+		writerFunc(func(p []byte) (int, error) { tmu.Lock(); defer tmu.Unlock(); return trace.Write(p) }))
 	res, err := b.Prompt(context.Background(), "use a tool")
 	if err != nil || res.StopReason != adapter.StopEndTurn {
 		t.Fatalf("prompt: %+v, %v", res, err)
@@ -128,6 +152,80 @@ func TestPiRecordTranscript(t *testing.T) {
 	}
 }
 
+// TestPiGateAsksBeforeEachTool runs the real pi with the adapter's gate
+// extension: its bash call becomes an Ask (the call's id, name and args,
+// allow/deny options) before it runs; deny blocks it (the file it would
+// create is not there, the call fails), allow runs it (the file is there,
+// the call is in progress only once allowed, then completes).
+func TestPiGateAsksBeforeEachTool(t *testing.T) {
+	for _, tc := range []struct {
+		answer  string
+		created bool
+	}{{"deny", false}, {"allow", true}, {"", false}} {
+		t.Run("answer="+tc.answer, func(t *testing.T) {
+			cwd := t.TempDir()
+			var asked adapter.Ask
+			rec := &recorder{answer: func(a adapter.Ask) adapter.Answer {
+				asked = a
+				if tc.answer == "" {
+					return adapter.Answer{Cancelled: true}
+				}
+				return adapter.Answer{OptionID: tc.answer}
+			}}
+			b := startPi(t, cwd, "touch made.txt", rec, nil)
+			res, err := b.Prompt(context.Background(), "make a file")
+			if err != nil || res.StopReason != adapter.StopEndTurn {
+				t.Fatalf("prompt: %+v, %v", res, err)
+			}
+			rec.mu.Lock()
+			out := rec.out.String()
+			rec.mu.Unlock()
+			if asked.Tool.Name != "bash" || asked.Tool.ID == "" || asked.Tool.Args["command"] != "touch made.txt" || len(asked.Options) != 2 ||
+				asked.Options[0].Kind != adapter.AllowOnce || asked.Options[1].Kind != adapter.RejectOnce {
+				t.Fatalf("ask = %+v\nevents:\n%s", asked, out)
+			}
+			_, err = os.Stat(filepath.Join(cwd, "made.txt"))
+			if created := err == nil; created != tc.created {
+				t.Fatalf("made.txt created = %v, want %v\nevents:\n%s", created, tc.created, out)
+			}
+			ask := strings.Index(out, "ask ")
+			running := strings.Index(out, " bash in_progress ")
+			if tc.created {
+				if ask < 0 || running < ask || !strings.Contains(out, " bash completed ") {
+					t.Fatalf("events:\n%s", out)
+				}
+			} else if running >= 0 || !strings.Contains(out, " bash failed ") {
+				t.Fatalf("a refused call ran or did not fail:\n%s", out)
+			}
+		})
+	}
+}
+
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+type nopWriteCloser struct{}
+
+func (nopWriteCloser) Write(p []byte) (int, error) { return len(p), nil }
+func (nopWriteCloser) Close() error                { return nil }
+
+// FuzzHandle: any line pi might write (records, extension UI requests the
+// gate's or not, garbage) is translated or reported, never a panic.
+func FuzzHandle(f *testing.F) {
+	data, err := os.ReadFile(filepath.Join("testdata", "pi-tool.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, l := range bytes.SplitAfter(data, []byte("\n")) {
+		f.Add(l)
+	}
+	f.Add([]byte(`{"type":"extension_ui_request","id":"u1","method":"select","title":"shard-permission {\"toolCallId\":\"c\",\"toolName\":\"bash\",\"input\":{}}","options":["allow","deny"]}`))
+	f.Add([]byte(`{"type":"extension_ui_request","id":"u2","method":"confirm","title":"shard-permission nope"}`))
+	f.Add([]byte(`{"type":"extension_ui_request","id":"u3","method":"notify","message":"hi"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		b := New(Options{})
+		b.ev, b.stdin = &recorder{}, nopWriteCloser{}
+		b.handle(line)
+	})
+}
