@@ -9,10 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -56,14 +53,11 @@ type Backend struct {
 	tr   *Translator
 	ev   adapter.Events
 
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
+	*adapter.Proc // the agent's process: Done, Err, Close
+
 	conn    *sdk.ClientSideConnection
 	session sdk.SessionId
 	offer   adapter.Offer
-	done    chan struct{}
-	err     error // set before done is closed
-	once    sync.Once
 }
 
 // New returns a Backend that Start will start.
@@ -74,7 +68,7 @@ func New(opts Options) *Backend {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
-	return &Backend{opts: opts, done: make(chan struct{})}
+	return &Backend{opts: opts, Proc: adapter.NewProc()}
 }
 
 // sessionFile holds the ACP session id across generations.
@@ -86,21 +80,10 @@ func (b *Backend) Start(ctx context.Context, ev adapter.Events) (adapter.Offer, 
 		return adapter.Offer{}, errors.New("acp: no agent command")
 	}
 	b.ev, b.tr = ev, NewTranslator(ev)
-	cmd := exec.Command(b.opts.Command[0], b.opts.Command[1:]...)
-	cmd.Dir, cmd.Env, cmd.Stderr = b.opts.Cwd, b.opts.Env, b.opts.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
+	stdin, stdout, err := b.Proc.Start(b.opts.Command, b.opts.Cwd, b.opts.Env, b.opts.Stderr)
 	if err != nil {
-		return adapter.Offer{}, err
+		return adapter.Offer{}, fmt.Errorf("acp: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return adapter.Offer{}, err
-	}
-	if err := cmd.Start(); err != nil {
-		return adapter.Offer{}, fmt.Errorf("acp: start %s: %w", b.opts.Command[0], err)
-	}
-	b.cmd, b.stdin = cmd, stdin
 	pr, pw := io.Pipe()
 	go b.filter(stdout, pw)
 	b.conn = sdk.NewClientSideConnection(&client{b: b}, stdin, pr)
@@ -139,13 +122,7 @@ func (b *Backend) filter(stdout io.Reader, pw *io.PipeWriter) {
 			break
 		}
 	}
-	werr := b.cmd.Wait()
-	_ = pw.Close()
-	b.err = werr
-	if werr == nil {
-		b.err = errors.New("the agent closed its output")
-	}
-	close(b.done)
+	b.Exited(func() { _ = pw.Close() })
 }
 
 // open runs initialize (and authenticate) and opens the session: loaded
@@ -185,8 +162,8 @@ func (b *Backend) open(ctx context.Context) (adapter.Offer, error) {
 
 func (b *Backend) startErr(step string, err error) error {
 	select {
-	case <-b.done:
-		return fmt.Errorf("acp: %s: the agent exited (%v): %w", step, b.err, err)
+	case <-b.Done():
+		return fmt.Errorf("acp: %s: the agent exited (%v): %w", step, b.Err(), err)
 	default:
 	}
 	return fmt.Errorf("acp: %s: %w", step, err)
@@ -291,33 +268,4 @@ func (b *Backend) SetModel(ctx context.Context, model string) error {
 	}
 	_, err := b.conn.UnstableSetSessionModel(ctx, sdk.UnstableSetSessionModelRequest{SessionId: b.session, ModelId: sdk.UnstableModelId(model)})
 	return err
-}
-
-// Done implements adapter.Backend.
-func (b *Backend) Done() <-chan struct{} { return b.done }
-
-// Err implements adapter.Backend.
-func (b *Backend) Err() error {
-	select {
-	case <-b.done:
-		return b.err
-	default:
-		return nil
-	}
-}
-
-// Close implements adapter.Backend: stdin is closed (an ACP agent's cue to
-// exit), then the agent is killed if it has not gone within 3s.
-func (b *Backend) Close() error {
-	if b.cmd == nil {
-		return nil
-	}
-	b.once.Do(func() { _ = b.stdin.Close() })
-	select {
-	case <-b.done:
-	case <-time.After(3 * time.Second):
-		_ = b.cmd.Process.Kill()
-		<-b.done
-	}
-	return nil
 }

@@ -19,10 +19,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/shard-dev/shard/protocol"
@@ -49,7 +47,8 @@ type Backend struct {
 	opts Options
 	ev   adapter.Events
 
-	cmd     *exec.Cmd
+	*adapter.Proc // the agent's process: Done, Err, Close
+
 	stdin   io.WriteCloser
 	gateDir string     // the gate extension's temporary directory
 	wmu     sync.Mutex // serialises stdin writes
@@ -60,10 +59,6 @@ type Backend struct {
 	turn    chan adapter.TurnResult   // the turn in flight; nil: none
 	last    adapter.TurnResult        // of the latest assistant message
 	args    map[string]map[string]any // of the tool calls not yet ended, by id
-
-	done chan struct{}
-	err  error
-	once sync.Once
 }
 
 type response struct {
@@ -80,7 +75,7 @@ func New(opts Options) *Backend {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
-	return &Backend{opts: opts, waiting: map[string]chan response{}, args: map[string]map[string]any{}, done: make(chan struct{})}
+	return &Backend{opts: opts, waiting: map[string]chan response{}, args: map[string]map[string]any{}, Proc: adapter.NewProc()}
 }
 
 // Start implements adapter.Backend: pi prints nothing until asked, so the
@@ -97,22 +92,12 @@ func (b *Backend) Start(ctx context.Context, ev adapter.Events) (adapter.Offer, 
 	// --extension loads the gate even under --no-extensions (which only
 	// turns discovery off).
 	args := append(append([]string(nil), b.opts.Command[1:]...), "--extension", gate)
-	cmd := exec.Command(b.opts.Command[0], args...)
-	cmd.Dir, cmd.Env, cmd.Stderr = b.opts.Cwd, b.opts.Env, b.opts.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
+	stdin, stdout, err := b.Proc.Start(append([]string{b.opts.Command[0]}, args...), b.opts.Cwd, b.opts.Env, b.opts.Stderr)
 	if err != nil {
-		return adapter.Offer{}, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return adapter.Offer{}, err
-	}
-	if err := cmd.Start(); err != nil {
 		_ = os.RemoveAll(gateDir)
-		return adapter.Offer{}, fmt.Errorf("pi: start %s: %w", b.opts.Command[0], err)
+		return adapter.Offer{}, fmt.Errorf("pi: %w", err)
 	}
-	b.cmd, b.stdin, b.gateDir = cmd, stdin, gateDir
+	b.stdin, b.gateDir = stdin, gateDir
 	go b.read(stdout)
 	sctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
@@ -140,8 +125,8 @@ func (b *Backend) call(ctx context.Context, cmd map[string]any) (response, error
 			return r, errors.New("pi refused " + fmt.Sprint(cmd["type"]) + ": " + r.Error)
 		}
 		return r, nil
-	case <-b.done:
-		return response{}, fmt.Errorf("the agent exited: %w", b.err)
+	case <-b.Done():
+		return response{}, fmt.Errorf("the agent exited: %w", b.Err())
 	case <-ctx.Done():
 		return response{}, ctx.Err()
 	}
@@ -173,13 +158,7 @@ func (b *Backend) read(stdout io.Reader) {
 			break
 		}
 	}
-	werr := b.cmd.Wait()
-	_ = os.RemoveAll(b.gateDir)
-	b.err = werr
-	if werr == nil {
-		b.err = errors.New("the agent closed its output")
-	}
-	close(b.done)
+	b.Exited(func() { _ = os.RemoveAll(b.gateDir) })
 }
 
 // event is the part of a pi event the adapter reads.
@@ -328,8 +307,8 @@ func (b *Backend) Prompt(ctx context.Context, text string) (adapter.TurnResult, 
 	select {
 	case res := <-ch:
 		return res, nil
-	case <-b.done:
-		return adapter.TurnResult{}, fmt.Errorf("the agent exited mid-turn: %w", b.err)
+	case <-b.Done():
+		return adapter.TurnResult{}, fmt.Errorf("the agent exited mid-turn: %w", b.Err())
 	}
 }
 
@@ -349,32 +328,3 @@ func (b *Backend) SetMode(context.Context, string) error { return adapter.ErrUns
 
 // SetModel implements adapter.Backend: not offered.
 func (b *Backend) SetModel(context.Context, string) error { return adapter.ErrUnsupported }
-
-// Done implements adapter.Backend.
-func (b *Backend) Done() <-chan struct{} { return b.done }
-
-// Err implements adapter.Backend.
-func (b *Backend) Err() error {
-	select {
-	case <-b.done:
-		return b.err
-	default:
-		return nil
-	}
-}
-
-// Close implements adapter.Backend: stdin is closed (pi's cue to exit),
-// then the agent is killed if it has not gone within 3s.
-func (b *Backend) Close() error {
-	if b.cmd == nil {
-		return nil
-	}
-	b.once.Do(func() { _ = b.stdin.Close() })
-	select {
-	case <-b.done:
-	case <-time.After(3 * time.Second):
-		_ = b.cmd.Process.Kill()
-		<-b.done
-	}
-	return nil
-}

@@ -100,7 +100,7 @@ func (b *Backend) uiRequest(r uiRequest) {
 		defer cancel()
 		go func() {
 			select {
-			case <-b.done:
+			case <-b.Done():
 				cancel()
 			case <-ctx.Done():
 			}

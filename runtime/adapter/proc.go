@@ -1,0 +1,100 @@
+package adapter
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// closeGrace is how long Close waits for the agent to exit after its stdin
+// closed before it kills it.
+const closeGrace = 3 * time.Second
+
+// Proc is the third-party agent's process as every backend runs it: in the
+// agent's cwd with the adapter's environment and stderr (the agent log),
+// killed with the adapter (Pdeathsig; it is in the runtime's process group
+// already), ended by closing its stdin — the cue ACP agents and pi both
+// take — and killed if it does not go. Backends embed it for Done, Err and
+// Close (adapter.Backend).
+type Proc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{}
+	err   error // set before done closes
+	once  sync.Once
+}
+
+// NewProc returns a Proc not started yet: Done never closes until Start
+// succeeded and Exited ran.
+func NewProc() *Proc { return &Proc{done: make(chan struct{})} }
+
+// Start starts argv and returns its stdin and stdout. The caller reads
+// stdout to EOF and then calls Exited.
+func (p *Proc) Start(argv []string, dir string, env []string, stderr io.Writer) (io.WriteCloser, io.Reader, error) {
+	if len(argv) == 0 {
+		return nil, nil, errors.New("no agent command")
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env, cmd.Stderr = dir, env, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	p.cmd, p.stdin = cmd, stdin
+	return stdin, stdout, nil
+}
+
+// Exited is called by the stdout reader at EOF: it waits for the process,
+// runs cleanup (may be nil), records how it ended and closes Done.
+func (p *Proc) Exited(cleanup func()) {
+	werr := p.cmd.Wait()
+	if cleanup != nil {
+		cleanup()
+	}
+	p.err = werr
+	if werr == nil {
+		p.err = errors.New("the agent closed its output")
+	}
+	close(p.done)
+}
+
+// Done implements adapter.Backend: closed once the agent has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Err implements adapter.Backend: how the agent ended, nil while it runs.
+func (p *Proc) Err() error {
+	select {
+	case <-p.done:
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// Close implements adapter.Backend: stdin is closed, then the agent is
+// killed if it has not gone within closeGrace.
+func (p *Proc) Close() error {
+	if p.cmd == nil {
+		return nil
+	}
+	p.once.Do(func() { _ = p.stdin.Close() })
+	select {
+	case <-p.done:
+	case <-time.After(closeGrace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	return nil
+}
