@@ -109,16 +109,33 @@ func workspaceIDOf(r *store.Run) string {
 }
 
 // workspaceOf is the workspace binding of a relaunched child: it goes on
-// working in its workspace (its cwd is the worktree).
-func (co *Coordinator) workspaceOf(am store.Agent) *protocol.RunWorkspace {
+// working in its workspace (its cwd is the worktree), never elsewhere. A
+// workspace retired or being retired refuses the relaunch with the typed
+// refusal "retired", a missing one with "missing_authority". This check is
+// early, not the guarantee: a retire that wins after it is caught at the
+// run's start, under the repository's lock (workspaces/claims.go), and the
+// run ends failed with the same refusal.
+func (co *Coordinator) workspaceOf(am store.Agent) (*protocol.RunWorkspace, error) {
 	if am.WorkspaceID == "" {
-		return nil
+		return nil, nil
 	}
 	b := &protocol.RunWorkspace{WorkspaceID: am.WorkspaceID, Cwd: am.Cwd}
-	if rec, err := co.deps.Store.GetWorkspace(am.WorkspaceID); err == nil {
-		b.Branch = rec.Branch
+	rec, err := co.deps.Store.GetWorkspace(am.WorkspaceID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, workspaces.RetiredRefusal(am.WorkspaceID, protocol.WorkspaceStateRetired)
+	case err != nil:
+		return nil, protocol.Errorf(protocol.CodeInternal, "read workspace %s: %w", am.WorkspaceID, err)
 	}
-	return b
+	switch rec.State {
+	case protocol.WorkspaceStateRetired, protocol.WorkspaceStateRetiring:
+		return nil, workspaces.RetiredRefusal(rec.WorkspaceID, rec.State)
+	case protocol.WorkspaceStateMissing:
+		return nil, protocol.WorkspaceRefusal{Kind: protocol.RefusalMissingAuthority, WorkspaceID: rec.WorkspaceID,
+			Reason: "the workspace's worktree or repository is gone"}.Err()
+	}
+	b.Branch = rec.Branch
+	return b, nil
 }
 
 // runsInFlight answers the workspace actor's question before a retire.
