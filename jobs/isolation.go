@@ -30,9 +30,16 @@ import (
 //   - end: when the child's lease ends, the job actor asks for the
 //     workspace's diff stat, then commits the terminal transition with the
 //     stat in the run and in its completion report.
-//   - retire: the workspace actor asks the coordinator which of the
-//     workspace's agents have a run in flight (RunsInFlight) and refuses
-//     busy.
+//   - claim: the Materialize of a run's start claims the workspace, and
+//     the run's terminal transition releases it (workspaces.Release, sent
+//     by the job actor after its Materialize, so never overtaking it).
+//   - retire: the workspace actor refuses busy while a run holds a claim
+//     (decided under the repository's lock, like Materialize, so a retire
+//     and a run start never both win: workspaces/claims.go), and asks the
+//     coordinator which of the workspace's agents have a run in flight
+//     (RunsInFlight: a queued chain step has no claim yet).
+//   - relaunch: a child whose workspace is retired or retiring is refused
+//     at once with the typed refusal "retired" (workspaceOf).
 
 // planMaxWait bounds how long a create waits for its plan (the workspace
 // actor holds plans until its startup reconciliation ended).
@@ -123,6 +130,7 @@ func (co *Coordinator) workspaceOf(am store.Agent) (*protocol.RunWorkspace, erro
 	rec, err := co.deps.Store.GetWorkspace(am.WorkspaceID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		// A record gone (none is ever deleted today) counts as retired.
 		return nil, workspaces.RetiredRefusal(am.WorkspaceID, protocol.WorkspaceStateRetired)
 	case err != nil:
 		return nil, protocol.Errorf(protocol.CodeInternal, "read workspace %s: %w", am.WorkspaceID, err)
