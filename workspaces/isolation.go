@@ -234,7 +234,12 @@ func (w *worker) materialize(ctx context.Context, id, runID string) (store.Works
 	}
 	switch {
 	case rec.State == protocol.WorkspaceStateRetired || rec.State == protocol.WorkspaceStateRetiring:
-		return store.Workspace{}, RetiredRefusal(id, rec.State)
+		err := RetiredRefusal(id, rec.State)
+		if rec.ConflictReason != "" {
+			// e.g. a plan rolled back at startup: say why.
+			err = refuse(protocol.RefusalRetired, id, fmt.Sprintf("workspace %s is %s (%s): no run may start in it", id, rec.State, rec.ConflictReason))
+		}
+		return store.Workspace{}, err
 	case rec.State == protocol.WorkspaceStateActive:
 		if fi, err := os.Stat(rec.WorktreePath); err != nil || !fi.IsDir() {
 			d := w.markMissing(rec, "the worktree directory is gone")
