@@ -187,12 +187,17 @@ func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *proto
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", agentID))
 		return
 	}
+	ws, err := co.workspaceOf(am)
+	if err != nil {
+		fail(cmd, err)
+		return
+	}
 	now := co.deps.Clock.Now()
 	job := store.Job{JobID: ids.New("job"), ParentAgentID: m.ParentAgentID, Strategy: protocol.StrategySingle,
 		CreatedAt: now.UnixMilli(), Runs: []store.Run{{
 			RunID: ids.New("run"), Name: am.Name, AgentID: agentID, Alias: am.Alias, Task: m.Task,
 			State: protocol.RunQueued, QueuedAt: now.UnixMilli(), TimeoutMs: co.deps.Limits.RunTimeout.Milliseconds(),
-			Workspace: co.workspaceOf(am),
+			Workspace: ws,
 		}}}
 	// Index now so a concurrent relaunch of the same agent conflicts.
 	co.idx.put(&job)

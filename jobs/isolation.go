@@ -30,9 +30,16 @@ import (
 //   - end: when the child's lease ends, the job actor asks for the
 //     workspace's diff stat, then commits the terminal transition with the
 //     stat in the run and in its completion report.
-//   - retire: the workspace actor asks the coordinator which of the
-//     workspace's agents have a run in flight (RunsInFlight) and refuses
-//     busy.
+//   - claim: the Materialize of a run's start claims the workspace, and
+//     the run's terminal transition releases it (workspaces.Release, sent
+//     by the job actor after its Materialize, so never overtaking it).
+//   - retire: the workspace actor refuses busy while a run holds a claim
+//     (decided under the repository's lock, like Materialize, so a retire
+//     and a run start never both win: workspaces/claims.go), and asks the
+//     coordinator which of the workspace's agents have a run in flight
+//     (RunsInFlight: a queued chain step has no claim yet).
+//   - relaunch: a child whose workspace is retired or retiring is refused
+//     at once with the typed refusal "retired" (workspaceOf).
 
 // planMaxWait bounds how long a create waits for its plan (the workspace
 // actor holds plans until its startup reconciliation ended).
@@ -109,16 +116,34 @@ func workspaceIDOf(r *store.Run) string {
 }
 
 // workspaceOf is the workspace binding of a relaunched child: it goes on
-// working in its workspace (its cwd is the worktree).
-func (co *Coordinator) workspaceOf(am store.Agent) *protocol.RunWorkspace {
+// working in its workspace (its cwd is the worktree), never elsewhere. A
+// workspace retired or being retired refuses the relaunch with the typed
+// refusal "retired", a missing one with "missing_authority". This check is
+// early, not the guarantee: a retire that wins after it is caught at the
+// run's start, under the repository's lock (workspaces/claims.go), and the
+// run ends failed with the same refusal.
+func (co *Coordinator) workspaceOf(am store.Agent) (*protocol.RunWorkspace, error) {
 	if am.WorkspaceID == "" {
-		return nil
+		return nil, nil
 	}
 	b := &protocol.RunWorkspace{WorkspaceID: am.WorkspaceID, Cwd: am.Cwd}
-	if rec, err := co.deps.Store.GetWorkspace(am.WorkspaceID); err == nil {
-		b.Branch = rec.Branch
+	rec, err := co.deps.Store.GetWorkspace(am.WorkspaceID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// A record gone (none is ever deleted today) counts as retired.
+		return nil, workspaces.RetiredRefusal(am.WorkspaceID, protocol.WorkspaceStateRetired)
+	case err != nil:
+		return nil, protocol.Errorf(protocol.CodeInternal, "read workspace %s: %w", am.WorkspaceID, err)
 	}
-	return b
+	switch rec.State {
+	case protocol.WorkspaceStateRetired, protocol.WorkspaceStateRetiring:
+		return nil, workspaces.RetiredRefusal(rec.WorkspaceID, rec.State)
+	case protocol.WorkspaceStateMissing:
+		return nil, protocol.WorkspaceRefusal{Kind: protocol.RefusalMissingAuthority, WorkspaceID: rec.WorkspaceID,
+			Reason: "the workspace's worktree or repository is gone"}.Err()
+	}
+	b.Branch = rec.Branch
+	return b, nil
 }
 
 // runsInFlight answers the workspace actor's question before a retire.

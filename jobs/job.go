@@ -40,6 +40,10 @@ type jobActor struct {
 	// awaiting marks starting runs whose worktree is being made; they are
 	// leased once it exists (Materialized).
 	awaiting map[string]bool
+	// claimed maps each run that asked for its worktree (Materialize, which
+	// claims the workspace) to the workspace, until the run is terminal and
+	// the claim is released (workspaces.Release).
+	claimed map[string]string
 	// ending holds the lease ends of isolated runs while their diff stat
 	// is measured (DiffStatResult).
 	ending map[string]*agent.LeaseEnded
@@ -54,7 +58,7 @@ func (j *jobActor) Receive(c actor.Context) {
 	case *actor.Started:
 		j.sys, j.self = c.ActorSystem(), c.Self()
 		j.requested, j.timedOut, j.deadlines = map[string]bool{}, map[string]bool{}, map[string]clock.Timer{}
-		j.awaiting, j.ending = map[string]bool{}, map[string]*agent.LeaseEnded{}
+		j.awaiting, j.ending, j.claimed = map[string]bool{}, map[string]*agent.LeaseEnded{}, map[string]string{}
 		j.schedule(c)
 	case *admitted:
 		j.start(c, m.runID)
@@ -137,7 +141,8 @@ func (j *jobActor) start(c actor.Context, runID string) {
 	if r := j.job.Run(runID); r != nil && r.Workspace != nil && j.workspaces != nil {
 		// Its worktree first (isolation.go); the lease follows.
 		j.awaiting[runID] = true
-		c.Request(j.workspaces, &workspaces.Materialize{WorkspaceID: r.Workspace.WorkspaceID, RunID: runID})
+		j.claimed[runID] = r.Workspace.WorkspaceID
+		c.Request(j.workspaces, &workspaces.Materialize{WorkspaceID: r.Workspace.WorkspaceID, RunID: runID, AgentID: agentID})
 	} else {
 		c.Send(j.registry, &agent.Route{AgentID: agentID, Msg: &agent.LeaseStart{RunID: runID, Task: task, Holder: j.self}})
 	}
@@ -426,6 +431,12 @@ func (j *jobActor) transition(c actor.Context, runID string, from []protocol.Run
 	}
 	j.job = updated
 	j.tell(c, &runChanged{job: updated, runID: runID, prev: prev})
+	if ws := j.claimed[runID]; ws != "" && to.Terminal() {
+		// After Materialize, from this same actor: the workspace actor
+		// sees the claim before its release.
+		delete(j.claimed, runID)
+		c.Send(j.workspaces, &workspaces.Release{WorkspaceID: ws, RunID: runID})
+	}
 	return true
 }
 

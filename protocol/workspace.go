@@ -692,6 +692,10 @@ const (
 	RefusalMissingAuthority WorkspaceRefusalKind = "missing_authority" // the repository or worktree is gone or moved
 	RefusalUnsafe           WorkspaceRefusalKind = "unsafe"            // the path is not the one the daemon created
 
+	// A subagent run (subagent.relaunch, or a run that starts) bound to a
+	// workspace that is retired or being retired: it never runs elsewhere.
+	RefusalRetired WorkspaceRefusalKind = "retired"
+
 	// Merge.
 	RefusalMainDirty     WorkspaceRefusalKind = "main_dirty"     // the main checkout has uncommitted changes
 	RefusalWrongBranch   WorkspaceRefusalKind = "wrong_branch"   // the main checkout is not on the integration target
@@ -703,7 +707,7 @@ func WorkspaceRefusalKinds() []WorkspaceRefusalKind {
 	return []WorkspaceRefusalKind{
 		RefusalNotARepository, RefusalBranchExists, RefusalBaseRefUnknown, RefusalPathTaken, RefusalRepositoryBusy,
 		RefusalConfirmationRequired, RefusalLive, RefusalBusy, RefusalDirty, RefusalLocked, RefusalSubmodules,
-		RefusalMissingAuthority, RefusalUnsafe,
+		RefusalMissingAuthority, RefusalUnsafe, RefusalRetired,
 		RefusalMainDirty, RefusalWrongBranch, RefusalMergeConflict,
 	}
 }
@@ -727,7 +731,7 @@ func (k WorkspaceRefusalKind) Code() ErrorCode {
 		return CodePermissionDenied
 	case RefusalBranchExists, RefusalPathTaken, RefusalRepositoryBusy,
 		RefusalConfirmationRequired, RefusalLive, RefusalBusy, RefusalDirty, RefusalLocked, RefusalSubmodules,
-		RefusalMissingAuthority, RefusalMainDirty, RefusalWrongBranch, RefusalMergeConflict:
+		RefusalMissingAuthority, RefusalRetired, RefusalMainDirty, RefusalWrongBranch, RefusalMergeConflict:
 		return CodeConflict
 	}
 	return ""

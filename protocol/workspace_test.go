@@ -420,6 +420,7 @@ func TestWorkspaceRefusalKinds(t *testing.T) {
 		"live": protocol.CodeConflict, "busy": protocol.CodeConflict, "dirty": protocol.CodeConflict,
 		"locked": protocol.CodeConflict, "submodules": protocol.CodeConflict,
 		"missing_authority": protocol.CodeConflict, "unsafe": protocol.CodePermissionDenied,
+		"retired":    protocol.CodeConflict,
 		"main_dirty": protocol.CodeConflict, "wrong_branch": protocol.CodeConflict, "merge_conflict": protocol.CodeConflict,
 	}
 	kinds := protocol.WorkspaceRefusalKinds()

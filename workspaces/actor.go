@@ -75,6 +75,8 @@ type Deps struct {
 type Actor struct {
 	deps  Deps
 	locks *git.Locks
+	// claims are the workspaces runs are using (claims.go).
+	claims *claims
 	// jobs is the jobs coordinator (AttachJobs), asked by retire about
 	// subagent runs in flight; nil until attached.
 	jobs *actor.PID
@@ -109,7 +111,7 @@ func Props(deps Deps) *actor.Props {
 		deps.Timeout = 2 * time.Minute
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{deps: deps, locks: &git.Locks{}}
+		return &Actor{deps: deps, locks: &git.Locks{}, claims: newClaims()}
 	}, actor.WithSupervisor(supervisor.StopOnFailure()))
 }
 
@@ -134,7 +136,14 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case *AttachJobs:
 		a.jobs = m.PID
+	case *Release:
+		a.claims.release(m.WorkspaceID, m.RunID)
 	case *Plan, *Materialize, *DiffStat:
+		if mz, ok := m.(*Materialize); ok {
+			// Claimed on arrival, before it waits for anything: a retire
+			// that checks after this is refused busy (claims.go).
+			a.claims.claim(mz.WorkspaceID, mz.RunID, mz.AgentID)
+		}
 		if !a.reconciled {
 			a.held = append(a.held, heldRequest{to: c.Sender(), msg: m.(Message)})
 			return
@@ -188,7 +197,7 @@ func (a *Actor) onCommand(c actor.Context, cmd *registry.Command) {
 }
 
 func (a *Actor) worker(sys *actor.ActorSystem) *worker {
-	return &worker{deps: a.deps, locks: a.locks, sys: sys, jobs: a.jobs}
+	return &worker{deps: a.deps, locks: a.locks, claims: a.claims, sys: sys, jobs: a.jobs}
 }
 
 func (a *Actor) onDone(c actor.Context, d *done) {

@@ -60,17 +60,29 @@ type Planned struct {
 	Err        error
 }
 
-// Materialize asks that a workspace's worktree exist. The actor answers
-// the sender with *Materialized.
+// Materialize asks that a workspace's worktree exist, for a run about to
+// start in it. The run claims the workspace as the request arrives, and
+// holds the claim until the job actor sends Release (claims.go): retire
+// refuses busy meanwhile. The actor answers the sender with *Materialized.
 type Materialize struct {
 	WorkspaceID string
-	// RunID is echoed back for the asker.
+	// RunID is the run that claims the workspace; echoed back.
 	RunID string
+	// AgentID is the run's child agent (named by a busy refusal).
+	AgentID string
+}
+
+// Release ends a run's claim on a workspace (sent by the job actor when a
+// run that asked Materialize reaches a terminal state). No answer.
+type Release struct {
+	WorkspaceID string
+	RunID       string
 }
 
 // Materialized answers Materialize: the active record, or Err (a
 // protocol error) when the worktree cannot be made or the workspace is no
-// longer usable (retired, missing).
+// longer usable: typed refusal "retired" (retired or being retired),
+// "missing_authority" (missing). On an Err the claim is already released.
 type Materialized struct {
 	RunID     string
 	Workspace store.Workspace
@@ -110,6 +122,7 @@ func (*Plan) isWorkspaceMessage()               {}
 func (*Planned) isWorkspaceMessage()            {}
 func (*Materialize) isWorkspaceMessage()        {}
 func (*Materialized) isWorkspaceMessage()       {}
+func (*Release) isWorkspaceMessage()            {}
 func (*DiffStat) isWorkspaceMessage()           {}
 func (*DiffStatResult) isWorkspaceMessage()     {}
 func (*RunsInFlight) isWorkspaceMessage()       {}
@@ -134,7 +147,10 @@ func (a *Actor) onIsolation(c actor.Context, to *actor.PID, m Message) {
 			recs, err := w.plan(ctx, m)
 			out = &Planned{Workspaces: recs, Err: err}
 		case *Materialize:
-			rec, err := w.materialize(ctx, m.WorkspaceID)
+			rec, err := w.materialize(ctx, m.WorkspaceID, m.RunID)
+			if err != nil {
+				w.claims.release(m.WorkspaceID, m.RunID)
+			}
 			out = &Materialized{RunID: m.RunID, Workspace: rec, Err: err}
 		case *DiffStat:
 			st, err := w.diffStat(ctx, m.WorkspaceID)
@@ -157,6 +173,7 @@ func (a *Actor) refuseHeld(c actor.Context) {
 		case *Plan:
 			c.Send(h.to, &Planned{Err: err})
 		case *Materialize:
+			a.claims.release(m.WorkspaceID, m.RunID)
 			c.Send(h.to, &Materialized{RunID: m.RunID, Err: err})
 		case *DiffStat:
 			c.Send(h.to, &DiffStatResult{RunID: m.RunID, Err: err})
@@ -205,14 +222,27 @@ func (w *worker) plan(ctx context.Context, req *Plan) ([]store.Workspace, error)
 
 // materialize makes a planned workspace's worktree (see the file comment)
 // and broadcasts workspace_created and a workspace_attached per bound
-// agent once the record is active.
-func (w *worker) materialize(ctx context.Context, id string) (store.Workspace, error) {
+// agent once the record is active. It decides under the repository's
+// lock, as retire does: a run whose claim was released meanwhile (it ended
+// while it waited) makes nothing, and a workspace a retire won is refused
+// "retired" (claims.go).
+func (w *worker) materialize(ctx context.Context, id, runID string) (store.Workspace, error) {
 	rec, unlock, err := w.getLocked(ctx, id)
 	if err != nil {
 		return store.Workspace{}, err
 	}
 	defer unlock()
+	if !w.claims.held(id, runID) {
+		return store.Workspace{}, protocol.Errorf(protocol.CodeConflict, "run %s ended before its workspace %s was made", runID, id)
+	}
 	switch {
+	case rec.State == protocol.WorkspaceStateRetired || rec.State == protocol.WorkspaceStateRetiring:
+		err := RetiredRefusal(id, rec.State)
+		if rec.ConflictReason != "" {
+			// e.g. a plan rolled back at startup: say why.
+			err = refuse(protocol.RefusalRetired, id, fmt.Sprintf("workspace %s is %s (%s): no run may start in it", id, rec.State, rec.ConflictReason))
+		}
+		return store.Workspace{}, err
 	case rec.State == protocol.WorkspaceStateActive:
 		if fi, err := os.Stat(rec.WorktreePath); err != nil || !fi.IsDir() {
 			d := w.markMissing(rec, "the worktree directory is gone")
@@ -252,6 +282,13 @@ func (w *worker) materialize(ctx context.Context, id string) (store.Workspace, e
 	}
 	w.broadcast(events)
 	return rec, nil
+}
+
+// RetiredRefusal is the typed refusal of a run bound to a workspace that
+// is retired or being retired (the jobs coordinator answers
+// subagent.relaunch with it too).
+func RetiredRefusal(id string, state protocol.WorkspaceState) error {
+	return refuse(protocol.RefusalRetired, id, fmt.Sprintf("workspace %s is %s: no run may start in it", id, state))
 }
 
 // broadcast sends workspace events from a goroutine (the Hub is safe for

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -110,11 +111,17 @@ func (w *worker) liveness(rec store.Workspace) error {
 	return nil
 }
 
-// runsInFlight refuses busy when a subagent run bound to one of the
-// workspace's agents is not terminal: a queued chain step would start in
-// the worktree retire removes, and a starting run may not have a runtime
-// (or a turn) to see yet.
+// runsInFlight refuses busy when a run holds a claim on the workspace
+// (claims.go: checked under the repository's lock, like materialize), or
+// when a subagent run bound to one of the workspace's agents is not
+// terminal: a queued chain step would start in the worktree retire
+// removes, and a starting run may not have a runtime (or a turn) to see
+// yet.
 func (w *worker) runsInFlight(rec store.Workspace) error {
+	if runs, agents := w.claims.of(rec.WorkspaceID); len(runs) > 0 {
+		return protocol.WorkspaceRefusal{Kind: protocol.RefusalBusy, WorkspaceID: rec.WorkspaceID, AgentIDs: slices.DeleteFunc(agents, func(a string) bool { return a == "" }),
+			Reason: "a subagent run is starting or running in the workspace (" + strings.Join(runs, ", ") + ")"}.Err()
+	}
 	if len(rec.AgentIDs) == 0 || w.jobs == nil {
 		return nil
 	}

@@ -19,10 +19,11 @@ import (
 // worker does one command's work off the mailbox. It holds only values
 // safe to share between goroutines.
 type worker struct {
-	deps  Deps
-	locks *git.Locks
-	sys   *actor.ActorSystem
-	jobs  *actor.PID // the jobs coordinator, or nil (Actor.jobs)
+	deps   Deps
+	locks  *git.Locks
+	claims *claims
+	sys    *actor.ActorSystem
+	jobs   *actor.PID // the jobs coordinator, or nil (Actor.jobs)
 }
 
 func (w *worker) now() int64 { return w.deps.Clock.Now().UnixMilli() }
