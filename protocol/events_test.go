@@ -81,6 +81,7 @@ func sampleEvents() []protocol.Typed {
 		&protocol.ModeChanged{Header: h(protocol.TypeModeChanged), PreviousMode: "plan", Mode: "code"},
 		&protocol.ReasoningLevelChanged{Header: h(protocol.TypeReasoningLevelChanged), Model: model, Previous: "low", Active: "high", Effective: "next_call"},
 		&protocol.AgentSpawned{Header: protocol.Header{Type: protocol.TypeAgentSpawned}, Info: info},
+		&protocol.AgentRemoved{Header: protocol.Header{Type: protocol.TypeAgentRemoved, AgentID: "agent_1"}, SessionID: "sess_1"},
 		&protocol.AgentExited{Header: h(protocol.TypeAgentExited), RuntimeState: protocol.RuntimeFailed, Reason: "crash", ExitCode: i(137)},
 		&protocol.AgentStatusChanged{Header: h(protocol.TypeAgentStatusChanged), Status: protocol.StatusIdle, RuntimeState: protocol.RuntimeStopped, Detail: "reaped"},
 		&protocol.AgentActivity{Header: h(protocol.TypeAgentActivity), Timestamp: 1700000000000, Phase: protocol.PhaseTool, Status: protocol.StatusStreaming, ToolName: "bash"},
@@ -104,7 +105,7 @@ var eventTypes = []string{
 	protocol.TypeAgentSpawned, protocol.TypeAgentExited, protocol.TypeAgentStatusChanged,
 	protocol.TypeAgentActivity, protocol.TypeSubagentRunChanged,
 	protocol.TypeWorkspaceCreated, protocol.TypeWorkspaceAttached, protocol.TypeWorkspaceRetired,
-	protocol.TypeWorkspaceConflict,
+	protocol.TypeWorkspaceConflict, protocol.TypeAgentRemoved,
 }
 
 func TestDecodeEventRoundTrip(t *testing.T) {
