@@ -205,7 +205,7 @@ func zeroCommands() []protocol.Typed {
 		&protocol.AgentList{}, &protocol.AgentCreate{}, &protocol.AgentAttach{},
 		&protocol.AgentDetach{}, &protocol.AgentTerminate{}, &protocol.AgentKill{},
 		&protocol.AgentStatusCmd{}, &protocol.DaemonShutdown{}, &protocol.WSTicket{},
-		&protocol.DaemonStatus{}, &protocol.WorkspaceCreate{}, &protocol.WorkspaceAttach{},
+		&protocol.DaemonStatus{}, &protocol.AgentRemove{}, &protocol.WorkspaceCreate{}, &protocol.WorkspaceAttach{},
 		&protocol.WorkspaceList{}, &protocol.WorkspaceStatus{}, &protocol.WorkspaceRetire{},
 		&protocol.WorkspaceDiff{}, &protocol.WorkspaceMerge{},
 		&protocol.SubagentCreate{}, &protocol.SubagentWait{}, &protocol.SubagentSteer{},
