@@ -78,6 +78,8 @@ func newCommand(typ string) Command {
 		return &AgentTerminate{}
 	case TypeAgentKill:
 		return &AgentKill{}
+	case TypeAgentRemove:
+		return &AgentRemove{}
 	case TypeAgentStatus:
 		return &AgentStatusCmd{}
 	case TypeDaemonShutdown:

@@ -51,6 +51,8 @@ func newEvent(typ string) Typed {
 		return &AgentSpawned{}
 	case TypeAgentExited:
 		return &AgentExited{}
+	case TypeAgentRemoved:
+		return &AgentRemoved{}
 	case TypeAgentStatusChanged:
 		return &AgentStatusChanged{}
 	case TypeAgentActivity:

@@ -81,6 +81,7 @@ func sampleEvents() []protocol.Typed {
 		&protocol.ModeChanged{Header: h(protocol.TypeModeChanged), PreviousMode: "plan", Mode: "code"},
 		&protocol.ReasoningLevelChanged{Header: h(protocol.TypeReasoningLevelChanged), Model: model, Previous: "low", Active: "high", Effective: "next_call"},
 		&protocol.AgentSpawned{Header: protocol.Header{Type: protocol.TypeAgentSpawned}, Info: info},
+		&protocol.AgentRemoved{Header: protocol.Header{Type: protocol.TypeAgentRemoved, AgentID: "agent_1"}, SessionID: "sess_1"},
 		&protocol.AgentExited{Header: h(protocol.TypeAgentExited), RuntimeState: protocol.RuntimeFailed, Reason: "crash", ExitCode: i(137)},
 		&protocol.AgentStatusChanged{Header: h(protocol.TypeAgentStatusChanged), Status: protocol.StatusIdle, RuntimeState: protocol.RuntimeStopped, Detail: "reaped"},
 		&protocol.AgentActivity{Header: h(protocol.TypeAgentActivity), Timestamp: 1700000000000, Phase: protocol.PhaseTool, Status: protocol.StatusStreaming, ToolName: "bash"},
@@ -104,7 +105,7 @@ var eventTypes = []string{
 	protocol.TypeAgentSpawned, protocol.TypeAgentExited, protocol.TypeAgentStatusChanged,
 	protocol.TypeAgentActivity, protocol.TypeSubagentRunChanged,
 	protocol.TypeWorkspaceCreated, protocol.TypeWorkspaceAttached, protocol.TypeWorkspaceRetired,
-	protocol.TypeWorkspaceConflict,
+	protocol.TypeWorkspaceConflict, protocol.TypeAgentRemoved,
 }
 
 func TestDecodeEventRoundTrip(t *testing.T) {
@@ -204,7 +205,7 @@ func zeroCommands() []protocol.Typed {
 		&protocol.AgentList{}, &protocol.AgentCreate{}, &protocol.AgentAttach{},
 		&protocol.AgentDetach{}, &protocol.AgentTerminate{}, &protocol.AgentKill{},
 		&protocol.AgentStatusCmd{}, &protocol.DaemonShutdown{}, &protocol.WSTicket{},
-		&protocol.DaemonStatus{}, &protocol.WorkspaceCreate{}, &protocol.WorkspaceAttach{},
+		&protocol.DaemonStatus{}, &protocol.AgentRemove{}, &protocol.WorkspaceCreate{}, &protocol.WorkspaceAttach{},
 		&protocol.WorkspaceList{}, &protocol.WorkspaceStatus{}, &protocol.WorkspaceRetire{},
 		&protocol.WorkspaceDiff{}, &protocol.WorkspaceMerge{},
 		&protocol.SubagentCreate{}, &protocol.SubagentWait{}, &protocol.SubagentSteer{},

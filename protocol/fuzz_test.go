@@ -185,6 +185,7 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte(`{"id":"c","type":"agent.create","cwd":"/w","launch_policy":{"maxTasks":1,"max\u0054asks":9}}`))
 	f.Add([]byte("{\"id\":\"p\",\"type\":\"prompt\",\"agent_id\":\"a\",\"message\":\"\xff\"}"))
 	f.Add([]byte(`{"id":"p","type":"prompt","agent_id":"a","message":"\ud800 \ud83d\ude00"}`))
+	f.Add([]byte(`{"id":"r","type":"agent.remove","agent_ids":["agent-1","",3]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, h, err := protocol.DecodeCommand(data)
 		if err == nil {

@@ -61,6 +61,9 @@ type entry struct {
 	// reported (agent.InfoChanged).
 	attachments int
 	drained     bool
+	// removing: an agent.remove of it is being committed; commands to
+	// it are refused meanwhile (remove.go).
+	removing bool
 }
 
 // Actor is the registry actor.
@@ -154,6 +157,8 @@ func (r *Actor) Receive(c actor.Context) {
 		r.onCommand(c, m)
 	case *createResult:
 		r.onCreated(c, m)
+	case *removeResult:
+		r.onRemoved(c, m)
 	case *agent.InfoChanged:
 		if e := r.agents[m.Info.AgentID]; e != nil {
 			r.deps.Metrics.AgentState(e.info.RuntimeState, m.Info.RuntimeState)
@@ -280,6 +285,9 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 	case protocol.TypeAgentCreate:
 		r.create(c, cmd)
 		return
+	case protocol.TypeAgentRemove:
+		r.remove(c, cmd)
+		return
 	case protocol.TypeDaemonShutdown:
 		reply(cmd, nil)
 		if r.deps.OnShutdown != nil {
@@ -342,6 +350,13 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 		}
 	}
 	e := r.agents[cmd.Header.AgentID]
+	if e != nil && e.removing {
+		if typ == protocol.TypeAgentAttach && cmd.Client.PID != nil {
+			c.Send(cmd.Client.PID, &agent.Routed{AgentID: cmd.Header.AgentID})
+		}
+		fail(cmd, protocol.Errorf(protocol.CodeConflict, "agent %s is being removed", cmd.Header.AgentID))
+		return
+	}
 	if e == nil {
 		if typ == protocol.TypeAgentAttach && cmd.Client.PID != nil {
 			c.Send(cmd.Client.PID, &agent.Routed{AgentID: cmd.Header.AgentID}) // no agent: the connection stops holding
@@ -357,7 +372,7 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 // reach it.
 func (r *Actor) toAgent(c actor.Context, m *agent.Route) {
 	e := r.agents[m.AgentID]
-	if e == nil {
+	if e == nil || e.removing { // one being removed is as good as gone
 		err := protocol.Errorf(protocol.CodeNotFound, "no agent %s", m.AgentID)
 		switch msg := m.Msg.(type) {
 		case *agent.LeaseStart:

@@ -6,7 +6,7 @@ func newAgentsCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "agents",
 		Aliases: []string{"agent"},
-		Short:   "List, inspect, create and stop agents",
+		Short:   "List, inspect, create, stop and remove agents",
 		Args:    cobra.ArbitraryArgs,
 		RunE:    groupRunE,
 	}
@@ -16,6 +16,8 @@ func newAgentsCommand(g *globalOptions) *cobra.Command {
 		newAgentsCreateCommand(g),
 		newAgentsKillCommand(g),
 		newAgentsTerminateCommand(g),
+		newAgentsRmCommand(g),
+		newAgentsPruneCommand(g),
 	)
 	return cmd
 }

@@ -40,7 +40,8 @@ Exit codes:
   0    success
   1    the command failed: the daemon answered with a protocol error
        (printed as "shardctl: CODE: message"), an agent reported an error
-       event, or the connection was lost
+       event, the connection was lost, or agents rm/prune: an agent was
+       refused (the table says why)
   2    usage error: unknown command, bad flag or argument
   3    cannot reach the daemon: the socket is missing or refuses
        connections, or the daemon did not say hello in time (--timeout)

@@ -1,0 +1,162 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+)
+
+// removeResult carries agent.remove's commits back to the actor.
+type removeResult struct {
+	cmd     *Command
+	results []protocol.AgentRemoveResult
+	removed map[string]store.Agent // by agent_id, the manifests deleted
+}
+
+func (*removeResult) isRegistryMessage() {}
+
+// remove handles agent.remove (a Shard extension, docs/protocol.md). On the
+// mailbox it refuses each agent that is live: its runtime is not stopped,
+// a client is attached, or a child of it has a runtime that is not stopped.
+// The others are marked removing (commands to them are refused from then
+// on, so none can start them) and the store deletes them off the mailbox,
+// checking in the same transaction that no job that has not ended, no
+// undelivered report and no live workspace needs them (persist before
+// ack). Back on the mailbox the removed agents are forgotten and
+// agent_removed is broadcast; their actors are stopped and their session
+// directories deleted before the response goes out.
+func (r *Actor) remove(c actor.Context, cmd *Command) {
+	req := cmd.Cmd.(*protocol.AgentRemove)
+	if r.draining {
+		fail(cmd, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))
+		return
+	}
+	results := make([]protocol.AgentRemoveResult, len(req.AgentIDs))
+	var todo []int
+	seen := map[string]bool{}
+	for i, id := range req.AgentIDs {
+		results[i].AgentID = id
+		if seen[id] { // named twice: judged once, the repeat shares nothing
+			results[i].Error, results[i].Kind, results[i].Reason = protocol.CodeConflict, protocol.RemoveBusy, "named twice in one request"
+			continue
+		}
+		seen[id] = true
+		e := r.agents[id]
+		if e == nil {
+			results[i].Error, results[i].Reason = protocol.CodeNotFound, "no agent "+id
+			continue
+		}
+		if kind, reason := r.live(e); kind != "" {
+			results[i].Error, results[i].Kind, results[i].Reason = protocol.CodeConflict, kind, reason
+			continue
+		}
+		e.removing = true
+		todo = append(todo, i)
+	}
+	if len(todo) == 0 {
+		reply(cmd, protocol.AgentRemoveData{Results: results})
+		return
+	}
+	sys, self, st := c.ActorSystem(), c.Self(), r.deps.Store
+	started := r.deps.Group.Go(func() {
+		removed := map[string]store.Agent{}
+		for _, i := range todo {
+			m, err := st.DeleteAgent(results[i].AgentID)
+			var inUse *store.InUseError
+			switch {
+			case err == nil:
+				removed[m.AgentID] = m
+				results[i].Removed = true
+			case errors.As(err, &inUse):
+				results[i].Error, results[i].Kind, results[i].Reason = protocol.CodeConflict, inUse.Kind, inUse.Reason
+			case errors.Is(err, store.ErrNotFound):
+				results[i].Error, results[i].Reason = protocol.CodeNotFound, "no agent "+results[i].AgentID
+			default:
+				results[i].Error, results[i].Reason = protocol.CodeInternal, "the store could not delete the agent"
+			}
+		}
+		sys.Root.Send(self, &removeResult{cmd: cmd, results: results, removed: removed})
+	})
+	if !started {
+		for _, i := range todo {
+			r.agents[results[i].AgentID].removing = false
+		}
+		fail(cmd, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))
+	}
+}
+
+// live says why an agent may not be removed while it runs, or "".
+func (r *Actor) live(e *entry) (kind, reason string) {
+	if e.removing {
+		return protocol.RemoveBusy, "a removal of it is in progress"
+	}
+	if s := e.info.RuntimeState; s != protocol.RuntimeStopped && s != protocol.RuntimeFailed {
+		return protocol.RemoveRunning, fmt.Sprintf("its runtime is %s (terminate or kill it first)", s)
+	}
+	if e.attachments > 0 {
+		return protocol.RemoveAttached, fmt.Sprintf("%d client(s) attached", e.attachments)
+	}
+	for _, ch := range r.agents {
+		if ch.m.ParentAgentID != e.m.AgentID {
+			continue
+		}
+		if s := ch.info.RuntimeState; s != protocol.RuntimeStopped && s != protocol.RuntimeFailed {
+			return protocol.RemoveChildrenAlive, fmt.Sprintf("child %s is %s", ch.m.AgentID, s)
+		}
+	}
+	return "", ""
+}
+
+// onRemoved forgets what the store deleted and finishes the removal.
+func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
+	var pids []*actor.PID
+	var dirs []string
+	for _, rr := range res.results {
+		e := r.agents[rr.AgentID]
+		if e == nil || !e.removing {
+			continue
+		}
+		e.removing = false
+		m, ok := res.removed[rr.AgentID]
+		if !ok {
+			continue // refused by the store: it stays served
+		}
+		delete(r.agents, rr.AgentID) // before the stop, so Terminated does not respawn it
+		if r.sessions[m.SessionID] == m.AgentID {
+			delete(r.sessions, m.SessionID)
+		}
+		r.deps.Metrics.AgentState(e.info.RuntimeState, "")
+		pids = append(pids, e.pid)
+		if sessionIDPattern.MatchString(m.SessionID) { // never a path outside sessions/
+			dirs = append(dirs, filepath.Join(r.deps.Agent.Runtime.SessionsDir, m.SessionID))
+		}
+		r.deps.Logger.Info("agent removed", "agent_id", m.AgentID)
+		r.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentRemoved{
+			Header: protocol.Header{Type: protocol.TypeAgentRemoved, AgentID: m.AgentID}, SessionID: m.SessionID}))
+	}
+	sys, log := c.ActorSystem(), r.deps.Logger
+	data := protocol.AgentRemoveData{Results: res.results}
+	finish := func() {
+		for _, pid := range pids {
+			_ = sys.Root.StopFuture(pid).Wait() // the future times out by itself (10 s)
+		}
+		for _, d := range dirs {
+			if err := os.RemoveAll(d); err != nil {
+				log.Error("registry: delete session directory", "err", err)
+			}
+		}
+		reply(res.cmd, data)
+	}
+	if !r.deps.Group.Go(finish) {
+		for _, pid := range pids {
+			c.Stop(pid)
+		}
+		reply(res.cmd, data) // the records are gone; the directories stay for a later prune by hand
+	}
+}
