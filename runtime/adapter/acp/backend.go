@@ -58,6 +58,8 @@ type Backend struct {
 	conn    *sdk.ClientSideConnection
 	session sdk.SessionId
 	offer   adapter.Offer
+
+	terms terminals // the agent's terminal/* commands
 }
 
 // New returns a Backend that Start will start.
@@ -131,7 +133,8 @@ func (b *Backend) open(ctx context.Context) (adapter.Offer, error) {
 	init, err := b.conn.Initialize(ctx, sdk.InitializeRequest{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		ClientCapabilities: sdk.ClientCapabilities{
-			Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+			Fs:       sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+			Terminal: true,
 		},
 		ClientInfo: &sdk.Implementation{Name: "shard", Version: "1"},
 	})
@@ -219,6 +222,13 @@ func offerOf(modes *sdk.SessionModeState, models *sdk.SessionModelState) adapter
 		o.Model = string(models.CurrentModelId)
 	}
 	return o
+}
+
+// Close implements adapter.Backend: the agent's terminals are killed
+// (and waited for), then the agent is stopped.
+func (b *Backend) Close() error {
+	b.terms.closeAll()
+	return b.Proc.Close()
 }
 
 // Prompt implements adapter.Backend.

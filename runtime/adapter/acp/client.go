@@ -18,8 +18,8 @@ import (
 // client is the ACP client side the agent calls: session/update and
 // session/request_permission through the translator and the Host's
 // permission gate, fs/read_text_file and fs/write_text_file confined to
-// the agent's cwd (a write asks permission first). The terminal methods
-// are not offered (the capability is not advertised).
+// the agent's cwd (a write asks permission first), and terminal/*
+// (terminal.go: every command asks permission first).
 type client struct{ b *Backend }
 
 var _ sdk.Client = (*client)(nil)
@@ -159,26 +159,4 @@ func writeNoFollow(p string, data []byte) error {
 		return err
 	}
 	return f.Close()
-}
-
-var errNoTerminal = sdk.NewMethodNotFound("terminal/*")
-
-func (c *client) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
-	return sdk.CreateTerminalResponse{}, errNoTerminal
-}
-
-func (c *client) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
-	return sdk.KillTerminalResponse{}, errNoTerminal
-}
-
-func (c *client) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
-	return sdk.TerminalOutputResponse{}, errNoTerminal
-}
-
-func (c *client) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
-	return sdk.ReleaseTerminalResponse{}, errNoTerminal
-}
-
-func (c *client) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
-	return sdk.WaitForTerminalExitResponse{}, errNoTerminal
 }
