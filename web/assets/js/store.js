@@ -8,7 +8,7 @@
 // attachment, so no other agent ever sees this page as a responder.
 
 import { Conn, State } from "./conn.js";
-import { initial, reduce, addLocalPrompt, needsInput } from "./transcript.js";
+import { initial, reduce, addLocalPrompt, dropQueued, needsInput } from "./transcript.js";
 
 export { State };
 
@@ -163,7 +163,7 @@ export class Store {
     const busy = this.state.transcript.status !== "idle" && this.state.transcript.status !== "error";
     if (behavior || busy) msg.streaming_behavior = behavior || "follow_up";
     return this.conn.call(msg).then(() => {
-      this.set({ transcript: addLocalPrompt(this.state.transcript, text) });
+      this.set({ transcript: addLocalPrompt(this.state.transcript, text, msg.streaming_behavior) });
       return true;
     }, (e) => { this.fail("prompt")(e); return false; });
   }
@@ -172,7 +172,10 @@ export class Store {
     return this.conn.call(msg).then((d) => { this.note(what + ": done"); return d; }, (e) => { this.fail(what)(e); throw e; });
   }
 
-  abort() { return this.cmd({ type: "abort", agent_id: this.state.selected }, "abort").catch(() => {}); }
+  abort() {
+    return this.cmd({ type: "abort", agent_id: this.state.selected }, "abort")
+      .then(() => this.set({ transcript: dropQueued(this.state.transcript) }), () => {});
+  }
   setMode(mode) { return this.cmd({ type: "set_mode", agent_id: this.state.selected, mode }, "mode").catch(() => {}); }
   setModel(model) { return this.cmd({ type: "set_model", agent_id: this.state.selected, model }, "model").catch(() => {}); }
   compact() { return this.cmd({ type: "session_op", agent_id: this.state.selected, op: "compact" }, "compact").catch(() => {}); }
