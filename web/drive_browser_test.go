@@ -3,6 +3,7 @@
 package web_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,4 +89,28 @@ func TestDashboardFollowUpThenAbort(t *testing.T) {
 	if errs := p.consoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %q", errs)
 	}
+}
+
+// clients is the overview's attached-clients text of agent id.
+func clientsOf(id string) string {
+	return fmt.Sprintf(`document.querySelector('[data-agent=%q] .clients')?.textContent`, id)
+}
+
+// TestDashboardAttachedClients: the overview shows how many clients are
+// attached to each agent (AgentInfo.attached_clients), and follows it as a
+// second browser attaches and leaves.
+func TestDashboardAttachedClients(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
+	a, c := b.newPage("alice"), b.newPage("carol")
+	a.enroll(d)
+	c.enroll(d)
+	id := a.createAgent(t.TempDir(), "watched")
+	// Alice's page is attached (interactively); Carol's only lists it.
+	c.until("one client", clientsOf(id)+` === "1 attached"`)
+	c.clickWhen("select", fmt.Sprintf(`document.querySelector('[data-agent=%q] .pick')`, id))
+	a.until("two clients", clientsOf(id)+` === "2 attached"`)
+	a.screenshot("web-attached-clients")
+	c.run("leave", chromedp.Navigate("about:blank"))
+	a.until("one client again", clientsOf(id)+` === "1 attached"`)
 }

@@ -10,6 +10,9 @@
 import { Conn, State } from "./conn.js";
 import { initial, reduce, addLocalPrompt, dropQueued, needsInput } from "./transcript.js";
 
+/** How often the overview re-reads agent.list (attached clients, cost). */
+const AGENT_POLL_MS = 3000;
+
 export { State };
 
 const requestTypes = new Set(["permission_request", "ui_request", "permission_resolved", "ui_resolved"]);
@@ -60,13 +63,24 @@ export class Store {
 
   async onOnline() {
     try {
-      const data = await this.conn.call({ type: "agent.list" });
-      const agents = {};
-      for (const a of data.agents || []) agents[a.agent_id] = { ...this.state.agents[a.agent_id], ...a };
-      this.set({ agents });
+      await this.refreshAgents();
     } catch (e) { this.fail("agent.list")(e); }
     if (this.state.selected) this.attach(this.state.selected);
     this.refreshSide();
+    // Attached-client counts and costs change without an event of their
+    // own (docs/protocol.md): re-read agent.list while online.
+    if (!this.poll) {
+      this.poll = setInterval(() => {
+        if (this.state.conn === State.online) this.refreshAgents().catch(() => {});
+      }, AGENT_POLL_MS);
+    }
+  }
+
+  async refreshAgents() {
+    const data = await this.conn.call({ type: "agent.list" });
+    const agents = {};
+    for (const a of data.agents || []) agents[a.agent_id] = { ...this.state.agents[a.agent_id], ...a };
+    this.set({ agents });
   }
 
   refreshSide() {
