@@ -3,6 +3,7 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -113,4 +114,40 @@ func TestDashboardAttachedClients(t *testing.T) {
 	a.screenshot("web-attached-clients")
 	c.run("leave", chromedp.Navigate("about:blank"))
 	a.until("one client again", clientsOf(id)+` === "1 attached"`)
+}
+
+// TestDashboardModelForkAndUIRequest: a ui_request raised by the turn is a
+// dialog whose answer the runtime receives; the model switch reaches the
+// runtime (model_changed) and the overview; fork answers with the new
+// session.
+func TestDashboardModelForkAndUIRequest(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
+	p := b.newPage("owner")
+	p.enroll(d)
+	id := p.createAgent(t.TempDir(), "asked")
+
+	p.prompt("sim: ask select Colour red green blue", "sim: say chosen")
+	p.until("ui dialog", `document.querySelectorAll('.dialog.ui button.choice[data-choice]').length === 3 && document.querySelector(".dialog.ui h2").textContent === "Colour"`)
+	p.until("needs input in the overview", fmt.Sprintf(`document.querySelector('[data-agent=%q]')?.classList.contains("needs")`, id))
+	p.screenshot("web-ui-request")
+	p.clickWhen("answer green", `document.querySelector('.dialog.ui button.choice[data-choice="green"]')`)
+	p.until("dialog closed", `!document.querySelector(".dialog.ui") && !!document.querySelector(".closed-note")`)
+	p.until("the runtime got the answer", `[...document.querySelectorAll(".msg.assistant")].some(e => e.textContent.includes("answer:") && e.textContent.includes("green")) && document.querySelector("#agent-status")?.textContent === "idle"`)
+
+	p.until("model picker", `[...document.querySelectorAll("#model option")].some(o => o.value === "sim/sim-think")`)
+	p.run("switch model", chromedp.SetValue(chromedp.CSS("#model"), "sim/sim-think"), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`document.querySelector("#model").dispatchEvent(new Event("change", {bubbles: true}))`)(ctx, tg)
+		return err
+	}))
+	p.until("model switched", `/^model: done/.test(document.querySelector("#notice").textContent) && document.querySelector("#model").value === "sim/sim-think"`)
+	p.until("overview follows the model", fmt.Sprintf(`document.querySelector('[data-agent=%q] .meta')?.textContent.includes("sim-think")`, id))
+	p.prompt("sim: say on the new model")
+	p.until("answer on the new model", `[...document.querySelectorAll(".msg.assistant")].some(e => e.textContent === "on the new model") && document.querySelector("#agent-status")?.textContent === "idle"`)
+
+	p.run("fork", chromedp.Click(chromedp.CSS("#fork")))
+	p.until("forked", `/^fork: new session \S+/.test(document.querySelector("#notice").textContent)`)
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
 }
