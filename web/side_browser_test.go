@@ -32,7 +32,7 @@ func TestDashboardStopAndRelaunchRun(t *testing.T) {
 	p.enroll(d)
 	p.createAgent(t.TempDir(), "lead")
 	p.prompt("sim: subagent helper sim: sleep 600000")
-	p.until("run running", allowing(`[...document.querySelectorAll("#jobs .run .state")].some(e => e.textContent === "running")`))
+	p.until("run running", allowing(`[...document.querySelectorAll("#jobs .run .state")].some(e => e.textContent === "active" || e.textContent === "running")`))
 	p.clickWhen("stop", `[...document.querySelectorAll("#jobs .run button")].find(b => b.textContent === "Stop")`)
 	p.until("stop answered", `/^stop: done/.test(document.querySelector("#notice").textContent)`)
 	p.until("run cancelled", `[...document.querySelectorAll("#jobs .run .state")].some(e => e.textContent === "cancelled" || e.textContent === "interrupted")`)
@@ -41,7 +41,10 @@ func TestDashboardStopAndRelaunchRun(t *testing.T) {
 	p.clickWhen("open relaunch", `[...document.querySelectorAll("#jobs .run button")].find(b => b.textContent === "Relaunch…")`)
 	p.run("relaunch task", chromedp.SendKeys(chromedp.CSS(`#jobs .run form input`), "sim: say relaunched"),
 		chromedp.Click(chromedp.CSS(`#jobs .run form button[type=submit]`)))
-	p.until("relaunch answered", `/^relaunch: done/.test(document.querySelector("#notice").textContent)`)
+	p.until("relaunch answered", `/^relaunch: /.test(document.querySelector("#notice").textContent)`)
+	if n := eval[string](p, `document.querySelector("#notice").textContent`); n != "relaunch: done" {
+		t.Fatalf("relaunch: the page says %q", n)
+	}
 	p.until("relaunched run completed", allowing(`[...document.querySelectorAll("#jobs .run .state")].some(e => e.textContent === "completed")`))
 	if errs := p.consoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %q", errs)
