@@ -71,15 +71,24 @@ export class Store {
     // own (docs/protocol.md): re-read agent.list while online.
     if (!this.poll) {
       this.poll = setInterval(() => {
-        if (this.state.conn === State.online) this.refreshAgents().catch(() => {});
+        if (this.state.conn === State.online) this.refreshAgents(true).catch(() => {});
       }, AGENT_POLL_MS);
     }
   }
 
-  async refreshAgents() {
+  // refreshAgents reads agent.list. A poll (quiet) takes from it only what
+  // no event tells: status and mode come live from events, and the
+  // registry's copy may lag the broadcast by a moment, so a poll must not
+  // set an agent back to a status it has already left.
+  async refreshAgents(quiet) {
     const data = await this.conn.call({ type: "agent.list" });
     const agents = {};
-    for (const a of data.agents || []) agents[a.agent_id] = { ...this.state.agents[a.agent_id], ...a };
+    for (const a of data.agents || []) {
+      const had = this.state.agents[a.agent_id];
+      agents[a.agent_id] = quiet && had
+        ? { ...had, attached_clients: a.attached_clients, usage: a.usage, model: a.model }
+        : { ...had, ...a };
+    }
     this.set({ agents });
   }
 
