@@ -191,6 +191,13 @@ type AgentInfo struct {
 	// Runtime is the runtime profile the agent runs on ("shard" for the
 	// reference runtime). Additive (issue 13).
 	Runtime string `json:"runtime,omitempty"`
+	// AttachedClients (additive, issue 12) is how many client connections
+	// are attached to the agent (interactive or observer, attaching
+	// included), as the agent's actor counts them: the dashboard's
+	// "attached clients". Not omitempty: 0 ("nobody watches") is an answer,
+	// and a client tells a daemon that predates the field by its absence.
+	// The spec's AgentInfo (§10.1) has no such field; this is its name.
+	AttachedClients int `json:"attached_clients"`
 }
 
 // PermissionDetail is server-authored presentation data of a permission request.

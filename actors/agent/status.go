@@ -79,7 +79,9 @@ func (a *Actor) notifyInfo(c actor.Context) {
 
 // Info returns the agent's public projection.
 func (a *Actor) Info() protocol.AgentInfo {
-	return InfoOf(a.m, a.status, a.rstate, a.mode, a.usage)
+	info := InfoOf(a.m, a.status, a.rstate, a.mode, a.usage)
+	info.AttachedClients = len(a.attached) // the count InfoChanged.Attachments reports
+	return info
 }
 
 // InfoOf projects a manifest and live state into AgentInfo.

@@ -16,10 +16,12 @@ function Entry({ e, pendingTools }) {
   switch (e.kind) {
     case "message": {
       if (e.blocks.length === 0) return null;
-      return html`<div class=${"msg " + e.role + (e.complete ? "" : " streaming")} data-msg=${e.id}>
+      const note = e.dropped ? "dropped by the abort: not run" : e.queued ? "queued (" + e.queued.replace("_", "-") + ")" : "";
+      return html`<div class=${"msg " + e.role + (e.complete ? "" : " streaming") + (e.queued ? " queued" : "") + (e.dropped ? " dropped" : "")} data-msg=${e.id}>
         ${e.blocks.map((b) => b.type === "thinking"
           ? html`<details class="thinking" open=${!e.complete}><summary>thinking</summary><div class="txt">${b.text}</div></details>`
           : html`<div class="txt">${b.text}</div>`)}
+        ${note ? html`<div class="msg-note">${note}</div>` : null}
       </div>`;
     }
     case "tool":

@@ -25,6 +25,7 @@ function Row({ a, s, store }) {
       <span class="phase">${phase}</span>
       ${needsInput(a.status) ? html`<span class="badge ask">needs input</span>` : null}
       <span class="meta">${a.cwd}${a.model ? " · " + a.model : ""}${a.mode ? " · " + a.mode : ""}${cost(a.usage) ? " · " + cost(a.usage) : ""}${a.runtime_state && a.runtime_state !== "running" ? " · " + a.runtime_state : ""}${sel ? " · attached here (interactive)" : ""}</span>
+      ${a.attached_clients === undefined ? null : html`<span class="clients" title="attached clients">${a.attached_clients} attached</span>`}
     </button>
   </li>`;
 }

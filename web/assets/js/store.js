@@ -8,7 +8,10 @@
 // attachment, so no other agent ever sees this page as a responder.
 
 import { Conn, State } from "./conn.js";
-import { initial, reduce, addLocalPrompt, needsInput } from "./transcript.js";
+import { initial, reduce, addLocalPrompt, dropQueued, needsInput } from "./transcript.js";
+
+/** How often the overview re-reads agent.list (attached clients, cost). */
+const AGENT_POLL_MS = 3000;
 
 export { State };
 
@@ -60,13 +63,33 @@ export class Store {
 
   async onOnline() {
     try {
-      const data = await this.conn.call({ type: "agent.list" });
-      const agents = {};
-      for (const a of data.agents || []) agents[a.agent_id] = { ...this.state.agents[a.agent_id], ...a };
-      this.set({ agents });
+      await this.refreshAgents();
     } catch (e) { this.fail("agent.list")(e); }
     if (this.state.selected) this.attach(this.state.selected);
     this.refreshSide();
+    // Attached-client counts and costs change without an event of their
+    // own (docs/protocol.md): re-read agent.list while online.
+    if (!this.poll) {
+      this.poll = setInterval(() => {
+        if (this.state.conn === State.online) this.refreshAgents(true).catch(() => {});
+      }, AGENT_POLL_MS);
+    }
+  }
+
+  // refreshAgents reads agent.list. A poll (quiet) takes from it only what
+  // no event tells: status and mode come live from events, and the
+  // registry's copy may lag the broadcast by a moment, so a poll must not
+  // set an agent back to a status it has already left.
+  async refreshAgents(quiet) {
+    const data = await this.conn.call({ type: "agent.list" });
+    const agents = {};
+    for (const a of data.agents || []) {
+      const had = this.state.agents[a.agent_id];
+      agents[a.agent_id] = quiet && had
+        ? { ...had, attached_clients: a.attached_clients, usage: a.usage, model: a.model }
+        : { ...had, ...a };
+    }
+    this.set({ agents });
   }
 
   refreshSide() {
@@ -163,7 +186,7 @@ export class Store {
     const busy = this.state.transcript.status !== "idle" && this.state.transcript.status !== "error";
     if (behavior || busy) msg.streaming_behavior = behavior || "follow_up";
     return this.conn.call(msg).then(() => {
-      this.set({ transcript: addLocalPrompt(this.state.transcript, text) });
+      this.set({ transcript: addLocalPrompt(this.state.transcript, text, msg.streaming_behavior) });
       return true;
     }, (e) => { this.fail("prompt")(e); return false; });
   }
@@ -172,7 +195,10 @@ export class Store {
     return this.conn.call(msg).then((d) => { this.note(what + ": done"); return d; }, (e) => { this.fail(what)(e); throw e; });
   }
 
-  abort() { return this.cmd({ type: "abort", agent_id: this.state.selected }, "abort").catch(() => {}); }
+  abort() {
+    return this.cmd({ type: "abort", agent_id: this.state.selected }, "abort")
+      .then(() => this.set({ transcript: dropQueued(this.state.transcript) }), () => {});
+  }
   setMode(mode) { return this.cmd({ type: "set_mode", agent_id: this.state.selected, mode }, "mode").catch(() => {}); }
   setModel(model) { return this.cmd({ type: "set_model", agent_id: this.state.selected, model }, "model").catch(() => {}); }
   compact() { return this.cmd({ type: "session_op", agent_id: this.state.selected, op: "compact" }, "compact").catch(() => {}); }

@@ -124,7 +124,7 @@ export function reduce(state, ev) {
         model: ev.model || state.model };
     }
     case "turn_end":
-      return put(state, { kind: "turn", id: "turn:" + ev.turn_id, usage: ev.usage || null, after: lastMessageId(state.items) });
+      return put(startQueued(state), { kind: "turn", id: "turn:" + ev.turn_id, usage: ev.usage || null, after: lastMessageId(state.items) });
     case "compaction":
       return put(state, { kind: "compaction", id: "compaction:" + ev.index, index: ev.index,
         tokens_before: ev.tokens_before, tokens_after: ev.tokens_after, after: lastMessageId(state.items) });
@@ -183,10 +183,47 @@ function delta(state, ev) {
 }
 
 /** Adds the user's own prompt locally: the runtime does not echo prompts;
- * the next sync carries it with its real id and replaces this entry. */
-export function addLocalPrompt(state, text) {
+ * the next sync carries it with its real id and replaces this entry.
+ * queued ("steer" or "follow_up") marks a prompt sent while a turn ran:
+ * the runtime accepted it but has not run it yet (see dropQueued). */
+export function addLocalPrompt(state, text, queued) {
   const n = state.localSeq + 1;
-  return put({ ...state, localSeq: n }, { kind: "message", id: "local:" + n, role: "user", blocks: [{ type: "text", text }], complete: true, local: true });
+  const e = { kind: "message", id: "local:" + n, role: "user", blocks: [{ type: "text", text }], complete: true, local: true };
+  if (queued) e.queued = queued;
+  return put({ ...state, localSeq: n }, e);
+}
+
+/** startQueued runs at a turn's end: the turn's steers were delivered into
+ * it, and the oldest queued follow-up starts the next turn. */
+function startQueued(state) {
+  let first = true;
+  const items = state.items.map((e) => {
+    if (!e.queued) return e;
+    if (e.queued === "steer" || first) {
+      if (e.queued !== "steer") first = false;
+      const { queued, ...rest } = e;
+      return rest;
+    }
+    return e;
+  });
+  return { ...state, items };
+}
+
+/**
+ * dropQueued marks every prompt still queued as dropped. The runtime's
+ * abort cancels the turn and drops its queued steers and follow-ups (so
+ * the agent really goes idle); their prompt commands were answered
+ * success (accepted/queued, §9.2) long before, so without this the page
+ * kept showing a follow-up that would never run. Called when abort is
+ * answered, which the runtime does before the aborted turn's turn_end.
+ */
+export function dropQueued(state) {
+  if (!state.items.some((e) => e.queued)) return state;
+  return { ...state, items: state.items.map((e) => {
+    if (!e.queued) return e;
+    const { queued, ...rest } = e;
+    return { ...rest, dropped: true };
+  }) };
 }
 
 /**

@@ -1,7 +1,7 @@
 // Unit tests of the page's pure modules, run in headless Chromium by
 // web/browser_test.go (TestPureModules). Results land in #results as JSON.
 
-import { initial, reduce, mergeSync, addLocalPrompt, resultText } from "../js/transcript.js";
+import { initial, reduce, mergeSync, addLocalPrompt, dropQueued, resultText } from "../js/transcript.js";
 import { backoffDelay } from "../js/backoff.js";
 
 const tests = [];
@@ -115,6 +115,20 @@ test("a compaction marker survives when its anchor is compacted away", () => {
 test("resultText covers every content kind", () => {
   eq([resultText({ kind: "text", text: "t" }), resultText({ kind: "error", message: "e" }), resultText({ kind: "json", value: { a: 1 } }), resultText(null)],
     ["t", "e", "{\n  \"a\": 1\n}", ""], "texts");
+});
+
+test("queued prompts: a turn end starts steers and the oldest follow-up; abort drops the rest", () => {
+  let s = addLocalPrompt(initial(), "first");
+  s = addLocalPrompt(s, "steer", "steer");
+  s = addLocalPrompt(s, "f1", "follow_up");
+  s = addLocalPrompt(s, "f2", "follow_up");
+  const marks = (s) => s.items.filter((e) => e.kind === "message").map((e) => (e.queued || "") + (e.dropped ? "dropped" : ""));
+  eq(marks(s), ["", "steer", "follow_up", "follow_up"], "queued on send");
+  s = reduce(s, { type: "turn_end", turn_id: "t1" });
+  eq(marks(s), ["", "", "", "follow_up"], "after the first turn");
+  s = dropQueued(s);
+  eq(marks(s), ["", "", "", "dropped"], "after the abort");
+  eq(dropQueued(s), s, "nothing queued: unchanged");
 });
 
 const out = { pass: 0, fail: 0, failures: [] };
