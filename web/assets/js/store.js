@@ -135,6 +135,13 @@ export class Store {
       case "agent_spawned":
         this.set({ agents: { ...t.agents, [m.agent_id]: { ...t.agents[m.agent_id], ...m.info } } });
         return;
+      case "agent_removed": { // agent.remove (docs/protocol.md): gone for good
+        const agents = { ...t.agents };
+        delete agents[m.agent_id];
+        this.set({ agents });
+        if (t.selected === m.agent_id) this.select(null);
+        return;
+      }
       case "agent_status_changed":
       case "agent_activity":
       case "agent_exited": {
