@@ -57,13 +57,24 @@ func TestDashboardWorkspaces(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cr.Workspace.Cwd, "feature.txt"), []byte("a new line\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitIn(t, cr.Workspace.Cwd, "add", "feature.txt")
+	// A Go file too: its diff lines are drawn with syntax tokens.
+	if err := os.WriteFile(filepath.Join(cr.Workspace.Cwd, "main.go"), []byte("package main // entry\n\nfunc main() { println(\"hi\", 42) }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, cr.Workspace.Cwd, "add", "feature.txt", "main.go")
 	gitIn(t, cr.Workspace.Cwd, "commit", "-q", "-m", "feature")
 
 	sel := `document.querySelector('[data-workspace="` + cr.Workspace.WorkspaceID + `"]')`
 	p.until("workspace listed", "!!"+sel)
 	p.run("diff", chromedp.Click(chromedp.CSS(`[data-workspace="`+cr.Workspace.WorkspaceID+`"] .wbtns button`)))
 	p.until("unified diff", `[...document.querySelectorAll("#ws-diff .dl.add")].some(e => e.textContent.includes("a new line")) && document.querySelector("#ws-diff").textContent.includes("feature.txt")`)
+	p.until("syntax tokens in the Go file's diff", `(() => {
+		const f = [...document.querySelectorAll("#ws-diff .dfile")].find(e => e.dataset.lang === "go");
+		if (!f) return false;
+		const of = (c) => [...f.querySelectorAll(".tk-" + c)].map(e => e.textContent.trim());
+		return of("kw").includes("func") && of("kw").includes("package") && of("str").includes('"hi"') && of("num").includes("42") && of("com").includes("// entry")
+			&& ![...document.querySelectorAll("#ws-diff .dfile")].find(e => e.textContent.includes("feature.txt")).querySelector("[class^=tk-]");
+	})()`)
 	p.clickWhen("side by side", `[...document.querySelectorAll("#ws-diff .wsdiff-head button")].find(b => b.textContent === "Side by side")`)
 	p.until("split table", `[...document.querySelectorAll("#ws-diff table.split tr.add td.n")].some(e => e.textContent === "a new line")`)
 	p.screenshot("web-workspace-diff")

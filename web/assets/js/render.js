@@ -5,6 +5,8 @@
 
 import { html } from "./html.js";
 import { resultText } from "./transcript.js";
+import { hlBlock } from "./highlight.js";
+import { langOf } from "./syntax.js";
 
 function diffLine(l) {
   const c = l[0] === "+" ? "add" : l[0] === "-" ? "del" : "ctx";
@@ -39,7 +41,7 @@ export function Descriptor({ d }) {
       return html`<ul class="r-paths" data-kind="path_list">${(d.paths || []).map((p) =>
         html`<li class=${p.kind}><span class="p">${p.path}${p.kind === "dir" ? "/" : ""}</span>${p.hint ? html` <span class="hint">${p.hint}</span>` : null}</li>`)}</ul>`;
     case "code":
-      return html`<div class="r-code" data-kind="code">${d.path ? html`<div class="r-path">${d.path}${d.lang ? " · " + d.lang : ""}</div>` : null}<pre><code>${d.text}</code></pre></div>`;
+      return html`<div class="r-code" data-kind="code">${d.path ? html`<div class="r-path">${d.path}${d.lang ? " · " + d.lang : ""}</div>` : null}<pre><code>${hlBlock(d.text, langOf(d.lang ? "x." + d.lang : d.path))}</code></pre></div>`;
     default:
       return null;
   }

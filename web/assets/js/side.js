@@ -4,6 +4,8 @@
 
 import { useState } from "../vendor/hooks.mjs";
 import { html } from "./html.js";
+import { hl } from "./highlight.js";
+import { langOf } from "./syntax.js";
 
 const terminal = new Set(["completed", "failed", "timed_out", "cancelled", "interrupted"]);
 
@@ -44,12 +46,12 @@ function Diff({ d, onClose }) {
   return html`<div class="wsdiff" id="ws-diff">
     <div class="wsdiff-head"><b>${d.branch}</b> → ${d.integration_target} · ${d.stats.files} files +${d.stats.additions} −${d.stats.deletions}${d.truncated ? " (truncated)" : ""}
       <button onClick=${() => setSplit(!split)}>${split ? "Unified" : "Side by side"}</button> <button onClick=${onClose}>Close</button></div>
-    ${d.files.map((f) => html`<div class="dfile"><div class="r-path">${f.status} ${f.old_path ? f.old_path + " → " : ""}${f.path}${f.binary ? " (binary)" : ""}</div>
+    ${d.files.map((f) => { const lang = langOf(f.path); return html`<div class="dfile" data-lang=${lang}><div class="r-path">${f.status} ${f.old_path ? f.old_path + " → " : ""}${f.path}${f.binary ? " (binary)" : ""}</div>
       ${f.hunks.map((h) => html`<div class="hunk"><div class="dl hdr">${h.header}</div>
         ${split
-          ? html`<table class="split"><tbody>${h.lines.map((l) => html`<tr class=${l.kind}><td class="no">${l.old_no || ""}</td><td class="o">${l.kind !== "add" ? l.text : ""}</td><td class="no">${l.new_no || ""}</td><td class="n">${l.kind !== "del" ? l.text : ""}</td></tr>`)}</tbody></table>`
-          : h.lines.map((l) => html`<div class=${"dl " + l.kind}><span class="no">${l.old_no || ""}</span><span class="no">${l.new_no || ""}</span>${l.kind === "add" ? "+" : l.kind === "del" ? "-" : " "}${l.text}</div>`)}
-      </div>`)}</div>`)}
+          ? html`<table class="split"><tbody>${h.lines.map((l) => html`<tr class=${l.kind}><td class="no">${l.old_no || ""}</td><td class="o">${l.kind !== "add" ? hl(l.text, lang) : ""}</td><td class="no">${l.new_no || ""}</td><td class="n">${l.kind !== "del" ? hl(l.text, lang) : ""}</td></tr>`)}</tbody></table>`
+          : h.lines.map((l) => html`<div class=${"dl " + l.kind}><span class="no">${l.old_no || ""}</span><span class="no">${l.new_no || ""}</span>${l.kind === "add" ? "+" : l.kind === "del" ? "-" : " "}${hl(l.text, lang)}</div>`)}
+      </div>`)}</div>`; })}
   </div>`;
 }
 

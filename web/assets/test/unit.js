@@ -3,6 +3,7 @@
 
 import { initial, reduce, mergeSync, addLocalPrompt, dropQueued, resultText } from "../js/transcript.js";
 import { backoffDelay } from "../js/backoff.js";
+import { tokenize, langOf } from "../js/syntax.js";
 
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
@@ -16,6 +17,24 @@ const ids = (s) => s.items.map((e) => e.id);
 
 const user = (id, text) => ({ id, role: "user", content: [{ type: "text", text }] });
 const asst = (id, text) => ({ id, role: "assistant", content: [{ type: "text", text }] });
+
+test("syntax: language by extension, unknown is plain", () => {
+  eq([langOf("a/b.go"), langOf("x.TSX"), langOf("run.sh"), langOf("README"), langOf("notes.md")], ["go", "js", "sh", "", ""], "langs");
+  eq(tokenize("x := 1", ""), [{ t: "x := 1", c: "" }], "plain");
+});
+
+test("syntax: keywords, strings, numbers, comments; the line comes back whole", () => {
+  const line = 'func f() { return "a\\"b" + 42 } // done';
+  const toks = tokenize(line, "go");
+  eq(toks.map((k) => k.t).join(""), line, "round trip");
+  const of = (c) => toks.filter((k) => k.c === c).map((k) => k.t.trim());
+  eq(of("kw"), ["func", "return"], "keywords");
+  eq(of("str"), ['"a\\"b"'], "string with an escaped quote");
+  eq(of("num"), ["42"], "number");
+  eq(of("com"), ["// done"], "comment");
+  eq(tokenize("x2 = 3 # py", "py").filter((k) => k.c).map((k) => k.c), ["num", "com"], "x2 is a name, not a number");
+  eq(tokenize('s = "open', "js").map((k) => k.c), ["", "str"], "an unclosed string runs to the line's end");
+});
 
 test("backoff is 1, 2, 4 … capped at 30 s", () => {
   eq([0, 1, 2, 3, 4, 5, 6, 40].map(backoffDelay), [1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000], "delays");
