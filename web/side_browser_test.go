@@ -3,7 +3,6 @@
 package web_test
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/shard-dev/shard/internal/shardtest"
-	"github.com/shard-dev/shard/protocol"
 )
 
 // allowing is a wait expression that also allows any open permission
@@ -54,28 +52,12 @@ func TestDashboardStopAndRelaunchRun(t *testing.T) {
 // TestDashboardWorkspaceMerge: a workspace's committed branch is merged
 // from the page; the integration branch in the real repository has it.
 func TestDashboardWorkspaceMerge(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
 	b := newBrowser(t)
 	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
 	p := b.newPage("owner")
 	p.enroll(d)
 
-	repo, err := filepath.EvalSymlinks(shardtest.ShortTemp(t, "wr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, repo, "add", "README")
-	gitIn(t, repo, "commit", "-q", "-m", "initial")
-	var cr protocol.WorkspaceCreateData
-	if err := json.Unmarshal([]byte(d.ctl("ws", "create", "--cwd", repo, "--label", "merged", "-o", "json")), &cr); err != nil {
-		t.Fatal(err)
-	}
+	repo, cr := newWorkspace(t, d, "merged")
 	if err := os.WriteFile(filepath.Join(cr.Workspace.Cwd, "merged.txt"), []byte("merged line\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -32,28 +32,12 @@ func gitIn(t *testing.T, dir string, args ...string) {
 // page (workspace_created), its diff renders unified and side by side,
 // and a refused retire shows the refusal's kind.
 func TestDashboardWorkspaces(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
 	b := newBrowser(t)
 	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
 	p := b.newPage("owner")
 	p.enroll(d)
 
-	repo, err := filepath.EvalSymlinks(shardtest.ShortTemp(t, "wr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, repo, "init", "-q", "-b", "main")
-	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitIn(t, repo, "add", "README")
-	gitIn(t, repo, "commit", "-q", "-m", "initial")
-	var cr protocol.WorkspaceCreateData
-	if err := json.Unmarshal([]byte(d.ctl("ws", "create", "--cwd", repo, "--label", "feature", "-o", "json")), &cr); err != nil {
-		t.Fatal(err)
-	}
+	_, cr := newWorkspace(t, d, "feature")
 	if err := os.WriteFile(filepath.Join(cr.Workspace.Cwd, "feature.txt"), []byte("a new line\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -83,4 +67,29 @@ func TestDashboardWorkspaces(t *testing.T) {
 	// agent is); the page names the refusal's kind.
 	p.clickWhen("retire", sel+`?.querySelector(".wbtns button:nth-child(4)")`)
 	p.until("refusal shown", `/retire: CONFLICT .*\((confirmation_required|live|busy)\)/.test(document.querySelector("#notice").textContent)`)
+}
+
+// newWorkspace makes a real repository (main, one commit of README) and a
+// workspace of it labelled label through shardctl; it returns the
+// repository's root and the create's answer.
+func newWorkspace(t *testing.T, d *daemon, label string) (string, protocol.WorkspaceCreateData) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo, err := filepath.EvalSymlinks(shardtest.ShortTemp(t, "wr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "add", "README")
+	gitIn(t, repo, "commit", "-q", "-m", "initial")
+	var cr protocol.WorkspaceCreateData
+	if err := json.Unmarshal([]byte(d.ctl("ws", "create", "--cwd", repo, "--label", label, "-o", "json")), &cr); err != nil {
+		t.Fatal(err)
+	}
+	return repo, cr
 }
