@@ -70,3 +70,34 @@ func TestReadOnlyMappingOf(t *testing.T) {
 		}
 	}
 }
+
+// A read-only mapping that holds written pages (a relocated RELRO segment)
+// is never dropped; clean ones are, and other files' never.
+func TestCleanMappingsSkipsWrittenOnes(t *testing.T) {
+	const smaps = `00400000-01420000 r-xp 00000000 fe:00 99 /usr/bin/shardd
+Size:              16512 kB
+Rss:                8576 kB
+Private_Dirty:      1288 kB
+Anonymous:             0 kB
+01420000-0299c000 r--p 01020000 fe:00 99 /usr/bin/shardd
+Size:              22000 kB
+Private_Dirty:         8 kB
+Anonymous:             8 kB
+0299c000-029a0000 r--p 0259c000 fe:00 99 /usr/bin/shardd
+Private_Dirty:         0 kB
+Anonymous:             0 kB
+029a0000-02a1f000 rw-p 025a0000 fe:00 99 /usr/bin/shardd
+Private_Dirty:       396 kB
+Anonymous:           396 kB
+7f0b54e7f000-7f0b54fd5000 r-xp 00026000 fe:00 326269 /usr/lib/libc.so.6
+Anonymous:             0 kB
+`
+	got, err := cleanMappingsOf(bufio.NewScanner(strings.NewReader(smaps)), "/usr/bin/shardd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []mapping{{0x400000, 0x1420000}, {0x299c000, 0x29a0000}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("clean mappings = %#v, want %#v", got, want)
+	}
+}
