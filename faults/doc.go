@@ -34,7 +34,8 @@
 // The bounded versions run in `go test ./...`. Longer runs:
 //
 //	go test ./faults -run KillDaemon -rounds 30 -v      # 30 SIGKILL rounds
-//	go test ./faults -run Soak -soak 2h -timeout 3h -v  # -soak-restart, -soak-sample tune it
+//	go test ./faults -run Soak -soak 2h -timeout 3h -v  # -soak-restart, -soak-sample tune it;
+//	                                                     # -soak-csv, -soak-heap, -soak-workers record and narrow it
 //
 // Every randomized test logs its seed; -seed repeats a run. SHARD_FAULTS_RACE=1
 // builds the binaries with -race; SHARD_FAULTS_BUILD_FLAGS adds go build flags

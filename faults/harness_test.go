@@ -55,6 +55,8 @@ func baseEnv() []string { return shardtest.CleanEnv() }
 type daemonOpts struct {
 	// flags are added after --web-port 0 --store.no-sync.
 	flags []string
+	// env is added to the daemon's (otherwise SHARD_*-free) environment.
+	env []string
 }
 
 // daemon is one shardd subprocess on a home (a shardtest.Daemon whose
@@ -75,6 +77,7 @@ func startDaemon(t testing.TB, home string, o daemonOpts) *daemon {
 	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
 		Shardd: sharddBin, Home: home,
 		Args:   append([]string{"--web-port", "0", "--store.no-sync"}, o.flags...),
+		Env:    o.env,
 		Stdout: out, Stderr: out,
 	})
 	if err != nil {
@@ -434,18 +437,22 @@ func describe(ps []procInfo) string {
 }
 
 // rssBytes returns the resident set size of pid.
-func rssBytes(pid int) (int64, error) {
+func rssBytes(pid int) (int64, error) { return statusBytes(pid, "VmRSS") }
+
+// statusBytes returns a kB field of /proc/<pid>/status (VmRSS, RssAnon,
+// RssFile, …) in bytes.
+func statusBytes(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb << 10, err
 		}
 	}
-	return 0, errors.New("no VmRSS")
+	return 0, errors.New("no " + field)
 }
 
 // openFDs counts the open file descriptors of pid.

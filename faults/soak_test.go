@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,9 @@ import (
 var (
 	soakRestartFlag = flag.Duration("soak-restart", 15*time.Minute, "TestSoak: SIGKILL and restart shardd this often")
 	soakSampleFlag  = flag.Duration("soak-sample", 10*time.Second, "TestSoak: how often RSS, goroutines and open fds are sampled")
+	soakHeapFlag    = flag.String("soak-heap", "", "TestSoak: the last daemon writes its heap profile here when the soak stops it (SHARD_HEAPPROFILE)")
+	soakWorkersFlag = flag.String("soak-workers", "", "TestSoak: comma-separated workers to run (jobs, prompts, kills, slow, storms, malformed; default all), to find which one a growth comes from")
+	soakCSVFlag     = flag.String("soak-csv", "", "TestSoak: write every sample to this CSV file (elapsed_s, pid, RSS, goroutines, fds, anonymous and file-backed RSS, heap in use), for `go run ./bench soakplot`")
 )
 
 // sample is one reading of the daemon's resources.
@@ -33,6 +37,8 @@ type sample struct {
 	rss        float64 // bytes
 	goroutines float64
 	fds        float64
+	// Recorded for the CSV, not judged: what RSS is made of.
+	anon, file, heap float64
 }
 
 // growthRule says when a resource grows without bound: over one daemon
@@ -216,7 +222,7 @@ func TestSoak(t *testing.T) {
 	warmup := window
 
 	home := newHome(t)
-	d := startDaemon(t, home, daemonOpts{flags: soakFlags})
+	d := startDaemon(t, home, soakOpts())
 	s := &soak{home: home, socket: d.socket(), acked: map[string]protocol.SubagentCreateData{},
 		children: map[string][]string{}, counts: map[string]int{}}
 	s.cur.Store(d)
@@ -236,8 +242,17 @@ func TestSoak(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for i, w := range []func(context.Context, *rand.Rand){s.jobs, s.jobs, s.prompts, s.runtimeKills, s.slowConsumers, s.storms, s.malformed} {
+	workers := []struct {
+		name string
+		run  func(context.Context, *rand.Rand)
+	}{{"jobs", s.jobs}, {"jobs", s.jobs}, {"prompts", s.prompts}, {"kills", s.runtimeKills},
+		{"slow", s.slowConsumers}, {"storms", s.storms}, {"malformed", s.malformed}}
+	for i, wk := range workers {
 		r := rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))
+		if *soakWorkersFlag != "" && !slices.Contains(strings.Split(*soakWorkersFlag, ","), wk.name) {
+			continue
+		}
+		w := wk.run
 		wg.Go(func() { w(ctx, r) })
 	}
 	stopWorkers := func() {
@@ -248,6 +263,10 @@ func TestSoak(t *testing.T) {
 
 	var samples []sample
 	born := time.Now()
+	began := born
+	out := soakCSV(t)
+	// inv counts the invariants checked, for the soak's record.
+	inv := map[string]int{}
 	lastCheck := time.Now()
 	judge := func(d *daemon) {
 		if v := checkGrowth(samples, warmup, window); len(v) > 0 {
@@ -271,7 +290,11 @@ func TestSoak(t *testing.T) {
 		if err = errors.Join(err, err2, err3); err != nil {
 			t.Fatalf("sample: %v", err)
 		}
-		samples = append(samples, sample{at: time.Now(), rss: float64(rss), goroutines: m["go_goroutines"], fds: float64(fds)})
+		anon, _ := statusBytes(d.pid(), "RssAnon")
+		file, _ := statusBytes(d.pid(), "RssFile")
+		samples = append(samples, sample{at: time.Now(), rss: float64(rss), goroutines: m["go_goroutines"], fds: float64(fds),
+			anon: float64(anon), file: float64(file), heap: m["go_memstats_heap_inuse_bytes"]})
+		out(samples[len(samples)-1], d.pid(), began)
 		s.mu.Lock()
 		errs := s.errs
 		s.mu.Unlock()
@@ -287,10 +310,12 @@ func TestSoak(t *testing.T) {
 			if !chk.StoreOK {
 				t.Fatalf("daemon.check: %s", chk.StoreError)
 			}
+			inv["daemon.check store ok"]++
 			c.Close()
 		}
 		if time.Now().After(deadline) {
 			judge(d)
+			inv["lifetimes within the growth rule"]++
 			break
 		}
 		if time.Since(born) < restartEvery {
@@ -298,6 +323,7 @@ func TestSoak(t *testing.T) {
 		}
 		// A crash, under load, and the restart rules.
 		judge(d)
+		inv["lifetimes within the growth rule"]++
 		before := slices.DeleteFunc(procsWithEnv(d.homeEnv()), func(p procInfo) bool { return p.pid == d.pid() })
 		d.sigkill()
 		s.mu.Lock()
@@ -310,13 +336,17 @@ func TestSoak(t *testing.T) {
 		for id, job := range acked {
 			checkAcked(t, 0, job, onDisk[id])
 		}
-		d = startDaemon(t, home, daemonOpts{flags: soakFlags})
+		inv["SIGKILL restarts"]++
+		inv["acknowledged jobs found durable"] += len(acked)
+		d = startDaemon(t, home, soakOpts())
 		s.cur.Store(d)
 		waitGone(t, "processes of the killed daemon", before)
 		if st := d.strays(); len(st) > 0 {
 			t.Fatalf("processes of the home outside the new daemon:%s", describe(st))
 		}
 		checkReconciled(t, 0, d, onDisk)
+		inv["jobs reconciled after a restart"] += len(onDisk)
+		inv["stray-process checks"]++
 		t.Logf("restarted after SIGKILL: %d jobs on disk, %d acknowledged; work so far: %v", len(onDisk), len(acked), s.snapshotCounts())
 		samples, born = nil, time.Now()
 	}
@@ -326,7 +356,37 @@ func TestSoak(t *testing.T) {
 	if st := doctor(t, home); st["store"] != "ok" || st["orphans"] != "ok" {
 		t.Fatalf("shardctl doctor after the soak: store %s, orphans %s", st["store"], st["orphans"])
 	}
+	inv["doctor after the soak"]++
 	t.Logf("work done: %v", s.snapshotCounts())
+	t.Logf("invariants held: %v", inv)
+}
+
+// soakOpts are the soak daemon's options: soakFlags, and the heap profile
+// of -soak-heap (each daemon overwrites it; the one stopped cleanly at the
+// end writes it).
+func soakOpts() daemonOpts {
+	o := daemonOpts{flags: soakFlags}
+	if *soakHeapFlag != "" {
+		o.env = []string{"SHARD_HEAPPROFILE=" + *soakHeapFlag}
+	}
+	return o
+}
+
+// soakCSV opens -soak-csv (when set) and returns what appends one sample
+// to it; without the flag it returns a no-op.
+func soakCSV(t *testing.T) func(s sample, pid int, began time.Time) {
+	if *soakCSVFlag == "" {
+		return func(sample, int, time.Time) {}
+	}
+	f, err := os.Create(*soakCSVFlag)
+	if err != nil {
+		t.Fatalf("soak-csv: %v", err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	fmt.Fprintln(f, "elapsed_s,pid,rss_bytes,goroutines,fds,rss_anon_bytes,rss_file_bytes,heap_inuse_bytes")
+	return func(s sample, pid int, began time.Time) {
+		fmt.Fprintf(f, "%.0f,%d,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f\n", s.at.Sub(began).Seconds(), pid, s.rss, s.goroutines, s.fds, s.anon, s.file, s.heap)
+	}
 }
 
 func cloneMap[K comparable, V any](m map[K]V) map[K]V {

@@ -10,5 +10,7 @@
 // A hidden variable, SHARD_CPUPROFILE=<file>, makes the daemon write a CPU
 // profile (runtime/pprof, file mode 0600) from startup until a clean
 // shutdown; the benchmark driver's --cpuprofile uses it. It is off when
-// unset and is not passed on to runtime children.
+// unset and is not passed on to runtime children. SHARD_HEAPPROFILE=<file>
+// likewise writes a heap profile when a signal asks the daemon to stop,
+// before anything is released (the soak's -soak-heap uses it).
 package main

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 )
 
@@ -14,6 +15,27 @@ import (
 // never see it. Unset or empty, nothing is profiled. The file is created or
 // truncated owner-only (0600); a daemon that is killed leaves it empty.
 const cpuProfileEnv = "SHARD_CPUPROFILE"
+
+// heapProfileEnv names a file the daemon writes a heap profile to when a
+// signal asks it to shut down, before anything is released (after a GC, so
+// in-use figures are live memory): the
+// other hidden knob, for finding what a long run keeps (the soak).
+const heapProfileEnv = "SHARD_HEAPPROFILE"
+
+// writeHeapProfile writes the heap profile to path, owner-only; an empty
+// path writes nothing.
+func writeHeapProfile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("$%s: %w", heapProfileEnv, err)
+	}
+	runtime.GC()
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	return errors.Join(err, f.Chmod(0o600), f.Close())
+}
 
 // startCPUProfile starts CPU profiling into path; an empty path profiles
 // nothing. stop ends the profile and flushes and closes the file; it must

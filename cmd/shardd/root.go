@@ -106,7 +106,7 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 	}
 	d, err := daemon.New(cfg, daemon.Options{
 		Version: version, RuntimePath: path, RuntimeArgs: args, AdapterPath: adapter,
-		Environ: withoutEnv(withoutEnv(os.Environ(), notifySocketEnv), cpuProfileEnv), Logger: logger,
+		Environ: withoutEnv(withoutEnv(withoutEnv(os.Environ(), notifySocketEnv), cpuProfileEnv), heapProfileEnv), Logger: logger,
 		OnShutdown: func() { notify("STOPPING=1") },
 	})
 	if err != nil {
@@ -126,6 +126,10 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 		return nil
 	case sig := <-sigs:
 		logger.Info("signal received; shutting down", "signal", sig.String())
+	}
+	// The heap as the daemon ran, before shutdown releases its actors.
+	if err := writeHeapProfile(os.Getenv(heapProfileEnv)); err != nil {
+		logger.Error("write heap profile", "err", err)
 	}
 	go func() {
 		if _, ok := <-sigs; ok {
