@@ -28,7 +28,7 @@ var (
 	soakSampleFlag  = flag.Duration("soak-sample", 10*time.Second, "TestSoak: how often RSS, goroutines and open fds are sampled")
 	soakHeapFlag    = flag.String("soak-heap", "", "TestSoak: the last daemon writes its heap profile here when the soak stops it (SHARD_HEAPPROFILE)")
 	soakWorkersFlag = flag.String("soak-workers", "", "TestSoak: comma-separated workers to run (jobs, prompts, kills, slow, storms, malformed; default all), to find which one a growth comes from")
-	soakCSVFlag     = flag.String("soak-csv", "", "TestSoak: write every sample to this CSV file (elapsed_s, pid, RSS, goroutines, fds, anonymous and file-backed RSS, heap in use), for `go run ./bench soakplot`")
+	soakCSVFlag     = flag.String("soak-csv", "", "TestSoak: write every sample to this CSV file (elapsed_s, pid, RSS, goroutines, fds, anonymous and file-backed RSS, heap in use)")
 )
 
 // sample is one reading of the daemon's resources.
@@ -242,18 +242,23 @@ func TestSoak(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	workers := []struct {
-		name string
-		run  func(context.Context, *rand.Rand)
-	}{{"jobs", s.jobs}, {"jobs", s.jobs}, {"prompts", s.prompts}, {"kills", s.runtimeKills},
+	workers := []soakWorker{{"jobs", s.jobs}, {"jobs", s.jobs}, {"prompts", s.prompts}, {"kills", s.runtimeKills},
 		{"slow", s.slowConsumers}, {"storms", s.storms}, {"malformed", s.malformed}}
+	var only []string
+	if *soakWorkersFlag != "" {
+		only = strings.Split(*soakWorkersFlag, ",")
+		for _, name := range only {
+			if !slices.ContainsFunc(workers, func(w soakWorker) bool { return w.name == name }) {
+				t.Fatalf("-soak-workers: no worker %q (jobs, prompts, kills, slow, storms, malformed)", name)
+			}
+		}
+	}
 	for i, wk := range workers {
 		r := rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))
-		if *soakWorkersFlag != "" && !slices.Contains(strings.Split(*soakWorkersFlag, ","), wk.name) {
+		if only != nil && !slices.Contains(only, wk.name) {
 			continue
 		}
-		w := wk.run
-		wg.Go(func() { w(ctx, r) })
+		wg.Go(func() { wk.run(ctx, r) })
 	}
 	stopWorkers := func() {
 		cancel()
@@ -361,9 +366,15 @@ func TestSoak(t *testing.T) {
 	t.Logf("invariants held: %v", inv)
 }
 
+// soakWorker is one part of the soak's workload, named for -soak-workers.
+type soakWorker struct {
+	name string
+	run  func(context.Context, *rand.Rand)
+}
+
 // soakOpts are the soak daemon's options: soakFlags, and the heap profile
-// of -soak-heap (each daemon overwrites it; the one stopped cleanly at the
-// end writes it).
+// of -soak-heap, which only the last daemon writes (the SIGTERM at the end;
+// the others are SIGKILLed).
 func soakOpts() daemonOpts {
 	o := daemonOpts{flags: soakFlags}
 	if *soakHeapFlag != "" {

@@ -18,8 +18,9 @@ const cpuProfileEnv = "SHARD_CPUPROFILE"
 
 // heapProfileEnv names a file the daemon writes a heap profile to when a
 // signal asks it to shut down, before anything is released (after a GC, so
-// in-use figures are live memory): the
-// other hidden knob, for finding what a long run keeps (the soak).
+// in-use figures are live memory): the other hidden knob, for finding what
+// a long run keeps (the soak's -soak-heap). daemon.shutdown and SIGKILL
+// write none.
 const heapProfileEnv = "SHARD_HEAPPROFILE"
 
 // writeHeapProfile writes the heap profile to path, owner-only; an empty

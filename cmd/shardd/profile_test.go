@@ -33,6 +33,24 @@ func checkProfile(t *testing.T, path string) {
 	}
 }
 
+func TestWriteHeapProfile(t *testing.T) {
+	if err := writeHeapProfile(""); err != nil {
+		t.Fatalf("empty path: %v, want a no-op", err)
+	}
+	// An existing, world-readable file is truncated and made owner-only.
+	path := filepath.Join(t.TempDir(), "heap.prof")
+	if err := os.WriteFile(path, []byte("old contents"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeHeapProfile(path); err != nil {
+		t.Fatal(err)
+	}
+	checkProfile(t, path)
+	if err := writeHeapProfile(filepath.Join(t.TempDir(), "missing", "heap.prof")); err == nil {
+		t.Fatal("an unwritable path was accepted")
+	}
+}
+
 func TestStartCPUProfile(t *testing.T) {
 	stop, err := startCPUProfile("")
 	if err != nil || stop() != nil {
