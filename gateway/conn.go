@@ -12,6 +12,7 @@ import (
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/actors/registry"
+	"github.com/shard-dev/shard/internal/actorref"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -110,6 +111,15 @@ func (a *connActor) Receive(c actor.Context) {
 		a.drained = m.drained
 		c.Stop(c.Self())
 	case *actor.Stopping:
+		// Protoactor keeps a watcher's PID in the watched actor until
+		// either ends, and a PID caches its process: an agent that lives
+		// on would keep this actor, its transport and buffers (~60 KiB)
+		// for every connection that ever attached it (issue 14's soak).
+		for _, r := range a.routes {
+			if r.pid != nil {
+				c.Unwatch(r.pid)
+			}
+		}
 		a.out.Close()
 		a.g.hub.Remove(a.out)
 		if a.unwatch != nil {
@@ -133,6 +143,7 @@ func (a *connActor) Receive(c actor.Context) {
 		}
 		a.g.goTracked(func() { a.t.Close("connection closed", false) })
 	case *actor.Stopped:
+		actorref.Release(c) // agents and the jobs coordinator hold our PID
 		a.g.forget(a.id)
 	case *actor.Restarting:
 	default:

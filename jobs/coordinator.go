@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -247,13 +248,12 @@ func (co *Coordinator) onTerminated(m *actor.Terminated) {
 	// A connection ended: its waiters end with it (the runs go on).
 	co.waits.dropClient(m.Who)
 	for p, cls := range co.parents {
-		kept := cls[:0]
-		for _, cl := range cls {
-			if !cl.PID.Equal(m.Who) {
-				kept = append(kept, cl)
-			}
+		kept := slices.DeleteFunc(cls, func(cl *agent.Client) bool { return cl.PID.Equal(m.Who) })
+		if len(kept) == 0 {
+			delete(co.parents, p)
+		} else {
+			co.parents[p] = kept
 		}
-		co.parents[p] = kept
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/internal/actorref"
 	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
@@ -80,7 +81,9 @@ func (j *jobActor) Receive(c actor.Context) {
 		for id := range j.deadlines {
 			j.stopDeadline(id)
 		}
-	case *actor.Stopped, *actor.Restarting:
+	case *actor.Stopped:
+		actorref.Release(c) // the coordinator's children may hold this PID
+	case *actor.Restarting:
 	default:
 		j.log.Warn("job actor: unexpected message", "type", fmt.Sprintf("%T", m))
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/proc"
+	"github.com/shard-dev/shard/internal/actorref"
 	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/xsync"
@@ -293,7 +294,8 @@ func (a *Actor) Receive(c actor.Context) {
 		a.stopTimers()
 		a.failAll(protocol.Errorf(protocol.CodeInternal, "agent stopped"))
 	case *actor.Stopped:
-		clear(a.attached) // gone with the actor (for the attachments gauge)
+		clear(a.attached)   // gone with the actor (for the attachments gauge)
+		actorref.Release(c) // connections and jobs may hold this agent's PID
 	case *actor.Restarting:
 	default:
 		a.log.Warn("agent actor: unexpected message", "type", fmt.Sprintf("%T", m))

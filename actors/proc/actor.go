@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/shard-dev/shard/internal/actorref"
 	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
@@ -93,7 +94,9 @@ func (a *Actor) Receive(c actor.Context) {
 			a.signal(syscall.SIGKILL)
 		}
 		a.closeStdin()
-	case *actor.Stopped, *actor.Restarting:
+	case *actor.Stopped:
+		actorref.Release(c) // the agent may hold this generation's PID
+	case *actor.Restarting:
 	default:
 		a.logger.Warn("runtime actor: unexpected message", "type", fmt.Sprintf("%T", m))
 	}
