@@ -268,14 +268,23 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request, info reqInfo) 
 	// The Origin was checked exactly against the allowlist above, which is
 	// stricter than Accept's same-host check (and allows an allowlisted
 	// origin on another host); Accept must not second-guess it.
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}, InsecureSkipVerify: true})
+	aw, cw := http.ResponseWriter(w), (*corkWriter)(nil)
+	if _, ok := w.(http.Hijacker); ok { // else Accept refuses before writing 101
+		cw = &corkWriter{ResponseWriter: w}
+		aw = cw
+	}
+	c, err := websocket.Accept(aw, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}, InsecureSkipVerify: true})
 	if err != nil {
 		g.release()
 		g.log.Debug("websocket accept failed", "err", err)
 		return
 	}
 	c.SetReadLimit(protocol.DefaultMaxRecord)
-	t := newWSTransport(c)
+	var cork *corkConn
+	if cw != nil {
+		cork = cw.conn
+	}
+	t := newWSTransport(c, cork)
 	if !g.startConn(t, false, cred) {
 		return
 	}

@@ -186,15 +186,18 @@ func (t *unixTransport) Close(string, bool) { t.close.Do(func() { t.conn.Close()
 
 // wsTransport is one JSON message per WebSocket text frame.
 type wsTransport struct {
-	conn  *websocket.Conn
+	conn *websocket.Conn
+	// cork is the socket under conn, or nil when the upgrade did not go
+	// through corkWriter.
+	cork  *corkConn
 	close sync.Once
 	// closed is closed when Close (or closeWith) runs, so that the
 	// connection's keepalive ends with it rather than at its next ping.
 	closed chan struct{}
 }
 
-func newWSTransport(c *websocket.Conn) *wsTransport {
-	return &wsTransport{conn: c, closed: make(chan struct{})}
+func newWSTransport(c *websocket.Conn, cork *corkConn) *wsTransport {
+	return &wsTransport{conn: c, cork: cork, closed: make(chan struct{})}
 }
 
 func (t *wsTransport) Kind() string { return "websocket" }
@@ -225,9 +228,25 @@ func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
 	return bytes.TrimSpace(data), nil
 }
 
-func (t *wsTransport) Write(ctx context.Context, recs [][]byte) error {
+// Write sends each record as its own text frame (spec §2), the frames of
+// one batch in one write syscall (corkConn).
+//
+// The frames are written under context.Background, not the writer's ctx:
+// coder/websocket registers a context.AfterFunc per frame for a ctx that
+// can end, a cost on every event of every connection, and the writer
+// needs none: the gateway's Close and the slow-consumer watchdog end a
+// blocked write by closing the transport.
+func (t *wsTransport) Write(_ context.Context, recs [][]byte) (err error) {
+	if t.cork != nil && len(recs) > 1 {
+		t.cork.cork()
+		defer func() {
+			if uerr := t.cork.uncork(); err == nil {
+				err = uerr
+			}
+		}()
+	}
 	for _, r := range recs {
-		if err := t.conn.Write(ctx, websocket.MessageText, r); err != nil {
+		if err := t.conn.Write(context.Background(), websocket.MessageText, r); err != nil {
 			return err
 		}
 	}
