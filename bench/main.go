@@ -162,7 +162,7 @@ type result struct {
 }
 
 func usage(fs *flag.FlagSet) {
-	fmt.Fprintf(os.Stderr, "usage: go run ./bench <scenario> [flags]\n       go run ./bench compare BASE.json NEW.json\nscenarios:")
+	fmt.Fprintf(os.Stderr, "usage: go run ./bench <scenario> [flags]\n       go run ./bench compare BASE.json NEW.json\n       go run ./bench soakplot SOAK.csv OUT.png\nscenarios:")
 	for _, s := range scenarios {
 		fmt.Fprintf(os.Stderr, " %s", s.name)
 	}
@@ -212,6 +212,9 @@ func realMain(args []string) int {
 	fs.Usage = func() { usage(fs) }
 	if len(args) > 0 && args[0] == "compare" {
 		return compareFiles(args[1:])
+	}
+	if len(args) > 0 && args[0] == "soakplot" {
+		return soakPlot(args[1:])
 	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		usage(fs)
