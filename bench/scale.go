@@ -32,9 +32,13 @@ const (
 	// scaleMemFloor is the MemAvailable under which no further agent is
 	// created: every runtime child is a Go process of its own.
 	scaleMemFloor = 4 << 20 // KiB
-	// scaleChildGuess is the runtime child RSS assumed before one was
-	// measured, to decide whether a phase fits in memory.
-	scaleChildGuess = 32 << 10 // KiB
+	// scaleChildGuess is the memory a runtime child is assumed to take
+	// before one was measured, to decide whether a phase fits. It is a
+	// child's own memory (PSS, twice over for the heap a child holds
+	// between a turn and its idle trim), not its RSS: the executable's
+	// pages RSS counts are shared by every child. While a phase runs,
+	// MemAvailable is watched as well (scaleMemFloor).
+	scaleChildGuess = 16 << 10 // KiB
 	// scaleSettle is the pause before a memory snapshot.
 	scaleSettle = time.Second
 	// scaleIdleSettle is the pause before the live-idle snapshot: longer
@@ -121,7 +125,7 @@ func runScale(o *options) (*report, error) {
 		}
 		need := int64(float64(a)*childKiB) + scaleMemFloor
 		if avail < need {
-			notes = append(notes, fmt.Sprintf("stopped before %d agents: MemAvailable %d MiB < %d MiB needed (%d × %.0f MiB per runtime child + %d MiB floor)",
+			notes = append(notes, fmt.Sprintf("stopped before %d agents: MemAvailable %d MiB < %d MiB needed (%d × %.0f MiB per runtime child, twice its PSS, + %d MiB floor)",
 				a, avail>>10, need>>10, a, childKiB/1024, scaleMemFloor>>10))
 			break
 		}
@@ -132,8 +136,8 @@ func runScale(o *options) (*report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%d agents: %w", a, err)
 		}
-		if ph.ChildRSSKiB > 0 {
-			childKiB = ph.ChildRSSKiB
+		if ph.ChildPSSKiB > 0 {
+			childKiB = 2 * ph.ChildPSSKiB
 		}
 		phases = append(phases, ph)
 		if ph.Created < a {
