@@ -294,6 +294,13 @@ func (a *Actor) Receive(c actor.Context) {
 		a.stopTimers()
 		a.failAll(protocol.Errorf(protocol.CodeInternal, "agent stopped"))
 	case *actor.Stopped:
+		// A connection that lives on would keep this agent's PID among
+		// its watchers (the gateway's connections unwatch agents alike).
+		for _, att := range a.attached {
+			if att.client.PID != nil {
+				c.Unwatch(att.client.PID)
+			}
+		}
 		clear(a.attached)   // gone with the actor (for the attachments gauge)
 		actorref.Release(c) // connections and jobs may hold this agent's PID
 	case *actor.Restarting:
