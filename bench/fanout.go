@@ -472,9 +472,25 @@ func dialProbe(d *daemon, ctl *client.Conn, transport, id string) (*probe, error
 		}
 		atCleanup(func() { c.CloseNow() })
 		c.SetReadLimit(protocol.DefaultMaxRecord)
+		// Each message is read into one reused buffer, under a context that
+		// never ends (coder/websocket registers a context.AfterFunc per read
+		// for one that can): the probe must cost less than the daemon it
+		// measures, or 100 probes on the same 2 cores measure themselves.
+		// The record is valid until the next read, as the unix probe's.
+		// fanoutTimeout still bounds the run: the timer closes the socket.
+		stop := time.AfterFunc(fanoutTimeout, func() { c.CloseNow() })
+		atCleanup(func() { stop.Stop() })
+		var buf bytes.Buffer
 		p.read = func() ([]byte, error) {
-			_, b, err := c.Read(ctx)
-			return b, err
+			_, r, err := c.Reader(context.Background())
+			if err != nil {
+				return nil, err
+			}
+			buf.Reset()
+			if _, err := buf.ReadFrom(r); err != nil {
+				return nil, err
+			}
+			return buf.Bytes(), nil
 		}
 		if err := c.Write(ctx, websocket.MessageText, attach); err != nil {
 			return nil, err

@@ -22,11 +22,28 @@ const corkMax = 256 << 10
 // is never held behind a corked write).
 type corkConn struct {
 	net.Conn
+	// bufs lends the buffers of large batches (the gateway's, shared by
+	// its connections): a batch of frames is kept in one buffer sized for
+	// it, and an idle connection keeps no large buffer.
+	bufs *sync.Pool
 
 	// mu protects the following and serializes writes to Conn.
 	mu     sync.Mutex
 	corked bool
 	buf    []byte
+	lent   *[]byte // buf's pooled backing, while borrowed
+}
+
+// corkSmall is the buffer a connection keeps for itself; a batch larger
+// than it borrows one of corkMax from the pool.
+const corkSmall = 16 << 10
+
+// newCorkPool returns the pool of corkMax buffers for corkConn.bufs.
+func newCorkPool() *sync.Pool {
+	return &sync.Pool{New: func() any {
+		b := make([]byte, 0, corkMax)
+		return &b
+	}}
 }
 
 func (c *corkConn) Write(p []byte) (int, error) {
@@ -42,10 +59,14 @@ func (c *corkConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// cork starts keeping writes.
-func (c *corkConn) cork() {
+// cork starts keeping writes; about size bytes are to come.
+func (c *corkConn) cork(size int) {
 	c.mu.Lock()
 	c.corked = true
+	if size > cap(c.buf) && size > corkSmall && c.bufs != nil && c.lent == nil {
+		c.lent = c.bufs.Get().(*[]byte)
+		c.buf = (*c.lent)[:0]
+	}
 	c.mu.Unlock()
 }
 
@@ -62,9 +83,14 @@ func (c *corkConn) flushLocked() error {
 		return nil
 	}
 	_, err := c.Conn.Write(c.buf)
-	if cap(c.buf) > 64<<10 {
+	switch {
+	case c.lent != nil:
+		*c.lent = c.buf[:0]
+		c.bufs.Put(c.lent)
+		c.lent, c.buf = nil, nil
+	case cap(c.buf) > corkSmall:
 		c.buf = nil // a burst's buffer is not kept for an idle connection
-	} else {
+	default:
 		c.buf = c.buf[:0]
 	}
 	return err
@@ -75,7 +101,8 @@ func (c *corkConn) flushLocked() error {
 // buffered writer on top of it (net/http's writes to the bare socket).
 type corkWriter struct {
 	http.ResponseWriter
-	conn *corkConn // set by Hijack
+	bufs *sync.Pool // for corkConn.bufs
+	conn *corkConn  // set by Hijack
 }
 
 func (w *corkWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -93,6 +120,6 @@ func (w *corkWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		nc.Close()
 		return nil, nil, err
 	}
-	w.conn = &corkConn{Conn: nc}
+	w.conn = &corkConn{Conn: nc, bufs: w.bufs}
 	return w.conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(w.conn, brw.Writer.Size())), nil
 }

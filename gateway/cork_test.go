@@ -29,13 +29,13 @@ func (c *writesConn) Write(p []byte) (int, error) {
 // a corked burst past corkMax is not held in memory.
 func TestCorkConnOneWritePerBatch(t *testing.T) {
 	under := &writesConn{}
-	c := &corkConn{Conn: under}
+	c := &corkConn{Conn: under, bufs: newCorkPool()}
 
 	c.Write([]byte("a"))
 	if len(under.writes) != 1 {
 		t.Fatalf("uncorked write held: %q", under.writes)
 	}
-	c.cork()
+	c.cork(3)
 	for _, p := range []string{"b", "c", "d"} {
 		if n, err := c.Write([]byte(p)); n != 1 || err != nil {
 			t.Fatalf("corked Write = %d, %v", n, err)
@@ -54,7 +54,7 @@ func TestCorkConnOneWritePerBatch(t *testing.T) {
 		t.Fatalf("empty uncork wrote: %q, %v", under.writes, err)
 	}
 
-	c.cork()
+	c.cork(corkMax) // a large batch: a pooled buffer
 	c.Write([]byte("e"))
 	big := bytes.Repeat([]byte("x"), corkMax)
 	c.Write(big)
@@ -65,6 +65,9 @@ func TestCorkConnOneWritePerBatch(t *testing.T) {
 	c.uncork()
 	if len(under.writes) != 5 || string(under.writes[4]) != "f" {
 		t.Fatalf("after the burst: %d writes", len(under.writes))
+	}
+	if c.lent != nil || cap(c.buf) > corkSmall {
+		t.Fatalf("an uncorked connection keeps a %d-byte buffer (lent %v)", cap(c.buf), c.lent != nil)
 	}
 }
 

@@ -125,6 +125,9 @@ type Gateway struct {
 	unixLn  net.Listener
 	webLn   net.Listener
 	httpSrv *http.Server
+	// corkBufs lends WebSocket connections the buffers of large batches
+	// (corkConn).
+	corkBufs *sync.Pool
 
 	// mu protects the following.
 	mu     sync.Mutex
@@ -149,7 +152,8 @@ func New(cfg Config, sys *actor.ActorSystem, registry *actor.PID, hub *outbox.Hu
 		enrollLimit:    newLimiter(cfg.Web.EnrollLimit, cfg.Clock),
 		bootstrapLimit: newLimiter(cfg.Web.BootstrapLimit, cfg.Clock),
 		ctx:            ctx, cancel: cancel,
-		conns: make(map[uint64]*connActor),
+		corkBufs: newCorkPool(),
+		conns:    make(map[uint64]*connActor),
 	}
 }
 
@@ -270,7 +274,7 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request, info reqInfo) 
 	// origin on another host); Accept must not second-guess it.
 	aw, cw := http.ResponseWriter(w), (*corkWriter)(nil)
 	if _, ok := w.(http.Hijacker); ok { // else Accept refuses before writing 101
-		cw = &corkWriter{ResponseWriter: w}
+		cw = &corkWriter{ResponseWriter: w, bufs: g.corkBufs}
 		aw = cw
 	}
 	c, err := websocket.Accept(aw, r, &websocket.AcceptOptions{Subprotocols: []string{Subprotocol}, InsecureSkipVerify: true})

@@ -184,6 +184,10 @@ func (t *unixTransport) Write(_ context.Context, recs [][]byte) error {
 
 func (t *unixTransport) Close(string, bool) { t.close.Do(func() { t.conn.Close() }) }
 
+// maxFrameHeader is the largest header of a frame the server sends
+// (unmasked, 64-bit length).
+const maxFrameHeader = 10
+
 // wsTransport is one JSON message per WebSocket text frame.
 type wsTransport struct {
 	conn *websocket.Conn
@@ -238,7 +242,11 @@ func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
 // blocked write by closing the transport.
 func (t *wsTransport) Write(_ context.Context, recs [][]byte) (err error) {
 	if t.cork != nil && len(recs) > 1 {
-		t.cork.cork()
+		size := 0
+		for _, r := range recs {
+			size += len(r) + maxFrameHeader
+		}
+		t.cork.cork(size)
 		defer func() {
 			if uerr := t.cork.uncork(); err == nil {
 				err = uerr
