@@ -2,13 +2,11 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 )
@@ -76,18 +74,7 @@ func TestCorkConnOneWritePerBatch(t *testing.T) {
 func TestWebSocketBatchFramesInOrder(t *testing.T) {
 	t.Parallel()
 	tg := startGateway(t, Config{})
-	ticket, _ := tg.g.Tickets().Mint()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(tg.g.WebURL(), "http")+"/ws",
-		&websocket.DialOptions{Subprotocols: []string{Subprotocol, "ticket." + ticket}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	if _, _, err := ws.Read(ctx); err != nil { // hello
-		t.Fatal(err)
-	}
+	ws, ctx := tg.dialWS(t)
 	tg.g.mu.Lock()
 	var a *connActor
 	for _, c := range tg.g.conns {

@@ -9,11 +9,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/coder/websocket"
 
 	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/internal/outbox"
@@ -108,6 +110,26 @@ func (tg *testGateway) next(t *testing.T) *registry.Command {
 // answer sends cmd's success response.
 func answer(cmd *registry.Command) {
 	cmd.Client.Send(protocol.NewResponse(cmd.Header.ID, cmd.Header.Type, nil))
+}
+
+// dialWS opens a WebSocket connection with a fresh ticket and reads its
+// hello. ctx bounds the test's reads and writes on it (a failure bound);
+// both end with the test.
+func (tg *testGateway) dialWS(t *testing.T) (*websocket.Conn, context.Context) {
+	t.Helper()
+	ticket, _ := tg.g.Tickets().Mint()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(tg.g.WebURL(), "http")+"/ws",
+		&websocket.DialOptions{Subprotocols: []string{Subprotocol, "ticket." + ticket}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	if _, _, err := ws.Read(ctx); err != nil { // hello
+		t.Fatal(err)
+	}
+	return ws, ctx
 }
 
 // rawConn is a raw unix client.

@@ -1,14 +1,12 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 
@@ -201,18 +199,7 @@ func TestInflightRecordBound(t *testing.T) {
 func TestWebSocketInvalidUTF8Closes1007(t *testing.T) {
 	t.Parallel()
 	tg := startGateway(t, Config{})
-	ticket, _ := tg.g.Tickets().Mint()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(tg.g.WebURL(), "http")+"/ws",
-		&websocket.DialOptions{Subprotocols: []string{Subprotocol, "ticket." + ticket}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	if _, _, err := ws.Read(ctx); err != nil { // hello
-		t.Fatal(err)
-	}
+	ws, ctx := tg.dialWS(t)
 	if err := ws.Write(ctx, websocket.MessageText, []byte("{\"id\":\"x\",\"type\":\"agent.list\",\"n\":\"\xff\"}")); err != nil {
 		t.Fatal(err)
 	}
