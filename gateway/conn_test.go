@@ -33,7 +33,7 @@ func TestClosedConnectionIsReleased(t *testing.T) {
 	}))
 	t.Cleanup(func() { tg.g.sys.Root.Stop(agentPID) })
 
-	conn, writerDone := attachThroughGateway(t, tg, agentPID, reached)
+	conn, writerDone, wp := attachThroughGateway(t, tg, agentPID, reached)
 	conn.Close()
 	freed.wait(t, "the closed connection's slot")
 	select {
@@ -54,16 +54,12 @@ func TestClosedConnectionIsReleased(t *testing.T) {
 	t.Fatal("the closed connection's actor is still reachable (kept by the agent it attached)")
 }
 
-// wp is the weak pointer to the connection actor under test: a package
-// variable only so that attachThroughGateway's frame holds nothing strong.
-var wp weak.Pointer[connActor]
-
 // attachThroughGateway opens a unix connection, attaches it to agentPID
 // (as the registry and agent would: Routed, then the response) and sends
 // one command the connection routes to the agent directly, so that the
-// connection watches the agent. It keeps no strong reference to the
-// connection actor or its PID.
-func attachThroughGateway(t *testing.T, tg *testGateway, agentPID *actor.PID, reached <-chan struct{}) (*rawConn, <-chan struct{}) {
+// connection watches the agent. It returns a weak pointer to the
+// connection actor and keeps no strong reference to it or its PID.
+func attachThroughGateway(t *testing.T, tg *testGateway, agentPID *actor.PID, reached <-chan struct{}) (*rawConn, <-chan struct{}, weak.Pointer[connActor]) {
 	t.Helper()
 	c := tg.dialRaw(t)
 	c.mustRead(t) // hello
@@ -73,6 +69,7 @@ func attachThroughGateway(t *testing.T, tg *testGateway, agentPID *actor.PID, re
 		t.Fatalf("%d connections, want 1", len(tg.g.conns))
 	}
 	var writerDone <-chan struct{}
+	var wp weak.Pointer[connActor]
 	for _, a := range tg.g.conns {
 		wp = weak.Make(a)
 		writerDone = a.writerDone
@@ -96,5 +93,5 @@ func attachThroughGateway(t *testing.T, tg *testGateway, agentPID *actor.PID, re
 	if r := c.mustRead(t); r.ID != "2" || !r.Success {
 		t.Fatalf("prompt answered %+v", r)
 	}
-	return c, writerDone
+	return c, writerDone, wp
 }
