@@ -163,6 +163,12 @@ type RuntimeConfig struct {
 	// StartTimeout bounds the wait for a new runtime's hello and first
 	// sync. Must be > 0. Default 10s.
 	StartTimeout time.Duration `mapstructure:"start_timeout"`
+	// Nice is added to the daemon's niceness for its runtimes and all they
+	// start (0–19, as nice(1) -n). With it the daemon's control plane —
+	// acks, commits, fan-out — is served before the agents' own work when
+	// the CPUs are busy; agents lose nothing on an idle machine. 0 runs
+	// them at the daemon's priority. Default 10.
+	Nice int `mapstructure:"nice"`
 }
 
 // KillConfig configures the abort → SIGTERM → SIGKILL escalation.
@@ -308,7 +314,7 @@ func Default(home string) *Config {
 			ForwardedProtoHeader: "X-Forwarded-Proto", ForwardedHostHeader: "X-Forwarded-Host",
 			EnrollTTL: 5 * time.Minute, SessionTTL: 30 * 24 * time.Hour,
 		},
-		Runtime:  RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second},
+		Runtime:  RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second, Nice: 10},
 		Kill:     KillConfig{AbortGrace: 5 * time.Second, TermGrace: 5 * time.Second},
 		Shutdown: ShutdownConfig{Timeout: 30 * time.Second},
 		Headless: HeadlessConfig{Timeout: 5 * time.Minute, Policy: "deny"},

@@ -17,7 +17,7 @@ var briefKeys = []string{
 	"home", "config", "foreground", "log.level", "web.host", "web.port",
 	"web.public_host", "web.allowed_origins", "web.allow_insecure_remote", "web.trust_proxy",
 	"web.forwarded_proto_header", "web.forwarded_host_header", "web.enroll_ttl", "web.session_ttl",
-	"runtime.command", "runtime.idle_timeout", "runtime.start_timeout",
+	"runtime.command", "runtime.idle_timeout", "runtime.start_timeout", "runtime.nice",
 	"kill.abort_grace", "kill.term_grace", "shutdown.timeout",
 	"headless.timeout", "headless.policy",
 	"gateway.ping_interval", "gateway.ping_timeout", "gateway.ticket_ttl",
@@ -84,7 +84,7 @@ func TestDefault(t *testing.T) {
 		Web: WebConfig{Host: "127.0.0.1", Port: 7420,
 			ForwardedProtoHeader: "X-Forwarded-Proto", ForwardedHostHeader: "X-Forwarded-Host",
 			EnrollTTL: 5 * time.Minute, SessionTTL: 720 * time.Hour},
-		Runtime:  RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second},
+		Runtime:  RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second, Nice: 10},
 		Kill:     KillConfig{AbortGrace: 5 * time.Second, TermGrace: 5 * time.Second},
 		Shutdown: ShutdownConfig{Timeout: 30 * time.Second},
 		Headless: HeadlessConfig{Timeout: 5 * time.Minute, Policy: "deny"},
@@ -218,6 +218,8 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return "false"
 	case "workspaces.root":
 		return filepath.Join(dir, "altworktrees")
+	case "runtime.nice":
+		return "3"
 	}
 	switch s.field(&Config{}).(type) {
 	case *string:
@@ -615,6 +617,8 @@ func TestValidate(t *testing.T) {
 		{"port too big", func(c *Config) { c.Web.Port = 65536 }, "web.port"},
 		{"zero idle", func(c *Config) { c.Runtime.IdleTimeout = 0 }, "runtime.idle_timeout"},
 		{"negative start", func(c *Config) { c.Runtime.StartTimeout = -time.Second }, "runtime.start_timeout"},
+		{"nice above 19", func(c *Config) { c.Runtime.Nice = 20 }, "runtime.nice"},
+		{"negative nice", func(c *Config) { c.Runtime.Nice = -1 }, "runtime.nice"},
 		{"negative abort grace", func(c *Config) { c.Kill.AbortGrace = -1 }, "kill.abort_grace"},
 		{"negative term grace", func(c *Config) { c.Kill.TermGrace = -1 }, "kill.term_grace"},
 		{"zero shutdown", func(c *Config) { c.Shutdown.Timeout = 0 }, "shutdown.timeout"},

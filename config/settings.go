@@ -140,6 +140,9 @@ func settings() []setting {
 		{key: "runtime.start_timeout",
 			usage: "how long a new runtime has to send hello and its first sync",
 			field: func(c *Config) any { return &c.Runtime.StartTimeout }, check: positive},
+		{key: "runtime.nice",
+			usage: "niceness added for runtimes and everything they start, so the daemon is served first on busy CPUs (0-19; 0: the daemon's own)",
+			field: func(c *Config) any { return &c.Runtime.Nice }, check: intRange(0, 19)},
 
 		{key: "kill.abort_grace",
 			usage: "wait for idle after abort before SIGTERM; 0 skips to SIGTERM",

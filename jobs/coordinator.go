@@ -266,13 +266,19 @@ func (co *Coordinator) admitRuns(c actor.Context) {
 	}
 	lim := co.deps.Limits
 	kept := co.admit.queue[:0]
-	for _, req := range co.admit.queue {
+	for i, req := range co.admit.queue {
+		if len(co.admit.active) >= lim.MaxActive {
+			// Nothing more can start: the rest waits as it is, unscanned,
+			// so a deep queue costs nothing per transition.
+			kept = append(kept, co.admit.queue[i:]...)
+			break
+		}
 		j := co.idx.job(req.jobID)
 		pid := co.actors[req.jobID]
 		if j == nil || pid == nil {
 			continue
 		}
-		if len(co.admit.active) >= lim.MaxActive || perParent[j.ParentAgentID] >= lim.MaxActivePerParent {
+		if perParent[j.ParentAgentID] >= lim.MaxActivePerParent {
 			kept = append(kept, req) // waits in queued
 			continue
 		}

@@ -35,6 +35,9 @@ type RuntimeConfig struct {
 	TermGrace    time.Duration // kill.term_grace
 	// HeadlessPolicy is the default for agents whose manifest names none.
 	HeadlessPolicy string
+	// Nice is the niceness runtimes run at (proc.Spec.Nice); 0 leaves
+	// them at the daemon's.
+	Nice int
 	// Track, when set, returns the tracker recording an agent's runtime
 	// processes (see proc.Tracker).
 	Track func(agentID string) proc.Tracker

@@ -146,6 +146,15 @@ func (a *Actor) start(c actor.Context) {
 	outW.Close() // only the child (and its children) hold the write end now
 	a.cmd = cmd
 	a.pgid = cmd.Process.Pid
+	if a.spec.Nice != 0 {
+		// Linux applies PRIO_PGRP to every thread of every process in the
+		// group; threads and processes created afterwards inherit it. Only
+		// the first instructions of the new image ran at the daemon's own
+		// priority. A failure (a seccomp filter, say) costs priority only.
+		if err := syscall.Setpriority(syscall.PRIO_PGRP, a.pgid, a.spec.Nice); err != nil {
+			a.logger.Warn("runtime actor: setpriority", "pgid", a.pgid, "nice", a.spec.Nice, "err", err)
+		}
+	}
 	if a.spec.Track != nil {
 		st, _ := procs.StartTime(a.pgid)
 		a.spec.Track.Started(a.spec.Epoch, a.pgid, a.pgid, st)

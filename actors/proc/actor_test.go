@@ -42,12 +42,19 @@ func (p *probe) Receive(c actor.Context) {
 
 func spawn(t *testing.T, script string) (*actor.ActorSystem, *actor.PID, *probe, string) {
 	t.Helper()
+	return spawnWith(t, script, func(*proc.Spec) {})
+}
+
+// spawnWith is spawn with edit applied to the spec.
+func spawnWith(t *testing.T, script string, edit func(*proc.Spec)) (*actor.ActorSystem, *actor.PID, *probe, string) {
+	t.Helper()
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 	p := &probe{out: make(chan string, 100), exited: make(chan *proc.Exited, 1)}
 	agentPID := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "logs", "a.log")
 	spec := proc.Spec{Epoch: 3, Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}, StderrPath: logPath}
+	edit(&spec)
 	var rt *actor.PID
 	// The runtime is the probe's child in the daemon; here a root actor
 	// whose Exited goes to the probe.
@@ -111,6 +118,46 @@ func TestWriteReachesStdinAndTermEndsTheGroup(t *testing.T) {
 	sys.Root.Send(rt, &proc.Term{})
 	if ex := recv(t, p.exited); !ex.Started {
 		t.Fatalf("exited = %+v", ex)
+	}
+}
+
+// niceOf is the niceness of process pid (field 19 of /proc/pid/stat;
+// the command name in field 2 may hold spaces, so count after its ")").
+func niceOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	var n int
+	if _, err := fmt.Sscan(f[16], &n); err != nil { // field 19 is the 17th after the name
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestNiceCoversTheRuntimeAndWhatItStarts(t *testing.T) {
+	own := niceOf(t, os.Getpid())
+	want := min(19, own+7)
+	// The shell reads a line first, so the niceness it reports is the one
+	// the actor set after the start; then a subprocess it starts reports
+	// its own (inherited).
+	sys, rt, p, _ := spawnWith(t, `read l; echo "$$"; sh -c 'echo $$; exec sleep 60' & wait`, func(s *proc.Spec) { s.Nice = want })
+	sys.Root.Send(rt, &proc.Write{Line: []byte("go")})
+	var pids [2]int
+	for i := range pids {
+		if _, err := fmt.Sscan(recv(t, p.out), &pids[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, pid := range pids {
+		if got := niceOf(t, pid); got != want {
+			t.Errorf("process %d (%s) runs at nice %d, want %d", pid, []string{"runtime", "its subprocess"}[i], got, want)
+		}
+	}
+	if got := niceOf(t, os.Getpid()); got != own {
+		t.Errorf("the daemon's own niceness changed to %d from %d", got, own)
 	}
 }
 

@@ -34,6 +34,12 @@ type Spec struct {
 	// has exited, whatever still carries them is killed too — tool
 	// subprocesses in sessions of their own, out of the group's reach.
 	Sweep []string
+	// Nice, when not 0, is the niceness the whole process group runs
+	// at (setpriority PRIO_PGRP right after the start, so every thread of
+	// the runtime and whatever it starts later inherit it): the daemon's
+	// own work — acks, commits, fan-out — is then served first when the
+	// runtimes keep the CPUs busy (runtime.nice).
+	Nice int
 }
 
 // Tracker records live runtime processes durably (the daemon's store).

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -190,6 +191,7 @@ func (d *Daemon) Start() error {
 				AbortGrace:     cfg.Kill.AbortGrace,
 				TermGrace:      cfg.Kill.TermGrace,
 				HeadlessPolicy: cfg.Headless.Policy,
+				Nice:           runtimeNice(cfg.Runtime.Nice),
 				Track: func(agentID string) proc.Tracker {
 					return storeTracker{st: d.store, agentID: agentID, log: d.log}
 				},
@@ -319,6 +321,21 @@ func (d *Daemon) Start() error {
 	}
 	d.log.Info("shardd started", "version", d.opts.Version, "home", cfg.Home, "socket", cfg.SocketPath(), "web", d.gw.WebURL())
 	return nil
+}
+
+// runtimeNice is the absolute niceness for runtimes: the daemon's own
+// plus runtime.nice, capped at 19, as nice(1) -n counts; 0 when the
+// setting is 0 (runtimes keep the daemon's). Relative, so a daemon that
+// was itself started niced never asks for a priority it may not raise.
+func runtimeNice(add int) int {
+	if add <= 0 {
+		return 0
+	}
+	own := 0
+	if p, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0); err == nil {
+		own = 20 - p // the raw syscall answers 20 - nice (1..40)
+	}
+	return min(19, own+add)
 }
 
 // runtimeEnv passes the daemon's effective settings to runtime children, so
