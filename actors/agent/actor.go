@@ -11,6 +11,7 @@ import (
 	"github.com/shard-dev/shard/internal/actorref"
 	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/outbox"
+	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
@@ -38,6 +39,9 @@ type RuntimeConfig struct {
 	// Nice is the niceness runtimes run at (proc.Spec.Nice); 0 leaves
 	// them at the daemon's.
 	Nice int
+	// Sweeper shares the after-exit sweeps of all runtimes (proc.Spec);
+	// nil: each sweeps alone.
+	Sweeper *procs.Sweeper
 	// Track, when set, returns the tracker recording an agent's runtime
 	// processes (see proc.Tracker).
 	Track func(agentID string) proc.Tracker

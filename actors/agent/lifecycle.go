@@ -55,6 +55,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		StderrPath: filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),
 		Sweep:      []string{"SHARD_AGENT_ID=" + a.m.AgentID},
 		Nice:       rc.Nice,
+		Sweeper:    rc.Sweeper,
 	}
 	if rc.Track != nil {
 		spec.Track = rc.Track(a.m.AgentID)

@@ -176,7 +176,11 @@ func (a *Actor) start(c actor.Context) {
 		err := cmd.Wait()
 		// The runtime is gone: nothing it started may outlive it.
 		_ = syscall.Kill(-a.pgid, syscall.SIGKILL)
-		procs.KillWithEnv(a.spec.Sweep...)
+		if a.spec.Sweeper != nil {
+			a.spec.Sweeper.KillWithEnv(a.spec.Sweep...)
+		} else {
+			procs.KillWithEnv(a.spec.Sweep...)
+		}
 		drain := time.NewTimer(drainBound)
 		select {
 		case <-readerDone:

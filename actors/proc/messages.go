@@ -1,5 +1,7 @@
 package proc
 
+import "github.com/shard-dev/shard/internal/procs"
+
 // Message is a message of the proc actor family: what the actor receives
 // (Write, Term, Kill and its own procExited) and what it sends its agent
 // (Output, Exited). The interface is sealed by its unexported method;
@@ -34,6 +36,9 @@ type Spec struct {
 	// has exited, whatever still carries them is killed too — tool
 	// subprocesses in sessions of their own, out of the group's reach.
 	Sweep []string
+	// Sweeper, when set, runs the Sweep in scans shared with the other
+	// runtimes exiting at the same time (procs.Sweeper); nil scans alone.
+	Sweeper *procs.Sweeper
 	// Nice, when not 0, is the niceness the whole process group runs
 	// at (setpriority PRIO_PGRP right after the start, so every thread of
 	// the runtime and whatever it starts later inherit it): the daemon's

@@ -192,6 +192,7 @@ func (d *Daemon) Start() error {
 				TermGrace:      cfg.Kill.TermGrace,
 				HeadlessPolicy: cfg.Headless.Policy,
 				Nice:           runtimeNice(cfg.Runtime.Nice),
+				Sweeper:        &procs.Sweeper{},
 				Track: func(agentID string) proc.Tracker {
 					return storeTracker{st: d.store, agentID: agentID, log: d.log}
 				},

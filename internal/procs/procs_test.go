@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,18 +46,70 @@ func TestKillWithEnv(t *testing.T) {
 		return cmd
 	}
 	tagged := start(tag)
+	// Its tag comes after 100 KiB of environment: the sweep reads past
+	// its first buffer.
+	big := start("PROCS_TEST_PAD="+strings.Repeat("x", 100<<10), tag+"-big")
 	other := start("PROCS_TEST_TAG=other")
 	if n := KillWithEnv(tag); n != 1 {
 		t.Fatalf("KillWithEnv signalled %d processes, want 1", n)
 	}
-	if err := tagged.Wait(); err == nil || tagged.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("tagged process: %v, want killed", err)
+	if n := KillWithEnv(tag + "-big"); n != 1 {
+		t.Fatalf("KillWithEnv signalled %d processes with a large environment, want 1", n)
+	}
+	for _, cmd := range []*exec.Cmd{tagged, big} {
+		if err := cmd.Wait(); err == nil || cmd.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Fatalf("tagged process: %v, want killed", err)
+		}
 	}
 	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("untagged process was hit: %v", err)
 	}
 	if n := KillWithEnv(); n != 0 {
 		t.Fatalf("KillWithEnv() with no entries signalled %d processes", n)
+	}
+}
+
+// TestSweeperServesConcurrentCallers: callers sweeping at the same time,
+// each for its own tag, each get their own process killed and counted,
+// and a process none of them names survives.
+func TestSweeperServesConcurrentCallers(t *testing.T) {
+	base := "PROCS_SWEEP_TAG=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	start := func(env string) *exec.Cmd {
+		cmd := exec.Command("sleep", "60")
+		cmd.Env = append(os.Environ(), env)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd
+	}
+	const n = 8
+	cmds := make([]*exec.Cmd, n)
+	for i := range cmds {
+		cmds[i] = start(base + "-" + strconv.Itoa(i))
+	}
+	other := start(base + "-other")
+	var s Sweeper
+	counts := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { counts[i] = s.KillWithEnv(base + "-" + strconv.Itoa(i)) })
+	}
+	wg.Wait()
+	for i, cmd := range cmds {
+		if counts[i] != 1 {
+			t.Errorf("caller %d: %d killed, want 1", i, counts[i])
+		}
+		if err := cmd.Wait(); err == nil || cmd.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+			t.Errorf("process of caller %d: %v, want killed", i, err)
+		}
+	}
+	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("a process no caller named was hit: %v", err)
+	}
+	if got := s.KillWithEnv(); got != 0 {
+		t.Fatalf("KillWithEnv() with no entries signalled %d processes", got)
 	}
 }
 
