@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -239,8 +240,10 @@ func (co *Coordinator) onFinished(c actor.Context, m *finished) {
 }
 
 func (co *Coordinator) onTerminated(m *actor.Terminated) {
-	for id, pid := range co.actors {
-		if pid.Equal(m.Who) {
+	// A job actor is spawned named by its job id (spawnJob), so its
+	// termination is found without a scan of every live job.
+	if id, ok := strings.CutPrefix(m.Who.GetId(), co.self.GetId()+"/"); ok {
+		if pid := co.actors[id]; pid != nil && pid.Equal(m.Who) {
 			delete(co.actors, id)
 			return
 		}
