@@ -236,6 +236,79 @@ func TestReopenKeepsDataAndSchema(t *testing.T) {
 	}
 }
 
+// TestFreelistEitherWay: a store written with the freelist synced (every
+// store before NoFreelistSync, and bbolt's default) opens, takes writes
+// that reuse its free pages, and checks clean; the file then opens with
+// bbolt's defaults again and checks clean there too.
+func TestFreelistEitherWay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shard.db")
+	s, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Older writes, with a synced freelist: records put and deleted, so
+	// the file has free pages to list.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		err := db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket([]byte(bucketMeta))
+			if err := b.Put([]byte("pad-"+strconv.Itoa(i)), make([]byte, 8<<10)); err != nil {
+				return err
+			}
+			if i%2 == 1 {
+				return b.Delete([]byte("pad-" + strconv.Itoa(i-1)))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Open(path, Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		if err := s.CreateAgent(agent("agent-"+strconv.Itoa(i), int64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Check(); err != nil {
+		t.Fatalf("Check after writes over a synced freelist: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("the file read back with bbolt's defaults: %v", err)
+	}
+	s = openAt(t, path)
+	if _, err := s.GetAgent("agent-19"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // setSchemaVersion rewrites the stored version with bbolt directly, as a
 // newer (or broken) build would have left it.
 func setSchemaVersion(t *testing.T, path, version string) {
