@@ -66,6 +66,7 @@ func startDaemon(o *options, env []string, extra ...string) (*daemon, error) {
 	if o.noSync {
 		args = append(args, "--store.no-sync")
 	}
+	args = append(args, strings.Fields(o.daemonArgs)...)
 	args = append(args, extra...)
 	if o.cpuprofile != "" {
 		prof, err := filepath.Abs(profilePath(o.cpuprofile, o.profileTag))
