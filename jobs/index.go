@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/shard-dev/shard/internal/ids"
@@ -45,6 +46,10 @@ func requestKey(parent, requestID string) string { return parent + "\x00" + requ
 
 // put indexes (a copy of) j, replacing the record of the same id. A job's
 // runs never change agent, so they are added to agentRuns once.
+//
+// The copy leaves out the runs' task text: only a job actor reads it (to
+// prompt the child), from its own record, and the wire never carries it
+// (view.RunSnapshot), while the index keeps every job of the history.
 func (x *index) put(j *store.Job) {
 	if _, known := x.jobs[j.JobID]; !known {
 		for _, r := range j.Runs {
@@ -52,6 +57,10 @@ func (x *index) put(j *store.Job) {
 		}
 	}
 	jj := *j
+	jj.Runs = slices.Clone(j.Runs)
+	for i := range jj.Runs {
+		jj.Runs[i].Task = ""
+	}
 	x.jobs[j.JobID] = &jj
 	for _, r := range j.Runs {
 		x.runJob[r.RunID] = j.JobID

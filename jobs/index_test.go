@@ -134,3 +134,24 @@ func TestIndexPutForgetAndCurrentRun(t *testing.T) {
 		t.Fatalf("newest = %v", got)
 	}
 }
+
+// TestIndexKeepsNoTaskText: the index's copy of a job leaves the runs'
+// task text out (only job actors read it, from their own record), and the
+// record it was given keeps it.
+func TestIndexKeepsNoTaskText(t *testing.T) {
+	x := newIndex(&fakeDir{})
+	j := store.Job{JobID: "job-1", ParentAgentID: "agent-p", Runs: []store.Run{
+		{RunID: "run-1", AgentID: "agent-a", Task: "a long task", FinalText: "done"},
+	}}
+	x.put(&j)
+	got := x.job("job-1")
+	if got.Runs[0].Task != "" {
+		t.Errorf("indexed task = %q, want none", got.Runs[0].Task)
+	}
+	if got.Runs[0].FinalText != "done" {
+		t.Errorf("indexed final text = %q, want kept", got.Runs[0].FinalText)
+	}
+	if j.Runs[0].Task != "a long task" {
+		t.Errorf("the record given to the index lost its task: %q", j.Runs[0].Task)
+	}
+}
