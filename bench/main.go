@@ -191,7 +191,7 @@ func realMain(args []string) int {
 	fs.StringVar(&o.out, "out", "", "JSON result file (default bench-<scenario>.json)")
 	fs.BoolVar(&o.quick, "quick", false, "smoke-run sizes (each scenario well under 20 s)")
 	fs.BoolVar(&o.noSync, "no-sync", false, "run shardd with --store.no-sync (fsync off)")
-	fs.StringVar(&o.daemonArgs, "daemon-args", "", `extra shardd flags for every daemon, split on spaces (e.g. "--runtime.nice 0")`)
+	fs.StringVar(&o.daemonArgs, "daemon-args", "", `extra shardd flags for every daemon, split on spaces (e.g. "--jobs.nice 0")`)
 	fs.IntVar(&o.n, "n", 0, "relay/fanout: deltas per flood (default 100000 relay, 10000 fanout; quick 20000/2000)")
 	fs.IntVar(&o.bytes, "bytes", 0, "relay/fanout: bytes per delta (default 256 relay, 64 fanout)")
 	fs.StringVar(&o.clients, "clients", "", "fanout: comma-separated client counts (default 1,10,100)")

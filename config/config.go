@@ -91,6 +91,13 @@ type JobsConfig struct {
 	// Aliases is the friendly alias pool, comma-separated; "" uses the
 	// built-in pool.
 	Aliases string `mapstructure:"aliases"`
+	// Nice is added to the daemon's niceness for the runtimes of subagent
+	// children and all they start (0–19, as nice(1) -n): background runs
+	// are served after the daemon's control plane (acks, commits, fan-out)
+	// and after the agents clients work with directly, when the CPUs are
+	// busy; on an idle machine they lose nothing. 0 runs them at the
+	// daemon's priority. Default 10.
+	Nice int `mapstructure:"nice"`
 }
 
 // LogConfig configures the daemon's slog handler.
@@ -163,12 +170,6 @@ type RuntimeConfig struct {
 	// StartTimeout bounds the wait for a new runtime's hello and first
 	// sync. Must be > 0. Default 10s.
 	StartTimeout time.Duration `mapstructure:"start_timeout"`
-	// Nice is added to the daemon's niceness for its runtimes and all they
-	// start (0–19, as nice(1) -n). With it the daemon's control plane —
-	// acks, commits, fan-out — is served before the agents' own work when
-	// the CPUs are busy; agents lose nothing on an idle machine. 0 runs
-	// them at the daemon's priority. Default 10.
-	Nice int `mapstructure:"nice"`
 }
 
 // KillConfig configures the abort → SIGTERM → SIGKILL escalation.
@@ -314,7 +315,7 @@ func Default(home string) *Config {
 			ForwardedProtoHeader: "X-Forwarded-Proto", ForwardedHostHeader: "X-Forwarded-Host",
 			EnrollTTL: 5 * time.Minute, SessionTTL: 30 * 24 * time.Hour,
 		},
-		Runtime:  RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second, Nice: 10},
+		Runtime:  RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second},
 		Kill:     KillConfig{AbortGrace: 5 * time.Second, TermGrace: 5 * time.Second},
 		Shutdown: ShutdownConfig{Timeout: 30 * time.Second},
 		Headless: HeadlessConfig{Timeout: 5 * time.Minute, Policy: "deny"},
@@ -331,7 +332,7 @@ func Default(home string) *Config {
 		Store:      StoreConfig{LockTimeout: 2 * time.Second},
 		Provider:   ProviderConfig{Name: "sim"},
 		Sim:        SimConfig{ContextWindow: 200000},
-		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute},
+		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10},
 		Compaction: CompactionConfig{Enabled: true},
 	}
 	if home != "" {

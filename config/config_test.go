@@ -17,7 +17,7 @@ var briefKeys = []string{
 	"home", "config", "foreground", "log.level", "web.host", "web.port",
 	"web.public_host", "web.allowed_origins", "web.allow_insecure_remote", "web.trust_proxy",
 	"web.forwarded_proto_header", "web.forwarded_host_header", "web.enroll_ttl", "web.session_ttl",
-	"runtime.command", "runtime.idle_timeout", "runtime.start_timeout", "runtime.nice",
+	"runtime.command", "runtime.idle_timeout", "runtime.start_timeout",
 	"kill.abort_grace", "kill.term_grace", "shutdown.timeout",
 	"headless.timeout", "headless.policy",
 	"gateway.ping_interval", "gateway.ping_timeout", "gateway.ticket_ttl",
@@ -31,6 +31,7 @@ var briefKeys = []string{
 	"jobs.max_tasks",
 	"jobs.max_depth",
 	"jobs.run_timeout",
+	"jobs.nice",
 	"jobs.aliases",
 	"provider.prices",
 	"compaction.enabled",
@@ -84,7 +85,7 @@ func TestDefault(t *testing.T) {
 		Web: WebConfig{Host: "127.0.0.1", Port: 7420,
 			ForwardedProtoHeader: "X-Forwarded-Proto", ForwardedHostHeader: "X-Forwarded-Host",
 			EnrollTTL: 5 * time.Minute, SessionTTL: 720 * time.Hour},
-		Runtime:  RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second, Nice: 10},
+		Runtime:  RuntimeConfig{IdleTimeout: 10 * time.Minute, StartTimeout: 10 * time.Second},
 		Kill:     KillConfig{AbortGrace: 5 * time.Second, TermGrace: 5 * time.Second},
 		Shutdown: ShutdownConfig{Timeout: 30 * time.Second},
 		Headless: HeadlessConfig{Timeout: 5 * time.Minute, Policy: "deny"},
@@ -94,7 +95,7 @@ func TestDefault(t *testing.T) {
 		Store:      StoreConfig{LockTimeout: 2 * time.Second},
 		Provider:   ProviderConfig{Name: "sim"},
 		Sim:        SimConfig{ContextWindow: 200000},
-		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute},
+		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10},
 		Compaction: CompactionConfig{Enabled: true},
 		Runtimes:   map[string]RuntimeProfile{DefaultRuntime: {Kind: KindShard}},
 	}
@@ -218,7 +219,7 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return "false"
 	case "workspaces.root":
 		return filepath.Join(dir, "altworktrees")
-	case "runtime.nice":
+	case "jobs.nice":
 		return "3"
 	}
 	switch s.field(&Config{}).(type) {
@@ -617,8 +618,8 @@ func TestValidate(t *testing.T) {
 		{"port too big", func(c *Config) { c.Web.Port = 65536 }, "web.port"},
 		{"zero idle", func(c *Config) { c.Runtime.IdleTimeout = 0 }, "runtime.idle_timeout"},
 		{"negative start", func(c *Config) { c.Runtime.StartTimeout = -time.Second }, "runtime.start_timeout"},
-		{"nice above 19", func(c *Config) { c.Runtime.Nice = 20 }, "runtime.nice"},
-		{"negative nice", func(c *Config) { c.Runtime.Nice = -1 }, "runtime.nice"},
+		{"nice above 19", func(c *Config) { c.Jobs.Nice = 20 }, "jobs.nice"},
+		{"negative nice", func(c *Config) { c.Jobs.Nice = -1 }, "jobs.nice"},
 		{"negative abort grace", func(c *Config) { c.Kill.AbortGrace = -1 }, "kill.abort_grace"},
 		{"negative term grace", func(c *Config) { c.Kill.TermGrace = -1 }, "kill.term_grace"},
 		{"zero shutdown", func(c *Config) { c.Shutdown.Timeout = 0 }, "shutdown.timeout"},

@@ -36,9 +36,10 @@ type RuntimeConfig struct {
 	TermGrace    time.Duration // kill.term_grace
 	// HeadlessPolicy is the default for agents whose manifest names none.
 	HeadlessPolicy string
-	// Nice is the niceness runtimes run at (proc.Spec.Nice); 0 leaves
-	// them at the daemon's.
-	Nice int
+	// ChildNice is the niceness the runtimes of subagent children (a
+	// manifest with a parent) run at (proc.Spec.Nice; jobs.nice); 0
+	// leaves them at the daemon's. Other agents always run at it.
+	ChildNice int
 	// Sweeper shares the after-exit sweeps of all runtimes (proc.Spec);
 	// nil: each sweeps alone.
 	Sweeper *procs.Sweeper
@@ -79,6 +80,15 @@ func (rc *RuntimeConfig) command(name string) (Profile, bool) {
 		return Profile{Path: rc.Path, Args: rc.Args}, true
 	}
 	return Profile{}, false
+}
+
+// niceFor is the niceness m's runtime runs at: ChildNice for a subagent
+// child, 0 (the daemon's) for any other agent.
+func (rc *RuntimeConfig) niceFor(m store.Agent) int {
+	if m.ParentAgentID != "" {
+		return rc.ChildNice
+	}
+	return 0
 }
 
 // KnownProfile reports whether name ("" is the default) selects a profile.

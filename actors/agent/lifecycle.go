@@ -54,7 +54,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		Env:        env,
 		StderrPath: filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),
 		Sweep:      []string{"SHARD_AGENT_ID=" + a.m.AgentID},
-		Nice:       rc.Nice,
+		Nice:       rc.niceFor(a.m),
 		Sweeper:    rc.Sweeper,
 	}
 	if rc.Track != nil {

@@ -191,7 +191,7 @@ func (d *Daemon) Start() error {
 				AbortGrace:     cfg.Kill.AbortGrace,
 				TermGrace:      cfg.Kill.TermGrace,
 				HeadlessPolicy: cfg.Headless.Policy,
-				Nice:           runtimeNice(cfg.Runtime.Nice),
+				ChildNice:      runtimeNice(cfg.Jobs.Nice),
 				Sweeper:        &procs.Sweeper{},
 				Track: func(agentID string) proc.Tracker {
 					return storeTracker{st: d.store, agentID: agentID, log: d.log}
@@ -324,8 +324,8 @@ func (d *Daemon) Start() error {
 	return nil
 }
 
-// runtimeNice is the absolute niceness for runtimes: the daemon's own
-// plus runtime.nice, capped at 19, as nice(1) -n counts; 0 when the
+// runtimeNice is the absolute niceness for subagent runtimes: the
+// daemon's own plus jobs.nice, capped at 19, as nice(1) -n counts; 0 when the
 // setting is 0 (runtimes keep the daemon's). Relative, so a daemon that
 // was itself started niced never asks for a priority it may not raise.
 func runtimeNice(add int) int {

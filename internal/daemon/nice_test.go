@@ -29,10 +29,30 @@ func niceOf(t *testing.T, statPath string) int {
 	return n
 }
 
-// TestRuntimesRunNiced: with runtime.nice (default 10) every thread of a
-// real runtime child runs that much nicer than the daemon, which keeps its
-// own priority; with 0 the runtime runs at the daemon's.
-func TestRuntimesRunNiced(t *testing.T) {
+// threadNices is the niceness of every thread of agent id's one runtime
+// process.
+func threadNices(t *testing.T, id string) []int {
+	t.Helper()
+	pids := runtimePIDs(t, id)
+	if len(pids) != 1 {
+		t.Fatalf("runtime processes of %s: %v, want one", id, pids)
+	}
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pids[0]))
+	if err != nil || len(tasks) < 2 {
+		t.Fatalf("threads of the runtime: %v, %v (a Go runtime has several)", tasks, err)
+	}
+	var out []int
+	for _, task := range tasks {
+		out = append(out, niceOf(t, task))
+	}
+	return out
+}
+
+// TestSubagentRuntimesRunNiced: with jobs.nice (default 10) every thread
+// of a subagent child's real runtime runs that much nicer than the daemon,
+// while its parent (an agent a client created) runs at the daemon's own
+// priority, and so does the daemon; with 0 the child does too.
+func TestSubagentRuntimesRunNiced(t *testing.T) {
 	own := niceOf(t, "/proc/self/stat")
 	for _, tc := range []struct {
 		name string
@@ -45,25 +65,28 @@ func TestRuntimesRunNiced(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := start(t, func(c *config.Config) {
 				if tc.nice >= 0 {
-					c.Runtime.Nice = tc.nice
+					c.Jobs.Nice = tc.nice
 				}
 			})
 			c := h.dial()
-			id := h.create(c, nil)
-			attach(t, c, id, "")
-			prompt(t, c, id, "sim: say ok")
-			waitFor(t, c, isType(protocol.TypeTurnEnd, id))
-			pids := runtimePIDs(t, id)
-			if len(pids) != 1 {
-				t.Fatalf("runtime processes %v, want one", pids)
+			parent := h.create(c, nil)
+			attach(t, c, parent, "")
+			prompt(t, c, parent, "sim: say ok")
+			waitFor(t, c, isType(protocol.TypeTurnEnd, parent))
+			job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "bg", Task: "sim: say done"})
+			res := waitRuns(t, c, parent, []string{job.Runs[0].RunID}, "", nil)
+			if len(res.Runs) != 1 || res.Runs[0].State != protocol.RunCompleted {
+				t.Fatalf("wait = %+v", res)
 			}
-			tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pids[0]))
-			if err != nil || len(tasks) < 2 {
-				t.Fatalf("threads of the runtime: %v, %v (a Go runtime has several)", tasks, err)
+			// Both runtimes stay up (idle) until the idle timeout.
+			for _, n := range threadNices(t, parent) {
+				if n != own {
+					t.Errorf("a thread of the parent's runtime runs at nice %d, want the daemon's %d", n, own)
+				}
 			}
-			for _, task := range tasks {
-				if got := niceOf(t, task); got != tc.want {
-					t.Errorf("%s runs at nice %d, want %d", task, got, tc.want)
+			for _, n := range threadNices(t, job.Runs[0].AgentID) {
+				if n != tc.want {
+					t.Errorf("a thread of the child's runtime runs at nice %d, want %d", n, tc.want)
 				}
 			}
 			if got := niceOf(t, "/proc/self/stat"); got != own {
