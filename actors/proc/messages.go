@@ -43,7 +43,7 @@ type Spec struct {
 	// at (setpriority PRIO_PGRP right after the start, so every thread of
 	// the runtime and whatever it starts later inherit it): the daemon's
 	// own work — acks, commits, fan-out — is then served first when the
-	// runtimes keep the CPUs busy (runtime.nice).
+	// runtimes keep the CPUs busy (jobs.nice, for subagent children).
 	Nice int
 }
 
