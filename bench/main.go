@@ -90,15 +90,15 @@ type options struct {
 	// daemonArgs are extra shardd flags for every daemon of the run
 	// (--daemon-args, split on spaces), for side-by-side runs of a setting.
 	daemonArgs string
-	n       int
-	bytes   int
-	clients string
-	ws      bool
-	creates int
-	parents string
-	windows string
-	samples int
-	files   int
+	n          int
+	bytes      int
+	clients    string
+	ws         bool
+	creates    int
+	parents    string
+	windows    string
+	samples    int
+	files      int
 	// jobs: which phases, wait samples, reconcile sizes, daemon's cap
 	phases      string
 	waitSamples int
