@@ -125,6 +125,8 @@ type Sweeper struct {
 	mu      sync.Mutex
 	pending []*sweep
 	running bool
+	// scan is the shared scan; nil is killWithEnv (tests replace it).
+	scan func(sets [][]string) []int
 }
 
 // sweep is one caller's request.
@@ -167,7 +169,11 @@ func (s *Sweeper) loop() {
 		for i, r := range batch {
 			sets[i] = r.entries
 		}
-		for i, n := range killWithEnv(sets) {
+		scan := s.scan
+		if scan == nil {
+			scan = killWithEnv
+		}
+		for i, n := range scan(sets) {
 			batch[i].killed = n
 			close(batch[i].done)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,6 +111,54 @@ func TestSweeperServesConcurrentCallers(t *testing.T) {
 	}
 	if got := s.KillWithEnv(); got != 0 {
 		t.Fatalf("KillWithEnv() with no entries signalled %d processes", got)
+	}
+}
+
+// TestSweeperSharesOneScan: callers that ask while a scan runs are all
+// served by the next scan, one pass for all of them.
+func TestSweeperSharesOneScan(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var scans [][][]string
+	s := Sweeper{scan: func(sets [][]string) []int {
+		mu.Lock()
+		scans = append(scans, sets)
+		first := len(scans) == 1
+		mu.Unlock()
+		if first {
+			started <- struct{}{}
+			<-release // the first scan runs while the others queue
+		}
+		return make([]int, len(sets))
+	}}
+	var wg sync.WaitGroup
+	wg.Go(func() { s.KillWithEnv("A=1") })
+	<-started
+	const n = 5
+	for i := range n {
+		wg.Go(func() { s.KillWithEnv("B=" + strconv.Itoa(i)) })
+	}
+	// Every later caller is queued before the first scan ends.
+	for {
+		s.mu.Lock()
+		queued := len(s.pending)
+		s.mu.Unlock()
+		if queued == n {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	wg.Wait()
+	if len(scans) != 2 || len(scans[0]) != 1 || len(scans[1]) != n {
+		t.Fatalf("scans served %v sets, want [1 %d]", func() []int {
+			var out []int
+			for _, sc := range scans {
+				out = append(out, len(sc))
+			}
+			return out
+		}(), n)
 	}
 }
 
