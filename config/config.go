@@ -98,6 +98,13 @@ type JobsConfig struct {
 	// busy; on an idle machine they lose nothing. 0 runs them at the
 	// daemon's priority. Default 10.
 	Nice int `mapstructure:"nice"`
+	// SchedIdle runs those runtimes, and all they start, under the
+	// SCHED_IDLE policy: any thread of normal priority that wakes up on a
+	// busy CPU preempts them at once, where niceness alone lets them run
+	// out their slice first (so every hop of an ack waited). They still
+	// get every CPU nothing else wants. false leaves them at Nice alone.
+	// Default true.
+	SchedIdle bool `mapstructure:"sched_idle"`
 }
 
 // LogConfig configures the daemon's slog handler.
@@ -332,7 +339,7 @@ func Default(home string) *Config {
 		Store:      StoreConfig{LockTimeout: 2 * time.Second},
 		Provider:   ProviderConfig{Name: "sim"},
 		Sim:        SimConfig{ContextWindow: 200000},
-		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10},
+		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10, SchedIdle: true},
 		Compaction: CompactionConfig{Enabled: true},
 	}
 	if home != "" {

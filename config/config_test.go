@@ -32,6 +32,7 @@ var briefKeys = []string{
 	"jobs.max_depth",
 	"jobs.run_timeout",
 	"jobs.nice",
+	"jobs.sched_idle",
 	"jobs.aliases",
 	"provider.prices",
 	"compaction.enabled",
@@ -95,7 +96,7 @@ func TestDefault(t *testing.T) {
 		Store:      StoreConfig{LockTimeout: 2 * time.Second},
 		Provider:   ProviderConfig{Name: "sim"},
 		Sim:        SimConfig{ContextWindow: 200000},
-		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10},
+		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10, SchedIdle: true},
 		Compaction: CompactionConfig{Enabled: true},
 		Runtimes:   map[string]RuntimeProfile{DefaultRuntime: {Kind: KindShard}},
 	}
@@ -221,6 +222,8 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return filepath.Join(dir, "altworktrees")
 	case "jobs.nice":
 		return "3"
+	case "jobs.sched_idle":
+		return "false"
 	}
 	switch s.field(&Config{}).(type) {
 	case *string:

@@ -40,6 +40,9 @@ type RuntimeConfig struct {
 	// manifest with a parent) run at (proc.Spec.Nice; jobs.nice); 0
 	// leaves them at the daemon's. Other agents always run at it.
 	ChildNice int
+	// ChildIdle runs the runtimes of subagent children under SCHED_IDLE
+	// (proc.Spec.Idle; jobs.sched_idle). Other agents never are.
+	ChildIdle bool
 	// Sweeper shares the after-exit sweeps of all runtimes (proc.Spec);
 	// nil: each sweeps alone.
 	Sweeper *procs.Sweeper

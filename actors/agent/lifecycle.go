@@ -55,6 +55,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		StderrPath: filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),
 		Sweep:      []string{"SHARD_AGENT_ID=" + a.m.AgentID},
 		Nice:       rc.niceFor(a.m),
+		Idle:       rc.ChildIdle && a.m.ParentAgentID != "",
 		Sweeper:    rc.Sweeper,
 	}
 	if rc.Track != nil {

@@ -155,6 +155,14 @@ func (a *Actor) start(c actor.Context) {
 			a.logger.Warn("runtime actor: setpriority", "pgid", a.pgid, "nice", a.spec.Nice, "err", err)
 		}
 	}
+	if a.spec.Idle {
+		// Before the runtime reads its first line, so it has started no
+		// subprocess yet: its threads are all there is. A failure costs
+		// priority only.
+		if err := procs.SchedIdle(a.pgid); err != nil {
+			a.logger.Warn("runtime actor: SCHED_IDLE", "pid", a.pgid, "err", err)
+		}
+	}
 	if a.spec.Track != nil {
 		st, _ := procs.StartTime(a.pgid)
 		a.spec.Track.Started(a.spec.Epoch, a.pgid, a.pgid, st)

@@ -161,6 +161,48 @@ func TestNiceCoversTheRuntimeAndWhatItStarts(t *testing.T) {
 	}
 }
 
+// policyOf is the scheduling policy of process pid (field 41 of
+// /proc/pid/stat).
+func policyOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	var n int
+	if _, err := fmt.Sscan(f[38], &n); err != nil { // field 41 is the 39th after the name
+		t.Fatal(err)
+	}
+	return n
+}
+
+const schedIdle = 5 // SCHED_IDLE
+
+func TestIdleCoversTheRuntimeAndWhatItStarts(t *testing.T) {
+	own := niceOf(t, os.Getpid())
+	want := min(19, own+4)
+	sys, rt, p, _ := spawnWith(t, `read l; echo "$$"; sh -c 'echo $$; exec sleep 60' & wait`, func(s *proc.Spec) { s.Nice, s.Idle = want, true })
+	sys.Root.Send(rt, &proc.Write{Line: []byte("go")})
+	var pids [2]int
+	for i := range pids {
+		if _, err := fmt.Sscan(recv(t, p.out), &pids[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, pid := range pids {
+		if got := policyOf(t, pid); got != schedIdle {
+			t.Errorf("process %d (%s) runs under policy %d, want SCHED_IDLE", pid, []string{"runtime", "its subprocess"}[i], got)
+		}
+		if got := niceOf(t, pid); got != want {
+			t.Errorf("process %d (%s) runs at nice %d, want %d kept", pid, []string{"runtime", "its subprocess"}[i], got, want)
+		}
+	}
+	if got := policyOf(t, os.Getpid()); got == schedIdle {
+		t.Error("the daemon itself runs under SCHED_IDLE")
+	}
+}
+
 func TestKillEndsAProcessThatIgnoresTerm(t *testing.T) {
 	sys, rt, p, _ := spawn(t, `trap '' TERM; echo '{"type":"ready"}'; while :; do sleep 1; done`)
 	recv(t, p.out)

@@ -45,6 +45,11 @@ type Spec struct {
 	// own work — acks, commits, fan-out — is then served first when the
 	// runtimes keep the CPUs busy (jobs.nice, for subagent children).
 	Nice int
+	// Idle moves every thread of the runtime to SCHED_IDLE right after
+	// the start (procs.SchedIdle; its niceness stays), so that any other
+	// work preempts it at once; what it starts later inherits the policy
+	// (jobs.sched_idle, for subagent children).
+	Idle bool
 }
 
 // Tracker records live runtime processes durably (the daemon's store).

@@ -192,6 +192,7 @@ func (d *Daemon) Start() error {
 				TermGrace:      cfg.Kill.TermGrace,
 				HeadlessPolicy: cfg.Headless.Policy,
 				ChildNice:      runtimeNice(cfg.Jobs.Nice),
+				ChildIdle:      cfg.Jobs.SchedIdle,
 				Sweeper:        &procs.Sweeper{},
 				Track: func(agentID string) proc.Tracker {
 					return storeTracker{st: d.store, agentID: agentID, log: d.log}

@@ -29,9 +29,27 @@ func niceOf(t *testing.T, statPath string) int {
 	return n
 }
 
-// threadNices is the niceness of every thread of agent id's one runtime
-// process.
-func threadNices(t *testing.T, id string) []int {
+// policyOf is the scheduling policy in a /proc/.../stat file (field 41).
+func policyOf(t *testing.T, statPath string) int {
+	t.Helper()
+	b, err := os.ReadFile(statPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	n, err := strconv.Atoi(f[38])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+const schedIdle = 5 // SCHED_IDLE
+
+// runtimeThreads is the stat file of every thread of agent id's one
+// runtime process.
+func runtimeThreads(t *testing.T, id string) []string {
 	t.Helper()
 	pids := runtimePIDs(t, id)
 	if len(pids) != 1 {
@@ -41,31 +59,35 @@ func threadNices(t *testing.T, id string) []int {
 	if err != nil || len(tasks) < 2 {
 		t.Fatalf("threads of the runtime: %v, %v (a Go runtime has several)", tasks, err)
 	}
-	var out []int
-	for _, task := range tasks {
-		out = append(out, niceOf(t, task))
-	}
-	return out
+	return tasks
 }
 
-// TestSubagentRuntimesRunNiced: with jobs.nice (default 10) every thread
-// of a subagent child's real runtime runs that much nicer than the daemon,
-// while its parent (an agent a client created) runs at the daemon's own
-// priority, and so does the daemon; with 0 the child does too.
+// TestSubagentRuntimesRunNiced: by default (jobs.nice 10, jobs.sched_idle
+// true) every thread of a subagent child's real runtime runs that much
+// nicer than the daemon and under SCHED_IDLE, while its parent (an agent a
+// client created) runs at the daemon's own priority and policy, and so does
+// the daemon; each setting turns its part off alone.
 func TestSubagentRuntimesRunNiced(t *testing.T) {
 	own := niceOf(t, "/proc/self/stat")
+	ownPolicy := policyOf(t, "/proc/self/stat")
 	for _, tc := range []struct {
-		name string
-		nice int
-		want int
+		name     string
+		nice     int   // -1: the default
+		idle     *bool // nil: the default
+		want     int
+		wantIdle bool
 	}{
-		{"default", -1, min(19, own+10)},
-		{"off", 0, own},
+		{"default", -1, nil, min(19, own+10), true},
+		{"nice only", -1, new(false), min(19, own+10), false},
+		{"off", 0, new(false), own, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := start(t, func(c *config.Config) {
 				if tc.nice >= 0 {
 					c.Jobs.Nice = tc.nice
+				}
+				if tc.idle != nil {
+					c.Jobs.SchedIdle = *tc.idle
 				}
 			})
 			c := h.dial()
@@ -79,18 +101,21 @@ func TestSubagentRuntimesRunNiced(t *testing.T) {
 				t.Fatalf("wait = %+v", res)
 			}
 			// Both runtimes stay up (idle) until the idle timeout.
-			for _, n := range threadNices(t, parent) {
-				if n != own {
-					t.Errorf("a thread of the parent's runtime runs at nice %d, want the daemon's %d", n, own)
+			for _, task := range runtimeThreads(t, parent) {
+				if n, p := niceOf(t, task), policyOf(t, task); n != own || p != ownPolicy {
+					t.Errorf("a thread of the parent's runtime runs at nice %d, policy %d, want the daemon's %d, %d", n, p, own, ownPolicy)
 				}
 			}
-			for _, n := range threadNices(t, job.Runs[0].AgentID) {
-				if n != tc.want {
+			for _, task := range runtimeThreads(t, job.Runs[0].AgentID) {
+				if n := niceOf(t, task); n != tc.want {
 					t.Errorf("a thread of the child's runtime runs at nice %d, want %d", n, tc.want)
 				}
+				if idle := policyOf(t, task) == schedIdle; idle != tc.wantIdle {
+					t.Errorf("a thread of the child's runtime: SCHED_IDLE %v, want %v", idle, tc.wantIdle)
+				}
 			}
-			if got := niceOf(t, "/proc/self/stat"); got != own {
-				t.Errorf("the daemon's niceness changed to %d from %d", got, own)
+			if n, p := niceOf(t, "/proc/self/stat"), policyOf(t, "/proc/self/stat"); n != own || p != ownPolicy {
+				t.Errorf("the daemon's niceness or policy changed to %d, %d from %d, %d", n, p, own, ownPolicy)
 			}
 		})
 	}

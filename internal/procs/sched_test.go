@@ -1,0 +1,170 @@
+package procs
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// threadsHelperEnv makes the test binary a helper process (TestMain): it
+// starts threadsHelperCount threads, prints "ready", and for every "more"
+// read from stdin starts one more thread and prints its thread id.
+const threadsHelperEnv = "PROCS_TEST_THREADS_HELPER"
+
+const threadsHelperCount = 6
+
+func TestMain(m *testing.M) {
+	if os.Getenv(threadsHelperEnv) != "" {
+		threadsHelper()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// threadsHelper never returns: the test kills it.
+func threadsHelper() {
+	lockedThread := func() int {
+		tid := make(chan int)
+		go func() {
+			runtime.LockOSThread() // never unlocked: this goroutine owns its thread
+			tid <- unix.Gettid()
+			select {}
+		}()
+		return <-tid
+	}
+	for range threadsHelperCount {
+		lockedThread()
+	}
+	fmt.Println("ready")
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		fmt.Println(lockedThread())
+	}
+	select {}
+}
+
+// threadSched is the policy (field 41) and niceness (field 19) in
+// /proc/<pid>/task/<tid>/stat.
+func threadSched(t *testing.T, pid, tid int) (policy, nice int) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // f[0] is field 3
+	if policy, err = strconv.Atoi(f[38]); err != nil {
+		t.Fatal(err)
+	}
+	if nice, err = strconv.Atoi(f[16]); err != nil {
+		t.Fatal(err)
+	}
+	return policy, nice
+}
+
+func tids(t *testing.T, pid int) []int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestSchedIdleMovesEveryThread: every thread of a real multi-threaded
+// process ends up SCHED_IDLE with its niceness unchanged, a thread it
+// starts afterwards inherits the policy, and the caller's own policy is
+// untouched.
+func TestSchedIdleMovesEveryThread(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), threadsHelperEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	out := bufio.NewScanner(stdout)
+	if !out.Scan() || out.Text() != "ready" {
+		t.Fatalf("helper: %q, %v", out.Text(), out.Err())
+	}
+	pid := cmd.Process.Pid
+	own, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nice := min(19, 20-own+3) // the raw syscall answers 20 - nice
+	for _, tid := range tids(t, pid) {
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := tids(t, pid)
+	if len(before) < threadsHelperCount {
+		t.Fatalf("helper has %d threads, want at least %d", len(before), threadsHelperCount)
+	}
+	for _, tid := range before {
+		if p, _ := threadSched(t, pid, tid); p == unix.SCHED_IDLE {
+			t.Fatalf("thread %d is SCHED_IDLE before SchedIdle", tid)
+		}
+	}
+
+	if err := SchedIdle(pid); err != nil {
+		t.Fatal(err)
+	}
+	for _, tid := range tids(t, pid) {
+		if p, n := threadSched(t, pid, tid); p != unix.SCHED_IDLE || n != nice {
+			t.Errorf("thread %d: policy %d nice %d, want SCHED_IDLE (%d) at nice %d", tid, p, n, unix.SCHED_IDLE, nice)
+		}
+	}
+	if _, err := fmt.Fprintln(stdin, "more"); err != nil {
+		t.Fatal(err)
+	}
+	if !out.Scan() {
+		t.Fatalf("helper: %v", out.Err())
+	}
+	tid, err := strconv.Atoi(out.Text())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := threadSched(t, pid, tid); p != unix.SCHED_IDLE {
+		t.Errorf("a thread started afterwards has policy %d, want SCHED_IDLE", p)
+	}
+	if p, _ := threadSched(t, os.Getpid(), unix.Gettid()); p == unix.SCHED_IDLE {
+		t.Error("the caller's own thread became SCHED_IDLE")
+	}
+}
+
+// TestSchedIdleOfAnExitedProcess: a process that is gone is not an error
+// (a runtime may exit before the daemon gets to it).
+func TestSchedIdleOfAnExitedProcess(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if err := SchedIdle(cmd.Process.Pid); err != nil {
+		t.Fatalf("SchedIdle of an exited process: %v", err)
+	}
+}
