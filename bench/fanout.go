@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/protocol"
@@ -43,10 +40,19 @@ type fanoutPhase struct {
 	Latency dist `json:"added_latency"`
 	// Skew: each client's receive time minus the earliest receive time of
 	// the same delta over all clients (0 for one client).
-	Skew         dist    `json:"fanout_skew"`
-	Seconds      float64 `json:"seconds"`
-	EventsPerS   float64 `json:"delivered_events_per_s"`
-	SourcePerS   float64 `json:"source_events_per_s"`
+	Skew dist `json:"fanout_skew"`
+	// Seconds is the whole turn: prompt sent → the last client's
+	// turn_end.
+	Seconds float64 `json:"seconds"`
+	// EventsPerS and SourcePerS count the delta stream, the offered load:
+	// deltas over prompt sent → the last delta at the slowest client. The
+	// turn's end (message_complete carries the whole message, 640 KB at
+	// the default sizes, to every client) is not part of it: TurnEndMs.
+	EventsPerS float64 `json:"delivered_events_per_s"`
+	SourcePerS float64 `json:"source_events_per_s"`
+	// TurnEndMs is the last delta at the slowest client → the last
+	// client's turn_end.
+	TurnEndMs    float64 `json:"turn_end_after_last_delta_ms"`
 	MBPerS       float64 `json:"delivered_mb_per_s"`
 	FirstLatency float64 `json:"first_delta_ms"`
 	// CPU from the prompt to the last turn_end, in cores (1 = one core
@@ -162,12 +168,12 @@ func runFanout(o *options) (*report, error) {
 	}
 
 	rep := &report{Header: []string{"", "clients", "transport", "deltas", "offered ev/s", "source ev/s", "delivered ev/s",
-		"lat p50 ms", "lat p99 ms", "lat p999 ms", "lat max ms", "skew p50 ms", "skew p99 ms", "skew p999 ms", "first ms",
+		"lat p50 ms", "lat p99 ms", "lat p999 ms", "lat max ms", "skew p50 ms", "skew p99 ms", "skew p999 ms", "first ms", "turn end ms",
 		"daemon cores", "driver cores", "daemon µs/ev", "load"}, Results: res}
 	row := func(mark string, p fanoutPhase) {
 		if p.Error != "" {
 			rep.Rows = append(rep.Rows, []string{mark, fmt.Sprint(p.Clients), p.Transport, fmt.Sprint(p.Deltas), rateStr(p.Rate),
-				"failed", "", "", "", "", "", "", "", "", "", "", "", "", ""})
+				"failed", "", "", "", "", "", "", "", "", "", "", "", "", "", ""})
 			return
 		}
 		cpu := []string{f2(p.CPU.Daemon), f2(p.CPU.Driver), f2(p.DaemonUsPerEvent), f2(p.LoadAvg)}
@@ -176,7 +182,7 @@ func runFanout(o *options) (*report, error) {
 		}
 		rep.Rows = append(rep.Rows, append([]string{mark, fmt.Sprint(p.Clients), p.Transport, fmt.Sprint(p.Deltas), rateStr(p.Rate),
 			f0(p.SourcePerS), f0(p.EventsPerS), f3(p.Latency.P50), f3(p.Latency.P99), f3(p.Latency.P999), f3(p.Latency.Max),
-			f3(p.Skew.P50), f3(p.Skew.P99), f3(p.Skew.P999), f2(p.FirstLatency)}, cpu...))
+			f3(p.Skew.P50), f3(p.Skew.P99), f3(p.Skew.P999), f2(p.FirstLatency), f2(p.TurnEndMs)}, cpu...))
 	}
 	for _, p := range res.Headline {
 		row("headline", p)
@@ -206,8 +212,8 @@ func runFanout(o *options) (*report, error) {
 		"baseline: the same runtime's stamped flood read straight from its stdout by the driver (parsed the same way), no daemon: the floor the daemon's rows add to",
 		fmt.Sprintf("pacing is open-loop (delta i due i/rate after the first); Go timers sleep ≥ ~1 ms here, so at %d ev/s deltas leave in bursts of a few per timer tick and the latency includes that burst's queueing", rate),
 		"skew: per delta, each client's receive time − the earliest receive time of that delta (0 for one client)",
-		"source ev/s = deltas / (prompt sent → last client's turn_end); delivered = clients × that; first ms = prompt sent → first delta at any client",
-		"the clients run in the driver, on the same 2 cores as the daemon: at 100 clients the driver's own decoding competes with the daemon",
+		"source ev/s = deltas / (prompt sent → the last delta at the slowest client), the offered stream; delivered = clients × that; first ms = prompt sent → first delta at any client; turn end ms = that last delta → the last client's turn_end (the turn's message_complete carries the whole flooded message, deltas × bytes, to every client; until 2026-12-03 the rates were counted to turn_end and included it)",
+		"the clients run in the driver, on the same 2 cores as the daemon: at 100 clients the driver's own reading competes with the daemon (probes read raw records: JSONL over unix, unmasked frames over WebSocket)",
 		"cores: CPU time over the flood's wall time (1.00 = one core busy; daemon = shardd alone; driver = this process and its clients); daemon µs/ev = shardd CPU per delivered event; load = 1-minute load average at the end of the phase (other users of the machine raise it)")
 	rep.plot = func(dir string) ([]string, error) { return plotFanout(dir, res) }
 	return rep, nil
@@ -344,7 +350,7 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 					return
 				}
 				now := time.Now().UnixNano()
-				if j := bytes.Index(rec, textDeltaKey); j >= 0 {
+				if j := bytes.LastIndex(rec, textDeltaKey); j >= 0 { // the text ends the record: LastIndex finds the key soonest
 					text := rec[j+len(textDeltaKey):]
 					if !record(r, now, string(text[:min(len(text), 20)])) {
 						return
@@ -398,6 +404,11 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 		}
 	}
 	wall := last.Sub(start)
+	var lastDelta int64
+	for _, r := range recvs {
+		lastDelta = max(lastDelta, r.times[n-1])
+	}
+	stream := time.Duration(lastDelta - start.UnixNano())
 	skews := make([]time.Duration, 0, clients*n)
 	lats := make([]time.Duration, 0, clients*n)
 	first := int64(1<<63 - 1)
@@ -414,9 +425,10 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 	for _, r := range recvs {
 		lats = append(lats, r.lats...)
 	}
-	s := wall.Seconds()
-	return fanoutPhase{Seconds: s, EventsPerS: float64(clients*n) / s, SourcePerS: float64(n) / s, MBPerS: float64(clients*n*size) / 1e6 / s,
-		Latency: summarize(lats), Skew: summarize(skews), FirstLatency: ms(time.Duration(first - start.UnixNano())), latencies: lats,
+	s, ds := wall.Seconds(), stream.Seconds()
+	return fanoutPhase{Seconds: s, EventsPerS: float64(clients*n) / ds, SourcePerS: float64(n) / ds, MBPerS: float64(clients*n*size) / 1e6 / ds,
+		TurnEndMs: ms(wall - stream),
+		Latency:   summarize(lats), Skew: summarize(skews), FirstLatency: ms(time.Duration(first - start.UnixNano())), latencies: lats,
 		CPU: cpuBetween(cpu0, cpu1, wall), DaemonUsPerEvent: (cpu1.daemon - cpu0.daemon).Seconds() * 1e6 / float64(clients*n), LoadAvg: loadAvg()}, nil
 }
 
@@ -435,6 +447,7 @@ var (
 // machine's cores with the daemon, and the client library's full decode of
 // every record (two JSON passes and a channel hop) would take more CPU
 // than the daemon spends relaying it (--receiver client measures with it).
+// Over WebSocket it reads frames with rawWS, for the same reason.
 type probe struct {
 	read func() ([]byte, error) // the next record; valid until the next call
 }
@@ -463,36 +476,14 @@ func dialProbe(d *daemon, ctl *client.Conn, transport, id string) (*probe, error
 		if err := call(ctl, &protocol.WSTicket{Header: protocol.Header{Type: protocol.TypeWSTicket}}, &tk); err != nil {
 			return nil, fmt.Errorf("ws.ticket: %w", err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), fanoutTimeout)
-		atCleanup(cancel)
-		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(tk.URL, "http"),
-			&websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol, protocol.TicketProtocolPrefix + tk.Ticket}})
+		w, err := dialRawWS("ws"+strings.TrimPrefix(tk.URL, "http"), []string{protocol.Subprotocol, protocol.TicketProtocolPrefix + tk.Ticket}, 5*time.Second)
 		if err != nil {
 			return nil, fmt.Errorf("websocket dial: %w", err)
 		}
-		atCleanup(func() { c.CloseNow() })
-		c.SetReadLimit(protocol.DefaultMaxRecord)
-		// Each message is read into one reused buffer, under a context that
-		// never ends (coder/websocket registers a context.AfterFunc per read
-		// for one that can): the probe must cost less than the daemon it
-		// measures, or 100 probes on the same 2 cores measure themselves.
-		// The record is valid until the next read, as the unix probe's.
-		// fanoutTimeout still bounds the run: the timer closes the socket.
-		stop := time.AfterFunc(fanoutTimeout, func() { c.CloseNow() })
-		atCleanup(func() { stop.Stop() })
-		var buf bytes.Buffer
-		p.read = func() ([]byte, error) {
-			_, r, err := c.Reader(context.Background())
-			if err != nil {
-				return nil, err
-			}
-			buf.Reset()
-			if _, err := buf.ReadFrom(r); err != nil {
-				return nil, err
-			}
-			return buf.Bytes(), nil
-		}
-		if err := c.Write(ctx, websocket.MessageText, attach); err != nil {
+		atCleanup(func() { w.Close() })
+		_ = w.nc.SetDeadline(time.Now().Add(fanoutTimeout))
+		p.read = w.next
+		if err := w.writeText(attach); err != nil {
 			return nil, err
 		}
 	default:
@@ -590,9 +581,10 @@ func fanoutBaseline(o *options, flood string, n, size, rate int) (fanoutPhase, e
 	if len(lats) != n {
 		return fanoutPhase{}, fmt.Errorf("received %d of %d deltas", len(lats), n)
 	}
-	s := end.Sub(start).Seconds()
+	s, ds := end.Sub(start).Seconds(), time.Duration(times[n-1]-start.UnixNano()).Seconds()
 	return fanoutPhase{Clients: 1, Transport: "stdio", Deltas: n, Bytes: size, Rate: rate, Seconds: s,
-		EventsPerS: float64(n) / s, SourcePerS: float64(n) / s, MBPerS: float64(n*size) / 1e6 / s,
-		Latency: summarize(lats), Skew: summarize(make([]time.Duration, n)), FirstLatency: ms(time.Duration(times[0] - start.UnixNano())),
+		EventsPerS: float64(n) / ds, SourcePerS: float64(n) / ds, MBPerS: float64(n*size) / 1e6 / ds,
+		TurnEndMs: ms(end.Sub(start) - time.Duration(times[n-1]-start.UnixNano())),
+		Latency:   summarize(lats), Skew: summarize(make([]time.Duration, n)), FirstLatency: ms(time.Duration(times[0] - start.UnixNano())),
 		latencies: lats}, nil
 }
