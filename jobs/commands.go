@@ -275,6 +275,12 @@ func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
 	for _, r := range m.job.Runs {
 		co.deps.Metrics.RunState("", r.State)
 	}
+	if len(m.agents) > 0 {
+		// Before the response: a client that attaches to a child as soon
+		// as it reads the ack reaches the registry after the Adopt, so the
+		// child it was just given is never NOT_FOUND.
+		c.Send(co.deps.Registry, &registry.Adopt{Agents: m.agents})
+	}
 	switch m.cmd.Header.Type {
 	case protocol.TypeSubagentRelaunch:
 		r := m.job.Runs[0]
@@ -282,9 +288,6 @@ func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
 			Alias: r.Alias, State: r.State, DefinitionName: r.Name})
 	default:
 		answer(func(cmd *registry.Command) { reply(cmd, createdData(&m.job)) })
-	}
-	if len(m.agents) > 0 {
-		c.Send(co.deps.Registry, &registry.Adopt{Agents: m.agents})
 	}
 	co.deps.Logger.Info("job accepted", "job_id", m.job.JobID, "runs", len(m.job.Runs), "strategy", m.job.Strategy)
 	co.spawnJob(c, m.job)

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,13 +28,14 @@ import (
 // swallows everything (runs are admitted and move to starting, and stay
 // there) and one client connection whose records land in an outbox.
 type coordHarness struct {
-	t      *testing.T
-	sys    *actor.ActorSystem
-	coord  *actor.PID
-	client *agent.Client
-	out    *outbox.Outbox
-	got    map[string]protocol.Response // responses by command id
-	group  *xsync.Group                 // the coordinator's goroutines
+	t        *testing.T
+	sys      *actor.ActorSystem
+	coord    *actor.PID
+	registry *actor.PID // the registry's stand-in
+	client   *agent.Client
+	out      *outbox.Outbox
+	got      map[string]protocol.Response // responses by command id
+	group    *xsync.Group                 // the coordinator's goroutines
 }
 
 func startCoordinator(t *testing.T, st *store.Store) *coordHarness {
@@ -58,7 +60,7 @@ func startCoordinatorWith(t *testing.T, st *store.Store, reg *actor.Props, clk c
 	conn := sys.Root.Spawn(nop)
 	group := &xsync.Group{}
 	coord := sys.Root.Spawn(Props(Deps{Store: st, Registry: registry, Logger: discard, Clock: clk, Group: group, Limits: lim}))
-	h := &coordHarness{t: t, sys: sys, coord: coord, out: outbox.New(outbox.Limits{}), got: map[string]protocol.Response{}, group: group}
+	h := &coordHarness{t: t, sys: sys, coord: coord, registry: registry, out: outbox.New(outbox.Limits{}), got: map[string]protocol.Response{}, group: group}
 	h.client = &agent.Client{ID: 1, PID: conn, Out: h.out, Source: "unix"}
 	t.Cleanup(func() {
 		_ = sys.Root.StopFuture(coord).Wait()
@@ -301,5 +303,52 @@ func TestCreateRepeatedRequestIDInFlight(t *testing.T) {
 	_ = h.sys.Root.StopFuture(h.coord).Wait()
 	if all, err := st.Jobs(); err != nil || len(all) != 1 {
 		t.Fatalf("stored %d jobs, %v; want 1", len(all), err)
+	}
+}
+
+// createMarker is what TestChildIsAdoptedBeforeTheAck's outbox observer
+// sends the registry when a create's response is pushed.
+type createMarker struct{}
+
+// TestChildIsAdoptedBeforeTheAck: the registry is told to serve a
+// create's children before the create's response reaches the client's
+// outbox, so an agent.attach sent on reading the ack (which reaches the
+// registry after the response was pushed) finds the child. The outbox
+// observer runs on the pushing goroutine, in reply: the marker it sends
+// the registry is queued at the exact moment the response is, so the order
+// the registry sees is the order of the two sends.
+func TestChildIsAdoptedBeforeTheAck(t *testing.T) {
+	st := openStoreAt(t, filepath.Join(t.TempDir(), "shard.db"), store.Options{})
+	putParent(t, st, "agent-p1")
+	order := make(chan string, 64)
+	reg := actor.PropsFromFunc(func(c actor.Context) {
+		switch c.Message().(type) {
+		case *registry.Adopt:
+			order <- "adopt"
+		case createMarker:
+			order <- "response"
+		}
+	})
+	h := startCoordinatorWith(t, st, reg, nil, Limits{})
+	h.out.SetObserver(func(rec []byte) {
+		if bytes.Contains(rec, []byte(`"type":"response"`)) {
+			h.sys.Root.Send(h.registry, createMarker{})
+		}
+	})
+	const n = 5
+	for i := range n {
+		id := fmt.Sprint("c", i)
+		h.create(id, &protocol.SubagentCreate{ParentAgentID: "agent-p1", Name: "a", Task: taskMarker})
+		h.responses(id)
+		for _, want := range []string{"adopt", "response"} {
+			select {
+			case got := <-order:
+				if got != want {
+					t.Fatalf("create %d: the registry saw the %s first; want the children adopted before the response is pushed", i, got)
+				}
+			case <-time.After(30 * time.Second): // a hang guard
+				t.Fatalf("create %d: the registry never saw the %s", i, want)
+			}
+		}
 	}
 }
