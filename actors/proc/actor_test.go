@@ -121,21 +121,28 @@ func TestWriteReachesStdinAndTermEndsTheGroup(t *testing.T) {
 	}
 }
 
-// niceOf is the niceness of process pid (field 19 of /proc/pid/stat;
-// the command name in field 2 may hold spaces, so count after its ")").
-func niceOf(t *testing.T, pid int) int {
+// statField is field n (1-based, as proc(5) counts) of /proc/pid/stat;
+// the command name in field 2 may hold spaces, so fields are counted after
+// its ")".
+func statField(t *testing.T, pid, n int) int {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	var n int
-	if _, err := fmt.Sscan(f[16], &n); err != nil { // field 19 is the 17th after the name
+	var v int
+	if _, err := fmt.Sscan(f[n-3], &v); err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return v
 }
+
+// niceOf is the niceness of process pid (field 19).
+func niceOf(t *testing.T, pid int) int { return statField(t, pid, 19) }
+
+// policyOf is the scheduling policy of process pid (field 41).
+func policyOf(t *testing.T, pid int) int { return statField(t, pid, 41) }
 
 func TestNiceCoversTheRuntimeAndWhatItStarts(t *testing.T) {
 	own := niceOf(t, os.Getpid())
@@ -159,22 +166,6 @@ func TestNiceCoversTheRuntimeAndWhatItStarts(t *testing.T) {
 	if got := niceOf(t, os.Getpid()); got != own {
 		t.Errorf("the daemon's own niceness changed to %d from %d", got, own)
 	}
-}
-
-// policyOf is the scheduling policy of process pid (field 41 of
-// /proc/pid/stat).
-func policyOf(t *testing.T, pid int) int {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	var n int
-	if _, err := fmt.Sscan(f[38], &n); err != nil { // field 41 is the 39th after the name
-		t.Fatal(err)
-	}
-	return n
 }
 
 const schedIdle = 5 // SCHED_IDLE

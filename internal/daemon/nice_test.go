@@ -12,9 +12,10 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// niceOf is the niceness in a /proc/.../stat file (field 19; the command
-// name in field 2 may hold spaces, so fields are counted after its ")").
-func niceOf(t *testing.T, statPath string) int {
+// statField is field n (1-based, as proc(5) counts) of a /proc/.../stat
+// file; the command name in field 2 may hold spaces, so fields are counted
+// after its ")".
+func statField(t *testing.T, statPath string, n int) int {
 	t.Helper()
 	b, err := os.ReadFile(statPath)
 	if err != nil {
@@ -22,28 +23,18 @@ func niceOf(t *testing.T, statPath string) int {
 	}
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	n, err := strconv.Atoi(f[16])
+	v, err := strconv.Atoi(f[n-3])
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return v
 }
 
-// policyOf is the scheduling policy in a /proc/.../stat file (field 41).
-func policyOf(t *testing.T, statPath string) int {
-	t.Helper()
-	b, err := os.ReadFile(statPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	n, err := strconv.Atoi(f[38])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
+// niceOf is the niceness in a stat file (field 19).
+func niceOf(t *testing.T, statPath string) int { return statField(t, statPath, 19) }
+
+// policyOf is the scheduling policy in a stat file (field 41).
+func policyOf(t *testing.T, statPath string) int { return statField(t, statPath, 41) }
 
 const schedIdle = 5 // SCHED_IDLE
 
