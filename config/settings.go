@@ -121,7 +121,7 @@ func settings() []setting {
 			usage: "niceness added for subagent runtimes and everything they start, so the daemon and directly used agents are served first on busy CPUs (0-19; 0: the daemon's own)",
 			field: func(c *Config) any { return &c.Jobs.Nice }, check: intRange(0, 19)},
 		{key: "jobs.sched_idle",
-			usage: "run subagent runtimes and everything they start under SCHED_IDLE, so any other work preempts them at once; they still get every CPU nothing else wants (default true; false: jobs.nice alone)",
+			usage: "run subagent runtimes and everything they start under SCHED_IDLE, so any other work preempts them at once; they still get every CPU nothing else wants (false: jobs.nice alone)",
 			field: func(c *Config) any { return &c.Jobs.SchedIdle }},
 		{key: "jobs.aliases",
 			usage: `friendly alias pool for subagents, comma-separated (default "": the built-in pool)`,

@@ -156,9 +156,9 @@ func (a *Actor) start(c actor.Context) {
 		}
 	}
 	if a.spec.Idle {
-		// Before the runtime reads its first line, so it has started no
-		// subprocess yet: its threads are all there is. A failure costs
-		// priority only.
+		// Before the daemon writes the runtime its first line (the stdin
+		// queue starts below), so it has started no subprocess yet: its
+		// threads are all there is. A failure costs priority only.
 		if err := procs.SchedIdle(a.pgid); err != nil {
 			a.logger.Warn("runtime actor: SCHED_IDLE", "pid", a.pgid, "err", err)
 		}
