@@ -581,10 +581,11 @@ func fanoutBaseline(o *options, flood string, n, size, rate int) (fanoutPhase, e
 	if len(lats) != n {
 		return fanoutPhase{}, fmt.Errorf("received %d of %d deltas", len(lats), n)
 	}
-	s, ds := end.Sub(start).Seconds(), time.Duration(times[n-1]-start.UnixNano()).Seconds()
+	turn, stream := end.Sub(start), time.Duration(times[n-1]-start.UnixNano())
+	s, ds := turn.Seconds(), stream.Seconds()
 	return fanoutPhase{Clients: 1, Transport: "stdio", Deltas: n, Bytes: size, Rate: rate, Seconds: s,
 		EventsPerS: float64(n) / ds, SourcePerS: float64(n) / ds, MBPerS: float64(n*size) / 1e6 / ds,
-		TurnEndMs: ms(end.Sub(start) - time.Duration(times[n-1]-start.UnixNano())),
+		TurnEndMs: ms(turn - stream),
 		Latency:   summarize(lats), Skew: summarize(make([]time.Duration, n)), FirstLatency: ms(time.Duration(times[0] - start.UnixNano())),
 		latencies: lats}, nil
 }

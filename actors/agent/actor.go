@@ -85,13 +85,14 @@ func (rc *RuntimeConfig) command(name string) (Profile, bool) {
 	return Profile{}, false
 }
 
-// niceFor is the niceness m's runtime runs at: ChildNice for a subagent
-// child, 0 (the daemon's) for any other agent.
-func (rc *RuntimeConfig) niceFor(m store.Agent) int {
+// priorityFor is the niceness m's runtime runs at, and whether under
+// SCHED_IDLE: ChildNice and ChildIdle for a subagent child, the daemon's
+// own (0, false) for any other agent.
+func (rc *RuntimeConfig) priorityFor(m store.Agent) (nice int, idle bool) {
 	if m.ParentAgentID != "" {
-		return rc.ChildNice
+		return rc.ChildNice, rc.ChildIdle
 	}
-	return 0
+	return 0, false
 }
 
 // KnownProfile reports whether name ("" is the default) selects a profile.

@@ -54,10 +54,9 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		Env:        env,
 		StderrPath: filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),
 		Sweep:      []string{"SHARD_AGENT_ID=" + a.m.AgentID},
-		Nice:       rc.niceFor(a.m),
-		Idle:       rc.ChildIdle && a.m.ParentAgentID != "",
 		Sweeper:    rc.Sweeper,
 	}
+	spec.Nice, spec.Idle = rc.priorityFor(a.m)
 	if rc.Track != nil {
 		spec.Track = rc.Track(a.m.AgentID)
 	}

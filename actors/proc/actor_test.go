@@ -144,53 +144,41 @@ func niceOf(t *testing.T, pid int) int { return statField(t, pid, 19) }
 // policyOf is the scheduling policy of process pid (field 41).
 func policyOf(t *testing.T, pid int) int { return statField(t, pid, 41) }
 
-func TestNiceCoversTheRuntimeAndWhatItStarts(t *testing.T) {
-	own := niceOf(t, os.Getpid())
-	want := min(19, own+7)
-	// The shell reads a line first, so the niceness it reports is the one
-	// the actor set after the start; then a subprocess it starts reports
-	// its own (inherited).
-	sys, rt, p, _ := spawnWith(t, `read l; echo "$$"; sh -c 'echo $$; exec sleep 60' & wait`, func(s *proc.Spec) { s.Nice = want })
-	sys.Root.Send(rt, &proc.Write{Line: []byte("go")})
-	var pids [2]int
-	for i := range pids {
-		if _, err := fmt.Sscan(recv(t, p.out), &pids[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i, pid := range pids {
-		if got := niceOf(t, pid); got != want {
-			t.Errorf("process %d (%s) runs at nice %d, want %d", pid, []string{"runtime", "its subprocess"}[i], got, want)
-		}
-	}
-	if got := niceOf(t, os.Getpid()); got != own {
-		t.Errorf("the daemon's own niceness changed to %d from %d", got, own)
-	}
-}
-
 const schedIdle = 5 // SCHED_IDLE
 
-func TestIdleCoversTheRuntimeAndWhatItStarts(t *testing.T) {
-	own := niceOf(t, os.Getpid())
-	want := min(19, own+4)
-	sys, rt, p, _ := spawnWith(t, `read l; echo "$$"; sh -c 'echo $$; exec sleep 60' & wait`, func(s *proc.Spec) { s.Nice, s.Idle = want, true })
-	sys.Root.Send(rt, &proc.Write{Line: []byte("go")})
-	var pids [2]int
-	for i := range pids {
-		if _, err := fmt.Sscan(recv(t, p.out), &pids[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for i, pid := range pids {
-		if got := policyOf(t, pid); got != schedIdle {
-			t.Errorf("process %d (%s) runs under policy %d, want SCHED_IDLE", pid, []string{"runtime", "its subprocess"}[i], got)
-		}
-		if got := niceOf(t, pid); got != want {
-			t.Errorf("process %d (%s) runs at nice %d, want %d kept", pid, []string{"runtime", "its subprocess"}[i], got, want)
-		}
-	}
-	if got := policyOf(t, os.Getpid()); got == schedIdle {
-		t.Error("the daemon itself runs under SCHED_IDLE")
+// TestPriorityCoversTheRuntimeAndWhatItStarts: Spec.Nice, and Spec.Idle
+// with it, reach the runtime and a subprocess it starts afterwards
+// (inherited), and leave the daemon's own priority and policy alone.
+func TestPriorityCoversTheRuntimeAndWhatItStarts(t *testing.T) {
+	own, ownPolicy := niceOf(t, os.Getpid()), policyOf(t, os.Getpid())
+	for _, idle := range []bool{false, true} {
+		t.Run(fmt.Sprintf("idle=%v", idle), func(t *testing.T) {
+			want := min(19, own+7)
+			// The shell reads a line first, so what it reports is what the
+			// actor set after the start; then a subprocess it starts
+			// reports its own (inherited).
+			sys, rt, p, _ := spawnWith(t, `read l; echo "$$"; sh -c 'echo $$; exec sleep 60' & wait`,
+				func(s *proc.Spec) { s.Nice, s.Idle = want, idle })
+			sys.Root.Send(rt, &proc.Write{Line: []byte("go")})
+			var pids [2]int
+			for i := range pids {
+				if _, err := fmt.Sscan(recv(t, p.out), &pids[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, pid := range pids {
+				what := []string{"runtime", "its subprocess"}[i]
+				if got := niceOf(t, pid); got != want {
+					t.Errorf("process %d (%s) runs at nice %d, want %d", pid, what, got, want)
+				}
+				if got := policyOf(t, pid) == schedIdle; got != idle {
+					t.Errorf("process %d (%s): SCHED_IDLE %v, want %v", pid, what, got, idle)
+				}
+			}
+			if n, pol := niceOf(t, os.Getpid()), policyOf(t, os.Getpid()); n != own || pol != ownPolicy {
+				t.Errorf("the daemon's own niceness and policy changed to %d, %d from %d, %d", n, pol, own, ownPolicy)
+			}
+		})
 	}
 }
 
