@@ -46,6 +46,9 @@ type RuntimeConfig struct {
 	// Sweeper shares the after-exit sweeps of all runtimes (proc.Spec);
 	// nil: each sweeps alone.
 	Sweeper *procs.Sweeper
+	// Forks is the gate all runtimes start through (proc.Spec); nil:
+	// each starts at once.
+	Forks *procs.ForkGate
 	// Track, when set, returns the tracker recording an agent's runtime
 	// processes (see proc.Tracker).
 	Track func(agentID string) proc.Tracker

@@ -55,6 +55,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		StderrPath: filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),
 		Sweep:      []string{"SHARD_AGENT_ID=" + a.m.AgentID},
 		Sweeper:    rc.Sweeper,
+		Forks:      rc.Forks,
 	}
 	spec.Nice, spec.Idle = rc.priorityFor(a.m)
 	if rc.Track != nil {

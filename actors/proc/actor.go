@@ -137,7 +137,7 @@ func (a *Actor) start(c actor.Context) {
 		fail(err)
 		return
 	}
-	if err := cmd.Start(); err != nil {
+	if err := a.spec.Forks.Start(cmd); err != nil {
 		outR.Close()
 		outW.Close()
 		fail(err)

@@ -39,6 +39,9 @@ type Spec struct {
 	// Sweeper, when set, runs the Sweep in scans shared with the other
 	// runtimes exiting at the same time (procs.Sweeper); nil scans alone.
 	Sweeper *procs.Sweeper
+	// Forks, when set, is the gate every runtime of the daemon is started
+	// through, one at a time (procs.ForkGate); nil starts at once.
+	Forks *procs.ForkGate
 	// Nice, when not 0, is the niceness the whole process group runs
 	// at (setpriority PRIO_PGRP right after the start, so every thread of
 	// the runtime and whatever it starts later inherit it): the daemon's

@@ -194,6 +194,7 @@ func (d *Daemon) Start() error {
 				ChildNice:      runtimeNice(cfg.Jobs.Nice),
 				ChildIdle:      cfg.Jobs.SchedIdle,
 				Sweeper:        &procs.Sweeper{},
+				Forks:          &procs.ForkGate{},
 				Track: func(agentID string) proc.Tracker {
 					return storeTracker{st: d.store, agentID: agentID, log: d.log}
 				},
