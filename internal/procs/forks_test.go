@@ -2,8 +2,6 @@ package procs
 
 import (
 	"os/exec"
-	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -65,45 +63,5 @@ func TestForkGateStartsOneAtATime(t *testing.T) {
 	}
 	if err := none.Start(exec.Command("/nonexistent/shard-test")); err == nil {
 		t.Fatal("Start of a missing program: no error")
-	}
-}
-
-// TestForkGatePutsGOMAXPROCSBack: the spare P of a Start is taken back
-// after it, to the GOMAXPROCS environment variable's value when it is set
-// and to the runtime's default when not.
-func TestForkGatePutsGOMAXPROCSBack(t *testing.T) {
-	true_, err := exec.LookPath("true")
-	if err != nil {
-		t.Skip("no true(1)")
-	}
-	orig := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
-	start := func() {
-		t.Helper()
-		var g ForkGate
-		c := exec.Command(true_)
-		if err := g.Start(c); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Wait(); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	set := orig + 2
-	t.Setenv("GOMAXPROCS", strconv.Itoa(set))
-	runtime.GOMAXPROCS(set)
-	start()
-	if got := runtime.GOMAXPROCS(0); got != set {
-		t.Errorf("GOMAXPROCS=%d set: after Start %d", set, got)
-	}
-
-	t.Setenv("GOMAXPROCS", "")
-	runtime.SetDefaultGOMAXPROCS()
-	def := runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(def + 3) // whatever it was, Start goes back to the default
-	start()
-	if got := runtime.GOMAXPROCS(0); got != def {
-		t.Errorf("GOMAXPROCS unset: after Start %d, want the default %d", got, def)
 	}
 }
