@@ -375,9 +375,13 @@ func (j *jobActor) onStop(c actor.Context, m *stopReq) {
 	if len(queued) > 0 || haltedBy != "" {
 		j.cancelQueued(c, queued, haltedBy, "cancelled")
 	}
+	// cancelled lists the runs this stop cancelled (queued ones) or whose
+	// cancellation it accepted (live ones), never one an earlier stop
+	// ended: a second stop reports nothing, whether or not the job still
+	// runs (the coordinator answers the same once the job actor is gone).
 	out := protocol.SubagentStopData{Cancelled: []protocol.CancelledRun{}}
 	for _, id := range targets {
-		if r := j.job.Run(id); r != nil && (contains(live, id) || contains(queued, id) || r.State == protocol.RunCancelled) {
+		if r := j.job.Run(id); r != nil && (contains(live, id) || contains(queued, id)) {
 			out.Cancelled = append(out.Cancelled, protocol.CancelledRun{RunID: id, AgentID: r.AgentID, State: r.State})
 		}
 	}

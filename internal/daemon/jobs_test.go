@@ -241,6 +241,42 @@ func TestSubagentStopWaitTimeoutAndLeaseGuard(t *testing.T) {
 	}
 }
 
+// TestSecondStopOfALiveJobCancelsNothing: stopping a run again reports no
+// run cancelled, also while its job still runs (its job actor is alive):
+// cancelled lists what this stop cancelled, not what an earlier one did.
+func TestSecondStopOfALiveJobCancelsNothing(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	parent := h.create(c, nil)
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Strategy: protocol.StrategyChain,
+		Tasks: []protocol.TaskSpec{{Name: "slow", Task: "sim: sleep 20000"}, {Name: "next", Task: "sim: say never"}}})
+	first, second := job.Runs[0], job.Runs[1]
+	waitFor(t, c, func(e client.Event) bool {
+		ev, ok := e.Msg.(*protocol.SubagentRunChanged)
+		return ok && ev.RunID == first.RunID && ev.State == protocol.RunActive
+	})
+	stopRun := func(handle string) protocol.SubagentStopData {
+		t.Helper()
+		var out protocol.SubagentStopData
+		if err := c.Call(ctx(t), &protocol.SubagentStop{Header: hdr(protocol.TypeSubagentStop), ParentAgentID: parent, Handle: handle}, &out); err != nil {
+			t.Fatalf("stop %s: %v", handle, err)
+		}
+		return out
+	}
+	if got := stopRun(second.RunID); len(got.Cancelled) != 1 || got.Cancelled[0].RunID != second.RunID || got.Cancelled[0].State != protocol.RunCancelled {
+		t.Fatalf("stop of the queued step = %+v", got)
+	}
+	if got := stopRun(second.RunID); len(got.Cancelled) != 0 {
+		t.Fatalf("second stop of the cancelled step, its job still running = %+v; want nothing cancelled", got)
+	}
+	if res := waitRuns(t, c, parent, []string{first.RunID}, "", secs(0)); res.Runs[0].State != protocol.RunActive {
+		t.Fatalf("the active step after its sibling's stops = %+v", res.Runs[0])
+	}
+	if got := stopRun(job.JobID); len(got.Cancelled) != 1 || got.Cancelled[0].RunID != first.RunID {
+		t.Fatalf("stop of the job = %+v; want the active step only", got)
+	}
+}
+
 func TestSubagentRequestIDIsIdempotent(t *testing.T) {
 	h := start(t, nil)
 	c := h.dial()
