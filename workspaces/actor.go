@@ -11,6 +11,7 @@ import (
 	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/outbox"
+	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -52,8 +53,13 @@ type Deps struct {
 	// bounded by Timeout. A failure rolls the create back (CONFLICT naming
 	// the command and the tail of its output). "" runs nothing.
 	SetupCommand string
-	// Git is the git layer; nil is git.New(nil) (the real git binary).
+	// Git is the git layer; nil is the real git binary, started through
+	// Forks.
 	Git *git.Client
+	// Forks is the daemon's gate every process the workspace actor starts
+	// goes through (git, the setup command; procs.ForkGate); nil starts
+	// each at once.
+	Forks *procs.ForkGate
 	// DefaultMode is the mode of agents launched without one ("build").
 	DefaultMode string
 	// Timeout bounds one command's git and store work; 0 means 2 minutes.
@@ -102,7 +108,7 @@ func Props(deps Deps) *actor.Props {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	if deps.Git == nil {
-		deps.Git = git.New(nil)
+		deps.Git = git.New(&git.Exec{Forks: deps.Forks})
 	}
 	if deps.DefaultMode == "" {
 		deps.DefaultMode = "build"

@@ -232,7 +232,13 @@ func (w *worker) setup(ctx context.Context, id, repoRoot, dir string) error {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "SHARD_WORKSPACE_ID="+id, "SHARD_WORKSPACE_CWD="+dir, "SHARD_REPOSITORY_CWD="+repoRoot)
 	cmd.WaitDelay = 2 * time.Second
-	out, err := cmd.CombinedOutput()
+	var combined bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &combined, &combined
+	err := w.deps.Forks.Start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	out := combined.Bytes()
 	if err == nil {
 		return nil
 	}

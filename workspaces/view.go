@@ -141,7 +141,7 @@ func (w *worker) diff(ctx context.Context, req *protocol.WorkspaceDiff) *done {
 	if req.MaxBytes != nil {
 		lim = min(*req.MaxBytes, maxDiffBytes)
 	}
-	res, err := diff.Workspace(ctx, diff.ExecRunner(""), rec.WorktreePath, base, diff.Limits{MaxBytes: int(lim)})
+	res, err := diff.Workspace(ctx, diff.ExecRunner("", w.deps.Forks), rec.WorktreePath, base, diff.Limits{MaxBytes: int(lim)})
 	if err != nil {
 		return failed(err)
 	}

@@ -161,6 +161,9 @@ func (d *Daemon) Start() error {
 		d.metrics.ReconciledInterrupted(n)
 		d.log.Warn("reconciled runs left unfinished by the previous daemon", "runs", n)
 	}
+	// Every process the daemon starts (runtimes, git, the workspace setup
+	// command) goes through one gate: one fork at a time (procs.ForkGate).
+	forks := &procs.ForkGate{}
 	deps := registry.Deps{
 		Store:   d.store,
 		Hub:     d.hub,
@@ -194,7 +197,7 @@ func (d *Daemon) Start() error {
 				ChildNice:      runtimeNice(cfg.Jobs.Nice),
 				ChildIdle:      cfg.Jobs.SchedIdle,
 				Sweeper:        &procs.Sweeper{},
-				Forks:          &procs.ForkGate{},
+				Forks:          forks,
 				Track: func(agentID string) proc.Tracker {
 					return storeTracker{st: d.store, agentID: agentID, log: d.log}
 				},
@@ -243,6 +246,7 @@ func (d *Daemon) Start() error {
 		CopyFiles:    splitList(cfg.Workspaces.CopyFiles),
 		SetupCommand: cfg.Workspaces.SetupCommand,
 		DefaultMode:  deps.DefaultMode,
+		Forks:        forks,
 	}
 	wpid, err := d.sys.Root.SpawnNamed(workspaces.Props(wd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "workspaces")
 	if err != nil {

@@ -19,7 +19,7 @@ type repo struct {
 // newRepo makes an empty repository on branch main with one empty commit.
 func newRepo(t *testing.T) *repo {
 	t.Helper()
-	r := &repo{t: t, dir: t.TempDir(), run: ExecRunner("")}
+	r := &repo{t: t, dir: t.TempDir(), run: ExecRunner("", nil)}
 	r.git("init", "-q", "-b", "main")
 	r.git("commit", "-q", "--allow-empty", "-m", "root")
 	return r

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -32,7 +33,7 @@ type RunFunc func(ctx context.Context, dir string, env []string, args ...string)
 // the env argument may still set them. ctx bounds the run: it is
 // killed when ctx ends. The error of a failed run carries git's stderr
 // (its first 4 KiB) and wraps the *exec.ExitError.
-func ExecRunner(bin string) RunFunc {
+func ExecRunner(bin string, forks *procs.ForkGate) RunFunc {
 	if bin == "" {
 		bin = "git"
 	}
@@ -46,7 +47,11 @@ func ExecRunner(bin string) RunFunc {
 		cmd.WaitDelay = 5 * time.Second
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
+		err := forks.Start(cmd)
+		if err == nil {
+			err = cmd.Wait()
+		}
+		if err != nil {
 			msg := stderr.Bytes()
 			if len(msg) > 4096 {
 				msg = msg[:4096]

@@ -198,7 +198,7 @@ func TestWorkspaceWithoutIndex(t *testing.T) {
 // wraps the exit error.
 func TestExecRunner(t *testing.T) {
 	r := newRepo(t)
-	run := ExecRunner("")
+	run := ExecRunner("", nil)
 	index := filepath.Join(t.TempDir(), "idx")
 	out, err := run(context.Background(), r.dir, []string{"GIT_INDEX_FILE=" + index}, "rev-parse", "--git-path", "index")
 	if err != nil || strings.TrimSpace(string(out)) != index {

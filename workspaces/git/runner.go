@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shard-dev/shard/internal/procs"
 )
 
 // Defaults for Exec; each field documents its own.
@@ -59,6 +61,9 @@ type Exec struct {
 	MaxOutput int
 	// Env is appended to the scrubbed environment (e.g. HOME for tests).
 	Env []string
+	// Forks, when set, is the daemon's gate every git process starts
+	// through (procs.ForkGate: one fork at a time); nil starts at once.
+	Forks *procs.ForkGate
 }
 
 var _ Runner = (*Exec)(nil)
@@ -93,7 +98,10 @@ func (x *Exec) Run(ctx context.Context, inv Invocation) ([]byte, error) {
 	stdout := &capped{limit: limit}
 	stderr := &capped{limit: maxStderr, truncate: true}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := cmd.Run()
+	err := x.Forks.Start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if err == nil && !stdout.over {
 		return stdout.buf.Bytes(), nil
 	}
