@@ -68,7 +68,6 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 		return err
 	}
 	defer closeLog()
-	setDaemonProcs(os.Getenv("GOMAXPROCS"))
 
 	stopProfile, err := startCPUProfile(os.Getenv(cpuProfileEnv))
 	if err != nil {
