@@ -246,10 +246,7 @@ func TestRetireRefusesBusyWhileRunInFlight(t *testing.T) {
 	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "sleeper",
 		Task: "sim: sleep 30000", Isolation: protocol.IsolationWorkspace})
 	run := job.Runs[0]
-	waitFor(t, c, func(e client.Event) bool {
-		ev, ok := e.Msg.(*protocol.SubagentRunChanged)
-		return ok && ev.RunID == run.RunID && ev.State == protocol.RunActive
-	})
+	waitRunState(t, c, run.RunID, protocol.RunActive)
 	_, err := wsRetire(t, c, run.WorkspaceID, protocol.DispositionKeep)
 	r := wantRefusal(t, err, protocol.CodeConflict, protocol.RefusalBusy)
 	if !strings.Contains(r.Reason, run.RunID) || len(r.AgentIDs) != 1 || r.AgentIDs[0] != run.AgentID {
@@ -292,10 +289,7 @@ func TestIsolatedRestartWithPlannedWorkspace(t *testing.T) {
 		Isolation: protocol.IsolationWorkspace, Tasks: []protocol.TaskSpec{
 			{Name: "long", Task: "sim: sleep 30000"}, {Name: "later", Task: "sim: say never"}}})
 	long, later := job.Runs[0], job.Runs[1]
-	waitFor(t, c, func(e client.Event) bool {
-		ev, ok := e.Msg.(*protocol.SubagentRunChanged)
-		return ok && ev.RunID == long.RunID && ev.State == protocol.RunActive
-	})
+	waitRunState(t, c, long.RunID, protocol.RunActive)
 	var l protocol.WorkspaceListData
 	if err := c.Call(ctx(t), &protocol.WorkspaceList{Header: hdr(protocol.TypeWorkspaceList)}, &l); err != nil {
 		t.Fatal(err)

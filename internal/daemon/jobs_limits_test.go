@@ -23,10 +23,7 @@ func TestPerParentCapKeepsExcessRunsQueued(t *testing.T) {
 	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Strategy: protocol.StrategyParallel,
 		Tasks: []protocol.TaskSpec{{Name: "a", Task: "sim: sleep 600\nsim: say a"}, {Name: "b", Task: "sim: say b"}}})
 	first, second := job.Runs[0], job.Runs[1]
-	waitFor(t, c, func(e client.Event) bool {
-		ev, ok := e.Msg.(*protocol.SubagentRunChanged)
-		return ok && ev.RunID == first.RunID && ev.State == protocol.RunActive
-	})
+	waitRunState(t, c, first.RunID, protocol.RunActive)
 	if s := runState(t, c, parent, second.RunID); s.State != protocol.RunQueued {
 		t.Fatalf("second run under a per-parent cap of 1 = %s, want queued", s.State)
 	}
@@ -77,10 +74,7 @@ func TestStopEscalationMatrix(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "x", Task: tc.task})
 			run := job.Runs[0]
-			waitFor(t, c, func(e client.Event) bool {
-				ev, ok := e.Msg.(*protocol.SubagentRunChanged)
-				return ok && ev.RunID == run.RunID && ev.State == protocol.RunActive
-			})
+			waitRunState(t, c, run.RunID, protocol.RunActive)
 			if !tc.runtimeSurvive {
 				// Let the child reach `hang` (it follows its first text at
 				// once) so that the abort is really ignored. A hung runtime
@@ -166,10 +160,7 @@ func TestSubagentSteerIsStrict(t *testing.T) {
 	parent := h.create(c, nil)
 	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "s", Task: "sim: sleep 400\nsim: say base"})
 	run := job.Runs[0]
-	waitFor(t, c, func(e client.Event) bool {
-		ev, ok := e.Msg.(*protocol.SubagentRunChanged)
-		return ok && ev.RunID == run.RunID && ev.State == protocol.RunActive
-	})
+	waitRunState(t, c, run.RunID, protocol.RunActive)
 	var st protocol.SubagentSteerData
 	if err := c.Call(ctx(t), &protocol.SubagentSteer{Header: hdr(protocol.TypeSubagentSteer), ParentAgentID: parent,
 		Target: run.Alias, Message: "sim: say steered"}, &st); err != nil {

@@ -24,6 +24,16 @@ func createJob(t *testing.T, c *client.Conn, m *protocol.SubagentCreate) protoco
 	return data
 }
 
+// slowChain creates a two-step chain under parent and returns once its
+// first step (a 20 s sleep) is active; the second stays queued behind it.
+func slowChain(t *testing.T, c *client.Conn, parent string) protocol.SubagentCreateData {
+	t.Helper()
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Strategy: protocol.StrategyChain,
+		Tasks: []protocol.TaskSpec{{Name: "slow", Task: "sim: sleep 20000"}, {Name: "next", Task: "sim: say never"}}})
+	waitRunState(t, c, job.Runs[0].RunID, protocol.RunActive)
+	return job
+}
+
 func waitRuns(t *testing.T, c *client.Conn, parent string, handles []string, mode string, timeout *float64) protocol.SubagentWaitData {
 	t.Helper()
 	var data protocol.SubagentWaitData
@@ -172,13 +182,8 @@ func TestSubagentStopWaitTimeoutAndLeaseGuard(t *testing.T) {
 	h := start(t, nil)
 	c := h.dial()
 	parent := h.create(c, nil)
-	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Strategy: protocol.StrategyChain,
-		Tasks: []protocol.TaskSpec{{Name: "slow", Task: "sim: sleep 20000\nsim: say late"}, {Name: "next", Task: "sim: say never"}}})
+	job := slowChain(t, c, parent)
 	first, second := job.Runs[0], job.Runs[1]
-	waitFor(t, c, func(e client.Event) bool {
-		ev, ok := e.Msg.(*protocol.SubagentRunChanged)
-		return ok && ev.RunID == first.RunID && ev.State == protocol.RunActive
-	})
 
 	// A wait that times out changes nothing.
 	res := waitRuns(t, c, parent, []string{first.Alias}, "any", secs(0.2))
@@ -248,13 +253,8 @@ func TestSecondStopOfALiveJobCancelsNothing(t *testing.T) {
 	h := start(t, nil)
 	c := h.dial()
 	parent := h.create(c, nil)
-	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Strategy: protocol.StrategyChain,
-		Tasks: []protocol.TaskSpec{{Name: "slow", Task: "sim: sleep 20000"}, {Name: "next", Task: "sim: say never"}}})
+	job := slowChain(t, c, parent)
 	first, second := job.Runs[0], job.Runs[1]
-	waitFor(t, c, func(e client.Event) bool {
-		ev, ok := e.Msg.(*protocol.SubagentRunChanged)
-		return ok && ev.RunID == first.RunID && ev.State == protocol.RunActive
-	})
 	stopRun := func(handle string) protocol.SubagentStopData {
 		t.Helper()
 		var out protocol.SubagentStopData

@@ -117,13 +117,8 @@ func TestAgentRemoveRefusesLiveAndNeeded(t *testing.T) {
 	h := start(t, nil)
 	c := h.dial()
 	parent := h.create(c, nil) // its runtime runs from agent.create on
-	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Strategy: protocol.StrategyChain,
-		Tasks: []protocol.TaskSpec{{Name: "slow", Task: "sim: sleep 20000"}, {Name: "next", Task: "sim: say never"}}})
+	job := slowChain(t, c, parent)
 	first, second := job.Runs[0], job.Runs[1]
-	waitFor(t, c, func(e client.Event) bool {
-		ev, ok := e.Msg.(*protocol.SubagentRunChanged)
-		return ok && ev.RunID == first.RunID && ev.State == protocol.RunActive
-	})
 
 	got := removeAgents(t, c, parent, first.AgentID, second.AgentID, "agent-nope")
 	if r := got[0]; r.Removed || r.Error != protocol.CodeConflict || r.Kind != protocol.RemoveRunning {
