@@ -234,10 +234,7 @@ func (w *worker) setup(ctx context.Context, id, repoRoot, dir string) error {
 	cmd.WaitDelay = 2 * time.Second
 	var combined bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &combined, &combined
-	err := w.deps.Forks.Start(cmd)
-	if err == nil {
-		err = cmd.Wait()
-	}
+	err := w.deps.Forks.Run(cmd)
 	out := combined.Bytes()
 	if err == nil {
 		return nil

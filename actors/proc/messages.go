@@ -39,7 +39,7 @@ type Spec struct {
 	// Sweeper, when set, runs the Sweep in scans shared with the other
 	// runtimes exiting at the same time (procs.Sweeper); nil scans alone.
 	Sweeper *procs.Sweeper
-	// Forks, when set, is the gate every runtime of the daemon is started
+	// Forks, when set, is the daemon's gate every process it starts goes
 	// through, one at a time (procs.ForkGate); nil starts at once.
 	Forks *procs.ForkGate
 	// Nice, when not 0, is the niceness the whole process group runs

@@ -63,6 +63,14 @@ func (g *ForkGate) Start(cmd *exec.Cmd) error {
 	return err
 }
 
+// Run is cmd.Run with the start through g: Start, then Wait.
+func (g *ForkGate) Run(cmd *exec.Cmd) error {
+	if err := g.Start(cmd); err != nil {
+		return err
+	}
+	return cmd.Wait()
+}
+
 // putBack takes the spare P back: to the runtime's default (which follows
 // the CPU limit) unless the GOMAXPROCS environment variable set it, then
 // to what it was. It holds the gate, so no vfork is in flight meanwhile.

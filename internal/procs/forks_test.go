@@ -1,6 +1,7 @@
 package procs
 
 import (
+	"errors"
 	"os/exec"
 	"runtime"
 	"strconv"
@@ -72,6 +73,17 @@ func TestForkGateStartsOneAtATime(t *testing.T) {
 	}
 	if err := none.Start(exec.Command("/nonexistent/shard-test")); err == nil {
 		t.Fatal("Start of a missing program: no error")
+	}
+	// Run waits for the exit and reports it, as cmd.Run does.
+	if err := g.Run(exec.Command(true_)); err != nil {
+		t.Fatalf("Run of true: %v", err)
+	}
+	var exit *exec.ExitError
+	if err := g.Run(exec.Command("sh", "-c", "exit 3")); !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Fatalf("Run of exit 3: %v, want exit status 3", err)
+	}
+	if err := g.Run(exec.Command("/nonexistent/shard-test")); err == nil {
+		t.Fatal("Run of a missing program: no error")
 	}
 }
 

@@ -47,11 +47,7 @@ func ExecRunner(bin string, forks *procs.ForkGate) RunFunc {
 		cmd.WaitDelay = 5 * time.Second
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := forks.Start(cmd)
-		if err == nil {
-			err = cmd.Wait()
-		}
-		if err != nil {
+		if err := forks.Run(cmd); err != nil {
 			msg := stderr.Bytes()
 			if len(msg) > 4096 {
 				msg = msg[:4096]

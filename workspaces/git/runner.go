@@ -98,10 +98,7 @@ func (x *Exec) Run(ctx context.Context, inv Invocation) ([]byte, error) {
 	stdout := &capped{limit: limit}
 	stderr := &capped{limit: maxStderr, truncate: true}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := x.Forks.Start(cmd)
-	if err == nil {
-		err = cmd.Wait()
-	}
+	err := x.Forks.Run(cmd)
 	if err == nil && !stdout.over {
 		return stdout.buf.Bytes(), nil
 	}
