@@ -109,3 +109,44 @@ func TestBatchFanout(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestBatchDirectUpToDirectFanout: a batch for up to directFanout clients
+// is written by the agent itself through each idle connection's direct
+// writer, in one call per client; one client more and every connection's
+// writer goroutine gets it instead (the direct writer is never called).
+func TestBatchDirectUpToDirectFanout(t *testing.T) {
+	for _, n := range []int{1, directFanout, directFanout + 1} {
+		a, outs := relayActor(n)
+		calls := make([]int, n)
+		got := make([][]byte, n)
+		for i, o := range outs {
+			o.SetDirect(func(recs [][]byte) int {
+				calls[i]++
+				size := 0
+				for _, r := range recs {
+					got[i] = append(append(got[i], r...), '\n')
+					size += len(r) + 1
+				}
+				return size
+			})
+		}
+		lines := [][]byte{[]byte(`{"type":"message_delta","text_delta":"a"}`), []byte(`{"type":"message_delta","text_delta":"b"}`)}
+		for i, l := range lines {
+			a.rest = lines[i:]
+			a.fanout(l)
+		}
+		a.endBatch()
+		want := string(protocol.WithAgentID(lines[0], a.m.AgentID)) + "\n" + string(protocol.WithAgentID(lines[1], a.m.AgentID)) + "\n"
+		for i, o := range outs {
+			if n <= directFanout {
+				if calls[i] != 1 || string(got[i]) != want || o.Len() != 0 {
+					t.Fatalf("%d clients: client %d: %d direct writes of %q, %d left queued; want 1 of %q, none", n, i, calls[i], got[i], o.Len(), want)
+				}
+				continue
+			}
+			if calls[i] != 0 || o.Len() != 2 {
+				t.Fatalf("%d clients: client %d: %d direct writes, %d queued for its writer; want 0 and 2", n, i, calls[i], o.Len())
+			}
+		}
+	}
+}
