@@ -93,6 +93,7 @@ func (s *Store) writeLoop() {
 		copy(batch, c.queue)
 		c.queue = c.queue[n:]
 		c.mu.Unlock()
+		s.spare.Touch()
 		s.commitBatch(batch)
 	}
 }

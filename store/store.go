@@ -11,6 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/shard-dev/shard/internal/sparep"
 )
 
 // SchemaVersion is the schema this build writes and understands. Open
@@ -90,6 +92,10 @@ type Options struct {
 	// would: every write in it fails with that error and none is stored.
 	// A test hook (fault injection); it must not block.
 	BeforeCommit func(writes int) error
+	// Spare, when set, is touched before every group commit: its fdatasyncs
+	// park the writer's P, and the burst's lender keeps one P more while
+	// commits follow each other (package sparep).
+	Spare *sparep.Burst
 }
 
 // Store is an open Shard database. Its methods are safe for concurrent use
@@ -103,6 +109,7 @@ type Store struct {
 	path         string
 	onCommit     func(time.Duration)
 	beforeCommit func(int) error
+	spare        *sparep.Burst
 	commits      committer
 }
 
@@ -156,7 +163,7 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close() // the schema error is the one worth reporting
 		return nil, wrapOp(err, "open %s", path)
 	}
-	return &Store{db: db, path: path, onCommit: opts.OnCommit, beforeCommit: opts.BeforeCommit}, nil
+	return &Store{db: db, path: path, onCommit: opts.OnCommit, beforeCommit: opts.BeforeCommit, spare: opts.Spare}, nil
 }
 
 // initSchema checks the schema version of an existing file, or stamps a

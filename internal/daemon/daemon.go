@@ -24,6 +24,7 @@ import (
 	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/procs"
+	"github.com/shard-dev/shard/internal/sparep"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/jobs"
 	"github.com/shard-dev/shard/jobs/view"
@@ -88,6 +89,11 @@ type Daemon struct {
 	hub   *outbox.Hub
 	gw    *gateway.Gateway
 
+	// commits and forks are the bursts of one sparep.Lender: the store's
+	// group commits and the fork gate's starts, which park Ps in system
+	// calls. They end with the store.
+	commits, forks *sparep.Burst
+
 	startedAt time.Time
 	stopOnce  sync.Once
 	done      chan struct{}
@@ -104,7 +110,11 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	}
 	// The metrics exist before the store so that every commit is timed.
 	m := metrics.New(opts.Version)
-	st, err := store.Open(cfg.DBPath(), store.Options{Timeout: cfg.Store.LockTimeout, NoSync: cfg.Store.NoSync, OnCommit: m.ObserveCommit})
+	// One P more while commits or process starts park the daemon's Ps in
+	// system calls (package sparep).
+	spare := &sparep.Lender{}
+	commits := spare.Burst()
+	st, err := store.Open(cfg.DBPath(), store.Options{Timeout: cfg.Store.LockTimeout, NoSync: cfg.Store.NoSync, OnCommit: m.ObserveCommit, Spare: commits})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
 			who := "another shardd"
@@ -118,7 +128,8 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	// Holding the store lock, this is the only daemon on the home: a
 	// daemon.json left behind is stale (a crash, a kill -9).
 	replaceStaleDiscovery(cfg.DiscoveryPath(), opts.Logger)
-	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, metrics: m, hub: outbox.NewHub(), done: make(chan struct{})}, nil
+	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, metrics: m, hub: outbox.NewHub(), done: make(chan struct{}),
+		commits: commits, forks: spare.Burst()}, nil
 }
 
 // Start brings up the actor tree and the gateway. When it returns nil the
@@ -163,7 +174,7 @@ func (d *Daemon) Start() error {
 	}
 	// Every process the daemon starts (runtimes, git, the workspace setup
 	// command) goes through one gate: one fork at a time (procs.ForkGate).
-	forks := &procs.ForkGate{}
+	forks := &procs.ForkGate{Spare: d.forks}
 	deps := registry.Deps{
 		Store:   d.store,
 		Hub:     d.hub,
@@ -251,7 +262,7 @@ func (d *Daemon) Start() error {
 	wpid, err := d.sys.Root.SpawnNamed(workspaces.Props(wd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "workspaces")
 	if err != nil {
 		d.stopActors()
-		d.store.Close()
+		d.closeStore()
 		return fmt.Errorf("daemon: spawn workspace actor: %w", err)
 	}
 	d.workspaces = wpid
@@ -277,7 +288,7 @@ func (d *Daemon) Start() error {
 	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")
 	if err != nil {
 		d.stopActors()
-		d.store.Close()
+		d.closeStore()
 		return fmt.Errorf("daemon: spawn jobs coordinator: %w", err)
 	}
 	d.jobs = jpid
@@ -315,7 +326,7 @@ func (d *Daemon) Start() error {
 	}, d.sys, d.registry, d.hub, d.log.With("component", "gateway"))
 	if err := d.gw.Listen(); err != nil {
 		d.stopActors()
-		d.store.Close()
+		d.closeStore()
 		return err
 	}
 	d.gw.Serve()
@@ -418,12 +429,21 @@ func (d *Daemon) Shutdown(force bool) {
 		}
 		d.stopActors()
 		_ = os.Remove(d.cfg.DiscoveryPath())
-		if err := d.store.Close(); err != nil {
+		if err := d.closeStore(); err != nil {
 			d.log.Error("close store", "err", err)
 		}
 		d.log.Info("shardd stopped")
 	})
 	<-d.done
+}
+
+// closeStore closes the store and ends the spare P's bursts: nothing
+// commits or starts a process after it.
+func (d *Daemon) closeStore() error {
+	err := d.store.Close()
+	d.commits.Stop()
+	d.forks.Stop()
+	return err
 }
 
 // stopJobs stops the jobs coordinator (and its job actors) before the

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shard-dev/shard/internal/sparep"
 )
 
 // TestForkGateStartsOneAtATime: a Start waits while the gate is held, and
@@ -18,14 +19,7 @@ func TestForkGateStartsOneAtATime(t *testing.T) {
 	if err != nil {
 		t.Skip("no true(1)")
 	}
-	orig := runtime.GOMAXPROCS(0)
-	g := ForkGate{hold: time.Hour} // no timer of this test outlives it
-	t.Cleanup(func() {
-		if g.idle != nil {
-			g.idle.Stop()
-		}
-		runtime.GOMAXPROCS(orig)
-	})
+	var g ForkGate
 	g.mu.Lock()
 	cmd := exec.Command(true_)
 	done := make(chan error, 1)
@@ -87,57 +81,25 @@ func TestForkGateStartsOneAtATime(t *testing.T) {
 	}
 }
 
-// TestForkGateSparePDuringABurst: the first start of a burst raises
-// GOMAXPROCS by one, the next ones keep it there, and putBack (what the
-// idle timer runs) returns it to the environment's setting, or to the
-// runtime's default when none is set.
-func TestForkGateSparePDuringABurst(t *testing.T) {
+// TestForkGateTouchesItsBurst: a start through the gate turns its Spare
+// burst on (the lender's P, package sparep); a gate without one starts
+// all the same.
+func TestForkGateTouchesItsBurst(t *testing.T) {
 	true_, err := exec.LookPath("true")
 	if err != nil {
 		t.Skip("no true(1)")
 	}
 	orig := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
-	g := ForkGate{hold: time.Hour} // only putBack ends the burst here
-	t.Cleanup(func() {
-		if g.idle != nil {
-			g.idle.Stop()
-		}
-	})
-	start := func() {
-		t.Helper()
-		c := exec.Command(true_)
-		if err := g.Start(c); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Wait(); err != nil {
-			t.Fatal(err)
-		}
+	g := ForkGate{Spare: (&sparep.Lender{}).Burst()}
+	t.Cleanup(g.Spare.Stop)
+	if g.Spare.On() {
+		t.Fatal("burst on before any start")
 	}
-	for _, env := range []string{strconv.Itoa(orig + 2), ""} {
-		t.Setenv("GOMAXPROCS", env)
-		want := orig + 2
-		if env == "" {
-			runtime.SetDefaultGOMAXPROCS()
-			want = runtime.GOMAXPROCS(0)
-		} else {
-			runtime.GOMAXPROCS(want)
-		}
-		start()
-		start()
-		if got := runtime.GOMAXPROCS(0); got != want+1 {
-			t.Errorf("GOMAXPROCS=%q: during a burst of two starts %d, want %d", env, got, want+1)
-		}
-		if g.idle == nil {
-			t.Fatal("no timer armed to take the spare P back")
-		}
-		g.putBack()
-		if got := runtime.GOMAXPROCS(0); got != want {
-			t.Errorf("GOMAXPROCS=%q: after the burst %d, want %d", env, got, want)
-		}
-		g.putBack() // idempotent: a late timer changes nothing
-		if got := runtime.GOMAXPROCS(0); got != want {
-			t.Errorf("GOMAXPROCS=%q: after a second putBack %d, want %d", env, got, want)
-		}
+	if err := g.Run(exec.Command(true_)); err != nil {
+		t.Fatal(err)
+	}
+	if !g.Spare.On() {
+		t.Fatal("a start did not turn the gate's burst on")
 	}
 }

@@ -1,0 +1,84 @@
+package sparep
+
+import (
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestOneSpareWhileAnyBurstIsOn: the first Touch raises GOMAXPROCS by one;
+// another Touch, and a second burst, keep it there (never two); the P goes
+// back only when the last burst is off: to the environment's GOMAXPROCS,
+// or to the runtime's default when it sets none.
+func TestOneSpareWhileAnyBurstIsOn(t *testing.T) {
+	orig := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	l := &Lender{linger: time.Hour} // only Stop ends a burst here
+	forks, commits := l.Burst(), l.Burst()
+	t.Cleanup(forks.Stop)
+	t.Cleanup(commits.Stop)
+	for _, env := range []string{strconv.Itoa(orig + 2), ""} {
+		t.Setenv("GOMAXPROCS", env)
+		want := orig + 2
+		if env == "" {
+			runtime.SetDefaultGOMAXPROCS()
+			want = runtime.GOMAXPROCS(0)
+		} else {
+			runtime.GOMAXPROCS(want)
+		}
+		forks.Touch()
+		forks.Touch()
+		commits.Touch()
+		if got := runtime.GOMAXPROCS(0); got != want+1 {
+			t.Fatalf("GOMAXPROCS=%q: with two bursts on %d, want %d", env, got, want+1)
+		}
+		forks.Stop()
+		if got := runtime.GOMAXPROCS(0); got != want+1 {
+			t.Fatalf("GOMAXPROCS=%q: one burst still on, %d, want %d", env, got, want+1)
+		}
+		commits.Stop()
+		if got := runtime.GOMAXPROCS(0); got != want {
+			t.Fatalf("GOMAXPROCS=%q: after the bursts %d, want %d", env, got, want)
+		}
+		commits.Stop() // idempotent: a late timer changes nothing
+		if got := runtime.GOMAXPROCS(0); got != want || l.on != 0 {
+			t.Fatalf("GOMAXPROCS=%q: after a second Stop %d (%d on), want %d", env, got, l.on, want)
+		}
+	}
+}
+
+// TestBurstEndsAfterItsLinger: with no Touch for the linger time the
+// burst turns itself off and the P is given back.
+func TestBurstEndsAfterItsLinger(t *testing.T) {
+	orig := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	back := make(chan struct{}, 1)
+	l := &Lender{linger: 10 * time.Millisecond, gaveBack: func() { back <- struct{}{} }}
+	b := l.Burst()
+	t.Cleanup(b.Stop)
+	b.Touch()
+	if !b.On() {
+		t.Fatal("Touch did not turn the burst on")
+	}
+	<-back
+	if b.On() {
+		t.Fatal("the P was given back with the burst still on")
+	}
+	if got, want := runtime.GOMAXPROCS(0), orig; got != want {
+		t.Fatalf("GOMAXPROCS after the linger %d, want %d", got, want)
+	}
+}
+
+// TestNilDoesNothing: a nil Lender hands out nil Bursts, whose methods
+// are no-ops.
+func TestNilDoesNothing(t *testing.T) {
+	orig := runtime.GOMAXPROCS(0)
+	var l *Lender
+	b := l.Burst()
+	b.Touch()
+	b.Stop()
+	if b.On() || runtime.GOMAXPROCS(0) != orig {
+		t.Fatal("a nil burst lent a P")
+	}
+}
