@@ -41,6 +41,12 @@ type fanoutPhase struct {
 	// Skew: each client's receive time minus the earliest receive time of
 	// the same delta over all clients (0 for one client).
 	Skew dist `json:"fanout_skew"`
+	// Earliest: per delta, the added latency at the first client to
+	// receive it. The clients all read in the driver, on the cores the
+	// daemon uses, so the later clients of a delta wait for the driver to
+	// read the earlier ones too (Skew); this is the delta's latency without
+	// that wait, the closest figure to the baseline's single reader.
+	Earliest dist `json:"earliest_client_latency"`
 	// Seconds is the whole turn: prompt sent → the last client's
 	// turn_end.
 	Seconds float64 `json:"seconds"`
@@ -168,12 +174,12 @@ func runFanout(o *options) (*report, error) {
 	}
 
 	rep := &report{Header: []string{"", "clients", "transport", "deltas", "offered ev/s", "source ev/s", "delivered ev/s",
-		"lat p50 ms", "lat p99 ms", "lat p999 ms", "lat max ms", "skew p50 ms", "skew p99 ms", "skew p999 ms", "first ms", "turn end ms",
+		"lat p50 ms", "lat p99 ms", "lat p999 ms", "lat max ms", "skew p50 ms", "skew p99 ms", "skew p999 ms", "earliest p99 ms", "first ms", "turn end ms",
 		"daemon cores", "driver cores", "daemon µs/ev", "load"}, Results: res}
 	row := func(mark string, p fanoutPhase) {
 		if p.Error != "" {
 			rep.Rows = append(rep.Rows, []string{mark, fmt.Sprint(p.Clients), p.Transport, fmt.Sprint(p.Deltas), rateStr(p.Rate),
-				"failed", "", "", "", "", "", "", "", "", "", "", "", "", "", ""})
+				"failed", "", "", "", "", "", "", "", "", "", "", "", "", "", "", ""})
 			return
 		}
 		cpu := []string{f2(p.CPU.Daemon), f2(p.CPU.Driver), f2(p.DaemonUsPerEvent), f2(p.LoadAvg)}
@@ -182,7 +188,7 @@ func runFanout(o *options) (*report, error) {
 		}
 		rep.Rows = append(rep.Rows, append([]string{mark, fmt.Sprint(p.Clients), p.Transport, fmt.Sprint(p.Deltas), rateStr(p.Rate),
 			f0(p.SourcePerS), f0(p.EventsPerS), f3(p.Latency.P50), f3(p.Latency.P99), f3(p.Latency.P999), f3(p.Latency.Max),
-			f3(p.Skew.P50), f3(p.Skew.P99), f3(p.Skew.P999), f2(p.FirstLatency), f2(p.TurnEndMs)}, cpu...))
+			f3(p.Skew.P50), f3(p.Skew.P99), f3(p.Skew.P999), f3(p.Earliest.P99), f2(p.FirstLatency), f2(p.TurnEndMs)}, cpu...))
 	}
 	for _, p := range res.Headline {
 		row("headline", p)
@@ -212,6 +218,7 @@ func runFanout(o *options) (*report, error) {
 		"baseline: the same runtime's stamped flood read straight from its stdout by the driver (parsed the same way), no daemon: the floor the daemon's rows add to",
 		fmt.Sprintf("pacing is open-loop (delta i due i/rate after the first); Go timers sleep ≥ ~1 ms here, so at %d ev/s deltas leave in bursts of a few per timer tick and the latency includes that burst's queueing", rate),
 		"skew: per delta, each client's receive time − the earliest receive time of that delta (0 for one client)",
+		"earliest: per delta, the added latency at the first client that received it (the baseline's single reader has no later clients to read first)",
 		"source ev/s = deltas / (prompt sent → the last delta at the slowest client), the offered stream; delivered = clients × that; first ms = prompt sent → first delta at any client; turn end ms = that last delta → the last client's turn_end (the turn's message_complete carries the whole flooded message, deltas × bytes, to every client; until 2026-12-03 the rates were counted to turn_end and included it)",
 		"the clients run in the driver, on the same 2 cores as the daemon: at 100 clients the driver's own reading competes with the daemon (probes read raw records: JSONL over unix, unmasked frames over WebSocket)",
 		"cores: CPU time over the flood's wall time (1.00 = one core busy; daemon = shardd alone; driver = this process and its clients); daemon µs/ev = shardd CPU per delivered event; load = 1-minute load average at the end of the phase (other users of the machine raise it)")
@@ -411,12 +418,14 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 	stream := time.Duration(lastDelta - start.UnixNano())
 	skews := make([]time.Duration, 0, clients*n)
 	lats := make([]time.Duration, 0, clients*n)
+	earliest := make([]time.Duration, 0, n)
 	first := int64(1<<63 - 1)
 	for k := range n {
-		tmin := recvs[0].times[k]
+		tmin, lmin := recvs[0].times[k], recvs[0].lats[k]
 		for _, r := range recvs[1:] {
-			tmin = min(tmin, r.times[k])
+			tmin, lmin = min(tmin, r.times[k]), min(lmin, r.lats[k])
 		}
+		earliest = append(earliest, lmin)
 		first = min(first, tmin)
 		for _, r := range recvs {
 			skews = append(skews, time.Duration(r.times[k]-tmin))
@@ -428,7 +437,7 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 	s, ds := wall.Seconds(), stream.Seconds()
 	return fanoutPhase{Seconds: s, EventsPerS: float64(clients*n) / ds, SourcePerS: float64(n) / ds, MBPerS: float64(clients*n*size) / 1e6 / ds,
 		TurnEndMs: ms(wall - stream),
-		Latency:   summarize(lats), Skew: summarize(skews), FirstLatency: ms(time.Duration(first - start.UnixNano())), latencies: lats,
+		Latency:   summarize(lats), Skew: summarize(skews), Earliest: summarize(earliest), FirstLatency: ms(time.Duration(first - start.UnixNano())), latencies: lats,
 		CPU: cpuBetween(cpu0, cpu1, wall), DaemonUsPerEvent: (cpu1.daemon - cpu0.daemon).Seconds() * 1e6 / float64(clients*n), LoadAvg: loadAvg()}, nil
 }
 
@@ -586,6 +595,6 @@ func fanoutBaseline(o *options, flood string, n, size, rate int) (fanoutPhase, e
 	return fanoutPhase{Clients: 1, Transport: "stdio", Deltas: n, Bytes: size, Rate: rate, Seconds: s,
 		EventsPerS: float64(n) / ds, SourcePerS: float64(n) / ds, MBPerS: float64(n*size) / 1e6 / ds,
 		TurnEndMs: ms(turn - stream),
-		Latency:   summarize(lats), Skew: summarize(make([]time.Duration, n)), FirstLatency: ms(time.Duration(times[0] - start.UnixNano())),
+		Latency:   summarize(lats), Skew: summarize(make([]time.Duration, n)), Earliest: summarize(lats), FirstLatency: ms(time.Duration(times[0] - start.UnixNano())),
 		latencies: lats}, nil
 }

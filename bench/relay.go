@@ -154,16 +154,24 @@ func daemonFlood(c *client.Conn, id, flood string) (relayRun, error) {
 	done := make(chan out, 1)
 	go func() {
 		var o out
+		var fatal string // a fatal error event before the end (slow consumer)
 		timeout := time.After(5 * time.Minute)
 		for {
 			select {
 			case ev, ok := <-c.Events():
 				if !ok {
 					o.err = fmt.Errorf("connection ended: %v", c.Err())
+					if fatal != "" {
+						o.err = fmt.Errorf("connection ended after the fatal error %q (%v)", fatal, c.Err())
+					}
 					done <- o
 					return
 				}
 				switch m := ev.Msg.(type) {
+				case *protocol.ErrorEvent:
+					if m.Fatal {
+						fatal = m.Message
+					}
 				case *protocol.MessageDelta:
 					if m.AgentID == id && m.Kind == protocol.DeltaText {
 						o.events++
