@@ -148,10 +148,12 @@ func (a *Actor) start(c actor.Context) {
 	a.pgid = cmd.Process.Pid
 	if a.spec.Nice != 0 {
 		// Linux applies PRIO_PGRP to every thread of every process in the
-		// group; threads and processes created afterwards inherit it. Only
-		// the first instructions of the new image ran at the daemon's own
-		// priority. A failure (a seccomp filter, say) costs priority only.
-		if err := syscall.Setpriority(syscall.PRIO_PGRP, a.pgid, a.spec.Nice); err != nil {
+		// group; threads and processes created afterwards inherit it, and
+		// Renice settles the runtime's threads that were being created
+		// meanwhile. Only the first instructions of the new image ran at
+		// the daemon's own priority. A failure (a seccomp filter, say)
+		// costs priority only.
+		if err := procs.Renice(a.pgid, a.spec.Nice); err != nil {
 			a.logger.Warn("runtime actor: setpriority", "pgid", a.pgid, "nice", a.spec.Nice, "err", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -34,6 +35,41 @@ const schedPasses = 8
 // SCHED_IDLE needs no privilege for a process of the same user. A process
 // that has exited is not an error.
 func SchedIdle(pid int) error {
+	return settleThreads(pid, "SCHED_IDLE", func(tid int) (bool, error) {
+		policy, err := schedPolicy(tid)
+		return policy == unix.SCHED_IDLE, err
+	}, setSchedIdle)
+}
+
+// Renice sets the niceness of every thread of the process group pgid led
+// by its process pgid (a runtime right after its start, before it started
+// any process of its own) and returns once all of the leader's threads
+// carry it: the threads and processes started later inherit it.
+//
+// setpriority(PRIO_PGRP) reaches every thread of the group at once, except
+// a thread that was being created during the call: it copied the old
+// niceness and joined its process after the call had gone by (a freshly
+// started Go runtime creates its threads right then; a subagent runtime
+// was once found with one thread at nice 0). So the leader's threads are
+// read from /proc/<pgid>/task afterwards, and any still at another
+// niceness is set on its own, in passes, as SchedIdle does.
+func Renice(pgid, nice int) error {
+	if err := syscall.Setpriority(syscall.PRIO_PGRP, pgid, nice); err != nil {
+		return fmt.Errorf("procs: setpriority of group %d: %w", pgid, err)
+	}
+	return settleThreads(pgid, "niceness", func(tid int) (bool, error) {
+		n, err := threadNice(tid)
+		return n == nice, err
+	}, func(tid int) error { return syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice) })
+}
+
+// settleThreads applies fix to every thread of pid that ok says lacks
+// what (a policy, a niceness), in passes, until a pass finds every thread
+// has it: a thread started between the listing and the fix is missed by
+// that pass and found by the next, and a pass that fixes nothing proves
+// them all (any thread started since came from a fixed one). A thread that
+// ended, or a process that exited, is not an error.
+func settleThreads(pid int, what string, ok func(tid int) (bool, error), fix func(tid int) error) error {
 	dir := "/proc/" + strconv.Itoa(pid) + "/task"
 	for range schedPasses {
 		ents, err := os.ReadDir(dir)
@@ -43,32 +79,42 @@ func SchedIdle(pid int) error {
 		if err != nil {
 			return fmt.Errorf("procs: threads of %d: %w", pid, err)
 		}
-		moved := 0
+		fixed := 0
 		for _, e := range ents {
 			tid, err := strconv.Atoi(e.Name())
 			if err != nil {
 				continue
 			}
-			policy, err := schedPolicy(tid)
+			done, err := ok(tid)
 			if errors.Is(err, unix.ESRCH) {
 				continue // the thread ended
 			}
 			if err != nil {
-				return fmt.Errorf("procs: policy of thread %d of %d: %w", tid, pid, err)
+				return fmt.Errorf("procs: %s of thread %d of %d: %w", what, tid, pid, err)
 			}
-			if policy == unix.SCHED_IDLE {
+			if done {
 				continue
 			}
-			if err := setSchedIdle(tid); err != nil && !errors.Is(err, unix.ESRCH) {
-				return fmt.Errorf("procs: SCHED_IDLE for thread %d of %d: %w", tid, pid, err)
+			if err := fix(tid); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("procs: %s for thread %d of %d: %w", what, tid, pid, err)
 			}
-			moved++
+			fixed++
 		}
-		if moved == 0 {
+		if fixed == 0 {
 			return nil
 		}
 	}
 	return fmt.Errorf("procs: threads of %d kept appearing after %d passes", pid, schedPasses)
+}
+
+// threadNice is thread tid's niceness (the raw getpriority answers
+// 20 − nice, so that it is never negative).
+func threadNice(tid int) (int, error) {
+	r, _, errno := unix.RawSyscall(unix.SYS_GETPRIORITY, unix.PRIO_PROCESS, uintptr(tid), 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return 20 - int(r), nil
 }
 
 // schedPolicy is thread tid's scheduling policy, without the

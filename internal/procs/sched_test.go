@@ -87,10 +87,10 @@ func tids(t *testing.T, pid int) []int {
 	return out
 }
 
-// TestSchedIdleMovesEveryThread: every thread of a real multi-threaded
-// process ends up SCHED_IDLE with its niceness unchanged, a thread it
-// starts afterwards inherits the policy, and the caller's own policy is
-// untouched.
+// TestSchedIdleMovesEveryThread: Renice puts every thread of a real
+// multi-threaded process at the niceness; SchedIdle then moves every one
+// to SCHED_IDLE with its niceness unchanged; a thread the process starts
+// afterwards inherits both, and the caller's own are untouched.
 func TestSchedIdleMovesEveryThread(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), threadsHelperEnv+"=1")
@@ -117,19 +117,18 @@ func TestSchedIdleMovesEveryThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	nice := min(19, 20-own+3) // the raw syscall answers 20 - nice
-	// Every thread at once (the helper leads a group of its own); again
-	// until every thread has it, as a thread the helper's Go runtime was
-	// starting during the call may still carry the old niceness.
-	for settled := false; !settled; {
-		if err := syscall.Setpriority(syscall.PRIO_PGRP, pid, nice); err != nil {
-			t.Fatal(err)
+	// Every thread (the helper leads a group of its own), the ones its Go
+	// runtime was starting during the call included.
+	if err := Renice(pid, nice); err != nil {
+		t.Fatal(err)
+	}
+	for _, tid := range tids(t, pid) {
+		if _, n := threadSched(t, pid, tid); n != nice {
+			t.Fatalf("after Renice thread %d is at nice %d, want %d", tid, n, nice)
 		}
-		settled = true
-		for _, tid := range tids(t, pid) {
-			if _, n := threadSched(t, pid, tid); n != nice {
-				settled = false
-			}
-		}
+	}
+	if n, _ := threadSched(t, os.Getpid(), unix.Gettid()); n == nice && nice != 20-own {
+		t.Fatal("Renice changed the caller's own niceness")
 	}
 	before := tids(t, pid)
 	if len(before) < threadsHelperCount {
@@ -159,8 +158,8 @@ func TestSchedIdleMovesEveryThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := threadSched(t, pid, tid); p != unix.SCHED_IDLE {
-		t.Errorf("a thread started afterwards has policy %d, want SCHED_IDLE", p)
+	if p, n := threadSched(t, pid, tid); p != unix.SCHED_IDLE || n != nice {
+		t.Errorf("a thread started afterwards has policy %d nice %d, want SCHED_IDLE at nice %d", p, n, nice)
 	}
 	if p, _ := threadSched(t, os.Getpid(), unix.Gettid()); p == unix.SCHED_IDLE {
 		t.Error("the caller's own thread became SCHED_IDLE")
