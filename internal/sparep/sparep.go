@@ -23,6 +23,7 @@ package sparep
 import (
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -37,9 +38,8 @@ const Linger = 250 * time.Millisecond
 // BENCHMARKS.md). The daemon has one. The zero value is ready; a nil
 // Lender lends nothing.
 type Lender struct {
-	mu   sync.Mutex
-	on   int // Bursts that are on
-	base int // GOMAXPROCS before the P was lent
+	mu sync.Mutex
+	on int // Bursts that are on
 	// linger replaces Linger when > 0, and gaveBack runs after the P was
 	// given back (tests).
 	linger   time.Duration
@@ -130,14 +130,15 @@ func (l *Lender) lend() {
 	defer l.mu.Unlock()
 	l.on++
 	if l.on == 1 {
-		l.base = runtime.GOMAXPROCS(0)
-		runtime.GOMAXPROCS(l.base + 1)
+		runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
 	}
 }
 
 // giveBack takes the P back when the last burst turns off: to the
-// runtime's default (which follows the CPU limit) unless the GOMAXPROCS
-// environment variable set it, then to what it was.
+// GOMAXPROCS environment variable's value when it sets one, else to the
+// runtime's default (which follows the CPU limit). Not to the value seen
+// when the P was lent: another Lender in the process (tests run several
+// daemons) may have been lending then.
 func (l *Lender) giveBack() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -145,8 +146,8 @@ func (l *Lender) giveBack() {
 	if l.on > 0 {
 		return
 	}
-	if os.Getenv("GOMAXPROCS") != "" {
-		runtime.GOMAXPROCS(l.base)
+	if n, err := strconv.Atoi(os.Getenv("GOMAXPROCS")); err == nil && n > 0 {
+		runtime.GOMAXPROCS(n)
 	} else {
 		runtime.SetDefaultGOMAXPROCS()
 	}

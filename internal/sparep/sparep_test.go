@@ -82,3 +82,25 @@ func TestNilDoesNothing(t *testing.T) {
 		t.Fatal("a nil burst lent a P")
 	}
 }
+
+// TestTwoLendersEndAtTheSetting: two Lenders in one process (tests run
+// several daemons) lending over each other leave GOMAXPROCS at the
+// environment's setting once both are done, not at a value one of them saw
+// while the other was lending.
+func TestTwoLendersEndAtTheSetting(t *testing.T) {
+	orig := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	want := orig + 1
+	t.Setenv("GOMAXPROCS", strconv.Itoa(want))
+	runtime.GOMAXPROCS(want)
+	a, b := (&Lender{linger: time.Hour}).Burst(), (&Lender{linger: time.Hour}).Burst()
+	t.Cleanup(a.Stop)
+	t.Cleanup(b.Stop)
+	a.Touch()
+	b.Touch() // lends on top of a's P
+	a.Stop()
+	b.Stop()
+	if got := runtime.GOMAXPROCS(0); got != want {
+		t.Fatalf("GOMAXPROCS after both lenders %d, want the setting %d", got, want)
+	}
+}
