@@ -10,7 +10,9 @@
 // to run acks, fan-out and the commit waiters (bench jobs: creates waited
 // up to 7 ms for a P after their commit was durable). A parked P's thread
 // sleeps in the kernel, so lending one P more keeps as many Ps running
-// goroutines as there are CPUs.
+// goroutines as there are CPUs. When no call is parked, the lent P is one
+// thread more than the CPUs, which the kernel time-slices: a traced
+// commit stalled 5 ms with its thread off the CPU so (BENCHMARKS.md).
 //
 // The P is lent for bursts, not for good: the first Touch of a burst
 // raises GOMAXPROCS by one, and it is put back once no Touch of any burst
