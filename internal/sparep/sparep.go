@@ -55,6 +55,7 @@ type Burst struct {
 	l     *Lender
 	mu    sync.Mutex
 	on    bool
+	last  time.Time // the last Touch
 	timer *time.Timer
 }
 
@@ -68,18 +69,22 @@ func (l *Lender) Burst() *Burst {
 
 // Touch marks a system call of the burst about to park its P: it turns
 // the burst on (lending the P if it is the first) and restarts its linger.
+// It only notes the time: the timer, armed when the burst turns on, sees
+// at its expiry whether a Touch came since and waits out the rest.
 func (b *Burst) Touch() {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.on {
-		b.on = true
-		b.l.lend()
+	b.last = time.Now()
+	if b.on {
+		return
 	}
+	b.on = true
+	b.l.lend()
 	if b.timer == nil {
-		b.timer = time.AfterFunc(b.l.lingerFor(), b.off)
+		b.timer = time.AfterFunc(b.l.lingerFor(), b.expire)
 	} else {
 		b.timer.Reset(b.l.lingerFor())
 	}
@@ -101,17 +106,30 @@ func (b *Burst) Stop() {
 		return
 	}
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.timer != nil {
 		b.timer.Stop()
 	}
-	b.mu.Unlock()
-	b.off()
+	b.endLocked()
 }
 
-// off ends the burst: its linger passed with no Touch.
-func (b *Burst) off() {
+// expire runs when the timer fires: the burst ends if its linger passed
+// since the last Touch, and otherwise waits for the rest of it.
+func (b *Burst) expire() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !b.on {
+		return
+	}
+	if rest := b.l.lingerFor() - time.Since(b.last); rest > 0 {
+		b.timer.Reset(rest)
+		return
+	}
+	b.endLocked()
+}
+
+// endLocked turns the burst off and gives its P back; b.mu is held.
+func (b *Burst) endLocked() {
 	if !b.on {
 		return
 	}

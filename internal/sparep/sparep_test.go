@@ -104,3 +104,27 @@ func TestTwoLendersEndAtTheSetting(t *testing.T) {
 		t.Fatalf("GOMAXPROCS after both lenders %d, want the setting %d", got, want)
 	}
 }
+
+// TestATouchDuringTheLingerKeepsTheBurstOn: when the timer expires with a
+// Touch inside the linger, the burst stays on (and waits out the rest);
+// once the linger passed since the last Touch, the expiry ends it.
+func TestATouchDuringTheLingerKeepsTheBurstOn(t *testing.T) {
+	orig := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	l := &Lender{linger: time.Hour} // the test runs the expiries itself
+	b := l.Burst()
+	t.Cleanup(b.Stop)
+	b.Touch()
+	b.Touch() // a second Touch while on: the same burst
+	b.expire()
+	if !b.On() || l.on != 1 {
+		t.Fatalf("expiry right after a Touch: on %v (%d lent), want still on", b.On(), l.on)
+	}
+	b.mu.Lock()
+	b.last = time.Now().Add(-2 * time.Hour)
+	b.mu.Unlock()
+	b.expire()
+	if b.On() || l.on != 0 {
+		t.Fatalf("expiry a linger after the last Touch: on %v (%d lent), want off", b.On(), l.on)
+	}
+}
