@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/shard-dev/shard/internal/sparep"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -294,5 +296,32 @@ func TestGroupCommitFailedWriteLeavesTheBatch(t *testing.T) {
 	// failed again alone (a failed transaction never reaches BeforeCommit).
 	if got, want := g.attempts(), []int{1, n - 3}; !slices.Equal(got, want) {
 		t.Fatalf("committed transactions (writes each) = %v, want %v", got, want)
+	}
+}
+
+// TestGroupCommitTouchesItsSpareBurst: a group commit turns the store's
+// spare-P burst on (package sparep: its fdatasyncs park the writer's P).
+func TestGroupCommitTouchesItsSpareBurst(t *testing.T) {
+	orig := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	spare := (&sparep.Lender{}).Burst()
+	t.Cleanup(spare.Stop)
+	s, err := Open(filepath.Join(t.TempDir(), "shard.db"), Options{Spare: spare})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if spare.On() {
+		t.Fatal("burst on before any group commit")
+	}
+	if _, err := s.CreateJob(testJob("job-spare", "agent-parent", protocol.RunQueued), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !spare.On() {
+		t.Fatal("a group commit did not turn the store's spare burst on")
 	}
 }
