@@ -2,6 +2,7 @@ package agent
 
 import (
 	"cmp"
+	"github.com/shard-dev/shard/internal/ids"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -38,8 +39,13 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime profile %q is not configured", a.m.Runtime))
 		return
 	}
+	// SHARD_RUNTIME_ID names this generation's process tree for the sweep
+	// after its exit (Sweep): a sweep by agent ID alone would also kill
+	// the runtime a respawned actor of the same agent starts meanwhile.
+	runtimeID := ids.New("rt")
 	env := append(append(append([]string(nil), rc.Env...), prof.Env...),
 		"SHARD_AGENT_ID="+a.m.AgentID,
+		"SHARD_RUNTIME_ID="+runtimeID,
 		"SHARD_SESSION_ID="+a.m.SessionID,
 		"SHARD_AGENT_MODE="+a.m.Mode,
 		"SHARD_AGENT_MODEL="+a.m.Model,
@@ -53,7 +59,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		Dir:        a.m.Cwd,
 		Env:        env,
 		StderrPath: filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),
-		Sweep:      []string{"SHARD_AGENT_ID=" + a.m.AgentID},
+		Sweep:      []string{"SHARD_AGENT_ID=" + a.m.AgentID, "SHARD_RUNTIME_ID=" + runtimeID},
 		Sweeper:    rc.Sweeper,
 		Forks:      rc.Forks,
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -74,6 +76,12 @@ type Actor struct {
 	draining bool
 	force    bool
 	drainers []chan<- struct{}
+	// ndrained counts the entries marked drained (markDrained), so that
+	// checkDrained, run as each agent reports, is not a pass over them
+	// all: a shutdown of n agents was O(n²).
+	ndrained int
+	// respawns numbers the respawned agent actors' names.
+	respawns int
 	// jobs is the jobs coordinator, a sibling handed over by AttachJobs;
 	// nil before that, after DetachJobs or a Drain, and once it stopped.
 	jobs *actor.PID
@@ -166,7 +174,7 @@ func (r *Actor) Receive(c actor.Context) {
 		}
 	case *agent.Drained:
 		if e := r.agents[m.AgentID]; e != nil {
-			e.drained = true
+			r.markDrained(e)
 		}
 		r.checkDrained()
 	case *Drain:
@@ -194,7 +202,14 @@ func (r *Actor) load(c actor.Context) {
 }
 
 func (r *Actor) spawn(c actor.Context, m store.Agent) *entry {
-	pid, err := c.SpawnNamed(agent.Props(m, r.deps.Agent), m.AgentID)
+	return r.spawnNamed(c, m, m.AgentID)
+}
+
+// spawnNamed spawns m's actor under name: its agent ID, or for a respawn
+// that ID and "~n" (respawn). The name starts with the agent ID, so that
+// a Terminated names its entry (onTerminated).
+func (r *Actor) spawnNamed(c actor.Context, m store.Agent, name string) *entry {
+	pid, err := c.SpawnNamed(agent.Props(m, r.deps.Agent), name)
 	if err != nil {
 		r.deps.Logger.Error("registry: spawn agent actor", "agent_id", m.AgentID, "err", err)
 		return nil
@@ -237,23 +252,47 @@ func (r *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
 		r.jobs = nil
 		return
 	}
-	for id, e := range r.agents {
-		if !e.pid.Equal(m.Who) {
-			continue
-		}
-		if r.draining {
-			e.drained = true
-			r.checkDrained()
-			return
-		}
-		// An agent actor failed (a bug). Its runtime child was killed with
-		// it; the durable identity is intact, so serve it again.
-		r.deps.Logger.Error("registry: agent actor stopped unexpectedly; respawning", "agent_id", id)
-		delete(r.agents, id)
-		r.deps.Metrics.AgentState(e.info.RuntimeState, "")
-		r.spawn(c, e.m)
+	// An agent actor is this actor's child named by its agent ID (spawn),
+	// so its PID names its entry: no pass over every agent per Terminated,
+	// which a shutdown receives once per agent.
+	name, ok := strings.CutPrefix(m.Who.Id, c.Self().Id+"/")
+	id, _, _ := strings.Cut(name, "~")
+	e := r.agents[id]
+	if !ok || e == nil || !e.pid.Equal(m.Who) {
 		return
 	}
+	if r.draining {
+		r.markDrained(e)
+		r.checkDrained()
+		return
+	}
+	// An agent actor failed (a bug). Its runtime child was killed with
+	// it; the durable identity is intact, so serve it again.
+	r.deps.Logger.Error("registry: agent actor stopped unexpectedly; respawning", "agent_id", id)
+	r.forget(id)
+	r.deps.Metrics.AgentState(e.info.RuntimeState, "")
+	// Under a name of its own: a PID names its actor by name, so messages
+	// still on their way to the stopped actor and its runtime actor (an
+	// exit, a Terminated) would otherwise reach the new ones, and the new
+	// actor took its runtime for dead before it was ready.
+	r.respawns++
+	r.spawnNamed(c, e.m, e.m.AgentID+"~"+strconv.Itoa(r.respawns))
+}
+
+// markDrained marks e drained, once.
+func (r *Actor) markDrained(e *entry) {
+	if !e.drained {
+		e.drained = true
+		r.ndrained++
+	}
+}
+
+// forget deletes agent id's entry, keeping the drained count.
+func (r *Actor) forget(id string) {
+	if e := r.agents[id]; e != nil && e.drained {
+		r.ndrained--
+	}
+	delete(r.agents, id)
 }
 
 func reply(cmd *Command, data any) {
@@ -583,10 +622,8 @@ func (r *Actor) checkDrained() {
 	if !r.draining {
 		return
 	}
-	for _, e := range r.agents {
-		if !e.drained {
-			return
-		}
+	if r.ndrained < len(r.agents) {
+		return
 	}
 	for _, ch := range r.drainers {
 		close(ch)

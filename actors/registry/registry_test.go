@@ -523,3 +523,48 @@ func TestWorkspaceCommandsGoToTheWorkspacePID(t *testing.T) {
 	default:
 	}
 }
+
+// A drain waits for every agent, however many: each adopted agent (no
+// runtime) reports drained once, and Done closes after the last.
+func TestDrainWaitsForEveryAgent(t *testing.T) {
+	h := start(t)
+	const n = 300
+	var agents []store.Agent
+	for i := range n {
+		a := store.Agent{AgentID: fmt.Sprintf("agent-d%03d", i), SessionID: fmt.Sprintf("sess-d%03d", i), Cwd: t.TempDir(),
+			Mode: "build", CreatedAt: time.Now().UnixMilli() + int64(i)}
+		if err := h.st.CreateAgent(a); err != nil {
+			t.Fatal(err)
+		}
+		agents = append(agents, a)
+	}
+	h.sys.Root.Send(h.reg, &registry.Adopt{Agents: agents})
+	done := make(chan struct{})
+	h.sys.Root.Send(h.reg, &registry.Drain{Done: done})
+	recv(t, done)
+	list := ok[protocol.AgentListData](t, h.call(&protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}))
+	if len(list.Agents) != n {
+		t.Fatalf("listed %d agents after the drain, want %d", len(list.Agents), n)
+	}
+}
+
+// An agent actor that stops under the registry (a failure) is served
+// again: the registry finds its entry from the stopped actor's PID and
+// spawns a new actor under the same agent ID, which answers commands.
+func TestAgentActorStoppedUnderTheRegistryIsRespawned(t *testing.T) {
+	logs := make(chan string, 100)
+	h := startLogging(t, slog.New(logSignal{logs}))
+	a := h.create()
+	pid := actor.NewPID(h.sys.Address(), h.reg.Id+"/"+a)
+	if err := h.sys.Root.StopFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for msg := recv(t, logs); msg != "registry: agent actor stopped unexpectedly; respawning"; msg = recv(t, logs) {
+	}
+	list := ok[protocol.AgentListData](t, h.call(&protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}))
+	if len(list.Agents) != 1 || list.Agents[0].AgentID != a {
+		t.Fatalf("agent.list after the respawn = %+v, want %s", list.Agents, a)
+	}
+	// The new actor serves the agent: an attach reaches it and is answered.
+	ok[protocol.AgentAttachData](t, h.call(&protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: a}}))
+}

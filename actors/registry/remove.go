@@ -127,7 +127,7 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 		if !ok {
 			continue // refused by the store: it stays served
 		}
-		delete(r.agents, rr.AgentID) // before the stop, so Terminated does not respawn it
+		r.forget(rr.AgentID) // before the stop, so Terminated does not respawn it
 		if r.sessions[m.SessionID] == m.AgentID {
 			delete(r.sessions, m.SessionID)
 		}
