@@ -73,6 +73,9 @@ type Config struct {
 	// wall clock; tests pass a manual one to expire a ticket without
 	// waiting for it. The accept backoff runs on it too.
 	Clock clock.Clock
+	// Dispatcher runs the connection actors' mailboxes (a mailrun.Pool);
+	// nil is protoactor's default, a new goroutine per mailbox run.
+	Dispatcher actor.Dispatcher
 
 	// hooks are the package's tests' probes; nil outside them.
 	hooks *testHooks
@@ -361,7 +364,7 @@ func (g *Gateway) startConn(t transport, local bool, cred credential) bool {
 	g.cfg.Metrics.ConnOpened(t.Kind())
 
 	props := actor.PropsFromProducer(func() actor.Actor { return a },
-		actor.WithGuardian(supervisor.StopOnFailure()))
+		actor.WithGuardian(supervisor.StopOnFailure()), actor.WithDispatcher(g.cfg.Dispatcher))
 	if _, err := g.sys.Root.SpawnNamed(props, fmt.Sprintf("conn-%d", id)); err != nil {
 		g.log.Error("spawn connection actor", "err", err)
 		t.Close("internal error", false)

@@ -87,6 +87,10 @@ type Deps struct {
 	// the workspaces of isolated runs (isolation.go); nil refuses
 	// isolation "workspace".
 	Workspaces *actor.PID
+	// Dispatcher runs the mailboxes of the coordinator and its job actors
+	// (a mailrun.Pool); nil is protoactor's default, a new goroutine per
+	// mailbox run.
+	Dispatcher actor.Dispatcher
 }
 
 // Coordinator is the jobs actor: see the package doc. Its state is split by
@@ -136,7 +140,7 @@ func Props(deps Deps) *actor.Props {
 			waits:    waitSet{byID: map[int]*waiter{}},
 			reports:  reportDelivery{inFlight: map[string]int64{}},
 		}
-	}, actor.WithSupervisor(supervisor.StopOnFailure()))
+	}, actor.WithSupervisor(supervisor.StopOnFailure()), actor.WithDispatcher(deps.Dispatcher))
 }
 
 // Receive implements actor.Actor.
@@ -214,7 +218,7 @@ func (co *Coordinator) load(c actor.Context) {
 func (co *Coordinator) spawnJob(c actor.Context, j store.Job) {
 	a := &jobActor{store: co.deps.Store, registry: co.deps.Registry, coord: co.self, workspaces: co.deps.Workspaces,
 		log: co.deps.Logger.With("job_id", j.JobID), clock: co.deps.Clock, job: j}
-	pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }), j.JobID)
+	pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithDispatcher(co.deps.Dispatcher)), j.JobID)
 	if err != nil {
 		co.deps.Logger.Error("jobs: spawn job actor", "job_id", j.JobID, "err", err)
 		return

@@ -126,6 +126,9 @@ type Deps struct {
 	// the daemon closes it at shutdown once the actor system is down (so
 	// every runtime child is gone), before it closes the store.
 	Goroutines *xsync.Group
+	// Dispatcher runs the mailboxes of the agent actor and its runtime actors (a mailrun.Pool);
+	// nil is protoactor's default, a new goroutine per mailbox run.
+	Dispatcher actor.Dispatcher
 }
 
 // Actor is the agent actor. Create it with Props. Its state is only ever
@@ -261,7 +264,7 @@ func Props(m store.Agent, deps Deps) *actor.Props {
 			dispatch:     dispatch{inflight: make(map[string]*inflight)},
 			requestState: requestState{open: make(map[string]*openRequest), foreign: make(map[string]*foreignRequest), delegated: make(map[string]*actor.PID)},
 		}
-	}, actor.WithSupervisor(supervisor.StopOnFailure()))
+	}, actor.WithSupervisor(supervisor.StopOnFailure()), actor.WithDispatcher(deps.Dispatcher))
 }
 
 // Receive implements actor.Actor.

@@ -75,7 +75,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "agent cwd is not a directory"))
 		return
 	}
-	pid, err := c.SpawnNamed(proc.Props(spec, a.self, a.log, a.deps.Goroutines), "runtime-"+strconv.FormatInt(a.epoch, 10))
+	pid, err := c.SpawnNamed(proc.Props(spec, a.self, a.log, a.deps.Goroutines).Configure(actor.WithDispatcher(a.deps.Dispatcher)), "runtime-"+strconv.FormatInt(a.epoch, 10))
 	if err != nil {
 		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "spawn runtime actor: %w", err))
 		return

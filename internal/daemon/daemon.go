@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/shard-dev/shard/internal/mailrun"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -93,6 +94,10 @@ type Daemon struct {
 	// group commits and the fork gate's starts, which park Ps in system
 	// calls. They end with the store.
 	commits, forks *sparep.Burst
+	// mailboxes runs every actor's mailbox on reused goroutines
+	// (mailrun): a mailbox run no longer starts a goroutine and grows its
+	// stack. Closed once the actor system is down.
+	mailboxes *mailrun.Pool
 
 	startedAt time.Time
 	stopOnce  sync.Once
@@ -129,7 +134,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	// daemon.json left behind is stale (a crash, a kill -9).
 	replaceStaleDiscovery(cfg.DiscoveryPath(), opts.Logger)
 	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, metrics: m, hub: outbox.NewHub(), done: make(chan struct{}),
-		commits: commits, forks: spare.Burst()}, nil
+		commits: commits, forks: spare.Burst(), mailboxes: mailrun.New(mailboxThroughput, mailboxesParked)}, nil
 }
 
 // Start brings up the actor tree and the gateway. When it returns nil the
@@ -181,6 +186,7 @@ func (d *Daemon) Start() error {
 		Logger:  d.log.With("component", "registry"),
 		Metrics: d.metrics,
 		Agent: agent.Deps{
+			Dispatcher: d.mailboxes,
 			Goroutines: d.group,
 			Hub:        d.hub,
 			Logger:     d.log.With("component", "agent"),
@@ -235,7 +241,7 @@ func (d *Daemon) Start() error {
 	// serves, so that it precedes every client command in the registry's
 	// mailbox (a PID computed from the name "jobs" would work too, but
 	// would rely on how protoactor names root children).
-	pid, err := d.sys.Root.SpawnNamed(registry.Props(deps).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "registry")
+	pid, err := d.sys.Root.SpawnNamed(registry.Props(deps).Configure(actor.WithGuardian(supervisor.StopOnFailure()), actor.WithDispatcher(d.mailboxes)), "registry")
 	if err != nil {
 		d.group.Close()
 		return fmt.Errorf("daemon: spawn registry: %w", err)
@@ -259,7 +265,7 @@ func (d *Daemon) Start() error {
 		DefaultMode:  deps.DefaultMode,
 		Forks:        forks,
 	}
-	wpid, err := d.sys.Root.SpawnNamed(workspaces.Props(wd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "workspaces")
+	wpid, err := d.sys.Root.SpawnNamed(workspaces.Props(wd).Configure(actor.WithGuardian(supervisor.StopOnFailure()), actor.WithDispatcher(d.mailboxes)), "workspaces")
 	if err != nil {
 		d.stopActors()
 		d.closeStore()
@@ -284,6 +290,7 @@ func (d *Daemon) Start() error {
 		Metrics:      d.metrics,
 		Workspaces:   d.workspaces,
 		KnownRuntime: deps.Agent.Runtime.KnownProfile,
+		Dispatcher:   d.mailboxes,
 	}
 	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")
 	if err != nil {
@@ -310,6 +317,7 @@ func (d *Daemon) Start() error {
 		Credentials:    storeCredentials{st: d.store},
 		Clock:          d.opts.GatewayClock,
 		Page:           web.Handler(web.Options{}),
+		Dispatcher:     d.mailboxes,
 		Web: gateway.WebPolicy{
 			Remote:               cfg.Web.Remote(),
 			PublicHost:           cfg.Web.PublicHost,
@@ -515,11 +523,22 @@ func (d *Daemon) stopActors() {
 		_ = d.sys.Root.StopFuture(d.registry).Wait()
 	}
 	d.sys.Shutdown()
+	d.mailboxes.Close()
 	// The agent actors are stopped, and with them their runtime actors,
 	// which kill their child on the way out: the goroutines waiting for a
 	// child or reading its output end (within the proc drain bound).
 	d.group.Close()
 }
+
+// The mailbox pool's settings. A mailbox yields its goroutine after 300
+// messages, as protoactor's default dispatcher. At most 32 goroutines stay
+// parked between runs: enough for the runs a 2-core daemon has going at
+// once, and few enough that a burst (a thousand agents starting) leaves no
+// thousand parked stacks behind.
+const (
+	mailboxThroughput = 300
+	mailboxesParked   = 32
+)
 
 // writeDiscovery writes daemon.json atomically (DESIGN §5).
 func (d *Daemon) writeDiscovery() error {
