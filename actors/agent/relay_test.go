@@ -150,3 +150,33 @@ func TestBatchDirectUpToDirectFanout(t *testing.T) {
 		}
 	}
 }
+
+// A client's Send writes the record itself when the connection is idle
+// (no wake-up of its writer), and queues it for the writer when the
+// socket does not take it all.
+func TestClientSendWritesDirectlyWhenIdle(t *testing.T) {
+	out := outbox.New(outbox.Limits{})
+	var wrote []byte
+	take := true
+	out.SetDirect(func(recs [][]byte) int {
+		if !take {
+			return 0
+		}
+		n := 0
+		for _, r := range recs {
+			wrote = append(append(wrote, r...), '\n')
+			n += len(r) + 1
+		}
+		return n
+	})
+	c := &Client{ID: 1, Out: out}
+	c.Send([]byte(`{"type":"response","id":"1"}`))
+	if string(wrote) != "{\"type\":\"response\",\"id\":\"1\"}\n" || out.Len() != 0 {
+		t.Fatalf("wrote %q with %d left queued; want the response written, nothing queued", wrote, out.Len())
+	}
+	take = false
+	c.Send([]byte(`{"type":"response","id":"2"}`))
+	if out.Len() != 1 {
+		t.Fatalf("%d queued after a refused direct write, want 1 for the writer", out.Len())
+	}
+}
