@@ -214,18 +214,31 @@ func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *proto
 // transaction.
 func (co *Coordinator) commit(c actor.Context, cmd *registry.Command, job store.Job, agents []store.Agent, aliases map[string]string, plan *workspaces.Plan) {
 	st, sys, self, wsPID := co.deps.Store, co.sys, co.self, co.deps.Workspaces
-	started := co.deps.Group.Go(func() {
-		var recs []store.Workspace
-		if plan != nil {
-			var err error
-			if recs, err = askPlan(sys, wsPID, plan); err != nil {
-				sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, err: err})
-				return
-			}
-			// Copies: the mailbox's job and agents stay as they were.
-			job.Runs, agents = slices.Clone(job.Runs), slices.Clone(agents)
-			bindWorkspaces(&job, agents, recs)
+	if plan == nil {
+		// Queued from the mailbox; the store's writer answers the mailbox
+		// once the batch committed, for every create in it at once: no
+		// goroutine waits for the commit, and none per create is woken
+		// after it. The group counts the write until it is answered.
+		end, ok := co.deps.Group.Begin()
+		if !ok {
+			co.onCreated(c, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, err: errStopping})
+			return
 		}
+		st.CreateJobWorkspacesThen(job, agents, aliases, nil, func(existing string, err error) {
+			defer end()
+			sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, existing: existing, err: err})
+		})
+		return
+	}
+	started := co.deps.Group.Go(func() {
+		recs, err := askPlan(sys, wsPID, plan)
+		if err != nil {
+			sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, err: err})
+			return
+		}
+		// Copies: the mailbox's job and agents stay as they were.
+		job.Runs, agents = slices.Clone(job.Runs), slices.Clone(agents)
+		bindWorkspaces(&job, agents, recs)
 		existing, err := st.CreateJobWorkspaces(job, agents, aliases, recs)
 		sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, existing: existing, err: err})
 	})

@@ -43,7 +43,19 @@ type writeOp struct {
 	fn       func(*bolt.Tx) error
 	err      error
 	panicked any // a panic of fn, re-raised in the caller's goroutine
-	done     chan struct{}
+	// done is closed with the outcome (update); or then is called with it
+	// instead (updateThen).
+	done chan struct{}
+	then func(error)
+}
+
+// finish answers op.
+func (op *writeOp) finish() {
+	if op.then != nil {
+		op.then(op.err) // a panic of fn is in op.err (apply)
+		return
+	}
+	close(op.done)
 }
 
 // committer queues writes and runs the writer goroutine.
@@ -60,6 +72,25 @@ type committer struct {
 // Group commit above: fn may run more than once.
 func (s *Store) update(fn func(*bolt.Tx) error) error {
 	op := &writeOp{fn: fn, done: make(chan struct{})}
+	s.enqueue(op)
+	<-op.done
+	if op.panicked != nil {
+		panic(op.panicked)
+	}
+	return op.err
+}
+
+// updateThen is update without waiting: then is called with the outcome,
+// on the writer goroutine, once the transaction committed (or failed).
+// then must not block (an actor's Send): the next batch waits for it. An
+// actor writes this way so that neither a goroutine of its own waits for
+// the commit nor one per write is woken after it; the writer answers them
+// all. A panic of fn reaches then as an error.
+func (s *Store) updateThen(fn func(*bolt.Tx) error, then func(error)) {
+	s.enqueue(&writeOp{fn: fn, then: then})
+}
+
+func (s *Store) enqueue(op *writeOp) {
 	c := &s.commits
 	c.mu.Lock()
 	c.queue = append(c.queue, op)
@@ -69,11 +100,6 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 		go s.writeLoop()
 	}
 	c.mu.Unlock()
-	<-op.done
-	if op.panicked != nil {
-		panic(op.panicked)
-	}
-	return op.err
 }
 
 // writeLoop commits batches until the queue is empty.
@@ -122,7 +148,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 		})
 		if bad >= 0 {
 			if len(batch) == 1 && len(failed) == 0 {
-				close(batch[0].done) // failed alone: that is its answer
+				batch[0].finish() // failed alone: that is its answer
 				return
 			}
 			failed = append(failed, batch[bad])
@@ -134,7 +160,7 @@ func (s *Store) commitBatch(batch []*writeOp) {
 		}
 		for _, op := range batch {
 			op.err = err
-			close(op.done)
+			op.finish()
 		}
 		break
 	}

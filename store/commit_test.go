@@ -325,3 +325,75 @@ func TestGroupCommitTouchesItsSpareBurst(t *testing.T) {
 		t.Fatal("a group commit did not turn the store's spare burst on")
 	}
 }
+
+// Writes queued without waiting (CreateJobWorkspacesThen) share the next
+// transaction like the others; the writer answers each once it committed,
+// never before, and a write that fails gets its own answer (here a repeated
+// request id, with the existing job's id) while the rest commit.
+func TestCreateJobThenAnswersFromTheWriter(t *testing.T) {
+	const n = 20
+	path := filepath.Join(t.TempDir(), "shard.db")
+	g := newGate()
+	s, err := Open(path, Options{BeforeCommit: g.beforeCommit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateAgent(agent("agent-parent", 1)); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		i        int
+		existing string
+		err      error
+	}
+	answers := make(chan answer, n+2)
+	first := testJob("job-first", "agent-parent", protocol.RunQueued)
+	first.RequestID = "req-1"
+	g.arm()
+	firstDone := make(chan error, 1)
+	go func() { _, err := s.CreateJob(first, nil, nil); firstDone <- err }()
+	<-g.entered
+	for i := range n {
+		s.CreateJobWorkspacesThen(testJob(fmt.Sprintf("job-%03d", i), "agent-parent", protocol.RunQueued), nil, nil, nil,
+			func(existing string, err error) { answers <- answer{i, existing, err} })
+	}
+	again := testJob("job-again", "agent-parent", protocol.RunQueued)
+	again.RequestID = "req-1"
+	s.CreateJobWorkspacesThen(again, nil, nil, nil, func(existing string, err error) { answers <- answer{n, existing, err} })
+	// Invalid: answered at once, on this goroutine.
+	s.CreateJobWorkspacesThen(Job{JobID: "job-bad"}, nil, nil, nil, func(existing string, err error) { answers <- answer{n + 1, existing, err} })
+	if a := <-answers; a.i != n+1 || !errors.Is(a.err, ErrInvalid) {
+		t.Fatalf("first answer = %+v, want the invalid job's ErrInvalid", a)
+	}
+	select {
+	case a := <-answers:
+		t.Fatalf("answered %+v while its transaction was held", a)
+	default:
+	}
+	close(g.release)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	for range n + 1 {
+		a := <-answers
+		switch {
+		case a.i == n && (!errors.Is(a.err, ErrExists) || a.existing != "job-first"):
+			t.Fatalf("repeated request: %+v, want ErrExists naming job-first", a)
+		case a.i < n && a.err != nil:
+			t.Fatalf("create %d: %v", a.i, a.err)
+		}
+	}
+	// The failed attempts never reach BeforeCommit: the batch committed
+	// once, without the repeated request.
+	if got := g.attempts(); !slices.Equal(got, []int{1, n}) {
+		t.Fatalf("transactions (writes each) = %v, want [1 %d]", got, n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path)
+	all, err := s.Jobs()
+	if err != nil || len(all) != n+1 {
+		t.Fatalf("after reopen: %d jobs, %v; want %d", len(all), err, n+1)
+	}
+}

@@ -103,28 +103,53 @@ func (s *Store) CreateJob(j Job, agents []Agent, aliases map[string]string) (exi
 // its worktree path like CreateWorkspace (ErrConflict when a live record
 // holds it). Nothing is written on any error.
 func (s *Store) CreateJobWorkspaces(j Job, agents []Agent, aliases map[string]string, workspaces []Workspace) (existing string, err error) {
+	fn, existingp, err := createJobOp(j, agents, aliases, workspaces)
+	if err != nil {
+		return "", err
+	}
+	err = s.update(fn)
+	return *existingp, wrapOp(err, "create job %q", j.JobID)
+}
+
+// CreateJobWorkspacesThen is CreateJobWorkspaces without waiting: then
+// gets its answers once the transaction committed (or failed), on the
+// store's writer goroutine, and must not block (see updateThen). An
+// invalid job is answered at once, on the caller's goroutine.
+func (s *Store) CreateJobWorkspacesThen(j Job, agents []Agent, aliases map[string]string, workspaces []Workspace, then func(existing string, err error)) {
+	fn, existingp, err := createJobOp(j, agents, aliases, workspaces)
+	if err != nil {
+		then("", err)
+		return
+	}
+	s.updateThen(fn, func(err error) { then(*existingp, wrapOp(err, "create job %q", j.JobID)) })
+}
+
+// createJobOp validates a new job and returns the write that stores it,
+// with where that write leaves the existing job's id (see CreateJob).
+func createJobOp(j Job, agents []Agent, aliases map[string]string, workspaces []Workspace) (func(*bolt.Tx) error, *string, error) {
 	if j.JobID == "" || j.ParentAgentID == "" || len(j.Runs) == 0 {
-		return "", fmt.Errorf("%w: job needs an id, a parent and runs", ErrInvalid)
+		return nil, nil, fmt.Errorf("%w: job needs an id, a parent and runs", ErrInvalid)
 	}
 	for _, a := range agents {
 		if err := a.validate(); err != nil {
-			return "", err
+			return nil, nil, err
 		}
 	}
 	for i := range workspaces {
 		if err := workspaces[i].validate(); err != nil {
-			return "", err
+			return nil, nil, err
 		}
 	}
-	err = s.update(func(tx *bolt.Tx) error {
-		existing = ""
+	existing := new(string)
+	return func(tx *bolt.Tx) error {
+		*existing = ""
 		if j.RequestID != "" {
 			reqs, err := bucket(tx, bucketRequests)
 			if err != nil {
 				return err
 			}
 			if prev := reqs.Get([]byte(scoped(j.ParentAgentID, j.RequestID))); prev != nil {
-				existing = string(prev)
+				*existing = string(prev)
 				return fmt.Errorf("%w: request %q of %s", ErrExists, j.RequestID, j.ParentAgentID)
 			}
 			if err := reqs.Put([]byte(scoped(j.ParentAgentID, j.RequestID)), []byte(j.JobID)); err != nil {
@@ -187,8 +212,7 @@ func (s *Store) CreateJobWorkspaces(j Job, agents []Agent, aliases map[string]st
 			return err
 		}
 		return putJob(tx, &j)
-	})
-	return existing, wrapOp(err, "create job %q", j.JobID)
+	}, existing, nil
 }
 
 // GetJob returns the job with id, or an error wrapping ErrNotFound.

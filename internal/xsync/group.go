@@ -46,6 +46,21 @@ func (g *Group) Go(f func()) bool {
 	return true
 }
 
+// Begin counts work that runs elsewhere, not in a goroutine of the group
+// (a store write whose callback answers an actor), as one of its
+// goroutines until end is called: Close and Wait wait for it. It reports
+// false, and counts nothing, once Close has been called, as Go does.
+func (g *Group) Begin() (end func(), ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, false
+	}
+	g.wg.Add(1)
+	var once sync.Once
+	return func() { once.Do(g.wg.Done) }, true
+}
+
 // Close refuses new goroutines and waits for those running. It is
 // idempotent.
 func (g *Group) Close() {

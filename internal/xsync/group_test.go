@@ -46,3 +46,35 @@ func TestGroupRecoversPanics(t *testing.T) {
 		t.Fatalf("OnPanic got %v, want the panic value", err)
 	}
 }
+
+// Work counted with Begin holds Close until its end is called (once, however
+// often end runs); after Close, Begin refuses.
+func TestGroupBeginHoldsCloseUntilEnd(t *testing.T) {
+	var g xsync.Group
+	end, ok := g.Begin()
+	if !ok {
+		t.Fatal("Begin refused on an open group")
+	}
+	closed := make(chan struct{})
+	go func() { g.Close(); close(closed) }()
+	// Close waits for end: a Begin that races it is refused or counted,
+	// and a refused one proves Close has begun.
+	for {
+		e, ok := g.Begin()
+		if !ok {
+			break
+		}
+		e()
+	}
+	select {
+	case <-closed:
+		t.Fatal("Close returned before end")
+	default:
+	}
+	end()
+	end() // idempotent: a second call must not drive the count negative
+	<-closed
+	if _, ok := g.Begin(); ok {
+		t.Fatal("Begin accepted after Close")
+	}
+}
