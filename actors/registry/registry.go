@@ -252,8 +252,8 @@ func (r *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
 		r.jobs = nil
 		return
 	}
-	// An agent actor is this actor's child named by its agent ID (spawn),
-	// so its PID names its entry: no pass over every agent per Terminated,
+	// An agent actor is this actor's child named by its agent ID (and
+	// "~n" for a respawn, spawnNamed), so its PID names its entry: no pass over every agent per Terminated,
 	// which a shutdown receives once per agent.
 	name, ok := strings.CutPrefix(m.Who.Id, c.Self().Id+"/")
 	id, _, _ := strings.Cut(name, "~")
