@@ -29,12 +29,19 @@ func (a *Actor) onDelegate(c actor.Context, m *Delegate) {
 	switch {
 	case a.hasResponder():
 		a.foreign[m.RequestID] = &foreignRequest{child: m.Origin, rec: m.Rec}
+		// The child hears of the delegation before any client sees the
+		// request: a client's answer reaches the child's mailbox after it
+		// (the client answers only once the record was written, and the
+		// answer comes through the registry), so the child always knows
+		// whom to ask about the answering client. Told after the records,
+		// an answer written back at once could beat it and be refused
+		// NOT_ATTACHED.
+		c.Send(m.Origin, &DelegateResult{RequestID: m.RequestID, Accepted: true, PID: a.self})
 		for _, att := range a.attached {
 			if att.live {
 				att.client.Send(m.Rec)
 			}
 		}
-		c.Send(m.Origin, &DelegateResult{RequestID: m.RequestID, Accepted: true, PID: a.self})
 	case a.m.ParentAgentID != "":
 		c.Send(c.Parent(), &Route{AgentID: a.m.ParentAgentID, Msg: m})
 	default:

@@ -134,7 +134,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	// daemon.json left behind is stale (a crash, a kill -9).
 	replaceStaleDiscovery(cfg.DiscoveryPath(), opts.Logger)
 	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, metrics: m, hub: outbox.NewHub(), done: make(chan struct{}),
-		commits: commits, forks: spare.Burst(), mailboxes: mailrun.New(mailboxThroughput, mailboxesParked)}, nil
+		commits: commits, forks: spare.Burst(), mailboxes: mailrun.New(mailboxThroughput, mailboxesParked, mailboxLinger)}, nil
 }
 
 // Start brings up the actor tree and the gateway. When it returns nil the
@@ -534,10 +534,12 @@ func (d *Daemon) stopActors() {
 // messages, as protoactor's default dispatcher. At most 32 goroutines stay
 // parked between runs: enough for the runs a 2-core daemon has going at
 // once, and few enough that a burst (a thousand agents starting) leaves no
-// thousand parked stacks behind.
+// thousand parked stacks behind. A parked goroutine ends after a second
+// without a run, so a daemon at rest keeps none.
 const (
 	mailboxThroughput = 300
 	mailboxesParked   = 32
+	mailboxLinger     = time.Second
 )
 
 // writeDiscovery writes daemon.json atomically (DESIGN §5).

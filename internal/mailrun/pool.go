@@ -12,6 +12,7 @@ package mailrun
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -23,6 +24,9 @@ import (
 type Pool struct {
 	throughput int
 	maxIdle    int32
+	// linger is how long a goroutine stays parked without a run before it
+	// ends, so that a daemon at rest keeps none.
+	linger time.Duration
 
 	work chan func()
 	done chan struct{}
@@ -41,9 +45,10 @@ var _ actor.Dispatcher = (*Pool)(nil)
 
 // New returns a Pool whose mailboxes yield after throughput messages (as
 // the default dispatcher's 300) and that keeps at most maxIdle goroutines
-// parked between runs.
-func New(throughput, maxIdle int) *Pool {
-	return &Pool{throughput: throughput, maxIdle: int32(maxIdle), work: make(chan func()), done: make(chan struct{})}
+// parked between runs, each for at most linger.
+func New(throughput, maxIdle int, linger time.Duration) *Pool {
+	return &Pool{throughput: throughput, maxIdle: int32(maxIdle), linger: linger,
+		work: make(chan func()), done: make(chan struct{})}
 }
 
 // Schedule runs fn on a parked goroutine, or on a new one when none is
@@ -68,6 +73,10 @@ func (p *Pool) run(fn func()) {
 	if p.exited != nil {
 		defer p.exited()
 	}
+	// Reset before each park; since Go 1.23 a Reset timer never delivers
+	// a stale expiry.
+	idle := time.NewTimer(p.linger)
+	defer idle.Stop()
 	for {
 		fn()
 		if p.idle.Add(1) > p.maxIdle {
@@ -77,9 +86,13 @@ func (p *Pool) run(fn func()) {
 		if p.parked != nil {
 			p.parked()
 		}
+		idle.Reset(p.linger)
 		select {
 		case fn = <-p.work:
 			p.idle.Add(-1)
+		case <-idle.C:
+			p.idle.Add(-1)
+			return
 		case <-p.done:
 			p.idle.Add(-1)
 			return

@@ -34,7 +34,7 @@ func goid() string {
 
 // A run that ends parks its goroutine, and the next run goes to it.
 func TestARunGoesToTheParkedGoroutine(t *testing.T) {
-	p := New(300, 4)
+	p := New(300, 4, time.Hour)
 	defer p.Close()
 	parked := make(chan struct{}, 10)
 	p.parked = func() { parked <- struct{}{} }
@@ -51,7 +51,7 @@ func TestARunGoesToTheParkedGoroutine(t *testing.T) {
 // Runs never wait for each other: while one run blocks, the next one
 // starts on a goroutine of its own.
 func TestARunNeverWaitsForAnother(t *testing.T) {
-	p := New(300, 4)
+	p := New(300, 4, time.Hour)
 	defer p.Close()
 	release := make(chan struct{})
 	blocked := make(chan struct{})
@@ -66,7 +66,7 @@ func TestARunNeverWaitsForAnother(t *testing.T) {
 // No more than maxIdle goroutines stay parked; the others end after their
 // run. Close ends the parked ones.
 func TestParkedGoroutinesAreBounded(t *testing.T) {
-	p := New(300, 1)
+	p := New(300, 1, time.Hour)
 	parked, exited := make(chan struct{}, 10), make(chan struct{}, 10)
 	p.parked = func() { parked <- struct{}{} }
 	p.exited = func() { exited <- struct{}{} }
@@ -113,7 +113,7 @@ func (a *orderActor) Receive(c actor.Context) {
 // Actors on a Pool get every message once and in order, many actors at a
 // time, with mailboxes that yield (throughput 10) in the middle.
 func TestActorsOnAPoolKeepTheirOrder(t *testing.T) {
-	p := New(10, 2)
+	p := New(10, 2, time.Hour)
 	defer p.Close()
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
@@ -144,5 +144,23 @@ func TestActorsOnAPoolKeepTheirOrder(t *testing.T) {
 				t.Fatalf("%s got %d as message %d", pid.Id, v, i)
 			}
 		}
+	}
+}
+
+// A parked goroutine ends once it has waited linger without a run: a
+// daemon at rest keeps none.
+func TestAParkedGoroutineEndsAfterItsLinger(t *testing.T) {
+	p := New(300, 4, time.Millisecond)
+	defer p.Close()
+	parked, exited := make(chan struct{}, 10), make(chan struct{}, 10)
+	p.parked = func() { parked <- struct{}{} }
+	p.exited = func() { exited <- struct{}{} }
+	ran := make(chan struct{})
+	p.Schedule(func() { close(ran) })
+	recv(t, ran)
+	recv(t, parked)
+	recv(t, exited)
+	if n := p.idle.Load(); n != 0 {
+		t.Fatalf("%d goroutines counted parked after the linger, want 0", n)
 	}
 }
