@@ -347,6 +347,14 @@ func (s *slowWS) check(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	n := 0
+	// The daemon drops a slow WebSocket consumer without a close handshake,
+	// possibly in the middle of a frame, and coder/websocket (v1.8.15)
+	// returns a frame cut right after its header as a whole, empty one:
+	// reading its payload ends in io.EOF, which its message reader passes
+	// on and io.ReadAll in Read takes for the message's end. So, as the unix
+	// check's cut-short last line, an invalid frame is accepted when it is
+	// the last one: any frame after it fails.
+	var cut []byte
 	for {
 		_, b, err := s.c.Read(ctx)
 		if err != nil {
@@ -355,9 +363,13 @@ func (s *slowWS) check(t *testing.T) {
 			}
 			break
 		}
+		if cut != nil {
+			t.Fatalf("slow websocket consumer got an invalid frame %.200q before frame %d", cut, n+1)
+		}
 		n++
 		if !validRecord(b) {
-			t.Fatalf("slow websocket consumer got an invalid frame %.200q", b)
+			cut = b
+			continue
 		}
 		if protocol.PeekType(b) == protocol.TypeTurnEnd {
 			t.Fatalf("the slow websocket consumer got the whole turn; it was never dropped")
