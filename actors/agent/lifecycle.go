@@ -2,7 +2,6 @@ package agent
 
 import (
 	"cmp"
-	"github.com/shard-dev/shard/internal/ids"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/proc"
+	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/supervisor"
