@@ -78,7 +78,10 @@ type fanoutResult struct {
 	Receiver string        `json:"receiver"` // probe or client (--receiver)
 	Headline []fanoutPhase `json:"headline"`
 	Baseline *fanoutPhase  `json:"baseline,omitempty"`
-	Phases   []fanoutPhase `json:"phases"`
+	// Floor: the bare relay (floor.go) to each unix client count, the
+	// least any relay process adds here (transport "floor").
+	Floor  []fanoutPhase `json:"floor,omitempty"`
+	Phases []fanoutPhase `json:"phases"`
 }
 
 // runFanout: for each transport and client count C, a fresh daemon and one
@@ -117,6 +120,19 @@ func runFanout(o *options) (*report, error) {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
 	res.Baseline = &base
+	if slices.Contains(transports, "unix") {
+		for _, c := range cs {
+			mark := cleanupMark()
+			ph, err := fanoutFloor(o, flood, c, n, size)
+			ph.Clients, ph.Transport, ph.Deltas, ph.Bytes, ph.Rate = c, "floor", n, size, rate
+			if err != nil {
+				ph.Error = err.Error()
+				fmt.Fprintf(os.Stderr, "bench fanout: bare relay to %d clients: %v\n", c, err)
+			}
+			res.Floor = append(res.Floor, ph)
+			runCleanupsFrom(mark)
+		}
+	}
 
 	// The headline configuration runs first, so that its daemon's CPU
 	// profile is the first one reported.
@@ -183,8 +199,11 @@ func runFanout(o *options) (*report, error) {
 			return
 		}
 		cpu := []string{f2(p.CPU.Daemon), f2(p.CPU.Driver), f2(p.DaemonUsPerEvent), f2(p.LoadAvg)}
-		if p.Transport == "stdio" {
+		switch p.Transport {
+		case "stdio":
 			cpu = []string{"", "", "", ""}
+		case "floor":
+			cpu[3] = f2(p.LoadAvg)
 		}
 		rep.Rows = append(rep.Rows, append([]string{mark, fmt.Sprint(p.Clients), p.Transport, fmt.Sprint(p.Deltas), rateStr(p.Rate),
 			f0(p.SourcePerS), f0(p.EventsPerS), f3(p.Latency.P50), f3(p.Latency.P99), f3(p.Latency.P999), f3(p.Latency.Max),
@@ -194,6 +213,9 @@ func runFanout(o *options) (*report, error) {
 		row("headline", p)
 	}
 	row("baseline", base)
+	for _, p := range res.Floor {
+		row("floor", p)
+	}
 	for _, p := range res.Phases {
 		row("", p)
 	}
@@ -203,6 +225,16 @@ func runFanout(o *options) (*report, error) {
 			verdict = "met"
 		}
 		rep.Notes = append(rep.Notes, fmt.Sprintf("target %s over %s: p99 %s ms → %s", res.Target, p.Transport, f3(p.Latency.P99), verdict))
+		if p.Transport != "unix" || p.Error != "" || base.Latency.P99 <= 0 {
+			continue
+		}
+		line := fmt.Sprintf("over unix: p99 %s ms = %.1f× the stdio baseline's %s ms", f3(p.Latency.P99), p.Latency.P99/base.Latency.P99, f3(base.Latency.P99))
+		for _, f := range res.Floor {
+			if f.Clients == p.Clients && f.Error == "" && f.Latency.P99 > 0 {
+				line += fmt.Sprintf(", %.1f× the bare relay's %s ms (which is %.1f× the baseline)", p.Latency.P99/f.Latency.P99, f3(f.Latency.P99), f.Latency.P99/base.Latency.P99)
+			}
+		}
+		rep.Notes = append(rep.Notes, line)
 	}
 	if len(res.Headline) == 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("no headline row: the target configuration (%d clients, --rate %d) was not run", fanoutTargetClients, fanoutTargetRate))
@@ -216,6 +248,7 @@ func runFanout(o *options) (*report, error) {
 		"added latency: client receive time − the stamp the runtime wrote into the delta just before writing it to stdout (same machine, same wall clock), over every delta × client",
 		receiverNote(o.receiver),
 		"baseline: the same runtime's stamped flood read straight from its stdout by the driver (parsed the same way), no daemon: the floor the daemon's rows add to",
+		"floor: a bare relay process (this binary) runs the same runtime and copies each chunk of its stdout to every unix client with one write per client, nothing else (no protocol, no parsing, no queue), read by the same probes and, like the daemon rows, on the first flood: what any relay process adds to the baseline on this machine (its cores column is the relay process's)",
 		fmt.Sprintf("pacing is open-loop (delta i due i/rate after the first); Go timers sleep ≥ ~1 ms here, so at %d ev/s deltas leave in bursts of a few per timer tick and the latency includes that burst's queueing", rate),
 		"skew: per delta, each client's receive time − the earliest receive time of that delta (0 for one client)",
 		"earliest: per delta, the added latency at the first client that received it (the baseline's single reader has no later clients to read first)",
@@ -283,27 +316,9 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 	drain(ctl)
 	// Each measured client attaches over its own connection and reads
 	// until the turn ends, recording every delta's receive time and stamp.
-	type recv struct {
-		times []int64 // receive times, UnixNano, in delta order
-		lats  []time.Duration
-		end   time.Time
-		err   error
-	}
-	recvs := make([]recv, clients)
-	loops := make([]func(r *recv), clients)
+	recvs := newFanoutRecvs(clients, n)
+	loops := make([]func(r *fanoutRecv), clients)
 	for i := range clients {
-		recvs[i].times = make([]int64, 0, n)
-		recvs[i].lats = make([]time.Duration, 0, n)
-		record := func(r *recv, now int64, text string) bool {
-			stamp, ok := runtime.ParseFloodStamp(text)
-			if !ok {
-				r.err = fmt.Errorf("delta without a stamp: %.40q", text)
-				return false
-			}
-			r.times = append(r.times, now)
-			r.lats = append(r.lats, time.Duration(now-stamp))
-			return true
-		}
 		if o.receiver == "client" {
 			var c *client.Conn
 			if transport == "ws" {
@@ -317,7 +332,7 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 			if _, _, err := attachSync(c, id); err != nil {
 				return fanoutPhase{}, fmt.Errorf("client %d: %w", i, err)
 			}
-			loops[i] = func(r *recv) {
+			loops[i] = func(r *fanoutRecv) {
 				timeout := time.After(fanoutTimeout)
 				for {
 					select {
@@ -328,7 +343,7 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 						}
 						switch m := ev.Msg.(type) {
 						case *protocol.MessageDelta:
-							if m.AgentID == id && m.Kind == protocol.DeltaText && !record(r, time.Now().UnixNano(), m.TextDelta) {
+							if m.AgentID == id && m.Kind == protocol.DeltaText && !r.record(time.Now().UnixNano(), m.TextDelta) {
 								return
 							}
 						case *protocol.TurnEnd:
@@ -349,25 +364,7 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 		if err != nil {
 			return fanoutPhase{}, fmt.Errorf("client %d: %w", i, err)
 		}
-		loops[i] = func(r *recv) {
-			for {
-				rec, err := p.read()
-				if err != nil {
-					r.err = err
-					return
-				}
-				now := time.Now().UnixNano()
-				if j := bytes.LastIndex(rec, textDeltaKey); j >= 0 { // the text ends the record: LastIndex finds the key soonest
-					text := rec[j+len(textDeltaKey):]
-					if !record(r, now, string(text[:min(len(text), 20)])) {
-						return
-					}
-				} else if bytes.Contains(rec, turnEndType) {
-					r.end = time.Now()
-					return
-				}
-			}
-		}
+		loops[i] = p.loop
 	}
 	results := make(chan int, clients)
 	for i := range clients {
@@ -381,26 +378,9 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 	if err := prompt(ctl, id, flood); err != nil {
 		return fanoutPhase{}, err
 	}
-	var last time.Time
-	var firstErr error
-	for range clients {
-		i := <-results
-		r := recvs[i]
-		if firstErr != nil {
-			continue
-		}
-		switch {
-		case r.err != nil:
-			firstErr = fmt.Errorf("client %d: %w", i, r.err)
-		case len(r.times) != n:
-			firstErr = fmt.Errorf("client %d received %d of %d deltas", i, len(r.times), n)
-		}
-		if r.end.After(last) {
-			last = r.end
-		}
-	}
-	if firstErr != nil {
-		return fanoutPhase{}, firstErr
+	last, err := awaitFanout(recvs, results, n)
+	if err != nil {
+		return fanoutPhase{}, err
 	}
 	cpu1 := d.cpu()
 	// The measured phase ends here: stop the daemon now (gracefully, so a
@@ -410,6 +390,67 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 			fmt.Fprintf(os.Stderr, "bench fanout: %v: its CPU profile may be missing\n", err)
 		}
 	}
+	return fanoutStats(recvs, n, size, start, last, cpu0, cpu1), nil
+}
+
+// fanoutRecv is what one measuring client received of a flood.
+type fanoutRecv struct {
+	times []int64 // receive times, UnixNano, in delta order
+	lats  []time.Duration
+	end   time.Time
+	err   error
+}
+
+func newFanoutRecvs(clients, n int) []fanoutRecv {
+	recvs := make([]fanoutRecv, clients)
+	for i := range recvs {
+		recvs[i].times = make([]int64, 0, n)
+		recvs[i].lats = make([]time.Duration, 0, n)
+	}
+	return recvs
+}
+
+// record notes a stamped delta's text received at now; false (with r.err
+// set) when it carries no stamp.
+func (r *fanoutRecv) record(now int64, text string) bool {
+	stamp, ok := runtime.ParseFloodStamp(text)
+	if !ok {
+		r.err = fmt.Errorf("delta without a stamp: %.40q", text)
+		return false
+	}
+	r.times = append(r.times, now)
+	r.lats = append(r.lats, time.Duration(now-stamp))
+	return true
+}
+
+// awaitFanout collects the clients' loops as results names them ended
+// and returns the last turn_end, or the first client's failure.
+func awaitFanout(recvs []fanoutRecv, results <-chan int, n int) (last time.Time, err error) {
+	for range recvs {
+		i := <-results
+		r := recvs[i]
+		if err != nil {
+			continue
+		}
+		switch {
+		case r.err != nil:
+			err = fmt.Errorf("client %d: %w", i, r.err)
+		case len(r.times) != n:
+			err = fmt.Errorf("client %d received %d of %d deltas", i, len(r.times), n)
+		}
+		if r.end.After(last) {
+			last = r.end
+		}
+	}
+	return last, err
+}
+
+// fanoutStats summarizes a flood of n deltas of size bytes received by
+// every client in recvs: the prompt went at start, the last client's
+// turn_end came at last, and cpu0/cpu1 bracket the flood (the daemon's
+// slot holds whatever process relayed it).
+func fanoutStats(recvs []fanoutRecv, n, size int, start, last time.Time, cpu0, cpu1 cpuSnap) fanoutPhase {
+	clients := len(recvs)
 	wall := last.Sub(start)
 	var lastDelta int64
 	for _, r := range recvs {
@@ -438,7 +479,7 @@ func fanoutRun(o *options, transport string, clients int, flood string, n, size,
 	return fanoutPhase{Seconds: s, EventsPerS: float64(clients*n) / ds, SourcePerS: float64(n) / ds, MBPerS: float64(clients*n*size) / 1e6 / ds,
 		TurnEndMs: ms(wall - stream),
 		Latency:   summarize(lats), Skew: summarize(skews), Earliest: summarize(earliest), FirstLatency: ms(time.Duration(first - start.UnixNano())), latencies: lats,
-		CPU: cpuBetween(cpu0, cpu1, wall), DaemonUsPerEvent: (cpu1.daemon - cpu0.daemon).Seconds() * 1e6 / float64(clients*n), LoadAvg: loadAvg()}, nil
+		CPU: cpuBetween(cpu0, cpu1, wall), DaemonUsPerEvent: (cpu1.daemon - cpu0.daemon).Seconds() * 1e6 / float64(clients*n), LoadAvg: loadAvg()}
 }
 
 // fanoutTimeout bounds one flood at one client.
@@ -459,6 +500,27 @@ var (
 // Over WebSocket it reads frames with rawWS, for the same reason.
 type probe struct {
 	read func() ([]byte, error) // the next record; valid until the next call
+}
+
+// loop records every stamped delta p reads into r until the turn ends.
+func (p *probe) loop(r *fanoutRecv) {
+	for {
+		rec, err := p.read()
+		if err != nil {
+			r.err = err
+			return
+		}
+		now := time.Now().UnixNano()
+		if j := bytes.LastIndex(rec, textDeltaKey); j >= 0 { // the text ends the record: LastIndex finds the key soonest
+			text := rec[j+len(textDeltaKey):]
+			if !r.record(now, string(text[:min(len(text), 20)])) {
+				return
+			}
+		} else if bytes.Contains(rec, turnEndType) {
+			r.end = time.Now()
+			return
+		}
+	}
 }
 
 // dialProbe connects a probe over transport (unix or ws; ctl mints the

@@ -23,7 +23,9 @@
 //	        runtime's send stamp (p50/p99/p999), and the fan-out skew (each
 //	        client's receive time − the earliest of that delta). Baseline
 //	        in the same run: the same runtime's stamped flood read straight
-//	        from its stdout. Headline: 10 clients at 5,000 events/s.
+//	        from its stdout; and the floor: a bare relay process (this
+//	        binary, floor.go) copying that stdout to each unix client count,
+//	        read by the same probes. Headline: 10 clients at 5,000 events/s.
 //	jobs    subagent.create acknowledgement latency p50/p99 and creates/s
 //	        for --creates creates issued from 1 and 16 (--parents)
 //	        concurrent parent agents; subagent.wait wake-up latency (run's
@@ -177,6 +179,9 @@ func usage(fs *flag.FlagSet) {
 var interrupted atomic.Bool
 
 func main() {
+	if os.Getenv(floorEnv) != "" {
+		os.Exit(runFloorRelay()) // the fan-out's bare relay (floor.go)
+	}
 	code := realMain(os.Args[1:])
 	if interrupted.Load() {
 		select {} // the signal handler cleans up and exits

@@ -49,6 +49,9 @@ func plotFanout(dir string, res fanoutResult) ([]string, error) {
 	if b := res.Baseline; b != nil {
 		add("stdio, no daemon (baseline)", b.latencies, true)
 	}
+	for _, p := range res.Floor {
+		add(fmt.Sprintf("bare relay, %d unix clients (floor)", p.Clients), p.latencies, true)
+	}
 	for _, p := range res.Phases {
 		add(fmt.Sprintf("%s, %d clients", p.Transport, p.Clients), p.latencies, false)
 	}

@@ -75,3 +75,12 @@ func TestQuickScenarios(t *testing.T) {
 		})
 	}
 }
+
+// TestMain lets the test binary be the fan-out's bare relay too: fanout
+// starts it as its own executable (floor.go).
+func TestMain(m *testing.M) {
+	if os.Getenv(floorEnv) != "" {
+		os.Exit(runFloorRelay())
+	}
+	os.Exit(m.Run())
+}

@@ -41,9 +41,15 @@ type unixTransport struct {
 	iov  net.Buffers
 
 	// raw is the socket for writeNow, the Outbox's direct writer, and dbuf
-	// its scratch (it runs under the Outbox's lock).
-	raw  syscall.RawConn
-	dbuf []byte
+	// its scratch (it runs under the Outbox's lock). writeFD is bound once
+	// and passes its input and result through dout and dn: a closure built
+	// per call escapes to the heap (RawConn.Write is an interface method),
+	// two allocations per client per relayed batch.
+	raw     syscall.RawConn
+	dbuf    []byte
+	dout    []byte
+	dn      int
+	writeFD func(fd uintptr) bool
 }
 
 const (
@@ -65,6 +71,7 @@ func newUnixTransport(c net.Conn) *unixTransport {
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			t.raw = raw
+			t.writeFD = t.writeOnce
 		}
 	}
 	return t
@@ -99,21 +106,26 @@ func (t *unixTransport) writeNow(recs [][]byte) int {
 	for _, r := range recs {
 		buf = append(append(buf, r...), '\n')
 	}
-	n := 0
-	err := t.raw.Write(func(fd uintptr) bool {
-		for {
-			m, err := syscall.Write(int(fd), buf)
-			if err == syscall.EINTR {
-				continue
-			}
-			n = max(m, 0) // EAGAIN (peer's buffer full) or a dead socket: 0
-			return true   // never wait: what is left goes to the writer
-		}
-	})
+	t.dout, t.dn = buf, 0
+	err := t.raw.Write(t.writeFD)
+	n := t.dn
+	t.dout = nil
 	if err != nil {
 		return 0 // closed: the writer finds out
 	}
 	return n
+}
+
+// writeOnce is writeNow's one write(2) of dout, its result in dn.
+func (t *unixTransport) writeOnce(fd uintptr) bool {
+	for {
+		m, err := syscall.Write(int(fd), t.dout)
+		if err == syscall.EINTR {
+			continue
+		}
+		t.dn = max(m, 0) // EAGAIN (peer's buffer full) or a dead socket: 0
+		return true      // never wait: what is left goes to the writer
+	}
 }
 
 func (t *unixTransport) Kind() string { return "unix" }

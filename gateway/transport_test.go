@@ -209,3 +209,29 @@ func TestDirectWriteIdlePeer(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestDirectWriteAllocatesNothing: the direct write runs once per client
+// for every relayed batch, so it must not allocate (a closure handed to
+// RawConn.Write per call did, twice) — what it wrote still arrives whole.
+func TestDirectWriteAllocatesNothing(t *testing.T) {
+	tr, cl := unixPair(t)
+	recs := [][]byte{[]byte(`{"type":"message_delta","text_delta":"a"}`), []byte(`{"type":"message_delta","text_delta":"b"}`)}
+	want := len(recs[0]) + len(recs[1]) + 2
+	tr.writeNow(recs) // the scratch buffer is allocated once
+	const runs = 50
+	allocs := testing.AllocsPerRun(runs, func() {
+		if n := tr.writeNow(recs); n != want {
+			t.Fatalf("writeNow wrote %d bytes, want %d", n, want)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("writeNow allocates %.1f times per call, want 0", allocs)
+	}
+	rd := bufio.NewReader(cl)
+	lines := readLines(t, rd, 2*(runs+2)) // AllocsPerRun runs f once more to warm up
+	for i, l := range lines {
+		if l != string(recs[i%2]) {
+			t.Fatalf("line %d = %q, want %q", i, l, recs[i%2])
+		}
+	}
+}

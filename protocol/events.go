@@ -206,13 +206,61 @@ func spliceAt(rec []byte, i int) (head, tail []byte, pre, post bool) {
 // readable type.
 func PeekType(rec []byte) string {
 	if typ, ok := peekTypeFast(rec); ok {
-		return string(typ)
+		return eventType(typ)
 	}
 	h, err := DecodeHeader(rec)
 	if err != nil {
 		return ""
 	}
 	return h.Type
+}
+
+// eventType is string(typ) without an allocation for the per-agent event
+// types (§9), which a relaying agent peeks at for every runtime record.
+func eventType(typ []byte) string {
+	switch string(typ) { // compiled to comparisons: no conversion
+	case TypeMessageDelta:
+		return TypeMessageDelta
+	case TypeHello:
+		return TypeHello
+	case TypeSync:
+		return TypeSync
+	case TypeStatus:
+		return TypeStatus
+	case TypeResponse:
+		return TypeResponse
+	case TypeTurnStart:
+		return TypeTurnStart
+	case TypeMessageComplete:
+		return TypeMessageComplete
+	case TypeToolCall:
+		return TypeToolCall
+	case TypeToolResult:
+		return TypeToolResult
+	case TypeTurnEnd:
+		return TypeTurnEnd
+	case TypeUsage:
+		return TypeUsage
+	case TypeCompaction:
+		return TypeCompaction
+	case TypeError:
+		return TypeError
+	case TypePermissionRequest:
+		return TypePermissionRequest
+	case TypePermissionResolved:
+		return TypePermissionResolved
+	case TypeUIRequest:
+		return TypeUIRequest
+	case TypeUIResolved:
+		return TypeUIResolved
+	case TypeModelChanged:
+		return TypeModelChanged
+	case TypeModeChanged:
+		return TypeModeChanged
+	case TypeReasoningLevelChanged:
+		return TypeReasoningLevelChanged
+	}
+	return string(typ)
 }
 
 // peekTypeFast returns the value of a leading `{"type":"…"` member when it is

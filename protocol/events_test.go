@@ -470,3 +470,23 @@ func TestPeekType(t *testing.T) {
 		}
 	}
 }
+
+// TestPeekTypeOfAnEventAllocatesNothing: an agent peeks at the type of
+// every record its runtime writes; for the event types of §9 the answer
+// is the constant, not a fresh string.
+func TestPeekTypeOfAnEventAllocatesNothing(t *testing.T) {
+	for _, typ := range []string{protocol.TypeMessageDelta, protocol.TypeStatus, protocol.TypeTurnEnd, protocol.TypeReasoningLevelChanged} {
+		rec := []byte(`{"type":"` + typ + `","agent_id":"a"}`)
+		var got string
+		allocs := testing.AllocsPerRun(20, func() { got = protocol.PeekType(rec) })
+		if got != typ {
+			t.Errorf("PeekType(%s) = %q", rec, got)
+		}
+		if allocs != 0 {
+			t.Errorf("PeekType(%s) allocates %.1f times, want 0", rec, allocs)
+		}
+	}
+	if got := protocol.PeekType([]byte(`{"type":"agent.list"}`)); got != "agent.list" {
+		t.Errorf("a command's type: %q", got)
+	}
+}
