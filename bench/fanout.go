@@ -199,11 +199,8 @@ func runFanout(o *options) (*report, error) {
 			return
 		}
 		cpu := []string{f2(p.CPU.Daemon), f2(p.CPU.Driver), f2(p.DaemonUsPerEvent), f2(p.LoadAvg)}
-		switch p.Transport {
-		case "stdio":
+		if p.Transport == "stdio" {
 			cpu = []string{"", "", "", ""}
-		case "floor":
-			cpu[3] = f2(p.LoadAvg)
 		}
 		rep.Rows = append(rep.Rows, append([]string{mark, fmt.Sprint(p.Clients), p.Transport, fmt.Sprint(p.Deltas), rateStr(p.Rate),
 			f0(p.SourcePerS), f0(p.EventsPerS), f3(p.Latency.P50), f3(p.Latency.P99), f3(p.Latency.P999), f3(p.Latency.Max),
