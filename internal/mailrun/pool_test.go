@@ -1,6 +1,7 @@
 package mailrun
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -32,6 +33,22 @@ func goid() string {
 	return fmt.Sprint(id)
 }
 
+// waitInSelect waits until goroutine id is blocked in a select (a hang
+// guard of 10 s), read from the stacks of all goroutines.
+func waitInSelect(t *testing.T, id string) {
+	t.Helper()
+	want := []byte("goroutine " + id + " [select")
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if bytes.Contains(buf[:runtime.Stack(buf, true)], want) {
+			return
+		}
+		runtime.Gosched()
+	}
+	t.Fatalf("goroutine %s never waited in its select", id)
+}
+
 // A run that ends parks its goroutine, and the next run goes to it.
 func TestARunGoesToTheParkedGoroutine(t *testing.T) {
 	p := New(300, 4, time.Hour)
@@ -42,6 +59,9 @@ func TestARunGoesToTheParkedGoroutine(t *testing.T) {
 	p.Schedule(func() { ids <- goid() })
 	first := recv(t, ids)
 	recv(t, parked)
+	// The parked hook runs just before the goroutine's select; Schedule
+	// hands over only to a goroutine already waiting in it.
+	waitInSelect(t, first)
 	p.Schedule(func() { ids <- goid() })
 	if second := recv(t, ids); second != first {
 		t.Fatalf("the second run ran on goroutine %s, not on the parked %s", second, first)
