@@ -175,7 +175,9 @@ type RuntimeConfig struct {
 	// restores it (spec §6.4). Must be > 0. Default 10m.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
 	// StartTimeout bounds the wait for a new runtime's hello and first
-	// sync. Must be > 0. Default 10s.
+	// sync. A runtime that spent the bound waiting for a CPU (a SCHED_IDLE
+	// subagent runtime while other work keeps every core busy) is given
+	// the bound again rather than killed. Must be > 0. Default 10s.
 	StartTimeout time.Duration `mapstructure:"start_timeout"`
 }
 

@@ -307,9 +307,11 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onResponderChecked(c, m)
 	case *startTimeout:
 		if m.epoch == a.epoch && a.rt != nil && !a.ready {
-			a.startFailed = fmt.Sprintf("runtime not ready within %s", a.deps.Runtime.StartTimeout)
-			a.stopRuntime(c, supervisor.StopForce)
+			// Starved or hung? The answer decides (onStarved).
+			c.Request(a.rt, &proc.CheckStarved{})
 		}
+	case *proc.Starved:
+		a.onStarved(c, m)
 	case *idleTick:
 		a.onIdleTick(c, m)
 	case *escTimer:

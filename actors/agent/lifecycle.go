@@ -2,6 +2,7 @@ package agent
 
 import (
 	"cmp"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,6 +87,26 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 	a.broadcastStatus(c)
 	epoch := a.epoch
 	a.after(timerStart, rc.StartTimeout, &startTimeout{epoch: epoch})
+}
+
+// onStarved ends a start that passed its readiness bound. A runtime that
+// spent that time waiting for a CPU (a SCHED_IDLE subagent runtime while
+// other work keeps every core busy) is slow, not broken: it gets another
+// bound, as many as it stays starved, and the run's own deadline still
+// bounds it. Any other runtime is killed as not ready.
+func (a *Actor) onStarved(c actor.Context, m *proc.Starved) {
+	if m.Epoch != a.epoch || a.rt == nil || a.ready {
+		return
+	}
+	rc := &a.deps.Runtime
+	if m.Starved && !a.stopping {
+		a.log.Info("runtime not ready yet: it was waiting for a CPU; its readiness bound starts again",
+			"epoch", m.Epoch, "cpu_wait", m.Waited.Round(time.Millisecond), "over", m.Over.Round(time.Millisecond))
+		a.after(timerStart, rc.StartTimeout, &startTimeout{epoch: m.Epoch})
+		return
+	}
+	a.startFailed = fmt.Sprintf("runtime not ready within %s", rc.StartTimeout)
+	a.stopRuntime(c, supervisor.StopForce)
 }
 
 // stopRuntime begins (or continues) stopping the current generation.

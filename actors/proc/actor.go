@@ -55,6 +55,10 @@ type Actor struct {
 	stdin       *stdinQueue
 	stdinClosed bool
 	exited      bool
+	// checked and waited are the time of the start or of the last
+	// CheckStarved, and the process's wait for a CPU then.
+	checked time.Time
+	waited  time.Duration
 }
 
 // Props returns the props of a runtime actor for spec. The agent receives
@@ -80,6 +84,8 @@ func (a *Actor) Receive(c actor.Context) {
 	case *Kill:
 		a.closeStdin()
 		a.signal(syscall.SIGKILL)
+	case *CheckStarved:
+		c.Respond(a.checkStarved())
 	case *procExited:
 		a.exited = true
 		if a.spec.Track != nil {
@@ -146,6 +152,7 @@ func (a *Actor) start(c actor.Context) {
 	outW.Close() // only the child (and its children) hold the write end now
 	a.cmd = cmd
 	a.pgid = cmd.Process.Pid
+	a.checked = time.Now()
 	if a.spec.Nice != 0 {
 		// Linux applies PRIO_PGRP to every thread of every process in the
 		// group; threads and processes created afterwards inherit it, and
@@ -332,4 +339,35 @@ func openLog(path string) (*os.File, error) {
 		return nil, fmt.Errorf("runtime log: %w", err)
 	}
 	return f, nil
+}
+
+// starvedShare is the part of the time since the last check that a
+// process must have spent waiting for a CPU to count as starved. A mute or
+// hung runtime waits for no CPU (it sleeps or blocks); a starved one is
+// runnable nearly all the time, so any share well between the two tells
+// them apart (a choice: a quarter).
+const starvedShare = 4
+
+// starvedAtLeast is the least wait that counts as starved, however short
+// the time since the last check: a process that just started waits a few
+// ms for a CPU on any busy machine. Against the default readiness bound
+// (10 s) a starved runtime waits seconds.
+const starvedAtLeast = 100 * time.Millisecond
+
+// checkStarved measures the process's wait for a CPU since the last check
+// (or its start); a few small reads of /proc.
+func (a *Actor) checkStarved() *Starved {
+	now := time.Now()
+	r := &Starved{Epoch: a.spec.Epoch, Over: now.Sub(a.checked)}
+	if a.exited || a.pgid == 0 {
+		return r
+	}
+	wait, err := procs.RunQueueWait(a.pgid)
+	if err != nil {
+		return r
+	}
+	r.Waited = wait - a.waited
+	r.Starved = r.Waited >= starvedAtLeast && r.Waited*starvedShare >= r.Over
+	a.checked, a.waited = now, wait
+	return r
 }

@@ -1,6 +1,10 @@
 package proc
 
-import "github.com/shard-dev/shard/internal/procs"
+import (
+	"time"
+
+	"github.com/shard-dev/shard/internal/procs"
+)
 
 // Message is a message of the proc actor family: what the actor receives
 // (Write, Term, Kill and its own procExited) and what it sends its agent
@@ -8,12 +12,14 @@ import "github.com/shard-dev/shard/internal/procs"
 // Receive logs anything else it is sent.
 type Message interface{ procMessage() }
 
-func (Output) procMessage()     {}
-func (Exited) procMessage()     {}
-func (Write) procMessage()      {}
-func (Term) procMessage()       {}
-func (Kill) procMessage()       {}
-func (procExited) procMessage() {}
+func (Output) procMessage()       {}
+func (Exited) procMessage()       {}
+func (Write) procMessage()        {}
+func (Term) procMessage()         {}
+func (Kill) procMessage()         {}
+func (procExited) procMessage()   {}
+func (CheckStarved) procMessage() {}
+func (Starved) procMessage()      {}
 
 // Spec describes the process of one Runtime generation.
 type Spec struct {
@@ -93,6 +99,27 @@ type Term struct{}
 
 // Kill sends SIGKILL to the process group.
 type Kill struct{}
+
+// CheckStarved asks the actor whether its process has been starved of the
+// CPU since it started or since the last CheckStarved; it answers the
+// sender with Starved. The agent asks when a runtime is not ready by its
+// readiness bound: a runtime that waited for a CPU, rather than one that
+// hung, gets another bound instead of being killed.
+type CheckStarved struct{}
+
+// Starved answers CheckStarved.
+type Starved struct {
+	Epoch int64
+	// Starved is true when the process's threads spent at least a quarter
+	// of the time since the last check, and at least 100 ms, runnable but
+	// waiting for a CPU
+	// (procs.RunQueueWait): a SCHED_IDLE runtime while other work keeps
+	// every core busy. A process that is gone, or whose wait cannot be
+	// read, is not starved.
+	Starved bool
+	// Waited and Over are that wait and that time.
+	Waited, Over time.Duration
+}
 
 // procExited is the exit-wait goroutine's report to the actor itself.
 type procExited struct {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -137,4 +139,35 @@ func setSchedIdle(tid int) error {
 		return errno
 	}
 	return nil
+}
+
+// RunQueueWait is the time the threads of process pid have spent runnable
+// but waiting for a CPU, summed over its live threads
+// (/proc/<pid>/task/<tid>/schedstat, the second field, in ns). It tells a
+// process that was starved of the CPU (a SCHED_IDLE runtime while other
+// work keeps every core busy) from one that is blocked or mute: only the
+// starved one's wait grows while it makes no progress.
+func RunQueueWait(pid int) (time.Duration, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("procs: threads of %d: %w", pid, err)
+	}
+	var sum time.Duration
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread ended
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			return 0, fmt.Errorf("procs: schedstat of thread %s of %d: %q", e.Name(), pid, b)
+		}
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("procs: schedstat of thread %s of %d: %w", e.Name(), pid, err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
 }

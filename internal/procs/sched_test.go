@@ -177,3 +177,28 @@ func TestSchedIdleOfAnExitedProcess(t *testing.T) {
 		t.Fatalf("SchedIdle of an exited process: %v", err)
 	}
 }
+
+// RunQueueWait reads a live process's wait for a CPU and refuses one that
+// is gone; the wait only grows.
+func TestRunQueueWait(t *testing.T) {
+	first, err := RunQueueWait(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep this process's threads runnable for a while: they wait at
+	// least the scheduler's bookkeeping, never less than before.
+	for range 1000 {
+		runtime.Gosched()
+	}
+	second, err := RunQueueWait(os.Getpid())
+	if err != nil || second < first {
+		t.Fatalf("second read = %v, %v; want ≥ %v", second, err, first)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RunQueueWait(cmd.Process.Pid); err == nil {
+		t.Fatal("RunQueueWait of a reaped process: no error")
+	}
+}
