@@ -7,8 +7,8 @@ import (
 )
 
 // Message is a message of the proc actor family: what the actor receives
-// (Write, Term, Kill and its own procExited) and what it sends its agent
-// (Output, Exited). The interface is sealed by its unexported method;
+// (Write, Term, Kill, CheckStarved and its own procExited) and what it
+// sends its agent (Output, Exited, Starved). The interface is sealed by its unexported method;
 // Receive logs anything else it is sent.
 type Message interface{ procMessage() }
 
@@ -112,9 +112,8 @@ type Starved struct {
 	Epoch int64
 	// Starved is true when the process's threads spent at least a quarter
 	// of the time since the last check, and at least 100 ms, runnable but
-	// waiting for a CPU
-	// (procs.RunQueueWait): a SCHED_IDLE runtime while other work keeps
-	// every core busy. A process that is gone, or whose wait cannot be
+	// waiting for a CPU (procs.RunQueueWait): a SCHED_IDLE runtime while
+	// other work keeps every core busy. A process that is gone, or whose wait cannot be
 	// read, is not starved.
 	Starved bool
 	// Waited and Over are that wait and that time.

@@ -179,14 +179,15 @@ func TestSchedIdleOfAnExitedProcess(t *testing.T) {
 }
 
 // RunQueueWait reads a live process's wait for a CPU and refuses one that
-// is gone; the wait only grows.
+// is gone; the wait only grows (a Go process's threads do not end). That
+// a starved process's wait grows is shown with a real one in
+// agent.TestActorLevelStarvedStartGetsAnotherBound.
 func TestRunQueueWait(t *testing.T) {
 	first, err := RunQueueWait(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Keep this process's threads runnable for a while: they wait at
-	// least the scheduler's bookkeeping, never less than before.
+	// Yield for a while, so that the second read comes later.
 	for range 1000 {
 		runtime.Gosched()
 	}
