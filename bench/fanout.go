@@ -17,7 +17,7 @@ import (
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/protocol"
-	"github.com/shard-dev/shard/runtime"
+	"github.com/shard-dev/shard/runtime/refagent"
 )
 
 // Fan-out target (issue 7): added latency p99 ≤ 1 ms at 5,000 events/s to
@@ -410,7 +410,7 @@ func newFanoutRecvs(clients, n int) []fanoutRecv {
 // record notes a stamped delta's text received at now; false (with r.err
 // set) when it carries no stamp.
 func (r *fanoutRecv) record(now int64, text string) bool {
-	stamp, ok := runtime.ParseFloodStamp(text)
+	stamp, ok := refagent.ParseFloodStamp(text)
 	if !ok {
 		r.err = fmt.Errorf("delta without a stamp: %.40q", text)
 		return false
@@ -638,7 +638,7 @@ func fanoutBaseline(o *options, flood string, n, size, rate int) (fanoutPhase, e
 				rest := line[j+len(textDeltaKey):]
 				text = string(rest[:min(len(rest), 20)])
 			}
-			stamp, ok := runtime.ParseFloodStamp(text)
+			stamp, ok := refagent.ParseFloodStamp(text)
 			if !ok {
 				return fanoutPhase{}, fmt.Errorf("delta without a stamp: %.40q", text)
 			}

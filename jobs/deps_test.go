@@ -20,7 +20,7 @@ func TestJobsKnowNoRuntimeKind(t *testing.T) {
 		t.Fatalf("go list -deps ./...: %v", err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		for _, f := range []string{"github.com/shard-dev/shard/config", "github.com/shard-dev/shard/runtime"} {
+		for _, f := range []string{"github.com/shard-dev/shard/config", "github.com/shard-dev/shard/runtime/refagent"} {
 			if dep == f || strings.HasPrefix(dep, f+"/") {
 				t.Errorf("jobs/... depends on %s", dep)
 			}

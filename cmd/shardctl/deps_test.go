@@ -31,7 +31,7 @@ func TestDeps(t *testing.T) {
 	for _, dep := range deps {
 		for _, banned := range []string{
 			"github.com/shard-dev/shard/actors",
-			"github.com/shard-dev/shard/runtime",
+			"github.com/shard-dev/shard/runtime/refagent",
 			"github.com/shard-dev/shard/internal/daemon",
 			"github.com/shard-dev/shard/gateway",
 			"github.com/shard-dev/shard/jobs",

@@ -14,8 +14,8 @@ import (
 
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/internal/memtrim"
-	"github.com/shard-dev/shard/runtime"
 	"github.com/shard-dev/shard/runtime/provider"
+	"github.com/shard-dev/shard/runtime/refagent"
 )
 
 // newAgentCommand is `shardd agent --headless`: the reference runtime,
@@ -68,14 +68,14 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var prices map[string]runtime.Price
+			var prices map[string]refagent.Price
 			for model, p := range parsed {
 				if prices == nil {
-					prices = map[string]runtime.Price{}
+					prices = map[string]refagent.Price{}
 				}
-				prices[model] = runtime.Price{Input: p[0], Output: p[1], CacheRead: p[2], CacheWrite: p[3]} // both per million tokens
+				prices[model] = refagent.Price{Input: p[0], Output: p[1], CacheRead: p[2], CacheWrite: p[3]} // both per million tokens
 			}
-			return runtime.Run(ctx, runtime.Options{
+			return refagent.Run(ctx, refagent.Options{
 				Stdin: stdin, Stdout: stdout, Stderr: stderr,
 				AgentID:          os.Getenv("SHARD_AGENT_ID"),
 				SessionID:        os.Getenv("SHARD_SESSION_ID"),
@@ -108,7 +108,7 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
-// trimIdle is the runtime's idle trim (runtime.Options.Trim): the heap's
+// trimIdle is the runtime's idle trim (refagent.Options.Trim): the heap's
 // free pages go back to the OS, and the executable's read-only pages that
 // startup and the last turn touched leave the resident set. An idle child
 // of this ~60 MB binary then holds what idling needs, not what every

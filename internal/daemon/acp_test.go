@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +24,7 @@ import (
 // codexAgent returns the installed codex-acp binary or skips.
 func codexAgent(t *testing.T) string {
 	t.Helper()
-	_, file, _, _ := goruntime.Caller(0)
+	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", "@zed-industries", "codex-acp-linux-x64", "bin", "codex-acp")
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("codex-acp is not installed (run scripts/install-agents.sh): %v", err)

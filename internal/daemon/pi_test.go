@@ -3,7 +3,7 @@ package daemon_test
 import (
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -19,7 +19,7 @@ import (
 
 func startPi(t *testing.T) (*harness, *codexScript) {
 	t.Helper()
-	_, file, _, _ := goruntime.Caller(0)
+	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", ".bin", "pi")
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("pi is not installed (run scripts/install-agents.sh): %v", err)

@@ -1,4 +1,4 @@
-package runtime
+package refagent
 
 // Permission and UI requests: the write gate, allow-always, timeouts,
 // abort while a request is open, ask/select, and get_sync meanwhile.

@@ -1,4 +1,4 @@
-package runtime
+package refagent
 
 // Compaction (on request, automatic, emergency, by provider) and fork.
 

@@ -1,4 +1,4 @@
-// Package runtime is Shard's reference agent Runtime: the process behind
+// Package refagent is Shard's reference agent Runtime: the process behind
 // `shardd agent --headless`, speaking the per-agent protocol (wire spec §9) as
 // JSONL on stdin/stdout.
 //
@@ -78,4 +78,4 @@
 // returns. A call of the subagent tool, which talks to the daemon over
 // Options.Socket on a connection of its own, drains that connection's events
 // in one more goroutine and waits for it before the call returns.
-package runtime
+package refagent
