@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/internal/clock"
-	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/telemetry"
 )
 
 // Accept backoff, as net/http.Server's: the first retry after 5 ms, each
@@ -38,7 +38,7 @@ type retryListener struct {
 	net.Listener
 	kind    string // transport label: unix, websocket
 	log     *slog.Logger
-	metrics *metrics.Metrics
+	metrics *telemetry.Metrics
 	clock   clock.Clock
 	// onError, when set, is called for every temporary error (tests).
 	onError func(error)
@@ -48,7 +48,7 @@ type retryListener struct {
 	done chan struct{}
 }
 
-func newRetryListener(ln net.Listener, kind string, log *slog.Logger, m *metrics.Metrics, c clock.Clock, onError func(error)) *retryListener {
+func newRetryListener(ln net.Listener, kind string, log *slog.Logger, m *telemetry.Metrics, c clock.Clock, onError func(error)) *retryListener {
 	return &retryListener{Listener: ln, kind: kind, log: log, metrics: m, clock: clock.Or(c), onError: onError, done: make(chan struct{})}
 }
 

@@ -16,8 +16,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/shard-dev/shard/internal/clock"
-	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/telemetry"
 )
 
 // faultyListener fails the Accept calls its plan marks with EMFILE (as a
@@ -42,7 +42,7 @@ func (l *faultyListener) Accept() (net.Conn, error) {
 }
 
 // counterValue reads a counter of m by name and transport label.
-func counterValue(t *testing.T, m *metrics.Metrics, name, transport string) float64 {
+func counterValue(t *testing.T, m *telemetry.Metrics, name, transport string) float64 {
 	t.Helper()
 	fams, err := m.Registry().Gather()
 	if err != nil {

@@ -17,9 +17,9 @@ import (
 	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/xsync"
-	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/supervisor"
+	"github.com/shard-dev/shard/telemetry"
 )
 
 // closeFlush bounds how long Close waits for a connection's queued records.
@@ -54,7 +54,7 @@ type Config struct {
 	// Metrics, when set, is served at /metrics on the web listener and
 	// counts connections and dropped slow consumers. Default nil: no
 	// /metrics endpoint, nothing recorded.
-	Metrics *metrics.Metrics
+	Metrics *telemetry.Metrics
 	// Web is the web listener's security policy. The zero value is
 	// loopback mode.
 	Web WebPolicy

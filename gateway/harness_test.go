@@ -19,8 +19,8 @@ import (
 
 	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/internal/outbox"
-	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/telemetry"
 )
 
 // testGateway is a real gateway on a real unix socket and web listener,
@@ -70,7 +70,7 @@ func startGateway(t *testing.T, cfg Config) *testGateway {
 		cfg.TicketTTL = 30 * time.Second
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.New("test")
+		cfg.Metrics = telemetry.New("test")
 	}
 	tg := &testGateway{cmds: make(chan *registry.Command, 1024), log: &logBuffer{}}
 	logger := slog.New(slog.NewTextHandler(tg.log, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -14,10 +14,10 @@ import (
 	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/jobs/view"
-	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
+	"github.com/shard-dev/shard/telemetry"
 	"github.com/shard-dev/shard/workspaces"
 )
 
@@ -82,7 +82,7 @@ type Deps struct {
 	KnownRuntime func(name string) bool
 	// Metrics records runs by state, transitions, queue wait, run duration,
 	// stop stages and report delivery; nil records nothing.
-	Metrics *metrics.Metrics
+	Metrics *telemetry.Metrics
 	// Workspaces is the workspace actor, which plans, makes and measures
 	// the workspaces of isolated runs (isolation.go); nil refuses
 	// isolation "workspace".
@@ -325,7 +325,7 @@ func (co *Coordinator) onRunChanged(c actor.Context, m *runChanged) {
 	}
 }
 
-// observe records a persisted transition of r from prev in the metrics.
+// observe records a persisted transition of r from prev in the telemetry.
 func (co *Coordinator) observe(prev protocol.RunState, r *store.Run) {
 	mt := co.deps.Metrics
 	mt.RunTransition(prev, r.State)

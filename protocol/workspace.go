@@ -577,7 +577,7 @@ const (
 // when the diff shows them (a mode change, a new or a deleted file), so a
 // mode-only change is visible; additive to AgentCraft, omitted when empty.
 //
-// It is the one diff type: workspaces/diff parses git's output straight
+// It is the one diff type: workspaces/treediff parses git's output straight
 // into it (diff.File is an alias), so nothing converts between a parser
 // shape and the wire shape.
 type DiffFile struct {

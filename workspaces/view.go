@@ -10,14 +10,14 @@ import (
 
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
-	"github.com/shard-dev/shard/workspaces/diff"
 	"github.com/shard-dev/shard/workspaces/git"
+	"github.com/shard-dev/shard/workspaces/treediff"
 )
 
 // maxDiffBytes is the most hunk text a workspace.diff may ask for with
 // max_bytes (a choice: 4 MiB fits one response record well under the
 // gateway's 8 MiB outbox); without max_bytes the cap is
-// diff.DefaultMaxBytes (1 MiB).
+// treediff.DefaultMaxBytes (1 MiB).
 const maxDiffBytes = 4 << 20
 
 // ---- list and status ----
@@ -137,11 +137,11 @@ func (w *worker) diff(ctx context.Context, req *protocol.WorkspaceDiff) *done {
 			base = strings.TrimSpace(string(out))
 		}
 	}
-	lim := int64(diff.DefaultMaxBytes)
+	lim := int64(treediff.DefaultMaxBytes)
 	if req.MaxBytes != nil {
 		lim = min(*req.MaxBytes, maxDiffBytes)
 	}
-	res, err := diff.Workspace(ctx, diff.ExecRunner("", w.deps.Forks), rec.WorktreePath, base, diff.Limits{MaxBytes: int(lim)})
+	res, err := treediff.Workspace(ctx, treediff.ExecRunner("", w.deps.Forks), rec.WorktreePath, base, treediff.Limits{MaxBytes: int(lim)})
 	if err != nil {
 		return failed(err)
 	}

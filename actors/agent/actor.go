@@ -13,10 +13,10 @@ import (
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/internal/xsync"
-	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
+	"github.com/shard-dev/shard/telemetry"
 )
 
 // RuntimeConfig says how runtimes are started and stopped.
@@ -115,7 +115,7 @@ type Deps struct {
 	Clock clock.Clock
 	// Metrics records runtime starts/exits/reaps, attachments and relayed
 	// events; nil records nothing.
-	Metrics *metrics.Metrics
+	Metrics *telemetry.Metrics
 	// SaveSelection persists an agent's model and mode when its runtime
 	// changes them, so a restored runtime starts where the last one was. It
 	// runs off the mailbox, in a goroutine of Goroutines; nil saves
@@ -153,7 +153,7 @@ type Actor struct {
 
 	// attached are the client connections attached to the agent, by
 	// connection id; nAttached is len(attached) as last reported to
-	// metrics.
+	// telemetry.
 	attached  map[uint64]*attachment
 	nAttached int
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/shard-dev/shard/actors/proc"
 	"github.com/shard-dev/shard/internal/ids"
-	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/supervisor"
+	"github.com/shard-dev/shard/telemetry"
 )
 
 // ensureRuntime starts a new Runtime generation unless one exists (startup
@@ -232,12 +232,12 @@ func (a *Actor) onExited(c actor.Context, m *proc.Exited) {
 		a.rstate, a.status = protocol.RuntimeFailed, protocol.StatusError
 		startErr = protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime failed to start: %s", reason)
 		a.broadcastExit(m, reason)
-		a.deps.Metrics.RuntimeExited(metrics.ExitStartFailed)
+		a.deps.Metrics.RuntimeExited(telemetry.ExitStartFailed)
 	case requested:
 		a.rstate, a.status = protocol.RuntimeStopped, protocol.StatusIdle
-		a.deps.Metrics.RuntimeExited(metrics.ExitRequested)
+		a.deps.Metrics.RuntimeExited(telemetry.ExitRequested)
 	default:
-		a.deps.Metrics.RuntimeExited(metrics.ExitCrash)
+		a.deps.Metrics.RuntimeExited(telemetry.ExitCrash)
 		a.rstate, a.status = protocol.RuntimeFailed, protocol.StatusError
 		a.broadcastExit(m, m.Reason)
 		a.fanout(protocol.MustMarshal(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError},

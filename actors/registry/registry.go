@@ -20,10 +20,10 @@ import (
 	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/xsync"
-	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
+	"github.com/shard-dev/shard/telemetry"
 )
 
 type agentManifest = store.Agent
@@ -52,7 +52,7 @@ type Deps struct {
 	Group *xsync.Group
 	// Metrics keeps shard_agents_by_runtime_state from the projections the
 	// registry holds; nil records nothing.
-	Metrics *metrics.Metrics
+	Metrics *telemetry.Metrics
 }
 
 type entry struct {

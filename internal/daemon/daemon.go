@@ -29,10 +29,10 @@ import (
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/jobs"
 	"github.com/shard-dev/shard/jobs/view"
-	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
+	"github.com/shard-dev/shard/telemetry"
 	"github.com/shard-dev/shard/web"
 	"github.com/shard-dev/shard/workspaces"
 )
@@ -74,7 +74,7 @@ type Daemon struct {
 	log   *slog.Logger
 	store *store.Store
 	// metrics is served at /metrics and handed to every component.
-	metrics *metrics.Metrics
+	metrics *telemetry.Metrics
 
 	sys      *actor.ActorSystem
 	registry *actor.PID
@@ -114,7 +114,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	// The metrics exist before the store so that every commit is timed.
-	m := metrics.New(opts.Version)
+	m := telemetry.New(opts.Version)
 	// One P more while commits or process starts park the daemon's Ps in
 	// system calls (package sparep).
 	spare := &sparep.Lender{}

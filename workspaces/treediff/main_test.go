@@ -1,4 +1,4 @@
-package diff
+package treediff
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 )
 
 // TestMain isolates every git the tests run from the machine's git
-// configuration (a global core.quotePath or diff.noprefix would change the
+// configuration (a global core.quotePath or treediff.noprefix would change the
 // bytes under test) and fixes the commit identity, then checks for leaks.
 func TestMain(m *testing.M) {
 	for k, v := range map[string]string{

@@ -1,4 +1,4 @@
-package metrics_test
+package telemetry_test
 
 import (
 	"io"
@@ -8,19 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shard-dev/shard/metrics"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/telemetry"
 )
 
 func TestNilMetricsRecordNothingAndServe404(t *testing.T) {
-	var m *metrics.Metrics
+	var m *telemetry.Metrics
 	m.ConnOpened("unix")
 	m.ConnClosed("unix")
 	m.SlowConsumerDropped("unix")
 	m.AttachmentsAdd(1)
 	m.AgentState("", protocol.RuntimeRunning)
 	m.RuntimeStarted()
-	m.RuntimeExited(metrics.ExitCrash)
+	m.RuntimeExited(telemetry.ExitCrash)
 	m.RuntimeReaped()
 	m.EventsRelayed(3)
 	m.RunState("", protocol.RunQueued)
@@ -42,7 +42,7 @@ func TestNilMetricsRecordNothingAndServe404(t *testing.T) {
 }
 
 func TestStateGaugesFollowTransitions(t *testing.T) {
-	m := metrics.New("v-test")
+	m := telemetry.New("v-test")
 	m.AgentState("", protocol.RuntimeStopped)
 	m.AgentState("", protocol.RuntimeStopped)
 	m.AgentState(protocol.RuntimeStopped, protocol.RuntimeStarting)
@@ -88,7 +88,7 @@ shard_runs_by_state{state="timed_out"} 0
 }
 
 // scrape returns the text exposition m serves.
-func scrape(t *testing.T, m *metrics.Metrics) string {
+func scrape(t *testing.T, m *telemetry.Metrics) string {
 	t.Helper()
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
@@ -102,7 +102,7 @@ func scrape(t *testing.T, m *metrics.Metrics) string {
 }
 
 func TestHandlerServesTextExposition(t *testing.T) {
-	m := metrics.New("v-test")
+	m := telemetry.New("v-test")
 	m.ObserveCommit(3 * time.Millisecond)
 	m.ObserveQueueWait(-time.Second) // clock skew is clamped, not negative
 	body := scrape(t, m)

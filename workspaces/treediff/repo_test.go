@@ -1,4 +1,4 @@
-package diff
+package treediff
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-// Package metrics is shardd's Prometheus instrumentation: one Metrics value
+// Package telemetry is shardd's Prometheus instrumentation: one Metrics value
 // per daemon, built on its own registry (never the global one), handed to
 // the gateway, the actors and the jobs subsystem as a dependency, and served
 // as text at `/metrics` on the web listener.
@@ -9,4 +9,4 @@
 // are maintained by their single owners (the registry actor, the jobs
 // coordinator) from the transitions they already see; nothing here reads
 // the store or asks an actor at scrape time.
-package metrics
+package telemetry

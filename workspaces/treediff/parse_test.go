@@ -1,4 +1,4 @@
-package diff
+package treediff
 
 import (
 	"encoding/json"
@@ -297,10 +297,10 @@ func TestParseRealDiffs(t *testing.T) {
 			},
 		},
 		{
-			name:  "blank context lines suppressed (diff.suppressBlankEmpty)",
+			name:  "blank context lines suppressed (treediff.suppressBlankEmpty)",
 			base:  func(r *repo) { r.write("b.txt", "a\n\nb\n\nc\n") },
 			edit:  func(r *repo) { r.write("b.txt", "a\n\nB\n\nc\n") },
-			extra: []string{"-c", "diff.suppressBlankEmpty=true"},
+			extra: []string{"-c", "treediff.suppressBlankEmpty=true"},
 			want:  []string{"modified b.txt +1 -1 hunks=1"},
 			check: func(t *testing.T, res *Result) {
 				ls := res.Files[0].Hunks[0].Lines

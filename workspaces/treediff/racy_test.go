@@ -1,4 +1,4 @@
-package diff
+package treediff
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 // TestWorkspaceSeesARacyEdit: a tracked file rewritten with the same size
 // in the same second as the index was written (an agent's edit right
-// after the worktree was checked out) shows in the diff. git finds such
+// after the worktree was checked out) shows in the treediff. git finds such
 // an edit only because the entry is "racily clean" — its mtime is not
 // older than the index file's — so the temporary index must keep the real
 // index's mtime; a copy stamped now hides the edit.

@@ -1,9 +1,9 @@
-package diff_test
+package treediff_test
 
 import (
 	"fmt"
 
-	"github.com/shard-dev/shard/workspaces/diff"
+	"github.com/shard-dev/shard/workspaces/treediff"
 )
 
 // ExampleParse parses one file's git diff and walks its numbered lines.
@@ -17,7 +17,7 @@ func ExampleParse() {
 		"-\tprintln(\"hi\")\n" +
 		"+\tprintln(\"hello\")\n" +
 		" }\n"
-	res, err := diff.Parse([]byte(raw), diff.Limits{})
+	res, err := treediff.Parse([]byte(raw), treediff.Limits{})
 	if err != nil {
 		panic(err)
 	}

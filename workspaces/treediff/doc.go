@@ -1,4 +1,4 @@
-// Package diff turns `git diff` output into the structured review shape of
+// Package treediff turns `git diff` output into the structured review shape of
 // `workspace.diff` (issue 11 item 5): files, hunks and numbered lines with
 // per-file and total +/- counts, binary files marked, and a byte cap that
 // sets a truncated flag instead of shipping an unbounded payload.
@@ -67,4 +67,4 @@
 //     binary detection, .gitattributes, and rename detection across
 //     untracked files all apply, the real index is not written, and no
 //     untracked content enters the object database.
-package diff
+package treediff
