@@ -57,6 +57,36 @@ func runAdapter(ctx context.Context, kind string, command []string, stdin io.Rea
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return adapter.Run(ctx, adapter.Options{Stdin: stdin, Stdout: stdout, Log: log, ServerVersion: version,
+	in, restore := pollable(stdin)
+	defer restore()
+	return adapter.Run(ctx, adapter.Options{Stdin: in, Stdout: stdout, Log: log, ServerVersion: version,
 		HeadlessTimeout: cfg.Headless.Timeout, Models: models}, b)
+}
+
+// pollable returns stdin, when it is a file the Go runtime's poller can
+// serve (the pipe the daemon gives its runtimes), as a non-blocking copy
+// of its descriptor: closing that ends a read in progress, which is how
+// adapter.Run stops its reader when the agent exits before the daemon
+// closes stdin (a blocking read would hold Run until then). restore puts
+// the descriptor back in blocking mode, for whoever shares it (a
+// terminal, when run by hand). Anything else is returned as it is.
+func pollable(stdin io.Reader) (r io.Reader, restore func()) {
+	f, ok := stdin.(*os.File)
+	if !ok {
+		return stdin, func() {}
+	}
+	orig := int(f.Fd())
+	fd, err := syscall.Dup(orig)
+	if err != nil {
+		return stdin, func() {}
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		_ = syscall.Close(fd)
+		return stdin, func() {}
+	}
+	nf := os.NewFile(uintptr(fd), f.Name())
+	return nf, func() {
+		_ = nf.Close()
+		_ = syscall.SetNonblock(orig, false)
+	}
 }

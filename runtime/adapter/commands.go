@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"context"
 	"errors"
 	"io"
 	"slices"
@@ -26,6 +25,15 @@ func (h *Host) readLoop() error {
 			return err
 		}
 		h.handle(rec)
+	}
+}
+
+// goAgent runs f, a command's round trip to the agent that answers hd,
+// in the Host's group; once Run is closing the command is answered
+// CONFLICT instead. mu must be held.
+func (h *Host) goAgent(hd protocol.Header, f func()) {
+	if h.closing || !h.turns.Go(f) {
+		h.respondErrLocked(hd, protocol.Errorf(protocol.CodeConflict, "runtime is shutting down"))
 	}
 }
 
@@ -134,8 +142,8 @@ func (h *Host) setModeLocked(hd protocol.Header, mode string) {
 		h.respondLocked(hd, map[string]string{"previous_mode": prev, "mode": mode})
 		return
 	}
-	h.turns.Go(func() {
-		err := h.b.SetMode(context.Background(), mode)
+	h.goAgent(hd, func() {
+		err := h.b.SetMode(h.life, mode)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if err != nil {
@@ -193,8 +201,8 @@ func (h *Host) setModelLocked(hd protocol.Header, model string) {
 		return
 	}
 	prev, want := h.activeModelLocked(), *next
-	h.turns.Go(func() {
-		err := h.b.SetModel(context.Background(), model)
+	h.goAgent(hd, func() {
+		err := h.b.SetModel(h.life, model)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if err != nil {

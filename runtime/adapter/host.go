@@ -11,11 +11,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
 )
 
 // Options configure a Host.
 type Options struct {
+	// Stdin carries the daemon's commands. When Run leaves before Stdin
+	// ended (ctx done, the agent gone), it closes Stdin if it is an
+	// io.Closer, so that its reader's blocked read returns, and waits for
+	// the reader: a Stdin whose Close does not interrupt a pending Read (a
+	// blocking *os.File) delays Run's return until it yields a line or EOF.
 	Stdin  io.Reader
 	Stdout io.Writer
 	Log    *slog.Logger
@@ -57,7 +63,13 @@ type Host struct {
 	writeErr  error
 	badOutput bool   // a PROTOCOL_ERROR for the agent's output was reported (or is due at start)
 	badDetail string // what it was (never the line itself)
-	turns     sync.WaitGroup
+
+	// life is the context of the goroutines below: Run cancels it on its
+	// way out, once the agent is closed.
+	life context.Context
+	// turns owns the goroutines that wait for the agent (a turn, a mode or
+	// model switch); Run closes it, which refuses new ones and waits.
+	turns xsync.Group
 }
 
 // turn is the turn in flight and the messages it is assembling.
@@ -80,12 +92,15 @@ type toolState struct {
 // ends (nil), ctx is done, or the agent dies (an error: the process exits
 // non-zero and the daemon reports agent_exited). A Backend that does not
 // start is an error before anything is written, which the daemon reports as
-// RUNTIME_START_FAILED.
+// RUNTIME_START_FAILED. When Run returns, the agent is closed and every
+// goroutine Run started has ended (see Options.Stdin).
 func Run(ctx context.Context, opts Options, b Backend) error {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	h := &Host{opts: opts, b: b, log: opts.Log, status: protocol.StatusIdle, delivered: map[string]bool{}}
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	h := &Host{opts: opts, b: b, log: opts.Log, status: protocol.StatusIdle, delivered: map[string]bool{}, life: life}
 	h.replay = h.newTurnLocked()
 	offer, err := b.Start(ctx, h)
 	if err != nil {
@@ -93,12 +108,15 @@ func Run(ctx context.Context, opts Options, b Backend) error {
 		return fmt.Errorf("adapter: start agent: %w", err)
 	}
 	h.start(offer)
+	var reader sync.WaitGroup
 	readDone := make(chan error, 1)
-	go func() { readDone <- h.readLoop() }()
+	reader.Go(func() { readDone <- h.readLoop() })
 	var runErr error
+	stdinOpen := true
 	select {
 	case err := <-readDone:
 		runErr = err // stdin closed: the daemon stops us
+		stdinOpen = false
 	case <-ctx.Done():
 	case <-b.Done():
 		runErr = fmt.Errorf("adapter: agent exited: %w", b.Err())
@@ -112,7 +130,16 @@ func Run(ctx context.Context, opts Options, b Backend) error {
 	h.abortLocked()
 	h.mu.Unlock()
 	closeErr := b.Close()
-	h.turns.Wait()
+	// The agent is gone: what still waits for it gives up, and no command
+	// starts a new wait (h.closing, and the group refuses).
+	stop()
+	h.turns.Close()
+	if stdinOpen {
+		if c, ok := opts.Stdin.(io.Closer); ok {
+			_ = c.Close() // ends the reader's read; its error is expected
+		}
+	}
+	reader.Wait()
 	if runErr == nil && closeErr != nil {
 		h.log.Info("agent stopped", "err", closeErr)
 	}

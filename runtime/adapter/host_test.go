@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"testing"
 	"time"
@@ -158,4 +159,23 @@ func TestHostModelsFilterAndSteerQueue(t *testing.T) {
 		t.Fatalf("third turn = %q", got)
 	}
 	g.release <- TurnResult{StopReason: StopEndTurn}
+}
+
+// TestHostStopsItsReaderWhenTheAgentExits: when the agent dies, Run
+// reports it and returns without waiting for the daemon to close stdin:
+// it closes stdin itself, which ends its reader (a write to stdin fails
+// from then on), and the reader has ended when Run returns.
+func TestHostStopsItsReaderWhenTheAgentExits(t *testing.T) {
+	g := &gated{prompts: make(chan string, 1), release: make(chan TurnResult), done: make(chan struct{})}
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	done := make(chan error, 1)
+	go func() { done <- Run(context.Background(), Options{Stdin: inR, Stdout: io.Discard}, g) }()
+	close(g.done)
+	if err := <-done; err == nil {
+		t.Fatal("Run returned nil when the agent exited")
+	}
+	if _, err := inW.Write([]byte("{}\n")); !errors.Is(err, io.ErrClosedPipe) {
+		t.Fatalf("write to stdin after Run = %v, want io.ErrClosedPipe", err)
+	}
 }

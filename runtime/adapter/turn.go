@@ -1,7 +1,6 @@
 package adapter
 
 import (
-	"context"
 	"encoding/json"
 
 	"github.com/shard-dev/shard/protocol"
@@ -22,8 +21,10 @@ func (h *Host) startTurnLocked(text string) {
 	h.emitLocked(protocol.TurnStart{Header: protocol.Header{Type: protocol.TypeTurnStart}, TurnID: t.id})
 	h.window = append(h.window, protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser,
 		Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: text}}})
+	// Never refused: no turn starts once h.closing is set (under mu), and
+	// Run closes the group only after setting it.
 	h.turns.Go(func() {
-		res, err := h.b.Prompt(context.Background(), text)
+		res, err := h.b.Prompt(h.life, text)
 		h.endTurn(t, res, err)
 	})
 }

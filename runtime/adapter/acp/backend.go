@@ -14,6 +14,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/adapter"
 )
@@ -60,6 +61,17 @@ type Backend struct {
 	offer   adapter.Offer
 
 	terms terminals // the agent's terminal/* commands
+
+	// life is cancelled by Close; the backend's own goroutines (a
+	// session/cancel being sent) run under it.
+	life context.Context
+	stop context.CancelFunc
+	// calls owns what the backend runs off the Host's goroutines: the
+	// session/cancel sends and the agent's requests the SDK hands to the
+	// client (each counted with Begin, as the SDK starts their
+	// goroutines). Close closes it once the agent and its connection are
+	// gone, which ends them all.
+	calls xsync.Group
 }
 
 // New returns a Backend that Start will start.
@@ -70,7 +82,8 @@ func New(opts Options) *Backend {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
-	return &Backend{opts: opts, Proc: adapter.NewProc()}
+	life, stop := context.WithCancel(context.Background())
+	return &Backend{opts: opts, Proc: adapter.NewProc(), life: life, stop: stop}
 }
 
 // sessionFile holds the ACP session id across generations.
@@ -87,6 +100,8 @@ func (b *Backend) Start(ctx context.Context, ev adapter.Events) (adapter.Offer, 
 		return adapter.Offer{}, fmt.Errorf("acp: %w", err)
 	}
 	pr, pw := io.Pipe()
+	// The Proc owns the filter: its last act is Exited, and Close waits
+	// for Done.
 	go b.filter(stdout, pw)
 	b.conn = sdk.NewClientSideConnection(&client{b: b}, stdin, pr)
 	b.conn.SetLogger(b.opts.Log)
@@ -225,10 +240,16 @@ func offerOf(modes *sdk.SessionModeState, models *sdk.SessionModelState) adapter
 }
 
 // Close implements adapter.Backend: the agent's terminals are killed
-// (and waited for), then the agent is stopped.
+// (and waited for), then the agent is stopped, and then Close waits for
+// the agent's requests still being answered (their contexts end with the
+// agent's connection) and for the backend's own goroutines; a request
+// the SDK hands over later is refused.
 func (b *Backend) Close() error {
+	b.stop()
 	b.terms.closeAll()
-	return b.Proc.Close()
+	err := b.Proc.Close()
+	b.calls.Close()
+	return err
 }
 
 // Prompt implements adapter.Backend.
@@ -251,15 +272,20 @@ func (b *Backend) Prompt(ctx context.Context, text string) (adapter.TurnResult, 
 	return res, nil
 }
 
-// Cancel implements adapter.Backend (session/cancel).
+// cancelTimeout bounds sending session/cancel.
+const cancelTimeout = 5 * time.Second
+
+// Cancel implements adapter.Backend (session/cancel), sent from a
+// goroutine of the backend: the Host calls Cancel holding its lock. Once
+// Close began there is no turn left to cancel.
 func (b *Backend) Cancel() {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	b.calls.Go(func() {
+		ctx, cancel := context.WithTimeout(b.life, cancelTimeout)
 		defer cancel()
 		if err := b.conn.Cancel(ctx, sdk.CancelNotification{SessionId: b.session}); err != nil {
 			b.opts.Log.Warn("session/cancel", "err", err)
 		}
-	}()
+	})
 }
 
 // SetMode implements adapter.Backend.

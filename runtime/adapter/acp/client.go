@@ -29,7 +29,24 @@ func (c *client) SessionUpdate(_ context.Context, n sdk.SessionNotification) err
 	return nil
 }
 
+// begin counts one request of the agent, which the SDK answers from a
+// goroutine of its own, as the backend's until end is called (Close
+// waits for it); once Close began the request is refused: the agent is
+// gone.
+func (c *client) begin() (end func(), err error) {
+	end, ok := c.b.calls.Begin()
+	if !ok {
+		return nil, sdk.NewInternalError(map[string]string{"error": "the adapter is closing"})
+	}
+	return end, nil
+}
+
 func (c *client) RequestPermission(ctx context.Context, req sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	end, err := c.begin()
+	if err != nil {
+		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}, nil
+	}
+	defer end()
 	return RequestPermission(ctx, c.b.tr, c.b.ev, req), nil
 }
 
@@ -92,6 +109,11 @@ func errOutside() error {
 }
 
 func (c *client) ReadTextFile(_ context.Context, req sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	end, err := c.begin()
+	if err != nil {
+		return sdk.ReadTextFileResponse{}, err
+	}
+	defer end()
 	p, err := c.confine(req.Path)
 	if err != nil {
 		return sdk.ReadTextFileResponse{}, err
@@ -117,6 +139,11 @@ func (c *client) ReadTextFile(_ context.Context, req sdk.ReadTextFileRequest) (s
 }
 
 func (c *client) WriteTextFile(ctx context.Context, req sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	end, err := c.begin()
+	if err != nil {
+		return sdk.WriteTextFileResponse{}, err
+	}
+	defer end()
 	p, err := c.confine(req.Path)
 	if err != nil {
 		return sdk.WriteTextFileResponse{}, err

@@ -16,6 +16,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 	"golang.org/x/sys/unix"
 
+	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/runtime/adapter"
 )
 
@@ -31,7 +32,11 @@ const terminalWaitDelay = 2 * time.Second
 // the client's methods from its own goroutines, so a mutex guards the
 // table; each terminal guards its own output.
 type terminals struct {
-	mu     sync.Mutex
+	// waiters owns each terminal's goroutine that waits for its process;
+	// closeAll closes it.
+	waiters xsync.Group
+
+	mu     sync.Mutex // protects the following
 	next   int
 	byID   map[string]*terminal
 	closed bool
@@ -117,7 +122,9 @@ func (ts *terminals) get(id string) (*terminal, error) {
 	return nil, errNoTerminal(id)
 }
 
-// add registers t, or refuses when the adapter is closing.
+// add registers t, whose process has started, and starts the goroutine
+// that waits for it; once the adapter is closing it refuses, and the
+// caller kills and waits for the process itself.
 func (ts *terminals) add(t *terminal) (string, error) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -130,7 +137,17 @@ func (ts *terminals) add(t *terminal) (string, error) {
 	ts.next++
 	id := "term-" + strconv.Itoa(ts.next)
 	ts.byID[id] = t
+	// Never refused: closeAll closes the group only after setting closed
+	// (under mu).
+	ts.waiters.Go(t.wait)
 	return id, nil
+}
+
+// wait waits for the process, then records its status and closes done.
+func (t *terminal) wait() {
+	_ = t.cmd.Wait()
+	t.status = exitStatus(t.cmd.ProcessState)
+	close(t.done)
 }
 
 func (ts *terminals) remove(id string) (*terminal, error) {
@@ -144,8 +161,8 @@ func (ts *terminals) remove(id string) (*terminal, error) {
 	return t, nil
 }
 
-// closeAll kills every terminal and waits for each to end; later creates
-// are refused. Backend.Close runs it.
+// closeAll kills every terminal and waits for each to end (released ones
+// included); later creates are refused. Backend.Close runs it.
 func (ts *terminals) closeAll() {
 	ts.mu.Lock()
 	ts.closed = true
@@ -154,8 +171,8 @@ func (ts *terminals) closeAll() {
 	ts.mu.Unlock()
 	for _, t := range all {
 		t.kill()
-		<-t.done
 	}
+	ts.waiters.Close()
 }
 
 // commandLine is the command as the permission request shows it, each
@@ -177,6 +194,11 @@ func commandLine(command string, args []string) string {
 // no shell — with the agent's environment plus the request's variables,
 // stdout and stderr into one bounded buffer.
 func (c *client) CreateTerminal(ctx context.Context, req sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	end, err := c.begin()
+	if err != nil {
+		return sdk.CreateTerminalResponse{}, err
+	}
+	defer end()
 	if req.Command == "" {
 		return sdk.CreateTerminalResponse{}, sdk.NewInvalidParams(map[string]string{"command": "required"})
 	}
@@ -184,7 +206,7 @@ func (c *client) CreateTerminal(ctx context.Context, req sdk.CreateTerminalReque
 	if req.Cwd != nil && *req.Cwd != "" {
 		dir = *req.Cwd
 	}
-	dir, err := c.confine(dir)
+	dir, err = c.confine(dir)
 	if err != nil {
 		return sdk.CreateTerminalResponse{}, err
 	}
@@ -224,15 +246,10 @@ func (c *client) CreateTerminal(ctx context.Context, req sdk.CreateTerminalReque
 	if err := cmd.Start(); err != nil {
 		return sdk.CreateTerminalResponse{}, sdk.NewInternalError(map[string]string{"error": fmt.Sprint(errors.Unwrap(err))})
 	}
-	go func() {
-		_ = cmd.Wait()
-		t.status = exitStatus(cmd.ProcessState)
-		close(t.done)
-	}()
 	id, err := c.b.terms.add(t)
 	if err != nil {
-		t.kill()
-		<-t.done
+		_ = cmd.Process.Kill()
+		t.wait()
 		return sdk.CreateTerminalResponse{}, sdk.NewInternalError(map[string]string{"error": err.Error()})
 	}
 	return sdk.CreateTerminalResponse{TerminalId: id}, nil
@@ -241,6 +258,11 @@ func (c *client) CreateTerminal(ctx context.Context, req sdk.CreateTerminalReque
 // TerminalOutput implements terminal/output: the output so far, whether
 // its start was cut, and the exit status once the command exited.
 func (c *client) TerminalOutput(_ context.Context, req sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	end, err := c.begin()
+	if err != nil {
+		return sdk.TerminalOutputResponse{}, err
+	}
+	defer end()
 	t, err := c.b.terms.get(req.TerminalId)
 	if err != nil {
 		return sdk.TerminalOutputResponse{}, err
@@ -257,6 +279,11 @@ func (c *client) TerminalOutput(_ context.Context, req sdk.TerminalOutputRequest
 
 // WaitForTerminalExit implements terminal/wait_for_exit.
 func (c *client) WaitForTerminalExit(ctx context.Context, req sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	end, err := c.begin()
+	if err != nil {
+		return sdk.WaitForTerminalExitResponse{}, err
+	}
+	defer end()
 	t, err := c.b.terms.get(req.TerminalId)
 	if err != nil {
 		return sdk.WaitForTerminalExitResponse{}, err
@@ -272,6 +299,11 @@ func (c *client) WaitForTerminalExit(ctx context.Context, req sdk.WaitForTermina
 // KillTerminal implements terminal/kill: the process ends, the terminal
 // stays (its output and exit status can still be read) until released.
 func (c *client) KillTerminal(_ context.Context, req sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	end, err := c.begin()
+	if err != nil {
+		return sdk.KillTerminalResponse{}, err
+	}
+	defer end()
 	t, err := c.b.terms.get(req.TerminalId)
 	if err != nil {
 		return sdk.KillTerminalResponse{}, err
@@ -283,6 +315,11 @@ func (c *client) KillTerminal(_ context.Context, req sdk.KillTerminalRequest) (s
 // ReleaseTerminal implements terminal/release: a running command is
 // killed (and waited for), and the id is forgotten.
 func (c *client) ReleaseTerminal(_ context.Context, req sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	end, err := c.begin()
+	if err != nil {
+		return sdk.ReleaseTerminalResponse{}, err
+	}
+	defer end()
 	t, err := c.b.terms.remove(req.TerminalId)
 	if err != nil {
 		return sdk.ReleaseTerminalResponse{}, err

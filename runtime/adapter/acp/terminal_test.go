@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	sdk "github.com/coder/acp-go-sdk"
-
-	"github.com/shard-dev/shard/runtime/adapter"
 )
 
 // termClient is a client whose agent cwd is tr's, answering every ask
@@ -19,7 +17,9 @@ func termClient(t *testing.T, answer string) (*client, *askEvents, fsTree) {
 	t.Helper()
 	tr := newFSTree(t)
 	ev := &askEvents{answer: answer}
-	c := &client{b: &Backend{opts: Options{Cwd: tr.cwd}, ev: ev, Proc: adapter.NewProc()}}
+	b := New(Options{Cwd: tr.cwd})
+	b.ev = ev
+	c := &client{b: b}
 	t.Cleanup(c.b.terms.closeAll)
 	return c, ev, tr
 }

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/adapter"
 )
@@ -53,6 +54,13 @@ type Backend struct {
 	gateDir string     // the gate extension's temporary directory
 	wmu     sync.Mutex // serialises stdin writes
 
+	// life is cancelled by Close, and when pi exits; the backend's own
+	// goroutines (a gate question, an abort being sent) run under it.
+	life context.Context
+	stop context.CancelFunc
+	// calls owns those goroutines; Close closes it once pi is gone.
+	calls xsync.Group
+
 	mu      sync.Mutex // guards the following
 	n       int
 	waiting map[string]chan response
@@ -75,7 +83,9 @@ func New(opts Options) *Backend {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
-	return &Backend{opts: opts, waiting: map[string]chan response{}, args: map[string]map[string]any{}, Proc: adapter.NewProc()}
+	life, stop := context.WithCancel(context.Background())
+	return &Backend{opts: opts, waiting: map[string]chan response{}, args: map[string]map[string]any{}, Proc: adapter.NewProc(),
+		life: life, stop: stop}
 }
 
 // Start implements adapter.Backend: pi prints nothing until asked, so the
@@ -98,6 +108,8 @@ func (b *Backend) Start(ctx context.Context, ev adapter.Events) (adapter.Offer, 
 		return adapter.Offer{}, fmt.Errorf("pi: %w", err)
 	}
 	b.stdin, b.gateDir = stdin, gateDir
+	// The Proc owns the reader: its last act is Exited, and Close waits
+	// for Done.
 	go b.read(stdout)
 	sctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
@@ -158,7 +170,10 @@ func (b *Backend) read(stdout io.Reader) {
 			break
 		}
 	}
-	b.Exited(func() { _ = os.RemoveAll(b.gateDir) })
+	b.Exited(func() {
+		b.stop() // nobody is left to answer a gate question or an abort
+		_ = os.RemoveAll(b.gateDir)
+	})
 }
 
 // event is the part of a pi event the adapter reads.
@@ -312,15 +327,29 @@ func (b *Backend) Prompt(ctx context.Context, text string) (adapter.TurnResult, 
 	}
 }
 
-// Cancel implements adapter.Backend (pi's abort).
+// abortTimeout bounds pi's answer to abort.
+const abortTimeout = 10 * time.Second
+
+// Cancel implements adapter.Backend (pi's abort), sent from a goroutine of
+// the backend: the Host calls Cancel holding its lock. Once Close began
+// there is no turn left to abort.
 func (b *Backend) Cancel() {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	b.calls.Go(func() {
+		ctx, cancel := context.WithTimeout(b.life, abortTimeout)
 		defer cancel()
 		if _, err := b.call(ctx, map[string]any{"type": "abort"}); err != nil {
 			b.opts.Log.Warn("pi abort", "err", err)
 		}
-	}()
+	})
+}
+
+// Close implements adapter.Backend: what waits for pi gives up, pi is
+// stopped, and Close waits for the backend's goroutines.
+func (b *Backend) Close() error {
+	b.stop()
+	err := b.Proc.Close()
+	b.calls.Close()
+	return err
 }
 
 // SetMode implements adapter.Backend: pi has no modes.

@@ -1,7 +1,6 @@
 package pi
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -73,8 +72,9 @@ func dialog(method string) bool {
 
 // uiRequest answers an extension_ui_request. The gate's select becomes an
 // Ask through the Host's permission path (fan-out, first response wins,
-// headless policy, abort); it runs in its own goroutine so the reader
-// keeps reading. Any other dialog (another extension's) is dismissed at
+// headless policy, abort); it runs in a goroutine of the backend, whose
+// context ends when pi exits or the backend closes, so the reader keeps
+// reading. Any other dialog (another extension's) is dismissed at
 // once so pi never waits on it; fire-and-forget methods are ignored.
 func (b *Backend) uiRequest(r uiRequest) {
 	if !dialog(r.Method) || r.ID == "" {
@@ -95,17 +95,8 @@ func (b *Backend) uiRequest(r uiRequest) {
 		b.answerUI(r.ID, nil)
 		return
 	}
-	go func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			select {
-			case <-b.Done():
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		ans := b.ev.Ask(ctx, adapter.Ask{
+	b.calls.Go(func() { // refused once Close began: pi is gone
+		ans := b.ev.Ask(b.life, adapter.Ask{
 			Tool: adapter.Tool{ID: c.ToolCallID, Name: c.ToolName, Title: c.ToolName, Args: c.Input,
 				ReadOnly: readOnly(c.ToolName), Status: adapter.ToolPending},
 			Options: []adapter.Option{{ID: gateAllow, Name: "Allow", Kind: adapter.AllowOnce}, {ID: gateDeny, Name: "Deny", Kind: adapter.RejectOnce}},
@@ -120,7 +111,7 @@ func (b *Backend) uiRequest(r uiRequest) {
 				ReadOnly: readOnly(c.ToolName), Status: adapter.ToolInProgress})
 		}
 		b.answerUI(r.ID, &v)
-	}()
+	})
 }
 
 // answerUI sends extension_ui_response: the chosen value, or (nil)

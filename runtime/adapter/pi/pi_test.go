@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -227,5 +228,42 @@ func FuzzHandle(f *testing.F) {
 		b := New(Options{})
 		b.ev, b.stdin = &recorder{}, nopWriteCloser{}
 		b.handle(line)
+		_ = b.Close() // waits for a gate question's goroutine
 	})
+}
+
+// waitingEvents is a recorder whose Ask waits for its context: a gate
+// question nobody answers.
+type waitingEvents struct {
+	recorder
+	asked chan struct{} // closed when Ask is waiting
+	ended chan error    // Ask's context's error, once it ended
+}
+
+func (w *waitingEvents) Ask(ctx context.Context, _ adapter.Ask) adapter.Answer {
+	close(w.asked)
+	<-ctx.Done()
+	w.ended <- ctx.Err()
+	return adapter.Answer{Cancelled: true}
+}
+
+// TestGateQuestionEndsWithClose: a gate question waiting for an answer
+// belongs to the backend: Close cancels it and waits for it.
+func TestGateQuestionEndsWithClose(t *testing.T) {
+	ev := &waitingEvents{asked: make(chan struct{}), ended: make(chan error, 1)}
+	b := New(Options{})
+	b.ev, b.stdin = ev, nopWriteCloser{}
+	b.handle([]byte(`{"type":"extension_ui_request","id":"u1","method":"select","title":"shard-permission {\"toolCallId\":\"c\",\"toolName\":\"bash\",\"input\":{}}","options":["allow","deny"]}`))
+	<-ev.asked
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ev.ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the question's context ended with %v", err)
+		}
+	default:
+		t.Fatal("Close returned while the gate question was still waiting")
+	}
 }
