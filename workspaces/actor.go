@@ -28,7 +28,8 @@ type Deps struct {
 	Registry *actor.PID
 	// Group owns every goroutine the actor starts (all git calls and store
 	// commits run there, never on the mailbox); required. It is the
-	// daemon's, closed after the actor system stopped.
+	// daemon's, closed after the actor system stopped. The actor's stop
+	// cancels the work it runs there (killing its git) and waits for it.
 	Group *xsync.Group
 	// Clock stamps records; nil is the wall clock.
 	Clock clock.Clock
@@ -90,6 +91,9 @@ type Actor struct {
 	// requests of the jobs coordinator wait in held (see isolation.go).
 	reconciled bool
 	held       []heldRequest
+	// work runs every goroutine of the actor; the actor's stop cancels it
+	// (inflight.go).
+	work *inflight
 }
 
 // heldRequest is an isolation request that waits for reconciliation.
@@ -117,7 +121,7 @@ func Props(deps Deps) *actor.Props {
 		deps.Timeout = 2 * time.Minute
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{deps: deps, locks: &git.Locks{}, claims: newClaims()}
+		return &Actor{deps: deps, locks: &git.Locks{}, claims: newClaims(), work: newInflight(deps.Group, deps.Timeout)}
 	}, actor.WithSupervisor(supervisor.StopOnFailure()))
 }
 
@@ -129,7 +133,9 @@ func (a *Actor) Receive(c actor.Context) {
 	case *registry.Command:
 		a.onCommand(c, m)
 	case *done:
-		a.onDone(c, m)
+		if a.work.take(m) {
+			a.onDone(c, m)
+		}
 	case *reconciled:
 		if m.err != nil {
 			a.deps.Logger.Error("workspaces: startup reconciliation", "err", m.err)
@@ -158,6 +164,12 @@ func (a *Actor) Receive(c actor.Context) {
 	case *actor.Stopping:
 		// Nobody waits for a held request that will never run.
 		a.refuseHeld(c)
+		// The work in flight is cancelled, its git killed, rather than
+		// awaited; what it finished is answered here, as the mailbox
+		// handles nothing more.
+		for _, d := range a.work.halt() {
+			a.onDone(c, d)
+		}
 	case *actor.Stopped, *actor.Restarting:
 	default:
 		a.deps.Logger.Warn("workspaces: unexpected message", "type", fmt.Sprintf("%T", m))
@@ -190,15 +202,14 @@ func (a *Actor) onCommand(c actor.Context, cmd *registry.Command) {
 	}
 	sys, self := c.ActorSystem(), c.Self()
 	w := a.worker(sys)
-	started := a.deps.Group.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), a.deps.Timeout)
-		defer cancel()
+	started := a.work.Go(func(ctx context.Context) {
 		d := f(ctx, w)
 		d.cmd = cmd
-		sys.Root.Send(self, d)
+		d.err = shutdownErr(ctx, d.err)
+		a.work.deliver(sys, self, d)
 	})
 	if !started {
-		fail(cmd, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))
+		fail(cmd, errShuttingDown())
 	}
 }
 
@@ -232,9 +243,7 @@ func (a *Actor) onDone(c actor.Context, d *done) {
 func (a *Actor) startReconcile(c actor.Context) {
 	sys, self := c.ActorSystem(), c.Self()
 	w := a.worker(sys)
-	a.deps.Group.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), a.deps.Timeout)
-		defer cancel()
+	a.work.Go(func(ctx context.Context) {
 		err := w.reconcile(ctx)
 		if a.deps.OnReconciled != nil {
 			a.deps.OnReconciled(err)

@@ -239,6 +239,9 @@ func (w *worker) setup(ctx context.Context, id, repoRoot, dir string) error {
 	if err == nil {
 		return nil
 	}
+	if cerr := ctx.Err(); cerr != nil {
+		err = cerr // killed: its time ran out, or the daemon is stopping
+	}
 	if len(out) > maxSetupOutput {
 		out = out[len(out)-maxSetupOutput:]
 	}
@@ -263,7 +266,9 @@ func recWith(rec store.Workspace, created git.Created) store.Workspace {
 // it cannot remove stays recorded: the record goes to conflict, pointing
 // at it, with ConflictReason saying why, so no worktree is left without a
 // record (retire takes it from there once the user looked). It returns
-// what it did (also logged). The caller holds the repository's lock.
+// what it did (also logged). The caller holds the repository's lock. A
+// command the daemon's shutdown interrupted rolls nothing back: its record
+// stays for startup reconciliation.
 //
 // ours says that only this create wrote into the worktree (git's checkout,
 // copy_files, the setup command; no agent ever ran there), so that a
@@ -272,6 +277,15 @@ func recWith(rec store.Workspace, created git.Created) store.Workspace {
 // touched it since, except that untracked copies of copy_files identical
 // to the main checkout's are known to be the create's own (copiesOnly).
 func (w *worker) rollback(ctx context.Context, rec store.Workspace, cause string, ours bool) string {
+	if interrupted(ctx) {
+		// The daemon is stopping and killed this command's processes:
+		// the record stays creating, for startup reconciliation to roll
+		// back as after a crash (a killed git proves nothing about what
+		// is on disk).
+		why := cause + "; interrupted by the daemon's shutdown, left to startup reconciliation"
+		w.deps.Logger.Warn("workspaces: create interrupted", "workspace_id", rec.WorkspaceID, "why", why)
+		return why
+	}
 	g, repo := w.deps.Git, repoOf(rec)
 	notes := []string{cause}
 	chk, err := g.CheckRetire(ctx, repo, git.Recorded{Path: rec.WorktreePath, Branch: rec.Branch})

@@ -24,7 +24,12 @@
 // whose worktree or repository vanished as missing, and sweeps unrecorded
 // worktrees under the root only when provably its own and empty of work
 // (reconcile.go). Deps.Failpoint lets tests stop at every Step between
-// git and store steps, as a SIGKILL would.
+// git and store steps, as a SIGKILL would. The daemon's shutdown is
+// treated the same way: the actor's stop cancels the work in flight,
+// killing its git and setup processes instead of awaiting them, rolls
+// nothing back on the strength of a killed git, answers the commands cut
+// short CONFLICT and waits only for their goroutines to return
+// (inflight.go).
 //
 // Retire is safe by default: it refuses a workspace with a busy or live
 // agent (asked of the registry) and everything git.CheckRetire refuses,

@@ -138,23 +138,28 @@ func (a *Actor) onIsolation(c actor.Context, to *actor.PID, m Message) {
 	}
 	sys := c.ActorSystem()
 	w := a.worker(sys)
-	started := a.deps.Group.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), a.deps.Timeout)
-		defer cancel()
+	started := a.work.Go(func(ctx context.Context) {
 		var out any
 		switch m := m.(type) {
 		case *Plan:
 			recs, err := w.plan(ctx, m)
-			out = &Planned{Workspaces: recs, Err: err}
+			out = &Planned{Workspaces: recs, Err: shutdownErr(ctx, err)}
 		case *Materialize:
 			rec, err := w.materialize(ctx, m.WorkspaceID, m.RunID)
 			if err != nil {
 				w.claims.release(m.WorkspaceID, m.RunID)
+				if interrupted(ctx) {
+					// Unanswered: the jobs coordinator stops next, and the
+					// run, still starting on disk, is reconciled to
+					// interrupted at the next start; an answer now would
+					// end it failed.
+					return
+				}
 			}
 			out = &Materialized{RunID: m.RunID, Workspace: rec, Err: err}
 		case *DiffStat:
 			st, err := w.diffStat(ctx, m.WorkspaceID)
-			out = &DiffStatResult{RunID: m.RunID, Stats: st, Err: err}
+			out = &DiffStatResult{RunID: m.RunID, Stats: st, Err: shutdownErr(ctx, err)}
 		}
 		sys.Root.Send(to, out)
 	})
@@ -261,6 +266,9 @@ func (w *worker) materialize(ctx context.Context, id, runID string) (store.Works
 		return store.Workspace{}, protocol.Errorf(protocol.CodeConflict, "workspace %s is %s%s", id, rec.State, why)
 	}
 	repo, err := w.deps.Git.Inspect(ctx, rec.RepoRoot)
+	if err != nil && interrupted(ctx) {
+		return store.Workspace{}, err // the plan stays for the next start
+	}
 	if err != nil {
 		// Nothing was made: retire the plan so that it claims nothing.
 		w.retireFailed(rec, "the repository could not be inspected", false)

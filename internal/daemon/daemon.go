@@ -472,11 +472,11 @@ func (d *Daemon) stopJobs(bound time.Duration) {
 
 // stopWorkspaces stops the workspace actor before the agents are drained,
 // the registry first ceasing to forward to it (as for the coordinator, see
-// stopJobs), so that every workspace.* command is answered. A command
-// whose git work is still running in the group is finished by its
-// goroutine (the group is closed after the actor tree), but its answer
-// reaches a stopped actor: the client, whose connection closes next, sees
-// no response.
+// stopJobs), so that every workspace.* command is answered. The actor's
+// stop cancels the git work still running (its processes are killed, not
+// awaited) and waits only for it to return: a command cut short is
+// answered CONFLICT, and what it left on disk is settled by the next
+// start's reconciliation, as after a crash.
 func (d *Daemon) stopWorkspaces(bound time.Duration) {
 	if d.workspaces == nil {
 		return
