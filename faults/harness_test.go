@@ -365,30 +365,12 @@ func (p procInfo) alive() bool {
 	return err == nil && st.StartTime == p.start && !st.Exited()
 }
 
-// descendsFrom reports whether pid is ancestor or one of its descendants.
-func descendsFrom(pid, ancestor int) bool {
-	for range 64 {
-		if pid == ancestor {
-			return true
-		}
-		if pid <= 1 {
-			return false
-		}
-		st, err := procstat.Read(pid)
-		if err != nil {
-			return false
-		}
-		pid = st.PPID
-	}
-	return false
-}
-
 // strays returns the processes of d's home that do not descend from d:
 // what a crashed daemon left, or a runtime tool nobody will end.
 func (d *daemon) strays() []procInfo {
 	var out []procInfo
 	for _, p := range procsWithEnv(d.homeEnv()) {
-		if !descendsFrom(p.pid, d.pid()) {
+		if !procstat.DescendsFrom(p.pid, d.pid()) {
 			out = append(out, p)
 		}
 	}

@@ -352,7 +352,7 @@ func checkOrphans(r *doctorReport, home string, daemonPID int) {
 		if err != nil || st.Exited() {
 			continue
 		}
-		if descendsFrom(st.PPID, daemonPID) {
+		if procstat.DescendsFrom(st.PPID, daemonPID) {
 			continue
 		}
 		orphans = append(orphans, fmt.Sprintf("pid %d (%s): %s", pid, agentID, cmdline(pid)))
@@ -366,27 +366,6 @@ func checkOrphans(r *doctorReport, home string, daemonPID int) {
 	default:
 		r.add("orphans", checkOK, "every agent runtime of this home runs under the daemon (pid %d)", daemonPID)
 	}
-}
-
-// descendsFrom reports whether pid is ancestor or one of its descendants.
-func descendsFrom(pid, ancestor int) bool {
-	if ancestor <= 0 {
-		return false
-	}
-	for range 128 { // process trees are shallow; this bounds a loop on a race
-		if pid == ancestor {
-			return true
-		}
-		if pid <= 1 {
-			return false
-		}
-		st, err := procstat.Read(pid)
-		if err != nil {
-			return false
-		}
-		pid = st.PPID
-	}
-	return false
 }
 
 // cmdline is a process's command line, shortened.

@@ -28,6 +28,29 @@ type Stat struct {
 // more, whatever it holds.
 func (s Stat) Exited() bool { return s.State == 'Z' || s.State == 'X' }
 
+// DescendsFrom reports whether process pid is ancestor or one of its
+// descendants, following the parents the stat files name. A process that
+// is gone on the way, or an ancestor ≤ 0, says no.
+func DescendsFrom(pid, ancestor int) bool {
+	if ancestor <= 0 {
+		return false
+	}
+	for range 128 { // process trees are shallow; this bounds a loop on a race
+		if pid == ancestor {
+			return true
+		}
+		if pid <= 1 {
+			return false
+		}
+		st, err := Read(pid)
+		if err != nil {
+			return false
+		}
+		pid = st.PPID
+	}
+	return false
+}
+
 // Read reads and parses /proc/<pid>/stat. A process that is gone gives an
 // error that satisfies errors.Is(err, fs.ErrNotExist).
 func Read(pid int) (Stat, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -106,6 +107,34 @@ func TestReadSelf(t *testing.T) {
 	}
 	if _, err := Read(-1); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Read(-1) = %v; want fs.ErrNotExist", err)
+	}
+}
+
+func TestDescendsFrom(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	self, parent, child := os.Getpid(), os.Getppid(), cmd.Process.Pid
+	for _, tc := range []struct {
+		pid, ancestor int
+		want          bool
+	}{
+		{self, self, true},
+		{self, parent, true},
+		{child, self, true},
+		{child, parent, true},
+		{self, 1, true},
+		{parent, self, false},
+		{self, child, false},
+		{self, 0, false},
+		{-1, self, false},
+	} {
+		if got := DescendsFrom(tc.pid, tc.ancestor); got != tc.want {
+			t.Errorf("DescendsFrom(%d, %d) = %v, want %v (self %d, parent %d, child %d)", tc.pid, tc.ancestor, got, tc.want, self, parent, child)
+		}
 	}
 }
 
