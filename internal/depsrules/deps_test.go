@@ -131,8 +131,8 @@ func rules() []rule {
 type graph struct {
 	links     map[string][]string // package → its imports, tests left out
 	importers map[string][]string // package or test package → its imports
-	// owner is the package a test package tests (x for "x [x.test]",
-	// "x_test" and "x.test"); a package owns itself.
+	// owner is the package whose code a package is: x for "x", "x
+	// [x.test]", "x [y.test]", "x_test" and "x.test".
 	owner map[string]string
 }
 
@@ -184,14 +184,17 @@ func parse(out []byte) (graph, error) {
 			imports[i] = plain(imp)
 		}
 		g.importers[p.ImportPath] = imports
+		path := plain(p.ImportPath)
 		switch {
-		case p.ForTest != "":
+		case p.ForTest != "" && path == p.ForTest+"_test": // x's external tests
 			g.owner[p.ImportPath] = p.ForTest
-		case strings.HasSuffix(p.ImportPath, ".test"):
-			g.owner[p.ImportPath] = strings.TrimSuffix(p.ImportPath, ".test")
-		default:
-			g.owner[p.ImportPath] = p.ImportPath
-			g.links[p.ImportPath] = imports
+		case p.ForTest == "" && strings.HasSuffix(path, ".test"): // x's test main
+			g.owner[p.ImportPath] = strings.TrimSuffix(path, ".test")
+		default: // x, x with its tests, or x built again for another package's tests
+			g.owner[p.ImportPath] = path
+		}
+		if p.ImportPath == path && p.ForTest == "" && !strings.HasSuffix(path, ".test") {
+			g.links[path] = imports
 		}
 	}
 }
@@ -354,6 +357,7 @@ func TestCheck(t *testing.T) {
 		listed{ImportPath: m("gw") + " [" + m("gw.test") + "]", ForTest: m("gw"), Imports: []string{bolt, m("actor") + " [" + m("gw.test") + "]"}},
 		listed{ImportPath: m("store_test") + " [" + m("store.test") + "]", ForTest: m("store"), Imports: []string{bolt}},
 		listed{ImportPath: m("store.test"), Imports: []string{m("store_test") + " [" + m("store.test") + "]"}},
+		listed{ImportPath: m("store") + " [" + m("gw.test") + "]", ForTest: m("gw"), Imports: []string{bolt}},
 	)
 	for _, tc := range []struct {
 		name string
