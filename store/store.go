@@ -137,9 +137,8 @@ func Open(path string, opts Options) (*Store, error) {
 	// The freelist is not written at every commit (NoFreelistSync, as etcd
 	// runs bbolt) but rebuilt from the pages at open, in a map: a commit
 	// writes its own pages only, however fragmented the file has become
-	// (commit mean ~15% lower in bench jobs, the reconcile store written
-	// ~30% faster), for ~0.1 s more at the open of
-	// a 200 MB store. Crash safety is unchanged: the freelist is derived.
+	// (shorter commits, the jobs benchmark's), for a scan of the pages at
+	// open. Crash safety is unchanged: the freelist is derived.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, ReadOnly: opts.ReadOnly,
 		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if errors.Is(err, berrors.ErrTimeout) {

@@ -217,8 +217,8 @@ func (a *Actor) spliced(line []byte) []byte {
 }
 
 // directFanout is the most attachments the agent writes a batch to itself.
-// Measured at 5,000 events/s (BENCHMARKS.md, fanout): for 10 unix clients
-// the direct writes lowered p50 and p99 in 8 of 10 alternating runs (p50
-// 0.17–0.23 against 0.18–0.43 ms); for 100 clients they tripled p99, one
-// actor's serial writes against the writers' two cores.
+// For a few clients the direct writes save each connection's writer a
+// wake-up and lower the fan-out latency; for many, one actor's serial
+// writes lose to the writers, which write in parallel (the fanout
+// benchmark, BENCHMARKS.md, measures both).
 const directFanout = 16

@@ -30,7 +30,7 @@ const stdinQueueMax = 1024
 // 64 KiB default keeps an idle agent cheap (the per-agent budget in
 // BENCHMARKS.md); at 256-byte deltas one read still takes ~16 records, so
 // read syscalls and Output messages stay a small share of the per-event
-// cost (the relay bench showed no difference from 16 KiB).
+// cost (the relay benchmark gains nothing from a larger buffer).
 const stdoutBuffer = 4 << 10
 
 // maxLogBytes bounds an agent's stderr log (logs/agents/<id>.log) as a
