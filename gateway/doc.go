@@ -45,9 +45,11 @@
 //	ticket from /bootstrap, its exact Origin             101 (closed when the session is revoked or expires)
 //	ticket from ws.ticket, no Origin                     101
 //
-// POST /enroll exchanges a one-time code for a session cookie; it needs an
-// allowed Origin (400), a JSON body (415, 413 past 4 KiB), and a live code
-// (401), and is rate-limited per peer (429). POST /bootstrap needs an
+// GET /enroll serves package web's enrollment page under a CSP that allows
+// its inline script and style by hash. POST /enroll exchanges a one-time
+// code for a session cookie; it needs an allowed Origin (400), a JSON body
+// (415, 413 past 4 KiB), and a live code (401), and is rate-limited per
+// peer (429). POST /bootstrap needs an
 // allowed Origin (400), refuses a __Host- Secure cookie over plain http
 // (400), and needs exactly one valid session cookie of the form for the
 // request's scheme (401); it answers a ticket bound to the principal, the

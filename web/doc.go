@@ -17,4 +17,9 @@
 // only when Options.Tests is set.
 //
 // Preact and htm are vendored under assets/vendor/ (see the README there).
+//
+// The enrollment page (enroll.html, EnrollPage) lives here too, though the
+// gateway serves it at GET /enroll: a browser opens it before it has a
+// session, so it is one self-contained file whose inline script and style
+// its policy allows by hash.
 package web
