@@ -263,7 +263,8 @@ func (g *Gateway) Serve() {
 
 // serveWS upgrades an authenticated request. No upgrade happens without a
 // valid, unexpired, unused ticket bound to the request's Origin, or a live
-// API token on a request without Origin (spec §4.1; doc.go has the table).
+// API token on a request without Origin (docs/protocol.md §4.1; doc.go has
+// the table).
 func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request, info reqInfo) {
 	// The cap first: a client refused for it keeps its ticket for a retry.
 	if !g.reserve() {

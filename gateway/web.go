@@ -15,9 +15,9 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// WebPolicy is the web listener's security policy (spec §4.1). The zero
-// value is loopback mode (§4.1.1): the pinned host is the listener's own
-// address, the only allowed origin is http://<that address>, and no
+// WebPolicy is the web listener's security policy (docs/protocol.md §4.1).
+// The zero value is loopback mode (§4.1.1): the pinned host is the listener's
+// own address, the only allowed origin is http://<that address>, and no
 // forwarded header is honored. config.Validate has already refused unsafe
 // combinations; Listen checks the values again.
 type WebPolicy struct {

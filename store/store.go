@@ -43,8 +43,8 @@ const (
 	// the same after 100 jobs or 100,000 (schema version 2).
 	bucketOpenJobs = "open_jobs" // key job_id: empty, while the job has not ended
 
-	// The security store (spec §4.1): hashes and metadata only, never a
-	// raw code, cookie, ticket or token. See security.go.
+	// The security store (docs/protocol.md §4.1): hashes and metadata only,
+	// never a raw code, cookie, ticket or token. See security.go.
 	bucketPrincipals  = "principals"      // key principal_id: Principal JSON
 	bucketBrowsers    = "browsers"        // key browser_id: Browser JSON
 	bucketWebSessions = "web_sessions"    // key session_id: WebSession JSON

@@ -117,8 +117,9 @@ type Routed struct {
 
 // LeaseStart asks the agent to run one task for a subagent run: once its
 // runtime is ready and idle the task is sent as a prompt, and the holder
-// hears LeaseStarted, then exactly one LeaseEnded. While the lease is held
-// a client's direct prompt or steer gets CONFLICT (spec §10.3 lease guard).
+// hears LeaseStarted, then exactly one LeaseEnded. While the lease is held a
+// client's direct prompt or steer gets CONFLICT (docs/protocol.md §10.3 lease
+// guard).
 type LeaseStart struct {
 	RunID  string
 	Task   string
@@ -198,10 +199,11 @@ type Route struct {
 	Msg     Message
 }
 
-// Delegate asks an ancestor to surface a child's permission/UI request to
-// its interactive clients (spec §6.3): a child with no interactive responder
-// of its own routes the request to the nearest ancestor that has one. Rec is
-// the request event with the child's agent_id; Origin is the child actor.
+// Delegate asks an ancestor to surface a child's permission/UI request to its
+// interactive clients (docs/protocol.md §6.3): a child with no interactive
+// responder of its own routes the request to the nearest ancestor that has
+// one. Rec is the request event with the child's agent_id; Origin is the
+// child actor.
 type Delegate struct {
 	RequestID string
 	Rec       []byte

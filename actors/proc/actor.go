@@ -95,7 +95,8 @@ func (a *Actor) Receive(c actor.Context) {
 		// here would let *actor.Terminated (a system message) overtake it.
 		c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: m.code, Reason: m.reason, Started: true})
 	case *actor.Stopping:
-		// Safety net only; must not block or panic (protoactor pitfall §2.5).
+		// Safety net only; must not block or panic: a panic in Stopping
+		// would leave the actor half stopped, and a block stalls the system.
 		if !a.exited {
 			a.signal(syscall.SIGKILL)
 		}
@@ -134,7 +135,8 @@ func (a *Actor) start(c actor.Context) {
 	cmd.Stdout = outW
 	cmd.Stderr = stderr
 	// Own process group, so a stop reaches tool subprocesses too; and the
-	// child dies with the daemon (DESIGN §4).
+	// child dies with the daemon (Pdeathsig), so a daemon killed without
+	// a shutdown leaves no runtime behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdinW, err := cmd.StdinPipe()
 	if err != nil {
