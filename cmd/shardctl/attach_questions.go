@@ -11,11 +11,11 @@ import (
 )
 
 // handleDelegated takes a question of another agent: a subagent of the
-// attached one with no interactive client of its own, whose permission and
-// UI requests the daemon delegates to this attachment with the child's
-// agent_id (spec §6.3). It is asked like the agent's own, naming the child,
-// and answered with the child's agent_id. Other events of other agents are
-// not this session's.
+// attached one with no interactive client of its own, whose permission and UI
+// requests the daemon delegates to this attachment with the child's agent_id
+// (docs/protocol.md §6.3). It is asked like the agent's own, naming the
+// child, and answered with the child's agent_id. Other events of other agents
+// are not this session's.
 func (s *attachSession) handleDelegated(from string, msg protocol.Typed) {
 	switch msg.(type) {
 	case *protocol.PermissionRequest, *protocol.UIRequest, *protocol.PermissionResolved, *protocol.UIResolved:

@@ -169,8 +169,8 @@ func (qq *questionQueue) drop(id, how, source string) (note string, askNext, ok 
 type question struct {
 	perm *protocol.PermissionRequest
 	ui   *protocol.UIRequest
-	// from is the agent that asks when it is not the attached one: a
-	// subagent whose question the daemon delegated up (spec §6.3); the
+	// from is the agent that asks when it is not the attached one: a subagent
+	// whose question the daemon delegated up (docs/protocol.md §6.3); the
 	// answer carries its agent_id. from is empty for the attached agent.
 	from string
 }

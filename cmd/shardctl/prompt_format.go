@@ -28,10 +28,10 @@ func permissionChoices(p *protocol.PermissionRequest) string {
 	return strings.Join(cs, "/")
 }
 
-// alwaysNote says what [a]lways covers (spec §8: allow_always is always
-// exact): the same tool with the same arguments, for this agent's session,
-// remembered across restarts; any other call still asks. Empty when the
-// request does not offer it.
+// alwaysNote says what [a]lways covers (docs/protocol.md §8: allow_always is
+// always exact): the same tool with the same arguments, for this agent's
+// session, remembered across restarts; any other call still asks. Empty when
+// the request does not offer it.
 func alwaysNote(p *protocol.PermissionRequest) string {
 	if !allows(p, protocol.DecisionAllowAlways) {
 		return ""

@@ -45,7 +45,7 @@ type Options struct {
 	RuntimePath string
 	RuntimeArgs []string
 	// AdapterPath is the executable run as `agent --adapter <kind> --
-	// <command…>` for the acp and pi runtime profiles (issue 13); "" is
+	// <command…>` for the acp and pi runtime profiles; "" is
 	// RuntimePath.
 	AdapterPath string
 	// Environ is the base environment of runtime children (os.Environ()).
@@ -170,7 +170,8 @@ func (d *Daemon) Start() error {
 	if n := procs.KillWithEnv("SHARD_HOME="+cfg.Home, "SHARD_AGENT_ID="); n > 0 {
 		d.log.Warn("killed runtime processes left by the previous daemon", "processes", n)
 	}
-	// Reconcile before anything is served (spec §10.3 restart rules).
+	// Reconcile before anything is served (docs/protocol.md §10.3 restart
+	// rules).
 	if n, err := jobs.Reconcile(d.store, time.Now(), view.LastSignOfLife(d.store, cfg.SessionsDir(), filepath.Join(cfg.LogDir(), "agents"))); err != nil {
 		return fmt.Errorf("daemon: reconcile jobs: %w", err)
 	} else if n > 0 {
@@ -231,23 +232,23 @@ func (d *Daemon) Start() error {
 			go d.Shutdown(force)
 		},
 	}
-	// The registry and the jobs coordinator are siblings under the root
-	// (DESIGN topology: root ├── registry ── agent/<id>, ├── jobs ──
-	// job/<id>), each stopped on failure rather than restarted. The registry
-	// is spawned first: its Started loads the agents that the coordinator's
-	// Started delivers pending reports to (through the registry). The
-	// coordinator gets the registry's PID in its Deps; the registry gets
-	// the coordinator's by AttachJobs, a message sent before the gateway
-	// serves, so that it precedes every client command in the registry's
-	// mailbox (a PID computed from the name "jobs" would work too, but
-	// would rely on how protoactor names root children).
+	// The registry and the jobs coordinator are siblings under the root (root
+	// ├── registry ── agent/<id>, ├── jobs ── job/<id>; the tree of
+	// ARCHITECTURE.md), each stopped on failure rather than restarted. The
+	// registry is spawned first: its Started loads the agents that the
+	// coordinator's Started delivers pending reports to (through the
+	// registry). The coordinator gets the registry's PID in its Deps; the
+	// registry gets the coordinator's by AttachJobs, a message sent before
+	// the gateway serves, so that it precedes every client command in the
+	// registry's mailbox (a PID computed from the name "jobs" would work too,
+	// but would rely on how protoactor names root children).
 	pid, err := d.sys.Root.SpawnNamed(registry.Props(deps).Configure(actor.WithGuardian(supervisor.StopOnFailure()), actor.WithDispatcher(d.mailboxes)), "registry")
 	if err != nil {
 		d.group.Close()
 		return fmt.Errorf("daemon: spawn registry: %w", err)
 	}
 	d.registry = pid
-	// The workspace actor is the registry's third sibling (issue 11),
+	// The workspace actor is the registry's third sibling,
 	// attached like the coordinator before the gateway serves. It is
 	// spawned before the coordinator, which gets its PID in Deps (job
 	// actors ask it for the worktrees of isolated runs from their first
@@ -542,7 +543,8 @@ const (
 	mailboxLinger     = time.Second
 )
 
-// writeDiscovery writes daemon.json atomically (DESIGN §5).
+// writeDiscovery writes daemon.json atomically (a temporary file renamed
+// over it), so a client never reads half of it.
 func (d *Daemon) writeDiscovery() error {
 	b, err := json.Marshal(discovery{
 		PID: os.Getpid(), Version: d.opts.Version, ProtocolVersion: protocol.Version,

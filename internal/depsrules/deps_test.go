@@ -56,6 +56,13 @@ func rules() []rule {
 		notLink: []string{"...", "github.com/asynkron/protoactor-go/...", "go.etcd.io/bbolt/...", "github.com/spf13/viper/..."},
 		except:  []string{"protocol"},
 	}, {
+		// The dashboard and the enrollment page are files; the gateway
+		// serves one, internal/daemon mounts the other.
+		name:    "web imports nothing of Shard",
+		pkgs:    []string{"web/..."},
+		notLink: []string{"..."},
+		except:  []string{"web/..."},
+	}, {
 		// The jobs coordinator, the gateway and the composition root use
 		// actors/, never the other way round: the registry forwards
 		// subagent.* to a jobs PID it is handed, and the messages it shares
