@@ -135,7 +135,7 @@ func TestHelpHasNoBoolMarkers(t *testing.T) {
 
 // TestHelpCitesNoPrivateDocs: help speaks to the person at the terminal,
 // who has no copy of the wire spec or of design notes: it says what it
-// means in words, never "spec §4.1" or "DESIGN".
+// means in words, and cites neither by section or name.
 func TestHelpCitesNoPrivateDocs(t *testing.T) {
 	cite := regexp.MustCompile(`\bspec\b|§|DESIGN|\bissue \d`)
 	var walk func(cmd *cobra.Command)
