@@ -116,8 +116,8 @@ func summaryMessage(id, text string) protocol.Message {
 
 // windowMeta is what live-window messages carry besides their content: the
 // provider signatures of thinking blocks and the exit codes of tool
-// results. Its maps are owned by one runtime (under runtime.mu) or one
-// replay.
+// results. Its maps are owned by one conversation (under runtime.mu) or
+// one replay.
 type windowMeta struct {
 	sigs      map[provider.BlockRef]provider.Signature
 	exitCodes map[string]int // by tool_call_id
