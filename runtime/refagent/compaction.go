@@ -359,11 +359,10 @@ func (c *conversation) writeCompactionLocked(j *compactJob, body string) (*pendi
 		return nil, errNoGain
 	}
 	rng := d.MessageRange
-	e := entry{
-		Type: entryCompaction, ID: id, TS: time.Now().UnixMilli(),
+	e := entry{Type: entryCompaction, ID: id, TS: time.Now().UnixMilli(), compactionFields: compactionFields{
 		Index: d.Index, Summary: text, FirstKeptEntryID: d.FirstKeptEntryID, MessageRange: &rng,
 		TokensBefore: d.TokensBefore, TokensAfter: d.TokensAfter,
-	}
+	}}
 	written, err := c.store.write(e)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "write the compaction entry: %w", err)

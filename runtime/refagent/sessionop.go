@@ -143,8 +143,8 @@ func forkInfo(dir, forkID string) sessionInfo {
 // <session dir>/forks/<fork_id>/session.jsonl, under a checkpoint row that
 // records its provenance. The source transcript is not touched. A
 // compaction summary in that window is copied as a plain user message.
-// The fork is written (and synced) with runtime.mu held: the transcript
-// must not grow while it is read.
+// The runtime calls it only between turns, so the transcript does not
+// grow while it is read.
 func (c *conversation) forkLocked(from string) (forkData, error) {
 	if !c.store.persisted() {
 		return forkData{}, protocol.Errorf(protocol.CodeNotFound, "no entry %q: this runtime keeps no transcript (no session directory)", from)
@@ -168,11 +168,10 @@ func (c *conversation) forkLocked(from string) (forkData, error) {
 
 	now := time.Now()
 	forkID, sessionID := ids.New(kindFork), ids.New(ids.Session)
-	rows := []entry{{
-		Type: entryCheckpoint, ID: forkID, TS: now.UnixMilli(),
+	rows := []entry{{Type: entryCheckpoint, ID: forkID, TS: now.UnixMilli(), checkpointFields: checkpointFields{
 		ArtifactKind: artifactFork, ForkID: forkID, SessionID: sessionID,
 		SourceSessionID: c.sessionID, SourceEntryID: from,
-	}}
+	}}}
 	for _, m := range st.window {
 		e := st.meta.entryFor(m, now)
 		e.ID = c.ids.next("msg")
