@@ -87,8 +87,9 @@ included), with what each asks and the answers "questions answer" takes.`,
 		Long: `Answer an open question: a permission request takes allow, deny or always
 (allow this exact call from now on) — or y, n, a — or the id of one of its
 choices; a select takes an option's number or text, a confirm yes or no, an
-input the text. The first answer wins; a question answered meanwhile
-elsewhere is reported as such.`,
+input the text. The first answer wins, from whichever client sends it (this
+command, an attached terminal, the web dashboard); a question answered
+meanwhile elsewhere is reported as such.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withConn(cmd.Context(), g, func(ctx context.Context, conn *client.Conn) error {

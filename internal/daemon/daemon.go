@@ -102,6 +102,10 @@ type Daemon struct {
 	startedAt time.Time
 	stopOnce  sync.Once
 	done      chan struct{}
+	// forced is closed by the first Shutdown(true): a graceful shutdown
+	// under way stops waiting for turns to finish and kills the runtimes.
+	forceOnce sync.Once
+	forced    chan struct{}
 }
 
 // New prepares the home directory and opens the store. A second daemon on
@@ -133,7 +137,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	// Holding the store lock, this is the only daemon on the home: a
 	// daemon.json left behind is stale (a crash, a kill -9).
 	replaceStaleDiscovery(cfg.DiscoveryPath(), opts.Logger)
-	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, metrics: m, hub: outbox.NewHub(), done: make(chan struct{}),
+	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, metrics: m, hub: outbox.NewHub(), done: make(chan struct{}), forced: make(chan struct{}),
 		commits: commits, forks: spare.Burst(), mailboxes: mailrun.New(mailboxThroughput, mailboxesParked, mailboxLinger)}, nil
 }
 
@@ -408,14 +412,30 @@ func (d *Daemon) WebURL() string {
 	return d.gw.WebURL()
 }
 
+// BrowserURL returns the base URL a browser reaches the daemon at, where
+// the dashboard is served: the web listener's own URL in loopback mode,
+// the public origin in remote mode ("" before Start).
+func (d *Daemon) BrowserURL() string {
+	if d.gw == nil {
+		return ""
+	}
+	return d.gw.BrowserURL()
+}
+
 // Done is closed when the daemon has shut down.
 func (d *Daemon) Done() <-chan struct{} { return d.done }
 
 // Shutdown stops the daemon once; later calls wait for the first. Graceful
 // (force=false): stop accepting, let active turns finish and runtimes stop
 // (bounded by shutdown.timeout, then forced), close clients, stop the actor
-// tree, close the store. Force kills every runtime at once.
+// tree, close the store. Force kills every runtime at once, and a forced
+// call during a graceful shutdown cuts its wait short the same way (a
+// second SIGTERM, shardctl shutdown --force): the rest, the store's close
+// included, runs as in any shutdown.
 func (d *Daemon) Shutdown(force bool) {
+	if force {
+		d.forceOnce.Do(func() { close(d.forced) })
+	}
 	d.stopOnce.Do(func() {
 		defer close(d.done)
 		d.log.Info("shardd shutting down", "force", force)
@@ -428,10 +448,7 @@ func (d *Daemon) Shutdown(force bool) {
 		if d.registry != nil {
 			d.stopWorkspaces(d.cfg.Shutdown.Timeout)
 			d.stopJobs(d.cfg.Shutdown.Timeout)
-			if !d.drain(force, d.cfg.Shutdown.Timeout) && !force {
-				d.log.Warn("graceful shutdown timed out; killing runtimes")
-				d.drain(true, d.cfg.Kill.AbortGrace+d.cfg.Kill.TermGrace)
-			}
+			d.drainAll(force)
 		}
 		if d.gw != nil {
 			d.gw.Close()
@@ -486,6 +503,31 @@ func (d *Daemon) stopWorkspaces(bound time.Duration) {
 	d.sys.Root.Send(d.registry, &registry.DetachWorkspaces{Done: detached})
 	waitClosed(detached, bound)
 	_ = d.sys.Root.StopFuture(d.workspaces).Wait()
+}
+
+// drainAll stops every runtime. Forced, it kills them and waits up to
+// shutdown.timeout. Graceful, it lets active turns finish for up to
+// shutdown.timeout, then kills what is left, waiting up to the kill
+// graces; it kills at once when Shutdown(true) is called meanwhile.
+func (d *Daemon) drainAll(force bool) {
+	if force {
+		d.drain(true, d.cfg.Shutdown.Timeout)
+		return
+	}
+	done := make(chan struct{})
+	d.sys.Root.Send(d.registry, &registry.Drain{Done: done})
+	t := time.NewTimer(d.cfg.Shutdown.Timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+		d.log.Warn("graceful shutdown timed out; killing runtimes")
+	case <-d.forced:
+		d.log.Warn("shutdown forced; killing runtimes")
+	}
+	// A forced drain escalates the one in progress (see registry.Drain).
+	d.drain(true, d.cfg.Kill.AbortGrace+d.cfg.Kill.TermGrace)
 }
 
 func (d *Daemon) drain(force bool, bound time.Duration) bool {
