@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/shard-dev/shard/internal/shardtest"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -74,9 +75,7 @@ func TestDashboardWorkspaces(t *testing.T) {
 // repository's root and the create's answer.
 func newWorkspace(t *testing.T, d *daemon, label string) (string, protocol.WorkspaceCreateData) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testhost.Tool(t, "git")
 	repo, err := filepath.EvalSymlinks(shardtest.ShortTemp(t, "wr"))
 	if err != nil {
 		t.Fatal(err)

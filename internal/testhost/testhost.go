@@ -40,7 +40,7 @@ func Tool(t testing.TB, name string) string {
 // the same message. detail, when not empty, says how the lookup failed.
 func Missing(t testing.TB, tool, detail string) {
 	t.Helper()
-	msg := tool + " is not installed"
+	msg := tool + " is missing"
 	if detail != "" {
 		msg += " (" + detail + ")"
 	}

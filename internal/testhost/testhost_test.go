@@ -50,7 +50,7 @@ func TestMissingSkipsAndLogs(t *testing.T) {
 	log := setup(t, false)
 	r := &recorder{name: "TestX/sub"}
 	Missing(r, "git", "")
-	want := "git is not installed: .ci/run installs it (apt-get install git)"
+	want := "git is missing: .ci/run installs it (apt-get install git)"
 	if r.skipped != want || r.fail != "" {
 		t.Fatalf("skipped %q, failed %q; want the skip %q", r.skipped, r.fail, want)
 	}
@@ -65,7 +65,7 @@ func TestMissingFailsInStrictMode(t *testing.T) {
 	log := setup(t, true)
 	r := &recorder{name: "TestX"}
 	Missing(r, "pi", "no .cache/agents/pi")
-	if r.skipped != "" || !strings.HasPrefix(r.fail, "pi is not installed (no .cache/agents/pi): scripts/install-agents.sh installs it") ||
+	if r.skipped != "" || !strings.HasPrefix(r.fail, "pi is missing (no .cache/agents/pi): scripts/install-agents.sh installs it") ||
 		!strings.Contains(r.fail, StrictEnv+"=1") {
 		t.Fatalf("skipped %q, failed %q; want a failure naming pi and its script", r.skipped, r.fail)
 	}
@@ -101,7 +101,7 @@ func TestTool(t *testing.T) {
 		t.Fatalf("Tool = %q (skipped %q)", got, r.skipped)
 	}
 	Tool(r, "shard-no-such-tool")
-	if r.skipped != "shard-no-such-tool is not installed: install it" {
+	if r.skipped != "shard-no-such-tool is missing: install it" {
 		t.Fatalf("skipped %q", r.skipped)
 	}
 }
