@@ -83,5 +83,5 @@ func TestMain(m *testing.M) {
 	if os.Getenv(floorEnv) != "" {
 		os.Exit(runFloorRelay())
 	}
-	os.Exit(m.Run())
+	os.Exit(testhost.WithHome(m).Run()) // no test reads the developer's home
 }

@@ -42,7 +42,7 @@ type binaries struct {
 var bins binaries // the test binary's build cache, not daemon state
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testhost.WithHome(m).Run() // no test reads the developer's home
 	if bins.dir != "" {
 		os.RemoveAll(bins.dir)
 	}

@@ -70,9 +70,11 @@ func TestDashboardWorkspaces(t *testing.T) {
 	p.until("refusal shown", `/retire: CONFLICT .*\((confirmation_required|live|busy)\)/.test(document.querySelector("#notice").textContent)`)
 }
 
-// newWorkspace makes a real repository (main, one commit of README) and a
-// workspace of it labelled label through shardctl; it returns the
-// repository's root and the create's answer.
+// newWorkspace makes a real repository (main, one commit of README) with
+// an identity of its own, as a user's repository has (the daemon's merge
+// commits need one and never invent one), and a workspace of it labelled
+// label through shardctl; it returns the repository's root and the
+// create's answer.
 func newWorkspace(t *testing.T, d *daemon, label string) (string, protocol.WorkspaceCreateData) {
 	t.Helper()
 	testhost.Tool(t, "git")
@@ -81,6 +83,8 @@ func newWorkspace(t *testing.T, d *daemon, label string) (string, protocol.Works
 		t.Fatal(err)
 	}
 	gitIn(t, repo, "init", "-q", "-b", "main")
+	gitIn(t, repo, "config", "user.name", "t")
+	gitIn(t, repo, "config", "user.email", "t@example.test")
 	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

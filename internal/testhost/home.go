@@ -72,3 +72,24 @@ func goEnv() ([]string, error) {
 	}
 	return env, nil
 }
+
+// Runner is what a TestMain runs: *testing.M, or a wrapper of it.
+type Runner interface{ Run() int }
+
+// WithHome wraps m so that its tests run under IsolateHome: in a TestMain,
+// os.Exit(testhost.WithHome(m).Run()), or goleak.VerifyTestMain(
+// testhost.WithHome(m)). When the home cannot be made, Run says why on
+// stderr and returns 1 without running the tests.
+func WithHome(m Runner) Runner { return homeRunner{m} }
+
+type homeRunner struct{ m Runner }
+
+func (h homeRunner) Run() int {
+	remove, err := IsolateHome()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer remove()
+	return h.m.Run()
+}

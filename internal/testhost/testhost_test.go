@@ -147,3 +147,26 @@ func TestIsolateHome(t *testing.T) {
 		t.Errorf("home not removed: %v", err)
 	}
 }
+
+// runFunc is a Runner.
+type runFunc func() int
+
+func (f runFunc) Run() int { return f() }
+
+// TestWithHome: the tests run under a home of their own, removed after;
+// their exit code is passed on.
+func TestWithHome(t *testing.T) {
+	for _, k := range []string{"HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "GIT_CONFIG_NOSYSTEM",
+		"GOCACHE", "GOMODCACHE", "GOPATH", "GOENV"} {
+		t.Setenv(k, os.Getenv(k))
+	}
+	outer := os.Getenv("HOME")
+	var inner string
+	code := WithHome(runFunc(func() int { inner = os.Getenv("HOME"); return 7 })).Run()
+	if code != 7 || inner == "" || inner == outer {
+		t.Fatalf("Run = %d with HOME %q (outer %q); want 7 under a new home", code, inner, outer)
+	}
+	if _, err := os.Stat(inner); !os.IsNotExist(err) {
+		t.Errorf("home not removed: %v", err)
+	}
+}
