@@ -1,6 +1,6 @@
 // Package fakellm is a scripted fake of a model provider's streaming API
 // on 127.0.0.1, speaking the provider's real wire format, for tests that
-// run real third-party agents (issue 13) offline. Responses speaks the
+// run real third-party agents offline. Responses speaks the
 // OpenAI Responses API (POST /v1/responses, server-sent events), which
 // codex uses.
 package fakellm
