@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/shard-dev/shard/internal/buildlock"
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // smokeSizes shrink each scenario below --quick for the test, which checks
@@ -38,7 +39,7 @@ var smokeSizes = map[string][]string{
 // (go test -v shows them).
 func TestQuickScenarios(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts real daemons")
+		testhost.Skip(t, "-short: starts real daemons")
 	}
 	dir := t.TempDir()
 	shardd := filepath.Join(dir, "shardd")
@@ -82,5 +83,5 @@ func TestMain(m *testing.M) {
 	if os.Getenv(floorEnv) != "" {
 		os.Exit(runFloorRelay())
 	}
-	os.Exit(m.Run())
+	os.Exit(testhost.WithHome(m).Run()) // no test reads the developer's home
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/internal/procs/procstat"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -214,7 +215,7 @@ var soakFlags = []string{
 // and each daemon lifetime must pass the growth rule (see growthRule).
 func TestSoak(t *testing.T) {
 	if *soakFlag <= 0 {
-		t.Skip("runs only with -soak <duration>, e.g. go test ./faults -run Soak -soak 2h -timeout 3h -v")
+		testhost.Skip(t, "opt-in: runs only with -soak <duration>, e.g. go test ./faults -run Soak -soak 2h -timeout 3h -v")
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed(t)), 9))
 	deadline := time.Now().Add(*soakFlag)

@@ -17,11 +17,13 @@ import (
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/internal/buildlock"
 	"github.com/shard-dev/shard/internal/procs/procstat"
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // Main is a TestMain body for packages whose tests run the real runtime:
 // it builds ./cmd/shardd once into a temporary directory, stores its path
-// in *bin for the tests, runs them and, when they passed, checks that no
+// in *bin for the tests, runs them under a home of their own
+// (testhost.WithHome) and, when they passed, checks that no
 // goroutine outlives them (the actors, runtime actors and their process
 // watchers all stopped by the tests' cleanups). It returns the exit code.
 func Main(m *testing.M, bin *string) int {
@@ -41,7 +43,7 @@ func Main(m *testing.M, bin *string) int {
 		fmt.Fprintln(os.Stderr, "actortest: build shardd:", err)
 		return 1
 	}
-	code := m.Run()
+	code := testhost.WithHome(m).Run() // no runtime reads the developer's home
 	if code == 0 {
 		if err := goleak.Find(LeakOptions()...); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/internal/fakellm"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -21,13 +22,14 @@ import (
 // through the adapter, against a fake OpenAI Responses server on
 // 127.0.0.1 (internal/fakellm). They skip when the agent is not installed.
 
-// codexAgent returns the installed codex-acp binary or skips.
+// codexAgent returns the installed codex-acp binary, or skips (fails in
+// strict mode: testhost.Missing).
 func codexAgent(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", "@zed-industries", "codex-acp-linux-x64", "bin", "codex-acp")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("codex-acp is not installed (run scripts/install-agents.sh): %v", err)
+		testhost.Missing(t, "codex-acp", err.Error())
 	}
 	return bin
 }

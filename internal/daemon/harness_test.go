@@ -22,6 +22,7 @@ import (
 	"github.com/shard-dev/shard/internal/buildlock"
 	"github.com/shard-dev/shard/internal/daemon"
 	"github.com/shard-dev/shard/internal/procs/procstat"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -45,7 +46,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build shardd:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := testhost.WithHome(m).Run() // no test (nor the daemon's git) reads the developer's home
 	os.RemoveAll(dir)
 	if code == 0 {
 		// Every daemon a test started has shut down: nothing of it may be

@@ -10,6 +10,7 @@ import (
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/internal/fakellm"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -22,7 +23,7 @@ func startPi(t *testing.T) (*harness, *codexScript) {
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", ".bin", "pi")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("pi is not installed (run scripts/install-agents.sh): %v", err)
+		testhost.Missing(t, "pi", err.Error())
 	}
 	script := &codexScript{hold: make(chan struct{})}
 	fake, err := fakellm.NewChat(func(user string, out bool) fakellm.Step {

@@ -13,19 +13,20 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/internal/fakellm"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/runtime/adapter"
 	"github.com/shard-dev/shard/runtime/adapter/acp"
 )
 
 // codexBinary is the codex-acp agent scripts/install-agents.sh installs;
-// the test skips without it.
+// without it the test skips (fails in strict mode: testhost.Missing).
 func codexBinary(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
 	bin := filepath.Join(root, ".cache", "agents", "node_modules", "@zed-industries", "codex-acp-linux-x64", "bin", "codex-acp")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("codex-acp is not installed (run scripts/install-agents.sh): %v", err)
+		testhost.Missing(t, "codex-acp", err.Error())
 	}
 	return bin
 }

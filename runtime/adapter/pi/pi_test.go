@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/shard-dev/shard/internal/fakellm"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/runtime/adapter"
 )
 
@@ -81,13 +82,14 @@ protocol_error a 16-byte line that is not a pi RPC record
 	}
 }
 
-// piBin is the installed pi; the test skips when there is none.
+// piBin is the installed pi; without it the test skips (fails in strict
+// mode: testhost.Missing).
 func piBin(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "agents", "node_modules", ".bin", "pi")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("pi is not installed (run scripts/install-agents.sh): %v", err)
+		testhost.Missing(t, "pi", err.Error())
 	}
 	return bin
 }
