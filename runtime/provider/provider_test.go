@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -150,15 +151,15 @@ func TestCloseWhileNextBlocks(t *testing.T) {
 	for _, name := range []string{NameOpenAI, NameAnthropic} {
 		t.Run(name, func(t *testing.T) {
 			released := make(chan struct{})
-			f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-				startSSE(t, w)
+			f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				fakellm.SSE(w)
 				select {
 				case <-r.Context().Done():
 				case <-released:
 				}
 			})
 			defer close(released)
-			st, err := f.provider(t, name, "/v1").Stream(background(t), Request{})
+			st, err := testProvider(t, f, name, "/v1").Stream(background(t), Request{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,9 +194,9 @@ func TestCloseWhileNextBlocks(t *testing.T) {
 }
 
 func TestConnectionRefused(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {})
-	url := f.srv.URL
-	f.srv.Close() // nothing listens there any more
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {})
+	url := f.URL
+	f.Close() // nothing listens there any more
 	for _, name := range []string{NameOpenAI, NameAnthropic} {
 		p, err := New(Config{Name: name, BaseURL: url, APIKey: testKey})
 		if err != nil {
@@ -287,21 +288,9 @@ func TestEnvironmentIsIgnored(t *testing.T) {
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
 	t.Setenv("ANTHROPIC_API_KEY", "sk-from-env-anthropic")
 	t.Setenv("OPENAI_ORG_ID", "org-env")
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startSSE(t, w)
-		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
-			s.event("", chunk(map[string]any{"content": "ok"}, "stop"))
-			s.event("", "[DONE]")
-			return
-		}
-		m := msgStream{s}
-		m.messageStart(1, 0, 0)
-		m.textBlock(0, "ok")
-		m.messageDelta("end_turn", 1)
-		m.messageStop()
-	})
+	f := fakellm.Start(t, fakellm.Script(func(fakellm.Prompt) fakellm.Turn { return fakellm.Turn{Text: "ok"} }))
 	for _, name := range []string{NameOpenAI, NameAnthropic} {
-		st, err := f.provider(t, name, "/v1").Stream(background(t), Request{})
+		st, err := testProvider(t, f, name, "/v1").Stream(background(t), Request{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -310,7 +299,7 @@ func TestEnvironmentIsIgnored(t *testing.T) {
 		}
 		st.Close()
 	}
-	for _, req := range f.requests() {
+	for _, req := range f.Requests() {
 		for k, v := range req.Header {
 			if strings.Contains(strings.Join(v, " "), "from-env") || strings.Contains(strings.Join(v, " "), "org-env") {
 				t.Errorf("%s: header %s = %v comes from the environment", req.Path, k, v)
