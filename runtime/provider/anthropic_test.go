@@ -1,11 +1,9 @@
 package provider
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/protocol"
@@ -309,38 +307,6 @@ func TestAnthropicMidStreamDisconnect(t *testing.T) {
 	}
 }
 
-func TestAnthropicHTTPErrors(t *testing.T) {
-	for _, tc := range []struct {
-		status int
-		body   string
-		want   []string
-	}{
-		{429, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your rate limit (key ` + testKey + `)"},"request_id":"req_1"}`,
-			[]string{"anthropic: rate limited (429)", "rate_limit_error: Number of request tokens", "[redacted]"}},
-		{500, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`,
-			[]string{"anthropic: HTTP 500 Internal Server Error", "api_error: Internal server error"}},
-		{529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
-			[]string{"anthropic: overloaded (529)", "overloaded_error: Overloaded"}},
-	} {
-		t.Run(http.StatusText(tc.status), func(t *testing.T) {
-			f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
-				fakellm.JSONError(w, tc.status, tc.body)
-			})
-			st, err := testProvider(t, f, NameAnthropic, "").Stream(background(t), Request{})
-			if st != nil {
-				t.Fatal("got a stream for a failed request")
-			}
-			assertProviderError(t, err, tc.want...)
-			if got := HTTPStatus(err); got != tc.status {
-				t.Errorf("HTTPStatus = %d, want %d", got, tc.status)
-			}
-			if n := len(f.Requests()); n != 1 {
-				t.Errorf("requests = %d, want 1 (MaxRetries 0: no retry)", n)
-			}
-		})
-	}
-}
-
 func TestAnthropicErrorEventInStream(t *testing.T) {
 	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		s := fakellm.StartMessages(w)
@@ -357,38 +323,5 @@ func TestAnthropicErrorEventInStream(t *testing.T) {
 	assertProviderError(t, err, "anthropic: error while streaming: overloaded_error: Overloaded")
 	if HTTPStatus(err) != 0 {
 		t.Errorf("HTTPStatus = %d, want 0 for an in-stream error", HTTPStatus(err))
-	}
-}
-
-func TestAnthropicCancelMidStream(t *testing.T) {
-	released := make(chan struct{})
-	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := fakellm.StartMessages(w)
-		s.MessageStart(5, 0, 0)
-		s.BlockStart(0, map[string]any{"type": "text", "text": ""})
-		s.Delta(0, map[string]any{"type": "text_delta", "text": "so"})
-		select {
-		case <-r.Context().Done():
-		case <-released:
-		}
-	})
-	defer close(released)
-	ctx, cancel := context.WithCancel(background(t))
-	defer cancel()
-	st, err := testProvider(t, f, NameAnthropic, "").Stream(ctx, Request{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if ev, err := st.Next(); err != nil || ev.Text != "so" {
-		t.Fatalf("first event = %+v, %v", ev, err)
-	}
-	time.AfterFunc(50*time.Millisecond, cancel)
-	within(t, 2*time.Second, "Next after cancel", func() {
-		_, err = st.Next()
-	})
-	assertProviderError(t, err, "anthropic: request cancelled")
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("errors.Is(err, context.Canceled) = false for %v", err)
 	}
 }
