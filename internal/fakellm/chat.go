@@ -61,11 +61,7 @@ func replyChat(a *answer) {
 	finish := "stop"
 	for i, c := range a.Calls {
 		finish = "tool_calls"
-		callID := c.ID
-		if callID == "" {
-			callID = id("call_")
-		}
-		e.Event("", ChatChunk(ChatToolDelta(i, callID, c.Name, c.Args), nil))
+		e.Event("", ChatChunk(ChatToolDelta(i, c.ID, c.Name, c.Args), nil))
 		if !a.pace() {
 			return
 		}

@@ -412,10 +412,13 @@ func TestHold(t *testing.T) {
 // a body that is not JSON is refused before the handler, and the handler
 // can read the body again.
 func TestRecording(t *testing.T) {
+	var mu sync.Mutex // protects seen
 	var seen []string
 	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		raw, _ := io.ReadAll(r.Body)
+		mu.Lock()
 		seen = append(seen, string(raw))
+		mu.Unlock()
 		fakellm.Script(func(fakellm.Prompt) fakellm.Turn { return fakellm.Turn{} })(w, r, n)
 	})
 	c := f.Client()
@@ -450,6 +453,8 @@ func TestRecording(t *testing.T) {
 	if got := f.Request(t, 2); fakellm.Get(t, got.Body, "messages", 0, "content") != "x" || got.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("request 2 %+v", got)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(seen) != 2 || seen[1] != string(reqs[1].Raw) {
 		t.Fatalf("the handler read %q", seen)
 	}

@@ -137,11 +137,7 @@ func replyMessages(a *answer) {
 	stop := "end_turn"
 	for _, c := range a.Calls {
 		stop = "tool_use"
-		callID := c.ID
-		if callID == "" {
-			callID = id("toolu_")
-		}
-		if !stream(map[string]any{"type": "tool_use", "id": callID, "name": c.Name, "input": map[string]any{}},
+		if !stream(map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}},
 			[]map[string]any{{"type": "input_json_delta", "partial_json": c.Args}}) {
 			return
 		}

@@ -114,19 +114,15 @@ func (s *responsesStream) message(index int) (map[string]any, bool) {
 // call streams a function_call item.
 func (s *responsesStream) call(index int, c ToolCall) (map[string]any, bool) {
 	itemID := id("fc_")
-	callID := c.ID
-	if callID == "" {
-		callID = id("call_")
-	}
 	s.send("response.output_item.added", map[string]any{"output_index": index, "item": map[string]any{
-		"type": "function_call", "id": itemID, "call_id": callID, "name": c.Name, "arguments": "", "status": "in_progress"}})
+		"type": "function_call", "id": itemID, "call_id": c.ID, "name": c.Name, "arguments": "", "status": "in_progress"}})
 	at := map[string]any{"item_id": itemID, "output_index": index}
 	s.send("response.function_call_arguments.delta", with(at, "delta", c.Args))
 	if !s.pace() {
 		return nil, false
 	}
 	s.send("response.function_call_arguments.done", with(with(at, "arguments", c.Args), "name", c.Name))
-	item := map[string]any{"type": "function_call", "id": itemID, "call_id": callID, "name": c.Name,
+	item := map[string]any{"type": "function_call", "id": itemID, "call_id": c.ID, "name": c.Name,
 		"arguments": c.Args, "status": "completed"}
 	s.send("response.output_item.done", map[string]any{"output_index": index, "item": item})
 	return item, true

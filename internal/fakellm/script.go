@@ -116,10 +116,17 @@ func reply(w http.ResponseWriter, r *http.Request, wf wire, p Prompt, t Turn) {
 		serviceError(w, wf, t.Status, t.Error)
 		return
 	}
+	prefix := "call_"
+	if wf == wireMessages {
+		prefix = "toolu_"
+	}
 	calls := make([]ToolCall, len(t.Calls))
 	for i, c := range t.Calls {
 		calls[i] = c
 		calls[i].Name = offered(p.Tools, c.Name)
+		if c.ID == "" {
+			calls[i].ID = id(prefix)
+		}
 		if c.Args == "" {
 			calls[i].Args = "{}"
 		}
