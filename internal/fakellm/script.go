@@ -72,7 +72,8 @@ type Prompt struct {
 
 // Script is a Handler that answers each model request with the Turn that
 // answer returns, in the format its path names; a GET of .../models lists
-// Model. Other requests get 404.
+// Model. Other requests get 404. answer is called from the Server's
+// goroutines, concurrently when the client sends requests in parallel.
 func Script(answer func(Prompt) Turn) Handler {
 	return func(w http.ResponseWriter, r *http.Request, n int) {
 		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
