@@ -24,7 +24,7 @@ func TestNoArrowOutOfActors(t *testing.T) {
 		"github.com/shard-dev/shard/jobs",
 		"github.com/shard-dev/shard/gateway",
 		"github.com/shard-dev/shard/internal/daemon",
-		// Runtime profiles (issue 13): actors see a command line and an
+		// Runtime profiles: actors see a command line and an
 		// environment, never the kind of runtime nor its adapter.
 		"github.com/shard-dev/shard/runtime/adapter",
 		"github.com/shard-dev/shard/config",

@@ -21,7 +21,7 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// This file runs the operator commands of shardctl (issue 5) against the
+// This file runs the operator commands of shardctl against the
 // real shardd: jobs and agents views and actions, offline forensics,
 // doctor, and attach in a real terminal (tmux).
 

@@ -126,7 +126,7 @@ func checkAcked(t *testing.T, round int, ack protocol.SubagentCreateData, j stor
 }
 
 // checkReconciled compares every job the dead daemon left with what the
-// restarted one reports (spec §10.3 restart rules, jobs.Reconcile).
+// restarted one reports (docs/protocol.md §10.3 restart rules, jobs.Reconcile).
 func checkReconciled(t *testing.T, round int, d *daemon, onDisk map[string]store.Job) {
 	t.Helper()
 	c := d.dial()

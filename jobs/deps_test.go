@@ -7,7 +7,7 @@ import (
 )
 
 // TestJobsKnowNoRuntimeKind: a job runs children on any runtime profile
-// by name (subagent.create runtime, issue 13); nothing under jobs/ knows
+// by name (subagent.create runtime); nothing under jobs/ knows
 // the kinds of runtime, their config or their adapters.
 func TestJobsKnowNoRuntimeKind(t *testing.T) {
 	t.Parallel()

@@ -120,7 +120,8 @@ func TestActorLevelAttachSyncAndRelay(t *testing.T) {
 	})
 
 	// A second client reusing the id p1 gets its own answer (the agent
-	// forwards under ids of its own, DESIGN §4); the first gets none.
+	// forwards under ids of its own, since clients choose theirs); the
+	// first gets none.
 	c2 := f.conn("websocket")
 	f.attach(c2, "")
 	if resp := f.prompt(c2, "p1", "sim: say again"); !resp.Success {

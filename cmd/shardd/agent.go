@@ -24,7 +24,7 @@ import (
 // SHARD_AGENT_MODE, SHARD_AGENT_MODEL, SHARD_AGENT_HEADLESS_POLICY (empty:
 // headless.policy) and its effective settings in the environment
 // (SHARD_PROVIDER_* among them); run by hand it is a direct connection
-// (spec §12.1).
+// (docs/protocol.md §12.1).
 func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var headless bool
 	var adapterKind string

@@ -61,7 +61,7 @@ func LeakOptions() []goleak.Option {
 }
 
 // RuntimeConfig runs bin as `shardd agent --headless` with a home of its
-// own under t.TempDir(): the offline sim provider (DESIGN §6), sessions
+// own under t.TempDir(): the offline, scripted sim provider, sessions
 // and logs in that home. The environment is the test's minus any SHARD_*
 // setting, so the runtime sees only what is set here and what the agent
 // adds. Timers are the caller's to set.

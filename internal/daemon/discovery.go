@@ -14,7 +14,7 @@ import (
 	"syscall"
 )
 
-// discovery is the content of daemon.json (DESIGN §5): how clients find a
+// discovery is the content of daemon.json: how clients find a
 // running daemon's pid and web URL without asking it.
 type discovery struct {
 	PID             int    `json:"pid"`

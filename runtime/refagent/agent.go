@@ -51,7 +51,7 @@ type Options struct {
 	AgentID, SessionID string
 	// Socket is the daemon's unix socket (SHARD_SOCKET), which the
 	// subagent tool dials to create, wait for, inspect and stop this
-	// agent's subagent jobs (wire spec §10.3). Default "": with no Socket
+	// agent's subagent jobs (docs/protocol.md §10.3). Default "": with no Socket
 	// or no AgentID every subagent call is a tool error saying that
 	// subagents need the daemon.
 	Socket string
@@ -68,7 +68,7 @@ type Options struct {
 	Mode string
 	// Provider names the model provider (config provider.name): "sim",
 	// "openai" (any OpenAI-compatible server) or "anthropic". Default
-	// "sim", the offline scripted model of DESIGN §6.
+	// "sim", the offline scripted model (docs/sim.md).
 	Provider string
 	// BaseURL is the provider's endpoint (provider.base_url). Default "":
 	// the service's own. Ignored by sim.
@@ -122,7 +122,7 @@ type Options struct {
 	KeepRecentTokens int
 	// NoAutoCompaction turns off automatic compaction (both the reserve and
 	// the emergency tier; config compaction.enabled=false). session_op
-	// compact still runs on demand (spec §9.2).
+	// compact still runs on demand (docs/protocol.md §9.2).
 	NoAutoCompaction bool
 	// ServerVersion is reported in hello. Default "dev".
 	ServerVersion string

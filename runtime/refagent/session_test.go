@@ -225,12 +225,12 @@ func TestCorruptTranscriptIsSessionCorrupt(t *testing.T) {
 
 func TestReplayRejectsInconsistentTranscripts(t *testing.T) {
 	msg := func(id string) entry {
-		return entry{Type: entryMessage, ID: id, Role: roleUser, Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: id}}}
+		return entry{Type: entryMessage, ID: id, messageFields: messageFields{Role: roleUser, Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: id}}}}
 	}
 	cmpEntry := func(id, keep string) entry {
-		return entry{Type: entryCompaction, ID: id, Index: 1, Summary: "s", FirstKeptEntryID: keep, MessageRange: &[2]string{"a", "a"}}
+		return entry{Type: entryCompaction, ID: id, compactionFields: compactionFields{Index: 1, Summary: "s", FirstKeptEntryID: keep, MessageRange: &[2]string{"a", "a"}}}
 	}
-	fork := entry{Type: entryCheckpoint, ID: "fork-1", ArtifactKind: artifactFork}
+	fork := entry{Type: entryCheckpoint, ID: "fork-1", checkpointFields: checkpointFields{ArtifactKind: artifactFork}}
 	tests := []struct {
 		name    string
 		entries []entry
