@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -62,8 +63,8 @@ func TestKillDaemonUnderLoad(t *testing.T) {
 		before := slices.DeleteFunc(procsWithEnv(d.homeEnv()), func(p procInfo) bool { return p.pid == d.pid() })
 		var groups []int // the runtimes' process groups
 		for _, p := range before {
-			if st, ok := readStat(p.pid); ok && st.ppid == d.pid() {
-				groups = append(groups, st.pgid)
+			if st, err := procstat.Read(p.pid); err == nil && st.PPID == d.pid() {
+				groups = append(groups, st.PGRP)
 			}
 		}
 		d.sigkill()

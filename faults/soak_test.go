@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -517,7 +518,7 @@ func (s *soak) runtimeKills(ctx context.Context, rng *rand.Rand) {
 		d := s.cur.Load()
 		var rts []procInfo
 		for _, p := range procsWithEnv(d.homeEnv()) {
-			if st, ok := readStat(p.pid); ok && st.ppid == d.pid() {
+			if st, err := procstat.Read(p.pid); err == nil && st.PPID == d.pid() {
 				rts = append(rts, p)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/internal/buildlock"
+	"github.com/shard-dev/shard/internal/procs/procstat"
 )
 
 // Main is a TestMain body for packages whose tests run the real runtime:
@@ -117,14 +118,8 @@ func RuntimePIDs(t testing.TB, agentID string) []int {
 // Alive reports whether pid is a process that has not exited (a zombie
 // has).
 func Alive(pid int) bool {
-	st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state …: comm may hold blanks, the state follows its ')'.
-	s := string(st)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && !strings.HasPrefix(s[i+1:], " Z") && !strings.HasPrefix(s[i+1:], " X")
+	st, err := procstat.Read(pid)
+	return err == nil && !st.Exited()
 }
 
 // Ignores reports whether process pid ignores sig (its SigIgn mask in

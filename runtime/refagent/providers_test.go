@@ -573,7 +573,7 @@ func TestCostWhenPriced(t *testing.T) {
 // TestUnknownProviderIsInvalidOptions: Run refuses a provider it does not
 // know.
 func TestUnknownProviderIsInvalidOptions(t *testing.T) {
-	err := Run(t.Context(), Options{Stdin: strings.NewReader(""), Stdout: discard{}, Provider: "llama"})
+	err := Run(t.Context(), Options{Stdio: Stdio{Stdin: strings.NewReader(""), Stdout: discard{}}, ProviderOptions: ProviderOptions{Provider: "llama"}})
 	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "unknown provider") {
 		t.Fatalf("Run = %v", err)
 	}

@@ -203,7 +203,10 @@ func TestCorruptTranscriptIsSessionCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err := Run(context.Background(), Options{Stdin: strings.NewReader(`{"type":"prompt","message":"x"}` + "\n"), Stdout: &out, SessionDir: dir})
+	err := Run(context.Background(), Options{
+		Stdio:    Stdio{Stdin: strings.NewReader(`{"type":"prompt","message":"x"}` + "\n"), Stdout: &out},
+		Identity: Identity{SessionDir: dir},
+	})
 	if protocol.CodeOf(err) != protocol.CodeSessionCorrupt {
 		t.Fatalf("Run = %v, want SESSION_CORRUPT", err)
 	}
@@ -527,7 +530,7 @@ func TestHeadlessPolicies(t *testing.T) {
 		t.Fatalf("tool_result %+v", tr)
 	}
 
-	err := Run(context.Background(), Options{Stdin: strings.NewReader(""), Stdout: io.Discard, HeadlessPolicy: "allow"})
+	err := Run(context.Background(), Options{Stdio: Stdio{Stdin: strings.NewReader(""), Stdout: io.Discard}, Headless: Headless{HeadlessPolicy: "allow"}})
 	if !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("Run with an unknown policy = %v", err)
 	}
