@@ -7,7 +7,7 @@
 //
 // Arrows point one way: actors import protocol, store, supervisor and the
 // neutral leaves under internal/ (outbox, clock, xsync), never the gateway,
-// the jobs subsystem or the composition root (actors/deps_test.go).
+// the jobs subsystem or the composition root (internal/depsrules/deps_test.go).
 //
 // The tree and the ownership rules are described in ARCHITECTURE.md.
 package actors

@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -188,27 +188,12 @@ func (d *daemon) childrenMemKiB() childMem {
 // procCPU is the CPU time (user + system) a process has used so far, its
 // exited threads included, from /proc/<pid>/stat (10 ms resolution).
 func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	st, err := procstat.Read(pid)
 	if err != nil {
 		return 0, err
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no comm", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: short", pid)
-	}
-	// Fields 14 and 15 of stat (utime, stime) in clock ticks; f[0] is
-	// field 3.
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime", pid)
-	}
 	const clkTck = 100 // USER_HZ, fixed at 100 on Linux
-	return time.Duration(ut+st) * time.Second / clkTck, nil
+	return time.Duration(st.UTime+st.STime) * time.Second / clkTck, nil
 }
 
 // selfCPU is the driver's own CPU time (its clients included).

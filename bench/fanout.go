@@ -20,7 +20,7 @@ import (
 	"github.com/shard-dev/shard/runtime/refagent"
 )
 
-// Fan-out target (issue 7): added latency p99 ≤ 1 ms at 5,000 events/s to
+// Fan-out target (BENCHMARKS.md): added latency p99 ≤ 1 ms at 5,000 events/s to
 // 10 clients. That configuration is the headline row.
 const (
 	fanoutTargetP99     = 1.0 // ms

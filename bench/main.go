@@ -1,6 +1,7 @@
 //go:build linux
 
-// Command bench is Shard's benchmark driver (issue 7, first cut).
+// Command bench is Shard's benchmark driver (BENCHMARKS.md has the
+// targets and the latest results).
 //
 //	go run ./bench <scenario> [flags]
 //

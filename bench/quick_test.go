@@ -10,20 +10,21 @@ import (
 	"testing"
 
 	"github.com/shard-dev/shard/internal/buildlock"
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // smokeSizes shrink each scenario below --quick for the test, which checks
 // that the scenario runs to the end, not what it measures: under -race on a
 // loaded 2-core machine the --quick sizes (50 runtimes for scale, 10 000
 // run records with fsync for jobs, …) took the package past go test's
-// default 10 minute limit (issue 14). Scale's idle timeout is what its
+// default 10 minute limit. Scale's idle timeout is what its
 // reaping phase waits out at real time, so it is short here (runtimes are
 // reaped early on a slow machine; scale then notes it, and the test still
 // checks that it ran). fsync is off (--no-sync) for every scenario.
 var smokeSizes = map[string][]string{
 	// Under -race this driver reads far slower than the daemon writes: a
-	// flood past the outbox caps (§ backpressure) would get it dropped as a
-	// slow consumer, as it should.
+	// flood past the outbox caps (docs/protocol.md §13, P2) would get it
+	// dropped as a slow consumer, as it should.
 	"relay":  {"--n", "2000"},
 	"fanout": {"--n", "500", "--clients", "1,4"},
 	"jobs":   {"--creates", "20", "--parents", "1,2", "--wait-samples", "6", "--runs", "100,400"},
@@ -38,7 +39,7 @@ var smokeSizes = map[string][]string{
 // (go test -v shows them).
 func TestQuickScenarios(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts real daemons")
+		testhost.Skip(t, "-short: starts real daemons")
 	}
 	dir := t.TempDir()
 	shardd := filepath.Join(dir, "shardd")
@@ -82,5 +83,5 @@ func TestMain(m *testing.M) {
 	if os.Getenv(floorEnv) != "" {
 		os.Exit(runFloorRelay())
 	}
-	os.Exit(m.Run())
+	os.Exit(testhost.WithHome(m).Run()) // no test reads the developer's home
 }

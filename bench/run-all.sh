@@ -19,7 +19,7 @@ run() {
 }
 # The relay's reading client decodes every record (as the baseline's does)
 # and is slower than the daemon: a flood much longer than the outbox cap
-# (10,000 records, spec backpressure) gets it dropped as a slow consumer,
+# (10,000 records; docs/protocol.md §13, P2) gets it dropped as a slow consumer,
 # so the full run keeps floods at 20,000 deltas and repeats them.
 run relay          relay --n 20000 --cpuprofile "$OUT/relay.pprof"
 run fanout         fanout --cpuprofile "$OUT/fanout.pprof"

@@ -15,8 +15,8 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// Scale target (issue 7): ≥ 500 live idle agents with daemon overhead ≤ 64
-// KiB per agent.
+// Scale target (BENCHMARKS.md): ≥ 500 live idle agents with daemon overhead ≤
+// 64 KiB per agent.
 const (
 	scaleTargetAgents = 500
 	scaleTargetKiB    = 64

@@ -27,7 +27,7 @@ type transport interface {
 	close() error
 }
 
-// ---- unix socket (JSONL, spec §2.1) ----
+// ---- unix socket (JSONL, docs/protocol.md §2.1) ----
 
 type unixTransport struct {
 	nc net.Conn
@@ -92,7 +92,7 @@ func (t *unixTransport) write(ctx context.Context, rec []byte) (bool, error) {
 
 func (t *unixTransport) close() error { return t.nc.Close() }
 
-// ---- WebSocket (one record per text frame, spec §2.2) ----
+// ---- WebSocket (one record per text frame, docs/protocol.md §2.2) ----
 
 type wsTransport struct {
 	c *websocket.Conn
@@ -137,11 +137,12 @@ func (t *wsTransport) close() error {
 	return err
 }
 
-// dialWebSocket performs the upgrade as a non-browser client: it offers
-// the shard.v1 subprotocol, carries either a ticket ("ticket.<ticket>" in
-// Sec-WebSocket-Protocol) or an API token (Authorization: Bearer), and
-// sends no Origin header — the daemon accepts a ticket minted over the unix
-// socket, and an API token, only on an upgrade without Origin (spec §4.1).
+// dialWebSocket performs the upgrade as a non-browser client: it offers the
+// shard.v1 subprotocol, carries either a ticket ("ticket.<ticket>" in
+// Sec-WebSocket-Protocol) or an API token (Authorization: Bearer), and sends
+// no Origin header — the daemon accepts a ticket minted over the unix socket,
+// and an API token, only on an upgrade without Origin (docs/protocol.md
+// §4.1).
 func dialWebSocket(ctx context.Context, rawURL, ticket, token string) (*wsTransport, error) {
 	if u, err := url.Parse(rawURL); err != nil || u.Host == "" ||
 		(u.Scheme != "ws" && u.Scheme != "wss" && u.Scheme != "http" && u.Scheme != "https") {

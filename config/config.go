@@ -41,12 +41,12 @@ type Config struct {
 	Compaction CompactionConfig `mapstructure:"compaction"` // compaction.*: runtime context compaction
 	Workspaces WorkspacesConfig `mapstructure:"workspaces"` // workspaces.*: git-worktree workspaces
 	// Runtimes are the runtime profiles by name (the config file's
-	// `runtimes:` mapping, issue 13); the "shard" profile (the reference
+	// `runtimes:` mapping); the "shard" profile (the reference
 	// runtime) is always there. Read from the file only.
 	Runtimes map[string]RuntimeProfile `mapstructure:"-"`
 }
 
-// WorkspacesConfig configures workspaces (issue 11, spec §10.1a).
+// WorkspacesConfig configures workspaces (docs/protocol.md §10.1a).
 type WorkspacesConfig struct {
 	// Root is the directory under which the daemon creates worktrees; ""
 	// means <Home>/worktrees (see WorktreeRoot). Absolute when set.
@@ -61,7 +61,8 @@ type WorkspacesConfig struct {
 	SetupCommand string `mapstructure:"setup_command"`
 }
 
-// CompactionConfig tunes the runtime's context compaction (spec §9.2).
+// CompactionConfig tunes the runtime's context compaction (docs/protocol.md
+// §9.2).
 type CompactionConfig struct {
 	// Enabled turns automatic compaction on (between turns above 80% of
 	// the context window, and at 100% mid-turn). session_op compact works
@@ -72,7 +73,7 @@ type CompactionConfig struct {
 	KeepRecentTokens int `mapstructure:"keep_recent_tokens"`
 }
 
-// JobsConfig bounds subagent jobs (spec §10.3).
+// JobsConfig bounds subagent jobs (docs/protocol.md §10.3).
 type JobsConfig struct {
 	// MaxActive caps starting+active runs across the daemon; excess runs
 	// wait in queued. Must be > 0. Default 16.
@@ -115,7 +116,7 @@ type LogConfig struct {
 }
 
 // WebConfig configures the HTTP/WebSocket listener and its security policy
-// (spec §4.1). With the defaults it is in loopback mode (§4.1.1); a
+// (docs/protocol.md §4.1). With the defaults it is in loopback mode (§4.1.1); a
 // non-loopback Host or a TrustProxy selects remote mode (§4.1.2), which
 // Validate accepts only in one of the complete, safe combinations.
 type WebConfig struct {
@@ -161,7 +162,7 @@ type WebConfig struct {
 	SessionTTL time.Duration `mapstructure:"session_ttl"`
 }
 
-// Remote reports whether w selects remote mode (spec §4.1.2): a
+// Remote reports whether w selects remote mode (docs/protocol.md §4.1.2): a
 // non-loopback Host or a trusted proxy.
 func (w WebConfig) Remote() bool { return w.TrustProxy != "" || !isLoopbackHost(w.Host) }
 
@@ -172,7 +173,7 @@ type RuntimeConfig struct {
 	Command string `mapstructure:"command"`
 	// IdleTimeout is how long a runtime may stay inactive (idle or error)
 	// before the reaper stops it; active states never expire and new work
-	// restores it (spec §6.4). Must be > 0. Default 10m.
+	// restores it (docs/protocol.md §6.4). Must be > 0. Default 10m.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
 	// StartTimeout bounds the wait for a new runtime's hello and first
 	// sync. A runtime that spent the bound waiting for a CPU (a SCHED_IDLE

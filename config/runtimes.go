@@ -15,7 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Runtime profile kinds (issue 13): the reference runtime, an agent
+// Runtime profile kinds: the reference runtime, an agent
 // speaking the Agent Client Protocol, and pi's RPC mode.
 const (
 	KindShard = "shard"

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestRuntimesFromFile reads runtime profiles (issue 13) next to ordinary
+// TestRuntimesFromFile reads runtime profiles next to ordinary
 // settings, keeps names and env keys as written, and always has the
 // default shard profile.
 func TestRuntimesFromFile(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// The web listener's modes (spec §4.1.1, §4.1.2) and the startup table that
-// refuses every unsafe or incomplete combination:
+// The web listener's modes (docs/protocol.md §4.1.1, §4.1.2) and the startup
+// table that refuses every unsafe or incomplete combination:
 //
 //	mode                  web.host      trust_proxy  required
 //	loopback (default)    loopback      ""           nothing; public_host, allowed_origins and

@@ -52,8 +52,8 @@ func waitAll(t *testing.T, c *client.Conn, parent string, handles []string) prot
 
 // TestSIGKILLWithActiveRunsReconciles kills shardd with 1, 8 and 32 active
 // runs and a chain at its second step, round after round, and checks the
-// restart rules (spec §10.3): nothing left starting/active, later chain
-// steps never prompted, no record lost, each ended run reported once.
+// restart rules (docs/protocol.md §10.3): nothing left starting/active, later
+// chain steps never prompted, no record lost, each ended run reported once.
 func TestSIGKILLWithActiveRunsReconciles(t *testing.T) {
 	home := newHome(t)
 	flags := []string{"--jobs.max-active", "64", "--jobs.max-active-per-parent", "64", "--jobs.max-tasks", "64"}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -246,28 +245,6 @@ func procsWithEnv(t *testing.T, kv string) []int {
 func runtimePIDs(t *testing.T, id string) []int {
 	t.Helper()
 	return procsWithEnv(t, "SHARD_AGENT_ID="+id)
-}
-
-// procStat returns the state letter and parent pid of pid.
-func procStat(pid int) (state string, ppid int, ok bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return "", 0, false
-	}
-	// "pid (comm) state ppid …"; comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return "", 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return "", 0, false
-	}
-	ppid, err = strconv.Atoi(f[1])
-	if err != nil {
-		return "", 0, false
-	}
-	return f[0], ppid, true
 }
 
 // eventually polls cond until it holds, failing after timeout.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -51,8 +52,8 @@ func TestSIGTERMExitsCleanlyWithNoChildLeft(t *testing.T) {
 		if len(pids) != 1 {
 			t.Fatalf("agent %s has %d runtime processes %v, want 1", id, len(pids), pids)
 		}
-		if _, ppid, ok := procStat(pids[0]); !ok || ppid != d.pid() {
-			t.Errorf("runtime %d of %s has parent %d, want shardd %d", pids[0], id, ppid, d.pid())
+		if st, err := procstat.Read(pids[0]); err != nil || st.PPID != d.pid() {
+			t.Errorf("runtime %d of %s has parent %d (%v), want shardd %d", pids[0], id, st.PPID, err, d.pid())
 		}
 	}
 	eventually(t, 5*time.Second, "daemon.json written", func() bool { return exists(t, d.discovery()) })

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/shard-dev/shard/internal/shardtest"
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // Paths of the binaries under test, built once by TestMain.
@@ -46,5 +47,5 @@ func run(m *testing.M) int {
 		return 1
 	}
 	sharddBin, shardctlBin = bins[0], bins[1]
-	return m.Run()
+	return testhost.WithHome(m).Run() // no test reads the developer's home
 }

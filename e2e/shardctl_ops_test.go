@@ -18,10 +18,11 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
-// This file runs the operator commands of shardctl (issue 5) against the
+// This file runs the operator commands of shardctl against the
 // real shardd: jobs and agents views and actions, offline forensics,
 // doctor, and attach in a real terminal (tmux).
 
@@ -519,10 +520,7 @@ func TestShardctlDoctor(t *testing.T) {
 // a permission question answered with "y", and a detach.
 func TestShardctlAttachUnderTmux(t *testing.T) {
 	t.Parallel()
-	tmuxBin, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux not installed")
-	}
+	tmuxBin := testhost.Tool(t, "tmux")
 	d := startDaemon(t)
 	cwd := shortTemp(t)
 	id := strings.TrimSpace(d.mustCtl("", "agents", "create", "--cwd", cwd).stdout)

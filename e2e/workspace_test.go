@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -37,9 +38,7 @@ func wsGit(t *testing.T, dir string, args ...string) string {
 // of its own (the daemon's merge commits need one).
 func wsRepo(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testhost.Tool(t, "git")
 	dir := shortTemp(t)
 	wsGit(t, dir, "init", "-q", "-b", "main")
 	wsGit(t, dir, "config", "user.name", "t")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -129,7 +130,7 @@ func TestRuntimeCrashes(t *testing.T) {
 	// Every killed runtime was reaped, and counted as a crash.
 	eventually(t, callTimeout, "killed runtimes reaped (no zombies)", func() bool {
 		for _, p := range killed {
-			if st, ok := readStat(p.pid); ok && st.start == p.start { // alive, or a zombie nobody waited for
+			if st, err := procstat.Read(p.pid); err == nil && st.StartTime == p.start { // alive, or a zombie nobody waited for
 				return false
 			}
 		}
@@ -142,7 +143,7 @@ func TestRuntimeCrashes(t *testing.T) {
 	for _, id := range append(append([]string(nil), direct...), parent) {
 		n := 0
 		for _, p := range procsWithEnv("SHARD_AGENT_ID=" + id) {
-			if st, ok := readStat(p.pid); ok && st.ppid == d.pid() {
+			if st, err := procstat.Read(p.pid); err == nil && st.PPID == d.pid() {
 				n++
 			}
 		}
@@ -192,7 +193,7 @@ func runtimeOf(t *testing.T, d *daemon, agentID string) procInfo {
 	var rt procInfo
 	eventually(t, callTimeout, "runtime of "+agentID, func() bool {
 		for _, p := range procsWithEnv("SHARD_AGENT_ID=" + agentID) {
-			if st, ok := readStat(p.pid); ok && st.ppid == d.pid() {
+			if st, err := procstat.Read(p.pid); err == nil && st.PPID == d.pid() {
 				rt = p
 				return true
 			}

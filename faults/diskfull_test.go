@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -183,7 +184,7 @@ func liveAgents(t *testing.T, d *daemon) []string {
 	t.Helper()
 	var ids []string
 	for _, p := range procsWithEnv(d.homeEnv()) {
-		if st, ok := readStat(p.pid); !ok || st.ppid != d.pid() {
+		if st, err := procstat.Read(p.pid); err != nil || st.PPID != d.pid() {
 			continue
 		}
 		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.pid))

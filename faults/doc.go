@@ -13,8 +13,8 @@
 //	                            error event reach clients, runs end failed, the next prompt
 //	                            restarts the runtime, nothing the dead runtime started survives
 //	TestSlowConsumer            clients that stop reading while an agent floods are dropped
-//	                            (spec §13 P2: fatal "slow consumer", close), a reading client
-//	                            gets every event, memory stays within what the caps allow
+//	                            (docs/protocol.md §13, P2: fatal "slow consumer", close), a
+//	                            reading client gets every event, memory stays within the caps
 //	TestReconnectStorm          200 clients attach and drop repeatedly on both transports;
 //	                            connection, attachment and goroutine counts return to baseline
 //	TestMalformedClientFrames   bad JSON, unknown types, wrong field types, binary and oversized
@@ -22,7 +22,7 @@
 //	                            close 1009), the connection stays usable, a bystander sees nothing
 //	TestMalformedRuntimeOutput  a runtime writing garbage, truncated records, nothing but garbage:
 //	                            clients only ever see valid records, exits and failed starts are
-//	                            reported as the spec says
+//	                            reported as docs/protocol.md §10.2 says
 //	TestDiskFull                RLIMIT_FSIZE pins shard.db: commits fail as INTERNAL_ERROR with no
 //	                            trace, the daemon survives SIGXFSZ and keeps serving, and after a
 //	                            crash and a restart without the limit every acknowledged record

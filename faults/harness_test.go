@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -351,66 +352,17 @@ type procInfo struct {
 func procsWithEnv(kv string) []procInfo {
 	var out []procInfo
 	for _, pid := range shardtest.ProcsWithEnv(kv) {
-		if st, ok := readStat(pid); ok && st.state != "Z" {
-			out = append(out, procInfo{pid: pid, start: st.start})
+		if st, err := procstat.Read(pid); err == nil && !st.Exited() {
+			out = append(out, procInfo{pid: pid, start: st.StartTime})
 		}
 	}
 	return out
 }
 
-// stat is what tests read from /proc/<pid>/stat.
-type stat struct {
-	state string
-	ppid  int
-	pgid  int
-	start uint64
-}
-
-func readStat(pid int) (stat, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return stat{}, false
-	}
-	// "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return stat{}, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return stat{}, false
-	}
-	ppid, err1 := strconv.Atoi(f[1])
-	pgid, err2 := strconv.Atoi(f[2])
-	start, err3 := strconv.ParseUint(f[19], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return stat{}, false
-	}
-	return stat{state: f[0], ppid: ppid, pgid: pgid, start: start}, true
-}
-
 // alive reports whether p still runs (not a zombie, not a reused pid).
 func (p procInfo) alive() bool {
-	st, ok := readStat(p.pid)
-	return ok && st.start == p.start && st.state != "Z"
-}
-
-// descendsFrom reports whether pid is ancestor or one of its descendants.
-func descendsFrom(pid, ancestor int) bool {
-	for range 64 {
-		if pid == ancestor {
-			return true
-		}
-		if pid <= 1 {
-			return false
-		}
-		st, ok := readStat(pid)
-		if !ok {
-			return false
-		}
-		pid = st.ppid
-	}
-	return false
+	st, err := procstat.Read(p.pid)
+	return err == nil && st.StartTime == p.start && !st.Exited()
 }
 
 // strays returns the processes of d's home that do not descend from d:
@@ -418,7 +370,7 @@ func descendsFrom(pid, ancestor int) bool {
 func (d *daemon) strays() []procInfo {
 	var out []procInfo
 	for _, p := range procsWithEnv(d.homeEnv()) {
-		if !descendsFrom(p.pid, d.pid()) {
+		if !procstat.DescendsFrom(p.pid, d.pid()) {
 			out = append(out, p)
 		}
 	}
@@ -429,8 +381,8 @@ func describe(ps []procInfo) string {
 	var b strings.Builder
 	for _, p := range ps {
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "cmdline"))
-		st, _ := readStat(p.pid)
-		fmt.Fprintf(&b, "\n  pid %d (ppid %d, pgid %d, %s): %s", p.pid, st.ppid, st.pgid, st.state,
+		st, _ := procstat.Read(p.pid)
+		fmt.Fprintf(&b, "\n  pid %d (ppid %d, pgid %d, %c): %s", p.pid, st.PPID, st.PGRP, st.State,
 			strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
 	}
 	return b.String()
@@ -616,8 +568,8 @@ func groupMembers(pgid int) []procInfo {
 		if err != nil {
 			continue
 		}
-		if st, ok := readStat(pid); ok && st.pgid == pgid && st.state != "Z" {
-			out = append(out, procInfo{pid: pid, start: st.start})
+		if st, err := procstat.Read(pid); err == nil && st.PGRP == pgid && !st.Exited() {
+			out = append(out, procInfo{pid: pid, start: st.StartTime})
 		}
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -62,8 +63,8 @@ func TestKillDaemonUnderLoad(t *testing.T) {
 		before := slices.DeleteFunc(procsWithEnv(d.homeEnv()), func(p procInfo) bool { return p.pid == d.pid() })
 		var groups []int // the runtimes' process groups
 		for _, p := range before {
-			if st, ok := readStat(p.pid); ok && st.ppid == d.pid() {
-				groups = append(groups, st.pgid)
+			if st, err := procstat.Read(p.pid); err == nil && st.PPID == d.pid() {
+				groups = append(groups, st.PGRP)
 			}
 		}
 		d.sigkill()
@@ -126,7 +127,7 @@ func checkAcked(t *testing.T, round int, ack protocol.SubagentCreateData, j stor
 }
 
 // checkReconciled compares every job the dead daemon left with what the
-// restarted one reports (spec §10.3 restart rules, jobs.Reconcile).
+// restarted one reports (docs/protocol.md §10.3 restart rules, jobs.Reconcile).
 func checkReconciled(t *testing.T, round int, d *daemon, onDisk map[string]store.Job) {
 	t.Helper()
 	c := d.dial()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/internal/shardtest"
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // Flags of the long modes. The defaults are the bounded suite that runs in
@@ -68,7 +69,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		return 1
 	}
-	return m.Run()
+	return testhost.WithHome(m).Run() // no test reads the developer's home
 }
 
 // seed returns the random seed for one test and logs it, so that a failing

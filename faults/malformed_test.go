@@ -14,10 +14,10 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// badFrame is one malformed record and the answer the spec gives it: a
-// response with success false and INVALID_REQUEST (§8, gateway doc: the
-// connection stays open), carrying the command's id when the envelope was
-// readable.
+// badFrame is one malformed record and the answer the protocol gives it: a
+// response with success false and INVALID_REQUEST (docs/protocol.md §8,
+// gateway doc: the connection stays open), carrying the command's id when the
+// envelope was readable.
 type badFrame struct {
 	name   string
 	rec    string
@@ -90,8 +90,9 @@ func TestMalformedClientFrames(t *testing.T) {
 		}
 		works(t, r, "after-bad")
 
-		// Framing rules of §2.1: CRLF is tolerated, blank lines are
-		// skipped, U+2028 inside a string does not split the record.
+		// Framing rules of docs/protocol.md §2.1: CRLF is tolerated, blank
+		// lines are skipped, U+2028 inside a string does not split the
+		// record.
 		if err := r.write([]byte("\n  \n\r\n" + `{"id":"crlf","type":"agent.list"}` + "\r\n")); err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +146,8 @@ func TestMalformedClientFrames(t *testing.T) {
 		check(t, r, badFrame{name: "empty frame", rec: ""})
 		works(t, r, "after-bad")
 
-		// Binary frames are unused in v0.1 (§2.2): refused, connection kept.
+		// Binary frames are unused in v0.1 (docs/protocol.md §2.2):
+		// refused, connection kept.
 		if err := r.frame(websocket.MessageBinary, []byte(`{"id":"bin","type":"agent.list"}`)); err != nil {
 			t.Fatal(err)
 		}

@@ -36,7 +36,7 @@ const (
 )
 
 // TestSlowConsumer: while an agent floods, unix and WebSocket clients
-// attached to it stop reading. Per spec §13 P2 / DESIGN §3 each is dropped
+// attached to it stop reading. Per docs/protocol.md §13 (P2) each is dropped
 // once its outbound queue passes the cap (a fatal "slow consumer" error
 // when it can still be written, then the close), while a client that reads
 // gets every delta and the whole message; and the daemon's memory peak with

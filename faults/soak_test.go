@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/procs/procstat"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -213,7 +215,7 @@ var soakFlags = []string{
 // and each daemon lifetime must pass the growth rule (see growthRule).
 func TestSoak(t *testing.T) {
 	if *soakFlag <= 0 {
-		t.Skip("runs only with -soak <duration>, e.g. go test ./faults -run Soak -soak 2h -timeout 3h -v")
+		testhost.Skip(t, "opt-in: runs only with -soak <duration>, e.g. go test ./faults -run Soak -soak 2h -timeout 3h -v")
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed(t)), 9))
 	deadline := time.Now().Add(*soakFlag)
@@ -517,7 +519,7 @@ func (s *soak) runtimeKills(ctx context.Context, rng *rand.Rand) {
 		d := s.cur.Load()
 		var rts []procInfo
 		for _, p := range procsWithEnv(d.homeEnv()) {
-			if st, ok := readStat(p.pid); ok && st.ppid == d.pid() {
+			if st, err := procstat.Read(p.pid); err == nil && st.PPID == d.pid() {
 				rts = append(rts, p)
 			}
 		}

@@ -28,7 +28,7 @@ const DefaultMaxConnections = 1024
 // retryListener is a net.Listener whose Accept rides out temporary errors
 // (EMFILE, ENFILE, ECONNABORTED, …) instead of returning them: one such
 // error used to end the unix accept loop for good, leaving a daemon no
-// client could reach again (issue 14). It backs off between tries, logs
+// client could reach again. It backs off between tries, logs
 // once per burst (when it starts and when it ends) and counts every error
 // in shard_accept_errors_total. Both listeners are wrapped: net/http
 // retries on its own, but would log every try and count nothing.
@@ -156,11 +156,11 @@ func (g *Gateway) maxConns() int {
 // peer that is not there).
 const refusalWriteTimeout = 100 * time.Millisecond
 
-// refuseUnix answers a unix client over gateway.max_connections with a
-// fatal error event instead of hello, then closes: a clean refusal it can
-// report, before the process runs out of descriptors. The code is
-// INTERNAL_ERROR: the spec's list (§8) has no overload code, and of the
-// ones it has this is the server-side condition that a retry may clear;
+// refuseUnix answers a unix client over gateway.max_connections with a fatal
+// error event instead of hello, then closes: a clean refusal it can report,
+// before the process runs out of descriptors. The code is INTERNAL_ERROR: the
+// code registry (docs/protocol.md §8) has no overload code, and of the ones
+// it has this is the server-side condition that a retry may clear;
 // PERMISSION_DENIED would tell the client it may never connect.
 func (g *Gateway) refuseUnix(c net.Conn) {
 	g.cfg.Metrics.ConnRefused("unix")

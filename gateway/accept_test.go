@@ -65,9 +65,10 @@ func counterValue(t *testing.T, m *telemetry.Metrics, name, transport string) fl
 }
 
 // TestAcceptRetriesTemporaryErrors: an EMFILE burst no longer ends the unix
-// accept loop (issue 14 item 1). The loop backs off 5 ms, 10 ms, 20 ms
-// (on the gateway's clock), starts again at 5 ms after a success, logs
-// once per burst and counts every error; clients connect afterwards.
+// accept loop (it once left the daemon unreachable). The loop backs off 5 ms,
+// 10 ms, 20 ms (on the gateway's clock), starts again at 5 ms after a
+// success, logs once per burst and counts every error; clients connect
+// afterwards.
 func TestAcceptRetriesTemporaryErrors(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewManual(time.Unix(1_000_000, 0))

@@ -65,7 +65,7 @@ type connActor struct {
 	t      transport
 	out    *outbox.Outbox
 	client *agent.Client
-	local  bool // unix socket: local trust (spec §4.2)
+	local  bool // unix socket: local trust (docs/protocol.md §4.2)
 	// cred is what the connection was opened under; revoking it closes
 	// the connection.
 	cred credential
@@ -113,8 +113,8 @@ func (a *connActor) Receive(c actor.Context) {
 	case *actor.Stopping:
 		// Protoactor keeps a watcher's PID in the watched actor until
 		// either ends, and a PID caches its process: an agent that lives
-		// on would keep this actor, its transport and buffers (~60 KiB)
-		// for every connection that ever attached it (issue 14's soak).
+		// on would keep this actor, its transport and buffers for every
+		// connection that ever attached it (a leak the soak once found).
 		for _, r := range a.routes {
 			if r.pid != nil {
 				c.Unwatch(r.pid)
@@ -205,7 +205,8 @@ func (a *connActor) start(c actor.Context) {
 // actor. At the end of the input (a client's shutdown(SHUT_WR), as
 // `printf … | socat -` does) it stops reading, waits until every command
 // already read has been answered, and only then reports the end: the
-// actor stops, the writer flushes, the transport closes (issue 14).
+// actor stops, the writer flushes, the transport closes, and a client
+// that half-closed its socket still gets every answer.
 func (a *connActor) read(sys *actor.ActorSystem, self *actor.PID, ctx context.Context) {
 	h := a.g.cfg.hooks
 	pause := func() {

@@ -18,7 +18,7 @@ import (
 // keeps a watcher's PID in the watched actor until one of them unwatches
 // or the watched actor stops, and a PID caches its process: the agent
 // would otherwise keep every connection that ever attached it (the soak
-// found one kept per connection, issue 14).
+// once found one kept per connection).
 func TestClosedConnectionIsReleased(t *testing.T) {
 	t.Parallel()
 	freed := newSignal()

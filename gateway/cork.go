@@ -14,12 +14,12 @@ import (
 const corkMax = 256 << 10
 
 // corkConn is the socket under a WebSocket connection. coder/websocket
-// flushes its writer at the end of every frame, and the spec sends one
-// message per text frame (§2), so a batch of N records would be N write
-// syscalls, each waking the peer. While corked, corkConn keeps what is
-// written and uncork sends it in one write: wsTransport.Write corks for
-// the frames of one batch. Reads, deadlines and Close pass through (Close
-// is never held behind a corked write).
+// flushes its writer at the end of every frame, and the protocol sends one
+// message per text frame (docs/protocol.md §2.2), so a batch of N records
+// would be N write syscalls, each waking the peer. While corked, corkConn
+// keeps what is written and uncork sends it in one write: wsTransport.Write
+// corks for the frames of one batch. Reads, deadlines and Close pass through
+// (Close is never held behind a corked write).
 type corkConn struct {
 	net.Conn
 	// bufs lends the buffers of large batches (the gateway's, shared by

@@ -3,13 +3,13 @@ package gateway
 import "time"
 
 // Credentials is what the gateway needs from the security store: the
-// principal, enrolled browsers, browser sessions and API tokens of spec
-// §4.1. It is exactly the operations the gateway calls, so that the
-// gateway depends on no database; the daemon injects an adapter of its
-// store (internal/daemon/credentials.go). Implementations are safe for
+// principal, enrolled browsers, browser sessions and API tokens of
+// docs/protocol.md §4.1. It is exactly the operations the gateway calls, so
+// that the gateway depends on no database; the daemon injects an adapter of
+// its store (internal/daemon/credentials.go). Implementations are safe for
 // concurrent use, keep only hashes (SecretSHA256 fields) and metadata, and
-// report a missing record with an error for which errors.Is(err,
-// ErrNotFound) holds.
+// report a missing record with an error for which errors.Is(err, ErrNotFound)
+// holds.
 type Credentials interface {
 	// EnsurePrincipal returns the principal named p.Name, creating p if
 	// there is none.
@@ -52,7 +52,7 @@ type Credentials interface {
 // and a field added on one side only fails to compile there.
 
 // Principal is an identity that holds browser sessions and API tokens.
-// v0.1 has a single one, the daemon's owner (spec §4.3).
+// v0.1 has a single one, the daemon's owner (docs/protocol.md §4.3).
 type Principal struct {
 	ID        string
 	Name      string

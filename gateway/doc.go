@@ -1,10 +1,10 @@
-// Package gateway is where clients enter the daemon: the unix socket
-// (JSONL, local trust, spec §4.2) and the web listener — the WebSocket
-// endpoint `/ws` (one JSON message per text frame, spec §2.2), the browser
-// auth endpoints `/enroll` and `/bootstrap`, `/metrics`, and GET of any other
-// path handed to Config.Page (the dashboard of package web, after the same
-// Host checks) — with the credentials of spec §4.1 and one connection actor
-// per client.
+// Package gateway is where clients enter the daemon: the unix socket (JSONL,
+// local trust, docs/protocol.md §4.2) and the web listener — the WebSocket
+// endpoint `/ws` (one JSON message per text frame, docs/protocol.md §2.2),
+// the browser auth endpoints `/enroll` and `/bootstrap`, `/metrics`, and GET
+// of any other path handed to Config.Page (the dashboard of package web,
+// after the same Host checks) — with the credentials of docs/protocol.md §4.1
+// and one connection actor per client.
 //
 // A connection actor sends `hello` first, decodes every inbound record (a bad
 // record gets an INVALID_REQUEST response and the connection stays open),
@@ -45,11 +45,12 @@
 //	ticket from /bootstrap, its exact Origin             101 (closed when the session is revoked or expires)
 //	ticket from ws.ticket, no Origin                     101
 //
-// POST /enroll exchanges a one-time code for a session cookie; it needs an
-// allowed Origin (400), a JSON body (415, 413 past 4 KiB), and a live code
-// (401), and is rate-limited per peer (429). POST /bootstrap needs an
-// allowed Origin (400), refuses a __Host- Secure cookie over plain http
-// (400), and needs exactly one valid session cookie of the form for the
-// request's scheme (401); it answers a ticket bound to the principal, the
-// session and the Origin.
+// GET /enroll serves package web's enrollment page under a CSP that allows
+// its inline script and style by hash. POST /enroll exchanges a one-time code
+// for a session cookie; it needs an allowed Origin (400), a JSON body (415,
+// 413 past 4 KiB), and a live code (401), and is rate-limited per peer (429).
+// POST /bootstrap needs an allowed Origin (400), refuses a __Host- Secure
+// cookie over plain http (400), and needs exactly one valid session cookie of
+// the form for the request's scheme (401); it answers a ticket bound to the
+// principal, the session and the Origin.
 package gateway

@@ -20,6 +20,7 @@ import (
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/supervisor"
 	"github.com/shard-dev/shard/telemetry"
+	"github.com/shard-dev/shard/web"
 )
 
 // closeFlush bounds how long Close waits for a connection's queued records.
@@ -117,6 +118,10 @@ type Gateway struct {
 	// POST /enroll and POST /bootstrap.
 	guard                       *guard
 	enrollLimit, bootstrapLimit *limiter
+	// enrollPage is the page GET /enroll serves (package web's) and
+	// enrollCSP its policy, which allows exactly its inline blocks.
+	enrollPage []byte
+	enrollCSP  string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -148,8 +153,10 @@ func New(cfg Config, sys *actor.ActorSystem, registry *actor.PID, hub *outbox.Hu
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg.Web = withDefaults(cfg.Web)
 	cfg.Clock = clock.Or(cfg.Clock)
+	enrollPage, enrollCSP := web.EnrollPage()
 	return &Gateway{
 		cfg: cfg, sys: sys, registry: registry, hub: hub, log: log,
+		enrollPage: enrollPage, enrollCSP: enrollCSP,
 		tickets:        NewTickets(cfg.TicketTTL, cfg.Clock),
 		auth:           newAuthority(cfg.Credentials, cfg.Clock, cfg.Web.EnrollTTL, cfg.Web.SessionTTL),
 		enrollLimit:    newLimiter(cfg.Web.EnrollLimit, cfg.Clock),
@@ -256,7 +263,8 @@ func (g *Gateway) Serve() {
 
 // serveWS upgrades an authenticated request. No upgrade happens without a
 // valid, unexpired, unused ticket bound to the request's Origin, or a live
-// API token on a request without Origin (spec §4.1; doc.go has the table).
+// API token on a request without Origin (docs/protocol.md §4.1; doc.go has
+// the table).
 func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request, info reqInfo) {
 	// The cap first: a client refused for it keeps its ticket for a retry.
 	if !g.reserve() {

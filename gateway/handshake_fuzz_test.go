@@ -14,12 +14,11 @@ import (
 
 // FuzzWSHandshake drives the web listener's /ws route — the guard (Host,
 // forwarded headers), the cap, and the upgrade's ticket, token and Origin
-// parsing (wsAuth) — with arbitrary header values (issue 14: a fuzz target
-// for the HTTP handshake). Without a credential store no token is valid,
-// and a fuzzed ticket is never a minted one, so every request must be
-// refused, with a JSON body, before the upgrade; with a real ticket
-// (minted is true) the answer may be anything but a panic or a 101 from a
-// recorder that cannot be hijacked.
+// parsing (wsAuth) — with arbitrary header values. Without a credential store
+// no token is valid, and a fuzzed ticket is never a minted one, so every
+// request must be refused, with a JSON body, before the upgrade; with a real
+// ticket (minted is true) the answer may be anything but a panic or a 101
+// from a recorder that cannot be hijacked.
 func FuzzWSHandshake(f *testing.F) {
 	f.Add("127.0.0.1:7420", "", "shard.v1, ticket.abc", "", false)
 	f.Add("127.0.0.1:7420", "http://127.0.0.1:7420", "shard.v1", "", true)

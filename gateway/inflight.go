@@ -14,7 +14,9 @@ import (
 // (this actor's mailbox, held behind an agent.attach, the registry's or an
 // agent's mailbox, a runtime). Past a bound the connection's reader stops
 // reading until responses drain, so that the socket pushes back on the
-// client (issue 14: twelve 30 MiB records once grew the daemon by 1 GiB).
+// client instead of the daemon's memory (without it, a client writing
+// large records faster than they are answered grows the daemon without
+// bound).
 type InboundLimits struct {
 	// MaxBytes caps the bytes of the commands in flight
 	// (gateway.inbound_max_bytes). A single record larger than it (up to
@@ -42,13 +44,13 @@ func (l InboundLimits) withDefaults() InboundLimits {
 	return l
 }
 
-// inflight is one connection's account of commands read and not yet
-// answered. The reader admits each record (blocking while it does not
-// fit); the Outbox's observer releases a command when its response is
-// queued. Every command gets exactly one response (spec §5.1), which
-// carries the command's id: commands are matched to responses by id, in
-// order among equal ids (a record whose id could not be read is answered
-// without one, under "").
+// inflight is one connection's account of commands read and not yet answered.
+// The reader admits each record (blocking while it does not fit); the
+// Outbox's observer releases a command when its response is queued. Every
+// command gets exactly one response (docs/protocol.md §5.1), which carries
+// the command's id: commands are matched to responses by id, in order among
+// equal ids (a record whose id could not be read is answered without one,
+// under "").
 //
 // It is safe for concurrent use: the reader admits, any actor pushing a
 // response releases.

@@ -73,7 +73,7 @@ func TestHalfCloseGetsEveryResponse(t *testing.T) {
 }
 
 // TestInboundBackpressure: a client writing large records without reading
-// is not read past the per-connection bound (issue 14 item 5): the account
+// is not read past the per-connection bound: the account
 // of commands read and unanswered never exceeds it, the reader pauses, and
 // once the registry answers, every command is answered, in order.
 func TestInboundBackpressure(t *testing.T) {
@@ -194,7 +194,7 @@ func TestInflightRecordBound(t *testing.T) {
 }
 
 // TestWebSocketInvalidUTF8Closes1007: a text frame that is not UTF-8 ends
-// the connection with close code 1007 (issue 14 item 9), instead of being
+// the connection with close code 1007 (docs/protocol.md §2.2), instead of being
 // decoded with its bad bytes replaced.
 func TestWebSocketInvalidUTF8Closes1007(t *testing.T) {
 	t.Parallel()

@@ -23,7 +23,7 @@ const maxLimiterPeers = 1024
 // is never consulted, so behind a reverse proxy every browser shares the
 // proxy's bucket.
 //
-// The web handlers charge it only after the Origin check passed (issue 14:
+// The web handlers charge it only after the Origin check passed (if
 // charged before, any web page the user visits could spend the loopback
 // bucket with requests that were then refused for their Origin, and lock
 // the real page out). The bucket is keyed by the origin too, so that, in

@@ -7,18 +7,19 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
 // emfileChildEnv marks the child process of TestAcceptSurvivesRealEMFILE.
 const emfileChildEnv = "SHARD_GATEWAY_EMFILE_CHILD"
 
-// TestAcceptSurvivesRealEMFILE runs the scenario of issue 14 item 1 for
-// real, in a child process (it lowers RLIMIT_NOFILE and uses up every
-// descriptor, which no other test may share): a client connects while the
-// daemon has no descriptor left, accept fails with EMFILE, and once
-// descriptors are free again the same client is served. The old accept
-// loop returned at the first EMFILE and never accepted again.
+// TestAcceptSurvivesRealEMFILE runs the EMFILE scenario of
+// TestAcceptRetriesTemporaryErrors for real, in a child process (it lowers
+// RLIMIT_NOFILE and uses up every descriptor, which no other test may share):
+// a client connects while the daemon has no descriptor left, accept fails
+// with EMFILE, and once descriptors are free again the same client is served.
+// The old accept loop returned at the first EMFILE and never accepted again.
 func TestAcceptSurvivesRealEMFILE(t *testing.T) {
 	if os.Getenv(emfileChildEnv) == "1" {
 		emfileChild(t)
@@ -42,7 +43,7 @@ func emfileChild(t *testing.T) {
 	}}})
 	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
+		testhost.Missing(t, "/proc", err.Error())
 	}
 	var old syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/shard-dev/shard/internal/ids"
 )
 
-// Credentials of the web listener (spec §4.1):
+// Credentials of the web listener (docs/protocol.md §4.1):
 //
 //	credential         lifetime          where it lives          what the daemon keeps
 //	enrollment code    web.enroll_ttl    memory                  SHA-256
@@ -35,7 +35,8 @@ const (
 	prefixToken      = "tok"
 )
 
-// ownerPrincipal is the name of the single principal of v0.1 (spec §4.3).
+// ownerPrincipal is the name of the single principal of v0.1
+// (docs/protocol.md §4.3).
 const ownerPrincipal = "owner"
 
 // maxUserAgent bounds the User-Agent kept with an enrolled browser.

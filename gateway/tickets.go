@@ -10,11 +10,11 @@ import (
 	"github.com/shard-dev/shard/internal/clock"
 )
 
-// TicketBinding is what a WS ticket was minted for (spec §4.1). A ticket
-// minted by /bootstrap is bound to the browser's principal, session and
-// exact serialized Origin; one minted by ws.ticket over the unix socket
-// binds nothing, and so is valid only on an upgrade that carries no Origin
-// (a non-browser local client).
+// TicketBinding is what a WS ticket was minted for (docs/protocol.md §4.1). A
+// ticket minted by /bootstrap is bound to the browser's principal, session
+// and exact serialized Origin; one minted by ws.ticket over the unix socket
+// binds nothing, and so is valid only on an upgrade that carries no Origin (a
+// non-browser local client).
 type TicketBinding struct {
 	// Origin is the exact Origin header the upgrade must carry; "" means
 	// none.

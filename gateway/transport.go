@@ -218,7 +218,8 @@ func newWSTransport(c *websocket.Conn, cork *corkConn) *wsTransport {
 
 func (t *wsTransport) Kind() string { return "websocket" }
 
-// errBinaryFrame marks a binary frame, which v0.1 does not use (spec §2.2).
+// errBinaryFrame marks a binary frame, which v0.1 does not use
+// (docs/protocol.md §2.2).
 var errBinaryFrame = errors.New("gateway: binary frames are not used")
 
 // errInvalidUTF8 marks a text frame that is not UTF-8: RFC 6455 §8.1 makes
@@ -228,7 +229,8 @@ var errInvalidUTF8 = errors.New("gateway: text frame is not valid UTF-8")
 
 // Read returns the next text frame. One that is not UTF-8 closes the
 // connection with 1007 (invalid frame payload data) rather than being
-// decoded with its bad bytes replaced (issue 14).
+// decoded with its bad bytes replaced, which would execute another command
+// than the one sent (docs/protocol.md §2.3, strict input).
 func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
 	typ, data, err := t.conn.Read(ctx)
 	if err != nil {
@@ -244,8 +246,8 @@ func (t *wsTransport) Read(ctx context.Context) ([]byte, error) {
 	return bytes.TrimSpace(data), nil
 }
 
-// Write sends each record as its own text frame (spec §2), the frames of
-// one batch in one write syscall (corkConn).
+// Write sends each record as its own text frame (docs/protocol.md §2), the
+// frames of one batch in one write syscall (corkConn).
 //
 // The frames are written under context.Background, not the writer's ctx:
 // coder/websocket registers a context.AfterFunc per frame for a ctx that

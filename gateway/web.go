@@ -15,9 +15,9 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// WebPolicy is the web listener's security policy (spec §4.1). The zero
-// value is loopback mode (§4.1.1): the pinned host is the listener's own
-// address, the only allowed origin is http://<that address>, and no
+// WebPolicy is the web listener's security policy (docs/protocol.md §4.1).
+// The zero value is loopback mode (§4.1.1): the pinned host is the listener's
+// own address, the only allowed origin is http://<that address>, and no
 // forwarded header is honored. config.Validate has already refused unsafe
 // combinations; Listen checks the values again.
 type WebPolicy struct {
@@ -362,12 +362,12 @@ func limited(l *limiter, info reqInfo, origin string, w http.ResponseWriter) *re
 func (g *Gateway) serveEnroll(w http.ResponseWriter, r *http.Request, info reqInfo) {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		w.Header().Set("Content-Security-Policy", enrollPageCSP())
+		w.Header().Set("Content-Security-Policy", g.enrollCSP)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Length", strconv.Itoa(len(enrollPage)))
+		w.Header().Set("Content-Length", strconv.Itoa(len(g.enrollPage)))
 		w.WriteHeader(http.StatusOK)
 		if r.Method == http.MethodGet {
-			_, _ = w.Write([]byte(enrollPage))
+			_, _ = w.Write(g.enrollPage)
 		}
 		return
 	case http.MethodPost:

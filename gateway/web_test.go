@@ -1,11 +1,17 @@
 package gateway
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/shard-dev/shard/web"
 )
 
 func testListener(t *testing.T) net.Addr {
@@ -99,16 +105,41 @@ func TestGuardRejectsBadPolicy(t *testing.T) {
 	}
 }
 
-func TestEnrollPageCSP(t *testing.T) {
+// TestEnrollPageServed: GET /enroll answers package web's page with a CSP
+// whose hashes are those of the page's inline script and style, and that
+// allows nothing else inline; HEAD answers the headers alone.
+func TestEnrollPageServed(t *testing.T) {
 	t.Parallel()
-	csp := enrollPageCSP()
-	if !strings.Contains(csp, cspHash(enrollScript)) || !strings.Contains(csp, cspHash(enrollStyle)) ||
-		!strings.Contains(enrollPage, "<script>"+enrollScript+"</script>") || !strings.Contains(enrollPage, "<style>"+enrollStyle+"</style>") {
-		t.Fatal("the page's inline blocks do not match the CSP hashes")
+	g := New(Config{}, nil, nil, nil, slog.New(slog.DiscardHandler))
+	page, _ := web.EnrollPage()
+	hash := func(tag string) string {
+		t.Helper()
+		s := string(page)
+		i, j := strings.Index(s, "<"+tag+">"), strings.Index(s, "</"+tag+">")
+		if i < 0 || j < i {
+			t.Fatalf("the page has no inline %s", tag)
+		}
+		sum := sha256.Sum256([]byte(s[i+len(tag)+2 : j]))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 	}
-	for _, bad := range []string{"unsafe-inline", "unsafe-eval", "*"} {
-		if strings.Contains(csp, bad) {
-			t.Errorf("CSP allows %s: %s", bad, csp)
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		w := httptest.NewRecorder()
+		g.serveEnroll(w, httptest.NewRequest(method, "http://127.0.0.1:7420/enroll", nil), reqInfo{})
+		if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "text/html; charset=utf-8" ||
+			w.Header().Get("Content-Length") != strconv.Itoa(len(page)) {
+			t.Fatalf("%s /enroll: %d %v", method, w.Code, w.Header())
+		}
+		if want := map[string]string{http.MethodGet: string(page), http.MethodHead: ""}[method]; w.Body.String() != want {
+			t.Errorf("%s /enroll: body of %d bytes, want %d", method, w.Body.Len(), len(want))
+		}
+		csp := w.Header().Get("Content-Security-Policy")
+		if !strings.Contains(csp, "script-src "+hash("script")+";") || !strings.Contains(csp, "style-src "+hash("style")+";") {
+			t.Errorf("CSP %q does not allow the page's inline blocks by hash", csp)
+		}
+		for _, bad := range []string{"unsafe-inline", "unsafe-eval", "*"} {
+			if strings.Contains(csp, bad) {
+				t.Errorf("CSP allows %s: %s", bad, csp)
+			}
 		}
 	}
 }

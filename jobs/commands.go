@@ -369,9 +369,9 @@ func (co *Coordinator) status(cmd *registry.Command, m *protocol.SubagentStatus)
 	reply(cmd, data)
 }
 
-// steer is strict active steer (spec §10.3): only a run that is actively
-// executing takes the message, into its current turn; the child answers
-// injected or conflict. Queued and terminal runs are CONFLICT.
+// steer is strict active steer (docs/protocol.md §10.3): only a run that is
+// actively executing takes the message, into its current turn; the child
+// answers injected or conflict. Queued and terminal runs are CONFLICT.
 func (co *Coordinator) steer(c actor.Context, cmd *registry.Command, m *protocol.SubagentSteer) {
 	runIDs, err := co.idx.resolveRuns(m.ParentAgentID, []string{m.Target})
 	if err != nil {

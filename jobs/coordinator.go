@@ -78,7 +78,7 @@ type Deps struct {
 	// after the actor system stopped; required.
 	Group *xsync.Group
 	// KnownRuntime reports whether a runtime profile name (subagent.create
-	// runtime, issue 13) is configured; nil accepts only "" (the parent's).
+	// runtime) is configured; nil accepts only "" (the parent's).
 	KnownRuntime func(name string) bool
 	// Metrics records runs by state, transitions, queue wait, run duration,
 	// stop stages and report delivery; nil records nothing.
@@ -314,8 +314,8 @@ func (co *Coordinator) onRunChanged(c actor.Context, m *runChanged) {
 		State: r.State, PreviousState: m.prev, Error: r.Error, EndedAt: r.EndedAt,
 	}
 	rec := protocol.WithAgentID(protocol.MustMarshal(ev), r.AgentID)
-	// agent_id here is a payload field naming the child (spec §10.3 shape),
-	// spliced the same way as routing ids.
+	// agent_id here is a payload field naming the child (docs/protocol.md
+	// §10.3 shape), spliced the same way as routing ids.
 	for _, cl := range co.parents[j.ParentAgentID] {
 		cl.Send(rec)
 	}

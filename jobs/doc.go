@@ -1,8 +1,8 @@
-// Package jobs runs subagent jobs (spec §10.3, §11.2): a coordinator actor
-// that accepts subagent.* commands, resolves handles and aliases, admits runs
-// under the global and per-parent caps, keeps waiters, broadcasts
-// subagent_run_changed and delivers completion reports; and one job actor per
-// nonterminal job that owns its record and drives its runs.
+// Package jobs runs subagent jobs (docs/protocol.md §10.3, §11.2): a
+// coordinator actor that accepts subagent.* commands, resolves handles and
+// aliases, admits runs under the global and per-parent caps, keeps waiters,
+// broadcasts subagent_run_changed and delivers completion reports; and one
+// job actor per nonterminal job that owns its record and drives its runs.
 //
 // Run lifecycle (every arrow a compare-and-set in one bbolt transaction,
 // which the store may share with other concurrent writes: group commit):

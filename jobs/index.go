@@ -152,10 +152,10 @@ func (x *index) alias(parent, handle string) (string, bool) {
 	return id, err == nil && ok
 }
 
-// resolveAgent resolves an agent id, a run id (its run's agent: §10.3
-// subagent.relaunch takes "agent_id, run_id, or alias") or a parent-scoped
-// alias to a child of parent; anything else (including another parent's
-// child) is NOT_FOUND.
+// resolveAgent resolves an agent id, a run id (its run's agent:
+// docs/protocol.md §10.3 subagent.relaunch takes "agent_id, run_id, or
+// alias") or a parent-scoped alias to a child of parent; anything else
+// (including another parent's child) is NOT_FOUND.
 func (x *index) resolveAgent(parent, h string) (string, error) {
 	if ids.HasPrefix(h, "run") && x.runJob[h] != "" {
 		if j := x.jobs[x.runJob[h]]; j != nil && j.ParentAgentID == parent {

@@ -12,9 +12,9 @@ import (
 	"github.com/shard-dev/shard/workspaces"
 )
 
-// Isolated runs (subagent.create isolation "workspace", issue 11 item 6).
-// The workspace actor owns the workspaces (workspaces/isolation.go); the
-// jobs side is:
+// Isolated runs (subagent.create isolation "workspace", docs/protocol.md
+// §10.3). The workspace actor owns the workspaces (workspaces/isolation.go);
+// the jobs side is:
 //
 //   - create: the commit goroutine asks for a plan (one workspace per run
 //     of a single or parallel job, one for a whole chain), binds each run

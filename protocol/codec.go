@@ -9,17 +9,17 @@ import (
 	"io"
 )
 
-// DefaultMaxRecord bounds one JSONL record. The spec sets no hard limit
-// (§2.3) but a daemon must not buffer an endless line; 32 MiB is far above any
-// message Shard itself produces.
+// DefaultMaxRecord bounds one JSONL record. The contract sets no hard limit
+// (docs/protocol.md §2.3) but a daemon must not buffer an endless line; 32
+// MiB is far above any message Shard itself produces.
 const DefaultMaxRecord = 32 << 20
 
 // ErrRecordTooLong is returned by Reader.Next for a record over the limit.
 // The oversized record is consumed, so the stream stays usable.
 var ErrRecordTooLong = errors.New("protocol: record exceeds size limit")
 
-// Reader splits a JSONL stream into records following spec §2.1: records
-// end at '\n' only (U+2028/U+2029 never split), one trailing '\r' is
+// Reader splits a JSONL stream into records following docs/protocol.md §2.1:
+// records end at '\n' only (U+2028/U+2029 never split), one trailing '\r' is
 // stripped, and blank lines are skipped.
 //
 // A Reader is not safe for concurrent use.

@@ -442,14 +442,14 @@ func (c *AgentCreate) Validate() error {
 	return checkMode("mode", c.Mode)
 }
 
-// refuseManaged refuses the managed-child manifest fields, which spec §10.1
-// reserves for the daemon ("daemon sets these; clients do not pass them"):
-// a client that could set launch_policy would lift jobs.max_tasks and
-// jobs.max_depth for every agent below the one it creates, and depth or
-// alias would forge a place in a job. The daemon never sends agent.create
-// for its own children: the jobs coordinator writes their manifests
-// directly. A field counts as given when it is present, even as 0, "" or
-// [] (the decoder keeps presence for depth, launch_policy and names).
+// refuseManaged refuses the managed-child manifest fields, which
+// docs/protocol.md §10.1 reserves for the daemon ("daemon sets these; clients
+// do not pass them"): a client that could set launch_policy would lift
+// jobs.max_tasks and jobs.max_depth for every agent below the one it creates,
+// and depth or alias would forge a place in a job. The daemon never sends
+// agent.create for its own children: the jobs coordinator writes their
+// manifests directly. A field counts as given when it is present, even as 0,
+// "" or [] (the decoder keeps presence for depth, launch_policy and names).
 func (c *AgentCreate) refuseManaged() error {
 	for _, f := range [...]struct {
 		name  string

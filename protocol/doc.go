@@ -7,7 +7,9 @@
 //
 // It is a leaf: it imports nothing from the rest of Shard, from protoactor,
 // bbolt or viper, so that clients (shardctl, SDKs, tests) can speak the
-// protocol without pulling in the daemon. The shapes mirror
-// shard-wire-protocol.md field for field; when that document is ambiguous the
-// choice made is written next to the type.
+// protocol without pulling in the daemon. The shapes mirror the wire
+// contract field for field; docs/protocol.md summarizes it in numbered
+// sections, and a bare §N in this package's comments is one of them. Where
+// the contract leaves a choice open, the choice made is written next to the
+// type and collected in docs/protocol.md §13.
 package protocol

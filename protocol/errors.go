@@ -10,11 +10,11 @@ import (
 // forwarded header that is not in its canonical form.
 var ErrHandshake = errors.New("protocol: malformed handshake header")
 
-// ErrorCode is a registered protocol error code (spec §8). Codes are stable
-// strings on the wire; new ones are added, never reused.
+// ErrorCode is a registered protocol error code (docs/protocol.md §8). Codes
+// are stable strings on the wire; new ones are added, never reused.
 type ErrorCode string
 
-// The error-code registry of spec §8.
+// The error-code registry of docs/protocol.md §8.
 const (
 	CodeInvalidRequest     ErrorCode = "INVALID_REQUEST"
 	CodeNotFound           ErrorCode = "NOT_FOUND"
@@ -30,12 +30,13 @@ const (
 	CodeConflict           ErrorCode = "CONFLICT"
 	// CodeUnsupported: the runtime cannot do what the command asks (a
 	// third-party agent that offers no modes, models or mid-turn steer).
-	// Shard's additive code (issue 13, docs/protocol.md), not in the spec
-	// §8 registry that Codes lists.
+	// Shard's additive code (docs/protocol.md §8), not in the contract's
+	// registry that Codes lists.
 	CodeUnsupported ErrorCode = "UNSUPPORTED"
 )
 
-// Codes lists every registered code in spec order.
+// Codes lists every code of the contract's registry, in its order
+// (docs/protocol.md §8); UNSUPPORTED, Shard's own, is not among them.
 func Codes() []ErrorCode {
 	return []ErrorCode{
 		CodeInvalidRequest, CodeNotFound, CodeNotAttached, CodePermissionDenied,
@@ -45,8 +46,8 @@ func Codes() []ErrorCode {
 }
 
 // Error is a protocol error: the `{code, message, data?}` object carried by a
-// failed response (spec §9.3). It is also a Go error, so code travels with the
-// error value through wrapping and is recovered with CodeOf.
+// failed response (docs/protocol.md §9.3). It is also a Go error, so code
+// travels with the error value through wrapping and is recovered with CodeOf.
 //
 // An Error built by Errorf with a %w verb also keeps the wrapped error as its
 // cause, so errors.Is and errors.As see through it (Unwrap). The cause is

@@ -121,7 +121,7 @@ func NewErrorResponse(id, command string, err error) []byte {
 }
 
 // WithAgentID returns rec with the routing agent_id inserted, without
-// decoding the rest (DESIGN §3 "hot path stays raw"). When rec starts with
+// decoding the rest (the relay's hot path stays raw). When rec starts with
 // its "type" field (as Shard runtimes write it) agent_id goes right after
 // it, so the result still starts with "type"; otherwise it goes first. rec
 // must be a JSON object that has no agent_id yet: runtimes speak the direct

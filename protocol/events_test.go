@@ -379,7 +379,7 @@ func TestCodes(t *testing.T) {
 		"TOOL_ERROR", "CONFLICT",
 	}
 	if got := protocol.Codes(); !reflect.DeepEqual(got, want) {
-		t.Errorf("Codes() = %v, want the spec §8 registry %v", got, want)
+		t.Errorf("Codes() = %v, want the docs/protocol.md §8 registry %v", got, want)
 	}
 }
 

@@ -8,9 +8,9 @@ import (
 )
 
 // A server reads JSONL records, decodes each command and answers with a
-// response that echoes the command's id and type (spec §9.3). A record that
-// fails to decode still gets a response carrying its id when that was
-// readable.
+// response that echoes the command's id and type (docs/protocol.md §9.3). A
+// record that fails to decode still gets a response carrying its id when that
+// was readable.
 func Example() {
 	in := strings.NewReader(
 		`{"id":"c1","type":"agent.create","cwd":"/work"}` + "\r\n" +

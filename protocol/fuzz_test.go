@@ -13,7 +13,8 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// specFrames are real records in the shapes of the wire spec (§9, §10, §12).
+// specFrames are real records in the shapes of the protocol
+// (docs/protocol.md §9, §10, §12).
 var specFrames = []string{
 	`{"type":"hello","protocol_version":"0.1.0","server_version":"0.1.0","capabilities":["websocket"]}`,
 	`{"id":"p1","type":"prompt","agent_id":"a-3","message":"read the config","streaming_behavior":"steer"}`,
@@ -41,7 +42,8 @@ var specFrames = []string{
 	`{"type":"agent_spawned","info":{"agent_id":"a-4","cwd":"/w","status":"idle","runtime_state":"starting","created_at":1}}`,
 }
 
-// seedFrames adds every spec frame, its split halves and a few framings.
+// seedFrames adds every frame of specFrames, its split halves and a few
+// framings.
 func seedFrames(f *testing.F) {
 	for _, s := range specFrames {
 		f.Add([]byte(s))
@@ -55,9 +57,9 @@ func seedFrames(f *testing.F) {
 	f.Add([]byte(`{"type":"a\"b"}`))
 }
 
-// refSplit is the spec §2.1 framing written the obvious way, as an oracle
-// for Reader: split on '\n', strip one '\r', reject lines over max, skip
-// blank lines.
+// refSplit is the docs/protocol.md §2.1 framing written the obvious way, as
+// an oracle for Reader: split on '\n', strip one '\r', reject lines over max,
+// skip blank lines.
 func refSplit(data []byte, max int) []readResult {
 	var out []readResult
 	for len(data) > 0 {
@@ -189,7 +191,8 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, h, err := protocol.DecodeCommand(data)
 		if err == nil {
-			// Strict input (issue 14): what is executed is what was sent.
+			// Strict input (docs/protocol.md §2.3): what is executed is what
+			// was sent.
 			if !utf8.Valid(data) {
 				t.Fatalf("decoded a record that is not UTF-8: %q", data)
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// The grammar of the WebSocket handshake (spec §4.1, DESIGN §5): what the
+// The grammar of the WebSocket handshake (docs/protocol.md §4.1): what the
 // daemon reads from the upgrade request before any frame is exchanged. The
 // parsers here are deliberately narrower than the RFCs: a value is either in
 // the one canonical spelling a browser produces, or it is refused, so that

@@ -2,7 +2,7 @@ package protocol
 
 import "fmt"
 
-// Limits on what a client controls (issue 14, item 4). The record bound
+// Limits on what a client controls (docs/protocol.md §11). The record bound
 // (DefaultMaxRecord, 32 MiB) keeps one message from exhausting memory while
 // it is read; these keep a message that fits from being stored forever,
 // broadcast to every connection (agent_spawned carries the name) or

@@ -175,8 +175,9 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// TestManagedChildFieldsRefused: agent.create from a client may not carry
-// the fields spec §10.1 reserves for the daemon, whatever their value.
+// TestManagedChildFieldsRefused: agent.create from a client may not carry the
+// fields docs/protocol.md §10.1 reserves for the daemon, whatever their
+// value.
 func TestManagedChildFieldsRefused(t *testing.T) {
 	t.Parallel()
 	for field, v := range map[string]string{

@@ -12,8 +12,8 @@ import (
 var ErrNotObject = errors.New("protocol: record is not a JSON object")
 
 // SetMember returns rec, a JSON object, with its top-level member key set
-// to value (valid JSON), without decoding the rest (DESIGN §3: the hot path
-// stays raw): every member named key, or key but for case, is removed and
+// to value (valid JSON), without decoding the rest (the hot path stays
+// raw): every member named key, or key but for case, is removed and
 // `"key":value` is appended as the last member. The variants go too because
 // encoding/json decoding into a struct matches keys case-insensitively
 // ("ID" sets the id too), and DecodeCommand refuses a command naming both

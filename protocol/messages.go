@@ -2,9 +2,9 @@ package protocol
 
 import "encoding/json"
 
-// Header is the envelope every message shares (spec §5). It is embedded in
-// each typed message so that `id`, `type` and `agent_id` flatten into the
-// same JSON object as the payload.
+// Header is the envelope every message shares (docs/protocol.md §5). It is
+// embedded in each typed message so that `id`, `type` and `agent_id` flatten
+// into the same JSON object as the payload.
 //
 // Type is declared first so that every marshalled message starts with
 // `{"type":` — PeekType's fast path relies on it, even for responses that
@@ -23,11 +23,11 @@ type Header struct {
 // message through the Typed interface.
 func (h *Header) Head() *Header { return h }
 
-// Typed is implemented by every typed message in this package. (The spec's
-// conversation `Message` keeps its name; see types.go.)
+// Typed is implemented by every typed message in this package. (The
+// protocol's conversation `Message` keeps its name; see types.go.)
 type Typed interface{ Head() *Header }
 
-// Per-agent command types (spec §9).
+// Per-agent command types (docs/protocol.md §9).
 const (
 	TypePrompt              = "prompt"
 	TypeSteer               = "steer"
@@ -41,11 +41,11 @@ const (
 	TypeSessionOp           = "session_op"
 	TypePermissionResponse  = "permission_response"
 	TypeUIResponse          = "ui_response"
-	// TypeGetSync is the daemon → runtime extension of DESIGN §4.
+	// TypeGetSync is a daemon → runtime extension (docs/protocol.md §9.1).
 	TypeGetSync = "get_sync"
 )
 
-// Per-agent event types (spec §9).
+// Per-agent event types (docs/protocol.md §9).
 const (
 	TypeHello                 = "hello"
 	TypeSync                  = "sync"
@@ -130,9 +130,9 @@ type Steer struct {
 	Message string  `json:"message"`
 	Images  []Image `json:"images,omitempty"`
 	// Strict is a Shard extension used by the daemon for subagent.steer
-	// (spec §10.3 strict active steer): the runtime accepts the message only
-	// into a turn in flight and answers CONFLICT otherwise, instead of
-	// starting a new turn with it. On success the response data is
+	// (docs/protocol.md §10.3 strict active steer): the runtime accepts the
+	// message only into a turn in flight and answers CONFLICT otherwise,
+	// instead of starting a new turn with it. On success the response data is
 	// SteerData.
 	Strict bool `json:"strict,omitempty"`
 }
@@ -193,9 +193,10 @@ type SessionOpArgs struct {
 	FromEntryID      string `json:"from_entry_id,omitempty"`
 }
 
-// GetSync is the daemon's request for an authoritative state snapshot
-// (DESIGN §4 extension). The runtime answers with a response whose data is
-// GetSyncData.
+// GetSync is the daemon's request for an authoritative state snapshot (a
+// daemon → runtime extension, docs/protocol.md §9.1): the snapshot is in the
+// runtime's stdout order, so every later line is newer than it. The runtime
+// answers with a response whose data is GetSyncData.
 type GetSync struct{ Header }
 
 // GetSyncData is the data of the runtime's get_sync response.
@@ -280,7 +281,7 @@ type TurnEnd struct {
 	Usage  *Usage `json:"usage,omitempty"`
 	// StopReason is why the turn ended, as a third-party agent said it
 	// (ACP end_turn, max_tokens, max_turn_requests, refusal, cancelled).
-	// Additive (issue 13); the reference runtime omits it.
+	// Additive (docs/protocol.md, Appendix A); the reference runtime omits it.
 	StopReason string `json:"stop_reason,omitempty"`
 }
 

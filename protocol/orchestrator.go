@@ -1,7 +1,7 @@
 package protocol
 
-// Orchestrator command types (spec §10.1, §10.1a, §10.3). They never carry a
-// routing agent_id.
+// Orchestrator command types (docs/protocol.md §10.1, §10.1a, §10.3). They
+// never carry a routing agent_id.
 const (
 	TypeAgentList      = "agent.list"
 	TypeAgentCreate    = "agent.create"
@@ -30,7 +30,7 @@ const (
 	TypeDaemonStatus = "daemon.status"
 )
 
-// Orchestrator event types (spec §10.2, §10.3).
+// Orchestrator event types (docs/protocol.md §10.2, §10.3).
 const (
 	TypeAgentSpawned       = "agent_spawned"
 	TypeAgentExited        = "agent_exited"
@@ -59,7 +59,7 @@ type LaunchPolicy struct {
 // Modes of the Shard runtime (its list_modes catalog): build may run every
 // tool, mutating ones through the permission gate; plan refuses mutating
 // tools. A create naming any other mode is refused before anything is
-// stored (issue 14): the runtime would refuse to start with it, and the
+// stored: the runtime would refuse to start with it, and the
 // agent could never run.
 const (
 	ModeBuild = "build"
@@ -75,7 +75,7 @@ func checkMode(field, v string) error { return oneOf(field, v, Modes()...) }
 
 // AgentCreate creates a durable agent. The managed-child manifest fields
 // (system_prompt through names) are decoded so that Validate can name them
-// in its refusal: clients must not pass them (spec §10.1).
+// in its refusal: clients must not pass them (docs/protocol.md §10.1).
 type AgentCreate struct {
 	Header
 	Cwd            string        `json:"cwd"`
@@ -97,7 +97,7 @@ type AgentCreate struct {
 	Names          []string      `json:"names,omitempty"`
 	// Runtime names the runtime profile (config runtimes:) the agent runs
 	// on; "" is the default profile, "shard" (the reference runtime).
-	// Additive (issue 13); an unknown name is INVALID_REQUEST.
+	// Additive (docs/protocol.md §10.1); an unknown name is INVALID_REQUEST.
 	Runtime string `json:"runtime,omitempty"`
 }
 
@@ -107,7 +107,8 @@ type AgentCreateData struct {
 }
 
 // AgentAttach subscribes the connection to an agent's stream. The target is
-// a payload field here, as in the spec's shape.
+// a payload field here, as in the protocol's shape (docs/protocol.md
+// §10.1).
 type AgentAttach struct {
 	Header
 	Role string `json:"role,omitempty"`
@@ -244,16 +245,17 @@ type SubagentCreate struct {
 	Model         string      `json:"model,omitempty"`
 	Provider      string      `json:"provider,omitempty"`
 	Mode          string      `json:"mode,omitempty"`
-	// RequestID makes create idempotent (issue 4): a repeat returns the
-	// original job.
+	// RequestID makes create idempotent, so a parent may retry a create
+	// whose answer it lost: a repeat returns the original job.
 	RequestID string `json:"request_id,omitempty"`
-	// Isolation (additive, issue 11): IsolationNone (default, "") runs
-	// every child in the parent's cwd; IsolationWorkspace gives each run
-	// a git worktree of its own on a new branch from the parent's
+	// Isolation (additive, docs/protocol.md §10.3): IsolationNone (default,
+	// "") runs every child in the parent's cwd; IsolationWorkspace gives each
+	// run a git worktree of its own on a new branch from the parent's
 	// repository (a chain's steps share one, in order).
 	Isolation Isolation `json:"isolation,omitempty"`
 	// Runtime names the runtime profile the children run on; "" is the
-	// parent's. Additive (issue 13); an unknown name is INVALID_REQUEST.
+	// parent's. Additive (docs/protocol.md §10.1); an unknown name is
+	// INVALID_REQUEST.
 	Runtime string `json:"runtime,omitempty"`
 }
 

@@ -174,8 +174,8 @@ func TestMarshalWith(t *testing.T) {
 	}
 }
 
-// readSpec splits a stream the way spec §2.1 says, for comparison with
-// Reader: records end at '\n', one trailing '\r' goes, blank lines are
+// readSpec splits a stream the way docs/protocol.md §2.1 says, for comparison
+// with Reader: records end at '\n', one trailing '\r' goes, blank lines are
 // skipped, a last line without newline counts.
 func readSpec(in string) []string {
 	var out []string

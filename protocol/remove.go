@@ -2,16 +2,17 @@ package protocol
 
 import "fmt"
 
-// agent.remove is a Shard extension (the spec has no command that deletes a
-// durable Agent): an operator forgets finished agents and their sessions
-// (`shardctl agents rm`, `agents prune`). The daemon refuses an agent that
-// anything still needs, each refusal with a kind saying why.
+// agent.remove is a Shard extension (docs/protocol.md §10.1; the contract has
+// no command that deletes a durable Agent): an operator forgets finished
+// agents and their sessions (`shardctl agents rm`, `agents prune`). The
+// daemon refuses an agent that anything still needs, each refusal with a kind
+// saying why.
 
 // TypeAgentRemove deletes durable Agents (Shard extension).
 const TypeAgentRemove = "agent.remove"
 
 // TypeAgentRemoved is the daemon-wide event after an Agent was removed
-// (Shard extension; the spec has no such event).
+// (Shard extension, docs/protocol.md §10.2).
 const TypeAgentRemoved = "agent_removed"
 
 // Refusal kinds of agent.remove (AgentRemoveResult.Kind, and the kind in the

@@ -2,10 +2,11 @@ package protocol
 
 import "bytes"
 
-// The scanners below look at raw records on the relay's hot path (DESIGN
-// §3: records stay raw) without decoding them. Each scans its input once
-// and allocates nothing; each is exact for the inputs its doc names and
-// merely conservative (never panicking) for any other.
+// The scanners below look at raw records on the relay's hot path (records
+// stay raw: decoding every event the daemon passes on would cost more than
+// everything else it does with it) without decoding them. Each scans its
+// input once and allocates nothing; each is exact for the inputs its doc
+// names and merely conservative (never panicking) for any other.
 
 // ArrayOfObjects reports whether b, valid JSON, is a compact array (no
 // whitespace outside strings) whose elements are all objects, an empty
@@ -82,9 +83,9 @@ func CutSyncResponse(line []byte) (id string, data []byte, ok bool) {
 }
 
 // WholeObject is the relay's framing check of a runtime record whose type
-// PeekType read as typ, cheap enough for the hot path (the records' syntax
-// is not checked): a JSON object with a readable type that is not cut
-// short. A record failing it would break every client's framing (spec §2),
+// PeekType read as typ, cheap enough for the hot path (the records' syntax is
+// not checked): a JSON object with a readable type that is not cut short. A
+// record failing it would break every client's framing (docs/protocol.md §2),
 // so the agent drops it. Every valid JSON object whose type PeekType reads
 // passes.
 func WholeObject(line []byte, typ string) bool {

@@ -1,11 +1,11 @@
 package protocol
 
 // Security commands: Shard extensions for browser enrollment, browser
-// sessions and API tokens (spec §4.1). Like ws.ticket they are answered on
-// the unix socket only (local trust, §4.2); over a WebSocket they fail with
-// PERMISSION_DENIED. Responses that carry a secret (an enrollment code, an
-// API token) are the only place that secret ever appears: the daemon keeps
-// only its SHA-256 and never logs it.
+// sessions and API tokens (docs/protocol.md §4.1). Like ws.ticket they are
+// answered on the unix socket only (local trust, §4.2); over a WebSocket they
+// fail with PERMISSION_DENIED. Responses that carry a secret (an enrollment
+// code, an API token) are the only place that secret ever appears: the daemon
+// keeps only its SHA-256 and never logs it.
 const (
 	TypeWebEnroll         = "web.enroll"
 	TypeWebSessionsList   = "web.sessions.list"

@@ -6,17 +6,18 @@ import (
 	"unicode/utf8"
 )
 
-// Strict input rules for client commands (issue 14, item 9). encoding/json
-// is lenient where a client could smuggle a second meaning past a check:
-// it replaces invalid UTF-8 and lone surrogate escapes with U+FFFD, and of
-// two equal keys it keeps the last, so that a proxy, a log or a validator
-// reading the first sees another command than the one executed. A command
-// must therefore be UTF-8 (spec §2.3: "UTF-8 throughout"), spell every
-// character it escapes as a valid UTF-16 sequence, and name each key of
-// each object once. In the command object itself, keys equal but for case
-// are duplicates too: its members are struct fields, which encoding/json
-// matches case-insensitively ({"type":…,"TYPE":…} is two types). Deeper
-// down they are left alone: maps (labels, tool input) may hold both.
+// Strict input rules for client commands (docs/protocol.md §2.3).
+// encoding/json is lenient where a client could smuggle a second meaning past
+// a check: it replaces invalid UTF-8 and lone surrogate escapes with U+FFFD,
+// and of two equal keys it keeps the last, so that a proxy, a log or a
+// validator reading the first sees another command than the one executed. A
+// command must therefore be UTF-8 (docs/protocol.md §2.3: "UTF-8
+// throughout"), spell every character it escapes as a valid UTF-16 sequence,
+// and name each key of each object once. In the command object itself, keys
+// equal but for case are duplicates too: its members are struct fields, which
+// encoding/json matches case-insensitively ({"type":…,"TYPE":…} is two
+// types). Deeper down they are left alone: maps (labels, tool input) may hold
+// both.
 
 // checkStrict reports the first violation of the rules above in rec, which
 // must be syntactically valid JSON, as an INVALID_REQUEST naming the key

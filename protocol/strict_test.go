@@ -9,7 +9,8 @@ import (
 
 // TestDecodeCommandStrict: a command that encoding/json would read with a
 // meaning of its own choosing (a replaced character, the last of two equal
-// keys) is refused with an INVALID_REQUEST naming the key (issue 14 item 9).
+// keys) is refused with an INVALID_REQUEST naming the key
+// (docs/protocol.md §2.3, strict input).
 func TestDecodeCommandStrict(t *testing.T) {
 	t.Parallel()
 	bad := []struct{ name, rec, want string }{

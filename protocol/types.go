@@ -1,9 +1,9 @@
 package protocol
 
-// Version is the protocol version this build speaks (spec §7).
+// Version is the protocol version this build speaks (docs/protocol.md §7).
 const Version = "0.1.0"
 
-// AgentStatus is an agent's activity state (spec §9.1).
+// AgentStatus is an agent's activity state (docs/protocol.md §9.1).
 type AgentStatus string
 
 // Agent statuses.
@@ -17,7 +17,8 @@ const (
 )
 
 // Active reports whether the status is one that must never be reaped
-// (spec §6.4: streaming, waiting_for_permission, waiting_for_ui, compacting).
+// (docs/protocol.md §6.4: streaming, waiting_for_permission, waiting_for_ui,
+// compacting).
 func (s AgentStatus) Active() bool {
 	switch s {
 	case StatusStreaming, StatusWaitingForPermission, StatusWaitingForUI, StatusCompacting:
@@ -85,8 +86,8 @@ const (
 	BlockThinking   = "thinking"
 )
 
-// ContentBlock is the tagged union of message content (spec §11). Type
-// selects which of the remaining fields are meaningful.
+// ContentBlock is the tagged union of message content (docs/protocol.md §11).
+// Type selects which of the remaining fields are meaningful.
 type ContentBlock struct {
 	Type       string             `json:"type"`
 	Text       string             `json:"text,omitempty"`         // text, thinking
@@ -98,7 +99,7 @@ type ContentBlock struct {
 	IsError    bool               `json:"is_error,omitempty"`     // tool_result
 }
 
-// ToolResultContent is the tagged union of tool output (spec §11):
+// ToolResultContent is the tagged union of tool output (docs/protocol.md §11):
 // kind "text" (Text), "json" (Value) or "error" (Message).
 type ToolResultContent struct {
 	Kind    string `json:"kind"`
@@ -108,7 +109,7 @@ type ToolResultContent struct {
 }
 
 // RenderDescriptor is the closed set of client-neutral render hints
-// (spec §11). Kind selects the meaningful fields.
+// (docs/protocol.md §11). Kind selects the meaningful fields.
 type RenderDescriptor struct {
 	Kind string `json:"kind"`
 
@@ -134,8 +135,9 @@ type KV struct {
 	V string `json:"v"`
 }
 
-// Hunk is one unified-diff hunk. The spec leaves it underspecified (P6);
-// Shard uses the standard unified-diff header numbers plus the raw lines.
+// Hunk is one unified-diff hunk. The contract leaves it underspecified
+// (docs/protocol.md §13, P6); Shard uses the standard unified-diff header
+// numbers plus the raw lines.
 type Hunk struct {
 	OldStart int      `json:"old_start"`
 	OldLines int      `json:"old_lines"`
@@ -144,7 +146,8 @@ type Hunk struct {
 	Lines    []string `json:"lines"`
 }
 
-// TreeNode is a nested-list node (spec P6: underspecified; name + children).
+// TreeNode is a nested-list node (docs/protocol.md §13, P6: underspecified;
+// name + children).
 type TreeNode struct {
 	Name     string     `json:"name"`
 	Children []TreeNode `json:"children,omitempty"`
@@ -168,8 +171,8 @@ type Usage struct {
 	Model         string  `json:"model,omitempty"`
 }
 
-// AgentInfo is the public projection of an Agent (spec §11). It never
-// carries prompts, task text or credentials.
+// AgentInfo is the public projection of an Agent (docs/protocol.md §11). It
+// never carries prompts, task text or credentials.
 type AgentInfo struct {
 	AgentID        string       `json:"agent_id"`
 	Name           string       `json:"name,omitempty"`
@@ -185,18 +188,19 @@ type AgentInfo struct {
 	Alias          string       `json:"alias,omitempty"`
 	DefinitionName string       `json:"definition_name,omitempty"`
 	DisplayName    string       `json:"display_name,omitempty"`
-	// WorkspaceID (additive, issue 11) names the workspace the agent works
+	// WorkspaceID (additive) names the workspace the agent works
 	// in: one of workspace.create/attach, or of an isolated subagent run.
 	WorkspaceID string `json:"workspace_id,omitempty"`
 	// Runtime is the runtime profile the agent runs on ("shard" for the
-	// reference runtime). Additive (issue 13).
+	// reference runtime). Additive (docs/protocol.md §10.1).
 	Runtime string `json:"runtime,omitempty"`
-	// AttachedClients (additive, issue 12) is how many client connections
+	// AttachedClients (additive) is how many client connections
 	// are attached to the agent (interactive or observer, attaching
 	// included), as the agent's actor counts them: the dashboard's
 	// "attached clients". Not omitempty: 0 ("nobody watches") is an answer,
 	// and a client tells a daemon that predates the field by its absence.
-	// The spec's AgentInfo (§10.1) has no such field; this is its name.
+	// The contract's AgentInfo (docs/protocol.md §11) has no such field;
+	// this is its name.
 	AttachedClients int `json:"attached_clients"`
 }
 
@@ -241,7 +245,7 @@ const (
 	RoleObserver    = "observer"
 )
 
-// JobState is the derived state of a subagent job (spec §11.2).
+// JobState is the derived state of a subagent job (docs/protocol.md §11.2).
 type JobState string
 
 // Job states.
@@ -253,7 +257,7 @@ const (
 	JobCancelled JobState = "cancelled"
 )
 
-// RunState is the state of one run of a subagent job (spec §11.2).
+// RunState is the state of one run of a subagent job (docs/protocol.md §11.2).
 type RunState string
 
 // Run states.
@@ -293,8 +297,8 @@ type RunUsage struct {
 	Output int64 `json:"output"`
 }
 
-// RunSnapshot is the public view of one run (spec §11.2). FinalText is set
-// only for the owning parent.
+// RunSnapshot is the public view of one run (docs/protocol.md §11.2).
+// FinalText is set only for the owning parent.
 type RunSnapshot struct {
 	JobID          string    `json:"job_id"`
 	RunID          string    `json:"run_id"`
@@ -311,7 +315,7 @@ type RunSnapshot struct {
 	Error          string    `json:"error,omitempty"`
 	StartedAt      int64     `json:"started_at,omitempty"`
 	EndedAt        int64     `json:"ended_at,omitempty"`
-	// Workspace (additive, issue 11) is the run's workspace binding under
+	// Workspace (additive) is the run's workspace binding under
 	// isolation "workspace".
 	Workspace *RunWorkspace `json:"workspace,omitempty"`
 }
@@ -326,8 +330,8 @@ type RunWorkspace struct {
 	DiffStat    *DiffStats `json:"diff_stat,omitempty"`
 }
 
-// JobSnapshot is the public view of a job (spec §11.2); task specs are private
-// and never part of it.
+// JobSnapshot is the public view of a job (docs/protocol.md §11.2); task
+// specs are private and never part of it.
 type JobSnapshot struct {
 	JobID         string        `json:"job_id"`
 	ParentAgentID string        `json:"parent_agent_id"`
@@ -340,9 +344,9 @@ type JobSnapshot struct {
 	EndedAt       int64         `json:"ended_at,omitempty"`
 }
 
-// MarshalJSON writes a tool_call block with its `args` object even when it
-// is empty (the spec requires it), and every other block without the fields
-// of other kinds.
+// MarshalJSON writes a tool_call block with its `args` object even when it is
+// empty (the protocol requires it, docs/protocol.md §11), and every other
+// block without the fields of other kinds.
 func (b ContentBlock) MarshalJSON() ([]byte, error) {
 	if b.Type == BlockToolCall {
 		args := b.Args

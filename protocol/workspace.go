@@ -7,11 +7,11 @@ import (
 	"strings"
 )
 
-// Workspaces (spec §10.1a, §10.2; issue 11): a workspace is one git
+// Workspaces (docs/protocol.md §10.1a, §10.2): a workspace is one git
 // worktree of a repository, on a branch of its own, that the daemon created
 // and records durably, so that parallel agents never share a checkout.
 //
-// Choices made here (the spec leaves them open):
+// Choices made here (the protocol leaves them open; docs/protocol.md §13):
 //
 //   - Workspace commands are daemon-level (ScopeOrchestrator). A stray
 //     routing agent_id is ignored, as agent.list, daemon.status and the
@@ -20,11 +20,11 @@ import (
 //   - `version` may be omitted or 1; any other value is INVALID_REQUEST
 //     naming the field, so a client written for a later version learns it at
 //     once instead of getting version-1 semantics it did not ask for.
-//   - workspace.diff and workspace.merge are Shard extensions (issue 11, item
-//     5), additive like ws.ticket and daemon.status: daemons without them
-//     answer them as unknown types.
+//   - workspace.diff and workspace.merge are Shard extensions, additive
+//     like ws.ticket and daemon.status: daemons without them answer them as
+//     unknown types.
 //   - Wire names are snake_case like the rest of this protocol. The diff
-//     shapes are AgentCraft's DiffFile/DiffHunk/DiffLine (pinning §13 P6)
+//     shapes are AgentCraft's DiffFile/DiffHunk/DiffLine (pinning §13, P6)
 //     field for field, with the keys in snake_case (oldPath → old_path,
 //     oldStart → old_start, newNo → new_no); a bridge renames keys and
 //     nothing else.
@@ -112,8 +112,8 @@ func (s WorkspaceState) Valid() bool {
 }
 
 // WorkspaceOwnership says who made a workspace and so who may delete what
-// is in it. Only "managed" exists in this slice (spec: creation is
-// managed-only): the daemon created the worktree and the branch.
+// is in it. Only "managed" exists (creation is managed-only,
+// docs/protocol.md §10.1a): the daemon created the worktree and the branch.
 type WorkspaceOwnership string
 
 // Ownerships.
@@ -158,7 +158,7 @@ const (
 )
 
 // MergeProof names how the daemon proved that a branch adds nothing to its
-// integration target, cheapest proof first (issue 11, item 3), or that the
+// integration target, cheapest proof first, or that the
 // deletion was confirmed instead.
 type MergeProof string
 
@@ -460,7 +460,7 @@ type WorkspaceInfo struct {
 	// AgentCount counts the agents bound to the workspace.
 	AgentCount int `json:"agent_count"`
 	// AgentIDs are the bound agents' opaque ids (detail only): the binding
-	// ids the spec calls redacted — ids, never sessions or paths.
+	// ids the protocol calls redacted — ids, never sessions or paths.
 	AgentIDs []string `json:"agent_ids,omitempty"`
 	// Ahead and Behind count commits on the branch not on the integration
 	// target and the other way round; Dirty reports uncommitted or
@@ -741,9 +741,9 @@ func (k WorkspaceRefusalKind) Code() ErrorCode {
 // PathsTruncated when they cut the list.
 const MaxRefusalPaths = 100
 
-// WorkspaceRefusal is the typed data of a refused workspace command,
-// carried as the `data` member of the response's error object
-// (`error: {code, message, data?}`, spec §8/§9.3). Reason is the sanitized,
+// WorkspaceRefusal is the typed data of a refused workspace command, carried
+// as the `data` member of the response's error object (`error: {code,
+// message, data?}`, docs/protocol.md §8/§9.3). Reason is the sanitized,
 // human-readable why (also the error's message). WorkspaceID is empty for a
 // create refused before an id existed.
 type WorkspaceRefusal struct {

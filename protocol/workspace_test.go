@@ -132,10 +132,10 @@ func walkJSON(v any, path string, fn func(path, key string, val any)) {
 	}
 }
 
-// TestWorkspaceProjectionHasNoGitDir is the spec's "common-dir and git-dir
-// paths remain omitted": no member of a workspace projection, response or
-// event is named after a git dir or common dir, and only cwd and
-// repository_cwd carry paths.
+// TestWorkspaceProjectionHasNoGitDir is the protocol's "common-dir and
+// git-dir paths remain omitted" (docs/protocol.md §10.1a): no member of a
+// workspace projection, response or event is named after a git dir or common
+// dir, and only cwd and repository_cwd carry paths.
 func TestWorkspaceProjectionHasNoGitDir(t *testing.T) {
 	t.Parallel()
 	w := sampleWorkspace()

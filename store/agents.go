@@ -29,7 +29,7 @@ type Agent struct {
 	Alias          string        `json:"alias,omitempty"`           // parent-scoped friendly name
 	DefinitionName string        `json:"definition_name,omitempty"` // agent definition it was made from
 	DisplayName    string        `json:"display_name,omitempty"`    // name shown in clients
-	WorkspaceID    string        `json:"workspace_id,omitempty"`    // the workspace it works in (issue 11)
+	WorkspaceID    string        `json:"workspace_id,omitempty"`    // the workspace it works in
 	Runtime        string        `json:"runtime,omitempty"`         // runtime profile; "" = the default ("shard")
 }
 

@@ -10,9 +10,9 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// Job is the durable record of a subagent job and its runs (spec §10.3,
-// §11.2). Task text is private: it lives only here and in the create or
-// relaunch payload, never in any projection.
+// Job is the durable record of a subagent job and its runs (docs/protocol.md
+// §10.3, §11.2). Task text is private: it lives only here and in the create
+// or relaunch payload, never in any projection.
 type Job struct {
 	JobID         string               `json:"job_id"`
 	ParentAgentID string               `json:"parent_agent_id"`

@@ -6,20 +6,20 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The security store (spec §4.1): who may use the web listener, and with
-// what. It holds hashes and metadata only. A browser session cookie or an
-// API token is "<id>.<secret>" with 32 random bytes of secret, handed to
-// its holder once; the store keeps the id and the hex SHA-256 of the whole
-// string. Hashes of high-entropy random secrets need no salt and no slow
-// KDF: there is no dictionary to precompute, and a 256-bit preimage search
-// is infeasible, so the file (or a backup of it) lets nobody log in. The
-// hash fields are checked to be 64 lowercase hex digits, so a raw secret
-// cannot be stored here by mistake. One-time enrollment codes and WS tickets
-// live only in the daemon's memory and never reach this file.
+// The security store (docs/protocol.md §4.1): who may use the web listener,
+// and with what. It holds hashes and metadata only. A browser session cookie
+// or an API token is "<id>.<secret>" with 32 random bytes of secret, handed
+// to its holder once; the store keeps the id and the hex SHA-256 of the whole
+// string. Hashes of high-entropy random secrets need no salt and no slow KDF:
+// there is no dictionary to precompute, and a 256-bit preimage search is
+// infeasible, so the file (or a backup of it) lets nobody log in. The hash
+// fields are checked to be 64 lowercase hex digits, so a raw secret cannot be
+// stored here by mistake. One-time enrollment codes and WS tickets live only
+// in the daemon's memory and never reach this file.
 
 // Principal is an identity that holds browser sessions and API credentials.
-// v0.1 has a single trust level (spec §4.3) and so a single principal, the
-// daemon's owner, created at the first enrollment.
+// v0.1 has a single trust level (docs/protocol.md §4.3) and so a single
+// principal, the daemon's owner, created at the first enrollment.
 type Principal struct {
 	ID        string `json:"principal_id"`
 	Name      string `json:"name"`

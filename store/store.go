@@ -43,8 +43,8 @@ const (
 	// the same after 100 jobs or 100,000 (schema version 2).
 	bucketOpenJobs = "open_jobs" // key job_id: empty, while the job has not ended
 
-	// The security store (spec §4.1): hashes and metadata only, never a
-	// raw code, cookie, ticket or token. See security.go.
+	// The security store (docs/protocol.md §4.1): hashes and metadata only,
+	// never a raw code, cookie, ticket or token. See security.go.
 	bucketPrincipals  = "principals"      // key principal_id: Principal JSON
 	bucketBrowsers    = "browsers"        // key browser_id: Browser JSON
 	bucketWebSessions = "web_sessions"    // key session_id: WebSession JSON
@@ -137,9 +137,8 @@ func Open(path string, opts Options) (*Store, error) {
 	// The freelist is not written at every commit (NoFreelistSync, as etcd
 	// runs bbolt) but rebuilt from the pages at open, in a map: a commit
 	// writes its own pages only, however fragmented the file has become
-	// (commit mean ~15% lower in bench jobs, the reconcile store written
-	// ~30% faster), for ~0.1 s more at the open of
-	// a 200 MB store. Crash safety is unchanged: the freelist is derived.
+	// (shorter commits, the jobs benchmark's), for a scan of the pages at
+	// open. Crash safety is unchanged: the freelist is derived.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, ReadOnly: opts.ReadOnly,
 		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if errors.Is(err, berrors.ErrTimeout) {

@@ -11,7 +11,7 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// Workspace is the durable record of one workspace (issue 11; spec
+// Workspace is the durable record of one workspace (docs/protocol.md
 // §10.1a): a git worktree the daemon created on a branch of its own. It
 // lives in the "workspaces" bucket under WorkspaceID, and the
 // "workspace_paths" bucket maps the WorktreePath of every record that is

@@ -3,10 +3,10 @@
 // binary needs no Node toolchain at build or run time.
 //
 // The gateway mounts Handler behind its own checks (Host pinning, the
-// listener-wide security headers); this package holds no credentials and
-// no routes but the page's. The page signs in with the session cookie set
-// by /enroll, takes a single-use ticket from POST /bootstrap for every
-// WebSocket it opens (spec §4.1), and speaks the wire protocol like any
+// listener-wide security headers); this package holds no credentials and no
+// routes but the page's. The page signs in with the session cookie set by
+// /enroll, takes a single-use ticket from POST /bootstrap for every WebSocket
+// it opens (docs/protocol.md §4.1), and speaks the wire protocol like any
 // other client: agent.list and agent_activity for the overview, one
 // interactive agent.attach for the selected agent and observer attachments
 // for the rest, sync then live events for the transcript (§6.4).
@@ -17,4 +17,9 @@
 // only when Options.Tests is set.
 //
 // Preact and htm are vendored under assets/vendor/ (see the README there).
+//
+// The enrollment page (enroll.html, EnrollPage) lives here too, though the
+// gateway serves it at GET /enroll: a browser opens it before it has a
+// session, so it is one self-contained file whose inline script and style
+// its policy allows by hash.
 package web

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/shard-dev/shard/internal/shardtest"
 )
@@ -26,6 +28,60 @@ func (p *page) typeAndClick(text, button string) {
 // assistantTexts is the assistant messages' texts, in transcript order.
 func assistantTexts(p *page) []string {
 	return eval[[]string](p, `[...document.querySelectorAll(".msg.assistant")].map(e => e.textContent)`)
+}
+
+// dispatch sends key events one by one, as chromedp.KeyEvent does, so a
+// test can hold back the rest of a key's events.
+func dispatch(evs ...*input.DispatchKeyEventParams) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		for _, e := range evs {
+			if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, *e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// TestDashboardSendingEnterLeavesNoNewline: the Enter that sends a prompt
+// leaves no line break in the prompt box, even when the key's text arrives
+// after the prompt was accepted and the box cleared. DevTools input sends
+// an Enter as keydown, then its text ("\r"), then keyup; the test holds the
+// text back until the box is empty, which a busy machine did by chance
+// (the second prompt of TestDashboardReconnectAfterRestart then went out
+// as "\nsim: say second answer"). The next prompt goes out as typed, and
+// Shift+Enter still breaks the line.
+func TestDashboardSendingEnterLeavesNoNewline(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
+	p := b.newPage("owner")
+	p.enroll(d)
+	p.createAgent(t.TempDir(), "composer")
+
+	enter := kb.Encode('\r') // keydown, its text, keyup
+	if len(enter) != 3 || enter[1].Text != "\r" {
+		t.Fatalf("Enter encodes as %d events; want keydown, text, keyup", len(enter))
+	}
+	p.run("type and press Enter", chromedp.SendKeys(chromedp.CSS("#prompt"), "sim: say first answer"), dispatch(enter[0]))
+	p.until("prompt accepted and the box cleared", `[...document.querySelectorAll(".msg.user")].some(e => e.textContent === "sim: say first answer") && document.querySelector("#prompt").value === ""`)
+	p.run("the Enter's text and keyup", dispatch(enter[1:]...))
+	if v := eval[string](p, `document.querySelector("#prompt").value`); v != "" {
+		t.Fatalf("prompt box after the sending Enter = %q; want it empty", v)
+	}
+	p.until("first answer", `[...document.querySelectorAll(".msg.assistant")].some(e => e.textContent === "first answer") && document.querySelector("#agent-status")?.textContent === "idle"`)
+
+	p.prompt("sim: say second answer")
+	p.until("second answer", `[...document.querySelectorAll(".msg.assistant")].some(e => e.textContent === "second answer")`)
+	users := eval[[]string](p, `[...document.querySelectorAll(".msg.user")].map(e => e.textContent)`)
+	if want := []string{"sim: say first answer", "sim: say second answer"}; strings.Join(users, "|") != strings.Join(want, "|") {
+		t.Fatalf("prompts shown %q; want %q", users, want)
+	}
+	// Shift+Enter still makes a line break.
+	p.run("Shift+Enter", chromedp.SendKeys(chromedp.CSS("#prompt"), "x"),
+		chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(kb.ModifierShift)), chromedp.SendKeys(chromedp.CSS("#prompt"), "y"))
+	if v := eval[string](p, `document.querySelector("#prompt").value`); v != "x\ny" {
+		t.Fatalf("prompt box after x, Shift+Enter, y = %q", v)
+	}
 }
 
 // TestDashboardSteerAndFollowUp: while a turn waits on a permission

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/shard-dev/shard/internal/shardtest"
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // Deadlines of the browser tests. They bound waits that normally end in
@@ -41,7 +42,7 @@ type binaries struct {
 var bins binaries // the test binary's build cache, not daemon state
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testhost.WithHome(m).Run() // no test reads the developer's home
 	if bins.dir != "" {
 		os.RemoveAll(bins.dir)
 	}
@@ -67,8 +68,8 @@ func built(t *testing.T) (shardd, shardctl string) {
 	return bins.shardd, bins.shardctl
 }
 
-// chromiumPath finds Chromium; .ci/run installs Debian's chromium when it
-// is missing, so a skip here means it could not be installed.
+// chromiumPath finds Chromium; .ci/run installs Debian's chromium, so in
+// its strict mode a missing Chromium fails the test (testhost.Missing).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
@@ -76,7 +77,7 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("no Chromium in PATH (install Debian's chromium: apt-get install chromium; .ci/run does it when it can)")
+	testhost.Missing(t, "chromium", "none of chromium, chromium-browser, google-chrome in PATH")
 	return ""
 }
 

@@ -95,3 +95,29 @@ func TestCSPStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEnrollPage: the page holds one inline script and one inline style,
+// the policy allows exactly those by hash, and a page with a block missing
+// or repeated is refused rather than served under a stale policy.
+func TestEnrollPage(t *testing.T) {
+	t.Parallel()
+	page, csp := EnrollPage()
+	for _, tag := range []string{"script", "style"} {
+		if !strings.Contains(csp, tag+"-src "+cspHash(inlineBlock(string(page), tag))+";") {
+			t.Errorf("CSP %q does not allow the page's %s by hash", csp, tag)
+		}
+	}
+	if !strings.Contains(string(page), `id="status"`) || !strings.Contains(string(page), `fetch("/enroll"`) {
+		t.Error("the page lost its status line or its POST /enroll")
+	}
+	for _, bad := range []string{"<p>no script</p>", "<script>a</script><script>b</script>"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("inlineBlock(%q) did not refuse", bad)
+				}
+			}()
+			inlineBlock(bad, "script")
+		}()
+	}
+}

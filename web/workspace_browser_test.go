@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/shard-dev/shard/internal/shardtest"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -69,19 +70,21 @@ func TestDashboardWorkspaces(t *testing.T) {
 	p.until("refusal shown", `/retire: CONFLICT .*\((confirmation_required|live|busy)\)/.test(document.querySelector("#notice").textContent)`)
 }
 
-// newWorkspace makes a real repository (main, one commit of README) and a
-// workspace of it labelled label through shardctl; it returns the
-// repository's root and the create's answer.
+// newWorkspace makes a real repository (main, one commit of README) with
+// an identity of its own, as a user's repository has (the daemon's merge
+// commits need one and never invent one), and a workspace of it labelled
+// label through shardctl; it returns the repository's root and the
+// create's answer.
 func newWorkspace(t *testing.T, d *daemon, label string) (string, protocol.WorkspaceCreateData) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testhost.Tool(t, "git")
 	repo, err := filepath.EvalSymlinks(shardtest.ShortTemp(t, "wr"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	gitIn(t, repo, "init", "-q", "-b", "main")
+	gitIn(t, repo, "config", "user.name", "t")
+	gitIn(t, repo, "config", "user.email", "t@example.test")
 	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/internal/outbox"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -45,9 +46,7 @@ type harness struct {
 
 func requireGit(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testhost.Tool(t, "git")
 }
 
 func gitIn(t *testing.T, dir string, args ...string) string {
@@ -518,9 +517,7 @@ func script(t *testing.T, body string) string {
 // setup_command runs in the new worktree with the workspace's id; a failing
 // one rolls the create back, removing even the files it wrote.
 func TestSetupCommand(t *testing.T) {
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh")
-	}
+	testhost.Tool(t, "sh")
 	repo := newRepo(t)
 	ok := script(t, `printf %s "$SHARD_WORKSPACE_ID" > setup-ran`)
 	h := startDeps(t, nil, "", func(d *workspaces.Deps) { d.SetupCommand = ok })

@@ -1,4 +1,4 @@
-// Package workspaces is the workspace actor (issue 11, spec §10.1a): the
+// Package workspaces is the workspace actor (docs/protocol.md §10.1a): the
 // one actor that owns every workspace record — a git worktree on a branch
 // of its own that the daemon created for its agents — and answers the
 // workspace.* commands the registry forwards to it.
@@ -37,23 +37,22 @@
 // explicit confirmation (delete_confirmed), and always keeps a tombstone
 // with the branch and its last head.
 //
-// Choices (the spec leaves them open): a detached main checkout with no
-// integration_target is refused as base_ref_unknown; retiring a missing
-// workspace only forgets the record; a retire whose CheckRetire finds the
-// worktree or repository gone marks an active record missing and refuses
-// missing_authority, so a retry forgets it; a retire of a retired workspace
-// is CONFLICT without refusal data; workspace.list with a cwd outside any
-// repository is refused not_a_repository, and its filter compares git common
-// dirs (the same from the main checkout and from every worktree);
-// workspace.merge (an extension) merges, squashes or rebases into the
-// integration target through git.Client.Merge, which refuses before anything
-// changes; nothing-to-merge, a missing committer identity and a target that
-// moved meanwhile are CONFLICT without refusal data; the live check knows
-// runtimes, turns and attached clients (the registry's AgentInfo and the
-// attachment counts agents report) and subagent runs in flight (asked of
-// the jobs coordinator: queued, starting or active runs of the workspace's
+// Choices (the protocol leaves them open; docs/protocol.md §13): a detached
+// main checkout with no integration_target is refused as base_ref_unknown;
+// retiring a missing workspace only forgets the record; a retire whose
+// CheckRetire finds the worktree or repository gone marks an active record
+// missing and refuses missing_authority, so a retry forgets it; a retire of a
+// retired workspace is CONFLICT without refusal data; workspace.list with a
+// cwd outside any repository is refused not_a_repository, and its filter
+// compares git common dirs (the same from the main checkout and from every
+// worktree); workspace.merge (an extension) merges, squashes or rebases into
+// the integration target through git.Client.Merge, which refuses before
+// anything changes; nothing-to-merge, a missing committer identity and a
+// target that moved meanwhile are CONFLICT without refusal data; the live
+// check knows runtimes, turns and attached clients (the registry's AgentInfo
+// and the attachment counts agents report) and subagent runs in flight (asked
+// of the jobs coordinator: queued, starting or active runs of the workspace's
 // agents are busy); a failed create keeps its record, retired, with
 // ConflictReason saying what was undone. Isolated subagent runs
-// (isolation.go) plan, make and measure workspaces for the jobs
-// coordinator.
+// (isolation.go) plan, make and measure workspaces for the jobs coordinator.
 package workspaces

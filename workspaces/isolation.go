@@ -13,9 +13,9 @@ import (
 	"github.com/shard-dev/shard/workspaces/git"
 )
 
-// Isolated subagent runs (subagent.create isolation "workspace", issue 11
-// item 6). The jobs coordinator owns the job; this actor owns the
-// workspaces, in three steps:
+// Isolated subagent runs (subagent.create isolation "workspace",
+// docs/protocol.md §10.3). The jobs coordinator owns the job; this actor owns
+// the workspaces, in three steps:
 //
 //  1. Plan (before the job commit): inspect the parent's repository and
 //     describe one new workspace per label — id, branch, worktree path,

@@ -6,8 +6,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/shard-dev/shard/internal/actortest"
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
-// TestMain checks for leaked goroutines once the tests passed, allowing
-// only protoactor's own that end by themselves (actortest.LeakOptions).
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, actortest.LeakOptions()...) }
+// TestMain runs the tests under a home of their own: the actor's git reads
+// no ~/.gitconfig, so each repository a test makes carries its identity.
+// Once they passed it checks for leaked goroutines, allowing only
+// protoactor's own that end by themselves (actortest.LeakOptions).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testhost.WithHome(m), actortest.LeakOptions()...) }

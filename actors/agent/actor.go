@@ -52,7 +52,7 @@ type RuntimeConfig struct {
 	// Track, when set, returns the tracker recording an agent's runtime
 	// processes (see proc.Tracker).
 	Track func(agentID string) proc.Tracker
-	// Profiles are the runtime profiles (config runtimes:, issue 13) by
+	// Profiles are the runtime profiles (config runtimes:) by
 	// name: the command line and extra environment a manifest's Runtime
 	// selects. The agent knows nothing of their kind. An agent whose
 	// Runtime is "" or DefaultProfile and that has no entry here runs

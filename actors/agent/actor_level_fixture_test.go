@@ -122,7 +122,7 @@ func (f *fixture) attach(c *actortest.Conn, role string) (protocol.AgentAttachDa
 	}
 	var data protocol.AgentAttachData
 	decode(f.t, resp.Data, &data)
-	// The sync comes right after the response (spec §6.4).
+	// The sync comes right after the response (docs/protocol.md §6.4).
 	rec := c.Next(f.t)
 	if rec.Type != protocol.TypeSync {
 		f.t.Fatalf("record after the attach response is %s, want sync", rec.Raw)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/internal/actortest"
 	"github.com/shard-dev/shard/internal/clock"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -120,7 +120,8 @@ func TestActorLevelAttachSyncAndRelay(t *testing.T) {
 	})
 
 	// A second client reusing the id p1 gets its own answer (the agent
-	// forwards under ids of its own, DESIGN §4); the first gets none.
+	// forwards under ids of its own, since clients choose theirs); the
+	// first gets none.
 	c2 := f.conn("websocket")
 	f.attach(c2, "")
 	if resp := f.prompt(c2, "p1", "sim: say again"); !resp.Success {
@@ -520,10 +521,7 @@ func TestActorLevelLease(t *testing.T) {
 // create is answered RUNTIME_START_FAILED and the agent is reported
 // failed, its identity kept.
 func TestActorLevelStartTimeout(t *testing.T) {
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skip("no sleep(1) to stand in for a mute runtime")
-	}
+	sleep := testhost.Tool(t, "sleep") // stands in for a mute runtime
 	clk := newManualClock(t)
 	f := newAgent(t, withClock(clk), func(d *agent.Deps, _ *store.Agent) {
 		d.Runtime.Path, d.Runtime.Args = sleep, []string{"600"} // never writes hello

@@ -185,7 +185,7 @@ func (a *Actor) forward(c actor.Context, r *Request) {
 			return
 		}
 	case protocol.TypeListModes, protocol.TypeListModels, protocol.TypeListReasoningLevels:
-		// Catalog reads never wake a stopped runtime (spec §9.2).
+		// Catalog reads never wake a stopped runtime (docs/protocol.md §9.2).
 		if !a.ready || a.stopping {
 			r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type,
 				protocol.Errorf(protocol.CodeConflict, "runtime is not running; %s does not start it", r.Header.Type)))
@@ -202,8 +202,8 @@ func (a *Actor) forward(c actor.Context, r *Request) {
 
 // send forwards a client's command (or the daemon's own) to the runtime,
 // without the routing agent_id the direct protocol omits: the record is
-// rewritten raw, not decoded again (DecodeCommand in the connection actor
-// validated it; DESIGN §3).
+// rewritten raw, not decoded again: DecodeCommand in the connection actor
+// validated it, and the relay's hot path never decodes a record twice.
 func (a *Actor) send(cl *Client, h protocol.Header, raw []byte, attach []uint64) {
 	rec, err := protocol.DeleteMember(raw, "agent_id")
 	if err != nil {
@@ -216,11 +216,11 @@ func (a *Actor) send(cl *Client, h protocol.Header, raw []byte, attach []uint64)
 }
 
 // toRuntime sends rec to the runtime under a fresh daemon id d-<n>, set as
-// its id (DESIGN §4: clients choose their own ids, so two clients may reuse
-// one), and records f as in flight under it until the runtime answers. It
-// returns the daemon id, or "" when rec cannot be rewritten (not a JSON
-// object): f's client then hears INVALID_REQUEST. The daemon's own records
-// always can.
+// its id (clients choose their own ids, so two clients may reuse one; see
+// docs/protocol.md §5.1), and records f as in flight under it until the
+// runtime answers. It returns the daemon id, or "" when rec cannot be
+// rewritten (not a JSON object): f's client then hears INVALID_REQUEST. The
+// daemon's own records always can.
 func (a *Actor) toRuntime(f *inflight, rec []byte) string {
 	a.seq++
 	did := "d-" + strconv.Itoa(a.seq)

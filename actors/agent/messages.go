@@ -53,12 +53,10 @@ type Client struct {
 // Send pushes one record to the client, and writes it at once, from the
 // sending goroutine, when the connection is idle (outbox.PushDirect): a
 // response no longer waits for the connection's writer goroutine to be
-// woken and scheduled. On a loaded daemon that hop was the tail of an
-// ack: over 6 alternating runs of 16 parents × 800 subagent.create, ack
-// p99 was 14.8–17.8 ms with it against 14.6–30.6 ms without (and ≤ 20 ms
-// in 7 of 8 runs of 200 creates, against 6 of 8). Broadcasts
-// (outbox.Hub) still wake the writers: one actor writing to every
-// connection itself was slower.
+// woken and scheduled. On a loaded daemon that hop was the tail of a
+// subagent.create's ack (the jobs benchmark's target, BENCHMARKS.md).
+// Broadcasts (outbox.Hub) still wake the writers: one actor writing to
+// every connection itself was slower.
 func (c *Client) Send(rec []byte) { c.Out.PushDirect(rec) }
 
 // hold queues rec for the client without starting to write it (see
@@ -119,8 +117,9 @@ type Routed struct {
 
 // LeaseStart asks the agent to run one task for a subagent run: once its
 // runtime is ready and idle the task is sent as a prompt, and the holder
-// hears LeaseStarted, then exactly one LeaseEnded. While the lease is held
-// a client's direct prompt or steer gets CONFLICT (spec §10.3 lease guard).
+// hears LeaseStarted, then exactly one LeaseEnded. While the lease is held a
+// client's direct prompt or steer gets CONFLICT (docs/protocol.md §10.3 lease
+// guard).
 type LeaseStart struct {
 	RunID  string
 	Task   string
@@ -200,10 +199,11 @@ type Route struct {
 	Msg     Message
 }
 
-// Delegate asks an ancestor to surface a child's permission/UI request to
-// its interactive clients (spec §6.3): a child with no interactive responder
-// of its own routes the request to the nearest ancestor that has one. Rec is
-// the request event with the child's agent_id; Origin is the child actor.
+// Delegate asks an ancestor to surface a child's permission/UI request to its
+// interactive clients (docs/protocol.md §6.3): a child with no interactive
+// responder of its own routes the request to the nearest ancestor that has
+// one. Rec is the request event with the child's agent_id; Origin is the
+// child actor.
 type Delegate struct {
 	RequestID string
 	Rec       []byte

@@ -118,7 +118,8 @@ func (a *Actor) onOutput(c actor.Context, line []byte) {
 		var ev protocol.ModelChanged
 		if json.Unmarshal(line, &ev) == nil && ev.Active.Model != "" {
 			// The new model's capabilities replace the runtime's: a fresh
-			// sync must not offer controls the model lacks (spec §7).
+			// sync must not offer controls the model lacks (docs/protocol.md
+			// §7).
 			if ev.Capabilities != nil {
 				a.caps = ev.Capabilities
 			}
@@ -180,12 +181,12 @@ func (a *Actor) fanout(line []byte) {
 // alive.
 const spliceMax = 16 << 10
 
-// spliced returns line with this agent's agent_id spliced in (DESIGN §3:
-// raw, no re-encoding). Within a batch, small records are appended to
-// shared buffers (of up to spliceMax) sized for the records behind them: a
-// burst costs an allocation per 16 KiB instead of one per record. Each
-// result's capacity ends where it does, so no append can reach a
-// neighbour.
+// spliced returns line with this agent's agent_id spliced in (raw, no
+// re-encoding: the relay's hot path never decodes an event it passes on).
+// Within a batch, small records are appended to shared buffers (of up to
+// spliceMax) sized for the records behind them: a burst costs an allocation
+// per 16 KiB instead of one per record. Each result's capacity ends where it
+// does, so no append can reach a neighbour.
 func (a *Actor) spliced(line []byte) []byte {
 	if a.idField == nil {
 		a.idField = protocol.AgentIDField(a.m.AgentID)
@@ -217,8 +218,8 @@ func (a *Actor) spliced(line []byte) []byte {
 }
 
 // directFanout is the most attachments the agent writes a batch to itself.
-// Measured at 5,000 events/s (BENCHMARKS.md, fanout): for 10 unix clients
-// the direct writes lowered p50 and p99 in 8 of 10 alternating runs (p50
-// 0.17–0.23 against 0.18–0.43 ms); for 100 clients they tripled p99, one
-// actor's serial writes against the writers' two cores.
+// For a few clients the direct writes save each connection's writer a
+// wake-up and lower the fan-out latency; for many, one actor's serial
+// writes lose to the writers, which write in parallel (the fanout
+// benchmark, BENCHMARKS.md, measures both).
 const directFanout = 16

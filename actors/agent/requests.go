@@ -19,7 +19,7 @@ type openRequest struct {
 	delegate   *actor.PID
 }
 
-// answer applies first-valid-response-wins (spec §6.3, §9.5).
+// answer applies first-valid-response-wins (docs/protocol.md §6.3, §9.5).
 func (a *Actor) answer(c actor.Context, r *Request, att *attachment) {
 	var reqID string
 	switch cmd := r.Cmd.(type) {
@@ -30,7 +30,8 @@ func (a *Actor) answer(c actor.Context, r *Request, att *attachment) {
 	}
 	o := a.open[reqID]
 	if o == nil || !a.ready {
-		// Already answered, withdrawn or unknown: discarded silently (§6.3).
+		// Already answered, withdrawn or unknown: discarded silently
+		// (docs/protocol.md §6.3).
 		r.Client.Send(protocol.NewResponse(r.Header.ID, r.Header.Type, nil))
 		return
 	}
@@ -108,7 +109,7 @@ func (a *Actor) onRequestEvent(c actor.Context, typ string, line []byte) {
 }
 
 // headless applies the agent's headless policy to a request nobody can
-// answer (spec §6.3 headless compatibility path).
+// answer (docs/protocol.md §6.3 headless compatibility path).
 func (a *Actor) headless(reqID, kind string) {
 	policy := a.m.HeadlessPolicy
 	if policy == "" {

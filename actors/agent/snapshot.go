@@ -148,7 +148,7 @@ func (a *Actor) answerAttaches(c actor.Context, f *inflight, snap *snapshot) {
 }
 
 // deliverSync answers an attach and sends its sync; from now on the client
-// receives every later event exactly once (spec §6.4).
+// receives every later event exactly once (docs/protocol.md §6.4).
 func (a *Actor) deliverSync(att *attachment, snap *snapshot) {
 	att.client.Send(protocol.NewResponse(att.attachID, protocol.TypeAgentAttach,
 		protocol.AgentAttachData{Status: a.status, Info: a.Info()}))
@@ -189,7 +189,7 @@ func (a *Actor) syncRecord(snap *snapshot) []byte {
 // snapshot is the runtime's state as get_sync (or its first sync) reports
 // it: protocol.GetSyncData, except that the live window's messages stay
 // raw. The daemon never looks into them, so the sync it builds relays them
-// as the runtime wrote them (DESIGN §3: the hot path stays raw) instead of
+// as the runtime wrote them (the hot path stays raw) instead of
 // decoding and re-encoding a window of thousands of messages on every
 // attach; for the records Shard runtimes write (protocol.Marshal of
 // protocol.Message) the bytes are the same either way.

@@ -11,6 +11,7 @@ import (
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/internal/actortest"
 	"github.com/shard-dev/shard/internal/procs"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -49,10 +50,7 @@ func hogCPUs(t *testing.T) (stop func()) {
 // Once it no longer waits for a CPU (here: stopped) and is still not
 // ready, the next bound kills it as before.
 func TestActorLevelStarvedStartGetsAnotherBound(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh to stand in for a busy runtime")
-	}
+	sh := testhost.Tool(t, "sh") // stands in for a busy runtime
 	stopHogs := hogCPUs(t)
 	clk := newManualClock(t)
 	f := newAgent(t, withClock(clk), func(d *agent.Deps, m *store.Agent) {

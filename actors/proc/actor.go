@@ -30,7 +30,7 @@ const stdinQueueMax = 1024
 // 64 KiB default keeps an idle agent cheap (the per-agent budget in
 // BENCHMARKS.md); at 256-byte deltas one read still takes ~16 records, so
 // read syscalls and Output messages stay a small share of the per-event
-// cost (the relay bench showed no difference from 16 KiB).
+// cost (the relay benchmark gains nothing from a larger buffer).
 const stdoutBuffer = 4 << 10
 
 // maxLogBytes bounds an agent's stderr log (logs/agents/<id>.log) as a
@@ -95,7 +95,8 @@ func (a *Actor) Receive(c actor.Context) {
 		// here would let *actor.Terminated (a system message) overtake it.
 		c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: m.code, Reason: m.reason, Started: true})
 	case *actor.Stopping:
-		// Safety net only; must not block or panic (protoactor pitfall §2.5).
+		// Safety net only; must not block or panic: a panic in Stopping
+		// would leave the actor half stopped, and a block stalls the system.
 		if !a.exited {
 			a.signal(syscall.SIGKILL)
 		}
@@ -134,7 +135,8 @@ func (a *Actor) start(c actor.Context) {
 	cmd.Stdout = outW
 	cmd.Stderr = stderr
 	// Own process group, so a stop reaches tool subprocesses too; and the
-	// child dies with the daemon (DESIGN §4).
+	// child dies with the daemon (Pdeathsig), so a daemon killed without
+	// a shutdown leaves no runtime behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stdinW, err := cmd.StdinPipe()
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/shard-dev/shard/actors/proc"
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/internal/xsync"
 )
 
@@ -121,28 +122,21 @@ func TestWriteReachesStdinAndTermEndsTheGroup(t *testing.T) {
 	}
 }
 
-// statField is field n (1-based, as proc(5) counts) of /proc/pid/stat;
-// the command name in field 2 may hold spaces, so fields are counted after
-// its ")".
-func statField(t *testing.T, pid, n int) int {
+// stat is /proc/<pid>/stat of process pid.
+func stat(t *testing.T, pid int) procstat.Stat {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	st, err := procstat.Read(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	var v int
-	if _, err := fmt.Sscan(f[n-3], &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return st
 }
 
-// niceOf is the niceness of process pid (field 19).
-func niceOf(t *testing.T, pid int) int { return statField(t, pid, 19) }
+// niceOf is the niceness of process pid.
+func niceOf(t *testing.T, pid int) int { return stat(t, pid).Nice }
 
-// policyOf is the scheduling policy of process pid (field 41).
-func policyOf(t *testing.T, pid int) int { return statField(t, pid, 41) }
+// policyOf is the scheduling policy of process pid.
+func policyOf(t *testing.T, pid int) int { return stat(t, pid).Policy }
 
 const schedIdle = 5 // SCHED_IDLE
 

@@ -496,9 +496,10 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		ParentAgentID:  req.ParentAgentID,
 		CreatedAt:      r.deps.Clock.Now().UnixMilli(),
 		Runtime:        req.Runtime,
-		// The managed-child fields (depth, launch_policy, alias, …) are
-		// never copied from a client: Validate refuses them (spec §10.1),
-		// and the jobs coordinator writes its children's manifests itself.
+		// The managed-child fields (depth, launch_policy, alias, …) are never
+		// copied from a client: Validate refuses them (docs/protocol.md
+		// §10.1), and the jobs coordinator writes its children's manifests
+		// itself.
 	}
 	if m.Mode == "" {
 		m.Mode = r.deps.DefaultMode
@@ -523,7 +524,8 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 	started := r.deps.Group.Go(func() {
 		err := prepare(&m, adopt, sessionsDir)
 		if err == nil {
-			// Commit before acknowledge (DESIGN §3).
+			// Commit before acknowledge: an acknowledged agent survives a
+			// crash.
 			if cerr := st.CreateAgent(m); cerr != nil {
 				err = fmt.Errorf("store agent manifest: %w", cerr)
 			}

@@ -76,23 +76,12 @@ within --reconnect, 130 on SIGINT (when not on a terminal).`,
 	return cmd
 }
 
-func (o *attachOptions) run(ctx context.Context, agentID string, stdin io.Reader, stdout io.Writer) error {
-	conn, err := o.g.connect(ctx)
+func (o *attachOptions) run(ctx context.Context, agent string, stdin io.Reader, stdout io.Writer) error {
+	conn, agentID, att, err := o.g.attachInteractive(ctx, agent)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	if agentID, err = resolveAgent(ctx, conn, agentID); err != nil {
-		return err
-	}
-	var att protocol.AgentAttachData
-	attach := &protocol.AgentAttach{
-		Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: agentID},
-		Role:   protocol.RoleInteractive,
-	}
-	if err := conn.Call(ctx, attach, &att); err != nil {
-		return fmt.Errorf("attach %s: %w", agentID, err)
-	}
+	defer func() { conn.Close() }() // the connection in use at the end
 
 	pal := newPalette(stdout, o.g.noColor)
 	var scr screen
@@ -130,31 +119,12 @@ func (o *attachOptions) run(ctx context.Context, agentID string, stdin io.Reader
 			return err
 		}
 		scr.line(pal.red(fmt.Sprintf("(%v; reconnecting for up to %s…)", lost.err, o.reconnect)))
-		for {
-			if werr := rc.wait(ctx, o.reconnect); werr != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				return failed(fmt.Errorf("%v, and no reconnect within %s", lost.err, o.reconnect))
-			}
-			c, err := o.g.connect(ctx)
-			if err != nil {
-				continue
-			}
-			if err := c.Call(ctx, attach, &att); err != nil {
-				c.Close()
-				var pe *protocol.Error
-				if errors.As(err, &pe) {
-					return fmt.Errorf("attach %s again: %w", agentID, err)
-				}
-				continue
-			}
-			conn = c
-			defer c.Close()
-			rc.reset()
-			scr.line(pal.dim("(reconnected)"))
-			break
+		c, a, err := o.g.reattach(ctx, &rc, o.reconnect, agentID, lost.err)
+		if err != nil {
+			return err
 		}
+		conn, att = c, a
+		scr.line(pal.dim("(reconnected)"))
 	}
 }
 
@@ -164,12 +134,13 @@ func (o *attachOptions) run(ctx context.Context, agentID string, stdin io.Reader
 func (o *attachOptions) session(ctx context.Context, conn *client.Conn, agentID string, att protocol.AgentAttachData, scr screen, first bool) error {
 	s := &attachSession{
 		ctx: ctx, conn: conn, agentID: agentID, scr: scr, p: scr.pal(),
-		status: att.Status, mode: att.Info.Mode, names: map[string]string{}, namesC: make(chan map[string]string, 1),
+		status: att.Status, mode: att.Info.Mode, namesC: make(chan map[string]string, 1),
 		cmds:    make(chan protocol.Typed, maxQueuedCommands),
 		results: make(chan commandResult, maxQueuedCommands),
 		stop:    make(chan struct{}),
 		synced:  !first,
 	}
+	s.questioner = questioner{view: s, agentID: agentID, names: map[string]string{}}
 	senderDone, namesDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(senderDone); s.send() }()
 	go func() { defer close(namesDone); s.namesC <- agentNames(ctx, conn) }()
@@ -230,16 +201,15 @@ type attachSession struct {
 
 	status protocol.AgentStatus
 	mode   string
-	// names maps the agents known at attach (subagents included) to their
-	// names, to say who asks a delegated question; agent.list is asked in
-	// the background and its answer arrives on namesC.
-	names  map[string]string
+	// namesC brings the names of the agents known at attach (subagents
+	// included), to say who asks a delegated question: agent.list is asked
+	// in the background.
 	namesC chan map[string]string
 	inTurn bool // between turn_start and turn_end
 	synced bool // the first sync (and its recent turns) was shown
 	sent   bool // a prompt or steer was sent and no turn has ended since
 	eof    bool // the input ended: detach once settled
-	questionQueue
+	questioner
 
 	// Commands go out through one sender goroutine, in order, and their
 	// answers come back on results: the loop never waits on a response,
@@ -354,12 +324,24 @@ func (s *attachSession) refreshPrompt() {
 	}
 }
 
+// handle applies one event. Another agent's are a subagent's questions:
+// a subagent of the attached one with no interactive client of its own has
+// its permission and UI requests delegated to this attachment with its own
+// agent_id (docs/protocol.md §6.3), and they are asked like the agent's
+// own, naming the child. Other events of other agents are not this
+// session's.
 func (s *attachSession) handle(msg protocol.Typed) {
-	if from := msg.Head().AgentID; from != s.agentID {
-		s.handleDelegated(from, msg)
+	from := msg.Head().AgentID
+	if from == s.agentID {
+		from = ""
+	} else if !questionEvent(msg) {
 		return
 	}
 	safeEvent(msg) // terminal safety: see sanitize.go
+	if s.take(from, msg) {
+		s.refreshPrompt()
+		return
+	}
 	switch m := msg.(type) {
 	case *protocol.Sync:
 		s.status, s.mode = m.Status, m.Mode
@@ -399,18 +381,6 @@ func (s *attachSession) handle(msg protocol.Typed) {
 			done += fmt.Sprintf(" (in %d, out %d tokens)", m.Usage.Input, m.Usage.Output)
 		}
 		s.scr.line(s.p.dim(done))
-	case *protocol.PermissionRequest:
-		s.enqueue(question{perm: m})
-	case *protocol.UIRequest:
-		if m.Kind == protocol.UINotify {
-			s.scr.line(notifyLine(m))
-			break
-		}
-		s.enqueue(question{ui: m})
-	case *protocol.PermissionResolved:
-		s.resolved(m.RequestID, firstNonEmpty(m.Decision, m.ChoiceID), m.Source)
-	case *protocol.UIResolved:
-		s.resolved(m.RequestID, "answered", m.Source)
 	case *protocol.ErrorEvent:
 		s.sent = false
 		s.scr.line(s.p.red(fmt.Sprintf("error: %s: %s", m.Code, m.Message)))
@@ -435,8 +405,12 @@ func (s *attachSession) input(in lineResult) (quit bool, err error) {
 	}
 	line := strings.TrimRight(in.line, "\r\n")
 	if len(s.questions) > 0 && (in.eof || !strings.HasPrefix(line, "/") || strings.HasPrefix(line, "//")) {
-		s.answer(in)
-		return false, nil
+		if strings.HasPrefix(in.line, "//") {
+			in.line = in.line[1:] // "//TEXT" answers "/TEXT"
+		}
+		err := s.answer(in)
+		s.refreshPrompt()
+		return false, err
 	}
 	if in.eof {
 		if _, tty := s.scr.(*ttyScreen); tty {

@@ -61,12 +61,12 @@ func TestAttachPipedPromptsRunInOrder(t *testing.T) {
 	}
 }
 
-// TestAttachAnswersADelegatedChildQuestion: a subagent's permission
-// request, delegated to the parent's attachment with the child's agent_id
-// (spec §6.3), is asked naming the child and answered with the child's
-// agent_id (attach used to drop it, and the child waited for the headless
-// timeout). (The child's name is looked up in the background, so it may
-// come too late for a plain line; the id is always there.)
+// TestAttachAnswersADelegatedChildQuestion: a subagent's permission request,
+// delegated to the parent's attachment with the child's agent_id
+// (docs/protocol.md §6.3), is asked naming the child and answered with the
+// child's agent_id (attach used to drop it, and the child waited for the
+// headless timeout). (The child's name is looked up in the background, so it
+// may come too late for a plain line; the id is always there.)
 func TestAttachAnswersADelegatedChildQuestion(t *testing.T) {
 	const child = "agent-child"
 	d := newFakeDaemon(t, func(c *daemonConn, hd protocol.Header, rec []byte) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -347,11 +348,11 @@ func checkOrphans(r *doctorReport, home string, daemonPID int) {
 		if !inHome || agentID == "" {
 			continue
 		}
-		state, ppid, ok := procStat(pid)
-		if !ok || state == "Z" {
+		st, err := procstat.Read(pid)
+		if err != nil || st.Exited() {
 			continue
 		}
-		if descendsFrom(ppid, daemonPID) {
+		if procstat.DescendsFrom(st.PPID, daemonPID) {
 			continue
 		}
 		orphans = append(orphans, fmt.Sprintf("pid %d (%s): %s", pid, agentID, cmdline(pid)))
@@ -365,49 +366,6 @@ func checkOrphans(r *doctorReport, home string, daemonPID int) {
 	default:
 		r.add("orphans", checkOK, "every agent runtime of this home runs under the daemon (pid %d)", daemonPID)
 	}
-}
-
-// descendsFrom reports whether pid is ancestor or one of its descendants.
-func descendsFrom(pid, ancestor int) bool {
-	if ancestor <= 0 {
-		return false
-	}
-	for range 128 { // process trees are shallow; this bounds a loop on a race
-		if pid == ancestor {
-			return true
-		}
-		if pid <= 1 {
-			return false
-		}
-		_, ppid, ok := procStat(pid)
-		if !ok {
-			return false
-		}
-		pid = ppid
-	}
-	return false
-}
-
-// procStat returns the state letter and parent pid of pid.
-func procStat(pid int) (state string, ppid int, ok bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return "", 0, false
-	}
-	// "pid (comm) state ppid …"; comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return "", 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return "", 0, false
-	}
-	ppid, err = strconv.Atoi(f[1])
-	if err != nil {
-		return "", 0, false
-	}
-	return f[0], ppid, true
 }
 
 // cmdline is a process's command line, shortened.

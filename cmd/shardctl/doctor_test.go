@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -74,19 +75,20 @@ func TestDoctorFindsProblems(t *testing.T) {
 	}
 	// A discovery file whose pid is alive but no daemon answers on the
 	// socket (a hung daemon).
-	hung := exec.Command("sleep", "30")
+	sleep := testhost.Tool(t, "sleep")
+	hung := exec.Command(sleep, "30")
 	if err := hung.Start(); err != nil {
-		t.Skipf("cannot start sleep: %v", err)
+		t.Fatal(err)
 	}
 	defer func() { _ = hung.Process.Kill(); _ = hung.Wait() }()
 	if err := os.WriteFile(filepath.Join(home, discoveryName), []byte(`{"pid":`+strconv.Itoa(hung.Process.Pid)+`}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// An agent runtime of this home outside any daemon.
-	orphan := exec.Command("sleep", "30")
+	orphan := exec.Command(sleep, "30")
 	orphan.Env = append(os.Environ(), "SHARD_HOME="+home, "SHARD_AGENT_ID=agent-orphan")
 	if err := orphan.Start(); err != nil {
-		t.Skipf("cannot start sleep: %v", err)
+		t.Fatal(err)
 	}
 	defer func() { _ = orphan.Process.Kill(); _ = orphan.Wait() }()
 

@@ -14,10 +14,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs the tests under a home of their own (none reads the
+// developer's ~/.shard) and checks for leaked goroutines.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testhost.WithHome(m)) }
 
 // testTimeout bounds every command run in these tests.
 const testTimeout = 10 * time.Second

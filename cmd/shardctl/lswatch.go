@@ -12,7 +12,7 @@ import (
 // listWatch is "ls --watch": print the list, then print it again after
 // every change the daemon reports (agent status and spawn/exit events; run
 // changes, which reach a connection once it asked subagent.status of the
-// run's parent, spec §10.3), until Ctrl-C. A burst of events is one
+// run's parent, docs/protocol.md §10.3), until Ctrl-C. A burst of events is one
 // redraw: the events already queued are taken before the list is asked
 // again. On a terminal the screen is cleared before each list; elsewhere
 // the lists are separated by a blank line. The connection's loss exits 1.

@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/protocol"
@@ -67,27 +62,15 @@ Exits 1 if the agent reports an error or a command fails, 130 on Ctrl-C
 	return cmd
 }
 
-func (o *promptOptions) run(ctx context.Context, agentID, text string, stdin io.Reader, stdout, stderr io.Writer) error {
-	conn, err := o.g.connect(ctx)
+func (o *promptOptions) run(ctx context.Context, agent, text string, stdin io.Reader, stdout, stderr io.Writer) error {
+	// Events are consumed only after the prompt is accepted; the client
+	// buffers them meanwhile, and they are few (a sync, maybe some
+	// orchestrator events).
+	conn, agentID, att, err := o.g.attachInteractive(ctx, agent)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	if agentID, err = resolveAgent(ctx, conn, agentID); err != nil {
-		return err
-	}
-
-	// Events are consumed only after the prompt is accepted; the client
-	// buffers them meanwhile, and they are few (a sync, maybe some
-	// orchestrator events).
-	var att protocol.AgentAttachData
-	attach := &protocol.AgentAttach{
-		Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: agentID},
-		Role:   protocol.RoleInteractive,
-	}
-	if err := conn.Call(ctx, attach, &att); err != nil {
-		return fmt.Errorf("attach %s: %w", agentID, err)
-	}
 	busy := midTurn(att.Status)
 	prompt := &protocol.Prompt{
 		Header:  protocol.Header{Type: protocol.TypePrompt, AgentID: agentID},
@@ -108,6 +91,7 @@ func (o *promptOptions) run(ctx context.Context, agentID, text string, stdin io.
 		lines:      lines,
 		waitOthers: busy,
 	}
+	s.questioner = questioner{view: s, agentID: agentID}
 	if _, err := requestDraining(ctx, conn, prompt, &s.backlog); err != nil {
 		if ctx.Err() != nil {
 			return s.interrupted() // the prompt may have been accepted
@@ -129,59 +113,6 @@ func midTurn(s protocol.AgentStatus) bool {
 	return false
 }
 
-// question is a permission or UI request waiting for the user.
-// questionQueue holds the questions waiting for the user, oldest first;
-// prompt and attach share it. Each request id is queued once, so one that
-// is both in a sync and broadcast is asked once.
-type questionQueue struct {
-	questions []question
-	seen      map[string]bool
-}
-
-// push queues q and reports whether it is now the head (to be asked).
-func (qq *questionQueue) push(q question) (head bool) {
-	if qq.seen == nil {
-		qq.seen = map[string]bool{}
-	}
-	if qq.seen[q.id()] {
-		return false
-	}
-	qq.seen[q.id()] = true
-	qq.questions = append(qq.questions, q)
-	return len(qq.questions) == 1
-}
-
-// drop removes the question with id, answered here or elsewhere: ok says
-// it was queued, note is the line to show, askNext that a new head must be
-// asked.
-func (qq *questionQueue) drop(id, how, source string) (note string, askNext, ok bool) {
-	i := slices.IndexFunc(qq.questions, func(q question) bool { return q.id() == id })
-	if i < 0 {
-		return "", false, false
-	}
-	qq.questions = slices.Delete(qq.questions, i, i+1)
-	if source != "" {
-		how += " by " + source
-	}
-	return fmt.Sprintf("(%s: %s)", id, how), i == 0 && len(qq.questions) > 0, true
-}
-
-type question struct {
-	perm *protocol.PermissionRequest
-	ui   *protocol.UIRequest
-	// from is the agent that asks when it is not the attached one: a
-	// subagent whose question the daemon delegated up (spec §6.3); the
-	// answer carries its agent_id. from is empty for the attached agent.
-	from string
-}
-
-func (q question) id() string {
-	if q.perm != nil {
-		return q.perm.RequestID
-	}
-	return q.ui.RequestID
-}
-
 // promptSession follows one prompt's turn.
 type promptSession struct {
 	ctx     context.Context
@@ -198,7 +129,7 @@ type promptSession struct {
 	failure    error  // the first error event or failed command
 	midLine    bool   // stdout ends without a newline
 	separate   bool   // a terminal cursor may sit after model text: start stderr lines on a new line
-	questionQueue
+	questioner
 	// backlog holds events taken off the connection while a command
 	// waited for its response (requestDraining); they come first.
 	backlog []client.Event
@@ -238,6 +169,9 @@ func (s *promptSession) loop() error {
 				return s.result()
 			}
 		case ans := <-answers:
+			if s.lines.echo || ans.eof {
+				fmt.Fprintln(s.errw, ans.line) // ends the open question line
+			}
 			if err := s.answer(ans); err != nil {
 				return err
 			}
@@ -261,6 +195,9 @@ func (s *promptSession) handle(msg protocol.Typed) (done bool, err error) {
 		return false, nil
 	}
 	safeEvent(msg) // terminal safety: see sanitize.go
+	if s.take("", msg) {
+		return false, nil
+	}
 	switch m := msg.(type) {
 	case *protocol.Sync:
 		for _, raw := range m.PendingRequests {
@@ -295,18 +232,6 @@ func (s *promptSession) handle(msg protocol.Typed) (done bool, err error) {
 		if s.started {
 			s.note(s.pal.dim("↳ " + resultSummary(m)))
 		}
-	case *protocol.PermissionRequest:
-		s.enqueue(question{perm: m})
-	case *protocol.UIRequest:
-		if m.Kind == protocol.UINotify {
-			s.note(notifyLine(m))
-			break
-		}
-		s.enqueue(question{ui: m})
-	case *protocol.PermissionResolved:
-		s.resolved(m.RequestID, firstNonEmpty(m.Decision, m.ChoiceID), m.Source)
-	case *protocol.UIResolved:
-		s.resolved(m.RequestID, "answered", m.Source)
 	case *protocol.ErrorEvent:
 		s.fail(&protocol.Error{Code: m.Code, Message: m.Message})
 		return m.Fatal, nil
@@ -366,101 +291,16 @@ func (s *promptSession) endLine() {
 	}
 }
 
-func (s *promptSession) enqueue(q question) {
-	if s.push(q) {
-		s.ask()
-	}
-}
+// The questionView of the shared question path (questioner.go): questions
+// and notes go to stderr, and an answer is a request that keeps draining
+// events.
 
-// resolved drops a question that was answered (here or elsewhere).
-func (s *promptSession) resolved(id, how, source string) {
-	if note, askNext, ok := s.drop(id, how, source); ok {
-		s.note(note)
-		if askNext {
-			s.ask()
-		}
-	}
-}
+func (s *promptSession) say(line string)    { s.note(line) }
+func (s *promptSession) remark(line string) { s.note(line) }
 
-// ask prints the question at the head of the queue.
-func (s *promptSession) ask() {
-	s.separateLine()
-	q := s.questions[0]
-	if p := q.perm; p != nil {
-		if p.Prompt != "" {
-			fmt.Fprintln(s.errw, p.Prompt)
-		}
-		for _, d := range p.Details {
-			if d.Label != "" {
-				fmt.Fprintf(s.errw, "  %s: %s\n", d.Label, d.Value)
-			} else {
-				fmt.Fprintf(s.errw, "  %s\n", d.Value)
-			}
-		}
-		if n := alwaysNote(p); n != "" {
-			fmt.Fprintln(s.errw, s.pal.dim(n))
-		}
-		target := toolTarget(p.Input)
-		fmt.Fprintf(s.errw, "Allow %s? %s: ", strings.TrimSpace(p.ToolName+" "+target), permissionChoices(p))
-		return
-	}
-	u := q.ui
-	head := strings.TrimSpace(strings.Join([]string{u.Title, u.Message}, " — "))
-	head = strings.Trim(head, " —")
-	switch u.Kind {
-	case protocol.UISelect:
-		if head != "" {
-			fmt.Fprintln(s.errw, head)
-		}
-		for i, opt := range u.Options {
-			fmt.Fprintf(s.errw, "  %d) %s\n", i+1, opt)
-		}
-		fmt.Fprintf(s.errw, "Choose [1-%d]: ", len(u.Options))
-	case protocol.UIConfirm:
-		fmt.Fprintf(s.errw, "%s [y/n]: ", orDefault(head, "Confirm?"))
-	default: // input, editor
-		if u.Prefill != "" {
-			fmt.Fprintf(s.errw, "%s [%s]: ", orDefault(head, "Input"), u.Prefill)
-		} else {
-			fmt.Fprintf(s.errw, "%s: ", orDefault(head, "Input"))
-		}
-	}
-}
-
-// answer applies one line of user input to the head question.
-func (s *promptSession) answer(ans lineResult) error {
-	q := s.questions[0]
-	if s.lines.echo || ans.eof {
-		fmt.Fprintln(s.errw, ans.line) // ends the open question line
-	}
-	var cmd protocol.Typed
-	if p := q.perm; p != nil {
-		decision, ok := parseDecision(ans, p)
-		if !ok {
-			s.ask()
-			return nil
-		}
-		if ans.eof {
-			fmt.Fprintln(s.errw, "(no input: deny)")
-		}
-		cmd = &protocol.PermissionResponse{
-			Header:    protocol.Header{Type: protocol.TypePermissionResponse, AgentID: s.agentID},
-			RequestID: p.RequestID,
-			Decision:  decision,
-		}
-	} else {
-		value, ok := parseUIValue(ans, q.ui)
-		if !ok {
-			s.ask()
-			return nil
-		}
-		cmd = &protocol.UIResponse{
-			Header:    protocol.Header{Type: protocol.TypeUIResponse, AgentID: s.agentID},
-			RequestID: q.ui.RequestID,
-			Value:     value,
-		}
-	}
-	s.questions = s.questions[1:]
+// sendAnswer sends the answer; a refused one is the prompt's failure, a
+// lost connection ends it.
+func (s *promptSession) sendAnswer(cmd protocol.Typed) error {
 	if _, err := requestDraining(s.ctx, s.conn, cmd, &s.backlog); err != nil {
 		var pe *protocol.Error
 		if !errors.As(err, &pe) {
@@ -468,10 +308,32 @@ func (s *promptSession) answer(ans lineResult) error {
 		}
 		s.fail(err)
 	}
-	if len(s.questions) > 0 {
-		s.ask()
-	}
 	return nil
+}
+
+// ask prints q, the head of the queue, and leaves the cursor after it.
+func (s *promptSession) ask(q question, _ bool) {
+	s.separateLine()
+	if p := q.perm; p != nil && p.Prompt != "" {
+		fmt.Fprintln(s.errw, p.Prompt)
+	}
+	if u := q.ui; u != nil && u.Kind == protocol.UISelect && uiHead(u) != "" {
+		fmt.Fprintln(s.errw, uiHead(u))
+	}
+	for _, l := range detailLines(q) {
+		fmt.Fprintln(s.errw, l)
+	}
+	switch p, u := q.perm, q.ui; {
+	case p != nil:
+		if n := alwaysNote(p); n != "" {
+			fmt.Fprintln(s.errw, s.pal.dim(n))
+		}
+		fmt.Fprintf(s.errw, "%s %s: ", allowQuestion(p), permissionChoices(p))
+	case u.Kind == protocol.UISelect:
+		fmt.Fprintf(s.errw, "Choose [1-%d]: ", len(u.Options))
+	default:
+		fmt.Fprint(s.errw, uiQuestion(u))
+	}
 }
 
 // interrupted asks the agent to stop our turn, best effort, after Ctrl-C.
@@ -492,61 +354,3 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
-
-// lineResult is one line of user input; eof marks the end of input (line
-// then holds any final unterminated text).
-type lineResult struct {
-	line string
-	eof  bool
-}
-
-// lineReader reads stdin lines in a goroutine, started on first use, so
-// that waiting for an answer never blocks event handling.
-type lineReader struct {
-	r    io.Reader
-	once sync.Once
-	ch   chan lineResult
-	quit chan struct{}
-	// echo: input is not a terminal, so answers are echoed to keep the
-	// transcript on stderr readable.
-	echo bool
-}
-
-func newLineReader(r io.Reader) *lineReader {
-	f, ok := r.(*os.File)
-	tty := ok && term.IsTerminal(int(f.Fd()))
-	return &lineReader{r: r, ch: make(chan lineResult), quit: make(chan struct{}), echo: !tty}
-}
-
-// C returns the channel of lines. After end of input it yields eof results
-// forever, so every later question is answered by its default.
-func (l *lineReader) C() <-chan lineResult {
-	l.once.Do(func() { go l.read() })
-	return l.ch
-}
-
-func (l *lineReader) read() {
-	br := bufio.NewReader(l.r)
-	for {
-		line, err := br.ReadString('\n')
-		res := lineResult{line: strings.TrimRight(line, "\r\n"), eof: err != nil}
-		select {
-		case l.ch <- res:
-		case <-l.quit:
-			return
-		}
-		if err != nil {
-			for {
-				select {
-				case l.ch <- lineResult{eof: true}:
-				case <-l.quit:
-					return
-				}
-			}
-		}
-	}
-}
-
-// stop ends the goroutine once its current read returns (a read blocked on
-// a terminal ends with the process).
-func (l *lineReader) stop() { close(l.quit) }

@@ -28,10 +28,10 @@ func permissionChoices(p *protocol.PermissionRequest) string {
 	return strings.Join(cs, "/")
 }
 
-// alwaysNote says what [a]lways covers (spec §8: allow_always is always
-// exact): the same tool with the same arguments, for this agent's session,
-// remembered across restarts; any other call still asks. Empty when the
-// request does not offer it.
+// alwaysNote says what [a]lways covers (docs/protocol.md §8: allow_always is
+// always exact): the same tool with the same arguments, for this agent's
+// session, remembered across restarts; any other call still asks. Empty when
+// the request does not offer it.
 func alwaysNote(p *protocol.PermissionRequest) string {
 	if !allows(p, protocol.DecisionAllowAlways) {
 		return ""
@@ -44,6 +44,50 @@ func alwaysNote(p *protocol.PermissionRequest) string {
 // the request lists none).
 func allows(p *protocol.PermissionRequest, decision string) bool {
 	return len(p.Options) == 0 || slices.Contains(p.Options, decision)
+}
+
+// detailLines are the lines under a question: a permission request's
+// details, a select's numbered options.
+func detailLines(q question) []string {
+	var lines []string
+	if p := q.perm; p != nil {
+		for _, d := range p.Details {
+			if d.Label != "" {
+				lines = append(lines, fmt.Sprintf("  %s: %s", d.Label, d.Value))
+			} else {
+				lines = append(lines, "  "+d.Value)
+			}
+		}
+	} else if u := q.ui; u.Kind == protocol.UISelect {
+		for i, opt := range u.Options {
+			lines = append(lines, fmt.Sprintf("  %d) %s", i+1, opt))
+		}
+	}
+	return lines
+}
+
+// uiHead is a UI request's title and message, as one line.
+func uiHead(u *protocol.UIRequest) string {
+	return strings.Trim(strings.TrimSpace(strings.Join([]string{u.Title, u.Message}, " — ")), " —")
+}
+
+// allowQuestion asks for a permission by what it would do, e.g. "Allow
+// write notes.md?".
+func allowQuestion(p *protocol.PermissionRequest) string {
+	return fmt.Sprintf("Allow %s?", strings.TrimSpace(p.ToolName+" "+toolTarget(p.Input)))
+}
+
+// uiQuestion is the line that asks a confirm or an input (attach and
+// prompt ask a select each their own way).
+func uiQuestion(u *protocol.UIRequest) string {
+	head := uiHead(u)
+	if u.Kind == protocol.UIConfirm {
+		return fmt.Sprintf("%s [y/n]: ", orDefault(head, "Confirm?"))
+	}
+	if u.Prefill != "" {
+		return fmt.Sprintf("%s [%s]: ", orDefault(head, "Input"), u.Prefill)
+	}
+	return orDefault(head, "Input") + ": "
 }
 
 // parseDecision maps an answer to a decision; ok is false for an answer

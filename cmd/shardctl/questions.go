@@ -16,13 +16,13 @@ import (
 // questions ls / answer: the permission and UI requests open across every
 // agent. The daemon has no command that lists them, so shardctl asks
 // agent.list for the agents waiting for an answer and reads each one's
-// pending_requests from the sync of an observer attach (spec §6.4); an
-// observer neither answers nor starts a runtime (only agents whose status
-// says they wait are attached, and those run). Answering attaches
-// interactively to the asking agent and sends the response with its
-// agent_id, which also answers a subagent's question delegated to its
-// parent (§6.3). Choice: no age column — a request carries no time on the
-// wire; the agent's status says how long nothing else happened.
+// pending_requests from the sync of an observer attach (docs/protocol.md
+// §6.4); an observer neither answers nor starts a runtime (only agents whose
+// status says they wait are attached, and those run). Answering attaches
+// interactively to the asking agent and sends the response with its agent_id,
+// which also answers a subagent's question delegated to its parent (§6.3).
+// Choice: no age column — a request carries no time on the wire; the agent's
+// status says how long nothing else happened.
 
 // openQuestion is one open request, for questions ls.
 type openQuestion struct {
@@ -87,8 +87,9 @@ included), with what each asks and the answers "questions answer" takes.`,
 		Long: `Answer an open question: a permission request takes allow, deny or always
 (allow this exact call from now on) — or y, n, a — or the id of one of its
 choices; a select takes an option's number or text, a confirm yes or no, an
-input the text. The first answer wins (spec: first response wins); a question
-answered meanwhile elsewhere is reported as such.`,
+input the text. The first answer wins, from whichever client sends it (this
+command, an attached terminal, the web dashboard); a question answered
+meanwhile elsewhere is reported as such.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withConn(cmd.Context(), g, func(ctx context.Context, conn *client.Conn) error {

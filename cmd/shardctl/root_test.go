@@ -5,9 +5,13 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/shard-dev/shard/protocol"
 )
@@ -127,4 +131,27 @@ func TestHelpHasNoBoolMarkers(t *testing.T) {
 	if r.code != 0 || strings.Contains(r.stdout, "[=true|false]") || !strings.Contains(r.stdout, "--no-wait ") {
 		t.Fatalf("help:\n%s", r.stdout)
 	}
+}
+
+// TestHelpCitesNoPrivateDocs: help speaks to the person at the terminal,
+// who has no copy of the wire spec or of design notes: it says what it
+// means in words, and cites neither by section or name.
+func TestHelpCitesNoPrivateDocs(t *testing.T) {
+	// The bracketed letters keep this pattern from matching itself when the
+	// repository is searched for such citations.
+	cite := regexp.MustCompile(`\bspec\b|§|[D]ESIGN|\b[i]ssue \d`)
+	var walk func(cmd *cobra.Command)
+	walk = func(cmd *cobra.Command) {
+		texts := []string{cmd.Short, cmd.Long, cmd.Example}
+		cmd.Flags().VisitAll(func(f *pflag.Flag) { texts = append(texts, f.Usage) })
+		for _, s := range texts {
+			if m := cite.FindString(s); m != "" {
+				t.Errorf("%s: help cites %q: %q", cmd.CommandPath(), m, s)
+			}
+		}
+		for _, sub := range cmd.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCommand())
 }

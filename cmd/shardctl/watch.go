@@ -241,7 +241,7 @@ func connEnded(conn *client.Conn) error {
 }
 
 // watchAll prints the daemon-wide events. Run changes go only to
-// connections that speak for a parent (spec §10.3), so watch asks
+// connections that speak for a parent (docs/protocol.md §10.3), so watch asks
 // subagent.status of every parent it learns of — from agent.list and
 // jobs.list at the start, from agent_spawned later — which subscribes it.
 func (o *watchOptions) watchAll(ctx context.Context, conn *client.Conn, w io.Writer) error {

@@ -6,7 +6,8 @@ func newWebCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "web",
 		Short: "Enroll browsers and manage their sessions",
-		Long: `Enroll browsers for the web listener and manage their sessions (spec §4.1).
+		Long: `Enroll browsers for the web listener and manage their sessions: the
+cookies that keep an enrolled browser signed in.
 
 A browser is enrolled with a one-time link from "shardctl web enroll"; the
 daemon then keeps only a hash of its session cookie. These commands work

@@ -12,27 +12,30 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // openPTY opens a pseudo-terminal pair: the controlling side to read, the
-// terminal side for shardctl's stdout. It skips when the system has none.
+// terminal side for shardctl's stdout. It skips when the system has none
+// (fails in strict mode: testhost.Missing).
 func openPTY(t *testing.T) (ptm, pts *os.File) {
 	t.Helper()
 	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("no pseudo-terminals: %v", err)
+		testhost.Missing(t, "pseudo-terminals", err.Error())
 	}
 	t.Cleanup(func() { ptm.Close() })
 	if err := unix.IoctlSetPointerInt(int(ptm.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Skipf("unlockpt: %v", err)
+		t.Fatalf("unlockpt: %v", err)
 	}
 	n, err := unix.IoctlGetInt(int(ptm.Fd()), unix.TIOCGPTN)
 	if err != nil {
-		t.Skipf("ptsname: %v", err)
+		t.Fatalf("ptsname: %v", err)
 	}
 	pts, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		t.Skipf("open pts: %v", err)
+		testhost.Missing(t, "pseudo-terminals", err.Error())
 	}
 	t.Cleanup(func() { pts.Close() })
 	// Raw output: no "\n" → "\r\n" translation, so the bytes compare.

@@ -18,7 +18,7 @@ import (
 	"github.com/shard-dev/shard/runtime/adapter/pi"
 )
 
-// runAdapter is `shardd agent --adapter <kind> -- <command…>` (issue 13):
+// runAdapter is `shardd agent --adapter <kind> -- <command…>`:
 // the runtime of an acp profile. It reads what the reference runtime reads
 // from the daemon's environment (SHARD_SESSION_DIR, the headless timeout)
 // plus SHARD_ADAPTER_MODELS (the profile's models) and

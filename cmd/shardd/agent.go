@@ -24,7 +24,7 @@ import (
 // SHARD_AGENT_MODE, SHARD_AGENT_MODEL, SHARD_AGENT_HEADLESS_POLICY (empty:
 // headless.policy) and its effective settings in the environment
 // (SHARD_PROVIDER_* among them); run by hand it is a direct connection
-// (spec §12.1).
+// (docs/protocol.md §12.1).
 func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var headless bool
 	var adapterKind string
@@ -76,30 +76,40 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				prices[model] = refagent.Price{Input: p[0], Output: p[1], CacheRead: p[2], CacheWrite: p[3]} // both per million tokens
 			}
 			return refagent.Run(ctx, refagent.Options{
-				Stdin: stdin, Stdout: stdout, Stderr: stderr,
-				AgentID:          os.Getenv("SHARD_AGENT_ID"),
-				SessionID:        os.Getenv("SHARD_SESSION_ID"),
-				SessionDir:       os.Getenv("SHARD_SESSION_DIR"),
-				Socket:           os.Getenv("SHARD_SOCKET"),
-				Cwd:              cwd,
-				Mode:             os.Getenv("SHARD_AGENT_MODE"),
-				Provider:         cfg.Provider.Name,
-				BaseURL:          cfg.Provider.BaseURL,
-				ProviderModel:    cfg.Provider.Model,
-				APIKey:           apiKey,
-				APIKeyEnv:        keyEnv,
-				MaxRetries:       provider.DefaultMaxRetries,
-				Model:            os.Getenv("SHARD_AGENT_MODEL"),
-				HeadlessTimeout:  cfg.Headless.Timeout,
-				HeadlessPolicy:   cmp.Or(os.Getenv("SHARD_AGENT_HEADLESS_POLICY"), cfg.Headless.Policy),
-				ContextWindow:    cfg.Sim.ContextWindow,
-				Prices:           prices,
-				NoAutoCompaction: !cfg.Compaction.Enabled,
-				KeepRecentTokens: cfg.Compaction.KeepRecentTokens,
-				ServerVersion:    version,
-				Exit:             os.Exit,
-				IgnoreSignals:    func() { signal.Ignore(syscall.SIGTERM, syscall.SIGINT) },
-				Trim:             trimIdle,
+				Stdio: refagent.Stdio{Stdin: stdin, Stdout: stdout, Stderr: stderr},
+				Identity: refagent.Identity{
+					AgentID:       os.Getenv("SHARD_AGENT_ID"),
+					SessionID:     os.Getenv("SHARD_SESSION_ID"),
+					SessionDir:    os.Getenv("SHARD_SESSION_DIR"),
+					Socket:        os.Getenv("SHARD_SOCKET"),
+					Cwd:           cwd,
+					Mode:          os.Getenv("SHARD_AGENT_MODE"),
+					Model:         os.Getenv("SHARD_AGENT_MODEL"),
+					ServerVersion: version,
+				},
+				ProviderOptions: refagent.ProviderOptions{
+					Provider:      cfg.Provider.Name,
+					BaseURL:       cfg.Provider.BaseURL,
+					ProviderModel: cfg.Provider.Model,
+					APIKey:        apiKey,
+					APIKeyEnv:     keyEnv,
+					MaxRetries:    provider.DefaultMaxRetries,
+					Prices:        prices,
+				},
+				Headless: refagent.Headless{
+					HeadlessTimeout: cfg.Headless.Timeout,
+					HeadlessPolicy:  cmp.Or(os.Getenv("SHARD_AGENT_HEADLESS_POLICY"), cfg.Headless.Policy),
+				},
+				Compaction: refagent.Compaction{
+					ContextWindow:    cfg.Sim.ContextWindow,
+					NoAutoCompaction: !cfg.Compaction.Enabled,
+					KeepRecentTokens: cfg.Compaction.KeepRecentTokens,
+				},
+				Hooks: refagent.Hooks{
+					Exit:          os.Exit,
+					IgnoreSignals: func() { signal.Ignore(syscall.SIGTERM, syscall.SIGINT) },
+					Trim:          trimIdle,
+				},
 			})
 		},
 	}

@@ -119,7 +119,8 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 	// Start has bound the unix socket and the web listener and serves both:
 	// clients connecting from now on are accepted.
 	notify(fmt.Sprintf("READY=1\nSTATUS=listening on %s and %s/ws", cfg.SocketPath(), d.WebURL()))
-	fmt.Fprintf(stderr, "shardd %s listening on %s and %s/ws (home %s)\n", version, cfg.SocketPath(), d.WebURL(), cfg.Home)
+	userHome, _ := os.UserHomeDir()
+	fmt.Fprint(stderr, banner(cfg, d.WebURL(), d.BrowserURL(), userHome))
 
 	select {
 	case <-d.Done():
@@ -139,6 +140,33 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 	}()
 	d.Shutdown(false)
 	return nil
+}
+
+// banner is what shardd prints once it serves. The first line names the
+// unix socket and the WebSocket endpoint (scripts read it); the second is
+// for a person: where the dashboard is, and the command that signs a
+// browser in, which the dashboard needs first. The command names the home
+// unless it is the default one, and in remote mode says to run it on this
+// machine (it works over the unix socket only) while the dashboard's URL
+// is the public one browsers use. userHome is the user's home directory.
+func banner(cfg *config.Config, webURL, browserURL, userHome string) string {
+	enroll := "shardctl web enroll"
+	if userHome == "" || cfg.Home != filepath.Join(userHome, ".shard") {
+		enroll = "shardctl --home " + shellQuote(cfg.Home) + " web enroll"
+	}
+	if cfg.Web.Remote() {
+		enroll += ", run on this machine"
+	}
+	return fmt.Sprintf("shardd %s listening on %s and %s/ws (home %s)\n", version, cfg.SocketPath(), webURL, cfg.Home) +
+		fmt.Sprintf("dashboard: %s/ (sign a browser in with: %s)\n", browserURL, enroll)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // runtimeCommand resolves runtime.command; empty means this executable.

@@ -8,7 +8,7 @@
 // protoactor's PIDSet leaves a removed PID behind in its backing array), a
 // map entry outlives the actor it names. Each of them would keep the
 // whole stopped actor, a connection's with its transport buffers, alive
-// (the soak found 60 KiB kept per closed connection, issue 14).
+// (the soak once found every closed connection kept so).
 package actorref
 
 import "github.com/asynkron/protoactor-go/actor"

@@ -16,11 +16,14 @@ import (
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/internal/buildlock"
+	"github.com/shard-dev/shard/internal/procs/procstat"
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // Main is a TestMain body for packages whose tests run the real runtime:
 // it builds ./cmd/shardd once into a temporary directory, stores its path
-// in *bin for the tests, runs them and, when they passed, checks that no
+// in *bin for the tests, runs them under a home of their own
+// (testhost.WithHome) and, when they passed, checks that no
 // goroutine outlives them (the actors, runtime actors and their process
 // watchers all stopped by the tests' cleanups). It returns the exit code.
 func Main(m *testing.M, bin *string) int {
@@ -40,7 +43,7 @@ func Main(m *testing.M, bin *string) int {
 		fmt.Fprintln(os.Stderr, "actortest: build shardd:", err)
 		return 1
 	}
-	code := m.Run()
+	code := testhost.WithHome(m).Run() // no runtime reads the developer's home
 	if code == 0 {
 		if err := goleak.Find(LeakOptions()...); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -61,7 +64,7 @@ func LeakOptions() []goleak.Option {
 }
 
 // RuntimeConfig runs bin as `shardd agent --headless` with a home of its
-// own under t.TempDir(): the offline sim provider (DESIGN §6), sessions
+// own under t.TempDir(): the offline, scripted sim provider, sessions
 // and logs in that home. The environment is the test's minus any SHARD_*
 // setting, so the runtime sees only what is set here and what the agent
 // adds. Timers are the caller's to set.
@@ -117,14 +120,8 @@ func RuntimePIDs(t testing.TB, agentID string) []int {
 // Alive reports whether pid is a process that has not exited (a zombie
 // has).
 func Alive(pid int) bool {
-	st, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state …: comm may hold blanks, the state follows its ')'.
-	s := string(st)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && !strings.HasPrefix(s[i+1:], " Z") && !strings.HasPrefix(s[i+1:], " X")
+	st, err := procstat.Read(pid)
+	return err == nil && !st.Exited()
 }
 
 // Ignores reports whether process pid ignores sig (its SigIgn mask in

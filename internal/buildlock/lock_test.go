@@ -7,14 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // TestLockExcludesOtherProcesses: while this process holds the lock,
 // another open file description cannot take it; after unlock it can.
 func TestLockExcludesOtherProcesses(t *testing.T) {
-	if _, err := exec.LookPath("flock"); err != nil {
-		t.Skip("flock(1) not installed")
-	}
+	testhost.Tool(t, "flock")
 	unlock := Lock()
 	path := filepath.Join(os.TempDir(), file)
 	// flock -n fails at once (exit 1) when the lock is held elsewhere.

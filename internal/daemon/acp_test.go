@@ -13,6 +13,7 @@ import (
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/internal/fakellm"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -21,13 +22,14 @@ import (
 // through the adapter, against a fake OpenAI Responses server on
 // 127.0.0.1 (internal/fakellm). They skip when the agent is not installed.
 
-// codexAgent returns the installed codex-acp binary or skips.
+// codexAgent returns the installed codex-acp binary, or skips (fails in
+// strict mode: testhost.Missing).
 func codexAgent(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", "@zed-industries", "codex-acp-linux-x64", "bin", "codex-acp")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("codex-acp is not installed (run scripts/install-agents.sh): %v", err)
+		testhost.Missing(t, "codex-acp", err.Error())
 	}
 	return bin
 }
@@ -42,36 +44,35 @@ type codexScript struct {
 
 func (s *codexScript) release() { s.once.Do(func() { close(s.hold) }) }
 
-func (s *codexScript) step(user string, hasOutput bool) fakellm.Step {
+func (s *codexScript) answer(p fakellm.Prompt) fakellm.Turn {
+	usage := fakellm.Usage{Input: 42, Output: 7}
 	switch {
-	case hasOutput:
-		return fakellm.Step{Text: "done."}
-	case strings.Contains(user, "write"):
-		return fakellm.Step{Tool: "exec_command", Args: `{"cmd":"echo tool-ok > out.txt","sandbox_permissions":"require_escalated","justification":"write a file"}`}
-	case strings.Contains(user, "slow"):
-		return fakellm.Step{Text: "thinking slowly about it", Hold: s.hold}
+	case p.ToolOutput:
+		return fakellm.Turn{Text: "done.", Usage: usage}
+	case strings.Contains(p.LastUser, "write"):
+		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "exec_command",
+			Args: `{"cmd":"echo tool-ok > out.txt","sandbox_permissions":"require_escalated","justification":"write a file"}`}}, Usage: usage}
+	case strings.Contains(p.LastUser, "slow"):
+		return fakellm.Turn{Text: "thinking slowly about it", Hold: s.hold, Usage: usage}
 	}
-	return fakellm.Step{Text: "Hello from the fake model."}
+	return fakellm.Turn{Text: "Hello from the fake model.", Usage: usage}
 }
 
 // startCodex starts a daemon with a "codex" acp profile pointing at a new
 // fake model server.
-func startCodex(t *testing.T) (*harness, *fakellm.Responses, *codexScript) {
+func startCodex(t *testing.T) (*harness, *fakellm.Server, *codexScript) {
 	t.Helper()
 	bin := codexAgent(t)
 	script := &codexScript{hold: make(chan struct{})}
-	fake, err := fakellm.NewResponses(script.step)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { script.release(); fake.Close() })
+	fake := fakellm.Start(t, fakellm.Script(script.answer))
+	t.Cleanup(script.release) // before the fake closes
 	home := shortTemp(t)
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	toml := "model_provider = \"fake\"\nmodel = \"gpt-5\"\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + fake.URL +
-		"\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n"
+		"/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n"
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(toml), 0o600); err != nil {
 		t.Fatal(err)
 	}

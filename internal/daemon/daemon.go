@@ -45,7 +45,7 @@ type Options struct {
 	RuntimePath string
 	RuntimeArgs []string
 	// AdapterPath is the executable run as `agent --adapter <kind> --
-	// <command…>` for the acp and pi runtime profiles (issue 13); "" is
+	// <command…>` for the acp and pi runtime profiles; "" is
 	// RuntimePath.
 	AdapterPath string
 	// Environ is the base environment of runtime children (os.Environ()).
@@ -102,6 +102,10 @@ type Daemon struct {
 	startedAt time.Time
 	stopOnce  sync.Once
 	done      chan struct{}
+	// forced is closed by the first Shutdown(true): a graceful shutdown
+	// under way stops waiting for turns to finish and kills the runtimes.
+	forceOnce sync.Once
+	forced    chan struct{}
 }
 
 // New prepares the home directory and opens the store. A second daemon on
@@ -133,7 +137,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	// Holding the store lock, this is the only daemon on the home: a
 	// daemon.json left behind is stale (a crash, a kill -9).
 	replaceStaleDiscovery(cfg.DiscoveryPath(), opts.Logger)
-	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, metrics: m, hub: outbox.NewHub(), done: make(chan struct{}),
+	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, metrics: m, hub: outbox.NewHub(), done: make(chan struct{}), forced: make(chan struct{}),
 		commits: commits, forks: spare.Burst(), mailboxes: mailrun.New(mailboxThroughput, mailboxesParked, mailboxLinger)}, nil
 }
 
@@ -170,7 +174,8 @@ func (d *Daemon) Start() error {
 	if n := procs.KillWithEnv("SHARD_HOME="+cfg.Home, "SHARD_AGENT_ID="); n > 0 {
 		d.log.Warn("killed runtime processes left by the previous daemon", "processes", n)
 	}
-	// Reconcile before anything is served (spec §10.3 restart rules).
+	// Reconcile before anything is served (docs/protocol.md §10.3 restart
+	// rules).
 	if n, err := jobs.Reconcile(d.store, time.Now(), view.LastSignOfLife(d.store, cfg.SessionsDir(), filepath.Join(cfg.LogDir(), "agents"))); err != nil {
 		return fmt.Errorf("daemon: reconcile jobs: %w", err)
 	} else if n > 0 {
@@ -231,23 +236,23 @@ func (d *Daemon) Start() error {
 			go d.Shutdown(force)
 		},
 	}
-	// The registry and the jobs coordinator are siblings under the root
-	// (DESIGN topology: root ├── registry ── agent/<id>, ├── jobs ──
-	// job/<id>), each stopped on failure rather than restarted. The registry
-	// is spawned first: its Started loads the agents that the coordinator's
-	// Started delivers pending reports to (through the registry). The
-	// coordinator gets the registry's PID in its Deps; the registry gets
-	// the coordinator's by AttachJobs, a message sent before the gateway
-	// serves, so that it precedes every client command in the registry's
-	// mailbox (a PID computed from the name "jobs" would work too, but
-	// would rely on how protoactor names root children).
+	// The registry and the jobs coordinator are siblings under the root (root
+	// ├── registry ── agent/<id>, ├── jobs ── job/<id>; the tree of
+	// ARCHITECTURE.md), each stopped on failure rather than restarted. The
+	// registry is spawned first: its Started loads the agents that the
+	// coordinator's Started delivers pending reports to (through the
+	// registry). The coordinator gets the registry's PID in its Deps; the
+	// registry gets the coordinator's by AttachJobs, a message sent before
+	// the gateway serves, so that it precedes every client command in the
+	// registry's mailbox (a PID computed from the name "jobs" would work too,
+	// but would rely on how protoactor names root children).
 	pid, err := d.sys.Root.SpawnNamed(registry.Props(deps).Configure(actor.WithGuardian(supervisor.StopOnFailure()), actor.WithDispatcher(d.mailboxes)), "registry")
 	if err != nil {
 		d.group.Close()
 		return fmt.Errorf("daemon: spawn registry: %w", err)
 	}
 	d.registry = pid
-	// The workspace actor is the registry's third sibling (issue 11),
+	// The workspace actor is the registry's third sibling,
 	// attached like the coordinator before the gateway serves. It is
 	// spawned before the coordinator, which gets its PID in Deps (job
 	// actors ask it for the worktrees of isolated runs from their first
@@ -407,14 +412,30 @@ func (d *Daemon) WebURL() string {
 	return d.gw.WebURL()
 }
 
+// BrowserURL returns the base URL a browser reaches the daemon at, where
+// the dashboard is served: the web listener's own URL in loopback mode,
+// the public origin in remote mode ("" before Start).
+func (d *Daemon) BrowserURL() string {
+	if d.gw == nil {
+		return ""
+	}
+	return d.gw.BrowserURL()
+}
+
 // Done is closed when the daemon has shut down.
 func (d *Daemon) Done() <-chan struct{} { return d.done }
 
 // Shutdown stops the daemon once; later calls wait for the first. Graceful
 // (force=false): stop accepting, let active turns finish and runtimes stop
 // (bounded by shutdown.timeout, then forced), close clients, stop the actor
-// tree, close the store. Force kills every runtime at once.
+// tree, close the store. Force kills every runtime at once, and a forced
+// call during a graceful shutdown cuts its wait short the same way (a
+// second SIGTERM, shardctl shutdown --force): the rest, the store's close
+// included, runs as in any shutdown.
 func (d *Daemon) Shutdown(force bool) {
+	if force {
+		d.forceOnce.Do(func() { close(d.forced) })
+	}
 	d.stopOnce.Do(func() {
 		defer close(d.done)
 		d.log.Info("shardd shutting down", "force", force)
@@ -427,10 +448,7 @@ func (d *Daemon) Shutdown(force bool) {
 		if d.registry != nil {
 			d.stopWorkspaces(d.cfg.Shutdown.Timeout)
 			d.stopJobs(d.cfg.Shutdown.Timeout)
-			if !d.drain(force, d.cfg.Shutdown.Timeout) && !force {
-				d.log.Warn("graceful shutdown timed out; killing runtimes")
-				d.drain(true, d.cfg.Kill.AbortGrace+d.cfg.Kill.TermGrace)
-			}
+			d.drainAll(force)
 		}
 		if d.gw != nil {
 			d.gw.Close()
@@ -485,6 +503,31 @@ func (d *Daemon) stopWorkspaces(bound time.Duration) {
 	d.sys.Root.Send(d.registry, &registry.DetachWorkspaces{Done: detached})
 	waitClosed(detached, bound)
 	_ = d.sys.Root.StopFuture(d.workspaces).Wait()
+}
+
+// drainAll stops every runtime. Forced, it kills them and waits up to
+// shutdown.timeout. Graceful, it lets active turns finish for up to
+// shutdown.timeout, then kills what is left, waiting up to the kill
+// graces; it kills at once when Shutdown(true) is called meanwhile.
+func (d *Daemon) drainAll(force bool) {
+	if force {
+		d.drain(true, d.cfg.Shutdown.Timeout)
+		return
+	}
+	done := make(chan struct{})
+	d.sys.Root.Send(d.registry, &registry.Drain{Done: done})
+	t := time.NewTimer(d.cfg.Shutdown.Timeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C:
+		d.log.Warn("graceful shutdown timed out; killing runtimes")
+	case <-d.forced:
+		d.log.Warn("shutdown forced; killing runtimes")
+	}
+	// A forced drain escalates the one in progress (see registry.Drain).
+	d.drain(true, d.cfg.Kill.AbortGrace+d.cfg.Kill.TermGrace)
 }
 
 func (d *Daemon) drain(force bool, bound time.Duration) bool {
@@ -542,7 +585,8 @@ const (
 	mailboxLinger     = time.Second
 )
 
-// writeDiscovery writes daemon.json atomically (DESIGN §5).
+// writeDiscovery writes daemon.json atomically (a temporary file renamed
+// over it), so a client never reads half of it.
 func (d *Daemon) writeDiscovery() error {
 	b, err := json.Marshal(discovery{
 		PID: os.Getpid(), Version: d.opts.Version, ProtocolVersion: protocol.Version,

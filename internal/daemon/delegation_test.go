@@ -12,9 +12,9 @@ import (
 
 // TestChildPermissionDelegatesToInteractiveAncestor: a child with no
 // interactive client of its own surfaces its permission request through the
-// nearest ancestor that has one, keeping the child's agent_id (spec §6.3);
-// the answer resolves the child's request, also after the ancestor's client
-// reconnects.
+// nearest ancestor that has one, keeping the child's agent_id
+// (docs/protocol.md §6.3); the answer resolves the child's request, also
+// after the ancestor's client reconnects.
 func TestChildPermissionDelegatesToInteractiveAncestor(t *testing.T) {
 	h := start(t, nil)
 	c := h.dial()

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/shard-dev/shard/internal/procs/procstat"
 )
 
-// discovery is the content of daemon.json (DESIGN §5): how clients find a
+// discovery is the content of daemon.json: how clients find a
 // running daemon's pid and web URL without asking it.
 type discovery struct {
 	PID             int    `json:"pid"`
@@ -86,13 +87,8 @@ func pidAlive(pid int) bool {
 	if err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
 	}
-	if st, rerr := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); rerr == nil {
-		// The state follows the parenthesised command name.
-		if i := bytes.LastIndexByte(st, ')'); i >= 0 && len(st) > i+2 && st[i+2] == 'Z' {
-			return false
-		}
-	}
-	return true
+	st, err := procstat.Read(pid)
+	return err != nil || !st.Exited()
 }
 
 // isSharddDaemon reports whether pid runs shardd as a daemon (not a

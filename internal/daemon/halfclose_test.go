@@ -13,12 +13,11 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// TestHalfClosedClientGetsEveryResponse is issue 14's reproduction: a
-// client that writes its commands and then shuts down its write side (as
-// `printf … | socat - UNIX-CONNECT:…` does) gets every response, the
-// agent.create that starts a real runtime included, and then EOF. The old
-// daemon closed the connection at the EOF: the agent was created, its id
-// never returned.
+// TestHalfClosedClientGetsEveryResponse: a client that writes its commands
+// and then shuts down its write side (as `printf … | socat - UNIX-CONNECT:…`
+// does) gets every response, the agent.create that starts a real runtime
+// included, and then EOF. The old daemon closed the connection at the EOF:
+// the agent was created, its id never returned.
 func TestHalfClosedClientGetsEveryResponse(t *testing.T) {
 	h := start(t, nil)
 	nc, err := net.Dial("unix", h.cfg.SocketPath())

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -22,6 +21,8 @@ import (
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/internal/buildlock"
 	"github.com/shard-dev/shard/internal/daemon"
+	"github.com/shard-dev/shard/internal/procs/procstat"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -45,7 +46,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build shardd:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := testhost.WithHome(m).Run() // no test (nor the daemon's git) reads the developer's home
 	os.RemoveAll(dir)
 	if code == 0 {
 		// Every daemon a test started has shut down: nothing of it may be
@@ -271,10 +272,8 @@ func runtimePIDs(t *testing.T, id string) []int {
 		if err != nil || !bytes.Contains(env, needle) {
 			continue
 		}
-		if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
-			if f := strings.Fields(string(st)); len(f) > 2 && f[2] == "Z" {
-				continue // a zombie is gone for our purposes
-			}
+		if st, err := procstat.Read(pid); err == nil && st.Exited() {
+			continue // a zombie is gone for our purposes
 		}
 		pids = append(pids, pid)
 	}

@@ -337,8 +337,9 @@ func TestRestartInterruptsActiveRunsAndReportsThem(t *testing.T) {
 	eventually(t, "delivered reports forgotten", func() bool {
 		return !logContains(h2, "will retry")
 	})
-	// Interrupted runs are relaunchable, named by their run id (§10.3:
-	// agent_id, run_id, or alias; the other tests use the other two).
+	// Interrupted runs are relaunchable, named by their run id
+	// (docs/protocol.md §10.3: agent_id, run_id, or alias; the other tests
+	// use the other two).
 	var rl protocol.SubagentRelaunchData
 	if err := c2.Call(ctx(t), &protocol.SubagentRelaunch{Header: hdr(protocol.TypeSubagentRelaunch), ParentAgentID: parent, Target: job.Runs[0].RunID, Task: "sim: say resumed"}, &rl); err != nil {
 		t.Fatalf("relaunch interrupted: %v", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/internal/daemon"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -131,7 +132,7 @@ func TestRefusedHomeIsLeftAsFound(t *testing.T) {
 	})
 	t.Run("another user's", func(t *testing.T) {
 		if os.Getuid() != 0 {
-			t.Skip("needs root to give the home to another user")
+			testhost.Skip(t, "needs root to give the home to another user")
 		}
 		cfg := newConfig(t)
 		if err := os.MkdirAll(cfg.Home, 0o700); err != nil {

@@ -2,39 +2,29 @@ package daemon_test
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/protocol"
 )
 
-// statField is field n (1-based, as proc(5) counts) of a /proc/.../stat
-// file; the command name in field 2 may hold spaces, so fields are counted
-// after its ")".
-func statField(t *testing.T, statPath string, n int) int {
+// statOf reads a stat file (/proc/self/stat, /proc/<pid>/task/<tid>/stat).
+func statOf(t *testing.T, statPath string) procstat.Stat {
 	t.Helper()
-	b, err := os.ReadFile(statPath)
+	st, err := procstat.ReadFile(statPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	v, err := strconv.Atoi(f[n-3])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return st
 }
 
-// niceOf is the niceness in a stat file (field 19).
-func niceOf(t *testing.T, statPath string) int { return statField(t, statPath, 19) }
+// niceOf is the niceness in a stat file.
+func niceOf(t *testing.T, statPath string) int { return statOf(t, statPath).Nice }
 
-// policyOf is the scheduling policy in a stat file (field 41).
-func policyOf(t *testing.T, statPath string) int { return statField(t, statPath, 41) }
+// policyOf is the scheduling policy in a stat file.
+func policyOf(t *testing.T, statPath string) int { return statOf(t, statPath).Policy }
 
 const schedIdle = 5 // SCHED_IDLE
 

@@ -2,10 +2,9 @@ package daemon_test
 
 import (
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -44,15 +43,9 @@ func TestToolSubprocessesDieWithTheirRuntime(t *testing.T) {
 
 // parentOf returns the parent pid of pid (0 if unknown).
 func parentOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := procstat.Read(pid)
 	if err != nil {
 		return 0
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
+	return st.PPID
 }

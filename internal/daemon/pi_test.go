@@ -10,6 +10,7 @@ import (
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/internal/fakellm"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -22,26 +23,25 @@ func startPi(t *testing.T) (*harness, *codexScript) {
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", ".bin", "pi")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("pi is not installed (run scripts/install-agents.sh): %v", err)
+		testhost.Missing(t, "pi", err.Error())
 	}
 	script := &codexScript{hold: make(chan struct{})}
-	fake, err := fakellm.NewChat(func(user string, out bool) fakellm.Step {
-		switch {
-		case out:
-			return fakellm.Step{Text: "done."}
-		case strings.Contains(user, "tool"):
-			return fakellm.Step{Tool: "bash", Args: `{"command":"echo tool-ok"}`}
-		case strings.Contains(user, "make the file"):
-			return fakellm.Step{Tool: "bash", Args: `{"command":"touch made.txt"}`}
+	fake := fakellm.Start(t, fakellm.Script(func(p fakellm.Prompt) fakellm.Turn {
+		bash := func(command string) fakellm.Turn {
+			return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "bash", Args: `{"command":"` + command + `"}`}}, Usage: fakellm.Usage{Input: 42, Output: 7}}
 		}
-		return script.step(user, out)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { script.release(); fake.Close() })
+		switch {
+		case p.ToolOutput: // the script's "done."
+		case strings.Contains(p.LastUser, "tool"):
+			return bash("echo tool-ok")
+		case strings.Contains(p.LastUser, "make the file"):
+			return bash("touch made.txt")
+		}
+		return script.answer(p)
+	}))
+	t.Cleanup(script.release) // before the fake closes
 	dir := shortTemp(t)
-	models := `{"providers":{"fakellm":{"baseUrl":"` + fake.URL + `","api":"openai-completions","apiKey":"not-a-real-key",
+	models := `{"providers":{"fakellm":{"baseUrl":"` + fake.URL + `/v1","api":"openai-completions","apiKey":"not-a-real-key",
 "compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},
 "models":[{"id":"fake-model","name":"Fake Model","reasoning":false,"input":["text"],"contextWindow":32000,"maxTokens":4096,
 "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0}}]}}}`

@@ -21,7 +21,7 @@ var ErrNotPrivate = errors.New("daemon: not owner-only")
 // is refused (someone else could have planted a socket, a database or a
 // runtime.command), one others can read is tightened. The check comes
 // before anything is created inside the home, so a refused home is left as
-// it was found (issue 14: logs/ was created in a foreign home before it was
+// it was found (logs/ was once created in a foreign home before it was
 // refused). shardd calls it before it opens its log file; New calls it
 // again, which is idempotent.
 func PrepareHome(cfg *config.Config) error {

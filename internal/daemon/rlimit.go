@@ -17,7 +17,7 @@ const fdReserve = 256
 
 // raiseFileLimit lifts the soft RLIMIT_NOFILE to the hard limit and logs
 // both, so that a burst of clients meets gateway.max_connections (a clean
-// refusal) long before EMFILE (issue 14). Go's runtime already does the
+// refusal) long before EMFILE. Go's runtime already does the
 // same at startup since Go 1.19 (and restores the old soft limit for the
 // processes it starts); doing it here too makes the daemon's own limit
 // explicit and logged, whatever started it. A failure is logged, not

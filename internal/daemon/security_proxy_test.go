@@ -9,7 +9,8 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// Remote mode behind a trusted reverse proxy (spec §4.1.2). The proxy is
+// Remote mode behind a trusted reverse proxy (docs/protocol.md §4.1.2). The
+// proxy is
 // 127.0.0.2; requests from any other peer are direct, whatever forwarded
 // headers they carry.
 const (

@@ -287,8 +287,8 @@ func runSecCases(t *testing.T, f *secFixture, cases []secCase) {
 	}
 }
 
-// TestWebAuthLoopback is every accept/reject case of spec §4.1 in loopback
-// mode, against the real HTTP server of a running daemon.
+// TestWebAuthLoopback is every accept/reject case of docs/protocol.md §4.1 in
+// loopback mode, against the real HTTP server of a running daemon.
 func TestWebAuthLoopback(t *testing.T) {
 	// The gateway's credentials run on a manual clock, so that a ticket
 	// expires when the test says so (the cases run one after another).

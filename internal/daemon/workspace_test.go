@@ -8,15 +8,14 @@ import (
 	"testing"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
 // gitRepo makes a real repository on branch main with one commit.
 func gitRepo(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
+	testhost.Tool(t, "git")
 	dir := shortTemp(t)
 	runGit(t, dir, "init", "-q", "-b", "main")
 	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {

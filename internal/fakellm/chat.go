@@ -1,117 +1,72 @@
 package fakellm
 
-import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"strings"
-	"time"
-)
+// The OpenAI chat completions stream: unnamed events each carrying a
+// chat.completion.chunk, the last choice with a finish_reason, then (when
+// the request asked for include_usage) a chunk with usage and no choices,
+// then the data "[DONE]".
 
-// Chat is a fake OpenAI-compatible chat completions server (POST
-// /v1/chat/completions with stream:true, server-sent events ending in
-// [DONE]), which pi's openai-completions provider speaks. Script is as for
-// Responses; a tool step's Tool is the function name as sent.
-type Chat struct {
-	URL    string
-	Script func(lastUser string, hasToolOutput bool) Step
-	// Started is signalled (non-blocking, buffered 16) when a response
-	// began streaming.
-	Started chan struct{}
-	srv     *http.Server
+// ChatChunk is a chat.completion.chunk with one choice carrying delta;
+// finish is its finish_reason (nil, "stop", "tool_calls", "length").
+func ChatChunk(delta map[string]any, finish any) map[string]any {
+	return map[string]any{
+		"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": Model,
+		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}},
+	}
 }
 
-// NewChat listens on 127.0.0.1 and serves until Close.
-func NewChat(script func(lastUser string, hasToolOutput bool) Step) (*Chat, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+// ChatUsage is the usage chunk that ends a stream asked with include_usage:
+// no choices; cached is the part of prompt read from the cache.
+func ChatUsage(prompt, completion, cached int) map[string]any {
+	return map[string]any{
+		"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": Model,
+		"choices": []any{},
+		"usage": map[string]any{
+			"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+			"prompt_tokens_details": map[string]any{"cached_tokens": cached},
+		},
 	}
-	c := &Chat{URL: "http://" + ln.Addr().String() + "/v1", Script: script, Started: make(chan struct{}, 16)}
-	c.srv = &http.Server{Handler: http.HandlerFunc(c.serve), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = c.srv.Serve(ln) }()
-	return c, nil
 }
 
-// Close stops the server.
-func (c *Chat) Close() { _ = c.srv.Close() }
+// ChatToolDelta is a delta carrying one fragment of the tool call at index;
+// an empty id or name is left out, as services do after a call's first
+// fragment.
+func ChatToolDelta(index int, id, name, args string) map[string]any {
+	fn := map[string]any{"arguments": args}
+	if name != "" {
+		fn["name"] = name
+	}
+	tc := map[string]any{"index": index, "function": fn}
+	if id != "" {
+		tc["id"] = id
+		tc["type"] = "function"
+	}
+	return map[string]any{"tool_calls": []any{tc}}
+}
 
-func (c *Chat) serve(w http.ResponseWriter, req *http.Request) {
-	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/models") {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"fake-model","object":"model"}]}`)
-		return
-	}
-	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/chat/completions") {
-		http.NotFound(w, req)
-		return
-	}
-	var in struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	body, _ := io.ReadAll(req.Body)
-	_ = json.Unmarshal(body, &in)
-	lastUser, hasOutput := "", false
-	for _, m := range in.Messages {
-		switch m.Role {
-		case "user":
-			lastUser, hasOutput = contentText(m.Content), false
-		case "tool":
-			hasOutput = true
+func replyChat(a *answer) {
+	e := a.events
+	e.Event("", ChatChunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for _, w := range words(a.Thinking) {
+		e.Event("", ChatChunk(map[string]any{"reasoning_content": w}, nil))
+		if !a.pace() {
+			return
 		}
 	}
-	step := c.Script(lastUser, hasOutput)
-	w.Header().Set("Content-Type", "text/event-stream")
-	fl, _ := w.(http.Flusher)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-		if fl != nil {
-			fl.Flush()
+	for _, w := range words(a.Text) {
+		e.Event("", ChatChunk(map[string]any{"content": w}, nil))
+		if !a.pace() {
+			return
 		}
 	}
-	chunk := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
-	}
-	signal := func() {
-		select {
-		case c.Started <- struct{}{}:
-		default:
-		}
-	}
-	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	finish := "stop"
-	if step.Tool != "" {
+	for i, c := range a.Calls {
 		finish = "tool_calls"
-		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_1", "type": "function",
-			"function": map[string]any{"name": step.Tool, "arguments": step.Args}}}}, nil))
-		signal()
-	} else {
-		for i, word := range strings.SplitAfter(step.Text, " ") {
-			send(chunk(map[string]any{"content": word}, nil))
-			if i == 0 {
-				signal()
-				if step.Hold != nil {
-					select {
-					case <-step.Hold:
-					case <-req.Context().Done():
-						return
-					}
-				}
-			}
+		e.Event("", ChatChunk(ChatToolDelta(i, c.ID, c.Name, c.Args), nil))
+		if !a.pace() {
+			return
 		}
 	}
-	send(chunk(map[string]any{}, finish))
-	send(map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "fake-model", "choices": []any{},
-		"usage": map[string]any{"prompt_tokens": 42, "completion_tokens": 7, "total_tokens": 49}})
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	if fl != nil {
-		fl.Flush()
-	}
+	e.Event("", ChatChunk(map[string]any{}, finish))
+	e.Event("", ChatUsage(a.Usage.Input, a.Usage.Output, a.Usage.CacheRead))
+	e.Event("", "[DONE]")
 }

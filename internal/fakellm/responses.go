@@ -1,227 +1,136 @@
-// Package fakellm is a scripted fake of a model provider's streaming API
-// on 127.0.0.1, speaking the provider's real wire format, for tests that
-// run real third-party agents (issue 13) offline. Responses speaks the
-// OpenAI Responses API (POST /v1/responses, server-sent events), which
-// codex uses.
 package fakellm
 
-import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"net"
-	"net/http"
-	"strings"
-	"sync"
-	"time"
-)
+import "maps"
 
-// Step is what the fake model answers to one request: text (streamed in
-// words), or a function call of the named tool with its JSON arguments.
-// Hold, when set, is waited on after the first chunk (abort and crash
-// tests close it, or never do).
-type Step struct {
-	Text string
-	// Tool, when set, makes the answer a function call: Tool is matched
-	// against the request's tool names (the first one containing it).
-	Tool string
-	Args string
-	Hold <-chan struct{}
+// The OpenAI Responses stream: named events, each with a sequence_number,
+// from response.created to response.completed (which carries the whole
+// output and the usage). Every output item is announced by
+// response.output_item.added and closed by response.output_item.done at
+// its output_index; a message's text arrives in output_text deltas, a
+// reasoning summary in reasoning_summary_text deltas, a function call's
+// arguments in function_call_arguments deltas.
+
+// responsesStream numbers the events of one Responses answer.
+type responsesStream struct {
+	*answer
+	seq int
 }
 
-// Responses is the fake server. Script picks the step for a request from
-// the text of the request's last user input.
-type Responses struct {
-	URL    string
-	Script func(lastUser string, hasToolOutput bool) Step
-
-	srv *http.Server
-	ln  net.Listener
-	mu  sync.Mutex
-	// Requests counts the model calls.
-	requests int
-	tools    []string // of the last request: type:name
-	// Started is signalled (non-blocking, buffered 16) when a response
-	// began streaming.
-	Started chan struct{}
+func (s *responsesStream) send(typ string, fields map[string]any) {
+	fields["type"] = typ
+	fields["sequence_number"] = s.seq
+	s.seq++
+	s.events.Event(typ, fields)
 }
 
-// NewResponses listens on 127.0.0.1 and serves until Close.
-func NewResponses(script func(lastUser string, hasToolOutput bool) Step) (*Responses, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+// response is the response object of the created and completed events.
+func response(id, status string, output []any, usage map[string]any) map[string]any {
+	r := map[string]any{"id": id, "object": "response", "created_at": 1700000000, "status": status, "model": Model,
+		"output": output, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{}}
+	if usage != nil {
+		r["usage"] = usage
 	}
-	r := &Responses{URL: "http://" + ln.Addr().String() + "/v1", Script: script, ln: ln, Started: make(chan struct{}, 16)}
-	r.srv = &http.Server{Handler: http.HandlerFunc(r.serve), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = r.srv.Serve(ln) }()
-	return r, nil
+	return r
 }
 
-// Close stops the server.
-func (r *Responses) Close() { _ = r.srv.Close() }
-
-// Requests returns how many model calls were made.
-func (r *Responses) Requests() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.requests
-}
-
-// Tools returns the tools (type:name) the last request offered.
-func (r *Responses) Tools() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.tools...)
-}
-
-type request struct {
-	Input []json.RawMessage `json:"input"`
-	Tools []struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-	} `json:"tools"`
-}
-
-func (r *Responses) serve(w http.ResponseWriter, req *http.Request) {
-	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/models") {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"gpt-5","object":"model"}],"models":[]}`)
-		return
-	}
-	if req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/responses") {
-		http.NotFound(w, req)
-		return
-	}
-	body, _ := io.ReadAll(req.Body)
-	var in request
-	_ = json.Unmarshal(body, &in)
-	lastUser, hasOutput := "", false
-	for _, raw := range in.Input {
-		var item struct {
-			Type    string `json:"type"`
-			Role    string `json:"role"`
-			Content json.RawMessage
+func replyResponses(a *answer) {
+	s := &responsesStream{answer: a}
+	respID := id("resp_")
+	s.send("response.created", map[string]any{"response": response(respID, "in_progress", []any{}, nil)})
+	s.send("response.in_progress", map[string]any{"response": response(respID, "in_progress", []any{}, nil)})
+	var output []any
+	if a.Thinking != "" {
+		item, ok := s.reasoning(len(output))
+		if !ok {
+			return
 		}
-		_ = json.Unmarshal(raw, &item)
-		switch {
-		case item.Type == "function_call_output" || item.Type == "custom_tool_call_output":
-			hasOutput = true
-		case item.Role == "user":
-			lastUser, hasOutput = contentText(item.Content), false
+		output = append(output, item)
+	}
+	if a.Text != "" {
+		item, ok := s.message(len(output))
+		if !ok {
+			return
+		}
+		output = append(output, item)
+	}
+	for _, c := range a.Calls {
+		item, ok := s.call(len(output), c)
+		if !ok {
+			return
+		}
+		output = append(output, item)
+	}
+	s.send("response.completed", map[string]any{"response": response(respID, "completed", output, map[string]any{
+		"input_tokens": a.Usage.Input, "input_tokens_details": map[string]any{"cached_tokens": a.Usage.CacheRead},
+		"output_tokens": a.Usage.Output, "output_tokens_details": map[string]any{"reasoning_tokens": 0},
+		"total_tokens": a.Usage.Input + a.Usage.Output})})
+}
+
+// reasoning streams a reasoning item whose summary is the thinking.
+func (s *responsesStream) reasoning(index int) (map[string]any, bool) {
+	itemID := id("rs_")
+	s.send("response.output_item.added", map[string]any{"output_index": index,
+		"item": map[string]any{"type": "reasoning", "id": itemID, "summary": []any{}}})
+	part := func(text string) map[string]any { return map[string]any{"type": "summary_text", "text": text} }
+	at := map[string]any{"item_id": itemID, "output_index": index, "summary_index": 0}
+	s.send("response.reasoning_summary_part.added", with(at, "part", part("")))
+	for _, w := range words(s.Thinking) {
+		s.send("response.reasoning_summary_text.delta", with(at, "delta", w))
+		if !s.pace() {
+			return nil, false
 		}
 	}
-	r.mu.Lock()
-	r.requests++
-	n := r.requests
-	r.tools = r.tools[:0]
-	for _, t := range in.Tools {
-		r.tools = append(r.tools, t.Type+":"+t.Name)
-	}
-	r.mu.Unlock()
-	step := r.Script(lastUser, hasOutput)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	fl, _ := w.(http.Flusher)
-	send := func(event string, v any) {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
-		if fl != nil {
-			fl.Flush()
-		}
-	}
-	respID := fmt.Sprintf("resp_%d", n)
-	send("response.created", map[string]any{"type": "response.created", "response": map[string]any{
-		"id": respID, "object": "response", "created_at": 0, "status": "in_progress", "model": "gpt-5", "output": []any{}}})
-	var item map[string]any
-	if step.Tool != "" {
-		name := step.Tool
-		for _, t := range in.Tools {
-			if strings.Contains(t.Name, step.Tool) {
-				name = t.Name
-				break
-			}
-		}
-		callID := fmt.Sprintf("call_%d", n)
-		item = map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", n), "call_id": callID, "name": name,
-			"arguments": step.Args, "status": "completed"}
-		send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0,
-			"item": map[string]any{"type": "function_call", "id": item["id"], "call_id": callID, "name": name, "arguments": "", "status": "in_progress"}})
-		send("response.function_call_arguments.delta", map[string]any{"type": "response.function_call_arguments.delta",
-			"item_id": item["id"], "output_index": 0, "delta": step.Args})
-		send("response.function_call_arguments.done", map[string]any{"type": "response.function_call_arguments.done",
-			"item_id": item["id"], "output_index": 0, "arguments": step.Args})
-		r.signal()
-		if step.Hold != nil {
-			<-waitOrGone(step.Hold, req)
-		}
-	} else {
-		msgID := fmt.Sprintf("msg_%d", n)
-		send("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0,
-			"item": map[string]any{"type": "message", "id": msgID, "role": "assistant", "status": "in_progress", "content": []any{}}})
-		send("response.content_part.added", map[string]any{"type": "response.content_part.added", "item_id": msgID, "output_index": 0,
-			"content_index": 0, "part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
-		words := strings.SplitAfter(step.Text, " ")
-		for i, word := range words {
-			send("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": msgID,
-				"output_index": 0, "content_index": 0, "delta": word})
-			if i == 0 {
-				r.signal()
-				if step.Hold != nil {
-					select {
-					case <-step.Hold:
-					case <-req.Context().Done():
-						return
-					}
-				}
-			}
-		}
-		send("response.output_text.done", map[string]any{"type": "response.output_text.done", "item_id": msgID,
-			"output_index": 0, "content_index": 0, "text": step.Text})
-		item = map[string]any{"type": "message", "id": msgID, "role": "assistant", "status": "completed",
-			"content": []any{map[string]any{"type": "output_text", "text": step.Text, "annotations": []any{}}}}
-	}
-	send("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": item})
-	send("response.completed", map[string]any{"type": "response.completed", "response": map[string]any{
-		"id": respID, "object": "response", "created_at": 0, "status": "completed", "model": "gpt-5", "output": []any{item},
-		"usage": map[string]any{"input_tokens": 42, "input_tokens_details": map[string]any{"cached_tokens": 0},
-			"output_tokens": 7, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 49}}})
+	s.send("response.reasoning_summary_text.done", with(at, "text", s.Thinking))
+	s.send("response.reasoning_summary_part.done", with(at, "part", part(s.Thinking)))
+	item := map[string]any{"type": "reasoning", "id": itemID, "summary": []any{part(s.Thinking)}}
+	s.send("response.output_item.done", map[string]any{"output_index": index, "item": item})
+	return item, true
 }
 
-func (r *Responses) signal() {
-	select {
-	case r.Started <- struct{}{}:
-	default:
+// message streams an assistant message item with the text.
+func (s *responsesStream) message(index int) (map[string]any, bool) {
+	itemID := id("msg_")
+	s.send("response.output_item.added", map[string]any{"output_index": index,
+		"item": map[string]any{"type": "message", "id": itemID, "role": "assistant", "status": "in_progress", "content": []any{}}})
+	part := func(text string) map[string]any {
+		return map[string]any{"type": "output_text", "text": text, "annotations": []any{}}
 	}
+	at := map[string]any{"item_id": itemID, "output_index": index, "content_index": 0}
+	s.send("response.content_part.added", with(at, "part", part("")))
+	for _, w := range words(s.Text) {
+		s.send("response.output_text.delta", with(with(at, "delta", w), "logprobs", []any{}))
+		if !s.pace() {
+			return nil, false
+		}
+	}
+	s.send("response.output_text.done", with(with(at, "text", s.Text), "logprobs", []any{}))
+	s.send("response.content_part.done", with(at, "part", part(s.Text)))
+	item := map[string]any{"type": "message", "id": itemID, "role": "assistant", "status": "completed",
+		"content": []any{part(s.Text)}}
+	s.send("response.output_item.done", map[string]any{"output_index": index, "item": item})
+	return item, true
 }
 
-// waitOrGone is closed when hold is or the client went away.
-func waitOrGone(hold <-chan struct{}, req *http.Request) <-chan struct{} {
-	out := make(chan struct{})
-	go func() {
-		select {
-		case <-hold:
-		case <-req.Context().Done():
-		}
-		close(out)
-	}()
+// call streams a function_call item.
+func (s *responsesStream) call(index int, c ToolCall) (map[string]any, bool) {
+	itemID := id("fc_")
+	s.send("response.output_item.added", map[string]any{"output_index": index, "item": map[string]any{
+		"type": "function_call", "id": itemID, "call_id": c.ID, "name": c.Name, "arguments": "", "status": "in_progress"}})
+	at := map[string]any{"item_id": itemID, "output_index": index}
+	s.send("response.function_call_arguments.delta", with(at, "delta", c.Args))
+	if !s.pace() {
+		return nil, false
+	}
+	s.send("response.function_call_arguments.done", with(with(at, "arguments", c.Args), "name", c.Name))
+	item := map[string]any{"type": "function_call", "id": itemID, "call_id": c.ID, "name": c.Name,
+		"arguments": c.Args, "status": "completed"}
+	s.send("response.output_item.done", map[string]any{"output_index": index, "item": item})
+	return item, true
+}
+
+// with is a copy of m with key set to v.
+func with(m map[string]any, key string, v any) map[string]any {
+	out := maps.Clone(m)
+	out[key] = v
 	return out
-}
-
-// contentText is the text of a Responses input content (a string or a
-// list of parts).
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(raw, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
 }

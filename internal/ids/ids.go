@@ -13,7 +13,7 @@ const (
 	Session = "sess"  // a session transcript
 	Job     = "job"   // a subagent job
 	Run     = "run"   // one run of a job
-	// Workspace is a git-worktree workspace (issue 11).
+	// Workspace is a git-worktree workspace.
 	Workspace = "workspace"
 )
 

@@ -15,8 +15,8 @@ import (
 // (its share of GOMAXPROCS) until the child has exec'd (golang/go#11155),
 // which under load takes milliseconds: a job starting 16 runtimes at once
 // on a 2-core machine had both of the daemon's Ps parked in vfork, and a
-// group commit whose fdatasync had returned waited 4–7 ms for a P while
-// creates waited for their ack (bench jobs; BENCHMARKS.md). Through the
+// group commit whose fdatasync had returned waited for a P while creates
+// waited for their ack (the jobs benchmark, BENCHMARKS.md). Through the
 // gate at most one P is parked so, and every start touches Spare, whose
 // lender keeps GOMAXPROCS one higher during the burst (package sparep).
 // The zero value starts one at a time without a spare P; a nil gate starts

@@ -9,16 +9,14 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/internal/sparep"
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // TestForkGateStartsOneAtATime: a Start waits while the gate is held, and
 // then starts its process; concurrent Starts all start theirs; a nil gate
 // starts at once.
 func TestForkGateStartsOneAtATime(t *testing.T) {
-	true_, err := exec.LookPath("true")
-	if err != nil {
-		t.Skip("no true(1)")
-	}
+	true_ := testhost.Tool(t, "true")
 	var g ForkGate
 	g.mu.Lock()
 	cmd := exec.Command(true_)
@@ -85,10 +83,7 @@ func TestForkGateStartsOneAtATime(t *testing.T) {
 // burst on (the lender's P, package sparep); a gate without one starts
 // all the same.
 func TestForkGateTouchesItsBurst(t *testing.T) {
-	true_, err := exec.LookPath("true")
-	if err != nil {
-		t.Skip("no true(1)")
-	}
+	true_ := testhost.Tool(t, "true")
 	orig := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
 	g := ForkGate{Spare: (&sparep.Lender{}).Burst()}

@@ -11,27 +11,18 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/shard-dev/shard/internal/procs/procstat"
 )
 
 // StartTime returns the start time of pid (field 22 of /proc/<pid>/stat,
 // in clock ticks since boot).
 func StartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := procstat.Read(pid)
 	if err != nil {
-		return 0, fmt.Errorf("procs: stat %d: %w", pid, err)
+		return 0, fmt.Errorf("procs: start time of %d: %w", pid, err)
 	}
-	// The command name (field 2) may hold spaces and parentheses: fields
-	// are counted after its closing parenthesis.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("procs: stat %d: malformed", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, fmt.Errorf("procs: stat %d: malformed", pid)
-	}
-	return strconv.ParseUint(f[19], 10, 64)
+	return st.StartTime, nil
 }
 
 // KillGroupIfSame sends SIGKILL to process group pgid when its leader pid

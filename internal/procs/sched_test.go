@@ -7,11 +7,12 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/shard-dev/shard/internal/procs/procstat"
 )
 
 // threadsHelperEnv makes the test binary a helper process (TestMain): it
@@ -55,19 +56,11 @@ func threadsHelper() {
 // /proc/<pid>/task/<tid>/stat.
 func threadSched(t *testing.T, pid, tid int) (policy, nice int) {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	st, err := procstat.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // f[0] is field 3
-	if policy, err = strconv.Atoi(f[38]); err != nil {
-		t.Fatal(err)
-	}
-	if nice, err = strconv.Atoi(f[16]); err != nil {
-		t.Fatal(err)
-	}
-	return policy, nice
+	return st.Policy, st.Nice
 }
 
 func tids(t *testing.T, pid int) []int {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/internal/buildlock"
+	"github.com/shard-dev/shard/internal/procs/procstat"
 )
 
 // Buffer is a bytes.Buffer safe for one writer (a subprocess pipe) and
@@ -154,30 +155,12 @@ func ProcsWithEnv(kv string) []int {
 		if err != nil || !(bytes.HasPrefix(env, entry) || bytes.Contains(env, append([]byte{0}, entry...))) {
 			continue
 		}
-		if state, ok := procState(pid); !ok || state == "Z" {
+		if st, err := procstat.Read(pid); err != nil || st.Exited() {
 			continue // gone, or a zombie: gone for our purposes
 		}
 		pids = append(pids, pid)
 	}
 	return pids
-}
-
-// procState is the state letter of /proc/<pid>/stat.
-func procState(pid int) (string, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return "", false
-	}
-	// "pid (comm) state …"; comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return "", false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 1 {
-		return "", false
-	}
-	return f[0], true
 }
 
 // KillEnv SIGKILLs every live process whose environment holds kv and waits,

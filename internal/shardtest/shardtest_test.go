@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // TestBuffer: a capped Buffer keeps its first Max bytes and never fails a
@@ -45,10 +47,11 @@ func TestCleanEnv(t *testing.T) {
 // TestProcTerminateAndKillEnv: Terminate reports a clean exit, a process
 // found by its environment is killed by KillEnv.
 func TestProcTerminateAndKillEnv(t *testing.T) {
-	cmd := exec.Command("sleep", "60")
+	sleep := testhost.Tool(t, "sleep")
+	cmd := exec.Command(sleep, "60")
 	p, err := StartProc(cmd)
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	defer p.Kill()
 	if err := p.Terminate(10 * time.Second); err == nil {
@@ -59,7 +62,7 @@ func TestProcTerminateAndKillEnv(t *testing.T) {
 	}
 
 	mark := "SHARDTEST_MARK=" + filepath.Base(t.TempDir())
-	cmd = exec.Command("sleep", "60")
+	cmd = exec.Command(sleep, "60")
 	cmd.Env = append(os.Environ(), mark)
 	q, err := StartProc(cmd)
 	if err != nil {
@@ -85,7 +88,7 @@ func TestProcTerminateAndKillEnv(t *testing.T) {
 // log.
 func TestDaemonLifecycle(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds shardd")
+		testhost.Skip(t, "-short: builds shardd")
 	}
 	bins, err := Build(t.TempDir(), nil, os.Stderr, "shardd")
 	if err != nil {

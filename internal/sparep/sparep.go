@@ -7,12 +7,12 @@
 // each, over and over while there is work: the vfork of every process it
 // starts (the P is held until the child exec'd, golang/go#11155) and the
 // group commit's fdatasyncs. On a 2-core machine that left one P, or none,
-// to run acks, fan-out and the commit waiters (bench jobs: creates waited
-// up to 7 ms for a P after their commit was durable). A parked P's thread
-// sleeps in the kernel, so lending one P more keeps as many Ps running
-// goroutines as there are CPUs. When no call is parked, the lent P is one
-// thread more than the CPUs, which the kernel time-slices: a traced
-// commit stalled 5 ms with its thread off the CPU so (BENCHMARKS.md).
+// to run acks, fan-out and the commit waiters: creates whose commit was
+// durable waited for a P before they could be answered. A parked P's
+// thread sleeps in the kernel, so lending one P more keeps as many Ps
+// running goroutines as there are CPUs. When no call is parked, the lent P
+// is one thread more than the CPUs, which the kernel time-slices: a
+// runtime trace caught a commit stalled with its thread off the CPU so.
 //
 // The P is lent for bursts, not for good: the first Touch of a burst
 // raises GOMAXPROCS by one, and it is put back once no Touch of any burst
@@ -36,8 +36,9 @@ import (
 const Linger = 250 * time.Millisecond
 
 // Lender lends the spare P to its Bursts: GOMAXPROCS is one above the
-// default while any of them is on (never two: the measured form, see
-// BENCHMARKS.md). The daemon has one. The zero value is ready; a nil
+// default while any of them is on (never two: one covers the P a vfork or
+// an fdatasync parks, and more would only add threads that preempt each
+// other). The daemon has one. The zero value is ready; a nil
 // Lender lends nothing.
 type Lender struct {
 	mu sync.Mutex

@@ -10,7 +10,8 @@ import (
 )
 
 // NormalizeAlias is how aliases compare: NFKC, then Unicode case folding
-// (spec §10.3: case-insensitive NFKC), so "Ａda" and "ADA" name one alias.
+// (docs/protocol.md §10.3: case-insensitive NFKC), so "Ａda" and "ADA" name
+// one alias.
 //
 // Cherokee is the exception Unicode makes: its lowercase letters fold to
 // the uppercase ones. x/text folds uppercase Cherokee to lowercase instead

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 func TestNormalizeAlias(t *testing.T) {
@@ -88,7 +90,7 @@ var assigned = []*unicode.RangeTable{unicode.L, unicode.M, unicode.N, unicode.P,
 // orbit) normalizes to the same key.
 func TestNormalizeAliasProperties(t *testing.T) {
 	if testing.Short() {
-		t.Skip("walks every assigned code point")
+		testhost.Skip(t, "-short: walks every assigned code point")
 	}
 	for r := rune(0); r <= unicode.MaxRune; r++ {
 		if !utf8.ValidRune(r) || !unicode.In(r, assigned...) {

@@ -10,7 +10,7 @@ import (
 	"github.com/shard-dev/shard/store"
 )
 
-// allRunStates lists every RunState of spec §11.2.
+// allRunStates lists every RunState of docs/protocol.md §11.2.
 var allRunStates = []protocol.RunState{
 	protocol.RunQueued, protocol.RunStarting, protocol.RunActive,
 	protocol.RunCompleted, protocol.RunFailed, protocol.RunTimedOut,
@@ -22,9 +22,9 @@ var allRunStates = []protocol.RunState{
 const taskMarker = "PRIVATE-TASK-7f3a9c: rm -rf the secret plans"
 
 func TestCanTransitionTable(t *testing.T) {
-	// The spec's run lifecycle (§10.3, §11.2, package doc): everything not
-	// listed is refused, including self-transitions and any move out of a
-	// terminal state.
+	// The run lifecycle (docs/protocol.md §10.3, §11.2, package doc):
+	// everything not listed is refused, including self-transitions and any
+	// move out of a terminal state.
 	allowed := map[protocol.RunState][]protocol.RunState{
 		protocol.RunQueued: {protocol.RunStarting, protocol.RunCancelled, protocol.RunInterrupted},
 		protocol.RunStarting: {protocol.RunActive, protocol.RunFailed, protocol.RunCancelled,

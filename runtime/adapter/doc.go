@@ -1,9 +1,9 @@
-// Package adapter hosts a third-party coding agent as a Shard runtime
-// (issue 13): the process behind `shardd agent --adapter <kind> --
-// <command…>`, which speaks the Shard per-agent protocol (wire spec §9) to
-// the daemon on stdin/stdout and the agent's own protocol to the agent it
-// starts, so that the daemon's attach/sync, fan-out, reaping, escalation,
-// permissions and jobs work unchanged.
+// Package adapter hosts a third-party coding agent as a Shard runtime: the
+// process behind `shardd agent --adapter <kind> -- <command…>`, which speaks
+// the Shard per-agent protocol (docs/protocol.md §9) to the daemon on
+// stdin/stdout and the agent's own protocol to the agent it starts, so that
+// the daemon's attach/sync, fan-out, reaping, escalation, permissions and
+// jobs work unchanged.
 //
 // The contract (contract.go) splits an adapter in two: a Backend per
 // agent protocol (runtime/adapter/acp for the Agent Client Protocol,

@@ -187,7 +187,7 @@ func (h *Host) start(offer Offer) {
 // defaultMode is the one mode of an agent that offers none.
 const defaultMode = "default"
 
-// Capabilities (wire spec §9.1).
+// Capabilities (docs/protocol.md §9.1).
 const (
 	capStreamingDeltas = "streaming-deltas"
 	capModeCatalog     = "mode-catalog"

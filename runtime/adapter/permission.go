@@ -165,7 +165,7 @@ func (h *Host) permissionResponseLocked(hd protocol.Header, c *protocol.Permissi
 			p = q
 		}
 	}
-	if p == nil { // late or unknown: dropped silently (wire spec §6.3)
+	if p == nil { // late or unknown: dropped silently (docs/protocol.md §6.3)
 		h.respondLocked(hd, nil)
 		return
 	}

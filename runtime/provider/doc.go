@@ -19,13 +19,13 @@
 // # Messages
 //
 // A Request carries the conversation in the wire protocol's own shape
-// (protocol.Message, spec §11): user and assistant messages whose blocks are
-// text, thinking, tool_call and tool_result; tool results travel as user
-// messages. Each provider converts that shape to its service's: tool_call
-// blocks become OpenAI tool_calls or Anthropic tool_use blocks, tool_result
-// blocks become OpenAI "tool" messages or Anthropic tool_result blocks, and
-// thinking blocks go back to Anthropic (with the signature found in
-// Request.Signatures) and are dropped for OpenAI.
+// (protocol.Message, docs/protocol.md §11): user and assistant messages whose
+// blocks are text, thinking, tool_call and tool_result; tool results travel
+// as user messages. Each provider converts that shape to its service's:
+// tool_call blocks become OpenAI tool_calls or Anthropic tool_use blocks,
+// tool_result blocks become OpenAI "tool" messages or Anthropic tool_result
+// blocks, and thinking blocks go back to Anthropic (with the signature found
+// in Request.Signatures) and are dropped for OpenAI.
 //
 // # Streaming
 //

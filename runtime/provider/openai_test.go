@@ -1,65 +1,27 @@
 package provider
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/protocol"
 )
 
-// chunk is one chat.completion.chunk with a single choice.
-func chunk(delta map[string]any, finish any) map[string]any {
-	return map[string]any{
-		"id":      "chatcmpl-1",
-		"object":  "chat.completion.chunk",
-		"created": 1700000000,
-		"model":   "test-model-2025",
-		"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}},
-	}
-}
-
-// usageChunk is the last chunk of a stream with include_usage: no choices.
-func usageChunk(prompt, completion, cached int) map[string]any {
-	return map[string]any{
-		"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": "test-model-2025",
-		"choices": []any{},
-		"usage": map[string]any{
-			"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-			"prompt_tokens_details": map[string]any{"cached_tokens": cached},
-		},
-	}
-}
-
-// toolDelta is a delta carrying one tool-call fragment; empty id/name are
-// left out, as servers do after the first fragment.
-func toolDelta(index int, id, name, args string) map[string]any {
-	tc := map[string]any{"index": index, "function": map[string]any{"arguments": args}}
-	if id != "" {
-		tc["id"] = id
-		tc["type"] = "function"
-	}
-	if name != "" {
-		tc["function"].(map[string]any)["name"] = name
-	}
-	return map[string]any{"tool_calls": []any{tc}}
-}
-
 func TestOpenAITextStreaming(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startSSE(t, w)
-		s.event("", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-		s.event("", chunk(map[string]any{"content": "Hel"}, nil))
-		s.comment("keep-alive")
-		s.event("", chunk(map[string]any{"content": "lo, wörld"}, nil))
-		s.event("", chunk(map[string]any{}, "stop"))
-		s.event("", usageChunk(100, 7, 40))
-		s.event("", "[DONE]")
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		s := fakellm.SSE(w)
+		s.Event("", fakellm.ChatChunk(map[string]any{"role": "assistant", "content": ""}, nil))
+		s.Event("", fakellm.ChatChunk(map[string]any{"content": "Hel"}, nil))
+		s.Comment("keep-alive")
+		s.Event("", fakellm.ChatChunk(map[string]any{"content": "lo, wörld"}, nil))
+		s.Event("", fakellm.ChatChunk(map[string]any{}, "stop"))
+		s.Event("", fakellm.ChatUsage(100, 7, 40))
+		s.Event("", "[DONE]")
 	})
-	p := f.provider(t, NameOpenAI, "/v1")
+	p := testProvider(t, f, NameOpenAI, "/v1")
 	st, err := p.Stream(background(t), Request{Messages: []protocol.Message{
 		{ID: "m1", Role: "user", Content: []protocol.ContentBlock{{Type: "text", Text: "hi"}}},
 	}})
@@ -78,7 +40,7 @@ func TestOpenAITextStreaming(t *testing.T) {
 	if a.Stop != StopEndTurn {
 		t.Errorf("stop = %q, want end_turn", a.Stop)
 	}
-	want := protocol.Usage{Input: 60, Output: 7, CacheRead: 40, ContextTokens: 107, Model: "test-model-2025"}
+	want := protocol.Usage{Input: 60, Output: 7, CacheRead: 40, ContextTokens: 107, Model: fakellm.Model}
 	if a.Usage == nil || *a.Usage != want {
 		t.Errorf("usage = %+v, want %+v", a.Usage, want)
 	}
@@ -86,17 +48,17 @@ func TestOpenAITextStreaming(t *testing.T) {
 		t.Errorf("event before stop = %v, want usage", k)
 	}
 
-	req := f.only(t)
+	req := f.Only(t)
 	if req.Path != "/v1/chat/completions" {
 		t.Errorf("path = %q", req.Path)
 	}
 	if got := req.Header.Get("Authorization"); got != "Bearer "+testKey {
 		t.Errorf("Authorization header = %q, want the bearer key", got)
 	}
-	if get(t, req.Body, "model") != "test-model" || get(t, req.Body, "stream") != true {
+	if fakellm.Get(t, req.Body, "model") != "test-model" || fakellm.Get(t, req.Body, "stream") != true {
 		t.Errorf("model/stream wrong: %s", req.Raw)
 	}
-	if get(t, req.Body, "stream_options", "include_usage") != true {
+	if fakellm.Get(t, req.Body, "stream_options", "include_usage") != true {
 		t.Errorf("stream_options.include_usage not requested: %s", req.Raw)
 	}
 	for _, k := range []string{"max_tokens", "max_completion_tokens", "reasoning_effort", "tools"} {
@@ -107,12 +69,12 @@ func TestOpenAITextStreaming(t *testing.T) {
 }
 
 func TestOpenAIRequestConversion(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startSSE(t, w)
-		s.event("", chunk(map[string]any{"content": "ok"}, "stop"))
-		s.event("", "[DONE]")
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		s := fakellm.SSE(w)
+		s.Event("", fakellm.ChatChunk(map[string]any{"content": "ok"}, "stop"))
+		s.Event("", "[DONE]")
 	})
-	p := f.provider(t, NameOpenAI, "/v1")
+	p := testProvider(t, f, NameOpenAI, "/v1")
 	req := conversation()
 	req.Model = "o3-mini"
 	req.Reasoning = "high"
@@ -124,12 +86,12 @@ func TestOpenAIRequestConversion(t *testing.T) {
 	mustRead(t, st)
 	st.Close()
 
-	body := f.only(t).Body
-	if get(t, body, "model") != "o3-mini" || get(t, body, "reasoning_effort") != "high" {
+	body := f.Only(t).Body
+	if fakellm.Get(t, body, "model") != "o3-mini" || fakellm.Get(t, body, "reasoning_effort") != "high" {
 		t.Errorf("model/reasoning_effort wrong: %v", body)
 	}
 	// A compatible server (not api.openai.com) gets max_tokens.
-	if get(t, body, "max_tokens") != float64(1234) || has(body, "max_completion_tokens") {
+	if fakellm.Get(t, body, "max_tokens") != float64(1234) || has(body, "max_completion_tokens") {
 		t.Errorf("max tokens field wrong: %v", body)
 	}
 	want := `[
@@ -141,7 +103,7 @@ func TestOpenAIRequestConversion(t *testing.T) {
 		{"role":"tool","tool_call_id":"call_1","content":"a.go\nb.go"},
 		{"role":"tool","tool_call_id":"call_2","content":"Error: no such file"},
 		{"role":"user","content":"also check c.go"}]`
-	if got := asJSON(t, get(t, body, "messages")); got != canonical(t, want) {
+	if got := asJSON(t, fakellm.Get(t, body, "messages")); got != canonical(t, want) {
 		t.Errorf("messages =\n%s\nwant\n%s", got, canonical(t, want))
 	}
 	wantTools := `[
@@ -149,7 +111,7 @@ func TestOpenAIRequestConversion(t *testing.T) {
 			"parameters":{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}}},
 		{"type":"function","function":{"name":"noargs","description":"No arguments.",
 			"parameters":{"type":"object","properties":{}}}}]`
-	if got := asJSON(t, get(t, body, "tools")); got != canonical(t, wantTools) {
+	if got := asJSON(t, fakellm.Get(t, body, "tools")); got != canonical(t, wantTools) {
 		t.Errorf("tools =\n%s\nwant\n%s", got, canonical(t, wantTools))
 	}
 }
@@ -157,18 +119,18 @@ func TestOpenAIRequestConversion(t *testing.T) {
 func TestOpenAIToolCallSplitAcrossManyChunks(t *testing.T) {
 	args := `{"path":"dir/ü.go","content":"line 1\nline \"2\"\t{}[]"}`
 	pieces := splitEvery(args, 2)
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startSSE(t, w)
-		s.event("", chunk(map[string]any{"role": "assistant", "content": nil}, nil))
-		s.event("", chunk(toolDelta(0, "call_abc", "write", ""), nil))
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		s := fakellm.SSE(w)
+		s.Event("", fakellm.ChatChunk(map[string]any{"role": "assistant", "content": nil}, nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "call_abc", "write", ""), nil))
 		for _, piece := range pieces {
-			s.event("", chunk(toolDelta(0, "", "", piece), nil))
+			s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "", "", piece), nil))
 		}
-		s.event("", chunk(map[string]any{}, "tool_calls"))
-		s.event("", usageChunk(50, 20, 0))
-		s.event("", "[DONE]")
+		s.Event("", fakellm.ChatChunk(map[string]any{}, "tool_calls"))
+		s.Event("", fakellm.ChatUsage(50, 20, 0))
+		s.Event("", "[DONE]")
 	})
-	st, err := f.provider(t, NameOpenAI, "/v1").Stream(background(t), Request{})
+	st, err := testProvider(t, f, NameOpenAI, "/v1").Stream(background(t), Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,18 +156,18 @@ func TestOpenAIToolCallSplitAcrossManyChunks(t *testing.T) {
 }
 
 func TestOpenAIParallelToolCalls(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startSSE(t, w)
-		s.event("", chunk(map[string]any{"content": "Two calls."}, nil))
-		s.event("", chunk(toolDelta(0, "call_a", "read", ""), nil))
-		s.event("", chunk(toolDelta(1, "call_b", "ls", ""), nil))
-		s.event("", chunk(toolDelta(0, "", "", `{"path":`), nil))
-		s.event("", chunk(toolDelta(1, "", "", `{"path":"."}`), nil))
-		s.event("", chunk(toolDelta(0, "", "", `"a.go"}`), nil))
-		s.event("", chunk(map[string]any{}, "tool_calls"))
-		s.event("", "[DONE]")
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		s := fakellm.SSE(w)
+		s.Event("", fakellm.ChatChunk(map[string]any{"content": "Two calls."}, nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "call_a", "read", ""), nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(1, "call_b", "ls", ""), nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "", "", `{"path":`), nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(1, "", "", `{"path":"."}`), nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "", "", `"a.go"}`), nil))
+		s.Event("", fakellm.ChatChunk(map[string]any{}, "tool_calls"))
+		s.Event("", "[DONE]")
 	})
-	st, err := f.provider(t, NameOpenAI, "/v1").Stream(background(t), Request{})
+	st, err := testProvider(t, f, NameOpenAI, "/v1").Stream(background(t), Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,17 +198,17 @@ func TestOpenAIParallelToolCalls(t *testing.T) {
 // in one chunk, a call numbered 0 again with a new id, finish_reason "stop"
 // after tool calls, and no [DONE].
 func TestOpenAICompatibleServer(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startSSE(t, w)
-		s.event("", chunk(map[string]any{"role": "assistant", "reasoning_content": "Think"}, nil))
-		s.event("", chunk(map[string]any{"reasoning_content": "ing…"}, nil))
-		s.event("", chunk(toolDelta(0, "call_x", "grep", `{"pattern":`), nil))
-		s.event("", chunk(toolDelta(0, "", "", `"TODO"}`), nil))
-		s.event("", chunk(toolDelta(1, "", "ls", `{"path":"src"}`), nil))
-		s.event("", chunk(toolDelta(0, "call_y", "read", `{"path":"x"}`), nil))
-		s.event("", chunk(map[string]any{}, "stop"))
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		s := fakellm.SSE(w)
+		s.Event("", fakellm.ChatChunk(map[string]any{"role": "assistant", "reasoning_content": "Think"}, nil))
+		s.Event("", fakellm.ChatChunk(map[string]any{"reasoning_content": "ing…"}, nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "call_x", "grep", `{"pattern":`), nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "", "", `"TODO"}`), nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(1, "", "ls", `{"path":"src"}`), nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "call_y", "read", `{"path":"x"}`), nil))
+		s.Event("", fakellm.ChatChunk(map[string]any{}, "stop"))
 	})
-	st, err := f.provider(t, NameOpenAI, "/v1").Stream(background(t), Request{})
+	st, err := testProvider(t, f, NameOpenAI, "/v1").Stream(background(t), Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,20 +241,20 @@ func TestOpenAICompatibleServer(t *testing.T) {
 func TestOpenAIMidStreamDisconnect(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		end  func(s *sseWriter)
+		end  func(s *fakellm.Events)
 	}{
-		{"connection dropped", func(*sseWriter) { disconnect() }},
-		{"body ends without finish_reason or [DONE]", func(*sseWriter) {}},
-		{"[DONE] without finish_reason", func(s *sseWriter) { s.event("", "[DONE]") }},
+		{"connection dropped", func(*fakellm.Events) { fakellm.Disconnect() }},
+		{"body ends without finish_reason or [DONE]", func(*fakellm.Events) {}},
+		{"[DONE] without finish_reason", func(s *fakellm.Events) { s.Event("", "[DONE]") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-				s := startSSE(t, w)
-				s.event("", chunk(map[string]any{"content": "partial"}, nil))
-				s.event("", chunk(toolDelta(0, "call_1", "bash", `{"command":"ec`), nil))
+			f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				s := fakellm.SSE(w)
+				s.Event("", fakellm.ChatChunk(map[string]any{"content": "partial"}, nil))
+				s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "call_1", "bash", `{"command":"ec`), nil))
 				tc.end(s)
 			})
-			st, err := f.provider(t, NameOpenAI, "/v1").Stream(background(t), Request{})
+			st, err := testProvider(t, f, NameOpenAI, "/v1").Stream(background(t), Request{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -313,51 +275,18 @@ func TestOpenAIMidStreamDisconnect(t *testing.T) {
 	}
 }
 
-func TestOpenAIHTTPErrors(t *testing.T) {
-	for _, tc := range []struct {
-		status int
-		body   string
-		want   []string
-	}{
-		{429, `{"error":{"message":"Rate limit reached for key ` + testKey + `","type":"requests","code":"rate_limit_exceeded"}}`,
-			[]string{"openai: rate limited (429)", "Rate limit reached", "[redacted]"}},
-		{500, `{"error":{"message":"The server had an error","type":"server_error"}}`,
-			[]string{"openai: HTTP 500 Internal Server Error", "server_error: The server had an error"}},
-		{502, `<html>bad gateway</html>`, []string{"HTTP 502 Bad Gateway"}},
-		{401, `{"error":{"message":"Incorrect API key provided: ` + testKey + `","type":"invalid_request_error"}}`,
-			[]string{"authentication failed (401)"}},
-	} {
-		t.Run(http.StatusText(tc.status), func(t *testing.T) {
-			f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-				jsonError(w, tc.status, tc.body)
-			})
-			st, err := f.provider(t, NameOpenAI, "/v1").Stream(background(t), Request{})
-			if st != nil {
-				t.Fatal("got a stream for a failed request")
-			}
-			assertProviderError(t, err, tc.want...)
-			if got := HTTPStatus(err); got != tc.status {
-				t.Errorf("HTTPStatus = %d, want %d", got, tc.status)
-			}
-			if n := len(f.requests()); n != 1 {
-				t.Errorf("requests = %d, want 1 (MaxRetries 0: no retry)", n)
-			}
-		})
-	}
-}
-
 func TestOpenAIRetriesWhenAsked(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if n == 1 {
 			w.Header().Set("Retry-After-Ms", "1")
-			jsonError(w, 503, `{"error":{"message":"busy"}}`)
+			fakellm.JSONError(w, 503, `{"error":{"message":"busy"}}`)
 			return
 		}
-		s := startSSE(t, w)
-		s.event("", chunk(map[string]any{"content": "ok"}, "stop"))
-		s.event("", "[DONE]")
+		s := fakellm.SSE(w)
+		s.Event("", fakellm.ChatChunk(map[string]any{"content": "ok"}, "stop"))
+		s.Event("", "[DONE]")
 	})
-	p, err := New(Config{Name: NameOpenAI, BaseURL: f.srv.URL + "/v1", APIKey: testKey, HTTPClient: f.srv.Client(), MaxRetries: 1})
+	p, err := New(Config{Name: NameOpenAI, BaseURL: f.URL + "/v1", APIKey: testKey, HTTPClient: f.Client(), MaxRetries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,55 +298,24 @@ func TestOpenAIRetriesWhenAsked(t *testing.T) {
 	if a := mustRead(t, st); a.Text[0] != "ok" {
 		t.Errorf("text = %v", a.Text)
 	}
-	if n := len(f.requests()); n != 2 {
+	if n := len(f.Requests()); n != 2 {
 		t.Errorf("requests = %d, want 2", n)
 	}
 }
 
 func TestOpenAIErrorEventInStream(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startSSE(t, w)
-		s.event("", chunk(map[string]any{"content": "a"}, nil))
-		s.event("", map[string]any{"error": map[string]any{"message": "model crashed", "type": "internal_error"}})
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		s := fakellm.SSE(w)
+		s.Event("", fakellm.ChatChunk(map[string]any{"content": "a"}, nil))
+		s.Event("", map[string]any{"error": map[string]any{"message": "model crashed", "type": "internal_error"}})
 	})
-	st, err := f.provider(t, NameOpenAI, "/v1").Stream(background(t), Request{})
+	st, err := testProvider(t, f, NameOpenAI, "/v1").Stream(background(t), Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	_, err = readAll(t, st)
 	assertProviderError(t, err, "error while streaming", "internal_error: model crashed")
-}
-
-func TestOpenAICancelMidStream(t *testing.T) {
-	released := make(chan struct{})
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startSSE(t, w)
-		s.event("", chunk(map[string]any{"content": "thinking hard"}, nil))
-		select { // the stream stalls until the client goes away
-		case <-r.Context().Done():
-		case <-released:
-		}
-	})
-	defer close(released)
-	ctx, cancel := context.WithCancel(background(t))
-	defer cancel()
-	st, err := f.provider(t, NameOpenAI, "/v1").Stream(ctx, Request{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if ev, err := st.Next(); err != nil || ev.Text != "thinking hard" {
-		t.Fatalf("first event = %+v, %v", ev, err)
-	}
-	time.AfterFunc(50*time.Millisecond, cancel)
-	within(t, 2*time.Second, "Next after cancel", func() {
-		_, err = st.Next()
-	})
-	assertProviderError(t, err, "openai: request cancelled")
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("errors.Is(err, context.Canceled) = false for %v", err)
-	}
 }
 
 func TestOpenAIBaseURLChoosesMaxTokensField(t *testing.T) {

@@ -32,9 +32,10 @@ type Request struct {
 	Model string
 	// System is the system prompt; empty sends none.
 	System string
-	// Messages is the conversation in the wire protocol's shape (spec §11):
-	// user and assistant messages; assistant blocks are text, thinking and
-	// tool_call; tool results are user messages with tool_result blocks.
+	// Messages is the conversation in the wire protocol's shape
+	// (docs/protocol.md §11): user and assistant messages; assistant blocks
+	// are text, thinking and tool_call; tool results are user messages with
+	// tool_result blocks.
 	Messages []protocol.Message
 	// Tools are the tools the model may call.
 	Tools []ToolSpec
@@ -172,7 +173,8 @@ type Stream interface {
 	Close() error
 }
 
-// Level is one reasoning level of a model (spec §9.2 reasoning catalog).
+// Level is one reasoning level of a model (docs/protocol.md §9.2 reasoning
+// catalog).
 type Level struct {
 	ID          string `json:"id"`
 	Label       string `json:"label"`

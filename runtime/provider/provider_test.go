@@ -1,13 +1,16 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -150,15 +153,15 @@ func TestCloseWhileNextBlocks(t *testing.T) {
 	for _, name := range []string{NameOpenAI, NameAnthropic} {
 		t.Run(name, func(t *testing.T) {
 			released := make(chan struct{})
-			f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-				startSSE(t, w)
+			f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				fakellm.SSE(w)
 				select {
 				case <-r.Context().Done():
 				case <-released:
 				}
 			})
 			defer close(released)
-			st, err := f.provider(t, name, "/v1").Stream(background(t), Request{})
+			st, err := testProvider(t, f, name, "/v1").Stream(background(t), Request{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,10 +195,85 @@ func TestCloseWhileNextBlocks(t *testing.T) {
 	}
 }
 
+// TestHTTPErrors: an HTTP error status is a PROVIDER_ERROR carrying the
+// status and the service's message (never the key), without a retry.
+func TestHTTPErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+		want   []string
+	}{
+		{NameOpenAI, 429, `{"error":{"message":"Rate limit reached for key ` + testKey + `","type":"requests","code":"rate_limit_exceeded"}}`,
+			[]string{"openai: rate limited (429)", "Rate limit reached", "[redacted]"}},
+		{NameOpenAI, 500, `{"error":{"message":"The server had an error","type":"server_error"}}`,
+			[]string{"openai: HTTP 500 Internal Server Error", "server_error: The server had an error"}},
+		{NameOpenAI, 502, `<html>bad gateway</html>`, []string{"HTTP 502 Bad Gateway"}},
+		{NameOpenAI, 401, `{"error":{"message":"Incorrect API key provided: ` + testKey + `","type":"invalid_request_error"}}`,
+			[]string{"authentication failed (401)"}},
+		{NameAnthropic, 429, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your rate limit (key ` + testKey + `)"},"request_id":"req_1"}`,
+			[]string{"anthropic: rate limited (429)", "rate_limit_error: Number of request tokens", "[redacted]"}},
+		{NameAnthropic, 500, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`,
+			[]string{"anthropic: HTTP 500 Internal Server Error", "api_error: Internal server error"}},
+		{NameAnthropic, 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+			[]string{"anthropic: overloaded (529)", "overloaded_error: Overloaded"}},
+	} {
+		t.Run(tc.name+" "+strconv.Itoa(tc.status), func(t *testing.T) {
+			f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				fakellm.JSONError(w, tc.status, tc.body)
+			})
+			st, err := testProvider(t, f, tc.name, "/v1").Stream(background(t), Request{})
+			if st != nil {
+				t.Fatal("got a stream for a failed request")
+			}
+			assertProviderError(t, err, tc.want...)
+			if got := HTTPStatus(err); got != tc.status {
+				t.Errorf("HTTPStatus = %d, want %d", got, tc.status)
+			}
+			if n := len(f.Requests()); n != 1 {
+				t.Errorf("requests = %d, want 1 (MaxRetries 0: no retry)", n)
+			}
+		})
+	}
+}
+
+// TestCancelMidStream: cancelling the context ends a Next that waits on a
+// stalled stream, with the cancellation as the cause.
+func TestCancelMidStream(t *testing.T) {
+	for _, name := range []string{NameOpenAI, NameAnthropic} {
+		t.Run(name, func(t *testing.T) {
+			released := make(chan struct{})
+			// The stream stalls after its first word until the client goes away.
+			f := fakellm.Start(t, fakellm.Script(func(fakellm.Prompt) fakellm.Turn {
+				return fakellm.Turn{Text: "thinking hard", Hold: released}
+			}))
+			defer close(released)
+			ctx, cancel := context.WithCancel(background(t))
+			defer cancel()
+			st, err := testProvider(t, f, name, "/v1").Stream(ctx, Request{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if ev, err := st.Next(); err != nil || ev.Text != "thinking " {
+				t.Fatalf("first event = %+v, %v", ev, err)
+			}
+			time.AfterFunc(50*time.Millisecond, cancel)
+			within(t, 2*time.Second, "Next after cancel", func() {
+				_, err = st.Next()
+			})
+			assertProviderError(t, err, name+": request cancelled")
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("errors.Is(err, context.Canceled) = false for %v", err)
+			}
+		})
+	}
+}
+
 func TestConnectionRefused(t *testing.T) {
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {})
-	url := f.srv.URL
-	f.srv.Close() // nothing listens there any more
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {})
+	url := f.URL
+	f.Close() // nothing listens there any more
 	for _, name := range []string{NameOpenAI, NameAnthropic} {
 		p, err := New(Config{Name: name, BaseURL: url, APIKey: testKey})
 		if err != nil {
@@ -287,21 +365,9 @@ func TestEnvironmentIsIgnored(t *testing.T) {
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
 	t.Setenv("ANTHROPIC_API_KEY", "sk-from-env-anthropic")
 	t.Setenv("OPENAI_ORG_ID", "org-env")
-	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startSSE(t, w)
-		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
-			s.event("", chunk(map[string]any{"content": "ok"}, "stop"))
-			s.event("", "[DONE]")
-			return
-		}
-		m := msgStream{s}
-		m.messageStart(1, 0, 0)
-		m.textBlock(0, "ok")
-		m.messageDelta("end_turn", 1)
-		m.messageStop()
-	})
+	f := fakellm.Start(t, fakellm.Script(func(fakellm.Prompt) fakellm.Turn { return fakellm.Turn{Text: "ok"} }))
 	for _, name := range []string{NameOpenAI, NameAnthropic} {
-		st, err := f.provider(t, name, "/v1").Stream(background(t), Request{})
+		st, err := testProvider(t, f, name, "/v1").Stream(background(t), Request{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -310,7 +376,7 @@ func TestEnvironmentIsIgnored(t *testing.T) {
 		}
 		st.Close()
 	}
-	for _, req := range f.requests() {
+	for _, req := range f.Requests() {
 		for k, v := range req.Header {
 			if strings.Contains(strings.Join(v, " "), "from-env") || strings.Contains(strings.Join(v, " "), "org-env") {
 				t.Errorf("%s: header %s = %v comes from the environment", req.Path, k, v)

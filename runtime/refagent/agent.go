@@ -28,9 +28,22 @@ const (
 
 // Options configure one runtime process. cmd/shardd fills them from env and
 // config; zero values take the documented defaults. Run copies Options and
-// never modifies them; Exit and IgnoreSignals are called from the goroutine
-// that plays the current turn.
+// never modifies them. The fields are grouped by concern into embedded
+// structs, so o.Stdin, o.Provider and the rest read as before while a
+// literal names its group.
 type Options struct {
+	Stdio
+	Identity
+	ProviderOptions
+	Headless
+	Compaction
+	Hooks
+}
+
+// Stdio is the runtime's three streams. They are the whole of its
+// conversation with the daemon, so they travel together and apart from
+// everything that configures what is said on them.
+type Stdio struct {
 	// Stdin carries JSONL commands. It is required. When ctx is done, Run
 	// closes Stdin if it is an io.Closer so that a blocked read returns, and
 	// then waits for the reader: a Stdin whose Close does not interrupt a
@@ -43,6 +56,15 @@ type Options struct {
 	// Stderr receives coarse diagnostics only, never prompts, text or tool
 	// arguments. Default: discarded.
 	Stderr io.Writer
+}
+
+// Identity is who the agent is and where it works: the ids and socket the
+// daemon hands a child, the directories and environment its tools and
+// transcript use, and the mode and model it starts in. It is what differs
+// between two agents of one daemon (cmd/shardd reads most of it from the
+// SHARD_* environment of each child), while the other groups mostly follow
+// the daemon's config.
+type Identity struct {
 	// AgentID and SessionID come from SHARD_AGENT_ID and SHARD_SESSION_ID;
 	// they may be empty when the runtime is run by hand. A runtime speaks
 	// the direct protocol, which omits agent_id, so they serve diagnostics
@@ -51,7 +73,7 @@ type Options struct {
 	AgentID, SessionID string
 	// Socket is the daemon's unix socket (SHARD_SOCKET), which the
 	// subagent tool dials to create, wait for, inspect and stop this
-	// agent's subagent jobs (wire spec §10.3). Default "": with no Socket
+	// agent's subagent jobs (docs/protocol.md §10.3). Default "": with no Socket
 	// or no AgentID every subagent call is a tool error saying that
 	// subagents need the daemon.
 	Socket string
@@ -64,11 +86,28 @@ type Options struct {
 	// last for the run only and cannot be forked. The daemon passes
 	// $SHARD_HOME/sessions/<session_id>.
 	SessionDir string
+	// Environ is the environment bash commands run with, as KEY=value
+	// strings, minus APIKeyEnv. Default: the process environment.
+	Environ []string
 	// Mode is the initial mode, "build" or "plan". Default "build".
 	Mode string
+	// Model is the agent's initial model (SHARD_AGENT_MODEL): a catalog id
+	// such as "openai/gpt-4.1" or a model name of the configured provider.
+	// A real provider serves any name it is given (the name joins the
+	// catalog); for sim an unknown name is logged and ignored. Default "":
+	// ProviderModel.
+	Model string
+	// ServerVersion is reported in hello. Default "dev".
+	ServerVersion string
+}
+
+// ProviderOptions is the model provider the runtime calls and what its
+// calls cost. It mirrors the daemon's provider config, and it holds the
+// one secret, APIKey, so that what may never be logged sits in one place.
+type ProviderOptions struct {
 	// Provider names the model provider (config provider.name): "sim",
 	// "openai" (any OpenAI-compatible server) or "anthropic". Default
-	// "sim", the offline scripted model of DESIGN §6.
+	// "sim", the offline scripted model (docs/sim.md).
 	Provider string
 	// BaseURL is the provider's endpoint (provider.base_url). Default "":
 	// the service's own. Ignored by sim.
@@ -91,15 +130,12 @@ type Options struct {
 	// Prices maps a model name to its price, for the cost field of usage.
 	// Default nil: no cost is reported.
 	Prices map[string]Price
-	// Model is the agent's initial model (SHARD_AGENT_MODEL): a catalog id
-	// such as "openai/gpt-4.1" or a model name of the configured provider.
-	// A real provider serves any name it is given (the name joins the
-	// catalog); for sim an unknown name is logged and ignored. Default "":
-	// ProviderModel.
-	Model string
-	// Environ is the environment bash commands run with, as KEY=value
-	// strings, minus APIKeyEnv. Default: the process environment.
-	Environ []string
+}
+
+// Headless is what the runtime does when no client answers a request: an
+// agent often runs with nobody attached, and a permission or UI request
+// must then end rather than hold its turn forever.
+type Headless struct {
 	// HeadlessTimeout bounds how long a permission or UI request waits for
 	// an answer before it fails. Default 5m.
 	HeadlessTimeout time.Duration
@@ -110,6 +146,12 @@ type Options struct {
 	// TIMEOUT, the others deny it. Grants (allow_always) apply under every
 	// policy. Default "deny".
 	HeadlessPolicy string
+}
+
+// Compaction is how the conversation is kept inside the model's context
+// window: when compaction runs and how much of the recent conversation it
+// keeps. It mirrors the daemon's compaction config.
+type Compaction struct {
 	// ContextWindow is the context window in tokens of the sim model, and
 	// of a real model whose provider reports none. A sim provider call
 	// whose input exceeds it fails with PROVIDER_ERROR. Compaction runs
@@ -122,10 +164,16 @@ type Options struct {
 	KeepRecentTokens int
 	// NoAutoCompaction turns off automatic compaction (both the reserve and
 	// the emergency tier; config compaction.enabled=false). session_op
-	// compact still runs on demand (spec §9.2).
+	// compact still runs on demand (docs/protocol.md §9.2).
 	NoAutoCompaction bool
-	// ServerVersion is reported in hello. Default "dev".
-	ServerVersion string
+}
+
+// Hooks are the points where the runtime reaches into its process: exiting
+// it, ignoring its signals, trimming its memory and syncing its files. They
+// are functions so that cmd/shardd passes the real thing and a test passes
+// a stand-in that it can watch. Exit and IgnoreSignals are called from the
+// goroutine that plays the current turn.
+type Hooks struct {
 	// Exit is called by the `sim: exit <code>` directive. Default os.Exit.
 	Exit func(code int)
 	// IgnoreSignals is called by the `sim: hang` directive; cmd/shardd

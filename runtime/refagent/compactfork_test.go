@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -319,13 +320,13 @@ func TestAutoCompactionBetweenTurns(t *testing.T) {
 // compact and fork are refused.
 func TestPromptWaitsForCompaction(t *testing.T) {
 	release := make(chan struct{})
-	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if n == 3 {
-			hold(r, release)
-			oaText(w, 20, 3, "short summary")
+			fakellm.Hold(r, release)
+			fakellm.Reply(w, r, fakellm.Turn{Text: "short summary", Usage: fakellm.Usage{Input: 20, Output: 3}})
 			return
 		}
-		oaText(w, 10, 2, "answer")
+		fakellm.Reply(w, r, fakellm.Turn{Text: "answer", Usage: fakellm.Usage{Input: 10, Output: 2}})
 	})
 	h := startWithProvider(t, f, "openai", "gpt-4.1", func(o *Options) { o.SessionDir = sessionDir(t) })
 	turns(h, "one", "two")
@@ -394,14 +395,14 @@ func TestEmergencyCompactionMidTurn(t *testing.T) {
 }
 
 func TestCompactionSummaryByProvider(t *testing.T) {
-	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		switch n {
 		case 4:
-			oaText(w, 30, 5, "The user asked ", "two things.")
+			fakellm.Reply(w, r, fakellm.Turn{Text: "The user asked two things.", Usage: fakellm.Usage{Input: 30, Output: 5}})
 		case 6:
-			jsonError(w, http.StatusBadRequest, `{"error":{"message":"nope","type":"invalid_request_error"}}`)
+			fakellm.JSONError(w, http.StatusBadRequest, `{"error":{"message":"nope","type":"invalid_request_error"}}`)
 		default:
-			oaText(w, 10, 2, "answer")
+			fakellm.Reply(w, r, fakellm.Turn{Text: "answer", Usage: fakellm.Usage{Input: 10, Output: 2}})
 		}
 	})
 	h := startWithProvider(t, f, "openai", "gpt-4.1", func(o *Options) { o.SessionDir = sessionDir(t) })
@@ -414,9 +415,9 @@ func TestCompactionSummaryByProvider(t *testing.T) {
 	if !strings.HasPrefix(summary, "[compaction 1]") || !strings.HasSuffix(summary, "The user asked two things.") {
 		t.Fatalf("summary %q", summary)
 	}
-	req := f.request(t, 4)
-	msgs := jget(t, req.Body, "messages").([]any)
-	if last := jget(t, msgs[len(msgs)-1], "content"); !strings.Contains(last.(string), "Summarize the conversation above") {
+	req := f.Request(t, 4)
+	msgs := fakellm.Get(t, req.Body, "messages").([]any)
+	if last := fakellm.Get(t, msgs[len(msgs)-1], "content"); !strings.Contains(last.(string), "Summarize the conversation above") {
 		t.Fatalf("summary request ends with %v", last)
 	}
 

@@ -16,7 +16,7 @@ import (
 	"github.com/shard-dev/shard/runtime/provider"
 )
 
-// Compaction (wire spec §9.2 session_op compact, §9.4 compaction).
+// Compaction (docs/protocol.md §9.2 session_op compact, §9.4 compaction).
 //
 // One pipeline serves the three triggers: session_op compact (on demand,
 // between turns), the reserve tier (between turns, when the context is above
@@ -34,9 +34,13 @@ import (
 //     called), prefixed with "[compaction N]" and the summarized range, and
 //     takes the place of the summarized messages as a user message whose id
 //     is the compaction's entry id;
-//   - a compaction entry (session.go) is written under the state mutex,
-//     synced without it, then the window is replaced and the compaction
-//     event emitted under it again.
+//   - a compaction entry (session.go) is written under runtime.mu, synced
+//     without it, then the window is replaced and the compaction event
+//     emitted under it again.
+//
+// The conversation plans, writes and installs a compaction (its methods
+// below); the runtime runs the between-turn ones in a goroutine of their
+// own (turnLoop.compacting), and a turn runs the emergency tier itself.
 //
 // Token counts are estimates: bytes/4 of the window's content (the sim's
 // own measure), or, for a real provider, the larger of that and the context
@@ -85,7 +89,8 @@ type (
 type summarizer func(ctx context.Context, span []protocol.Message) (string, error)
 
 // compactJob is one compaction: planned under runtime.mu, summarized
-// without it, applied under it again.
+// without it, applied under it again. Its fields are set when it is
+// planned and started, and not changed after.
 type compactJob struct {
 	h      *protocol.Header // the session_op to answer; nil when automatic
 	cancel context.CancelFunc
@@ -93,18 +98,10 @@ type compactJob struct {
 	index  int   // the compaction's index (1 for a session's first)
 	start  int   // first summarized message that is not an earlier summary
 	cut    int   // first kept message
-	size   int   // len(r.window) when planned
+	size   int   // len(window) when planned
 	before int64 // tokens before
 	span   []protocol.Message
 	write  summarizer
-}
-
-// windowLimitLocked is the context window of the active model, in tokens.
-func (r *runtime) windowLimitLocked() int64 {
-	if r.active.ContextWindow > 0 {
-		return int64(r.active.ContextWindow)
-	}
-	return int64(r.opts.ContextWindow)
 }
 
 // keepTokensLocked is the default keep-recent budget: Options.KeepRecentTokens
@@ -113,16 +110,7 @@ func (r *runtime) keepTokensLocked() int64 {
 	if r.opts.KeepRecentTokens > 0 {
 		return int64(r.opts.KeepRecentTokens)
 	}
-	return max(1, min(maxDefaultKeep, r.windowLimitLocked()/5))
-}
-
-// contextTokensLocked estimates the context the next provider call sends.
-func (r *runtime) contextTokensLocked() int64 {
-	n := tokens(windowBytes(r.window))
-	if r.models.real != nil {
-		n = max(n, r.lastContext)
-	}
-	return n
+	return max(1, min(maxDefaultKeep, r.sel.windowLimitLocked()/5))
 }
 
 // overReserveLocked reports a context above the reserve threshold (80% of
@@ -131,7 +119,16 @@ func (r *runtime) overReserveLocked() bool {
 	if r.opts.NoAutoCompaction {
 		return false
 	}
-	return r.contextTokensLocked()*5 > r.windowLimitLocked()*4
+	return r.conv.contextTokensLocked()*5 > r.sel.windowLimitLocked()*4
+}
+
+// atLimitLocked reports a context that has reached the window: time to
+// compact before the next provider call (the emergency tier).
+func (r *runtime) atLimitLocked() bool {
+	if r.opts.NoAutoCompaction {
+		return false
+	}
+	return r.conv.contextTokensLocked() >= r.sel.windowLimitLocked()
 }
 
 // safeCut reports whether the window may start at m after a summary: any
@@ -164,12 +161,19 @@ func planCut(w []protocol.Message, start int, keep int64) (cut int, ok bool) {
 	return 0, false
 }
 
-// planCompactionLocked plans a compaction that keeps keep tokens, or
-// returns nil when there is no safe cut.
+// planCompactionLocked plans a compaction that keeps keep tokens, with the
+// active provider's summarizer, or returns nil when there is no safe cut.
 func (r *runtime) planCompactionLocked(keep int64) *compactJob {
-	w := r.window
+	return r.conv.planLocked(keep, r.summarizerLocked())
+}
+
+// planLocked plans a compaction that keeps keep tokens and is summarized
+// by write (nil: the sim's summary), or returns nil when there is no safe
+// cut.
+func (c *conversation) planLocked(keep int64, write summarizer) *compactJob {
+	w := c.window
 	start := 0
-	if len(w) > 0 && r.summaryID != "" && w[0].ID == r.summaryID {
+	if len(w) > 0 && c.summaryID != "" && w[0].ID == c.summaryID {
 		start = 1
 	}
 	cut, ok := planCut(w, start, keep)
@@ -178,26 +182,27 @@ func (r *runtime) planCompactionLocked(keep int64) *compactJob {
 	}
 	span := make([]protocol.Message, cut)
 	for i := range cut {
-		span[i] = r.forModelLocked(w[i])
+		span[i] = c.forModelLocked(w[i])
 	}
 	return &compactJob{
-		index:  r.compactionIndex + 1,
+		index:  c.compactionIndex + 1,
 		start:  start,
 		cut:    cut,
 		size:   len(w),
-		before: r.contextTokensLocked(),
+		before: c.contextTokensLocked(),
 		span:   span,
-		write:  r.summarizerLocked(),
+		write:  write,
 	}
 }
 
 // summarizerLocked is the active real provider's summarizer; nil for the
 // sim, whose summary is simSummary.
 func (r *runtime) summarizerLocked() summarizer {
-	if r.models.real == nil {
+	real := r.sel.models.real
+	if real == nil {
 		return nil
 	}
-	p, model, sigs, tools := r.models.real, r.active.Model, maps.Clone(r.meta.sigs), r.toolSpecs
+	p, model, sigs, tools := real, r.sel.active.Model, maps.Clone(r.conv.meta.sigs), r.tools.specs
 	return func(ctx context.Context, span []protocol.Message) (string, error) {
 		return providerSummary(ctx, p, provider.Request{Model: model, System: summarySystem, Tools: tools, Signatures: sigs}, span)
 	}
@@ -325,19 +330,19 @@ type pendingCompaction struct {
 // summary or a failed write, and for an automatic compaction that would not
 // make the window smaller (errNoGain). Until commitCompaction installed it
 // the live window must not change: the caller is the turn goroutine
-// (emergency tier) or holds r.compacting (between turns), which keeps
-// prompts queued.
-func (r *runtime) writeCompactionLocked(j *compactJob, body string) (*pendingCompaction, error) {
+// (emergency tier) or holds turnLoop.compacting (between turns), which
+// keeps prompts queued.
+func (c *conversation) writeCompactionLocked(j *compactJob, body string) (*pendingCompaction, error) {
 	body = strings.TrimSpace(body)
 	if body == "" {
 		return nil, protocol.Errorf(protocol.CodeInternal, "compaction produced an empty summary")
 	}
-	if len(r.window) != j.size {
+	if len(c.window) != j.size {
 		return nil, protocol.Errorf(protocol.CodeInternal, "the live window changed during compaction")
 	}
-	w := r.window
+	w := c.window
 	first, last := w[j.start].ID, w[j.cut-1].ID
-	id := r.ids.next(compactionPrefix)
+	id := c.ids.next(compactionPrefix)
 	text := fmt.Sprintf("[compaction %d] Summary of %d earlier messages (%s … %s):\n%s", j.index, j.cut-j.start, first, last, body)
 	nw := make([]protocol.Message, 0, 1+len(w)-j.cut)
 	nw = append(nw, summaryMessage(id, text))
@@ -354,12 +359,11 @@ func (r *runtime) writeCompactionLocked(j *compactJob, body string) (*pendingCom
 		return nil, errNoGain
 	}
 	rng := d.MessageRange
-	e := entry{
-		Type: entryCompaction, ID: id, TS: time.Now().UnixMilli(),
+	e := entry{Type: entryCompaction, ID: id, TS: time.Now().UnixMilli(), compactionFields: compactionFields{
 		Index: d.Index, Summary: text, FirstKeptEntryID: d.FirstKeptEntryID, MessageRange: &rng,
 		TokensBefore: d.TokensBefore, TokensAfter: d.TokensAfter,
-	}
-	written, err := r.sess.write(e)
+	}}
+	written, err := c.store.write(e)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "write the compaction entry: %w", err)
 	}
@@ -367,20 +371,25 @@ func (r *runtime) writeCompactionLocked(j *compactJob, body string) (*pendingCom
 }
 
 // commitCompaction waits, without mu, until the compaction entry is
-// durable, then installs the new window and emits the compaction event
-// under mu. mu must not be held. A failed sync fails the compaction with the
-// window as it was (the entry stays in the file, as a failed sync always
-// left it).
+// durable, then installs it under mu. mu must not be held. A failed sync
+// fails the compaction with the window as it was (the entry stays in the
+// file, as a failed sync always left it).
 func (r *runtime) commitCompaction(pc *pendingCompaction) (compactedData, error) {
-	if err := r.sess.durable(pc.written); err != nil {
+	if err := r.conv.store.durable(pc.written); err != nil {
 		return compactedData{}, protocol.Errorf(protocol.CodeInternal, "write the compaction entry: %w", err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.meta.forget(pc.dropped)
-	r.window, r.summaryID, r.compactionIndex, r.lastContext = pc.window, pc.id, pc.index, 0
+	return r.conv.installLocked(pc), nil
+}
+
+// installLocked replaces the live window with the one after the durable
+// compaction pc and emits the compaction event.
+func (c *conversation) installLocked(pc *pendingCompaction) compactedData {
+	c.meta.forget(pc.dropped)
+	c.window, c.summaryID, c.compactionIndex, c.lastContext = pc.window, pc.id, pc.index, 0
 	d := pc.d
-	r.emitLocked(protocol.Compaction{
+	c.out.emit(protocol.Compaction{
 		Header:           protocol.Header{Type: protocol.TypeCompaction},
 		Index:            d.Index,
 		TokensBefore:     d.TokensBefore,
@@ -388,23 +397,7 @@ func (r *runtime) commitCompaction(pc *pendingCompaction) (compactedData, error)
 		FirstKeptEntryID: d.FirstKeptEntryID,
 		MessageRange:     d.MessageRange,
 	})
-	return d, nil
-}
-
-// betweenTurnsLocked refuses a between-turn operation (compact, fork)
-// while turn work is queued or in flight.
-func (r *runtime) betweenTurnsLocked() error {
-	switch {
-	case r.closing:
-		return protocol.Errorf(protocol.CodeConflict, "the runtime is shutting down")
-	case r.turn != nil:
-		return protocol.Errorf(protocol.CodeConflict, "a turn is in flight")
-	case len(r.followUps) > 0:
-		return protocol.Errorf(protocol.CodeConflict, "a turn is queued")
-	case r.compacting != nil:
-		return protocol.Errorf(protocol.CodeConflict, "a compaction is running")
-	}
-	return nil
+	return d
 }
 
 // compactLocked handles session_op compact: status compacting, then (once
@@ -412,19 +405,19 @@ func (r *runtime) betweenTurnsLocked() error {
 // and status idle. A window without a safe cut is answered at once with
 // compacted:false.
 func (r *runtime) compactLocked(h protocol.Header, args *protocol.SessionOpArgs) {
-	if err := r.betweenTurnsLocked(); err != nil {
-		r.respondErrLocked(h, err)
+	if err := r.loop.betweenTurnsLocked(); err != nil {
+		r.out.respondErr(h, err)
 		return
 	}
 	keep := r.keepTokensLocked()
 	if args != nil && args.KeepRecentTokens != nil {
 		keep = *args.KeepRecentTokens // positive: checked by protocol.SessionOp.Validate
 	}
-	r.setStatusLocked(protocol.StatusCompacting)
+	r.status.setLocked(protocol.StatusCompacting)
 	j := r.planCompactionLocked(keep)
 	if j == nil {
-		r.respondLocked(h, notCompactedData{Compacted: false, Reason: reasonNoSafeCut})
-		r.setStatusLocked(protocol.StatusIdle)
+		r.out.respond(h, notCompactedData{Compacted: false, Reason: reasonNoSafeCut})
+		r.status.setLocked(protocol.StatusIdle)
 		return
 	}
 	j.h = &h
@@ -436,8 +429,8 @@ func (r *runtime) compactLocked(h protocol.Header, args *protocol.SessionOpArgs)
 // queued and compact and fork are refused.
 func (r *runtime) startCompactionLocked(j *compactJob) {
 	j.ctx, j.cancel = context.WithCancel(r.runCtx)
-	r.compacting = j
-	r.turns.Go(func() { r.runCompaction(j) })
+	r.loop.compacting = j
+	r.work.Go(func() { r.runCompaction(j) })
 }
 
 // runCompaction summarizes and applies a between-turn compaction, answers
@@ -446,8 +439,8 @@ func (r *runtime) startCompactionLocked(j *compactJob) {
 func (r *runtime) runCompaction(j *compactJob) {
 	body, err := j.summarize(j.ctx)
 	// An abort is honoured up to the write of the entry; once written, the
-	// compaction is installed (file and window agree). r.compacting stays
-	// set until then, so the window does not change meanwhile.
+	// compaction is installed (file and window agree). loop.compacting
+	// stays set until then, so the window does not change meanwhile.
 	r.mu.Lock()
 	aborted := j.ctx.Err() != nil
 	var pc *pendingCompaction
@@ -457,7 +450,7 @@ func (r *runtime) runCompaction(j *compactJob) {
 	case err != nil:
 		err = protocol.Errorf(protocol.CodeInternal, "compaction failed: %s", protocol.AsError(err).Message)
 	default:
-		pc, err = r.writeCompactionLocked(j, body)
+		pc, err = r.conv.writeCompactionLocked(j, body)
 	}
 	r.mu.Unlock()
 	var d compactedData
@@ -467,19 +460,19 @@ func (r *runtime) runCompaction(j *compactJob) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	j.cancel()
-	r.compacting = nil
+	r.loop.compacting = nil
 	switch {
 	case j.h != nil && err != nil:
-		r.respondErrLocked(*j.h, err)
+		r.out.respondErr(*j.h, err)
 	case j.h != nil:
-		r.respondLocked(*j.h, d)
+		r.out.respond(*j.h, d)
 	case errors.Is(err, errNoGain):
 		r.log.Info("automatic compaction skipped", slog.Any("err", err))
 	case err != nil && !aborted:
 		r.log.Warn("automatic compaction failed", slog.Any("err", err))
-		r.emitLocked(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeInternal, Message: "automatic " + protocol.AsError(err).Message})
+		r.out.emit(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeInternal, Message: "automatic " + protocol.AsError(err).Message})
 	}
-	r.setStatusLocked(protocol.StatusIdle)
+	r.status.setLocked(protocol.StatusIdle)
 	r.nextFollowUpLocked()
 }
 
@@ -488,9 +481,10 @@ func (r *runtime) runCompaction(j *compactJob) {
 // then back to streaming). Without a safe cut, or when the summary fails,
 // the call goes ahead as it is. It returns an outcome only when the turn was
 // aborted meanwhile.
-func (r *runtime) compactBeforeCall(t *turnState) *outcome {
+func (t *turnState) compactBeforeCall() *outcome {
+	r := t.r
 	r.mu.Lock()
-	if t.aborted || r.opts.NoAutoCompaction || r.contextTokensLocked() < r.windowLimitLocked() {
+	if t.aborted || !r.atLimitLocked() {
 		r.mu.Unlock()
 		return nil
 	}
@@ -499,7 +493,7 @@ func (r *runtime) compactBeforeCall(t *turnState) *outcome {
 		r.mu.Unlock()
 		return nil
 	}
-	r.setStatusLocked(protocol.StatusCompacting)
+	r.status.setLocked(protocol.StatusCompacting)
 	r.mu.Unlock()
 
 	body, err := j.summarize(t.ctx)
@@ -511,7 +505,7 @@ func (r *runtime) compactBeforeCall(t *turnState) *outcome {
 	}
 	var pc *pendingCompaction
 	if err == nil {
-		pc, err = r.writeCompactionLocked(j, body)
+		pc, err = r.conv.writeCompactionLocked(j, body)
 	}
 	r.mu.Unlock()
 	if pc != nil {
@@ -523,6 +517,6 @@ func (r *runtime) compactBeforeCall(t *turnState) *outcome {
 	if err != nil {
 		r.log.Warn("emergency compaction did not run", slog.Any("err", err))
 	}
-	r.setStatusLocked(protocol.StatusStreaming)
+	r.status.setLocked(protocol.StatusStreaming)
 	return nil
 }

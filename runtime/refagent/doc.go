@@ -1,6 +1,6 @@
 // Package refagent is Shard's reference agent Runtime: the process behind
-// `shardd agent --headless`, speaking the per-agent protocol (wire spec §9) as
-// JSONL on stdin/stdout.
+// `shardd agent --headless`, speaking the per-agent protocol
+// (docs/protocol.md §9) as JSONL on stdin/stdout.
 //
 // # Turns
 //
@@ -17,16 +17,17 @@
 //
 // Options.Provider chooses the model provider: "openai" (any
 // OpenAI-compatible server) or "anthropic", both from runtime/provider, or
-// the default "sim" (DESIGN §6), which is offline and deterministic: lines
-// of a user message that start with `sim:` script what the "model" does —
-// stream text or thinking, call tools through the permission gate, ask UI
-// questions, sleep, flood, fail, hang or exit — so that every path of the
-// protocol can be exercised without a network. The sim implements the same
-// provider.Provider interface as the real providers, and the turn loop
-// treats them alike; only the sim's runtime-level directives (ask, hang,
-// exit) call back into the runtime. The model and reasoning level can be
-// switched with set_model and set_reasoning_level; a switch applies from
-// the next provider call on, never to a stream in flight.
+// the default "sim" (docs/sim.md), which is offline and deterministic, so
+// that demos, tests and benchmarks need no network: lines of a user message
+// that start with `sim:` script what the "model" does — stream text or
+// thinking, call tools through the permission gate, ask UI questions,
+// sleep, flood, fail, hang or exit — so that every path of the protocol can
+// be exercised. The sim implements the same provider.Provider interface as
+// the real providers, and the turn loop treats them alike; only the sim's
+// runtime-level directives (ask, hang, exit) call back into the turn. The
+// model and reasoning level can be switched with set_model and
+// set_reasoning_level; a switch applies from the next provider call on,
+// never to a stream in flight.
 //
 // # Tools
 //
@@ -47,27 +48,67 @@
 // transcript that cannot be replayed safely stops Run with SESSION_CORRUPT
 // (after hello and a fatal error event), never with an empty session.
 //
-// session_op list, compact and fork follow wire spec §9.2 (sessionop.go,
-// compaction.go). Compaction also runs on its own: between turns when the
-// context is above 80% of the window, and before a provider call when it
-// has reached the window; both emit the compaction event. allow_always
-// grants are kept in grants.jsonl next to the transcript, so they hold for
-// the Agent across restarts.
+// session_op list, compact and fork follow docs/protocol.md §9.2
+// (sessionop.go, compaction.go). Compaction also runs on its own: between
+// turns when the context is above 80% of the window, and before a provider
+// call when it has reached the window; both emit the compaction event.
+// allow_always grants are kept in grants.jsonl next to the transcript, so
+// they hold for the Agent across restarts.
+//
+// # Parts
+//
+// Run builds a runtime (runtime.go), which coordinates parts that each own
+// their state and the methods that change it:
+//
+//   - output (output.go): Stdout. Every event and response leaves through
+//     it, one record per Write; it goes silent after a failed write or
+//     `sim: hang`.
+//   - agentStatus (status.go): the agent status and the idle-trim timer
+//     that follows it.
+//   - selection (models.go): the mode, the model and its reasoning level,
+//     chosen from the fixed catalog of the provider (models); it answers
+//     the mode, model and reasoning commands.
+//   - conversation (conversation.go, compaction.go, sessionop.go): the live
+//     window with its meta (thinking signatures, exit codes) and the latest
+//     compaction, backed by the session store (session, session.go), which
+//     writes transcript lines in order and makes them durable. It plans,
+//     writes and installs compactions, lists the session and forks it.
+//   - requests (requests.go): the open permission and UI requests, and
+//     the answers to them.
+//   - turnLoop (turn.go): the turn in flight, the follow-ups queued behind
+//     it, the between-turn compaction running, shutdown, and the dedupe
+//     keys of prompts accepted.
+//   - grants (grants.go): the allow_always grants and grants.jsonl.
+//   - toolbox (tools.go, subagent.go): the tools, immutable.
+//
+// The runtime handles commands (the stdin reader) and moves work between
+// the parts: it starts turns and between-turn compactions and answers
+// session_op. A turn's goroutine is turnState's (turn.go, providercall.go
+// for the provider calls, toolcall.go for the tool calls and the permission
+// gate).
 //
 // # Ordering guarantee
 //
-// One mutex guards all runtime state (status, mode, model selection, live
-// window, open permission/UI requests, the current turn) and the writing of
-// every output record. A state change and the event announcing it are
-// written under the same critical section, so the answer to the daemon's
-// `get_sync` extension (DESIGN §4) reflects exactly the events written
-// before it and none written after: the daemon can resync clients from it
-// without gaps or duplicates.
+// One mutex, runtime.mu, guards the state of the parts (status, selection,
+// conversation, requests, turn loop) and is held for every output record. A
+// state change and the event announcing it are written under the same
+// critical section, so the answer to get_sync (the daemon's own extension
+// of the protocol: a request for an authoritative snapshot of the state)
+// reflects exactly the events written before it and none written after:
+// the daemon can resync clients from it without gaps or duplicates.
+// Methods named ...Locked, of the runtime and of its parts, are called
+// with runtime.mu held.
 //
 // The mutex is never held across a transcript fsync: an entry is written
 // (write(2)) under it, in state order, fsynced without it, and the state
 // change it backs is made and announced under it again (session.go). So a
 // slow disk delays the turn that wrote, not the commands that only read.
+// Nor is it held while a turn waits for the provider, a tool or an answer.
+//
+// Lock order: runtime.mu, then output.mu (which only keeps records whole)
+// or the session store's locks (session.smu before session.wmu; smu is
+// never taken with runtime.mu held). grants.mu is a leaf taken without
+// runtime.mu: no event announces a grant.
 //
 // # Concurrency
 //

@@ -150,7 +150,7 @@ func TestSessionDurableGroupsSyncs(t *testing.T) {
 	defer s.close()
 	var tickets []writeTicket
 	for _, id := range []string{"msg-1", "msg-2", "msg-3"} {
-		tk, err := s.write(entry{Type: entryMessage, ID: id, Role: roleUser})
+		tk, err := s.write(entry{Type: entryMessage, ID: id, messageFields: messageFields{Role: roleUser}})
 		if err != nil {
 			t.Fatal(err)
 		}

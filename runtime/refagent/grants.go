@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/shard-dev/shard/protocol"
@@ -29,9 +30,17 @@ type grantRecord struct {
 // grantKey, remembered in grants.jsonl (0600) in the session directory so
 // that they survive runtime restarts. A line that cannot be read grants
 // nothing (fail closed). Without a session directory grants last for the
-// run only. It is used under runtime.mu only.
+// run only.
+//
+// grants are safe for concurrent use. No event announces a grant, so they
+// keep their own lock instead of runtime.mu, and a grant's fsync never
+// holds up the runtime's commands. mu is a leaf: nothing else is locked
+// while it is held.
 type grants struct {
 	path string // "" keeps grants in memory only
+
+	// mu protects keys and serialises the appends to path.
+	mu   sync.Mutex
 	keys map[string]bool
 }
 
@@ -87,13 +96,19 @@ func decodeGrant(line []byte) (grantRecord, error) {
 }
 
 // has reports whether the exact request key was allowed always.
-func (g *grants) has(key string) bool { return g.keys[key] }
+func (g *grants) has(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.keys[key]
+}
 
 // add remembers c as allowed always, and writes it to grants.jsonl (synced)
 // when there is a session directory. The grant holds for this run even if
 // the write fails.
 func (g *grants) add(c toolCallReq, now time.Time) error {
 	key := grantKey(c)
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.keys[key] {
 		return nil
 	}

@@ -10,10 +10,11 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// TestSpecHappyPath replays spec §12.1 on a direct stdio connection:
-// prompt → accepted → turn_start → text → tool_call read → tool_result →
-// text → message_complete → turn_end with usage, each event in its §9 shape
-// (no agent_id on a direct connection, "type" first).
+// TestSpecHappyPath replays the worked example of docs/protocol.md §12.1
+// on a direct stdio connection: prompt → accepted → turn_start → text →
+// tool_call read → tool_result → text → message_complete → turn_end with
+// usage, each event in its §9 shape (no agent_id on a direct connection,
+// "type" first).
 func TestSpecHappyPath(t *testing.T) {
 	h := start(t, nil)
 	if err := os.WriteFile(filepath.Join(h.opts.Cwd, "config.json"), []byte(`{"debug":true}`), 0o600); err != nil {

@@ -82,16 +82,18 @@ func start(t *testing.T, mod func(*Options)) *harness {
 		more:       make(chan struct{}, 1),
 	}
 	h.opts = Options{
-		Stdin:           inR,
-		Stdout:          outW,
-		Stderr:          h.stderr,
-		AgentID:         "agent-test",
-		SessionID:       "sess-test",
-		Cwd:             t.TempDir(),
-		HeadlessTimeout: 10 * time.Second,
-		ServerVersion:   "test",
-		Exit:            func(code int) { h.exits <- code },
-		IgnoreSignals:   func() { h.hangs <- struct{}{} },
+		Stdio: Stdio{Stdin: inR, Stdout: outW, Stderr: h.stderr},
+		Identity: Identity{
+			AgentID:       "agent-test",
+			SessionID:     "sess-test",
+			Cwd:           t.TempDir(),
+			ServerVersion: "test",
+		},
+		Headless: Headless{HeadlessTimeout: 10 * time.Second},
+		Hooks: Hooks{
+			Exit:          func(code int) { h.exits <- code },
+			IgnoreSignals: func() { h.hangs <- struct{}{} },
+		},
 	}
 	if mod != nil {
 		mod(&h.opts)

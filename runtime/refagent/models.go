@@ -10,19 +10,49 @@ import (
 	"github.com/shard-dev/shard/runtime/provider"
 )
 
-// Model selection (wire spec §9.2): one provider per runtime, chosen by
-// Options.Provider; its catalog; the active model and reasoning level. A
-// selection is runtime state under runtime.mu and is read once at the start
-// of every provider call, so a change never touches a stream in flight: it
-// applies from the next provider call on (effectiveNextCall).
+// Modes, models and reasoning levels (docs/protocol.md §9.2): the mode
+// catalog; one provider per runtime, chosen by Options.Provider, and its
+// model catalog (models); and the client's selection among them
+// (selection).
 
-// providerSim is the name of the embedded sim provider (DESIGN §6).
+// Modes. build may run every tool (mutating ones through the permission
+// gate); plan refuses mutating tools.
+const (
+	modeBuild = "build"
+	modePlan  = "plan"
+)
+
+// modeCatalog is the list_modes catalog in registration order.
+func modeCatalog() []protocol.ModeDescriptor {
+	return []protocol.ModeDescriptor{
+		{Name: modeBuild, Description: "Read and change files; changes ask for permission."},
+		{Name: modePlan, Description: "Read-only: explore and plan; tools that change files are refused."},
+	}
+}
+
+func knownMode(m string) bool { return m == modeBuild || m == modePlan }
+
+// listModesData is the data of a list_modes response (docs/protocol.md
+// §9.2).
+type listModesData struct {
+	Modes  []protocol.ModeDescriptor `json:"modes"`
+	Active string                    `json:"active"`
+}
+
+// setModeData is the data of a set_mode response (docs/protocol.md §9.2).
+type setModeData struct {
+	PreviousMode string `json:"previous_mode"`
+	Mode         string `json:"mode"`
+}
+
+// providerSim is the name of the embedded sim provider: an offline,
+// scripted model (sim.go, docs/sim.md).
 const providerSim = "sim"
 
 // effectiveNextCall is the effective field of model and reasoning changes.
 const effectiveNextCall = "next_provider_call"
 
-// Capabilities (wire spec §7).
+// Capabilities (docs/protocol.md §7).
 const (
 	capStreamingDeltas  = "streaming-deltas"
 	capModeCatalog      = "mode-catalog"
@@ -139,7 +169,7 @@ func hasLevel(levels []provider.Level, id string) bool {
 	return slices.ContainsFunc(levels, func(l provider.Level) bool { return l.ID == id })
 }
 
-// Response data of the model commands (wire spec §9.2).
+// Response data of the model commands (docs/protocol.md §9.2).
 type (
 	listModelsData struct {
 		Models []protocol.ModelDescriptor `json:"models"`
@@ -164,10 +194,32 @@ type (
 	}
 )
 
+// selection is what the next provider call runs with, as the client
+// chose it: the mode, the model and its reasoning level, with the fixed
+// catalog they are chosen from (models). A selection is read once at the
+// start of every provider call (turnState.request), so a change never
+// touches a stream in flight: it applies from the next provider call on
+// (effectiveNextCall).
+//
+// runtime.mu protects every field but models, which is immutable; the
+// methods ending in Locked must be called with it held, so that a
+// selection and the event announcing it change together.
+type selection struct {
+	out       *output
+	models    *models
+	mode      string                   // modeBuild or modePlan
+	active    protocol.ModelDescriptor // the model of the next provider call
+	reasoning string                   // selected reasoning level; "" is the model's default
+}
+
+func newSelection(out *output, m *models, mode string) *selection {
+	return &selection{out: out, models: m, mode: mode, active: m.initial}
+}
+
 // capabilitiesLocked is the feature set for hello, sync and model_changed:
 // the reasoning controls only while the active model has levels.
-func (r *runtime) capabilitiesLocked() []string {
-	return capabilities(r.models, r.active.Model)
+func (s *selection) capabilitiesLocked() []string {
+	return capabilities(s.models, s.active.Model)
 }
 
 // capabilities is the feature set while model is active.
@@ -179,91 +231,117 @@ func capabilities(m *models, model string) []string {
 	return caps
 }
 
+// windowLimitLocked is the context window of the active model, in tokens:
+// its own, or else Options.ContextWindow.
+func (s *selection) windowLimitLocked() int64 {
+	if s.active.ContextWindow > 0 {
+		return int64(s.active.ContextWindow)
+	}
+	return int64(s.models.window)
+}
+
 // activeLevelLocked is the reasoning level in effect for levels (the
 // active model's catalog, not empty).
-func (r *runtime) activeLevelLocked(levels []provider.Level) string {
-	if r.reasoning != "" {
-		return r.reasoning
+func (s *selection) activeLevelLocked(levels []provider.Level) string {
+	if s.reasoning != "" {
+		return s.reasoning
 	}
 	return defaultLevel(levels)
 }
 
-func (r *runtime) listModelsLocked(h protocol.Header) {
-	r.respondLocked(h, listModelsData{Models: r.models.catalog, Active: r.active})
+func (s *selection) listModesLocked(h protocol.Header) {
+	s.out.respond(h, listModesData{Modes: modeCatalog(), Active: s.mode})
+}
+
+func (s *selection) setModeLocked(h protocol.Header, mode string) {
+	if !knownMode(mode) {
+		s.out.respondErr(h, protocol.Errorf(protocol.CodeNotFound, "mode %q not found", mode))
+		return
+	}
+	prev := s.mode
+	if mode != prev {
+		s.mode = mode
+		s.out.emit(protocol.ModeChanged{Header: protocol.Header{Type: protocol.TypeModeChanged}, PreviousMode: prev, Mode: mode})
+	}
+	s.out.respond(h, setModeData{PreviousMode: prev, Mode: mode})
+}
+
+func (s *selection) listModelsLocked(h protocol.Header) {
+	s.out.respond(h, listModelsData{Models: s.models.catalog, Active: s.active})
 }
 
 // setModelLocked selects a catalog model for the next provider call. A
 // real change emits model_changed; selecting the active model again is
 // acknowledged by the response alone, like set_mode. An explicit reasoning
 // level the new model does not offer falls back to its default.
-func (r *runtime) setModelLocked(h protocol.Header, sel string) {
-	d, ok := r.models.find(sel)
+func (s *selection) setModelLocked(h protocol.Header, sel string) {
+	d, ok := s.models.find(sel)
 	if !ok {
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeNotFound, "model %q not found", sel))
+		s.out.respondErr(h, protocol.Errorf(protocol.CodeNotFound, "model %q not found", sel))
 		return
 	}
-	prev := r.active
+	prev := s.active
 	if d.ID != prev.ID {
-		r.active = d
-		if r.reasoning != "" && !hasLevel(r.models.levels(d.Model), r.reasoning) {
-			r.reasoning = ""
+		s.active = d
+		if s.reasoning != "" && !hasLevel(s.models.levels(d.Model), s.reasoning) {
+			s.reasoning = ""
 		}
-		r.emitLocked(protocol.ModelChanged{
+		s.out.emit(protocol.ModelChanged{
 			Header:       protocol.Header{Type: protocol.TypeModelChanged},
 			Previous:     prev,
 			Active:       d,
 			Effective:    effectiveNextCall,
-			Capabilities: r.capabilitiesLocked(),
+			Capabilities: s.capabilitiesLocked(),
 		})
 	}
-	r.respondLocked(h, setModelData{Previous: prev, Active: d, Effective: effectiveNextCall})
+	s.out.respond(h, setModelData{Previous: prev, Active: d, Effective: effectiveNextCall})
 }
 
-func (r *runtime) listReasoningLocked(h protocol.Header) {
-	levels := r.models.levels(r.active.Model)
+func (s *selection) listReasoningLocked(h protocol.Header) {
+	levels := s.models.levels(s.active.Model)
 	if len(levels) == 0 {
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeNotFound, "model %s has no reasoning levels", r.active.ID))
+		s.out.respondErr(h, protocol.Errorf(protocol.CodeNotFound, "model %s has no reasoning levels", s.active.ID))
 		return
 	}
-	r.respondLocked(h, listReasoningData{Model: r.active, Levels: levels, Active: r.activeLevelLocked(levels), Effective: effectiveNextCall})
+	s.out.respond(h, listReasoningData{Model: s.active, Levels: levels, Active: s.activeLevelLocked(levels), Effective: effectiveNextCall})
 }
 
 // setReasoningLocked selects a reasoning level of the active model. model
 // is the client's idea of the active model (its id, or its name): a stale
 // one is a CONFLICT.
-func (r *runtime) setReasoningLocked(h protocol.Header, model, effort string) {
-	levels := r.models.levels(r.active.Model)
+func (s *selection) setReasoningLocked(h protocol.Header, model, effort string) {
+	levels := s.models.levels(s.active.Model)
 	switch {
 	case len(levels) == 0:
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeNotFound, "model %s has no reasoning levels", r.active.ID))
+		s.out.respondErr(h, protocol.Errorf(protocol.CodeNotFound, "model %s has no reasoning levels", s.active.ID))
 		return
-	case model != r.active.ID && model != r.active.Model:
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeConflict, "model %q is not the active model %s", model, r.active.ID))
+	case model != s.active.ID && model != s.active.Model:
+		s.out.respondErr(h, protocol.Errorf(protocol.CodeConflict, "model %q is not the active model %s", model, s.active.ID))
 		return
 	case !hasLevel(levels, effort):
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeNotFound, "reasoning level %q not found for model %s", effort, r.active.ID))
+		s.out.respondErr(h, protocol.Errorf(protocol.CodeNotFound, "reasoning level %q not found for model %s", effort, s.active.ID))
 		return
 	}
-	prev := r.activeLevelLocked(levels)
-	r.reasoning = effort
+	prev := s.activeLevelLocked(levels)
+	s.reasoning = effort
 	if effort != prev {
-		r.emitLocked(protocol.ReasoningLevelChanged{
+		s.out.emit(protocol.ReasoningLevelChanged{
 			Header:    protocol.Header{Type: protocol.TypeReasoningLevelChanged},
-			Model:     r.active,
+			Model:     s.active,
 			Previous:  prev,
 			Active:    effort,
 			Effective: effectiveNextCall,
 		})
 	}
-	r.respondLocked(h, setReasoningData{Model: r.active, Previous: prev, Active: effort, Effective: effectiveNextCall})
+	s.out.respond(h, setReasoningData{Model: s.active, Previous: prev, Active: effort, Effective: effectiveNextCall})
 }
 
-// priced adds the cost of u when Options.Prices knows its model (the
-// model the service reported, or else the one asked for).
-func (r *runtime) priced(u protocol.Usage, asked string) protocol.Usage {
-	p, ok := r.opts.Prices[u.Model]
+// priced adds the cost of u when prices knows its model (the model the
+// service reported, or else the one asked for).
+func priced(prices map[string]Price, u protocol.Usage, asked string) protocol.Usage {
+	p, ok := prices[u.Model]
 	if !ok {
-		p, ok = r.opts.Prices[asked]
+		p, ok = prices[asked]
 	}
 	if ok {
 		u.Cost = p.cost(u)

@@ -11,8 +11,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/protocol"
 )
+
+// testAPIKey is the key every fake-provider runtime gets. It must never
+// appear on stdout or stderr.
+const testAPIKey = "sk-shard-test-0123456789-secret"
+
+// startWithProvider starts a runtime talking to the fake service f as the
+// named provider.
+func startWithProvider(t *testing.T, f *fakellm.Server, name, model string, mod func(*Options)) *harness {
+	t.Helper()
+	base := f.URL
+	if name == "openai" {
+		base += "/v1"
+	}
+	h := start(t, func(o *Options) {
+		o.Provider = name
+		o.BaseURL = base
+		o.ProviderModel = model
+		o.APIKey = testAPIKey
+		if mod != nil {
+			mod(o)
+		}
+	})
+	h.handshake()
+	return h
+}
 
 // TestOpenAIEndToEnd drives a runtime against a fake OpenAI-compatible
 // server: streamed text, a bash call whose id, name and arguments arrive
@@ -21,23 +47,23 @@ import (
 func TestOpenAIEndToEnd(t *testing.T) {
 	const command = `echo "hi from bash"; exit 3`
 	args := string(protocol.MustMarshal(map[string]string{"command": command}))
-	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if n > 1 {
-			oaText(w, 120, 4, "The command ", "failed with 3.")
+			fakellm.Reply(w, r, fakellm.Turn{Text: "The command failed with 3.", Usage: fakellm.Usage{Input: 120, Output: 4}})
 			return
 		}
-		s := startSSE(w)
-		s.event("", oaChunk(map[string]any{"role": "assistant", "content": ""}, nil))
-		s.event("", oaChunk(map[string]any{"content": "Let me "}, nil))
-		s.event("", oaChunk(map[string]any{"content": "run it."}, nil))
-		s.event("", oaChunk(oaToolDelta(0, "call_abc", "", ""), nil))
-		s.event("", oaChunk(oaToolDelta(0, "", "bash", ""), nil))
+		s := fakellm.SSE(w)
+		s.Event("", fakellm.ChatChunk(map[string]any{"role": "assistant", "content": ""}, nil))
+		s.Event("", fakellm.ChatChunk(map[string]any{"content": "Let me "}, nil))
+		s.Event("", fakellm.ChatChunk(map[string]any{"content": "run it."}, nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "call_abc", "", ""), nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "", "bash", ""), nil))
 		for _, frag := range []string{args[:3], args[3:11], args[11:20], args[20:]} {
-			s.event("", oaChunk(oaToolDelta(0, "", "", frag), nil))
+			s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "", "", frag), nil))
 		}
-		s.event("", oaChunk(map[string]any{}, "tool_calls"))
-		s.event("", oaUsage(100, 20))
-		s.event("", "[DONE]")
+		s.Event("", fakellm.ChatChunk(map[string]any{}, "tool_calls"))
+		s.Event("", fakellm.ChatUsage(100, 20, 0))
+		s.Event("", "[DONE]")
 	})
 	h := startWithProvider(t, f, "openai", "test-model", nil)
 
@@ -69,7 +95,7 @@ func TestOpenAIEndToEnd(t *testing.T) {
 		t.Fatalf("message %+v", mc.Message)
 	}
 	u := one[*protocol.UsageEvent](t, evs)
-	if u.Input != 100 || u.Output != 20 || u.ContextTokens != 120 || u.Model != "served-model" {
+	if u.Input != 100 || u.Output != 20 || u.ContextTokens != 120 || u.Model != fakellm.Model {
 		t.Fatalf("usage %+v", u.Usage)
 	}
 	req := evs[len(evs)-1].msg.(*protocol.PermissionRequest)
@@ -97,32 +123,32 @@ func TestOpenAIEndToEnd(t *testing.T) {
 
 	// What the service saw: the key, the tools, the system prompt, and on
 	// the second call the whole exchange with the exit code as text.
-	first, second := f.request(t, 1), f.request(t, 2)
+	first, second := f.Request(t, 1), f.Request(t, 2)
 	if first.Path != "/v1/chat/completions" || first.Header.Get("Authorization") != "Bearer "+testAPIKey {
 		t.Fatalf("path %q auth %q", first.Path, first.Header.Get("Authorization"))
 	}
-	if jget(t, first.Body, "model") != "test-model" || jget(t, first.Body, "stream") != true {
+	if fakellm.Get(t, first.Body, "model") != "test-model" || fakellm.Get(t, first.Body, "stream") != true {
 		t.Fatalf("first request %s", first.Raw)
 	}
 	var tools []string
-	for _, tl := range jget(t, first.Body, "tools").([]any) {
-		tools = append(tools, jget(t, tl, "function", "name").(string))
+	for _, tl := range fakellm.Get(t, first.Body, "tools").([]any) {
+		tools = append(tools, fakellm.Get(t, tl, "function", "name").(string))
 	}
 	if want := []string{"read", "ls", "grep", "find", "write", "edit", "bash"}; !slices.Equal(tools, want) {
 		t.Fatalf("tools %v, want %v (no subagent without a daemon)", tools, want)
 	}
-	if sys := jget(t, first.Body, "messages", 0); jget(t, sys, "role") != "system" || !strings.Contains(jget(t, sys, "content").(string), h.opts.Cwd) {
+	if sys := fakellm.Get(t, first.Body, "messages", 0); fakellm.Get(t, sys, "role") != "system" || !strings.Contains(fakellm.Get(t, sys, "content").(string), h.opts.Cwd) {
 		t.Fatalf("system message %v", sys)
 	}
-	msgs := jget(t, second.Body, "messages").([]any)
+	msgs := fakellm.Get(t, second.Body, "messages").([]any)
 	if len(msgs) != 4 {
 		t.Fatalf("second request messages %s", second.Raw)
 	}
-	if jget(t, msgs[2], "tool_calls", 0, "id") != "call_abc" || jget(t, msgs[2], "tool_calls", 0, "function", "arguments") != args {
+	if fakellm.Get(t, msgs[2], "tool_calls", 0, "id") != "call_abc" || fakellm.Get(t, msgs[2], "tool_calls", 0, "function", "arguments") != args {
 		t.Fatalf("assistant message %v", msgs[2])
 	}
-	if jget(t, msgs[3], "role") != "tool" || jget(t, msgs[3], "tool_call_id") != "call_abc" ||
-		jget(t, msgs[3], "content") != "Error: hi from bash\n[exit code: 3]" {
+	if fakellm.Get(t, msgs[3], "role") != "tool" || fakellm.Get(t, msgs[3], "tool_call_id") != "call_abc" ||
+		fakellm.Get(t, msgs[3], "content") != "Error: hi from bash\n[exit code: 3]" {
 		t.Fatalf("tool message %v", msgs[3])
 	}
 
@@ -144,25 +170,18 @@ func TestOpenAIEndToEnd(t *testing.T) {
 // in fragments, and a second call that sends the signed thinking back. The
 // reasoning level chosen before the prompt sets the thinking budget.
 func TestAnthropicThinkingEndToEnd(t *testing.T) {
-	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startMessages(w, 50)
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		s := fakellm.StartMessages(w)
+		s.MessageStart(50, 0, 0)
 		if n > 1 {
-			s.textBlock(0, "It says ", "hello.")
-			s.end("end_turn", 6)
+			s.TextBlock(0, "It says ", "hello.")
+			s.End("end_turn", 6)
 			return
 		}
-		s.blockStart(0, map[string]any{"type": "thinking", "thinking": "", "signature": ""})
-		s.delta(0, map[string]any{"type": "thinking_delta", "thinking": "I should "})
-		s.delta(0, map[string]any{"type": "thinking_delta", "thinking": "read it."})
-		s.delta(0, map[string]any{"type": "signature_delta", "signature": "SIG-123"})
-		s.blockStop(0)
-		s.textBlock(1, "Reading.")
-		s.blockStart(2, map[string]any{"type": "tool_use", "id": "toolu_1", "name": "read", "input": map[string]any{}})
-		for _, p := range []string{`{"pa`, `th": "no`, `tes.txt"}`} {
-			s.delta(2, map[string]any{"type": "input_json_delta", "partial_json": p})
-		}
-		s.blockStop(2)
-		s.end("tool_use", 30)
+		s.ThinkingBlock(0, "SIG-123", "I should ", "read it.")
+		s.TextBlock(1, "Reading.")
+		s.ToolBlock(2, "toolu_1", "read", `{"pa`, `th": "no`, `tes.txt"}`)
+		s.End("tool_use", 30)
 	})
 	h := startWithProvider(t, f, "anthropic", "claude-sonnet-4-5", nil)
 	if err := os.WriteFile(filepath.Join(h.opts.Cwd, "notes.txt"), []byte("hello\n"), 0o644); err != nil {
@@ -205,23 +224,23 @@ func TestAnthropicThinkingEndToEnd(t *testing.T) {
 	if res.IsError || res.Content.Text != "hello\n" || res.Render == nil || res.Render.Kind != "code" || res.ExitCode != nil {
 		t.Fatalf("tool_result %+v", res)
 	}
-	if u := of[*protocol.UsageEvent](evs)[0]; u.Input != 50 || u.Output != 30 || u.Model != "claude-served" {
+	if u := of[*protocol.UsageEvent](evs)[0]; u.Input != 50 || u.Output != 30 || u.Model != fakellm.Model {
 		t.Fatalf("usage %+v", u.Usage)
 	}
 
-	first, second := f.request(t, 1), f.request(t, 2)
+	first, second := f.Request(t, 1), f.Request(t, 2)
 	if first.Header.Get("X-Api-Key") != testAPIKey && first.Header.Get("Authorization") != "Bearer "+testAPIKey {
 		t.Fatal("no key header")
 	}
-	if got := string(protocol.MustMarshal(jget(t, first.Body, "thinking"))); got != `{"budget_tokens":20480,"type":"enabled"}` {
+	if got := string(protocol.MustMarshal(fakellm.Get(t, first.Body, "thinking"))); got != `{"budget_tokens":20480,"type":"enabled"}` {
 		t.Fatalf("thinking %s", got)
 	}
-	back := jget(t, second.Body, "messages", 1, "content", 0)
-	if jget(t, back, "type") != "thinking" || jget(t, back, "thinking") != "I should read it." || jget(t, back, "signature") != "SIG-123" {
+	back := fakellm.Get(t, second.Body, "messages", 1, "content", 0)
+	if fakellm.Get(t, back, "type") != "thinking" || fakellm.Get(t, back, "thinking") != "I should read it." || fakellm.Get(t, back, "signature") != "SIG-123" {
 		t.Fatalf("thinking sent back as %v", back)
 	}
-	result := jget(t, second.Body, "messages", 2, "content", 0)
-	if jget(t, result, "type") != "tool_result" || jget(t, result, "tool_use_id") != "toolu_1" {
+	result := fakellm.Get(t, second.Body, "messages", 2, "content", 0)
+	if fakellm.Get(t, result, "type") != "tool_result" || fakellm.Get(t, result, "tool_use_id") != "toolu_1" {
 		t.Fatalf("tool result sent as %v", result)
 	}
 }
@@ -231,17 +250,17 @@ func TestAnthropicThinkingEndToEnd(t *testing.T) {
 // one (after the tool) uses the new one.
 func TestSetModelMidStreamAppliesAtNextCall(t *testing.T) {
 	release := make(chan struct{})
-	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if n > 1 {
-			oaText(w, 10, 2, "done")
+			fakellm.Reply(w, r, fakellm.Turn{Text: "done", Usage: fakellm.Usage{Input: 10, Output: 2}})
 			return
 		}
-		s := startSSE(w)
-		s.event("", oaChunk(map[string]any{"content": "listing"}, nil))
-		hold(r, release)
-		s.event("", oaChunk(oaToolDelta(0, "call_1", "ls", `{}`), nil))
-		s.event("", oaChunk(map[string]any{}, "tool_calls"))
-		s.event("", "[DONE]")
+		s := fakellm.SSE(w)
+		s.Event("", fakellm.ChatChunk(map[string]any{"content": "listing"}, nil))
+		fakellm.Hold(r, release)
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "call_1", "ls", `{}`), nil))
+		s.Event("", fakellm.ChatChunk(map[string]any{}, "tool_calls"))
+		s.Event("", "[DONE]")
 	})
 	// The agent asked for gpt-5, which joins the catalog next to the
 	// configured gpt-4.1.
@@ -278,7 +297,7 @@ func TestSetModelMidStreamAppliesAtNextCall(t *testing.T) {
 	if n := len(of[*protocol.ToolResult](evs)); n != 1 {
 		t.Fatalf("events %v", types(evs))
 	}
-	if m1, m2 := jget(t, f.request(t, 1).Body, "model"), jget(t, f.request(t, 2).Body, "model"); m1 != "gpt-5" || m2 != "gpt-4.1" {
+	if m1, m2 := fakellm.Get(t, f.Request(t, 1).Body, "model"), fakellm.Get(t, f.Request(t, 2).Body, "model"); m1 != "gpt-5" || m2 != "gpt-4.1" {
 		t.Fatalf("models asked for: %v then %v", m1, m2)
 	}
 
@@ -398,14 +417,16 @@ func TestReasoningLevels(t *testing.T) {
 // TestOpenAIReasoningEffortReachesTheRequest checks that a level chosen for
 // an OpenAI reasoning model is sent as reasoning_effort.
 func TestOpenAIReasoningEffortReachesTheRequest(t *testing.T) {
-	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) { oaText(w, 5, 1, "ok") })
+	f := fakellm.Start(t, fakellm.Script(func(fakellm.Prompt) fakellm.Turn {
+		return fakellm.Turn{Text: "ok", Usage: fakellm.Usage{Input: 5, Output: 1}}
+	}))
 	h := startWithProvider(t, f, "openai", "gpt-5", nil)
 	h.send(protocol.SetReasoningLevel{Header: protocol.Header{Type: protocol.TypeSetReasoningLevel, ID: "r"}, Model: "openai/gpt-5", Effort: "high"})
 	r, _ := h.response("r")
 	mustResponse(t, r, protocol.TypeSetReasoningLevel)
 	h.prompt("think hard")
 	h.untilIdle()
-	if got := jget(t, f.request(t, 1).Body, "reasoning_effort"); got != "high" {
+	if got := fakellm.Get(t, f.Request(t, 1).Body, "reasoning_effort"); got != "high" {
 		t.Fatalf("reasoning_effort %v", got)
 	}
 }
@@ -413,12 +434,12 @@ func TestOpenAIReasoningEffortReachesTheRequest(t *testing.T) {
 // TestProviderHTTPErrorEndsTurn: a 500 is an error event with
 // PROVIDER_ERROR, then turn_end and status error; the runtime recovers.
 func TestProviderHTTPErrorEndsTurn(t *testing.T) {
-	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) {
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		if n == 1 {
-			jsonError(w, http.StatusInternalServerError, `{"error":{"message":"the model crashed","type":"server_error"}}`)
+			fakellm.JSONError(w, http.StatusInternalServerError, `{"error":{"message":"the model crashed","type":"server_error"}}`)
 			return
 		}
-		oaText(w, 5, 1, "back")
+		fakellm.Reply(w, r, fakellm.Turn{Text: "back", Usage: fakellm.Usage{Input: 5, Output: 1}})
 	})
 	h := startWithProvider(t, f, "openai", "test-model", nil)
 	h.prompt("hello")
@@ -431,8 +452,8 @@ func TestProviderHTTPErrorEndsTurn(t *testing.T) {
 	if s := statuses(evs); s[len(s)-1] != protocol.StatusError {
 		t.Fatalf("statuses %v", s)
 	}
-	if f.count() != 1 {
-		t.Fatalf("%d requests: a runtime without MaxRetries must not retry", f.count())
+	if f.Count() != 1 {
+		t.Fatalf("%d requests: a runtime without MaxRetries must not retry", f.Count())
 	}
 	h.prompt("again")
 	if txt := assistantText(h.untilIdle()); txt != "back" {
@@ -444,11 +465,11 @@ func TestProviderHTTPErrorEndsTurn(t *testing.T) {
 // PROVIDER_ERROR; the text streamed so far is kept, the unfinished tool call
 // is dropped (never run).
 func TestProviderDisconnectKeepsPartialMessage(t *testing.T) {
-	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startSSE(w)
-		s.event("", oaChunk(map[string]any{"content": "partial"}, nil))
-		s.event("", oaChunk(oaToolDelta(0, "call_1", "bash", `{"comm`), nil))
-		panic(http.ErrAbortHandler) // drop the connection
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		s := fakellm.SSE(w)
+		s.Event("", fakellm.ChatChunk(map[string]any{"content": "partial"}, nil))
+		s.Event("", fakellm.ChatChunk(fakellm.ChatToolDelta(0, "call_1", "bash", `{"comm`), nil))
+		fakellm.Disconnect()
 	})
 	h := startWithProvider(t, f, "openai", "test-model", nil)
 	h.prompt("go")
@@ -533,7 +554,9 @@ func TestPlanModeRefusesBash(t *testing.T) {
 
 // TestCostWhenPriced: a configured price adds cost to usage and turn_end.
 func TestCostWhenPriced(t *testing.T) {
-	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) { oaText(w, 1_000_000, 500_000, "ok") })
+	f := fakellm.Start(t, fakellm.Script(func(fakellm.Prompt) fakellm.Turn {
+		return fakellm.Turn{Text: "ok", Usage: fakellm.Usage{Input: 1_000_000, Output: 500_000}}
+	}))
 	h := startWithProvider(t, f, "openai", "test-model", func(o *Options) {
 		o.Prices = map[string]Price{"test-model": {Input: 2, Output: 8}}
 	})
@@ -550,7 +573,7 @@ func TestCostWhenPriced(t *testing.T) {
 // TestUnknownProviderIsInvalidOptions: Run refuses a provider it does not
 // know.
 func TestUnknownProviderIsInvalidOptions(t *testing.T) {
-	err := Run(t.Context(), Options{Stdin: strings.NewReader(""), Stdout: discard{}, Provider: "llama"})
+	err := Run(t.Context(), Options{Stdio: Stdio{Stdin: strings.NewReader(""), Stdout: discard{}}, ProviderOptions: ProviderOptions{Provider: "llama"}})
 	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "unknown provider") {
 		t.Fatalf("Run = %v", err)
 	}

@@ -532,7 +532,7 @@ func TestCorruptSessionFailsRun(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, sessionFileName), []byte("garbage\n{\"id\":\"m\",\"role\":\"user\",\"content\":[]}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := Run(context.Background(), Options{Stdin: strings.NewReader(""), Stdout: io.Discard, SessionDir: dir})
+	err := Run(context.Background(), Options{Stdio: Stdio{Stdin: strings.NewReader(""), Stdout: io.Discard}, Identity: Identity{SessionDir: dir}})
 	if protocol.CodeOf(err) != protocol.CodeSessionCorrupt {
 		t.Fatalf("Run = %v, want SESSION_CORRUPT", err)
 	}
@@ -766,7 +766,7 @@ func TestStdinEOFAbortsTurn(t *testing.T) {
 func TestStdoutFailureEndsRun(t *testing.T) {
 	inR, inW := io.Pipe()
 	defer inW.Close()
-	err := Run(context.Background(), Options{Stdin: inR, Stdout: failingWriter{}})
+	err := Run(context.Background(), Options{Stdio: Stdio{Stdin: inR, Stdout: failingWriter{}}})
 	if err == nil || !strings.Contains(err.Error(), "write stdout") {
 		t.Fatalf("Run = %v", err)
 	}
@@ -778,9 +778,9 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken p
 
 func TestInvalidOptions(t *testing.T) {
 	for _, o := range []Options{
-		{Stdout: io.Discard},
-		{Stdin: strings.NewReader("")},
-		{Stdin: strings.NewReader(""), Stdout: io.Discard, Mode: "chaos"},
+		{Stdio: Stdio{Stdout: io.Discard}},
+		{Stdio: Stdio{Stdin: strings.NewReader("")}},
+		{Stdio: Stdio{Stdin: strings.NewReader(""), Stdout: io.Discard}, Identity: Identity{Mode: "chaos"}},
 	} {
 		if err := Run(context.Background(), o); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("Run(%+v) = %v, want ErrInvalidOptions", o, err)

@@ -72,27 +72,38 @@ type sigRecord struct {
 	Redacted bool   `json:"redacted,omitempty"`
 }
 
-// entry is one transcript line. Fields are meaningful per Type.
+// entry is one transcript line: a type, an id and a timestamp, and the
+// fields of its type. The fields of the three types are embedded structs,
+// so a line is one flat JSON object, in this field order.
 type entry struct {
 	Type string `json:"type"`
 	ID   string `json:"id"`
 	TS   int64  `json:"ts,omitempty"` // epoch milliseconds
+	messageFields
+	compactionFields
+	checkpointFields
+}
 
-	// message
+// messageFields are the fields of a message entry.
+type messageFields struct {
 	Role       string                  `json:"role,omitempty"`
 	Content    []protocol.ContentBlock `json:"content,omitempty"`
 	ExitCodes  map[string]int          `json:"exit_codes,omitempty"`
 	Signatures []sigRecord             `json:"signatures,omitempty"`
+}
 
-	// compaction
+// compactionFields are the fields of a compaction entry.
+type compactionFields struct {
 	Index            int        `json:"index,omitempty"`
 	Summary          string     `json:"summary,omitempty"`
 	FirstKeptEntryID string     `json:"first_kept_entry_id,omitempty"`
 	MessageRange     *[2]string `json:"message_range,omitempty"`
 	TokensBefore     int64      `json:"tokens_before,omitempty"`
 	TokensAfter      int64      `json:"tokens_after,omitempty"`
+}
 
-	// checkpoint
+// checkpointFields are the fields of a checkpoint entry (a fork's first).
+type checkpointFields struct {
 	ArtifactKind    string `json:"artifactKind,omitempty"`
 	ForkID          string `json:"forkId,omitempty"`
 	SessionID       string `json:"sessionId,omitempty"`
@@ -116,8 +127,8 @@ func summaryMessage(id, text string) protocol.Message {
 
 // windowMeta is what live-window messages carry besides their content: the
 // provider signatures of thinking blocks and the exit codes of tool
-// results. Its maps are owned by one runtime (under runtime.mu) or one
-// replay.
+// results. Its maps are owned by one conversation (under runtime.mu) or
+// one replay.
 type windowMeta struct {
 	sigs      map[provider.BlockRef]provider.Signature
 	exitCodes map[string]int // by tool_call_id
@@ -151,7 +162,7 @@ func (wm windowMeta) forget(msgs []protocol.Message) {
 
 // entryFor is the message entry of m with its meta.
 func (wm windowMeta) entryFor(m protocol.Message, now time.Time) entry {
-	e := entry{Type: entryMessage, ID: m.ID, TS: now.UnixMilli(), Role: m.Role, Content: m.Content}
+	e := entry{Type: entryMessage, ID: m.ID, TS: now.UnixMilli(), messageFields: messageFields{Role: m.Role, Content: m.Content}}
 	for i, b := range m.Content {
 		if sig, ok := wm.sigs[provider.BlockRef{MessageID: m.ID, Index: i}]; ok {
 			e.Signatures = append(e.Signatures, sigRecord{Index: i, Value: sig.Value, Redacted: sig.Redacted})

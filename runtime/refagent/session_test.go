@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -156,21 +157,17 @@ func TestRestartResumesLiveWindow(t *testing.T) {
 // gets the thinking signature and the "[exit code: N]" note of the turns
 // before it.
 func TestRestartKeepsSignaturesAndExitCodes(t *testing.T) {
-	f := newFakeService(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		s := startMessages(w, 50)
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		s := fakellm.StartMessages(w)
+		s.MessageStart(50, 0, 0)
 		if n != 1 {
-			s.textBlock(0, "ok")
-			s.end("end_turn", 2)
+			s.TextBlock(0, "ok")
+			s.End("end_turn", 2)
 			return
 		}
-		s.blockStart(0, map[string]any{"type": "thinking", "thinking": "", "signature": ""})
-		s.delta(0, map[string]any{"type": "thinking_delta", "thinking": "run it"})
-		s.delta(0, map[string]any{"type": "signature_delta", "signature": "SIG-RESTART"})
-		s.blockStop(0)
-		s.blockStart(1, map[string]any{"type": "tool_use", "id": "toolu_9", "name": "bash", "input": map[string]any{}})
-		s.delta(1, map[string]any{"type": "input_json_delta", "partial_json": `{"command":"exit 7"}`})
-		s.blockStop(1)
-		s.end("tool_use", 10)
+		s.ThinkingBlock(0, "SIG-RESTART", "run it")
+		s.ToolBlock(1, "toolu_9", "bash", `{"command":"exit 7"}`)
+		s.End("tool_use", 10)
 	})
 	dir := sessionDir(t)
 	h := startWithProvider(t, f, "anthropic", "claude-sonnet-4-5", func(o *Options) { o.SessionDir = dir })
@@ -184,9 +181,9 @@ func TestRestartKeepsSignaturesAndExitCodes(t *testing.T) {
 	h2 := startWithProvider(t, f, "anthropic", "claude-sonnet-4-5", func(o *Options) { o.SessionDir = dir })
 	h2.prompt("and now?")
 	h2.untilIdle()
-	third := f.request(t, 3)
-	thinking := jget(t, third.Body, "messages", 1, "content", 0)
-	if jget(t, thinking, "type") != "thinking" || jget(t, thinking, "signature") != "SIG-RESTART" {
+	third := f.Request(t, 3)
+	thinking := fakellm.Get(t, third.Body, "messages", 1, "content", 0)
+	if fakellm.Get(t, thinking, "type") != "thinking" || fakellm.Get(t, thinking, "signature") != "SIG-RESTART" {
 		t.Fatalf("thinking after restart sent as %v", thinking)
 	}
 	if raw := string(third.Raw); !strings.Contains(raw, "[exit code: 7]") {
@@ -206,7 +203,10 @@ func TestCorruptTranscriptIsSessionCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err := Run(context.Background(), Options{Stdin: strings.NewReader(`{"type":"prompt","message":"x"}` + "\n"), Stdout: &out, SessionDir: dir})
+	err := Run(context.Background(), Options{
+		Stdio:    Stdio{Stdin: strings.NewReader(`{"type":"prompt","message":"x"}` + "\n"), Stdout: &out},
+		Identity: Identity{SessionDir: dir},
+	})
 	if protocol.CodeOf(err) != protocol.CodeSessionCorrupt {
 		t.Fatalf("Run = %v, want SESSION_CORRUPT", err)
 	}
@@ -228,12 +228,12 @@ func TestCorruptTranscriptIsSessionCorrupt(t *testing.T) {
 
 func TestReplayRejectsInconsistentTranscripts(t *testing.T) {
 	msg := func(id string) entry {
-		return entry{Type: entryMessage, ID: id, Role: roleUser, Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: id}}}
+		return entry{Type: entryMessage, ID: id, messageFields: messageFields{Role: roleUser, Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: id}}}}
 	}
 	cmpEntry := func(id, keep string) entry {
-		return entry{Type: entryCompaction, ID: id, Index: 1, Summary: "s", FirstKeptEntryID: keep, MessageRange: &[2]string{"a", "a"}}
+		return entry{Type: entryCompaction, ID: id, compactionFields: compactionFields{Index: 1, Summary: "s", FirstKeptEntryID: keep, MessageRange: &[2]string{"a", "a"}}}
 	}
-	fork := entry{Type: entryCheckpoint, ID: "fork-1", ArtifactKind: artifactFork}
+	fork := entry{Type: entryCheckpoint, ID: "fork-1", checkpointFields: checkpointFields{ArtifactKind: artifactFork}}
 	tests := []struct {
 		name    string
 		entries []entry
@@ -530,7 +530,7 @@ func TestHeadlessPolicies(t *testing.T) {
 		t.Fatalf("tool_result %+v", tr)
 	}
 
-	err := Run(context.Background(), Options{Stdin: strings.NewReader(""), Stdout: io.Discard, HeadlessPolicy: "allow"})
+	err := Run(context.Background(), Options{Stdio: Stdio{Stdin: strings.NewReader(""), Stdout: io.Discard}, Headless: Headless{HeadlessPolicy: "allow"}})
 	if !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("Run with an unknown policy = %v", err)
 	}

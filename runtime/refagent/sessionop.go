@@ -11,7 +11,10 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// session_op (wire spec §9.2): list, compact (compaction.go) and fork.
+// session_op (docs/protocol.md §9.2): list, compact (compaction.go) and
+// fork. The runtime answers them (it refuses compact and fork while turn
+// work is queued or in flight); the conversation lists its session and
+// forks it.
 
 // Kinds of sessions in a session_op list answer.
 const (
@@ -61,46 +64,46 @@ type (
 func (r *runtime) sessionOpLocked(h protocol.Header, c *protocol.SessionOp) {
 	switch c.Op {
 	case protocol.SessionOpList:
-		r.respondLocked(h, listSessionsData{Sessions: r.listSessionsLocked()})
+		r.out.respond(h, listSessionsData{Sessions: r.conv.listSessionsLocked()})
 	case protocol.SessionOpCompact:
 		r.compactLocked(h, c.Args)
 	case protocol.SessionOpFork:
-		r.forkLocked(h, c.Args.FromEntryID) // non-empty: checked by protocol.SessionOp.Validate
+		if err := r.loop.betweenTurnsLocked(); err != nil {
+			r.out.respondErr(h, err)
+			return
+		}
+		d, err := r.conv.forkLocked(c.Args.FromEntryID) // non-empty: checked by protocol.SessionOp.Validate
+		if err != nil {
+			r.out.respondErr(h, err)
+			return
+		}
+		r.out.respond(h, d)
 	}
-}
-
-// sessionIDLocked is this session's id: Options.SessionID, or else the name
-// of the session directory.
-func (r *runtime) sessionIDLocked() string {
-	if r.opts.SessionID == "" && r.opts.SessionDir != "" {
-		return filepath.Base(r.opts.SessionDir)
-	}
-	return r.opts.SessionID
 }
 
 // listSessionsLocked lists this session and its forks.
-func (r *runtime) listSessionsLocked() []sessionInfo {
-	n := len(r.window)
+func (c *conversation) listSessionsLocked() []sessionInfo {
+	n := len(c.window)
 	// Entries counts lines written to the file; during a turn that may
 	// include one whose fsync (and announcement) is still pending.
-	entries, head := r.sess.stats()
+	entries, head := c.store.stats()
 	cur := sessionInfo{
-		SessionID:    r.sessionIDLocked(),
+		SessionID:    c.sessionID,
 		Kind:         kindSession,
 		Current:      true,
 		Entries:      entries,
 		HeadEntryID:  head,
 		LiveMessages: &n,
 	}
-	if r.compactionIndex > 0 {
-		idx := r.compactionIndex
+	if c.compactionIndex > 0 {
+		idx := c.compactionIndex
 		cur.CompactionIndex = &idx
 	}
 	out := []sessionInfo{cur}
-	if !r.sess.persisted() {
+	if !c.store.persisted() {
 		return out
 	}
-	dirs, err := os.ReadDir(filepath.Join(r.opts.SessionDir, forksDirName))
+	dirs, err := os.ReadDir(filepath.Join(c.store.dir, forksDirName))
 	if err != nil {
 		return out // no forks yet
 	}
@@ -109,7 +112,7 @@ func (r *runtime) listSessionsLocked() []sessionInfo {
 		if !d.IsDir() {
 			continue
 		}
-		forks = append(forks, forkInfo(filepath.Join(r.opts.SessionDir, forksDirName, d.Name()), d.Name()))
+		forks = append(forks, forkInfo(filepath.Join(c.store.dir, forksDirName, d.Name()), d.Name()))
 	}
 	slices.SortStableFunc(forks, func(a, b sessionInfo) int {
 		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), cmp.Compare(a.ForkID, b.ForkID))
@@ -133,36 +136,30 @@ func forkInfo(dir, forkID string) sessionInfo {
 	return info
 }
 
-// forkLocked handles session_op fork: the live window as it was at entry
+// forkLocked makes the fork of session_op fork: the live window as it was at entry
 // from (the window right after that entry was written; when from is an
 // assistant message whose tool calls were answered, with the answering
 // results) is copied with fresh ids into a new session,
 // <session dir>/forks/<fork_id>/session.jsonl, under a checkpoint row that
 // records its provenance. The source transcript is not touched. A
 // compaction summary in that window is copied as a plain user message.
-func (r *runtime) forkLocked(h protocol.Header, from string) {
-	if err := r.betweenTurnsLocked(); err != nil {
-		r.respondErrLocked(h, err)
-		return
+// The runtime calls it only between turns, so the transcript does not
+// grow while it is read.
+func (c *conversation) forkLocked(from string) (forkData, error) {
+	if !c.store.persisted() {
+		return forkData{}, protocol.Errorf(protocol.CodeNotFound, "no entry %q: this runtime keeps no transcript (no session directory)", from)
 	}
-	if !r.sess.persisted() {
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeNotFound, "no entry %q: this runtime keeps no transcript (no session directory)", from))
-		return
-	}
-	entries, err := r.sess.readEntries()
+	entries, err := c.store.readEntries()
 	if err != nil {
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInternal, "read the session: %s", protocol.AsError(err).Message))
-		return
+		return forkData{}, protocol.Errorf(protocol.CodeInternal, "read the session: %s", protocol.AsError(err).Message)
 	}
 	pos := slices.IndexFunc(entries, func(e entry) bool { return e.ID == from })
 	if pos < 0 {
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeNotFound, "no entry %q in this session", from))
-		return
+		return forkData{}, protocol.Errorf(protocol.CodeNotFound, "no entry %q in this session", from)
 	}
 	st, err := replay(entries[:pos+1])
 	if err != nil {
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInternal, "replay the session: %w", err))
-		return
+		return forkData{}, protocol.Errorf(protocol.CodeInternal, "replay the session: %w", err)
 	}
 	if calls := unanswered(st.window); calls != nil && pos+1 < len(entries) && answers(entries[pos+1], calls) {
 		st.window = append(st.window, entries[pos+1].message())
@@ -171,24 +168,22 @@ func (r *runtime) forkLocked(h protocol.Header, from string) {
 
 	now := time.Now()
 	forkID, sessionID := ids.New(kindFork), ids.New(ids.Session)
-	rows := []entry{{
-		Type: entryCheckpoint, ID: forkID, TS: now.UnixMilli(),
+	rows := []entry{{Type: entryCheckpoint, ID: forkID, TS: now.UnixMilli(), checkpointFields: checkpointFields{
 		ArtifactKind: artifactFork, ForkID: forkID, SessionID: sessionID,
-		SourceSessionID: r.sessionIDLocked(), SourceEntryID: from,
-	}}
+		SourceSessionID: c.sessionID, SourceEntryID: from,
+	}}}
 	for _, m := range st.window {
 		e := st.meta.entryFor(m, now)
-		e.ID = r.ids.next("msg")
+		e.ID = c.ids.next("msg")
 		rows = append(rows, e)
 	}
-	dir := filepath.Join(r.opts.SessionDir, forksDirName, forkID)
+	dir := filepath.Join(c.store.dir, forksDirName, forkID)
 	if err := writeNewTranscript(dir, rows); err != nil {
-		r.log.Error("fork failed", "fork_id", forkID, "err", err)
-		r.respondErrLocked(h, protocol.Errorf(protocol.CodeInternal, "write the fork: %w", err))
-		return
+		c.log.Error("fork failed", "fork_id", forkID, "err", err)
+		return forkData{}, protocol.Errorf(protocol.CodeInternal, "write the fork: %w", err)
 	}
-	r.log.Info("session forked", "fork_id", forkID, "fork_session_id", sessionID, "entries", len(rows))
-	r.respondLocked(h, forkData{ForkID: forkID, SessionID: sessionID, HeadEntryID: rows[len(rows)-1].ID})
+	c.log.Info("session forked", "fork_id", forkID, "fork_session_id", sessionID, "entries", len(rows))
+	return forkData{ForkID: forkID, SessionID: sessionID, HeadEntryID: rows[len(rows)-1].ID}, nil
 }
 
 // answers reports whether e is the tool-result message answering calls.

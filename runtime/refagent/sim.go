@@ -19,14 +19,16 @@ import (
 	"github.com/shard-dev/shard/runtime/provider"
 )
 
-// The sim provider (DESIGN §6) is scripted by the user: every line of a user
+// The sim provider (docs/sim.md) is the offline, deterministic model that
+// lets demos, tests and benchmarks drive every path of the protocol
+// without a network. It is scripted by the user: every line of a user
 // message that starts with "sim:" (after leading blanks) is a directive, run
 // in order. A provider call runs directives up to and including the first
 // tool call; the rest run in the next provider call of the turn. The sim is
 // a provider.Provider like the real ones (simTurn below): the turn loop
 // streams its events, runs its tool calls through the gate and sends the
 // results back the same way. Its runtime-level directives (ask, hang,
-// exit) call back into the runtime through simHost.
+// exit) call back into the turn through simHost.
 
 // simPrefix marks a directive line.
 const simPrefix = "sim:"
@@ -410,14 +412,14 @@ func simLevels(model string) []provider.Level {
 	}
 }
 
-// simHost is what the sim needs from the runtime for its runtime-level
+// simHost is what the sim needs from its turn for its runtime-level
 // directives, which no real model has: they act on the runtime itself.
 // Each is called from the turn goroutine, inside Stream.Next.
 type simHost interface {
-	// simAsk opens a ui_request for d in turn t, waits for its answer and
+	// simAsk opens a ui_request for d in the turn, waits for its answer and
 	// returns what the model says about it. It returns errTurnAborted when
 	// the turn was aborted meanwhile.
-	simAsk(t *turnState, d directive) (string, error)
+	simAsk(d directive) (string, error)
 	// simHang makes the runtime unresponsive until Run's context is done,
 	// then returns errHung.
 	simHang(onlyAbort bool) error
@@ -425,11 +427,11 @@ type simHost interface {
 	simExit(code int)
 }
 
-// The sim is a provider like the real ones, and the runtime its host.
+// The sim is a provider like the real ones, and its turn its host.
 var (
 	_ provider.Provider = (*simTurn)(nil)
 	_ provider.Stream   = (*simStream)(nil)
-	_ simHost           = (*runtime)(nil)
+	_ simHost           = (*turnState)(nil)
 )
 
 // simTurn is the sim provider (a provider.Provider) of one turn. Its user
@@ -442,17 +444,17 @@ var (
 //
 // A simTurn is used by its turn's goroutine only.
 type simTurn struct {
-	host   simHost
-	t      *turnState
-	ids    *idGen
-	window int // context window in tokens
+	host     simHost
+	promptID string // id of the turn's prompt in the conversation
+	ids      *idGen
+	window   int // context window in tokens
 
 	seen  map[string]bool // ids of the messages read; nil before the first call
 	queue []directive     // script not played yet
 }
 
-func newSimTurn(host simHost, t *turnState, ids *idGen, window int) *simTurn {
-	return &simTurn{host: host, t: t, ids: ids, window: window}
+func newSimTurn(host simHost, promptID string, ids *idGen, window int) *simTurn {
+	return &simTurn{host: host, promptID: promptID, ids: ids, window: window}
 }
 
 // Name implements provider.Provider.
@@ -503,7 +505,7 @@ func (s *simTurn) read(msgs []protocol.Message) {
 	if s.seen == nil {
 		s.seen = make(map[string]bool)
 		start = max(0, len(msgs)-1)
-		if i := slices.IndexFunc(msgs, func(m protocol.Message) bool { return m.ID == s.t.promptID }); i >= 0 {
+		if i := slices.IndexFunc(msgs, func(m protocol.Message) bool { return m.ID == s.promptID }); i >= 0 {
 			start = i
 		}
 		for _, m := range msgs[:start] { // earlier turns
@@ -628,7 +630,7 @@ func (s *simStream) play(d directive) {
 	case dirTool, dirSubagent:
 		s.toolCall(d)
 	case dirAsk:
-		text, err := s.sim.host.simAsk(s.sim.t, d)
+		text, err := s.sim.host.simAsk(d)
 		if err != nil {
 			s.finish(err)
 			return

@@ -109,7 +109,7 @@ func TestFloodStampRoundTrip(t *testing.T) {
 // returns the text of its deltas.
 func playFlood(t *testing.T, msg string) ([]string, error) {
 	t.Helper()
-	sim := newSimTurn(nil, &turnState{promptID: "m1"}, newIDGen(), 1<<30)
+	sim := newSimTurn(nil, "m1", newIDGen(), 1<<30)
 	st, err := sim.Stream(t.Context(), provider.Request{Messages: []protocol.Message{
 		{ID: "m1", Role: roleUser, Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: msg}}},
 	}})

@@ -18,7 +18,7 @@ import (
 )
 
 // The subagent tool lets the model run background jobs of child agents
-// through the daemon (wire spec §10.3): each call dials Options.Socket,
+// through the daemon (docs/protocol.md §10.3): each call dials Options.Socket,
 // sends one subagent.* command with Options.AgentID as parent_agent_id,
 // waits for its response and closes the connection. Its arguments:
 //
@@ -38,7 +38,7 @@ import (
 // state (it starts durable agents), yet it asks no permission: creating a
 // subagent is a delegation, not a change to files. Every child runs its own
 // permission gate, and its requests route up the hierarchy to a responder
-// (wire spec §6.3), so asking before the delegation would ask twice and
+// (docs/protocol.md §6.3), so asking before the delegation would ask twice and
 // protect nothing. Plan mode does not refuse it either; instead children are
 // created in the parent's current mode, so a planning agent's children plan
 // too.
@@ -70,43 +70,52 @@ const (
 const noDaemonMessage = "subagents need the daemon: this runtime has no daemon socket (SHARD_SOCKET) " +
 	"or agent id (SHARD_AGENT_ID); run the agent under shardd to use subagent jobs"
 
-// subagentTool is the `subagent` tool of this runtime.
-func (r *runtime) subagentTool() tool {
+// subagentClient makes the subagent tool's calls for one runtime. It is
+// immutable and safe for concurrent use.
+type subagentClient struct {
+	socket  string // Options.Socket
+	agentID string // Options.AgentID, the parent of the jobs it creates
+	log     *slog.Logger
+	// mode returns the agent's current mode, which children are created
+	// in; it takes the runtime's lock.
+	mode func() string
+}
+
+// tool is the `subagent` tool of this runtime.
+func (s subagentClient) tool() tool {
 	tl := tool{
 		name:    toolSubagent,
 		ungated: true,
 		spec:    provider.ToolSpec{Name: toolSubagent, Description: subagentDescription, Schema: subagentSchema},
-		check:   r.checkSubagent,
-		run:     r.runSubagent,
+		check:   s.check,
+		run:     s.run,
 	}
-	if r.opts.Socket == "" || r.opts.AgentID == "" {
+	if s.socket == "" || s.agentID == "" {
 		tl.unavailable = noDaemonMessage
 	}
 	return tl
 }
 
-func (r *runtime) checkSubagent(args map[string]any) error {
-	if _, err := subagentCommand(r.opts.AgentID, args); err != nil {
+func (s subagentClient) check(args map[string]any) error {
+	if _, err := subagentCommand(s.agentID, args); err != nil {
 		return fmt.Errorf("invalid arguments: %w", err)
 	}
 	return nil
 }
 
-// runSubagent sends the command for args to the daemon. Aborting the turn
-// cancels ctx, which closes the connection: the daemon then drops a pending
-// wait and nothing else (the jobs go on).
-func (r *runtime) runSubagent(ctx context.Context, args map[string]any) toolOutput {
-	cmd, err := subagentCommand(r.opts.AgentID, args)
+// run sends the command for args to the daemon. Aborting the turn cancels
+// ctx, which closes the connection: the daemon then drops a pending wait
+// and nothing else (the jobs go on).
+func (s subagentClient) run(ctx context.Context, args map[string]any) toolOutput {
+	cmd, err := subagentCommand(s.agentID, args)
 	if err != nil { // checked before; kept for safety
 		return errorOutput("invalid arguments: %v", err)
 	}
 	if c, ok := cmd.(*protocol.SubagentCreate); ok {
-		r.mu.Lock()
-		c.Mode = r.mode
-		r.mu.Unlock()
+		c.Mode = s.mode()
 	}
 	typ := cmd.Head().Type
-	data, err := callDaemon(ctx, r.opts.Socket, cmd)
+	data, err := callDaemon(ctx, s.socket, cmd)
 	var pe *protocol.Error
 	switch {
 	case err == nil:
@@ -115,7 +124,7 @@ func (r *runtime) runSubagent(ctx context.Context, args map[string]any) toolOutp
 	case errors.As(err, &pe):
 		return errorOutput("%s failed: %s: %s", typ, pe.Code, pe.Message)
 	default:
-		r.log.Warn("subagent call failed", "command", typ, slog.Any("err", err))
+		s.log.Warn("subagent call failed", "command", typ, slog.Any("err", err))
 		return errorOutput("%s failed: %v", typ, err)
 	}
 	var value any

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -55,24 +56,32 @@ type tool struct {
 	run func(ctx context.Context, args map[string]any) toolOutput
 }
 
-// newTools registers the built-in tools (read, ls, grep, find, write,
-// edit, bash) and the subagent tool, and returns them by name with the
-// specs the model is sent: every available tool, in registration order.
-func (r *runtime) newTools() (map[string]tool, []provider.ToolSpec) {
-	env := tools.Env{Cwd: r.opts.Cwd, Environ: bashEnviron(r.opts.Environ, r.opts.APIKeyEnv)}
-	byName := make(map[string]tool)
-	var specs []provider.ToolSpec
+// toolbox is the runtime's tools. It is immutable after newToolbox, so it
+// is read without a lock.
+type toolbox struct {
+	// byName are the registered tools by name; specs what the model is
+	// told about the available ones, in registration order.
+	byName map[string]tool
+	specs  []provider.ToolSpec
+}
+
+// newToolbox registers the built-in tools (read, ls, grep, find, write,
+// edit, bash) and the subagent tool, whose children are created in the
+// mode that mode returns.
+func newToolbox(opts Options, log *slog.Logger, mode func() string) toolbox {
+	env := tools.Env{Cwd: opts.Cwd, Environ: bashEnviron(opts.Environ, opts.APIKeyEnv)}
+	tb := toolbox{byName: make(map[string]tool)}
 	for _, bt := range tools.Builtins() {
 		tl := builtin(bt, env)
-		byName[tl.name] = tl
-		specs = append(specs, tl.spec)
+		tb.byName[tl.name] = tl
+		tb.specs = append(tb.specs, tl.spec)
 	}
-	sub := r.subagentTool()
-	byName[sub.name] = sub
+	sub := subagentClient{socket: opts.Socket, agentID: opts.AgentID, log: log, mode: mode}.tool()
+	tb.byName[sub.name] = sub
 	if sub.unavailable == "" {
-		specs = append(specs, sub.spec)
+		tb.specs = append(tb.specs, sub.spec)
 	}
-	return byName, specs
+	return tb
 }
 
 // builtin binds a tool of runtime/tools to env.

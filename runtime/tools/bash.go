@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -220,22 +220,16 @@ func groupAlive(pgid int) bool {
 	if err != nil {
 		return true
 	}
-	want := strconv.Itoa(pgid)
 	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		st, err := procstat.Read(pid)
 		if err != nil {
 			continue // gone meanwhile
 		}
-		// "pid (comm) state ppid pgrp …"; comm may hold spaces and ")".
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) >= 3 && f[2] == want && f[0] != "Z" && f[0] != "X" {
+		if st.PGRP == pgid && !st.Exited() {
 			return true
 		}
 	}

@@ -2,13 +2,14 @@ package tools
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shard-dev/shard/internal/procs/procstat"
 )
 
 // gone reports whether process pid has ended (absent, or a zombie waiting
@@ -17,12 +18,7 @@ func gone(t *testing.T, pid int) bool {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
-		}
-		// The state follows the parenthesised command name.
-		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && strings.HasPrefix(string(stat[i:]), ") Z") {
+		if st, err := procstat.Read(pid); err != nil || st.Exited() {
 			return true
 		}
 		if time.Now().After(deadline) {

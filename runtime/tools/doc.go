@@ -1,6 +1,6 @@
 // Package tools holds the reference Runtime's built-in tools: read, ls,
 // grep and find (read-only) and write, edit and bash (mutating), each with
-// the JSON schema the model sees (wire spec §9.4, §11).
+// the JSON schema the model sees (docs/protocol.md §9.4, §11).
 //
 // The package is self-contained: it knows nothing of providers, the
 // permission gate or the protocol stream. A runtime drives one call as
@@ -25,11 +25,11 @@
 //
 // # Output limits
 //
-// No tool returns more than Env.MaxOutput bytes of text. Longer output is
-// cut and a marker says how much went missing, for example
-// "[… truncated 123456 bytes (1234 lines) …]" (wire spec §2.3); read adds
-// the offset to continue from, and bash keeps the head and the tail of the
-// output, dropping the middle.
+// No tool returns more than Env.MaxOutput bytes of text. Longer output is cut
+// and a marker says how much went missing, for example "[… truncated 123456
+// bytes (1234 lines) …]" (docs/protocol.md §2.3); read adds the offset to
+// continue from, and bash keeps the head and the tail of the output, dropping
+// the middle.
 //
 // # bash
 //

@@ -217,7 +217,7 @@ func readLine(r *bufio.Reader, keep int) (line []byte, n int, err error) {
 }
 
 // langOf guesses a code render's informational language from the file
-// name (wire spec §11: lang is informational).
+// name (docs/protocol.md §11: lang is informational).
 func langOf(path string) string {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".go":

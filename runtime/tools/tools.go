@@ -29,14 +29,14 @@ const (
 	DefaultMaxOutput = 64 << 10
 )
 
-// Content kinds of protocol.ToolResultContent (wire spec §11).
+// Content kinds of protocol.ToolResultContent (docs/protocol.md §11).
 const (
 	ContentText  = "text"
 	ContentJSON  = "json"
 	ContentError = "error"
 )
 
-// Render kinds the built-in tools emit (wire spec §11).
+// Render kinds the built-in tools emit (docs/protocol.md §11).
 const (
 	RenderCode     = "code"
 	RenderPathList = "path_list"
@@ -57,14 +57,14 @@ type Tool struct {
 	// described properties and its required fields.
 	Schema json.RawMessage
 	// ReadOnly is true for tools that never change anything (tool_call
-	// read_only, wire spec §9.4). Mutating tools go through the permission
-	// gate.
+	// read_only, docs/protocol.md §9.4). Mutating tools go through the
+	// permission gate.
 	ReadOnly bool
 	// Check validates args before anything runs. Its errors wrap
 	// ErrInvalidArgs; the runtime turns them into a tool error result and
 	// asks no permission.
 	Check func(args map[string]any) error
-	// Ask describes a call for the permission request (wire spec §9.5):
+	// Ask describes a call for the permission request (docs/protocol.md §9.5):
 	// the prompt text and the details (path, command, diff preview…).
 	// Mutating tools need it; read-only tools have one too, for a runtime
 	// that asks about every call.

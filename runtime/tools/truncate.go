@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// marker says how much output was cut (wire spec §2.3).
+// marker says how much output was cut (docs/protocol.md §2.3).
 func marker(cutBytes, cutLines int64) string {
 	return markerNote(cutBytes, cutLines, "")
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // fixture is a real repository in t.TempDir() with its own HOME, so the
@@ -23,9 +25,7 @@ func testEnv(home string) []string {
 
 func needGit(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not in PATH")
-	}
+	testhost.Tool(t, "git")
 }
 
 // newFixture creates a repository on branch main with one commit.

@@ -11,15 +11,15 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // fakeGit writes an executable standing in for git whose behaviour is
 // chosen by its first argument after Exec's fixed "-c" prefix.
 func fakeGit(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("sh"); err != nil {
-		t.Skip("no sh for the fake git")
-	}
+	testhost.Tool(t, "sh") // the fake git is a shell script
 	p := filepath.Join(t.TempDir(), "git")
 	script := `#!/bin/sh
 shift 6

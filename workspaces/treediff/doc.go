@@ -1,14 +1,14 @@
-// Package treediff turns `git diff` output into the structured review shape of
-// `workspace.diff` (issue 11 item 5): files, hunks and numbered lines with
-// per-file and total +/- counts, binary files marked, and a byte cap that
-// sets a truncated flag instead of shipping an unbounded payload.
+// Package treediff turns `git diff` output into the structured review shape
+// of `workspace.diff` (docs/protocol.md §10.1a): files, hunks and numbered
+// lines with per-file and total +/- counts, binary files marked, and a byte
+// cap that sets a truncated flag instead of shipping an unbounded payload.
 //
 // It is pure Go with no actors and no store, so the workspace actor, the
 // subagent completion report and shardctl can all use it; git itself is run
 // through an injected RunFunc (ExecRunner is the real binary), which keeps
 // this package independent of workspaces/git.
 //
-// # Wire shape (pinning spec §13 P6)
+// # Wire shape (pinning docs/protocol.md §13 P6)
 //
 // The shapes are AgentCraft's DiffFile/DiffHunk/DiffLine
 // (agentcraft-protocol-v1.md), with the same fields, meanings and enum values,

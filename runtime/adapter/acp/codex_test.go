@@ -13,19 +13,20 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/internal/fakellm"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/runtime/adapter"
 	"github.com/shard-dev/shard/runtime/adapter/acp"
 )
 
 // codexBinary is the codex-acp agent scripts/install-agents.sh installs;
-// the test skips without it.
+// without it the test skips (fails in strict mode: testhost.Missing).
 func codexBinary(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
 	bin := filepath.Join(root, ".cache", "agents", "node_modules", "@zed-industries", "codex-acp-linux-x64", "bin", "codex-acp")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("codex-acp is not installed (run scripts/install-agents.sh): %v", err)
+		testhost.Missing(t, "codex-acp", err.Error())
 	}
 	return bin
 }
@@ -33,7 +34,7 @@ func codexBinary(t *testing.T) string {
 // codexEnv returns the agent environment pointing codex at fake: a
 // disposable HOME and CODEX_HOME whose config.toml names the fake as the
 // model provider (codex ignores OPENAI_BASE_URL).
-func codexEnv(t *testing.T, fake *fakellm.Responses) []string {
+func codexEnv(t *testing.T, fake *fakellm.Server) []string {
 	t.Helper()
 	home := t.TempDir()
 	codexHome := filepath.Join(home, ".codex")
@@ -44,7 +45,7 @@ func codexEnv(t *testing.T, fake *fakellm.Responses) []string {
 model = "gpt-5"
 [model_providers.fake]
 name = "fake"
-base_url = "` + fake.URL + `"
+base_url = "` + fake.URL + `/v1"
 env_key = "OPENAI_API_KEY"
 wire_api = "responses"
 `
@@ -155,13 +156,9 @@ func textOf(evs []map[string]any) string {
 // message_complete and turn_end with the stop reason and usage.
 func TestCodexStreamedAnswer(t *testing.T) {
 	bin := codexBinary(t)
-	fake, err := fakellm.NewResponses(func(string, bool) fakellm.Step {
-		return fakellm.Step{Text: "Hello from the fake model."}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := fakellm.Start(t, fakellm.Script(func(fakellm.Prompt) fakellm.Turn {
+		return fakellm.Turn{Text: "Hello from the fake model.", Usage: fakellm.Usage{Input: 42, Output: 7}}
+	}))
 	cwd := t.TempDir()
 	h := startHost(t, acp.Options{Command: []string{bin}, Cwd: cwd, Env: codexEnv(t, fake), Stderr: os.Stderr,
 		AuthMethod: "openai-api-key", SessionDir: t.TempDir()})
@@ -192,16 +189,14 @@ func TestCodexRecordTranscript(t *testing.T) {
 		defer f.Close()
 		trace = f
 	}
-	fake, err := fakellm.NewResponses(func(user string, out bool) fakellm.Step {
-		if out {
-			return fakellm.Step{Text: "done."}
+	fake := fakellm.Start(t, fakellm.Script(func(p fakellm.Prompt) fakellm.Turn {
+		usage := fakellm.Usage{Input: 42, Output: 7}
+		if p.ToolOutput {
+			return fakellm.Turn{Text: "done.", Usage: usage}
 		}
-		return fakellm.Step{Tool: "exec_command", Args: `{"cmd":"echo tool-ok > out.txt","sandbox_permissions":"require_escalated","justification":"write a file"}`}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "exec_command",
+			Args: `{"cmd":"echo tool-ok > out.txt","sandbox_permissions":"require_escalated","justification":"write a file"}`}}, Usage: usage}
+	}))
 	cwd := t.TempDir()
 	h := startHost(t, acp.Options{Command: []string{bin}, Cwd: cwd, Env: codexEnv(t, fake), Stderr: os.Stderr,
 		AuthMethod: "openai-api-key", SessionDir: t.TempDir(), Trace: trace})

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/shard-dev/shard/internal/fakellm"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/runtime/adapter"
 )
 
@@ -82,13 +83,14 @@ protocol_error a 16-byte line that is not a pi RPC record
 	}
 }
 
-// piBin is the installed pi; the test skips when there is none.
+// piBin is the installed pi; without it the test skips (fails in strict
+// mode: testhost.Missing).
 func piBin(t *testing.T) string {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "agents", "node_modules", ".bin", "pi")
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("pi is not installed (run scripts/install-agents.sh): %v", err)
+		testhost.Missing(t, "pi", err.Error())
 	}
 	return bin
 }
@@ -100,18 +102,15 @@ func startPi(t *testing.T, cwd, command string, rec *recorder, trace io.Writer) 
 	t.Helper()
 	bin := piBin(t)
 	args, _ := json.Marshal(map[string]string{"command": command})
-	fake, err := fakellm.NewChat(func(_ string, out bool) fakellm.Step {
-		if out {
-			return fakellm.Step{Text: "done."}
+	usage := fakellm.Usage{Input: 42, Output: 7}
+	fake := fakellm.Start(t, fakellm.Script(func(p fakellm.Prompt) fakellm.Turn {
+		if p.ToolOutput {
+			return fakellm.Turn{Text: "done.", Usage: usage}
 		}
-		return fakellm.Step{Tool: "bash", Args: string(args)}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
+		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "bash", Args: string(args)}}, Usage: usage}
+	}))
 	dir := t.TempDir()
-	models := `{"providers":{"fakellm":{"baseUrl":"` + fake.URL + `","api":"openai-completions","apiKey":"k",
+	models := `{"providers":{"fakellm":{"baseUrl":"` + fake.URL + `/v1","api":"openai-completions","apiKey":"k",
 "compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},
 "models":[{"id":"fake-model","name":"Fake","reasoning":false,"input":["text"],"contextWindow":32000,"maxTokens":4096,
 "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0}}]}}}`

@@ -49,15 +49,33 @@ function Transcript({ t }) {
   </div>`;
 }
 
+// isLineBreak: the input types a textarea gets for Enter.
+const isLineBreak = (inputType) => inputType === "insertLineBreak" || inputType === "insertParagraph";
+
 function PromptBox({ s, store }) {
   const [text, setText] = useState("");
+  const box = useRef(null);
+  // sendKey: the last keydown was an Enter that sends. Its line break must
+  // never reach the box, and preventDefault on the keydown does not stop
+  // one delivered apart from it (Chromium's DevTools input sends the key's
+  // text as a separate event): when the prompt's answer has cleared the
+  // box before that text arrives, the "\n" would lead the next prompt.
+  // The line break still arrives as beforeinput, which can be refused.
+  const sendKey = useRef(false);
+  useEffect(() => {
+    const el = box.current;
+    const onBeforeInput = (e) => { if (sendKey.current && isLineBreak(e.inputType)) e.preventDefault(); };
+    el.addEventListener("beforeinput", onBeforeInput);
+    return () => el.removeEventListener("beforeinput", onBeforeInput);
+  }, []);
   const busy = s.transcript.status !== "idle" && s.transcript.status !== "error";
   const go = (behavior) => {
     const v = text;
     store.send(v, behavior).then((ok) => { if (ok) setText(""); });
   };
   const onKey = (e) => {
-    if (e.key === "Enter" && !e.shiftKey) {
+    sendKey.current = e.key === "Enter" && !e.shiftKey;
+    if (sendKey.current) {
       e.preventDefault();
       go(busy ? (e.ctrlKey || e.metaKey ? "steer" : "follow_up") : undefined);
     } else if (e.key === "Escape" && busy) {
@@ -65,7 +83,7 @@ function PromptBox({ s, store }) {
     }
   };
   return html`<div class="promptbox">
-    <textarea id="prompt" rows="3" aria-label="Prompt" placeholder=${busy ? "Enter: follow-up · Ctrl+Enter: steer · Esc: abort" : "Message (Enter sends, Shift+Enter newline)"}
+    <textarea id="prompt" ref=${box} rows="3" aria-label="Prompt" placeholder=${busy ? "Enter: follow-up · Ctrl+Enter: steer · Esc: abort" : "Message (Enter sends, Shift+Enter newline)"}
       value=${text} onInput=${(e) => setText(e.target.value)} onKeyDown=${onKey}></textarea>
     <div class="pbtns">
       ${busy

@@ -1,4 +1,4 @@
-// Reconnect backoff of spec §2.2: 1 s, 2 s, 4 s, … capped at 30 s.
+// Reconnect backoff of docs/protocol.md §2.2: 1 s, 2 s, 4 s, … capped at 30 s.
 
 /** The delay in ms before reconnect attempt n (0 is the first retry). */
 export function backoffDelay(n) {

@@ -1,9 +1,9 @@
-// The page's one WebSocket to the daemon: a ticket from POST /bootstrap
-// (the session cookie rides along), the upgrade with the shard.v1 and
-// ticket subprotocols from the page's own origin (spec §4.1), hello, then
-// commands with correlation ids and events to a listener. On a drop it
-// reconnects with the §2.2 backoff and a new ticket; the app re-attaches
-// and resyncs on every "online" (§6.4).
+// The page's one WebSocket to the daemon: a ticket from POST /bootstrap (the
+// session cookie rides along), the upgrade with the shard.v1 and ticket
+// subprotocols from the page's own origin (docs/protocol.md §4.1), hello,
+// then commands with correlation ids and events to a listener. On a drop it
+// reconnects with the §2.2 backoff and a new ticket; the app re-attaches and
+// resyncs on every "online" (§6.4).
 
 import { backoffDelay } from "./backoff.js";
 

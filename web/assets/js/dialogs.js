@@ -1,7 +1,7 @@
-// Permission and UI requests (spec §6.3, §9.5) as dialogs. Every browser
-// attached interactively sees the same request; the first answer wins and
-// permission_resolved / ui_resolved closes the dialog everywhere, leaving a
-// note with the answer and who gave it. A delegated request keeps its
+// Permission and UI requests (docs/protocol.md §6.3, §9.5) as dialogs. Every
+// browser attached interactively sees the same request; the first answer wins
+// and permission_resolved / ui_resolved closes the dialog everywhere, leaving
+// a note with the answer and who gave it. A delegated request keeps its
 // child's agent_id and names the child.
 
 import { useEffect, useRef, useState } from "../vendor/hooks.mjs";

@@ -1,7 +1,8 @@
-// Tool calls and results drawn from their render descriptors (spec §11:
-// text, kv, diff, tree, progress, status, command, path_list, code), with
-// exit code and duration from the structured tool_result fields. Unknown
-// kinds fall back to the plain content: new kinds never break the page.
+// Tool calls and results drawn from their render descriptors
+// (docs/protocol.md §11: text, kv, diff, tree, progress, status, command,
+// path_list, code), with exit code and duration from the structured
+// tool_result fields. Unknown kinds fall back to the plain content: new kinds
+// never break the page.
 
 import { html } from "./html.js";
 import { resultText } from "./transcript.js";

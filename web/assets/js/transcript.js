@@ -3,11 +3,11 @@
 // it directly.
 //
 // Every step is idempotent on the keys it writes (message id, tool call id,
-// turn id, compaction index, request id), so an event seen twice, or a
-// sync that already contains what live events built, never duplicates an
-// entry (spec §6.4). The one non-idempotent step, appending a text delta,
-// is guarded: deltas for a message that is already complete are dropped,
-// and message_complete replaces whatever the deltas built.
+// turn id, compaction index, request id), so an event seen twice, or a sync
+// that already contains what live events built, never duplicates an entry
+// (docs/protocol.md §6.4). The one non-idempotent step, appending a text
+// delta, is guarded: deltas for a message that is already complete are
+// dropped, and message_complete replaces whatever the deltas built.
 
 /** The empty transcript. */
 export function initial() {

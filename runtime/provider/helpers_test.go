@@ -6,156 +6,34 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/protocol"
 )
 
 // testKey is the API key of every test provider. No error may contain it.
 const testKey = "sk-test-0123456789-secret"
 
-// fakeService is a local HTTP server on 127.0.0.1 that speaks a model
-// service's streaming wire format, scripted per test, and records what it
-// receives.
-type fakeService struct {
-	srv *httptest.Server
-
-	mu   sync.Mutex // protects reqs
-	reqs []seenRequest
-}
-
-// seenRequest is one request the fake service received.
-type seenRequest struct {
-	Path   string
-	Header http.Header
-	Body   map[string]any
-	Raw    []byte
-}
-
-// newFake starts a fake service whose handler answers every request; n is
-// the 1-based number of the request.
-func newFake(t *testing.T, handler func(w http.ResponseWriter, r *http.Request, n int)) *fakeService {
-	t.Helper()
-	f := &fakeService{}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		var body map[string]any
-		if err := json.Unmarshal(raw, &body); err != nil {
-			http.Error(w, "bad json: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		f.mu.Lock()
-		f.reqs = append(f.reqs, seenRequest{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Raw: raw})
-		n := len(f.reqs)
-		f.mu.Unlock()
-		handler(w, r, n)
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-// requests returns what the service received so far.
-func (f *fakeService) requests() []seenRequest {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]seenRequest(nil), f.reqs...)
-}
-
-// only returns the single request the service must have received.
-func (f *fakeService) only(t *testing.T) seenRequest {
-	t.Helper()
-	reqs := f.requests()
-	if len(reqs) != 1 {
-		t.Fatalf("service received %d requests, want 1", len(reqs))
-	}
-	return reqs[0]
-}
-
-// provider returns a provider of the given name talking to the fake service
-// without retries. baseSuffix is appended to the server URL ("/v1" for
-// OpenAI-compatible servers).
-func (f *fakeService) provider(t *testing.T, name, baseSuffix string) Provider {
+// testProvider returns a provider of the given name talking to the fake
+// service without retries. baseSuffix is appended to the server URL ("/v1"
+// for OpenAI-compatible servers).
+func testProvider(t *testing.T, f *fakellm.Server, name, baseSuffix string) Provider {
 	t.Helper()
 	p, err := New(Config{
 		Name:       name,
-		BaseURL:    f.srv.URL + baseSuffix,
+		BaseURL:    f.URL + baseSuffix,
 		Model:      "test-model",
 		APIKey:     testKey,
-		HTTPClient: f.srv.Client(),
+		HTTPClient: f.Client(),
 		MaxRetries: 0,
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	return p
-}
-
-// sseWriter writes server-sent events and flushes each one.
-type sseWriter struct {
-	t *testing.T
-	w http.ResponseWriter
-}
-
-// startSSE sends the 200 header of an event stream.
-func startSSE(t *testing.T, w http.ResponseWriter) *sseWriter {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	w.(http.Flusher).Flush()
-	return &sseWriter{t: t, w: w}
-}
-
-// event writes one event: an "event:" line when name is set, then data,
-// which is JSON-encoded unless it is a string already.
-func (s *sseWriter) event(name string, data any) {
-	var payload string
-	switch d := data.(type) {
-	case string:
-		payload = d
-	default:
-		raw, err := json.Marshal(d)
-		if err != nil {
-			panic(fmt.Sprintf("marshal event: %v", err))
-		}
-		payload = string(raw)
-	}
-	var b strings.Builder
-	if name != "" {
-		b.WriteString("event: " + name + "\n")
-	}
-	b.WriteString("data: " + payload + "\n\n")
-	if _, err := io.WriteString(s.w, b.String()); err != nil {
-		return // the client went away; the test sees it from its side
-	}
-	s.w.(http.Flusher).Flush()
-}
-
-// comment writes an SSE comment line (a keep-alive).
-func (s *sseWriter) comment(text string) {
-	_, _ = io.WriteString(s.w, ": "+text+"\n\n")
-	s.w.(http.Flusher).Flush()
-}
-
-// disconnect drops the connection mid-response: no terminating chunk, so
-// the client sees the body end unexpectedly.
-func disconnect() {
-	panic(http.ErrAbortHandler)
-}
-
-// jsonError answers with an HTTP error status and a JSON body.
-func jsonError(w http.ResponseWriter, status int, body string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = io.WriteString(w, body)
 }
 
 // answer is a stream's events folded together, for assertions.
@@ -272,32 +150,6 @@ func assertProviderError(t *testing.T, err error, want ...string) {
 			t.Errorf("error message %q does not contain %q", pe.Message, w)
 		}
 	}
-}
-
-// get walks a decoded JSON value: keys for objects, ints for arrays.
-func get(t *testing.T, v any, path ...any) any {
-	t.Helper()
-	cur := v
-	for i, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, ok := cur.(map[string]any)
-			if !ok {
-				t.Fatalf("path %v: element %d is %T, not an object", path, i, cur)
-			}
-			cur, ok = m[k]
-			if !ok {
-				t.Fatalf("path %v: no key %q in %v", path, k, m)
-			}
-		case int:
-			a, ok := cur.([]any)
-			if !ok || k >= len(a) {
-				t.Fatalf("path %v: element %d is %T (len?), not an array with index %d", path, i, cur, k)
-			}
-			cur = a[k]
-		}
-	}
-	return cur
 }
 
 // has reports whether the JSON object m has key.

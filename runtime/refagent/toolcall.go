@@ -1,0 +1,203 @@
+package refagent
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/shard-dev/shard/protocol"
+)
+
+// runTools runs the tool calls of one assistant message in order. Their
+// results form one user message of tool_result blocks; each block enters the
+// live window together with its tool_result event (so get_sync never lags
+// the events), and the message is persisted once complete. An abort stops
+// the run; calls that did not run get an "aborted" block (so the transcript
+// never holds an unanswered call) but no events. The message is written to
+// the transcript (with the exit codes) and synced before runTools returns,
+// so before any turn_end.
+func (t *turnState) runTools(calls []toolCallReq) *outcome {
+	r := t.r
+	b := &toolBatch{msgID: r.ids.next("msg"), idx: -1}
+	var end *outcome
+	for i, c := range calls {
+		if err := t.runTool(b, c); err != nil {
+			end = &outcome{kind: outAborted}
+			r.mu.Lock()
+			for _, rest := range calls[i:] {
+				r.conv.addResultLocked(b, resultBlock(rest.id, errorOutput("aborted")), nil)
+			}
+			r.mu.Unlock()
+			break
+		}
+	}
+	r.mu.Lock()
+	written := r.conv.persistBatchLocked(b)
+	r.mu.Unlock()
+	r.awaitDurable(written)
+	return end
+}
+
+func resultBlock(id string, out toolOutput) protocol.ContentBlock {
+	content := out.content
+	return protocol.ContentBlock{Type: protocol.BlockToolResult, ToolCallID: id, Content: &content, IsError: out.isError}
+}
+
+// runTool takes one call through validation, plan mode and the permission
+// gate, then reports it with tool_call and tool_result. It returns
+// errTurnAborted when the turn ended meanwhile.
+func (t *turnState) runTool(b *toolBatch, c toolCallReq) error {
+	tl, ok := t.r.tools.byName[c.name]
+	if !ok {
+		return t.report(b, c, tool{name: c.name}, func() toolOutput { return errorOutput("unknown tool %q", c.name) })
+	}
+	fail := func(out toolOutput) error {
+		return t.report(b, c, tool{name: tl.name, readOnly: tl.readOnly}, func() toolOutput { return out })
+	}
+	switch {
+	case tl.unavailable != "":
+		return fail(errorOutput("%s", tl.unavailable))
+	case c.argsErr != nil:
+		return fail(errorOutput("invalid arguments: %v", c.argsErr))
+	}
+	if err := tl.check(c.args); err != nil {
+		return fail(errorOutput("%v", err))
+	}
+	if !tl.readOnly && !tl.ungated {
+		refusal, err := t.gate(tl, c)
+		if err != nil {
+			return err
+		}
+		if refusal != nil {
+			return fail(*refusal)
+		}
+	}
+	return t.report(b, c, tl, func() toolOutput { return tl.run(t.ctx, c.args) })
+}
+
+// report writes tool_call (with tl's start-time render, if any), runs fn,
+// and writes tool_result while adding the result to the live window.
+func (t *turnState) report(b *toolBatch, c toolCallReq, tl tool, fn func() toolOutput) error {
+	args := c.args
+	if args == nil {
+		args = map[string]any{}
+	}
+	var render *protocol.RenderDescriptor
+	if tl.preview != nil {
+		render = tl.preview(args)
+	}
+	readOnly := tl.readOnly
+	r := t.r
+	r.mu.Lock()
+	if t.aborted || t.ctx.Err() != nil {
+		r.mu.Unlock()
+		return errTurnAborted
+	}
+	r.out.emit(protocol.ToolCall{Header: protocol.Header{Type: protocol.TypeToolCall}, ToolCallID: c.id, Name: c.name, Args: args, Render: render, ReadOnly: &readOnly})
+	r.mu.Unlock()
+
+	start := time.Now()
+	out := fn()
+	ms := time.Since(start).Milliseconds()
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.out.emit(protocol.ToolResult{
+		Header:     protocol.Header{Type: protocol.TypeToolResult},
+		ToolCallID: c.id,
+		Content:    out.content,
+		IsError:    out.isError,
+		ExitCode:   out.exitCode,
+		DurationMs: &ms,
+		Render:     out.render,
+	})
+	r.conv.addResultLocked(b, resultBlock(c.id, out), out.exitCode)
+	return nil
+}
+
+// Permission presentation: legacy options and structured choices.
+func permissionOptions() []string {
+	return []string{protocol.DecisionAllow, protocol.DecisionAllowAlways, protocol.DecisionDeny}
+}
+
+func permissionChoices() []protocol.PermissionChoice {
+	return []protocol.PermissionChoice{
+		{ID: "allow", Label: "Allow once", Intent: "allow"},
+		{ID: "allow_always", Label: "Always allow this exact request", Intent: "persist"},
+		{ID: "deny", Label: "Deny", Intent: "deny"},
+	}
+}
+
+// choiceDecisions maps each choice id to its decision.
+func choiceDecisions() map[string]string {
+	return map[string]string{
+		"allow":        protocol.DecisionAllow,
+		"allow_always": protocol.DecisionAllowAlways,
+		"deny":         protocol.DecisionDeny,
+	}
+}
+
+// grantKey identifies an exact request for allow_always: the tool name and
+// the canonical JSON of its arguments (sorted keys, numbers verbatim).
+func grantKey(c toolCallReq) string {
+	return c.name + " " + string(protocol.MustMarshal(c.args))
+}
+
+// gate decides whether a mutating call may run. It returns a refusal to
+// report as the tool's error result, nil to run it, or errTurnAborted.
+//
+// An exact request the user allowed always (persisted in grants.jsonl) runs
+// without asking, whatever the headless policy. Any other request is sent
+// out and waits for an answer; under the daemon, a request nobody
+// interactive can answer is answered by the daemon's headless path (deny,
+// source "headless", for deny and allow_if_rule_matches; nothing for queue).
+// When no answer comes within HeadlessTimeout the policy decides what the
+// model is told: queue fails the tool with TIMEOUT, deny and
+// allow_if_rule_matches deny it.
+func (t *turnState) gate(tl tool, c toolCallReq) (*toolOutput, error) {
+	r := t.r
+	if r.currentMode() == modePlan {
+		out := errorOutput("%s is not allowed: the agent is in plan mode, where tools that change files or run commands are refused; switch to build mode to run it", c.name)
+		return &out, nil
+	}
+	if r.grants.has(grantKey(c)) { // every headless policy honours the user's own grants
+		return nil, nil
+	}
+
+	prompt, details := tl.ask(c.args)
+	p := &pendingRequest{id: r.ids.next("perm"), kind: kindPermission, choices: choiceDecisions(), done: make(chan resolution, 1)}
+	p.raw = protocol.MustMarshal(protocol.PermissionRequest{
+		Header:    protocol.Header{Type: protocol.TypePermissionRequest},
+		RequestID: p.id,
+		ToolName:  c.name,
+		Input:     c.args,
+		Prompt:    prompt,
+		Options:   permissionOptions(),
+		Details:   details,
+		Choices:   permissionChoices(),
+	})
+	if err := t.open(p, protocol.StatusWaitingForPermission); err != nil {
+		return nil, err
+	}
+	res := t.await(p)
+	var out toolOutput
+	switch {
+	case res.by == byAbort:
+		return nil, errTurnAborted
+	case res.by == byTimeout && r.opts.HeadlessPolicy == protocol.HeadlessQueue:
+		out = errorOutput("permission request timed out (TIMEOUT): no answer within %s", r.opts.HeadlessTimeout)
+	case res.by == byTimeout:
+		out = errorOutput("permission denied: no answer within %s (headless policy %s)", r.opts.HeadlessTimeout, r.opts.HeadlessPolicy)
+	case res.decision == protocol.DecisionAllow:
+		return nil, nil
+	case res.decision == protocol.DecisionAllowAlways:
+		if err := r.grants.add(c, time.Now()); err != nil {
+			r.log.Error("grant not persisted; it holds until the runtime stops", slog.Any("err", err))
+		}
+		return nil, nil
+	case res.source == sourceHeadless:
+		out = errorOutput("permission denied by the headless policy: no interactive client could answer")
+	default:
+		out = errorOutput("permission denied")
+	}
+	return &out, nil
+}
