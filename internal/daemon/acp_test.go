@@ -77,6 +77,13 @@ func startCodex(t *testing.T) (*harness, *fakellm.Server, *codexScript) {
 		t.Fatal(err)
 	}
 	h := start(t, func(cfg *config.Config) {
+		// Node agents need seconds of CPU to start. A subagent runtime runs
+		// under SCHED_IDLE, which gives it almost nothing while other work
+		// keeps the cores busy, so these tests of the adapter run their
+		// subagents at the daemon's own priority; nice_test.go covers the
+		// scheduling.
+		cfg.Jobs.Nice = 0
+		cfg.Jobs.SchedIdle = false
 		cfg.Runtimes["codex"] = config.RuntimeProfile{Kind: config.KindACP, Command: []string{bin},
 			Env: map[string]string{"HOME": home, "CODEX_HOME": codexHome, "OPENAI_API_KEY": "not-a-real-key",
 				"SHARD_ACP_AUTH_METHOD": "openai-api-key"}}

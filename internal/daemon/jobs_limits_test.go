@@ -1,6 +1,9 @@
 package daemon_test
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -76,10 +79,15 @@ func TestStopEscalationMatrix(t *testing.T) {
 			run := job.Runs[0]
 			waitRunState(t, c, run.RunID, protocol.RunActive)
 			if !tc.runtimeSurvive {
-				// Let the child reach `hang` (it follows its first text at
-				// once) so that the abort is really ignored. A hung runtime
-				// answers nothing, so there is no event to wait for.
-				time.Sleep(150 * time.Millisecond)
+				// The child must have reached `hang` for the abort to be
+				// really ignored. A hung runtime answers nothing, so there is
+				// no event to wait for: the line it logs on entering the hang
+				// (in its own log) is the signal.
+				agentLog := filepath.Join(h.cfg.LogDir(), "agents", run.AgentID+".log")
+				eventually(t, "the child reached sim: hang", func() bool {
+					b, _ := os.ReadFile(agentLog)
+					return bytes.Contains(b, []byte("sim: hang"))
+				})
 			}
 			if err := c.Call(ctx(t), &protocol.SubagentStop{Header: hdr(protocol.TypeSubagentStop), ParentAgentID: parent, Handle: run.RunID}, nil); err != nil {
 				t.Fatal(err)

@@ -49,6 +49,13 @@ func startPi(t *testing.T) (*harness, *codexScript) {
 		t.Fatal(err)
 	}
 	h := start(t, func(cfg *config.Config) {
+		// Node agents need seconds of CPU to start. A subagent runtime runs
+		// under SCHED_IDLE, which gives it almost nothing while other work
+		// keeps the cores busy, so these tests of the adapter run their
+		// subagents at the daemon's own priority; nice_test.go covers the
+		// scheduling.
+		cfg.Jobs.Nice = 0
+		cfg.Jobs.SchedIdle = false
 		cfg.Runtimes["pi"] = config.RuntimeProfile{Kind: config.KindPi,
 			Command: []string{bin, "--mode", "rpc", "--no-session", "--offline", "--provider", "fakellm", "--model", "fake-model",
 				"--no-extensions", "--no-skills", "--no-prompt-templates", "--no-context-files"},
