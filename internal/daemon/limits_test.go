@@ -144,3 +144,24 @@ func TestRefusedHomeIsLeftAsFound(t *testing.T) {
 		check(t, cfg)
 	})
 }
+
+// TestLaunchPolicyMaxDepthBoundsNesting: a child is created with the launch
+// policy its parent had (maxDepth from jobs.max_depth), and a child at that
+// depth may not launch children of its own: PERMISSION_DENIED naming
+// maxDepth, and no job is made.
+func TestLaunchPolicyMaxDepthBoundsNesting(t *testing.T) {
+	h := start(t, func(c *config.Config) { c.Jobs.MaxDepth = 1 })
+	c := h.dial()
+	parent := h.create(c, nil)
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "child", Task: "sim: say hi"})
+	child := job.Runs[0].AgentID
+	_, err := c.Request(ctx(t), &protocol.SubagentCreate{Header: hdr(protocol.TypeSubagentCreate), ParentAgentID: child,
+		Name: "grandchild", Task: "sim: say too deep"})
+	if protocol.CodeOf(err) != protocol.CodePermissionDenied || !strings.Contains(err.Error(), "maxDepth 1") {
+		t.Fatalf("grandchild at depth 2 under maxDepth 1: err = %v, want PERMISSION_DENIED naming maxDepth 1", err)
+	}
+	var st protocol.SubagentStatusData
+	if err := c.Call(ctx(t), &protocol.SubagentStatus{Header: hdr(protocol.TypeSubagentStatus), ParentAgentID: child}, &st); err != nil || len(st.Jobs) != 0 {
+		t.Fatalf("the refused create made a job: %+v, %v", st.Jobs, err)
+	}
+}
