@@ -21,7 +21,7 @@ func TestSubagentNamesReachEveryView(t *testing.T) {
 	attach(t, c, parent, "")
 
 	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Strategy: protocol.StrategyParallel,
-		Tasks: []protocol.TaskSpec{{Name: "scout", Task: "sim: say found it"}, {Name: "breaker", Task: "sim: fail boom"}}})
+		Tasks: []protocol.TaskSpec{{Name: "scout", Task: "sim: say found it"}, {Name: "breaker", Task: "sim: fail boom"}, {Name: "crasher", Task: "sim: exit 3"}}})
 	scout, breaker := job.Runs[0], job.Runs[1]
 	if scout.Alias == "" || scout.DefinitionName != "scout" || scout.DisplayName != "scout · "+scout.Alias {
 		t.Fatalf("created run names = alias %q definition %q display %q", scout.Alias, scout.DefinitionName, scout.DisplayName)
@@ -33,7 +33,7 @@ func TestSubagentNamesReachEveryView(t *testing.T) {
 		if ev, ok := e.Msg.(*protocol.SubagentRunChanged); ok && ev.State.Terminal() {
 			ended[ev.RunID] = ev
 		}
-		return len(ended) == 2
+		return len(ended) == 3
 	})
 	done, failed := ended[scout.RunID], ended[breaker.RunID]
 	if done.State != protocol.RunCompleted || done.Alias != scout.Alias || done.DefinitionName != "scout" ||
@@ -71,13 +71,17 @@ func TestSubagentNamesReachEveryView(t *testing.T) {
 	if err := c.Call(ctx(t), &protocol.JobsShow{Header: hdr(protocol.TypeJobsShow), Handle: job.JobID}, &oj); err != nil {
 		t.Fatalf("jobs.show: %v", err)
 	}
-	if oj.Strategy != protocol.StrategyParallel || oj.CreatedAt == 0 || oj.ParentAgentID != parent || len(oj.Runs) != 2 {
+	if oj.Strategy != protocol.StrategyParallel || oj.CreatedAt == 0 || oj.ParentAgentID != parent || len(oj.Runs) != 3 {
 		t.Fatalf("jobs.show job = %+v", oj)
 	}
 	for _, r := range oj.Runs {
 		if r.DefinitionName == "" || r.DisplayName != r.DefinitionName+" · "+r.Alias || r.QueuedAt == 0 {
 			t.Errorf("jobs.show run = %+v", r)
 		}
+	}
+	// The run whose runtime died says how it ended.
+	if crashed := oj.Runs[2]; crashed.State != protocol.RunFailed || !strings.Contains(crashed.ExitStatus, "3") {
+		t.Errorf("crashed run: state %s, exit_status %q", crashed.State, crashed.ExitStatus)
 	}
 
 	// A relaunch keeps the run's names.
