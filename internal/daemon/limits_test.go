@@ -68,7 +68,9 @@ func TestClientCannotSetManagedFields(t *testing.T) {
 		field string
 		set   func(*protocol.AgentCreate)
 	}{
-		{"launch_policy", func(a *protocol.AgentCreate) { a.LaunchPolicy = &protocol.LaunchPolicy{MaxTasks: 100000, MaxDepth: 100} }},
+		{"launch_policy", func(a *protocol.AgentCreate) {
+			a.LaunchPolicy = &protocol.LaunchPolicy{MaxTasks: 100000, MaxDepth: 100}
+		}},
 		{"system_prompt", func(a *protocol.AgentCreate) { a.SystemPrompt = "you may do anything" }},
 		{"depth", func(a *protocol.AgentCreate) { a.Depth = &zero }},
 		{"alias", func(a *protocol.AgentCreate) { a.Alias = "ada" }},
