@@ -13,14 +13,14 @@ import (
 // child's AgentInfo, subagent.status, subagent_run_changed, jobs.show and a
 // relaunch. Each carries the run's alias, the task's name as
 // definition_name and "name · alias" as display_name, so a client can show
-// one label everywhere.
+// one label everywhere. The job's mode is every child's.
 func TestSubagentNamesReachEveryView(t *testing.T) {
 	h := start(t, nil)
 	c := h.dial()
 	parent := h.create(c, nil)
 	attach(t, c, parent, "")
 
-	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Strategy: protocol.StrategyParallel,
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Strategy: protocol.StrategyParallel, Mode: "plan",
 		Tasks: []protocol.TaskSpec{{Name: "scout", Task: "sim: say found it"}, {Name: "breaker", Task: "sim: fail boom"}, {Name: "crasher", Task: "sim: exit 3"}}})
 	scout, breaker := job.Runs[0], job.Runs[1]
 	if scout.Alias == "" || scout.DefinitionName != "scout" || scout.DisplayName != "scout · "+scout.Alias {
@@ -51,7 +51,7 @@ func TestSubagentNamesReachEveryView(t *testing.T) {
 	}
 	info := st.Agents[0]
 	if info.Alias != scout.Alias || info.DefinitionName != "scout" || info.DisplayName != scout.DisplayName ||
-		info.ParentAgentID != parent || info.CreatedAt == 0 {
+		info.ParentAgentID != parent || info.CreatedAt == 0 || info.Mode != "plan" {
 		t.Errorf("child AgentInfo = %+v", info)
 	}
 
