@@ -204,8 +204,8 @@ func isProvidersKey(key string) bool {
 // one provider.name names (a `providers:` entry of that name, or else the
 // `provider:` block itself, of kind provider.name), then the other
 // `providers:` entries by name. Every entry has its defaults applied; the
-// block's provider.model is its model (or, for sim and for an entry, its
-// default model, which must be listed).
+// block's provider.model is its model (for sim and for an entry it picks
+// the default model instead: DefaultModel).
 func (c *Config) ProviderSet() []Provider {
 	name := c.Provider.Name
 	var def ProviderEntry
@@ -218,12 +218,6 @@ func (c *Config) ProviderSet() []Provider {
 		}
 		def = def.withDefaults(name)
 	}
-	if m := c.Provider.Model; m != "" {
-		// The default model goes first.
-		if i := slices.Index(def.Models, m); i > 0 {
-			def.Models = append([]string{m}, slices.Delete(def.Models, i, i+1)...)
-		}
-	}
 	out := []Provider{{Name: name, ProviderEntry: def}}
 	for _, n := range slices.Sorted(maps.Keys(c.Providers)) {
 		if n != name {
@@ -231,6 +225,17 @@ func (c *Config) ProviderSet() []Provider {
 		}
 	}
 	return out
+}
+
+// DefaultModel is what an agent created without a provider or model runs
+// on: the default provider and provider.model when it offers it, else its
+// first model.
+func (c *Config) DefaultModel() (provider, model string) {
+	def := c.ProviderSet()[0]
+	if slices.Contains(def.Models, c.Provider.Model) {
+		return def.Name, c.Provider.Model
+	}
+	return def.Name, def.Models[0]
 }
 
 // validateProviders checks provider.name and provider.model against the

@@ -80,8 +80,8 @@ func TestProvidersLegacyBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.ProviderSet()[0].Models; !reflect.DeepEqual(got, []string{"sim-think", "sim"}) {
-		t.Fatalf("sim with provider.model sim-think: models = %q, want the default first", got)
+	if p, m := c.DefaultModel(); p != "sim" || m != "sim-think" {
+		t.Fatalf("sim with provider.model sim-think: DefaultModel = %s, %s", p, m)
 	}
 }
 
@@ -102,9 +102,12 @@ providers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Provider{{Name: "local", ProviderEntry: ProviderEntry{Kind: "openai", Models: []string{"llama", "qwen3"}}}}
+	want := []Provider{{Name: "local", ProviderEntry: ProviderEntry{Kind: "openai", Models: []string{"qwen3", "llama"}}}}
 	if got := c.ProviderSet(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ProviderSet = %+v, want %+v", got, want)
+	}
+	if p, m := c.DefaultModel(); p != "local" || m != "llama" {
+		t.Fatalf("DefaultModel = %s, %s, want local, llama", p, m)
 	}
 }
 
