@@ -317,3 +317,37 @@ func TestProvidersLegacyBlock(t *testing.T) {
 		t.Fatalf("a provider the block does not configure: err = %v, want NOT_FOUND", err)
 	}
 }
+
+// TestProvidersThirdPartyRuntime: an agent on an acp profile runs on its
+// own models, so a create naming a provider is NOT_FOUND and one naming a
+// model UNSUPPORTED, both before anything is stored; one naming neither
+// claims no provider in AgentInfo.
+func TestProvidersThirdPartyRuntime(t *testing.T) {
+	h := start(t, func(cfg *config.Config) {
+		cfg.Runtimes["other"] = config.RuntimeProfile{Kind: config.KindACP, Command: []string{"/nonexistent/agent"}}
+	})
+	c := h.dial()
+	for _, tc := range []struct {
+		prov, model string
+		code        protocol.ErrorCode
+	}{{"sim", "", protocol.CodeNotFound}, {"", "sim/sim", protocol.CodeUnsupported}} {
+		err := c.Call(ctx(t), &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate},
+			Cwd: shortTemp(t), Runtime: "other", Provider: tc.prov, Model: tc.model}, nil)
+		if protocol.CodeOf(err) != tc.code {
+			t.Fatalf("acp create provider %q model %q: err = %v, want %s", tc.prov, tc.model, err, tc.code)
+		}
+	}
+	// The profile's agent does not exist, so its runtime fails to start;
+	// the agent is stored all the same (a retry is safe).
+	err := c.Call(ctx(t), &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t), Runtime: "other"}, nil)
+	if err != nil && protocol.CodeOf(err) != protocol.CodeRuntimeStartFailed {
+		t.Fatalf("acp create naming neither: %v", err)
+	}
+	var list protocol.AgentListData
+	if err := c.Call(ctx(t), &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &list); err != nil || len(list.Agents) != 1 {
+		t.Fatalf("agent.list: %v, %d agents, want the one created", err, len(list.Agents))
+	}
+	if a := list.Agents[0]; a.Provider != "" || a.Model != "" || a.Runtime != "other" {
+		t.Fatalf("the acp agent claims %s/%s on %s", a.Provider, a.Model, a.Runtime)
+	}
+}
