@@ -16,7 +16,8 @@ import (
 // call of turn t goes to, and its prices: a real provider, shared by all
 // turns, or a sim of the turn's own (it keeps the turn's script between
 // calls). It is read per call, with the request, so a set_model to another
-// provider applies from the next provider call on.
+// provider applies from the next provider call on; the conversation learns
+// whether that provider reports its context (conversation.reported).
 func (r *runtime) providerLocked(t *turnState) (provider.Provider, map[string]Price) {
 	e := r.sel.models.entry(r.sel.active)
 	r.conv.reported = e.real != nil
