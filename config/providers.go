@@ -181,11 +181,12 @@ func ParseProviders(data []byte) (map[string]ProviderEntry, error) {
 	return out, nil
 }
 
-// ProvidersJSON is the JSON form of c.Providers, for ProvidersEnv. It
-// holds names of key variables, never keys.
+// ProvidersJSON is the JSON form of c.Providers, for ProvidersEnv: "{}"
+// for none, so that a runtime never reads a mapping the file gained after
+// the daemon started. It holds names of key variables, never keys.
 func (c *Config) ProvidersJSON() string {
 	if len(c.Providers) == 0 {
-		return ""
+		return "{}"
 	}
 	b, err := json.Marshal(c.Providers)
 	if err != nil {

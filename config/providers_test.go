@@ -66,9 +66,19 @@ func TestProvidersLegacyBlock(t *testing.T) {
 	if got, want := c.ProviderSet(), []Provider{{Name: "sim", ProviderEntry: ProviderEntry{Kind: "sim", Models: []string{"sim", "sim-think"}}}}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("default ProviderSet = %+v, want %+v", got, want)
 	}
-	if c.ProvidersJSON() != "" {
-		t.Fatalf("ProvidersJSON = %q, want empty without providers:", c.ProvidersJSON())
+	if c.ProvidersJSON() != "{}" {
+		t.Fatalf("ProvidersJSON = %q, want {} without providers:", c.ProvidersJSON())
 	}
+	// A runtime of this daemon ignores a mapping the file gained since.
+	f.writeFile(t, "providers:\n  late:\n    kind: openai\n")
+	late, err := f.load(t, nil, []string{ProvidersEnv + "=" + c.ProvidersJSON()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(late.ProviderSet()) != 1 {
+		t.Fatalf("with %s={} the file's providers: still counted: %+v", ProvidersEnv, late.ProviderSet())
+	}
+	f.writeFile(t, "")
 	c, err = f.load(t, []string{"--provider.name=anthropic", "--provider.api-key-env=MY_KEY"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +169,9 @@ func FuzzParseProviders(f *testing.F) {
 		}
 		c := &Config{Providers: m}
 		if len(m) == 0 {
+			if c.ProvidersJSON() != "{}" {
+				t.Fatalf("ProvidersJSON of none = %q", c.ProvidersJSON())
+			}
 			return
 		}
 		again, err := ParseProviders([]byte(c.ProvidersJSON()))
