@@ -44,6 +44,11 @@ type Config struct {
 	// `runtimes:` mapping); the "shard" profile (the reference
 	// runtime) is always there. Read from the file only.
 	Runtimes map[string]RuntimeProfile `mapstructure:"-"`
+	// Providers are the model providers besides the `provider:` block, by
+	// name (the config file's `providers:` mapping, or ProvidersEnv):
+	// agents may run on any of them (ProviderSet). Read from the file
+	// only, and from ProvidersEnv, which replaces the file's.
+	Providers map[string]ProviderEntry `mapstructure:"-"`
 }
 
 // WorkspacesConfig configures workspaces (docs/protocol.md §10.1a).
@@ -254,14 +259,17 @@ type StoreConfig struct {
 	NoSync bool `mapstructure:"no_sync"`
 }
 
-// ProviderConfig selects the model provider the reference runtime uses.
+// ProviderConfig selects the default model provider of the reference
+// runtime: the one an agent created without a provider runs on.
 type ProviderConfig struct {
-	// Name is sim, openai or anthropic. Default sim (offline, deterministic).
+	// Name is sim, openai or anthropic, or the name of a `providers:`
+	// entry (which then configures it: base_url, api_key_env and prices
+	// stay empty here). Default sim (offline, deterministic).
 	Name string `mapstructure:"name"`
 	// BaseURL overrides the provider's API endpoint; empty means the
 	// provider's own. When set it must be an http or https URL.
 	BaseURL string `mapstructure:"base_url"`
-	// Model is the model name; empty means the provider's default.
+	// Model is the default model; empty means the provider's first.
 	Model string `mapstructure:"model"`
 	// APIKeyEnv names the environment variable holding the API key; empty
 	// means the provider's conventional one. The key itself is never

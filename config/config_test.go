@@ -407,7 +407,7 @@ func TestBadValues(t *testing.T) {
 		{name: "file ticket ttl zero", file: "gateway:\n  ticket_ttl: 0s\n",
 			want: `config: gateway.ticket_ttl: must be more than 0 and at most 30s, got 0s (from <file>)`},
 		{name: "file unknown provider", file: "provider:\n  name: llama\n",
-			want: `config: provider.name: must be one of sim, openai, anthropic; got "llama" (from <file>)`},
+			want: `config: provider.name: want sim, openai, anthropic or a name under providers:, got "llama"`},
 		{name: "file remote host alone", file: "web:\n  host: 0.0.0.0\n",
 			want: `config: web.public_host: remote mode (web.host 0.0.0.0 is not loopback) needs the pinned public host: set --public-host <host:port>`},
 		{name: "file host name", file: "web:\n  host: shard.example.com\n",

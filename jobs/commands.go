@@ -118,6 +118,15 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "field \"tasks\": %d tasks exceed the launch policy's maxTasks %d", len(tasks), maxTasks))
 		return
 	}
+	// A child inherits its parent's provider (and model, when it names
+	// neither); what it names must be configured (docs/protocol.md §13,
+	// providers).
+	childRuntime := firstNonEmpty(m.Runtime, pm.Runtime)
+	prov, model, err := co.deps.Models.ResolveChild(childRuntime, pm, m.Provider, m.Model)
+	if err != nil {
+		fail(cmd, err)
+		return
+	}
 	if pm.Depth+1 > maxDepth {
 		fail(cmd, protocol.Errorf(protocol.CodePermissionDenied, "launch policy: depth %d exceeds maxDepth %d", pm.Depth+1, maxDepth))
 		return
@@ -152,11 +161,11 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		alias, norm := co.aliases.pick(m.ParentAgentID)
 		a := store.Agent{
 			AgentID: ids.New("agent"), SessionID: ids.New("sess"), Cwd: pm.Cwd, Name: t.Name,
-			Model: firstNonEmpty(m.Model, pm.Model), Provider: firstNonEmpty(m.Provider, pm.Provider),
+			Model: model, Provider: prov,
 			Mode: firstNonEmpty(m.Mode, pm.Mode), Tools: pm.Tools, HeadlessPolicy: pm.HeadlessPolicy,
 			ParentAgentID: m.ParentAgentID, CreatedAt: now.UnixMilli(), Depth: pm.Depth + 1,
 			LaunchPolicy: lp, Alias: alias, DefinitionName: t.Name, DisplayName: view.DisplayName(t.Name, alias),
-			Runtime: firstNonEmpty(m.Runtime, pm.Runtime),
+			Runtime: childRuntime,
 		}
 		agents = append(agents, a)
 		aliases[norm] = a.AgentID

@@ -66,6 +66,9 @@ type Deps struct {
 	Registry *actor.PID
 	Logger   *slog.Logger
 	Limits   Limits
+	// Models resolves the provider and model of children (zero: as
+	// given or inherited).
+	Models agent.Models
 	// Aliases is the pool children's aliases are picked from (nil: the
 	// default pool).
 	Aliases []string

@@ -102,6 +102,8 @@ func newCommand(typ string) Command {
 		return &DaemonStatus{}
 	case TypeDaemonCheck:
 		return &DaemonCheck{}
+	case TypeModelsList:
+		return &ModelsList{}
 	case TypeJobsList:
 		return &JobsList{}
 	case TypeJobsShow:
@@ -504,6 +506,9 @@ func (c *DaemonStatus) Validate() error { return nil }
 
 // Validate implements Command.
 func (c *DaemonCheck) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *ModelsList) Validate() error { return nil }
 
 // Validate implements Command.
 func (c *JobsList) Validate() error {

@@ -18,7 +18,7 @@ type Agent struct {
 	Cwd            string        `json:"cwd"`                       // required; the runtime's working directory
 	Name           string        `json:"name,omitempty"`            // optional human name
 	Model          string        `json:"model,omitempty"`           // model override; "" = config default
-	Provider       string        `json:"provider,omitempty"`        // provider override; "" = config default
+	Provider       string        `json:"provider,omitempty"`        // the provider it runs on, resolved at create; "" = stored before providers were resolved (the default)
 	Mode           string        `json:"mode,omitempty"`            // runtime mode at launch
 	Tools          []string      `json:"tools,omitempty"`           // tool allow-list; nil = runtime default
 	HeadlessPolicy string        `json:"headless_policy,omitempty"` // override of headless.policy

@@ -25,7 +25,8 @@ type RuntimeConfig struct {
 	Path string
 	Args []string
 	// Env is the base environment of every runtime; the agent adds
-	// SHARD_AGENT_ID, SHARD_SESSION_ID, SHARD_AGENT_MODE and SHARD_AGENT_MODEL.
+	// SHARD_AGENT_ID, SHARD_SESSION_ID, SHARD_AGENT_MODE, SHARD_AGENT_PROVIDER
+	// and SHARD_AGENT_MODEL.
 	Env []string
 	// SessionsDir holds sessions/<session_id>; LogDir holds agents/<id>.log.
 	SessionsDir, LogDir string
@@ -116,11 +117,14 @@ type Deps struct {
 	// Metrics records runtime starts/exits/reaps, attachments and relayed
 	// events; nil records nothing.
 	Metrics *telemetry.Metrics
-	// SaveSelection persists an agent's model and mode when its runtime
+	// Models resolves providers and models (models.go); the zero value
+	// accepts any.
+	Models Models
+	// SaveSelection persists an agent's provider, model and mode when its runtime
 	// changes them, so a restored runtime starts where the last one was. It
 	// runs off the mailbox, in a goroutine of Goroutines; nil saves
 	// nothing.
-	SaveSelection func(agentID, model, mode string)
+	SaveSelection func(agentID, provider, model, mode string)
 	// Goroutines owns every goroutine the agent starts, and those of its
 	// runtime actors (stdout reader, exit wait, stdin writer). Required:
 	// the daemon closes it at shutdown once the actor system is down (so

@@ -111,8 +111,8 @@ func (a *Actor) saveSelection() {
 	if a.deps.SaveSelection == nil {
 		return
 	}
-	id, model, mode, save := a.m.AgentID, a.m.Model, a.m.Mode, a.deps.SaveSelection
-	if !a.deps.Goroutines.Go(func() { save(id, model, mode) }) {
+	id, prov, model, mode, save := a.m.AgentID, a.m.Provider, a.m.Model, a.m.Mode, a.deps.SaveSelection
+	if !a.deps.Goroutines.Go(func() { save(id, prov, model, mode) }) {
 		a.log.Warn("model/mode selection not saved: the daemon is stopping", "model", model, "mode", mode)
 	}
 }

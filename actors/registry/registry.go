@@ -209,6 +209,7 @@ func (r *Actor) spawn(c actor.Context, m store.Agent) *entry {
 // that ID and "~n" (respawn). The name starts with the agent ID, so that
 // a Terminated names its entry (onTerminated).
 func (r *Actor) spawnNamed(c actor.Context, m store.Agent, name string) *entry {
+	m = r.deps.Agent.Models.Fill(m)
 	pid, err := c.SpawnNamed(agent.Props(m, r.deps.Agent), name)
 	if err != nil {
 		r.deps.Logger.Error("registry: spawn agent actor", "agent_id", m.AgentID, "err", err)
@@ -335,6 +336,9 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 		return
 	case protocol.TypeDaemonStatus:
 		reply(cmd, r.status())
+		return
+	case protocol.TypeModelsList:
+		reply(cmd, r.deps.Agent.Models.Catalog)
 		return
 	case protocol.TypeDaemonCheck:
 		st := r.deps.Store
@@ -483,13 +487,21 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no parent agent %s", req.ParentAgentID))
 		return
 	}
+	// The manifest names what runs: the provider and model resolved
+	// against the configured ones, or NOT_FOUND before anything is stored
+	// (docs/protocol.md §13, providers).
+	prov, model, err := r.deps.Agent.Models.ResolveCreate(req.Runtime, req.Provider, req.Model)
+	if err != nil {
+		fail(cmd, err)
+		return
+	}
 	m := store.Agent{
 		AgentID:        ids.New("agent"),
 		SessionID:      req.SessionID,
 		Cwd:            req.Cwd,
 		Name:           req.Name,
-		Model:          req.Model,
-		Provider:       req.Provider,
+		Model:          model,
+		Provider:       prov,
 		Mode:           req.Mode,
 		Tools:          req.Tools,
 		HeadlessPolicy: req.HeadlessPolicy,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +35,8 @@ const attachHelp = `Commands:
   /steer TEXT    steer the turn in flight with TEXT
   /abort         abort the turn in flight (also Ctrl-C on a terminal)
   /mode NAME     switch the agent's mode, e.g. /mode plan
-  /model NAME    switch the model from the next provider call
+  /model NAME    switch the model from the next provider call (a name or a
+                 provider/model id: any configured provider); /model lists them
   /quit          detach (also /exit, /detach, Ctrl-D or the end of input)
   //TEXT         send "/TEXT" as a prompt
 While a question is open, the next line answers it.`
@@ -179,8 +181,9 @@ const maxQueuedCommands = 64
 
 // commandResult is the daemon's answer to one command of the session.
 type commandResult struct {
-	cmd protocol.Typed
-	err error
+	cmd  protocol.Typed
+	resp *protocol.Response // nil on error
+	err  error
 }
 
 // Prompts of the terminal screen: ready for a prompt, or a turn in flight
@@ -231,7 +234,7 @@ func (s *attachSession) banner(att protocol.AgentAttachData) {
 	var facts []string
 	facts = append(facts, string(att.Status))
 	if att.Info.Model != "" {
-		facts = append(facts, "model "+att.Info.Model)
+		facts = append(facts, "model "+strings.Trim(att.Info.Provider+"/"+att.Info.Model, "/"))
 	}
 	if att.Info.Mode != "" {
 		facts = append(facts, "mode "+att.Info.Mode)
@@ -472,7 +475,7 @@ func (s *attachSession) slash(line string) (quit bool, err error) {
 		s.command(&protocol.SetMode{Header: h(protocol.TypeSetMode), Mode: arg})
 	case "/model":
 		if arg == "" {
-			s.scr.line("usage: /model NAME")
+			s.command(&protocol.ListModels{Header: h(protocol.TypeListModels)})
 			break
 		}
 		s.command(&protocol.SetModel{Header: h(protocol.TypeSetModel), Model: arg})
@@ -480,6 +483,28 @@ func (s *attachSession) slash(line string) (quit bool, err error) {
 		s.scr.line(fmt.Sprintf("unknown command %s; /help lists them (//%s sends it as a prompt)", name, name[1:]))
 	}
 	return false, nil
+}
+
+// showModels prints a list_models answer: every model the agent may
+// switch to, whichever provider serves it, the active one marked.
+func (s *attachSession) showModels(data []byte) {
+	var lm struct {
+		Models []protocol.ModelDescriptor `json:"models"`
+		Active protocol.ModelDescriptor   `json:"active"`
+	}
+	if err := json.Unmarshal(data, &lm); err != nil {
+		s.scr.line(s.p.red("list_models: " + err.Error()))
+		return
+	}
+	for _, m := range lm.Models {
+		mark := "  "
+		if m.ID == lm.Active.ID {
+			mark = "* "
+		}
+		s.scr.line(mark + safe(m.ID))
+	}
+	s.scr.line(s.p.dim("usage: /model NAME (a name or one of the ids above)"))
+	s.refreshPrompt()
 }
 
 // command queues one command for the sender; ok reports that it was
@@ -501,9 +526,9 @@ func (s *attachSession) send() {
 	for {
 		select {
 		case cmd := <-s.cmds:
-			_, err := s.conn.Request(s.ctx, cmd)
+			resp, err := s.conn.Request(s.ctx, cmd)
 			select {
-			case s.results <- commandResult{cmd: cmd, err: err}:
+			case s.results <- commandResult{cmd: cmd, resp: resp, err: err}:
 			case <-s.stop:
 				return
 			}
@@ -518,6 +543,9 @@ func (s *attachSession) send() {
 func (s *attachSession) answered(r commandResult) {
 	s.inflight--
 	if r.err == nil {
+		if _, ok := r.cmd.(*protocol.ListModels); ok && r.resp != nil {
+			s.showModels(r.resp.Data)
+		}
 		return
 	}
 	switch r.cmd.(type) {

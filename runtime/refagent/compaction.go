@@ -198,7 +198,7 @@ func (c *conversation) planLocked(keep int64, write summarizer) *compactJob {
 // summarizerLocked is the active real provider's summarizer; nil for the
 // sim, whose summary is simSummary.
 func (r *runtime) summarizerLocked() summarizer {
-	real := r.sel.models.real
+	real := r.sel.models.entry(r.sel.active).real
 	if real == nil {
 		return nil
 	}

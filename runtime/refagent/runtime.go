@@ -79,7 +79,7 @@ func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Option
 			meta:            st.meta,
 			compactionIndex: st.compactionIndex,
 			summaryID:       st.summaryID,
-			reported:        models.real != nil,
+			reported:        models.entry(models.initial).real != nil,
 		},
 		reqs:   &requests{out: out, status: status},
 		loop:   &turnLoop{delivered: st.delivered},
@@ -122,7 +122,7 @@ func (r *runtime) start() {
 	})
 	r.status.armLocked()
 	r.log.Info("runtime started", "messages", len(r.conv.window), "compaction_index", r.conv.compactionIndex,
-		"mode", r.sel.mode, "provider", r.sel.models.name, "model", r.sel.active.ID, "headless_policy", r.opts.HeadlessPolicy)
+		"mode", r.sel.mode, "provider", r.sel.active.Provider, "model", r.sel.active.ID, "headless_policy", r.opts.HeadlessPolicy)
 }
 
 // shutdown stops accepting turns, aborts the current one and waits for it.

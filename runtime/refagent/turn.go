@@ -82,7 +82,6 @@ type turnState struct {
 	promptID string          // id of the prompt's message in the live window
 	ctx      context.Context // cancelled by abort, shutdown or Run's context
 	cancel   context.CancelFunc
-	prov     provider.Provider // what the turn's provider calls go to
 	// prompt is the transcript write of the prompt's message, set before
 	// the turn goroutine starts; the goroutine waits for it to be durable
 	// before anything else (so before any turn_end).
@@ -91,9 +90,11 @@ type turnState struct {
 	// runtime.mu protects the following.
 	steers  []queuedPrompt // steer messages not yet delivered, oldest first
 	aborted bool
+	sim     provider.Provider // the turn's own sim, made at its first sim call (runtime.providerLocked)
 
 	// Owned by the turn goroutine.
 	usage protocol.Usage
+	prov  provider.Provider // what the current provider call goes to
 }
 
 // outcomeKind says how a turn ended.
@@ -133,7 +134,6 @@ func (r *runtime) startTurnLocked(q queuedPrompt) {
 	text := q.text
 	t := &turnState{r: r, id: r.ids.next("turn"), promptID: q.id, usage: protocol.Usage{Model: r.sel.active.Model}}
 	t.ctx, t.cancel = context.WithCancel(r.runCtx)
-	t.prov = r.providerFor(t)
 	r.loop.cur = t
 	r.status.setLocked(protocol.StatusStreaming)
 	r.out.emit(protocol.TurnStart{Header: protocol.Header{Type: protocol.TypeTurnStart}, TurnID: t.id})
