@@ -387,6 +387,7 @@ func (d *Daemon) runtimeEnv() []string {
 		"SHARD_PROVIDER_API_KEY_ENV="+cfg.Provider.APIKeyEnv,
 		"SHARD_SIM_CONTEXT_WINDOW="+strconv.Itoa(cfg.Sim.ContextWindow),
 		"SHARD_PROVIDER_PRICES="+cfg.Provider.Prices,
+		"SHARD_PROVIDER_TEXT_ONLY_MODELS="+cfg.Provider.TextOnlyModels,
 		"SHARD_COMPACTION_ENABLED="+strconv.FormatBool(cfg.Compaction.Enabled),
 		"SHARD_COMPACTION_KEEP_RECENT_TOKENS="+strconv.Itoa(cfg.Compaction.KeepRecentTokens),
 	)

@@ -130,6 +130,12 @@ type ProviderOptions struct {
 	// Prices maps a model name to its price, for the cost field of usage.
 	// Default nil: no cost is reported.
 	Prices map[string]Price
+	// TextOnlyModels names the models (a model name or a catalog id) that
+	// take no image input (config provider.text_only_models): a prompt
+	// with images to one is refused UNSUPPORTED, and images already in the
+	// conversation reach it as a line of text saying so. Default nil:
+	// every model, the sim's too, takes images.
+	TextOnlyModels []string
 }
 
 // Headless is what the runtime does when no client answers a request: an
@@ -349,7 +355,7 @@ func failStart(opts Options, m *models, err error) {
 			Header:          protocol.Header{Type: protocol.TypeHello},
 			ProtocolVersion: protocol.Version,
 			ServerVersion:   opts.ServerVersion,
-			Capabilities:    capabilities(m, m.initial.Model),
+			Capabilities:    capabilities(m, m.initial),
 		},
 		protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: pe.Code, Message: pe.Message, Fatal: true},
 	} {
