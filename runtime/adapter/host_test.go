@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,17 +20,24 @@ type gated struct {
 	release chan TurnResult
 	models  []string
 	done    chan struct{}
+	// takesImages is Offer.Images; images receives each prompt's images
+	// when set.
+	takesImages bool
+	images      chan []protocol.Image
 }
 
 func (g *gated) Start(context.Context, Events) (Offer, error) {
-	o := Offer{Model: "m-b"}
+	o := Offer{Model: "m-b", Images: g.takesImages}
 	for _, m := range []string{"m-a", "m-b", "m-c"} {
 		o.Models = append(o.Models, protocol.ModelDescriptor{ID: m, Provider: "acp", Model: m})
 	}
 	return o, nil
 }
-func (g *gated) Prompt(_ context.Context, text string) (TurnResult, error) {
+func (g *gated) Prompt(_ context.Context, text string, images []protocol.Image) (TurnResult, error) {
 	g.prompts <- text
+	if g.images != nil {
+		g.images <- images
+	}
 	return <-g.release, nil
 }
 func (g *gated) Cancel()                               {}
@@ -177,5 +186,57 @@ func TestHostStopsItsReaderWhenTheAgentExits(t *testing.T) {
 	}
 	if _, err := inW.Write([]byte("{}\n")); !errors.Is(err, io.ErrClosedPipe) {
 		t.Fatalf("write to stdin after Run = %v, want io.ErrClosedPipe", err)
+	}
+}
+
+// TestHostImages: an agent that takes no images refuses a prompt with
+// images UNSUPPORTED (no turn) and offers no image-input; one that does
+// gets the images with the text, its window names them with an image
+// block, and get_image gives them back.
+func TestHostImages(t *testing.T) {
+	png := "iVBORw0KGgo=" // the PNG signature
+	prompt := `{"type":"prompt","id":"%s","message":"look","images":[{"type":"image","data":"` + png + `","mime_type":"image/png"}]}`
+
+	g := &gated{prompts: make(chan string, 1), release: make(chan TurnResult), done: make(chan struct{})}
+	s := newSession(t, g, nil)
+	s.send(fmt.Sprintf(prompt, "p1"))
+	if c := errCode(s.response("p1")); c != "UNSUPPORTED" {
+		t.Fatalf("images to an agent without image prompts: %s", c)
+	}
+	s.send(`{"type":"get_sync","id":"gs"}`)
+	if caps := fmt.Sprint(s.response("gs")["data"].(map[string]any)["capabilities"]); strings.Contains(caps, protocol.CapImageInput) {
+		t.Fatalf("capabilities %s offer images", caps)
+	}
+	select {
+	case p := <-g.prompts:
+		t.Fatalf("the agent got a prompt: %q", p)
+	default:
+	}
+
+	g = &gated{prompts: make(chan string, 1), release: make(chan TurnResult), done: make(chan struct{}),
+		takesImages: true, images: make(chan []protocol.Image, 1)}
+	s = newSession(t, g, nil)
+	s.send(fmt.Sprintf(prompt, "p2"))
+	if r := s.response("p2"); r["success"] != true {
+		t.Fatalf("prompt with images: %v", r)
+	}
+	if text, ims := <-g.prompts, <-g.images; text != "look" || len(ims) != 1 || ims[0].Data != png || ims[0].MimeType != "image/png" {
+		t.Fatalf("agent got %q, %+v", text, ims)
+	}
+	g.release <- TurnResult{StopReason: StopEndTurn}
+	s.send(`{"type":"get_sync","id":"gs"}`)
+	data, _ := json.Marshal(s.response("gs")["data"])
+	var sync protocol.GetSyncData
+	_ = json.Unmarshal(data, &sync)
+	if !strings.Contains(strings.Join(sync.Capabilities, ","), protocol.CapImageInput) {
+		t.Fatalf("capabilities %v lack image input", sync.Capabilities)
+	}
+	user := sync.LiveWindow.Messages[0]
+	if len(user.Content) != 2 || user.Content[0].Type != protocol.BlockImage || user.Content[0].Data != "" || user.Content[1].Text != "look" {
+		t.Fatalf("user message = %+v", user)
+	}
+	s.send(`{"type":"get_image","id":"gi","sha256":"` + user.Content[0].SHA256 + `"}`)
+	if im := s.response("gi")["data"].(map[string]any); im["data"] != png || im["mime_type"] != "image/png" || im["type"] != "image" {
+		t.Fatalf("get_image = %v", im)
 	}
 }

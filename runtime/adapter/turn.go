@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/tools"
@@ -13,18 +14,29 @@ const (
 	roleAssistant = "assistant"
 )
 
+// userInput is a user message: its text and images, with the blocks that
+// name the images in the window (stored by the Host's image store).
+type userInput struct {
+	text   string
+	images []protocol.Image
+	blocks []protocol.ContentBlock
+}
+
 // startTurnLocked opens a turn for a user message and runs it.
-func (h *Host) startTurnLocked(text string) {
+func (h *Host) startTurnLocked(in userInput) {
 	t := h.newTurnLocked()
 	h.turn = t
 	h.setStatusLocked(protocol.StatusStreaming)
 	h.emitLocked(protocol.TurnStart{Header: protocol.Header{Type: protocol.TypeTurnStart}, TurnID: t.id})
-	h.window = append(h.window, protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser,
-		Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: text}}})
+	content := slices.Clone(in.blocks)
+	if in.text != "" || len(content) == 0 {
+		content = append(content, protocol.ContentBlock{Type: protocol.BlockText, Text: in.text})
+	}
+	h.window = append(h.window, protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser, Content: content})
 	// Never refused: no turn starts once h.closing is set (under mu), and
 	// Run closes the group only after setting it.
 	h.turns.Go(func() {
-		res, err := h.b.Prompt(h.life, text)
+		res, err := h.b.Prompt(h.life, in.text, in.images)
 		h.endTurn(t, res, err)
 	})
 }

@@ -40,7 +40,7 @@ func (r *replay) Start(_ context.Context, ev adapter.Events) (adapter.Offer, err
 	return adapter.Offer{Modes: []protocol.ModeDescriptor{{Name: "read-only"}, {Name: "auto"}}, Mode: "read-only"}, nil
 }
 
-func (r *replay) Prompt(ctx context.Context, _ string) (adapter.TurnResult, error) {
+func (r *replay) Prompt(ctx context.Context, _ string, _ []protocol.Image) (adapter.TurnResult, error) {
 	for _, line := range r.lines {
 		var msg struct {
 			Method string          `json:"method"`

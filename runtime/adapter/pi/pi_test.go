@@ -136,7 +136,7 @@ func TestPiRecordTranscript(t *testing.T) {
 	rec := &recorder{answer: func(adapter.Ask) adapter.Answer { return adapter.Answer{OptionID: "allow"} }}
 	b := startPi(t, t.TempDir(), "echo tool-ok", rec,
 		writerFunc(func(p []byte) (int, error) { tmu.Lock(); defer tmu.Unlock(); return trace.Write(p) }))
-	res, err := b.Prompt(context.Background(), "use a tool")
+	res, err := b.Prompt(context.Background(), "use a tool", nil)
 	if err != nil || res.StopReason != adapter.StopEndTurn {
 		t.Fatalf("prompt: %+v, %v", res, err)
 	}
@@ -173,7 +173,7 @@ func TestPiGateAsksBeforeEachTool(t *testing.T) {
 				return adapter.Answer{OptionID: tc.answer}
 			}}
 			b := startPi(t, cwd, "touch made.txt", rec, nil)
-			res, err := b.Prompt(context.Background(), "make a file")
+			res, err := b.Prompt(context.Background(), "make a file", nil)
 			if err != nil || res.StopReason != adapter.StopEndTurn {
 				t.Fatalf("prompt: %+v, %v", res, err)
 			}
