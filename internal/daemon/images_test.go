@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -233,5 +237,94 @@ func TestImageRefusals(t *testing.T) {
 	}
 	if n := fake.Count(); n != 1 {
 		t.Fatalf("model requests = %d after the refusal, want 1", n)
+	}
+}
+
+// realPNG is a valid 2×2 PNG, for agents that decode what they are sent.
+func realPNG(t *testing.T) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{R: 255, A: 255})
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestImagesToACPAgents: an ACP agent that advertises
+// promptCapabilities.image gets the prompt's images as ACP image blocks
+// (base64 data and MIME type) with the text, its window names them and
+// get_image serves them; one that does not is UNSUPPORTED, offers no
+// image-input, and still takes text. The agent is this test binary
+// playing a minimal ACP agent (fakeacp_test.go).
+func TestImagesToACPAgents(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, func(cfg *config.Config) {
+		cfg.Runtimes["seeing"] = config.RuntimeProfile{Kind: config.KindACP, Command: []string{self},
+			Env: map[string]string{fakeACPEnv: "1", fakeACPImagesEnv: "1"}}
+		cfg.Runtimes["blind"] = config.RuntimeProfile{Kind: config.KindACP, Command: []string{self},
+			Env: map[string]string{fakeACPEnv: "1"}}
+	})
+	c := h.dial()
+	im := pngImage(testPNG)
+
+	blind := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "blind" })
+	if s := attach(t, c, blind, ""); strings.Contains(strings.Join(s.Capabilities, ","), protocol.CapImageInput) {
+		t.Fatalf("blind agent offers %s: %v", protocol.CapImageInput, s.Capabilities)
+	}
+	if err := promptImages(t, c, blind, "look", im); protocol.CodeOf(err) != protocol.CodeUnsupported {
+		t.Fatalf("images to an agent without image prompts: %v", err)
+	}
+	prompt(t, c, blind, "hi")
+	if got := deltaText(collectUntil(t, c, isType(protocol.TypeTurnEnd, blind))); got != "text=hi images=0 mime=" {
+		t.Fatalf("blind agent answered %q", got)
+	}
+
+	seeing := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "seeing" })
+	if s := attach(t, c, seeing, ""); !strings.Contains(strings.Join(s.Capabilities, ","), protocol.CapImageInput) {
+		t.Fatalf("seeing agent lacks %s: %v", protocol.CapImageInput, s.Capabilities)
+	}
+	if err := promptImages(t, c, seeing, "look", im); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("text=look images=1 mime=image/png/%d", len(im.Data))
+	if got := deltaText(collectUntil(t, c, isType(protocol.TypeTurnEnd, seeing))); got != want {
+		t.Fatalf("seeing agent answered %q, want %q", got, want)
+	}
+	s := attach(t, h.dial(), seeing, "")
+	blocks := imageBlocks(s)
+	if len(blocks) != 1 || blocks[0].Size != int64(len(testPNG)) {
+		t.Fatalf("window image blocks = %+v", blocks)
+	}
+	if got, err := getImage(t, c, seeing, blocks[0].SHA256); err != nil || got != im {
+		t.Fatalf("get_image = %+v, %v", got, err)
+	}
+}
+
+// TestImagesReachCodex: codex-acp, which advertises image prompts, gets
+// the image and sends it on to its model (the Responses API) as an
+// input_image with a data: URL.
+func TestImagesReachCodex(t *testing.T) {
+	h, fake, _ := startCodex(t)
+	c := h.dial()
+	id := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "codex" })
+	if s := attach(t, c, id, ""); !strings.Contains(strings.Join(s.Capabilities, ","), protocol.CapImageInput) {
+		t.Fatalf("codex lacks %s: %v", protocol.CapImageInput, s.Capabilities)
+	}
+	if err := promptImages(t, c, id, "what is in this picture?", pngImage(realPNG(t))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, isType(protocol.TypeTurnEnd, id))
+	found := false
+	for _, r := range fake.Requests() {
+		found = found || strings.HasSuffix(r.Path, "/responses") &&
+			strings.Contains(string(r.Raw), `"type":"input_image"`) && strings.Contains(string(r.Raw), `"data:image/png;base64,`)
+	}
+	if !found {
+		t.Fatalf("no Responses request carried an input_image with a PNG data: URL (%d requests)", fake.Count())
 	}
 }
