@@ -328,3 +328,40 @@ func TestImagesReachCodex(t *testing.T) {
 		t.Fatalf("no Responses request carried an input_image with a PNG data: URL (%d requests)", fake.Count())
 	}
 }
+
+// TestImagesToPi: pi whose model takes images ("input": ["text","image"])
+// gets them (pi's ImageContent) and sends them on to its model as
+// image_url parts with a data: URL; pi whose model takes text only refuses
+// them UNSUPPORTED.
+func TestImagesToPi(t *testing.T) {
+	for _, tc := range []struct {
+		input  string
+		images bool
+	}{{`["text","image"]`, true}, {`["text"]`, false}} {
+		h, _, fake := startPiWith(t, tc.input)
+		c := h.dial()
+		id := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "pi" })
+		s := attach(t, c, id, "")
+		if got := strings.Contains(strings.Join(s.Capabilities, ","), protocol.CapImageInput); got != tc.images {
+			t.Fatalf("input %s: capabilities %v", tc.input, s.Capabilities)
+		}
+		err := promptImages(t, c, id, "what is this?", pngImage(realPNG(t)))
+		if !tc.images {
+			if protocol.CodeOf(err) != protocol.CodeUnsupported {
+				t.Fatalf("images to pi with a text-only model: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, c, isType(protocol.TypeTurnEnd, id))
+		found := false
+		for _, r := range fake.Requests() {
+			found = found || strings.Contains(string(r.Raw), `"image_url"`) && strings.Contains(string(r.Raw), `"url":"data:image/png;base64,`)
+		}
+		if !found {
+			t.Fatalf("no chat request carried an image_url part (%d requests)", fake.Count())
+		}
+	}
+}
