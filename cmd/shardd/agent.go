@@ -88,13 +88,15 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 					ServerVersion: version,
 				},
 				ProviderOptions: refagent.ProviderOptions{
-					Provider:       cfg.Provider.Name,
-					BaseURL:        cfg.Provider.BaseURL,
-					ProviderModel:  cfg.Provider.Model,
-					APIKey:         apiKey,
-					APIKeyEnv:      keyEnv,
-					MaxRetries:     provider.DefaultMaxRetries,
-					Prices:         prices,
+					Provider:      cfg.Provider.Name,
+					BaseURL:       cfg.Provider.BaseURL,
+					ProviderModel: cfg.Provider.Model,
+					APIKey:        apiKey,
+					APIKeyEnv:     keyEnv,
+					MaxRetries:    provider.DefaultMaxRetries,
+					Prices:        prices,
+
+					// Models that take no images (docs/protocol.md §13 P4).
 					TextOnlyModels: config.ParseModelList(cfg.Provider.TextOnlyModels),
 				},
 				Headless: refagent.Headless{
