@@ -138,6 +138,9 @@ type Answer struct {
 type Events interface {
 	// UserText is a user message the agent replays (Replay only).
 	UserText(text string)
+	// UserImage is an image of a user message the agent replays (Replay
+	// only); it joins the user message being replayed.
+	UserImage(im protocol.Image)
 	// Text and Thinking are streamed chunks of the agent's answer.
 	Text(text string)
 	Thinking(text string)

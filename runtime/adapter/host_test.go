@@ -240,3 +240,59 @@ func TestHostImages(t *testing.T) {
 		t.Fatalf("get_image = %v", im)
 	}
 }
+
+// replaying is gated with a load's replay: a user message of an image and
+// text, and the agent's answer.
+type replaying struct{ *gated }
+
+func (r replaying) Start(ctx context.Context, ev Events) (Offer, error) {
+	ev.UserImage(protocol.Image{Type: "image", MimeType: "image/png", Data: "iVBORw0KGgo="})
+	ev.UserText("what is ")
+	ev.UserText("this?")
+	ev.Text("a picture")
+	ev.UserImage(protocol.Image{Type: "image", MimeType: "image/png", Data: "not base64"}) // cannot be kept: left out
+	return r.gated.Start(ctx, ev)
+}
+
+// TestHostReplaysImages: images in a load's replay join their user
+// message as image blocks, get_image serves them, and one that is not a
+// valid image is left out.
+func TestHostReplaysImages(t *testing.T) {
+	g := &gated{prompts: make(chan string, 1), release: make(chan TurnResult), done: make(chan struct{})}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &session{t: t, in: inW, out: make(chan map[string]any, 256)}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Options{Stdin: inR, Stdout: outW}, replaying{g})
+		outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var m map[string]any
+			_ = json.Unmarshal(sc.Bytes(), &m)
+			s.out <- m
+		}
+		close(s.out)
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	s.send(`{"type":"get_sync","id":"gs"}`)
+	data, _ := json.Marshal(s.response("gs")["data"])
+	var sync protocol.GetSyncData
+	_ = json.Unmarshal(data, &sync)
+	w := sync.LiveWindow.Messages
+	if len(w) != 2 || len(w[0].Content) != 2 || w[0].Content[0].Type != protocol.BlockImage || w[0].Content[1].Text != "what is this?" ||
+		w[1].Role != roleAssistant {
+		t.Fatalf("window %+v", w)
+	}
+	s.send(`{"type":"get_image","id":"gi","sha256":"` + w[0].Content[0].SHA256 + `"}`)
+	if im := s.response("gi")["data"].(map[string]any); im["data"] != "iVBORw0KGgo=" {
+		t.Fatalf("get_image = %v", im)
+	}
+}

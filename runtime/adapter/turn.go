@@ -142,12 +142,62 @@ func (h *Host) UserText(text string) {
 		return
 	}
 	h.flushLocked(t)
-	if n := len(h.window); n > 0 && h.window[n-1].Role == roleUser && len(h.window[n-1].Content) == 1 && h.window[n-1].Content[0].Type == protocol.BlockText {
-		h.window[n-1].Content[0].Text += text // chunks of one message
+	if m := h.replayedUserLocked(); m != nil {
+		if k := len(m.Content) - 1; m.Content[k].Type == protocol.BlockText {
+			m.Content[k].Text += text // chunks of one message
+			return
+		}
+		m.Content = append(m.Content, protocol.ContentBlock{Type: protocol.BlockText, Text: text})
 		return
 	}
 	h.window = append(h.window, protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser,
 		Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: text}}})
+}
+
+// replayedUserLocked is the user message a load's replay is building (the
+// window's last message, when it is a user message of text and images),
+// nil when the next chunk starts a new one.
+func (h *Host) replayedUserLocked() *protocol.Message {
+	n := len(h.window)
+	if n == 0 || h.window[n-1].Role != roleUser || len(h.window[n-1].Content) == 0 {
+		return nil
+	}
+	m := &h.window[n-1]
+	for _, b := range m.Content {
+		if b.Type != protocol.BlockText && b.Type != protocol.BlockImage {
+			return nil
+		}
+	}
+	return m
+}
+
+// UserImage implements Events (a load's replay): the image is kept like a
+// prompt's (file I/O, without mu) and joins the user message being
+// replayed. One that cannot be kept is left out of the window, and logged.
+func (h *Host) UserImage(im protocol.Image) {
+	h.mu.Lock()
+	started := h.started
+	h.mu.Unlock()
+	if started {
+		return
+	}
+	b, err := h.images.Put(im)
+	if err != nil {
+		h.log.Warn("a replayed image cannot be kept", "err", err)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.currentLocked()
+	if t == nil || h.started {
+		return
+	}
+	h.flushLocked(t)
+	if m := h.replayedUserLocked(); m != nil {
+		m.Content = append(m.Content, b)
+		return
+	}
+	h.window = append(h.window, protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser, Content: []protocol.ContentBlock{b}})
 }
 
 // Text implements Events.

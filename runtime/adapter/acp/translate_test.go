@@ -187,11 +187,12 @@ func FuzzUpdate(f *testing.F) {
 
 type nopEvents struct{}
 
-func (nopEvents) UserText(string)       {}
-func (nopEvents) Text(string)           {}
-func (nopEvents) Thinking(string)       {}
-func (nopEvents) ToolCall(adapter.Tool) {}
-func (nopEvents) ModeChanged(string)    {}
+func (nopEvents) UserText(string)          {}
+func (nopEvents) UserImage(protocol.Image) {}
+func (nopEvents) Text(string)              {}
+func (nopEvents) Thinking(string)          {}
+func (nopEvents) ToolCall(adapter.Tool)    {}
+func (nopEvents) ModeChanged(string)       {}
 func (nopEvents) Ask(context.Context, adapter.Ask) adapter.Answer {
 	return adapter.Answer{Cancelled: true}
 }

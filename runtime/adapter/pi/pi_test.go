@@ -16,6 +16,7 @@ import (
 
 	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/internal/testhost"
+	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/adapter"
 )
 
@@ -33,11 +34,12 @@ func (r *recorder) log(format string, args ...any) {
 	fmt.Fprintf(&r.out, format+"\n", args...)
 }
 
-func (r *recorder) UserText(s string)      { r.log("user %q", s) }
-func (r *recorder) Text(s string)          { r.log("text %q", s) }
-func (r *recorder) Thinking(s string)      { r.log("thinking %q", s) }
-func (r *recorder) ModeChanged(m string)   { r.log("mode %s", m) }
-func (r *recorder) ProtocolError(d string) { r.log("protocol_error %s", d) }
+func (r *recorder) UserText(s string)           { r.log("user %q", s) }
+func (r *recorder) UserImage(im protocol.Image) { r.log("user image %s", im.MimeType) }
+func (r *recorder) Text(s string)               { r.log("text %q", s) }
+func (r *recorder) Thinking(s string)           { r.log("thinking %q", s) }
+func (r *recorder) ModeChanged(m string)        { r.log("mode %s", m) }
+func (r *recorder) ProtocolError(d string)      { r.log("protocol_error %s", d) }
 func (r *recorder) ToolCall(t adapter.Tool) {
 	r.log("tool %s %s %s read_only=%v args=%v output=%q", t.ID, t.Name, t.Status, t.ReadOnly, t.Args, t.Output)
 }
