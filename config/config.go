@@ -279,6 +279,24 @@ type ProviderConfig struct {
 	// CACHE_WRITE];…" in US dollars per million tokens, e.g.
 	// "gpt-4.1=2/8;claude-sonnet-4-5=3/15/0.3/3.75". Empty: no cost.
 	Prices string `mapstructure:"prices"`
+	// TextOnlyModels names the models that take no image input, "MODEL;…"
+	// (a model name or a "provider/model" catalog id), e.g.
+	// "deepseek-chat;gpt-oss-20b". A prompt with images to such a model is
+	// refused UNSUPPORTED (docs/protocol.md §13 P4). Empty: every model
+	// takes images.
+	TextOnlyModels string `mapstructure:"text_only_models"`
+}
+
+// ParseModelList parses a "MODEL;MODEL;…" list (provider.text_only_models)
+// into its names, blanks dropped.
+func ParseModelList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ";") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // ParsePrices parses provider.prices into model → dollars per million

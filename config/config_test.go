@@ -35,6 +35,7 @@ var briefKeys = []string{
 	"jobs.sched_idle",
 	"jobs.aliases",
 	"provider.prices",
+	"provider.text_only_models",
 	"compaction.enabled",
 	"compaction.keep_recent_tokens",
 	"workspaces.root",

@@ -95,6 +95,9 @@ func settings() []setting {
 				}
 				return ""
 			}},
+		{key: "provider.text_only_models",
+			usage: `models that take no images: "MODEL;…" (default "": every model takes images)`,
+			field: func(c *Config) any { return &c.Provider.TextOnlyModels }},
 		{key: "compaction.enabled",
 			usage: "compact the runtime's context automatically (80% between turns, 100% mid-turn); session_op compact works either way (default true)",
 			field: func(c *Config) any { return &c.Compaction.Enabled }},

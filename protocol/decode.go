@@ -66,6 +66,8 @@ func newCommand(typ string) Command {
 		return &UIResponse{}
 	case TypeGetSync:
 		return &GetSync{}
+	case TypeGetImage:
+		return &GetImage{}
 	case TypeAgentList:
 		return &AgentList{}
 	case TypeAgentCreate:

@@ -241,8 +241,8 @@ func TestDecodeCommandValid(t *testing.T) {
 	}{
 		{"prompt", `{"id":"r1","type":"prompt","agent_id":"a-3","message":"read the config","streaming_behavior":"follow_up"}`,
 			&protocol.Prompt{Header: hdr("prompt", "r1", "a-3"), Message: "read the config", StreamingBehavior: "follow_up"}},
-		{"prompt with images only", `{"type":"prompt","images":[{"type":"image","data":"AAAA","mime_type":"image/png"}]}`,
-			&protocol.Prompt{Header: hdr("prompt", "", ""), Images: []protocol.Image{{Type: "image", Data: "AAAA", MimeType: "image/png"}}}},
+		{"prompt with images only", `{"type":"prompt","images":[{"type":"image","data":"iVBORw0KGgo=","mime_type":"image/png"}]}`,
+			&protocol.Prompt{Header: hdr("prompt", "", ""), Images: []protocol.Image{{Type: "image", Data: "iVBORw0KGgo=", MimeType: "image/png"}}}},
 		{"prompt unknown fields ignored", `{"type":"prompt","message":"x","future":{"a":1}}`,
 			&protocol.Prompt{Header: hdr("prompt", "", ""), Message: "x"}},
 		{"prompt with raw U+2028", "{\"type\":\"prompt\",\"message\":\"a\u2028b\"}",

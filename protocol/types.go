@@ -97,6 +97,15 @@ type ContentBlock struct {
 	ToolCallID string             `json:"tool_call_id,omitempty"` // tool_result
 	Content    *ToolResultContent `json:"content,omitempty"`      // tool_result
 	IsError    bool               `json:"is_error,omitempty"`     // tool_result
+	// The image block (BlockImage, a Shard extension, docs/protocol.md
+	// §13 P4) names a stored image: its MIME type, the SHA-256 of its bytes
+	// (lower-case hex) and their length. Data, its base64, is never on the
+	// wire: the runtime fills it only for its own provider calls; clients
+	// fetch the bytes with get_image.
+	MimeType string `json:"mime_type,omitempty"` // image
+	SHA256   string `json:"sha256,omitempty"`    // image
+	Size     int64  `json:"size,omitempty"`      // image
+	Data     string `json:"data,omitempty"`      // image, inside the runtime only
 }
 
 // ToolResultContent is the tagged union of tool output (docs/protocol.md §11):

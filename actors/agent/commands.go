@@ -151,7 +151,7 @@ func (a *Actor) kill(c actor.Context, r *Request) {
 // readOnly lists the per-agent commands an observer may send.
 func readOnly(typ string) bool {
 	switch typ {
-	case protocol.TypeListModes, protocol.TypeListModels, protocol.TypeListReasoningLevels:
+	case protocol.TypeListModes, protocol.TypeListModels, protocol.TypeListReasoningLevels, protocol.TypeGetImage:
 		return true
 	}
 	return false

@@ -33,6 +33,9 @@ func (o *attachOptions) AddFlags(cmd *cobra.Command) {
 const attachHelp = `Commands:
   TEXT           send TEXT as a prompt (queued as a follow-up while a turn runs)
   /steer TEXT    steer the turn in flight with TEXT
+  /image PATH    attach an image file to the next prompt or /steer (repeatable;
+                 /image alone lists them, /image clear drops them)
+  /send          send the attached images as a prompt without text
   /abort         abort the turn in flight (also Ctrl-C on a terminal)
   /mode NAME     switch the agent's mode, e.g. /mode plan
   /model NAME    switch the model from the next provider call (a name or a
@@ -222,6 +225,18 @@ type attachSession struct {
 	results  chan commandResult
 	stop     chan struct{}
 	inflight int // commands queued or awaiting their answer
+
+	// images are the images /image attached, sent with the next prompt,
+	// /steer or /send; imagePaths are their paths, for /image.
+	images     []protocol.Image
+	imagePaths []string
+}
+
+// takeImages returns the attached images and forgets them.
+func (s *attachSession) takeImages() []protocol.Image {
+	ims := s.images
+	s.images, s.imagePaths = nil, nil
+	return ims
 }
 
 func (s *attachSession) banner(att protocol.AgentAttachData) {
@@ -434,7 +449,14 @@ func (s *attachSession) input(in lineResult) (quit bool, err error) {
 	if strings.HasPrefix(trimmed, "//") {
 		trimmed = trimmed[1:]
 	}
-	prompt := &protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, AgentID: s.agentID}, Message: trimmed}
+	s.sendPrompt(trimmed)
+	return false, nil
+}
+
+// sendPrompt sends text and the attached images as a prompt, a follow-up
+// while a turn runs.
+func (s *attachSession) sendPrompt(text string) {
+	prompt := &protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, AgentID: s.agentID}, Message: text, Images: s.takeImages()}
 	if s.busy() {
 		prompt.StreamingBehavior = protocol.BehaviorFollowUp
 		s.scr.line(s.p.dim("(queued after the turn in flight)"))
@@ -442,7 +464,6 @@ func (s *attachSession) input(in lineResult) (quit bool, err error) {
 	if s.command(prompt) {
 		s.sent = true
 	}
-	return false, nil
 }
 
 // slash runs a /command.
@@ -464,9 +485,17 @@ func (s *attachSession) slash(line string) (quit bool, err error) {
 			s.scr.line("usage: /steer TEXT")
 			break
 		}
-		if s.command(&protocol.Steer{Header: h(protocol.TypeSteer), Message: arg}) {
+		if s.command(&protocol.Steer{Header: h(protocol.TypeSteer), Message: arg, Images: s.takeImages()}) {
 			s.sent = true
 		}
+	case "/image":
+		s.attachImage(arg)
+	case "/send":
+		if len(s.images) == 0 {
+			s.scr.line("no image attached; usage: /image PATH, then /send (or a prompt)")
+			break
+		}
+		s.sendPrompt("")
 	case "/mode":
 		if arg == "" {
 			s.scr.line(fmt.Sprintf("mode is %s; usage: /mode NAME", orDash(s.mode)))
@@ -559,4 +588,36 @@ func (s *attachSession) answered(r commandResult) {
 		s.scr.line(s.p.red(fmt.Sprintf("%s: %v", r.cmd.Head().Type, r.err)))
 	}
 	s.refreshPrompt()
+}
+
+// attachImage runs /image: attach the image file at arg to the next
+// prompt or /steer, list the attached ones (no arg), or drop them
+// ("clear"). A file that cannot go (not an image, over the limit) is
+// refused here, before anything is sent.
+func (s *attachSession) attachImage(arg string) {
+	switch {
+	case arg == "":
+		if len(s.imagePaths) == 0 {
+			s.scr.line("no image attached; usage: /image PATH")
+		}
+		for i, n := range s.imagePaths {
+			s.scr.line(fmt.Sprintf("image %d: %s", i+1, safe(n)))
+		}
+		return
+	case arg == "clear":
+		s.takeImages()
+		s.scr.line("images dropped")
+		return
+	case len(s.images) >= protocol.MaxImages:
+		s.scr.line(s.p.red(fmt.Sprintf("/image: %d images already, limit %d", len(s.images), protocol.MaxImages)))
+		return
+	}
+	im, err := readImage(arg)
+	if err != nil {
+		s.scr.line(s.p.red("/image: " + safe(err.Error())))
+		return
+	}
+	s.images = append(s.images, im)
+	s.imagePaths = append(s.imagePaths, arg)
+	s.scr.line(s.p.dim(fmt.Sprintf("image %d attached (%s); it goes with the next prompt, /steer or /send", len(s.images), safe(arg))))
 }

@@ -85,6 +85,9 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 				ProviderOptions: refagent.ProviderOptions{
 					Providers:  specs,
 					MaxRetries: provider.DefaultMaxRetries,
+
+					// Models that take no images (docs/protocol.md §13 P4).
+					TextOnlyModels: config.ParseModelList(cfg.Provider.TextOnlyModels),
 				},
 				Headless: refagent.Headless{
 					HeadlessTimeout: cfg.Headless.Timeout,

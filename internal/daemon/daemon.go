@@ -394,6 +394,8 @@ func (d *Daemon) runtimeEnv() []string {
 		// runtime serves exactly the catalog the daemon resolved creates
 		// against. Names of key variables only, never keys.
 		config.ProvidersEnv+"="+cfg.ProvidersJSON(),
+		// Models that take no images (docs/protocol.md §13 P4).
+		"SHARD_PROVIDER_TEXT_ONLY_MODELS="+cfg.Provider.TextOnlyModels,
 		"SHARD_COMPACTION_ENABLED="+strconv.FormatBool(cfg.Compaction.Enabled),
 		"SHARD_COMPACTION_KEEP_RECENT_TOKENS="+strconv.Itoa(cfg.Compaction.KeepRecentTokens),
 	)

@@ -141,6 +141,13 @@ type ProviderOptions struct {
 	// ProviderModel, APIKey, APIKeyEnv and Prices are then ignored; they
 	// describe the one provider of a runtime without Providers.
 	Providers []ProviderSpec
+
+	// TextOnlyModels names the models (a model name or a catalog id) that
+	// take no image input (config provider.text_only_models): a prompt
+	// with images to one is refused UNSUPPORTED, and images already in the
+	// conversation reach it as a line of text saying so. Default nil:
+	// every model, the sim's too, takes images.
+	TextOnlyModels []string
 }
 
 // ProviderSpec is one provider of Options.Providers.

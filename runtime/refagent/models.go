@@ -79,6 +79,14 @@ type models struct {
 	catalog   []protocol.ModelDescriptor
 	initial   protocol.ModelDescriptor
 	window    int // sim context window
+	// textOnly holds the names and ids of the models that take no images
+	// (Options.TextOnlyModels).
+	textOnly map[string]bool
+}
+
+// takesImages reports whether model d takes image input.
+func (m *models) takesImages(d protocol.ModelDescriptor) bool {
+	return !m.textOnly[d.ID] && !m.textOnly[d.Model]
 }
 
 // providerEntry is one provider the runtime may call.
@@ -105,7 +113,10 @@ func specs(opts Options) []ProviderSpec {
 // newModels builds every provider of opts and picks the initial model. The
 // API keys go to the providers only.
 func newModels(opts Options, log *slog.Logger) (*models, error) {
-	m := &models{providers: map[string]*providerEntry{}, window: opts.ContextWindow}
+	m := &models{providers: map[string]*providerEntry{}, window: opts.ContextWindow, textOnly: map[string]bool{}}
+	for _, name := range opts.TextOnlyModels {
+		m.textOnly[name] = true
+	}
 	for _, sp := range specs(opts) {
 		if _, dup := m.providers[sp.Name]; dup || sp.Name == "" || strings.Contains(sp.Name, "/") {
 			return nil, fmt.Errorf("%w: provider name %q is empty, repeated or holds a /", ErrInvalidOptions, sp.Name)
@@ -297,18 +308,27 @@ func newSelection(out *output, m *models, mode string) *selection {
 }
 
 // capabilitiesLocked is the feature set for hello, sync and model_changed:
-// the reasoning controls only while the active model has levels.
+// the reasoning controls only while the active model has levels, image
+// input only while it takes images.
 func (s *selection) capabilitiesLocked() []string {
 	return capabilities(s.models, s.active)
 }
 
-// capabilities is the feature set while d is active.
-func capabilities(m *models, d protocol.ModelDescriptor) []string {
+// capabilities is the feature set while model is active.
+func capabilities(m *models, model protocol.ModelDescriptor) []string {
 	caps := []string{capStreamingDeltas, capModeCatalog, capModeSwitch, capModelCatalog, capModelSwitch}
-	if len(m.levels(d)) > 0 {
+	if len(m.levels(model)) > 0 {
 		caps = append(caps, capReasoningCatalog, capReasoningSwitch)
 	}
+	if m.takesImages(model) {
+		caps = append(caps, protocol.CapImageInput)
+	}
 	return caps
+}
+
+// imagesLocked reports whether the active model takes images.
+func (s *selection) imagesLocked() bool {
+	return s.models.takesImages(s.active)
 }
 
 // windowLimitLocked is the context window of the active model, in tokens:

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/images"
 	"github.com/shard-dev/shard/runtime/provider"
 )
 
@@ -93,7 +94,16 @@ func (t *turnState) providerCall() ([]toolCallReq, *outcome) {
 	req := r.requestLocked()
 	prov, prices := r.providerLocked(t)
 	t.prov = prov
+	takesImages, real := r.sel.imagesLocked(), r.conv.reported
 	r.mu.Unlock()
+	// The window names images; a real model gets their bytes, read for
+	// this call only, or, when it takes none, a line of text for each.
+	switch {
+	case !takesImages:
+		req.Messages = images.TextOnly(req.Messages)
+	case real:
+		req.Messages = r.images.Inline(req.Messages)
+	}
 
 	st, err := prov.Stream(t.ctx, req)
 	if err != nil {
