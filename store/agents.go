@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -31,6 +32,26 @@ type Agent struct {
 	DisplayName    string        `json:"display_name,omitempty"`    // name shown in clients
 	WorkspaceID    string        `json:"workspace_id,omitempty"`    // the workspace it works in
 	Runtime        string        `json:"runtime,omitempty"`         // runtime profile; "" = the default ("shard")
+	// SessionDir is where the session's directory is, relative to the
+	// daemon's sessions directory, when it is not <session_id>: an adopted
+	// fork lives under its source's (<source>/forks/<fork_id>, see
+	// docs/protocol.md §9.2 session_op fork). Read it with SessionPath.
+	SessionDir string `json:"session_dir,omitempty"`
+}
+
+// SessionPath is the session directory of the Agent under sessionsDir:
+// SessionDir when set, else <session_id>. ok is false for a record whose
+// path would leave sessionsDir (absolute, or a ".." component), which a
+// caller must never touch.
+func (a *Agent) SessionPath(sessionsDir string) (path string, ok bool) {
+	rel := a.SessionDir
+	if rel == "" {
+		rel = a.SessionID
+	}
+	if rel == "" || !filepath.IsLocal(rel) {
+		return "", false
+	}
+	return filepath.Join(sessionsDir, rel), true
 }
 
 // LaunchPolicy bounds the subagents an Agent may launch.

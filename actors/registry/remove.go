@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -133,8 +132,10 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 		}
 		r.deps.Metrics.AgentState(e.info.RuntimeState, "")
 		pids = append(pids, e.pid)
-		if sessionIDPattern.MatchString(m.SessionID) { // never a path outside sessions/
-			dirs = append(dirs, filepath.Join(r.deps.Agent.Runtime.SessionsDir, m.SessionID))
+		// Its session directory (an adopted fork's is under its source's
+		// forks/); never a path outside sessions/.
+		if dir, ok := m.SessionPath(r.deps.Agent.Runtime.SessionsDir); ok && (m.SessionDir != "" || sessionIDPattern.MatchString(m.SessionID)) {
+			dirs = append(dirs, dir)
 		}
 		r.deps.Logger.Info("agent removed", "agent_id", m.AgentID)
 		r.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentRemoved{
