@@ -37,6 +37,25 @@ type Agent struct {
 	// fork lives under its source's (<source>/forks/<fork_id>, see
 	// docs/protocol.md §9.2 session_op fork). Read it with SessionPath.
 	SessionDir string `json:"session_dir,omitempty"`
+	// Usage is the Agent's usage totals over every turn so far
+	// (AgentInfo.usage), so that they outlive the daemon; nil before its
+	// first turn that reported usage.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is the usage totals of an Agent: token counts and cost summed over
+// its turns, the context size and model of the last. Turns counts the
+// turns summed: a write of older totals (fewer turns) must not replace
+// newer ones (see UpdateAgent callers).
+type Usage struct {
+	Input         int64   `json:"input"`
+	Output        int64   `json:"output"`
+	CacheRead     int64   `json:"cache_read,omitempty"`
+	CacheWrite    int64   `json:"cache_write,omitempty"`
+	Cost          float64 `json:"cost,omitempty"`
+	ContextTokens int64   `json:"context_tokens,omitempty"`
+	Model         string  `json:"model,omitempty"`
+	Turns         int64   `json:"turns"`
 }
 
 // SessionPath is the session directory of the Agent under sessionsDir:

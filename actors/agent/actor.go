@@ -121,6 +121,11 @@ type Deps struct {
 	// runs off the mailbox, in a goroutine of Goroutines; nil saves
 	// nothing.
 	SaveSelection func(agentID, model, mode string)
+	// SaveUsage persists an agent's usage totals after each turn that
+	// reported usage, so that AgentInfo.usage outlives the daemon. It runs
+	// off the mailbox, in a goroutine of Goroutines, and must keep the
+	// totals with the most turns when two saves race; nil saves nothing.
+	SaveUsage func(agentID string, u store.Usage)
 	// Goroutines owns every goroutine the agent starts, and those of its
 	// runtime actors (stdout reader, exit wait, stdin writer). Required:
 	// the daemon closes it at shutdown once the actor system is down (so
@@ -169,6 +174,8 @@ type projection struct {
 	rstate   protocol.RuntimeState
 	mode     string
 	usage    protocol.Usage
+	// usageTurns counts the turns summed in usage (store.Usage.Turns).
+	usageTurns int64
 	phase    string // agent_activity's coarse phase, as last broadcast
 	phaseArg string // and its tool name
 }
@@ -258,7 +265,7 @@ func Props(m store.Agent, deps Deps) *actor.Props {
 		return &Actor{
 			deps:         deps,
 			m:            m,
-			projection:   projection{status: protocol.StatusIdle, rstate: protocol.RuntimeStopped, mode: m.Mode},
+			projection:   projection{status: protocol.StatusIdle, rstate: protocol.RuntimeStopped, mode: m.Mode, usage: UsageOf(m), usageTurns: usageTurns(m)},
 			generation:   generation{epoch: -1},
 			attached:     make(map[uint64]*attachment),
 			dispatch:     dispatch{inflight: make(map[string]*inflight)},

@@ -116,3 +116,34 @@ func (a *Actor) saveSelection() {
 		a.log.Warn("model/mode selection not saved: the daemon is stopping", "model", model, "mode", mode)
 	}
 }
+
+// UsageOf is the usage totals a manifest recorded (zero before any turn).
+func UsageOf(m store.Agent) protocol.Usage {
+	if m.Usage == nil {
+		return protocol.Usage{}
+	}
+	u := m.Usage
+	return protocol.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
+		Cost: u.Cost, ContextTokens: u.ContextTokens, Model: u.Model}
+}
+
+func usageTurns(m store.Agent) int64 {
+	if m.Usage == nil {
+		return 0
+	}
+	return m.Usage.Turns
+}
+
+// saveUsage persists the usage totals (Deps.SaveUsage).
+func (a *Actor) saveUsage() {
+	if a.deps.SaveUsage == nil {
+		return
+	}
+	u := a.usage
+	rec := store.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
+		Cost: u.Cost, ContextTokens: u.ContextTokens, Model: u.Model, Turns: a.usageTurns}
+	id, save := a.m.AgentID, a.deps.SaveUsage
+	if !a.deps.Goroutines.Go(func() { save(id, rec) }) {
+		a.log.Warn("usage totals not saved: the daemon is stopping")
+	}
+}

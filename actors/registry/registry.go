@@ -214,7 +214,7 @@ func (r *Actor) spawnNamed(c actor.Context, m store.Agent, name string) *entry {
 		r.deps.Logger.Error("registry: spawn agent actor", "agent_id", m.AgentID, "err", err)
 		return nil
 	}
-	e := &entry{pid: pid, m: m, info: agent.InfoOf(m, protocol.StatusIdle, protocol.RuntimeStopped, m.Mode, protocol.Usage{})}
+	e := &entry{pid: pid, m: m, info: agent.InfoOf(m, protocol.StatusIdle, protocol.RuntimeStopped, m.Mode, agent.UsageOf(m))}
 	r.agents[m.AgentID] = e
 	r.deps.Metrics.AgentState("", e.info.RuntimeState)
 	if m.SessionID != "" {

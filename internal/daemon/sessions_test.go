@@ -125,3 +125,88 @@ func TestForkIsAdoptedByAgentCreate(t *testing.T) {
 		t.Fatalf("the fork's window after a daemon restart = %q", got)
 	}
 }
+
+// reasoningLevels is the data of list_reasoning_levels.
+type reasoningLevels struct {
+	Model  protocol.ModelDescriptor `json:"model"`
+	Active string                   `json:"active"`
+}
+
+func activeLevel(t *testing.T, c *client.Conn, id string) string {
+	t.Helper()
+	var l reasoningLevels
+	if err := c.Call(ctx(t), &protocol.ListReasoningLevels{Header: protocol.Header{Type: protocol.TypeListReasoningLevels, AgentID: id}}, &l); err != nil {
+		t.Fatalf("list_reasoning_levels: %v", err)
+	}
+	return l.Active
+}
+
+func agentInfo(t *testing.T, c *client.Conn, id string) protocol.AgentInfo {
+	t.Helper()
+	var st protocol.AgentListData
+	if err := c.Call(ctx(t), &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: id}}, &st); err != nil {
+		t.Fatalf("agent.status: %v", err)
+	}
+	return st.Agents[0]
+}
+
+// A reasoning level is session-scoped (docs/protocol.md §9.2): the runtime
+// restored after a kill, and after a daemon restart, runs with the level
+// set before. AgentInfo.usage (§11) outlives the daemon.
+func TestReasoningLevelAndUsageOutliveRuntimes(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	id := h.create(c, func(a *protocol.AgentCreate) { a.Model = "sim-think" })
+	attach(t, c, id, "")
+	if got := activeLevel(t, c, id); got != "off" {
+		t.Fatalf("initial level = %q, want the default off", got)
+	}
+	if _, err := c.Request(ctx(t), &protocol.SetReasoningLevel{Header: protocol.Header{Type: protocol.TypeSetReasoningLevel, AgentID: id},
+		Model: "sim/sim-think", Effort: "high"}); err != nil {
+		t.Fatalf("set_reasoning_level: %v", err)
+	}
+	waitFor(t, c, isType(protocol.TypeReasoningLevelChanged, id))
+
+	// Killed (an idle reap stops it the same way) and restored by a prompt.
+	if _, err := c.Request(ctx(t), &protocol.AgentKill{Header: protocol.Header{Type: protocol.TypeAgentKill, AgentID: id}, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := turn(t, c, id, "sim: say after the restart")
+	if got := activeLevel(t, c, id); got != "high" {
+		t.Fatalf("level after a runtime restart = %q, want high", got)
+	}
+	if !thinks(msgs) {
+		t.Fatalf("the restored runtime's turn did not think at level high: %+v", msgs)
+	}
+	usage := agentInfo(t, c, id).Usage
+	if usage == nil || usage.Input == 0 || usage.Output == 0 {
+		t.Fatalf("usage after a turn = %+v", usage)
+	}
+
+	h.d.Shutdown(false)
+	h2 := startWith(t, h.cfg)
+	c2 := h2.dial()
+	if got := agentInfo(t, c2, id).Usage; got == nil || *got != *usage {
+		t.Fatalf("usage after a daemon restart = %+v, want %+v", got, *usage)
+	}
+	attach(t, c2, id, "")
+	turn(t, c2, id, "sim: say once more")
+	if got := activeLevel(t, c2, id); got != "high" {
+		t.Fatalf("level after a daemon restart = %q, want high", got)
+	}
+	if got := agentInfo(t, c2, id).Usage; got == nil || got.Input <= usage.Input || got.Output <= usage.Output {
+		t.Fatalf("usage after another turn = %+v, want more than %+v", got, *usage)
+	}
+}
+
+// thinks reports whether an assistant message has a thinking block.
+func thinks(msgs []protocol.Message) bool {
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if b.Type == protocol.BlockThinking {
+				return true
+			}
+		}
+	}
+	return false
+}
