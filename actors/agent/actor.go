@@ -170,14 +170,14 @@ type Actor struct {
 // projection is the agent's public state: what agent.list, status events
 // and agent_activity report.
 type projection struct {
-	status   protocol.AgentStatus
-	rstate   protocol.RuntimeState
-	mode     string
-	usage    protocol.Usage
+	status protocol.AgentStatus
+	rstate protocol.RuntimeState
+	mode   string
+	usage  protocol.Usage
 	// usageTurns counts the turns summed in usage (store.Usage.Turns).
 	usageTurns int64
-	phase    string // agent_activity's coarse phase, as last broadcast
-	phaseArg string // and its tool name
+	phase      string // agent_activity's coarse phase, as last broadcast
+	phaseArg   string // and its tool name
 }
 
 // generation is the current runtime generation: its epoch (-1 before the
