@@ -202,6 +202,10 @@ type AgentInfo struct {
 	// The contract's AgentInfo (docs/protocol.md §11) has no such field;
 	// this is its name.
 	AttachedClients int `json:"attached_clients"`
+	// Title (additive) is the name a person reads when nobody named the
+	// agent: automatic from its first accepted prompt, or set with
+	// agent.update (docs/protocol.md §10.1).
+	Title string `json:"title,omitempty"`
 }
 
 // PermissionDetail is server-authored presentation data of a permission request.

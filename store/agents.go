@@ -41,6 +41,13 @@ type Agent struct {
 	// (AgentInfo.usage), so that they outlive the daemon; nil before its
 	// first turn that reported usage.
 	Usage *Usage `json:"usage,omitempty"`
+	// Title is the name a person reads when nobody named the Agent
+	// (AgentInfo.title): automatic from its first accepted prompt, or set
+	// with agent.update. Titled records that a title was given, even an
+	// empty one: the automatic title is given once and never replaces one
+	// set by hand.
+	Title  string `json:"title,omitempty"`
+	Titled bool   `json:"titled,omitempty"`
 }
 
 // Usage is the usage totals of an Agent: token counts and cost summed over

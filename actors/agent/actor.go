@@ -126,6 +126,11 @@ type Deps struct {
 	// off the mailbox, in a goroutine of Goroutines, and must keep the
 	// totals with the most turns when two saves race; nil saves nothing.
 	SaveUsage func(agentID string, u store.Usage)
+	// SaveTitle commits an agent's title (given: the manifest's Title and
+	// Titled), by agent.update or automatic (title.go). It runs off the
+	// mailbox, in a goroutine of Goroutines; the title is acknowledged and
+	// announced once it returned nil. nil keeps titles in memory only.
+	SaveTitle func(agentID, title string) error
 	// Goroutines owns every goroutine the agent starts, and those of its
 	// runtime actors (stdout reader, exit wait, stdin writer). Required:
 	// the daemon closes it at shutdown once the actor system is down (so
@@ -155,6 +160,7 @@ type Actor struct {
 	requestState
 	subagent
 	batch
+	titleSaves
 
 	// attached are the client connections attached to the agent, by
 	// connection id; nAttached is len(attached) as last reported to
@@ -326,9 +332,12 @@ func (a *Actor) Receive(c actor.Context) {
 			act, wait := a.esc.Timeout()
 			a.perform(c, act, wait)
 		}
+	case *titleSaved:
+		a.onTitleSaved(c, m)
 	case *actor.Stopping:
 		a.stopTimers()
 		a.failAll(protocol.Errorf(protocol.CodeInternal, "agent stopped"))
+		a.failTitles(protocol.Errorf(protocol.CodeInternal, "agent stopped"))
 	case *actor.Stopped:
 		// A connection that lives on would keep this agent's PID among
 		// its watchers (the gateway's connections unwatch agents alike).

@@ -382,7 +382,7 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 			}
 			c.Send(r.workspaces, cmd) // the workspace actor answers the client
 			return
-		case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill:
+		case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill, protocol.TypeAgentUpdate:
 		default:
 			fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "%s is not supported by this daemon yet", typ))
 			return

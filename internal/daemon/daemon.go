@@ -216,6 +216,12 @@ func (d *Daemon) Start() error {
 					d.log.Error("persist usage totals", "agent_id", agentID, "err", err)
 				}
 			},
+			SaveTitle: func(agentID, title string) error {
+				return d.store.UpdateAgent(agentID, func(a *store.Agent) error {
+					a.Title, a.Titled = title, true
+					return nil
+				})
+			},
 			Runtime: agent.RuntimeConfig{
 				Path:           d.opts.RuntimePath,
 				Args:           d.opts.RuntimeArgs,

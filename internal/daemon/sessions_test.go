@@ -210,3 +210,86 @@ func thinks(msgs []protocol.Message) bool {
 	}
 	return false
 }
+
+func updateTitle(t *testing.T, c *client.Conn, id, title string) protocol.AgentInfo {
+	t.Helper()
+	var data protocol.AgentUpdateData
+	if err := c.Call(ctx(t), &protocol.AgentUpdate{Header: protocol.Header{Type: protocol.TypeAgentUpdate, AgentID: id}, Title: &title}, &data); err != nil {
+		t.Fatalf("agent.update: %v", err)
+	}
+	return data.Info
+}
+
+func isUpdated(id, title string) func(client.Event) bool {
+	return func(e client.Event) bool {
+		u, ok := e.Msg.(*protocol.AgentUpdated)
+		return ok && u.AgentID == id && u.Info.Title == title
+	}
+}
+
+// An agent nobody named gets a title from its first accepted prompt,
+// announced to every connection (agent_updated); agent.update sets and
+// clears it, a title given by hand is never replaced, and titles outlive
+// the daemon. The title's text is never logged.
+func TestAgentTitles(t *testing.T) {
+	h := start(t, nil)
+	c, watcher := h.dial(), h.dial()
+	auto := h.create(c, nil)
+	attach(t, c, auto, "")
+	turn(t, c, auto, "  ## Fix the flaky\tlogin test, please   \nand more detail here")
+	waitFor(t, watcher, isUpdated(auto, "Fix the flaky login test, please"))
+	if got := agentInfo(t, c, auto).Title; got != "Fix the flaky login test, please" {
+		t.Fatalf("automatic title = %q", got)
+	}
+	turn(t, c, auto, "a second prompt")
+	if got := agentInfo(t, c, auto).Title; got != "Fix the flaky login test, please" {
+		t.Fatalf("the title changed with the second prompt: %q", got)
+	}
+
+	// Given by hand before the first prompt: kept.
+	named := h.create(c, nil)
+	if info := updateTitle(t, c, named, "Release notes"); info.Title != "Release notes" {
+		t.Fatalf("agent.update answered %+v", info)
+	}
+	waitFor(t, watcher, isUpdated(named, "Release notes"))
+	attach(t, c, named, "")
+	turn(t, c, named, "write the release notes")
+
+	// Cleared: no automatic title comes back.
+	updateTitle(t, c, auto, "")
+	waitFor(t, watcher, isUpdated(auto, ""))
+	turn(t, c, auto, "sim: say third")
+
+	// A named agent takes no automatic title.
+	byName := h.create(c, func(a *protocol.AgentCreate) { a.Name = "builder" })
+	attach(t, c, byName, "")
+	turn(t, c, byName, "build it")
+
+	// Validation: a missing title and an unknown agent.
+	_, err := c.Request(ctx(t), &protocol.AgentUpdate{Header: protocol.Header{Type: protocol.TypeAgentUpdate, AgentID: auto}})
+	if protocol.CodeOf(err) != protocol.CodeInvalidRequest {
+		t.Fatalf("agent.update without a title answered %v", err)
+	}
+	long := strings.Repeat("x", protocol.MaxLabelLen+1)
+	_, err = c.Request(ctx(t), &protocol.AgentUpdate{Header: protocol.Header{Type: protocol.TypeAgentUpdate, AgentID: auto}, Title: &long})
+	if protocol.CodeOf(err) != protocol.CodeInvalidRequest {
+		t.Fatalf("agent.update with a title over the limit answered %v", err)
+	}
+	title := "x"
+	_, err = c.Request(ctx(t), &protocol.AgentUpdate{Header: protocol.Header{Type: protocol.TypeAgentUpdate, AgentID: "agent-nosuch"}, Title: &title})
+	if protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("agent.update of an unknown agent answered %v", err)
+	}
+
+	if strings.Contains(h.log.String(), "flaky") {
+		t.Fatalf("the daemon logged a title:\n%s", h.log.String())
+	}
+	h.d.Shutdown(false)
+	h2 := startWith(t, h.cfg)
+	c2 := h2.dial()
+	for id, want := range map[string]string{auto: "", named: "Release notes", byName: ""} {
+		if got := agentInfo(t, c2, id).Title; got != want {
+			t.Errorf("title of %s after a daemon restart = %q, want %q", id, got, want)
+		}
+	}
+}
