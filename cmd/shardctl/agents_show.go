@@ -122,6 +122,9 @@ func (o *agentsShowOptions) table(w io.Writer, v agentView) error {
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Agent", a.AgentID)
 	row("Name", agentName(a))
+	if a.Title != "" && agentName(a) != a.Title {
+		row("Title", a.Title)
+	}
 	row("Status", p.status(a.Status))
 	row("Runtime", orDash(string(a.RuntimeState)))
 	row("Model", orDash(strings.Trim(a.Provider+"/"+a.Model, "/")))
