@@ -154,7 +154,7 @@ func (o *agentsShowOptions) table(w io.Writer, v agentView) error {
 	if len(v.Jobs) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Jobs launched (newest first):")
-		return writeJobsTable(w, v.Jobs, o.g.clock, p, tableStyle{wide: true})
+		return writeJobsTable(w, v.Jobs, nil, o.g.clock, p, tableStyle{wide: true})
 	}
 	return nil
 }
