@@ -53,7 +53,9 @@
 // turns when the context is above 80% of the window, and before a provider
 // call when it has reached the window; both emit the compaction event.
 // allow_always grants are kept in grants.jsonl next to the transcript, so
-// they hold for the Agent across restarts.
+// they hold for the Agent across restarts, and the selected reasoning level
+// in reasoning.json (reasoning.go), saved before set_reasoning_level is
+// answered, so it is session-scoped as docs/protocol.md §9.2 says.
 //
 // # Parts
 //
