@@ -141,7 +141,7 @@ func (o *attachOptions) run(ctx context.Context, agent string, stdin io.Reader, 
 func (o *attachOptions) session(ctx context.Context, conn *client.Conn, agentID string, att protocol.AgentAttachData, scr screen, first bool) error {
 	s := &attachSession{
 		ctx: ctx, conn: conn, agentID: agentID, scr: scr, p: scr.pal(),
-		status: att.Status, mode: att.Info.Mode, cwd: att.Info.Cwd, namesC: make(chan map[string]string, 1),
+		status: att.Status, mode: att.Info.Mode, info: att.Info, namesC: make(chan map[string]string, 1),
 		cmds:    make(chan protocol.Typed, maxQueuedCommands),
 		results: make(chan commandResult, maxQueuedCommands),
 		stop:    make(chan struct{}),
@@ -209,7 +209,7 @@ type attachSession struct {
 
 	status protocol.AgentStatus
 	mode   string
-	cwd    string // the agent's, for the agent a /fork creates
+	info   protocol.AgentInfo // as attached: the agent a /fork creates runs like it
 	// forkHead: a /fork without an entry waits for the session_op list
 	// that names the session's last entry.
 	forkHead bool

@@ -112,7 +112,9 @@ func (s *attachSession) succeeded(r commandResult) {
 				return
 			}
 			s.scr.line(s.p.dim(fmt.Sprintf("(forked into session %s; creating an agent on it…)", d.SessionID)))
-			s.command(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: s.cwd, SessionID: d.SessionID})
+			// In the same directory, on the same runtime, model and mode.
+			s.command(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: s.info.Cwd, SessionID: d.SessionID,
+				Model: s.info.Model, Provider: s.info.Provider, Mode: s.mode, Runtime: forkRuntime(s.info.Runtime)})
 		case protocol.SessionOpList:
 			fork := s.forkHead
 			s.forkHead = false
@@ -153,4 +155,13 @@ func (s *attachSession) succeeded(r commandResult) {
 			s.scr.line(fmt.Sprintf("the fork is agent %s: shardctl attach %s", d.AgentID, d.AgentID))
 		}
 	}
+}
+
+// forkRuntime is the runtime profile the fork's agent is created on: the
+// source's, "" for the default.
+func forkRuntime(profile string) string {
+	if profile == "shard" {
+		return ""
+	}
+	return profile
 }

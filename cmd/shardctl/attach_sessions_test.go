@@ -12,7 +12,7 @@ import (
 // for the model the listing names; /compact sends keep_recent_tokens and
 // says when there was nothing to cut; /sessions lists; /fork forks at the
 // session's last entry (or the one given) and creates the agent that
-// adopts the fork, in the attached agent's cwd.
+// adopts the fork, in the attached agent's cwd, model and mode.
 func TestAttachReasoningCompactFork(t *testing.T) {
 	h := func(typ string) protocol.Header { return ev(typ, agentA) }
 	sessions := map[string]any{"sessions": []map[string]any{
@@ -23,8 +23,8 @@ func TestAttachReasoningCompactFork(t *testing.T) {
 	d := newFakeDaemon(t, func(c *daemonConn, hd protocol.Header, rec []byte) {
 		switch hd.Type {
 		case protocol.TypeAgentAttach:
-			c.respond(hd, protocol.AgentAttachData{Status: protocol.StatusIdle, Info: protocol.AgentInfo{AgentID: agentA, Cwd: "/work/proj"}})
-			c.send(protocol.Sync{Header: h(protocol.TypeSync), Status: protocol.StatusIdle, Mode: "build"})
+			c.respond(hd, protocol.AgentAttachData{Status: protocol.StatusIdle, Info: protocol.AgentInfo{AgentID: agentA, Cwd: "/work/proj", Model: "sim-think", Mode: "plan", Runtime: "shard"}})
+			c.send(protocol.Sync{Header: h(protocol.TypeSync), Status: protocol.StatusIdle, Mode: "plan"})
 		case protocol.TypeListReasoningLevels:
 			c.respond(hd, map[string]any{"model": protocol.ModelDescriptor{ID: "sim/sim-think", Provider: "sim", Model: "sim-think"},
 				"levels": []map[string]string{{"id": "off", "label": "Off"}, {"id": "high", "label": "High", "description": "Think hard."}},
@@ -101,7 +101,8 @@ func TestAttachReasoningCompactFork(t *testing.T) {
 	}
 	var create protocol.AgentCreate
 	mustUnmarshal(t, creates[0], &create)
-	if create.Cwd != "/work/proj" || create.SessionID != "sess-fork1" || create.AgentID != "" {
+	if create.Cwd != "/work/proj" || create.SessionID != "sess-fork1" || create.AgentID != "" ||
+		create.Model != "sim-think" || create.Mode != "plan" || create.Runtime != "" {
 		t.Errorf("agent.create = %+v", create)
 	}
 }
