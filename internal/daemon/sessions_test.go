@@ -124,6 +124,24 @@ func TestForkIsAdoptedByAgentCreate(t *testing.T) {
 	if got := strings.Join(texts(sync.LiveWindow.Messages), "|"); got != "user:sim: say one|assistant:one|user:sim: say three|assistant:three" {
 		t.Fatalf("the fork's window after a daemon restart = %q", got)
 	}
+
+	// Removing the source keeps the fork another agent adopted.
+	var rm protocol.AgentRemoveData
+	if err := c3.Call(ctx(t), &protocol.AgentRemove{Header: protocol.Header{Type: protocol.TypeAgentRemove}, AgentIDs: []string{src}}, &rm); err != nil || !rm.Results[0].Removed {
+		t.Fatalf("agent.remove of the source: %+v, %v", rm, err)
+	}
+	// Its runtime starts again from the fork's transcript on disk.
+	if _, err := c3.Request(ctx(t), &protocol.AgentKill{Header: protocol.Header{Type: protocol.TypeAgentKill, AgentID: forked}, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(turn(t, c3, forked, "sim: say four")); len(got) == 0 || got[len(got)-1] != "assistant:four" {
+		t.Fatalf("the fork's turn after its source was removed completed %q", got)
+	}
+	c4 := h2.dial()
+	sync = attach(t, c4, forked, "observer")
+	if got := strings.Join(texts(sync.LiveWindow.Messages), "|"); got != "user:sim: say one|assistant:one|user:sim: say three|assistant:three|user:sim: say four|assistant:four" {
+		t.Fatalf("the fork's window after its source was removed = %q", got)
+	}
 }
 
 // reasoningLevels is the data of list_reasoning_levels.
