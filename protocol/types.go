@@ -172,7 +172,8 @@ type Usage struct {
 }
 
 // AgentInfo is the public projection of an Agent (docs/protocol.md §11). It
-// never carries prompts, task text or credentials.
+// never carries prompts, task text or credentials, but for Title: an
+// automatic title is the first line of the first prompt, cut (§10.1).
 type AgentInfo struct {
 	AgentID        string       `json:"agent_id"`
 	Name           string       `json:"name,omitempty"`
