@@ -82,6 +82,8 @@ func newCommand(typ string) Command {
 		return &AgentKill{}
 	case TypeAgentRemove:
 		return &AgentRemove{}
+	case TypeAgentUpdate:
+		return &AgentUpdate{}
 	case TypeAgentStatus:
 		return &AgentStatusCmd{}
 	case TypeDaemonShutdown:

@@ -181,7 +181,8 @@ type Usage struct {
 }
 
 // AgentInfo is the public projection of an Agent (docs/protocol.md §11). It
-// never carries prompts, task text or credentials.
+// never carries prompts, task text or credentials, but for Title: an
+// automatic title is the first line of the first prompt, cut (§10.1).
 type AgentInfo struct {
 	AgentID        string       `json:"agent_id"`
 	Name           string       `json:"name,omitempty"`
@@ -211,6 +212,10 @@ type AgentInfo struct {
 	// The contract's AgentInfo (docs/protocol.md §11) has no such field;
 	// this is its name.
 	AttachedClients int `json:"attached_clients"`
+	// Title (additive) is the name a person reads when nobody named the
+	// agent: automatic from its first accepted prompt, or set with
+	// agent.update (docs/protocol.md §10.1).
+	Title string `json:"title,omitempty"`
 }
 
 // PermissionDetail is server-authored presentation data of a permission request.

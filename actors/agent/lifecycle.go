@@ -53,6 +53,16 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 	// SHARD_RUNTIME_ID names this generation's process tree for the sweep
 	// after its exit (Sweep): a sweep by agent ID alone would also kill
 	// the runtime a respawned actor of the same agent starts meanwhile.
+	sessionDir, ok := a.m.SessionPath(rc.SessionsDir)
+	if !ok {
+		// A manifest whose session directory would leave sessions/: never
+		// handed to a runtime.
+		a.rt = nil
+		a.rstate = protocol.RuntimeFailed
+		a.broadcastStatus(c)
+		a.failWaiters(protocol.Errorf(protocol.CodeSessionCorrupt, "agent %s has no valid session directory", a.m.AgentID))
+		return
+	}
 	runtimeID := ids.New("rt")
 	env := append(append(append([]string(nil), rc.Env...), prof.Env...),
 		"SHARD_AGENT_ID="+a.m.AgentID,
@@ -62,7 +72,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		"SHARD_AGENT_PROVIDER="+a.m.Provider,
 		"SHARD_AGENT_MODEL="+a.m.Model,
 		"SHARD_AGENT_HEADLESS_POLICY="+cmp.Or(a.m.HeadlessPolicy, rc.HeadlessPolicy),
-		"SHARD_SESSION_DIR="+filepath.Join(rc.SessionsDir, a.m.SessionID),
+		"SHARD_SESSION_DIR="+sessionDir,
 	)
 	spec := proc.Spec{
 		Epoch:      a.epoch,

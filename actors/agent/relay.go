@@ -104,6 +104,8 @@ func (a *Actor) onOutput(c actor.Context, line []byte) {
 			a.usage.Cost += ev.Usage.Cost
 			a.usage.ContextTokens = ev.Usage.ContextTokens
 			a.usage.Model = ev.Usage.Model
+			a.usageTurns++
+			a.saveUsage()
 			a.notifyInfo(c)
 		}
 	case protocol.TypeModeChanged:

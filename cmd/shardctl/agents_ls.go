@@ -170,6 +170,8 @@ func agentName(a protocol.AgentInfo) string {
 		return a.DisplayName
 	case a.Alias != "":
 		return a.Alias
+	case a.Title != "":
+		return a.Title
 	}
 	return "-"
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +41,11 @@ const attachHelp = `Commands:
   /mode NAME     switch the agent's mode, e.g. /mode plan
   /model NAME    switch the model from the next provider call (a name or a
                  provider/model id: any configured provider); /model lists them
+  /reasoning [LEVEL]  list the model's reasoning levels, or switch to LEVEL
+  /compact [TOKENS]   compact the context now (keeping about TOKENS recent tokens)
+  /fork [ENTRY]  fork the conversation at message ENTRY (default: the last one)
+                 into a new session, and create an agent on it to talk to
+  /sessions      list this agent's session and its forks
   /quit          detach (also /exit, /detach, Ctrl-D or the end of input)
   //TEXT         send "/TEXT" as a prompt
 While a question is open, the next line answers it.`
@@ -51,7 +57,8 @@ func newAttachCommand(g *globalOptions) *cobra.Command {
 		Short: "Talk to an agent interactively",
 		Long: `Attach to AGENT as an interactive client (agent.attach): stream its text, show
 its tool calls and their results, answer its permission and UI questions,
-and send it prompts, steers, aborts and mode switches.
+and send it prompts, steers, aborts, mode, model and reasoning switches,
+compactions and forks.
 
 ` + attachHelp + `
 
@@ -139,7 +146,7 @@ func (o *attachOptions) run(ctx context.Context, agent string, stdin io.Reader, 
 func (o *attachOptions) session(ctx context.Context, conn *client.Conn, agentID string, att protocol.AgentAttachData, scr screen, first bool) error {
 	s := &attachSession{
 		ctx: ctx, conn: conn, agentID: agentID, scr: scr, p: scr.pal(),
-		status: att.Status, mode: att.Info.Mode, namesC: make(chan map[string]string, 1),
+		status: att.Status, mode: att.Info.Mode, info: att.Info, namesC: make(chan map[string]string, 1),
 		cmds:    make(chan protocol.Typed, maxQueuedCommands),
 		results: make(chan commandResult, maxQueuedCommands),
 		stop:    make(chan struct{}),
@@ -207,6 +214,13 @@ type attachSession struct {
 
 	status protocol.AgentStatus
 	mode   string
+	info   protocol.AgentInfo // as attached: the agent a /fork creates runs like it
+	// forkHead: a /fork without an entry waits for the session_op list
+	// that names the session's last entry.
+	forkHead bool
+	// effort is the level a /reasoning LEVEL is for, while the
+	// list_reasoning_levels that names the active model is answered.
+	effort string
 	// namesC brings the names of the agents known at attach (subagents
 	// included), to say who asks a delegated question: agent.list is asked
 	// in the background.
@@ -407,6 +421,10 @@ func (s *attachSession) handle(msg protocol.Typed) {
 		s.scr.line(s.p.dim(fmt.Sprintf("mode: %s → %s", orDash(m.PreviousMode), m.Mode)))
 	case *protocol.ModelChanged:
 		s.scr.line(s.p.dim(fmt.Sprintf("model: %s → %s (from the next provider call)", orDash(m.Previous.ID), orDash(m.Active.ID))))
+	case *protocol.ReasoningLevelChanged:
+		s.scr.line(s.p.dim(fmt.Sprintf("reasoning: %s → %s (from the next provider call)", orDash(m.Previous), orDash(m.Active))))
+	case *protocol.AgentUpdated:
+		s.scr.line(s.p.dim("title: " + orDash(m.Info.Title)))
 	case *protocol.Compaction:
 		s.scr.line(s.p.dim(fmt.Sprintf("(context compacted: %d → %d tokens)", m.TokensBefore, m.TokensAfter)))
 	case *protocol.AgentExited:
@@ -508,6 +526,33 @@ func (s *attachSession) slash(line string) (quit bool, err error) {
 			break
 		}
 		s.command(&protocol.SetModel{Header: h(protocol.TypeSetModel), Model: arg})
+	case "/reasoning":
+		// The level is set for the model list_reasoning_levels names as
+		// active: set_reasoning_level wants its descriptor id.
+		s.effort = arg
+		s.command(&protocol.ListReasoningLevels{Header: h(protocol.TypeListReasoningLevels)})
+	case "/compact":
+		op := &protocol.SessionOp{Header: h(protocol.TypeSessionOp), Op: protocol.SessionOpCompact}
+		if arg != "" {
+			n, err := strconv.ParseInt(arg, 10, 64)
+			if err != nil || n <= 0 {
+				s.scr.line("usage: /compact [TOKENS] (a positive number of recent tokens to keep)")
+				break
+			}
+			op.Args = &protocol.SessionOpArgs{KeepRecentTokens: &n}
+		}
+		s.command(op)
+	case "/fork":
+		if arg == "" {
+			// The session's last entry, as the runtime names it.
+			s.forkHead = true
+			s.command(&protocol.SessionOp{Header: h(protocol.TypeSessionOp), Op: protocol.SessionOpList})
+			break
+		}
+		s.command(&protocol.SessionOp{Header: h(protocol.TypeSessionOp), Op: protocol.SessionOpFork,
+			Args: &protocol.SessionOpArgs{FromEntryID: arg}})
+	case "/sessions":
+		s.command(&protocol.SessionOp{Header: h(protocol.TypeSessionOp), Op: protocol.SessionOpList})
 	default:
 		s.scr.line(fmt.Sprintf("unknown command %s; /help lists them (//%s sends it as a prompt)", name, name[1:]))
 	}
@@ -575,7 +620,16 @@ func (s *attachSession) answered(r commandResult) {
 		if _, ok := r.cmd.(*protocol.ListModels); ok && r.resp != nil {
 			s.showModels(r.resp.Data)
 		}
+		s.succeeded(r)
 		return
+	}
+	switch c := r.cmd.(type) {
+	case *protocol.ListReasoningLevels:
+		s.effort = ""
+	case *protocol.SessionOp:
+		if c.Op == protocol.SessionOpList {
+			s.forkHead = false
+		}
 	}
 	switch r.cmd.(type) {
 	case *protocol.Prompt, *protocol.Steer:

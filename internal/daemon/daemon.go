@@ -206,6 +206,23 @@ func (d *Daemon) Start() error {
 					d.log.Error("persist model/mode selection", "agent_id", agentID, "err", err)
 				}
 			},
+			SaveUsage: func(agentID string, u store.Usage) {
+				err := d.store.UpdateAgent(agentID, func(a *store.Agent) error {
+					if a.Usage == nil || a.Usage.Turns <= u.Turns { // never older totals over newer
+						a.Usage = &u
+					}
+					return nil
+				})
+				if err != nil && !errors.Is(err, store.ErrNotFound) { // removed meanwhile
+					d.log.Error("persist usage totals", "agent_id", agentID, "err", err)
+				}
+			},
+			SaveTitle: func(agentID, title string) error {
+				return d.store.UpdateAgent(agentID, func(a *store.Agent) error {
+					a.Title, a.Titled = title, true
+					return nil
+				})
+			},
 			Runtime: agent.RuntimeConfig{
 				Path:           d.opts.RuntimePath,
 				Args:           d.opts.RuntimeArgs,

@@ -59,6 +59,9 @@
 // blocks, each provider call reads their bytes back, and get_image serves
 // them. A model named in Options.TextOnlyModels refuses images
 // UNSUPPORTED.
+// The selected reasoning level is kept in reasoning.json (reasoning.go),
+// saved before set_reasoning_level is answered, so it is session-scoped as
+// docs/protocol.md §9.2 says.
 //
 // # Parts
 //

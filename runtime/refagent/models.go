@@ -303,8 +303,14 @@ type selection struct {
 	reasoning string                   // selected reasoning level; "" is the model's default
 }
 
-func newSelection(out *output, m *models, mode string) *selection {
-	return &selection{out: out, models: m, mode: mode, active: m.initial}
+// newSelection starts from the initial model and the saved reasoning
+// level (reasoning.go), which applies only if that model offers it.
+func newSelection(out *output, m *models, mode, reasoning string) *selection {
+	s := &selection{out: out, models: m, mode: mode, active: m.initial}
+	if reasoning != "" && hasLevel(m.levels(s.active), reasoning) {
+		s.reasoning = reasoning
+	}
+	return s
 }
 
 // capabilitiesLocked is the feature set for hello, sync and model_changed:
@@ -410,18 +416,11 @@ func (s *selection) listReasoningLocked(h protocol.Header) {
 // is the client's idea of the active model (its id, or its name): a stale
 // one is a CONFLICT.
 func (s *selection) setReasoningLocked(h protocol.Header, model, effort string) {
-	levels := s.models.levels(s.active)
-	switch {
-	case len(levels) == 0:
-		s.out.respondErr(h, protocol.Errorf(protocol.CodeNotFound, "model %s has no reasoning levels", s.active.ID))
-		return
-	case model != s.active.ID && model != s.active.Model:
-		s.out.respondErr(h, protocol.Errorf(protocol.CodeConflict, "model %q is not the active model %s", model, s.active.ID))
-		return
-	case !hasLevel(levels, effort):
-		s.out.respondErr(h, protocol.Errorf(protocol.CodeNotFound, "reasoning level %q not found for model %s", effort, s.active.ID))
+	if err := s.checkReasoningLocked(model, effort); err != nil {
+		s.out.respondErr(h, err)
 		return
 	}
+	levels := s.models.levels(s.active)
 	prev := s.activeLevelLocked(levels)
 	s.reasoning = effort
 	if effort != prev {
@@ -434,6 +433,28 @@ func (s *selection) setReasoningLocked(h protocol.Header, model, effort string) 
 		})
 	}
 	s.out.respond(h, setReasoningData{Model: s.active, Previous: prev, Active: effort, Effective: effectiveNextCall})
+}
+
+// checkReasoningLocked is the error set_reasoning_level answers for model
+// and effort, nil when the selection is valid.
+func (s *selection) checkReasoningLocked(model, effort string) error {
+	levels := s.models.levels(s.active)
+	switch {
+	case len(levels) == 0:
+		return protocol.Errorf(protocol.CodeNotFound, "model %s has no reasoning levels", s.active.ID)
+	case model != s.active.ID && model != s.active.Model:
+		return protocol.Errorf(protocol.CodeConflict, "model %q is not the active model %s", model, s.active.ID)
+	case !hasLevel(levels, effort):
+		return protocol.Errorf(protocol.CodeNotFound, "reasoning level %q not found for model %s", effort, s.active.ID)
+	}
+	return nil
+}
+
+// dropsReasoningLocked reports whether set_model sel would drop the
+// selected reasoning level (setModelLocked).
+func (s *selection) dropsReasoningLocked(sel string) bool {
+	d, ok := s.models.find(sel)
+	return ok && d.ID != s.active.ID && s.reasoning != "" && !hasLevel(s.models.levels(d), s.reasoning)
 }
 
 // priced adds the cost of u when prices knows its model (the model the

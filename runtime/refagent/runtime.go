@@ -72,7 +72,7 @@ func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Option
 		runCtx: ctx,
 		out:    out,
 		status: status,
-		sel:    newSelection(out, models, opts.Mode),
+		sel:    newSelection(out, models, opts.Mode, loadReasoning(opts.SessionDir, log)),
 		conv: &conversation{
 			out:             out,
 			log:             log,
@@ -200,6 +200,18 @@ func (r *runtime) handle(rec []byte) {
 		r.getImage(h, gi.SHA256)
 		return
 	}
+	switch c := cmd.(type) {
+	case *protocol.SetReasoningLevel: // these save the session's level without mu (reasoning.go)
+		if err == nil {
+			r.setReasoning(h, c.Model, c.Effort)
+			return
+		}
+	case *protocol.SetModel:
+		if err == nil {
+			r.setModel(h, c.Model)
+			return
+		}
+	}
 	var imgs []protocol.ContentBlock
 	if err == nil {
 		imgs, err = r.storeImages(cmd)
@@ -243,12 +255,8 @@ func (r *runtime) handle(rec []byte) {
 		r.sel.setModeLocked(h, c.Mode)
 	case *protocol.ListModels:
 		r.sel.listModelsLocked(h)
-	case *protocol.SetModel:
-		r.sel.setModelLocked(h, c.Model)
 	case *protocol.ListReasoningLevels:
 		r.sel.listReasoningLocked(h)
-	case *protocol.SetReasoningLevel:
-		r.sel.setReasoningLocked(h, c.Model, c.Effort)
 	case *protocol.SessionOp:
 		r.sessionOpLocked(h, c)
 	default:
