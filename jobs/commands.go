@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -153,7 +154,8 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		a := store.Agent{
 			AgentID: ids.New("agent"), SessionID: ids.New("sess"), Cwd: pm.Cwd, Name: t.Name,
 			Model: firstNonEmpty(m.Model, pm.Model), Provider: firstNonEmpty(m.Provider, pm.Provider),
-			Mode: firstNonEmpty(m.Mode, pm.Mode), Tools: pm.Tools, HeadlessPolicy: pm.HeadlessPolicy,
+			Mode: firstNonEmpty(m.Mode, pm.Mode), Tools: pm.Tools, Skills: pm.Skills, HeadlessPolicy: pm.HeadlessPolicy,
+			SystemPrompt:  delegatedPrompt(m.ParentAgentID, t.Name, alias),
 			ParentAgentID: m.ParentAgentID, CreatedAt: now.UnixMilli(), Depth: pm.Depth + 1,
 			LaunchPolicy: lp, Alias: alias, DefinitionName: t.Name, DisplayName: t.Name + " · " + alias,
 			Runtime: firstNonEmpty(m.Runtime, pm.Runtime),
@@ -414,4 +416,21 @@ func (co *Coordinator) stop(c actor.Context, cmd *registry.Command, m *protocol.
 		return
 	}
 	c.Send(pid, &stopReq{cmd: cmd, runIDs: runIDs})
+}
+
+// delegatedPrompt is the system prompt of a child the coordinator creates,
+// the managed manifest field system_prompt (docs/protocol.md §10.1): who
+// delegated the work and what becomes of its last message. The runtime
+// gives it to the child's model after its own system prompt. It holds no
+// task text (the task is the child's first prompt and stays private to the
+// job record), and it is bounded: the name is at most protocol.MaxNameLen
+// bytes, so the prompt stays under a kilobyte.
+//
+// The child inherits its parent's tools and skills (a child never has a
+// tool its parent lacks), so delegation cannot widen what an agent may do.
+func delegatedPrompt(parentID, name, alias string) string {
+	return fmt.Sprintf("You are a subagent named %q (alias %s): agent %s delegated a task to you, which runs as a "+
+		"background job. The task is the user's message. Work on it on your own and stay within it. The agent that "+
+		"delegated it reads only your final message, so end with a self-contained report: what you did, what you "+
+		"found, and what is left to do.", name, alias, parentID)
 }
