@@ -248,3 +248,53 @@ func TestDelegatedChildSystemPrompt(t *testing.T) {
 		t.Errorf("child tools %v, want the parent's", got[0].Tools)
 	}
 }
+
+// TestRecallReadsBackACompactedRange: after a compaction summarized the
+// first exchange away, the model's recall call with the compaction's index
+// returns the original messages of its message_range, read from the
+// session on disk.
+func TestRecallReadsBackACompactedRange(t *testing.T) {
+	h, _ := startModel(t, func(p fakellm.Prompt) fakellm.Turn {
+		switch {
+		case strings.HasPrefix(p.LastUser, "Summarize the conversation"):
+			return fakellm.Turn{Text: "SUMMARY: two prompts."}
+		case p.LastUser == "what did I say first?" && !p.ToolOutput:
+			return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "recall", Args: `{"index":1}`}}}
+		case p.LastUser == "FIRST-PROMPT alpha":
+			return fakellm.Turn{Text: "FIRST-ANSWER with details the summary drops"}
+		}
+		return fakellm.Turn{Text: "noted"}
+	})
+	c := h.dial()
+	id := h.create(c, nil)
+	attach(t, c, id, "")
+	turn(t, c, id, "FIRST-PROMPT alpha")
+	turn(t, c, id, "SECOND-PROMPT beta")
+
+	keep := int64(1)
+	var cd struct {
+		Compacted    bool      `json:"compacted"`
+		Index        int       `json:"index"`
+		MessageRange [2]string `json:"message_range"`
+	}
+	if err := c.Call(ctx(t), &protocol.SessionOp{Header: protocol.Header{Type: protocol.TypeSessionOp, AgentID: id},
+		Op: protocol.SessionOpCompact, Args: &protocol.SessionOpArgs{KeepRecentTokens: &keep}}, &cd); err != nil {
+		t.Fatalf("compact: %v", err)
+	}
+	if !cd.Compacted || cd.Index != 1 {
+		t.Fatalf("compact answered %+v", cd)
+	}
+
+	evs := turn(t, c, id, "what did I say first?")
+	res := toolResults(evs)
+	if len(res) != 1 || res[0].IsError {
+		t.Fatalf("recall results %+v", res)
+	}
+	text := res[0].Content.Text
+	for _, want := range []string{"[compaction 1]", cd.MessageRange[0], cd.MessageRange[1], "FIRST-PROMPT alpha",
+		"FIRST-ANSWER with details the summary drops", "SECOND-PROMPT beta"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("recall lacks %q:\n%s", want, text)
+		}
+	}
+}
