@@ -115,6 +115,14 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "runtime": no runtime profile %q is configured`, m.Runtime))
 		return
 	}
+	tools, skills, err := childTools(m, pm)
+	if err == nil && co.deps.CheckTools != nil {
+		err = co.deps.CheckTools(firstNonEmpty(m.Runtime, pm.Runtime), tools, skills)
+	}
+	if err != nil {
+		fail(cmd, err)
+		return
+	}
 	if len(tasks) > maxTasks {
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "field \"tasks\": %d tasks exceed the launch policy's maxTasks %d", len(tasks), maxTasks))
 		return
@@ -154,7 +162,7 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		a := store.Agent{
 			AgentID: ids.New("agent"), SessionID: ids.New("sess"), Cwd: pm.Cwd, Name: t.Name,
 			Model: firstNonEmpty(m.Model, pm.Model), Provider: firstNonEmpty(m.Provider, pm.Provider),
-			Mode: firstNonEmpty(m.Mode, pm.Mode), Tools: pm.Tools, Skills: pm.Skills, HeadlessPolicy: pm.HeadlessPolicy,
+			Mode: firstNonEmpty(m.Mode, pm.Mode), Tools: tools, Skills: skills, HeadlessPolicy: pm.HeadlessPolicy,
 			SystemPrompt:  delegatedPrompt(m.ParentAgentID, t.Name, alias),
 			ParentAgentID: m.ParentAgentID, CreatedAt: now.UnixMilli(), Depth: pm.Depth + 1,
 			LaunchPolicy: lp, Alias: alias, DefinitionName: t.Name, DisplayName: t.Name + " · " + alias,
@@ -433,4 +441,30 @@ func delegatedPrompt(parentID, name, alias string) string {
 		"background job. The task is the user's message. Work on it on your own and stay within it. The agent that "+
 		"delegated it reads only your final message, so end with a self-contained report: what you did, what you "+
 		"found, and what is left to do.", name, alias, parentID)
+}
+
+// childTools are the tools and skills of the children of subagent.create m
+// under parent pm: what m names, else the parent's. A child never gets what
+// its parent lacks: a tool the parent does not have is PERMISSION_DENIED
+// (a parent limited to read must not delegate a write), a skill it does
+// not have INVALID_REQUEST (its skills were checked on disk at its create).
+func childTools(m *protocol.SubagentCreate, pm store.Agent) (tools, skills []string, err error) {
+	tools, skills = pm.Tools, pm.Skills
+	if len(m.Tools) > 0 {
+		for _, t := range m.Tools {
+			if pm.Tools != nil && !slices.Contains(pm.Tools, t) {
+				return nil, nil, protocol.Errorf(protocol.CodePermissionDenied, `field "tools": the parent agent has no tool %q`, t)
+			}
+		}
+		tools = m.Tools
+	}
+	if len(m.Skills) > 0 {
+		for _, s := range m.Skills {
+			if !slices.Contains(pm.Skills, s) {
+				return nil, nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "skills": the parent agent has no skill %q`, s)
+			}
+		}
+		skills = m.Skills
+	}
+	return tools, skills, nil
 }

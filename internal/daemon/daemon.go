@@ -295,6 +295,7 @@ func (d *Daemon) Start() error {
 		Metrics:      d.metrics,
 		Workspaces:   d.workspaces,
 		KnownRuntime: deps.Agent.Runtime.KnownProfile,
+		CheckTools:   deps.Agent.Runtime.CheckTools,
 		Dispatcher:   d.mailboxes,
 	}
 	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")

@@ -247,6 +247,29 @@ func TestDelegatedChildSystemPrompt(t *testing.T) {
 	if !slices.Equal(got[0].Tools, []string{"read", "ls", "subagent"}) {
 		t.Errorf("child tools %v, want the parent's", got[0].Tools)
 	}
+
+	// subagent.create tools narrow the children's; a tool the parent lacks
+	// is refused, and so is a skill it lacks.
+	const narrow = "NARROW-TASK"
+	job = createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "reader", Task: narrow, Tools: []string{"read"}})
+	waitRuns(t, c, parent, []string{job.Runs[0].RunID}, "all", nil)
+	if got := log.find(func(p fakellm.Prompt) bool { return p.LastUser == narrow }); len(got) != 1 || !slices.Equal(got[0].Tools, []string{"read"}) {
+		t.Errorf("narrowed child: %+v", got)
+	}
+	for _, tc := range []struct {
+		m    protocol.SubagentCreate
+		code protocol.ErrorCode
+	}{
+		{protocol.SubagentCreate{Tools: []string{"read", "write"}}, protocol.CodePermissionDenied},
+		{protocol.SubagentCreate{Skills: []string{"deploy"}}, protocol.CodeInvalidRequest},
+	} {
+		m := tc.m
+		m.Header, m.ParentAgentID, m.Name, m.Task = hdr(protocol.TypeSubagentCreate), parent, "x", "never runs"
+		var pe *protocol.Error
+		if err := c.Call(ctx(t), &m, nil); !errors.As(err, &pe) || pe.Code != tc.code {
+			t.Errorf("subagent.create tools %v skills %v: %v, want %s", m.Tools, m.Skills, err, tc.code)
+		}
+	}
 }
 
 // TestRecallReadsBackACompactedRange: after a compaction summarized the

@@ -197,6 +197,8 @@ var subagentSchema = json.RawMessage(`{
     "tasks": {"type": "array", "description": "create, several tasks: one child agent each, instead of name and task.",
       "items": {"type": "object", "properties": {"name": {"type": "string"}, "task": {"type": "string"}}, "required": ["name", "task"]}},
     "strategy": {"type": "string", "enum": ["parallel", "chain"], "description": "create with tasks: run them at once (parallel, the default) or one after another (chain)."},
+    "tools": {"type": "array", "items": {"type": "string"}, "description": "create: limit the children to these of your tools. Default: all of yours."},
+    "skills": {"type": "array", "items": {"type": "string"}, "description": "create: give the children only these of your skills. Default: all of yours."},
     "handles": {"type": "array", "items": {"type": "string"}, "description": "wait: the job, run or agent ids or aliases to wait for."},
     "mode": {"type": "string", "enum": ["any", "all"], "description": "wait: return when any or when all of them are done. Default all."},
     "timeout": {"type": "number", "minimum": 0, "description": "wait: seconds to wait at most; omitted waits until done, 0 only polls."},
