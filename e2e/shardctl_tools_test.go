@@ -26,6 +26,9 @@ func TestShardctlAgentTools(t *testing.T) {
 	}
 
 	id := strings.TrimSpace(d.mustCtl("", "agents", "create", "--cwd", cwd, "--tools", "read,ls", "--skills", "deploy").stdout)
+	if show := d.mustCtl("", "agents", "show", id).stdout; !strings.Contains(show, "read, ls") || !strings.Contains(show, "deploy") {
+		t.Errorf("agents show lacks the tools and skills:\n%s", show)
+	}
 	// "y" would allow the write if it were asked about; it is refused first.
 	r := d.ctl("y\ny\n", "prompt", id, `sim: tool write {"path":"x.txt","content":"hi"}`)
 	if !strings.Contains(r.stderr, `"write" is not available`) {
