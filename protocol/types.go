@@ -204,6 +204,11 @@ type AgentInfo struct {
 	// Runtime is the runtime profile the agent runs on ("shard" for the
 	// reference runtime). Additive (docs/protocol.md §10.1).
 	Runtime string `json:"runtime,omitempty"`
+	// Tools and Skills (additive, docs/protocol.md §10.1) are the agent's
+	// tool limit and skills, as agent.create or its parent set them;
+	// omitted: every tool, no skill.
+	Tools  []string `json:"tools,omitempty"`
+	Skills []string `json:"skills,omitempty"`
 	// AttachedClients (additive) is how many client connections
 	// are attached to the agent (interactive or observer, attaching
 	// included), as the agent's actor counts them: the dashboard's

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -74,6 +75,18 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		"SHARD_AGENT_HEADLESS_POLICY="+cmp.Or(a.m.HeadlessPolicy, rc.HeadlessPolicy),
 		"SHARD_SESSION_DIR="+sessionDir,
 	)
+	// The tools, skills and delegated prompt of the manifest
+	// (docs/protocol.md §10.1); unset means every tool, no skill, no
+	// delegated prompt.
+	if len(a.m.Tools) > 0 {
+		env = append(env, "SHARD_AGENT_TOOLS="+strings.Join(a.m.Tools, ","))
+	}
+	if len(a.m.Skills) > 0 {
+		env = append(env, "SHARD_AGENT_SKILLS="+strings.Join(a.m.Skills, ","))
+	}
+	if a.m.SystemPrompt != "" {
+		env = append(env, "SHARD_AGENT_SYSTEM_PROMPT="+a.m.SystemPrompt)
+	}
 	spec := proc.Spec{
 		Epoch:      a.epoch,
 		Path:       prof.Path,

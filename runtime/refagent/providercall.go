@@ -39,7 +39,7 @@ func (r *runtime) requestLocked() provider.Request {
 	msgs, sigs := r.conv.modelViewLocked()
 	return provider.Request{
 		Model:      r.sel.active.Model,
-		System:     systemPrompt(r.opts.Cwd, r.sel.mode),
+		System:     r.prompt.system(systemPrompt(r.opts.Cwd, r.sel.mode)),
 		Messages:   msgs,
 		Tools:      r.tools.specs,
 		Reasoning:  r.sel.reasoning,

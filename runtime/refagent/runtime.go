@@ -45,6 +45,9 @@ type runtime struct {
 	ids    *idGen
 	runCtx context.Context
 	tools  toolbox
+	// prompt is what the system prompt carries besides the runtime's own
+	// text (sysprompt.go); immutable, read without mu.
+	prompt promptContext
 	// work tracks the goroutines of turns and between-turn compactions;
 	// shutdown waits for it.
 	work sync.WaitGroup
@@ -93,7 +96,8 @@ func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Option
 	if r.loop.delivered == nil {
 		r.loop.delivered = map[string]bool{}
 	}
-	r.tools = newToolbox(opts, log, r.currentMode)
+	r.prompt = loadPromptContext(opts, log)
+	r.tools = newToolbox(opts, log, r.currentMode, r.prompt.skills)
 	return r
 }
 

@@ -49,7 +49,7 @@ export function Overview({ s, store }) {
 
 /** The new-agent form. */
 export function CreateForm({ store }) {
-  const [f, setF] = useState({ cwd: "", name: "", model: "", mode: "" });
+  const [f, setF] = useState({ cwd: "", name: "", model: "", mode: "", tools: "", skills: "" });
   const on = (k) => (e) => setF({ ...f, [k]: e.target.value });
   const submit = (e) => {
     e.preventDefault();
@@ -62,6 +62,8 @@ export function CreateForm({ store }) {
     <label>Name <input id="create-name" value=${f.name} onInput=${on("name")} /></label>
     <label>Model <input id="create-model" placeholder="default" value=${f.model} onInput=${on("model")} /></label>
     <label>Mode <input id="create-mode" placeholder="default" value=${f.mode} onInput=${on("mode")} /></label>
+    <label>Tools <input id="create-tools" placeholder="all (or e.g. read,ls,grep)" title="Limit the agent to these tools, comma-separated" value=${f.tools} onInput=${on("tools")} /></label>
+    <label>Skills <input id="create-skills" placeholder="none" title="Skills to load (.shard/skills, .agents/skills, .claude/skills or $SHARD_HOME/skills), comma-separated" value=${f.skills} onInput=${on("skills")} /></label>
     <button type="submit" id="create-go">Create</button>
   </form>`;
 }

@@ -221,6 +221,11 @@ export class Store {
   create(fields) {
     const msg = { type: "agent.create", cwd: fields.cwd };
     for (const k of ["name", "model", "mode"]) if (fields[k]) msg[k] = fields[k];
+    // tools and skills are comma-separated lists in the form (docs/protocol.md §10.1).
+    for (const k of ["tools", "skills"]) {
+      const list = (fields[k] || "").split(",").map((x) => x.trim()).filter(Boolean);
+      if (list.length) msg[k] = list;
+    }
     return this.cmd(msg, "create").then((d) => { this.select(d.agent_id); return d; });
   }
 
