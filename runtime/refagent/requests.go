@@ -17,6 +17,9 @@ const (
 	// sourceHeadless is the daemon's headless-policy answer
 	// (docs/protocol.md §6.3).
 	sourceHeadless = "headless"
+	// sourceNotify closes a notify ui_request at once: it asks nothing
+	// (ask.go).
+	sourceNotify = "notify"
 )
 
 // requestKind tells permission requests from UI requests.

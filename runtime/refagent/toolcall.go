@@ -71,6 +71,9 @@ func (t *turnState) runTool(b *toolBatch, c toolCallReq) error {
 			return fail(*refusal)
 		}
 	}
+	if tl.inTurn != nil {
+		return t.report(b, c, tl, func() toolOutput { return tl.inTurn(t, c.args) })
+	}
 	return t.report(b, c, tl, func() toolOutput { return tl.run(t.ctx, c.args) })
 }
 

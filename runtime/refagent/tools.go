@@ -54,6 +54,9 @@ type tool struct {
 	preview func(args map[string]any) *protocol.RenderDescriptor
 	// run executes the tool; ctx is cancelled by abort.
 	run func(ctx context.Context, args map[string]any) toolOutput
+	// inTurn, when set, runs the tool instead of run, inside the turn: a
+	// tool that opens requests of the turn (the ask tool, ask.go).
+	inTurn func(t *turnState, args map[string]any) toolOutput
 }
 
 // toolbox is the runtime's tools. It is immutable after newToolbox, so it
@@ -66,7 +69,7 @@ type toolbox struct {
 }
 
 // newToolbox registers the built-in tools (read, ls, grep, find, write,
-// edit, bash) and the subagent tool, whose children are created in the
+// edit, bash), the ask tool and the subagent tool, whose children are created in the
 // mode that mode returns.
 func newToolbox(opts Options, log *slog.Logger, mode func() string) toolbox {
 	env := tools.Env{Cwd: opts.Cwd, Environ: bashEnviron(opts.Environ, opts.APIKeyEnv)}
@@ -76,6 +79,9 @@ func newToolbox(opts Options, log *slog.Logger, mode func() string) toolbox {
 		tb.byName[tl.name] = tl
 		tb.specs = append(tb.specs, tl.spec)
 	}
+	ask := askTool()
+	tb.byName[ask.name] = ask
+	tb.specs = append(tb.specs, ask.spec)
 	sub := subagentClient{socket: opts.Socket, agentID: opts.AgentID, log: log, mode: mode}.tool()
 	tb.byName[sub.name] = sub
 	if sub.unavailable == "" {
