@@ -2,6 +2,7 @@ package refagent
 
 import (
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/shard-dev/shard/protocol"
@@ -117,6 +118,17 @@ func (t *turnState) report(b *toolBatch, c toolCallReq, tl tool, fn func() toolO
 	return nil
 }
 
+// refusal is what the model is told when the person denied a call: the
+// reason they gave with permission_response (docs/protocol.md §9.5), if
+// any, so the model can change course instead of guessing.
+func refusal(reason string) toolOutput {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return errorOutput("permission denied")
+	}
+	return errorOutput("permission denied; the person's reason: %s", reason)
+}
+
 // Permission presentation: legacy options and structured choices.
 func permissionOptions() []string {
 	return []string{protocol.DecisionAllow, protocol.DecisionAllowAlways, protocol.DecisionDeny}
@@ -200,7 +212,7 @@ func (t *turnState) gate(tl tool, c toolCallReq) (*toolOutput, error) {
 	case res.source == sourceHeadless:
 		out = errorOutput("permission denied by the headless policy: no interactive client could answer")
 	default:
-		out = errorOutput("permission denied")
+		out = refusal(res.reason)
 	}
 	return &out, nil
 }
