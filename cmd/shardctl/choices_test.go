@@ -71,7 +71,7 @@ func TestPromptAnswersStructuredChoices(t *testing.T) {
 			if pr.ChoiceID != tc.choice || pr.Decision != "" || pr.Reason != tc.reason {
 				t.Fatalf("permission_response = %s, want choice %q reason %q", recs[0], tc.choice, tc.reason)
 			}
-			for _, want := range []string{"  3) Always allow `go test …` for this agent\n", "[y]es/[n]o/[a]lways or 1-4: ", "a reason for the agent may follow"} {
+			for _, want := range []string{"  3) Always allow `go test …` for this agent\n", "1-4/[y]es/[n]o/[a]lways: ", "a reason for the agent may follow"} {
 				if !strings.Contains(r.stderr, want) {
 					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 				}

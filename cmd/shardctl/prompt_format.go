@@ -15,7 +15,7 @@ import (
 
 // permissionChoices renders the accepted answers, e.g. "[y]es/[n]o/[a]lways",
 // and for a request with structured choices (listed by detailLines) their
-// numbers too: "[y]es/[n]o/[a]lways or 1-4".
+// numbers first: "1-4/[y]es/[n]o/[a]lways".
 func permissionChoices(p *protocol.PermissionRequest) string {
 	var cs []string
 	if len(p.Choices) > 0 {
@@ -24,7 +24,7 @@ func permissionChoices(p *protocol.PermissionRequest) string {
 				cs = append(cs, k.label)
 			}
 		}
-		return strings.TrimPrefix(strings.Join(cs, "/")+" or 1-"+strconv.Itoa(len(p.Choices)), " or ")
+		return strings.Join(append([]string{"1-" + strconv.Itoa(len(p.Choices))}, cs...), "/")
 	}
 	if allows(p, protocol.DecisionAllow) {
 		cs = append(cs, "[y]es")
