@@ -230,3 +230,43 @@ func TestAskHeadless(t *testing.T) {
 		})
 	}
 }
+
+// TestAskFromChildDelegatesToAncestor: a child agent's ask (its model a
+// real provider client) with no interactive client of its own reaches the
+// parent's client with the child's agent_id, like a permission request;
+// that client's answer is what the child's model is told.
+func TestAskFromChildDelegatesToAncestor(t *testing.T) {
+	script, f := newLLM(t)
+	h := startLLM(t, f, nil)
+	c := h.dial()
+	parent := h.create(c, nil)
+	attach(t, c, parent, "")
+	const task = "pick the colours with the person"
+	script.set(task, askCall(map[string]any{"kind": "select", "title": "Colours?", "options": []string{"red", "green", "blue"}, "multiple": true}))
+
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "asker", Task: task})
+	child := job.Runs[0].AgentID
+	req := waitFor(t, c, isType(protocol.TypeUIRequest, child)).Msg.(*protocol.UIRequest)
+	if !req.Multiple || req.Title != "Colours?" {
+		t.Fatalf("delegated ui_request %+v", req)
+	}
+	if _, err := c.Request(ctx(t), uiResponse(child, req.RequestID, json.RawMessage(`["blue","red"]`))); err != nil {
+		t.Fatalf("the ancestor's client answers: %v", err)
+	}
+	res := waitFor(t, c, isType(protocol.TypeUIResolved, child)).Msg.(*protocol.UIResolved)
+	if res.RequestID != req.RequestID {
+		t.Fatalf("ui_resolved %+v", res)
+	}
+	if wr := waitRuns(t, c, parent, []string{job.JobID}, "", nil); wr.Runs[0].State != protocol.RunCompleted {
+		t.Fatalf("run = %+v", wr.Runs[0])
+	}
+	var told string
+	for _, r := range f.Requests() {
+		if strings.Contains(string(r.Raw), `"role":"tool"`) && strings.Contains(string(r.Raw), task) {
+			told = lastToolOutput(t, r)
+		}
+	}
+	if told != `{"answer":["blue","red"]}` {
+		t.Fatalf("the child's model was told %q", told)
+	}
+}
