@@ -198,3 +198,41 @@ func TestQuestionsAnswerChoiceWithReason(t *testing.T) {
 		t.Errorf("ui_response %s", u.Value)
 	}
 }
+
+// TestAttachAnswersChoiceWithReason: attach lists the request's choices,
+// sends the one picked by number as choice_id with the reason typed after
+// it, and answers a multi-select with a list.
+func TestAttachAnswersChoiceWithReason(t *testing.T) {
+	s := agentScript{
+		onPrompt: func(c *daemonConn, _ protocol.Prompt) {
+			c.send(turnStart("t1"))
+			c.send(choiceRequest("req-c"))
+		},
+		onPermission: func(c *daemonConn, m protocol.PermissionResponse) {
+			c.send(protocol.PermissionResolved{Header: ev(protocol.TypePermissionResolved, agentA), RequestID: m.RequestID, ChoiceID: m.ChoiceID})
+			c.send(protocol.UIRequest{Header: ev(protocol.TypeUIRequest, agentA), RequestID: "u1", Kind: protocol.UISelect, Title: "Which", Options: []string{"x", "y", "z"}, Multiple: true})
+		},
+		onUI: func(c *daemonConn, m protocol.UIResponse) {
+			c.send(protocol.UIResolved{Header: ev(protocol.TypeUIResolved, agentA), RequestID: m.RequestID, Value: m.Value})
+			c.send(turnEnd("t1"))
+		},
+	}
+	d := s.daemon(t)
+	r := runCtl(t, nil, d.path, "go\n4 not this way\n2,3\n", "attach", agentA)
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var pr protocol.PermissionResponse
+	mustUnmarshal(t, d.records(protocol.TypePermissionResponse)[0], &pr)
+	if pr.ChoiceID != "deny" || pr.Decision != "" || pr.Reason != "not this way" {
+		t.Errorf("permission_response %+v", pr)
+	}
+	var u protocol.UIResponse
+	mustUnmarshal(t, d.records(protocol.TypeUIResponse)[0], &u)
+	if string(u.Value) != `["y","z"]` {
+		t.Errorf("ui_response %s", u.Value)
+	}
+	if !strings.Contains(r.stdout, "  3) Always allow `go test …` for this agent") {
+		t.Errorf("stdout lacks the choices:\n%s", r.stdout)
+	}
+}

@@ -188,8 +188,10 @@ func grantKey(c toolCallReq) string {
 // gate decides whether a mutating call may run. It returns a refusal to
 // report as the tool's error result, nil to run it, or errTurnAborted.
 //
-// An exact request the user allowed always (persisted in grants.jsonl) runs
-// without asking, whatever the headless policy. Any other request is sent
+// An exact request the user allowed always, or a bash call whose every
+// simple command has a granted signature (grants.go, bashsig.go; persisted
+// in grants.jsonl), runs without asking, whatever the headless policy. A
+// refusal carries the person's reason to the model (refusal). Any other request is sent
 // out and waits for an answer; under the daemon, a request nobody
 // interactive can answer is answered by the daemon's headless path (deny,
 // source "headless", for deny and allow_if_rule_matches; nothing for queue).
