@@ -197,8 +197,8 @@ func (t *turnState) askUI(req protocol.UIRequest) (resolution, error) {
 // string (a JSON boolean is refused by the decoder, INVALID_REQUEST), and
 // the model is told a boolean. A multiple select is answered with a list
 // (a single string counts as a one-element list); a single select with a
-// string. An answer outside the options is told as given, with a note: the
-// person's word wins over the offered list.
+// string. An answer outside the options is told as given: the person's
+// word wins over the offered list.
 func askAnswer(req protocol.UIRequest, v json.RawMessage) (any, error) {
 	if len(v) == 0 || string(v) == "null" {
 		return nil, nil
