@@ -57,6 +57,9 @@ type tool struct {
 	preview func(args map[string]any) *protocol.RenderDescriptor
 	// run executes the tool; ctx is cancelled by abort.
 	run func(ctx context.Context, args map[string]any) toolOutput
+	// inTurn, when set, runs the tool instead of run, inside the turn: a
+	// tool that opens requests of the turn (the ask tool, ask.go).
+	inTurn func(t *turnState, args map[string]any) toolOutput
 }
 
 // toolbox is the runtime's tools. It is immutable after newToolbox, so it
@@ -69,7 +72,7 @@ type toolbox struct {
 }
 
 // newToolbox registers the built-in tools (read, ls, grep, find, write,
-// edit, bash), the subagent tool, whose children are created in the mode
+// edit, bash), the ask tool, the subagent tool, whose children are created in the mode
 // that mode returns, recall and, when the agent has skills, the skill
 // tool; then it limits them to opts.Tools (limit).
 func newToolbox(opts Options, log *slog.Logger, mode func() string, sk []skills.Skill) toolbox {
@@ -78,6 +81,7 @@ func newToolbox(opts Options, log *slog.Logger, mode func() string, sk []skills.
 	for _, bt := range tools.Builtins() {
 		tb.add(builtin(bt, env))
 	}
+	tb.add(askTool())
 	tb.add(subagentClient{socket: opts.Socket, agentID: opts.AgentID, log: log, mode: mode}.tool())
 	transcript := ""
 	if opts.SessionDir != "" {

@@ -295,24 +295,12 @@ func (t *turnState) simExit(code int) {
 // simAsk opens a ui_request, waits for it, and returns the model's reply
 // quoting the answer.
 func (t *turnState) simAsk(d directive) (string, error) {
-	r := t.r
-	p := &pendingRequest{id: r.ids.next("ui"), kind: kindUI, done: make(chan resolution, 1)}
-	p.raw = protocol.MustMarshal(protocol.UIRequest{
-		Header:    protocol.Header{Type: protocol.TypeUIRequest},
-		RequestID: p.id,
-		Kind:      d.askKind,
-		Title:     d.title,
-		Options:   d.options,
-	})
-	if err := t.open(p, protocol.StatusWaitingForUI); err != nil {
+	res, err := t.askUI(protocol.UIRequest{Kind: d.askKind, Title: d.title, Options: d.options})
+	if err != nil {
 		return "", err
 	}
-	res := t.await(p)
-	switch res.by {
-	case byAbort:
-		return "", errTurnAborted
-	case byTimeout:
-		return fmt.Sprintf("answer: null (TIMEOUT: no answer within %s)", r.opts.HeadlessTimeout), nil
+	if res.by == byTimeout {
+		return fmt.Sprintf("answer: null (TIMEOUT: no answer within %s)", t.r.opts.HeadlessTimeout), nil
 	}
 	return "answer: " + uiValueText(res.value), nil
 }
