@@ -38,6 +38,9 @@ type inflight struct {
 	injectKey string
 	injectTo  *actor.PID
 	steer     *LeaseSteer // a subagent.steer into a leased run
+	// note: a strict steer of the leased run (the parent's or a client's),
+	// whose outcome the run's holder records.
+	note *steerNote
 }
 
 func (a *Actor) onRequest(c actor.Context, r *Request) {
@@ -278,8 +281,8 @@ func (a *Actor) onResponse(c actor.Context, line []byte) {
 	case f.lease:
 		a.onLeaseResponse(c, &resp)
 		return
-	case f.steer != nil:
-		answerSteer(f.steer, &resp)
+	case f.note != nil:
+		a.answerSteer(f, &resp)
 		return
 	case f.injectTo != nil:
 		var err error

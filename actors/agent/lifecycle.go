@@ -180,8 +180,8 @@ func (a *Actor) onExited(c actor.Context, m *proc.Exited) {
 			}
 			continue
 		}
-		if f.steer != nil {
-			answerSteer(f.steer, nil) // the turn is gone: conflict
+		if f.note != nil {
+			a.answerSteer(f, nil) // the turn is gone: conflict
 			continue
 		}
 		if f.injectTo != nil {

@@ -82,6 +82,9 @@ func (t *turnState) providerCall() ([]toolCallReq, *outcome) {
 	r := t.r
 	r.mu.Lock()
 	req := r.requestLocked()
+	if !t.aborted {
+		t.answerDrainedLocked() // their messages are in req
+	}
 	r.mu.Unlock()
 
 	st, err := t.prov.Stream(t.ctx, req)

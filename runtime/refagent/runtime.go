@@ -289,15 +289,17 @@ func (r *runtime) promptLocked(h protocol.Header, text, behavior, dedupeKey stri
 // strictSteerLocked accepts a steer only into a turn in flight (the
 // daemon's subagent.steer): it is delivered before the turn's next provider
 // call — the runtime adds one if the last call is already running — and is
-// never kept for a later turn. Without such a turn it answers CONFLICT.
+// never kept for a later turn. It is answered only once a provider request
+// carrying it is built (SteerData: it reached the model); an abort, a
+// failure or the end of the turn before that answers CONFLICT
+// (docs/protocol.md §10.3), as does the lack of a turn.
 func (r *runtime) strictSteerLocked(h protocol.Header, text string) {
 	t := r.loop.cur
 	if r.loop.closing || t == nil || t.aborted {
 		r.out.respondErr(h, protocol.Errorf(protocol.CodeConflict, "no turn in flight to steer"))
 		return
 	}
-	t.steers = append(t.steers, queuedPrompt{text: text})
-	r.out.respond(h, protocol.SteerData{TurnID: t.id})
+	t.steers = append(t.steers, queuedPrompt{text: text, strict: &h})
 }
 
 // abortLocked cancels the current turn, closes its open requests with
@@ -314,7 +316,7 @@ func (r *runtime) abortLocked() {
 		return
 	}
 	t.aborted = true
-	t.steers = nil
+	t.refuseStrictLocked("the turn was aborted")
 	t.cancel()
 	r.reqs.abortAllLocked()
 }

@@ -802,3 +802,60 @@ func TestStderrNeverCarriesPromptText(t *testing.T) {
 		t.Fatalf("stderr carries prompt text: %s", h.stderr.String())
 	}
 }
+
+// TestStrictSteerAnsweredAtProviderBoundary: a strict steer is answered
+// only once a provider request carrying it is built, with the turn it
+// joined; until then it is pending.
+func TestStrictSteerAnsweredAtProviderBoundary(t *testing.T) {
+	h := start(t, nil)
+	h.handshake()
+	req, _ := startWrite(t, h, "strict.txt", "v")
+	h.send(protocol.Steer{Header: protocol.Header{Type: protocol.TypeSteer, ID: "st"}, Message: "sim: say steered", Strict: true})
+	h.quietSync() // accepted, not answered: the turn waits for permission
+	h.send(protocol.PermissionResponse{Header: protocol.Header{Type: protocol.TypePermissionResponse}, RequestID: req.RequestID, Decision: "allow"})
+	r, before := h.response("st")
+	mustResponse(t, r, protocol.TypeSteer)
+	var data protocol.SteerData
+	if err := json.Unmarshal(r.Data, &data); err != nil || data.TurnID == "" {
+		t.Fatalf("strict steer answer %s", r.Data)
+	}
+	if len(of[*protocol.ToolResult](before)) != 1 || len(of[*protocol.MessageComplete](before)) != 0 {
+		t.Fatalf("answered out of place, after %v", types(before))
+	}
+	evs := h.untilIdle()
+	if mcs := of[*protocol.MessageComplete](evs); len(mcs) != 1 || textOf(mcs[0].Message) != "steered" {
+		t.Fatalf("call after the steer: %v", types(evs))
+	}
+}
+
+// TestStrictSteerRefusedWhenTurnEndsFirst: a strict steer still waiting
+// when its turn fails or is aborted is answered CONFLICT and dropped,
+// never run as a later turn.
+func TestStrictSteerRefusedWhenTurnEndsFirst(t *testing.T) {
+	for _, tc := range []struct{ name, end string }{{"failed", "fail"}, {"aborted", "abort"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, nil)
+			h.handshake()
+			h.prompt("sim: ask confirm Go\nsim: fail upstream broke")
+			ask := h.until(protocol.TypeUIRequest)
+			reqID := ask[len(ask)-1].msg.(*protocol.UIRequest).RequestID
+			h.send(protocol.Steer{Header: protocol.Header{Type: protocol.TypeSteer, ID: "st"}, Message: "sim: say ghost", Strict: true})
+			if tc.end == "abort" {
+				h.send(protocol.Abort{Header: protocol.Header{Type: protocol.TypeAbort, ID: "ab"}})
+			} else {
+				h.send(protocol.UIResponse{Header: protocol.Header{Type: protocol.TypeUIResponse}, RequestID: reqID, Value: json.RawMessage(`"true"`)})
+			}
+			r, _ := h.response("st")
+			mustErrorResponse(t, r, protocol.CodeConflict, "")
+			evs := h.untilIdle()
+			if n := len(of[*protocol.TurnStart](evs)); n != 0 {
+				t.Fatalf("the refused steer started a turn: %v", types(evs))
+			}
+			for _, m := range h.quietSync().LiveWindow.Messages {
+				if strings.Contains(textOf(m), "ghost") || (len(m.Content) > 0 && strings.Contains(m.Content[0].Text, "ghost")) {
+					t.Fatalf("the refused steer is in the window: %+v", m)
+				}
+			}
+		})
+	}
+}
