@@ -94,7 +94,7 @@ type turnState struct {
 	prompt writeTicket
 
 	// runtime.mu protects the following.
-	steers  []queuedPrompt // steer messages not yet delivered, oldest first
+	steers []queuedPrompt // steer messages not yet delivered, oldest first
 	// drained are the strict steers in the live window whose provider
 	// request has not been built yet: providerCall answers them.
 	drained []protocol.Header
