@@ -395,3 +395,9 @@ func (b ContentBlock) MarshalJSON() ([]byte, error) {
 	// verbatim, so it must already be free of HTML escapes.
 	return Marshal(plain(b))
 }
+
+// StatusDetailRetrying is the detail of the status event a runtime writes
+// when a failed provider request is about to be retried; the status itself
+// does not change. The daemon shows it as agent_activity phase "retrying"
+// (docs/protocol.md §10.2) until the next activity.
+const StatusDetailRetrying = "retrying"

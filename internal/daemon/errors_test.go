@@ -4,10 +4,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/internal/daemon"
+	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -64,5 +68,44 @@ func TestUnreadableTranscriptIsSessionCorrupt(t *testing.T) {
 				t.Fatalf("agent_exited reason %q, want the cause %q", ev.Reason, tc.cause)
 			}
 		})
+	}
+}
+
+// TestProviderRetryShowsRetrying: a provider request the SDK retries (a
+// 503, then a good answer) shows as agent_activity phase "retrying"
+// (docs/protocol.md §10.2), and the turn then completes.
+func TestProviderRetryShowsRetrying(t *testing.T) {
+	f := fakellm.Start(t, fakellm.Script(func(p fakellm.Prompt) fakellm.Turn {
+		if p.N == 1 {
+			return fakellm.Turn{Status: 503, Error: "overloaded"}
+		}
+		return fakellm.Turn{Text: "recovered", Usage: fakellm.Usage{Input: 3, Output: 1}}
+	}))
+	cfg := newConfig(t)
+	cfg.Provider = config.ProviderConfig{Name: "openai", BaseURL: f.URL + "/v1", Model: fakellm.Model, APIKeyEnv: "SHARD_TEST_FAKE_KEY"}
+	h := startOpts(t, cfg, func(o *daemon.Options) { o.Environ = append(o.Environ, "SHARD_TEST_FAKE_KEY=k") })
+	c := h.dial()
+	id := h.create(c, nil)
+	attach(t, c, id, "")
+	prompt(t, c, id, "hello")
+	evs := collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
+	var phases []string
+	text := ""
+	for _, e := range evs {
+		switch m := e.Msg.(type) {
+		case *protocol.AgentActivity:
+			if m.AgentID == id {
+				phases = append(phases, m.Phase)
+			}
+		case *protocol.MessageDelta:
+			text += m.TextDelta
+		}
+	}
+	i := slices.Index(phases, protocol.PhaseRetrying)
+	if i < 0 || !slices.Contains(phases[i:], protocol.PhaseStreaming) {
+		t.Fatalf("activity phases %v: want retrying, then streaming", phases)
+	}
+	if text != "recovered" || f.Count() != 2 {
+		t.Fatalf("text %q after %d requests", text, f.Count())
 	}
 }

@@ -87,7 +87,7 @@ func (t *turnState) providerCall() ([]toolCallReq, *outcome) {
 	}
 	r.mu.Unlock()
 
-	st, err := t.prov.Stream(t.ctx, req)
+	st, err := t.prov.Stream(provider.WithRetryNotice(t.ctx, t.retrying), req)
 	if err != nil {
 		return nil, t.callFailed(err)
 	}
@@ -117,6 +117,19 @@ func (t *turnState) providerCall() ([]toolCallReq, *outcome) {
 		end = protocol.Errorf(protocol.CodeProviderError, "%s: stream ended without a stop", t.prov.Name())
 	}
 	return nil, t.callFailed(end)
+}
+
+// retrying announces that the provider retries a failed request of the
+// turn (called by the provider, on this turn's goroutine).
+func (t *turnState) retrying() {
+	r := t.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.aborted || t.ctx.Err() != nil {
+		return
+	}
+	t.r.log.Info("provider request failed; retrying", "provider", t.prov.Name())
+	r.status.retryingLocked()
 }
 
 // callFailed is the outcome of a provider call that failed with err.
