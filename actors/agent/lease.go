@@ -133,7 +133,9 @@ func (a *Actor) leaseObserve(c actor.Context, typ string, line []byte) {
 		}
 	case protocol.TypeError:
 		var ev protocol.ErrorEvent
-		if json.Unmarshal(line, &ev) == nil {
+		// A crashed tool (TOOL_ERROR) does not end the turn: the model
+		// sees the error result and goes on, so it does not fail the run.
+		if json.Unmarshal(line, &ev) == nil && ev.Code != protocol.CodeToolError {
 			a.lastError = string(ev.Code) + ": " + ev.Message
 		}
 	}

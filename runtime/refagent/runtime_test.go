@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/provider"
 )
 
 func TestHelloAndSyncOnStart(t *testing.T) {
@@ -857,5 +858,34 @@ func TestStrictSteerRefusedWhenTurnEndsFirst(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestToolCrashIsToolError: a tool that crashes (panics) gives an error
+// event TOOL_ERROR, not fatal, and an error tool_result; the turn goes on
+// and the model is called back with it.
+func TestToolCrashIsToolError(t *testing.T) {
+	crash := tool{name: "crash", readOnly: true,
+		spec:  provider.ToolSpec{Name: "crash", Description: "crashes", Schema: json.RawMessage(`{"type":"object"}`)},
+		check: func(map[string]any) error { return nil },
+		run:   func(context.Context, map[string]any) toolOutput { panic("secret argument text") },
+	}
+	h := start(t, func(o *Options) { o.extraTools = []tool{crash} })
+	h.handshake()
+	h.prompt("sim: tool crash {}\nsim: say after")
+	evs := h.untilIdle()
+	e := one[*protocol.ErrorEvent](t, evs)
+	if e.Code != protocol.CodeToolError || e.Fatal || !strings.Contains(e.Message, "crash") || strings.Contains(e.Message, "secret") {
+		t.Fatalf("error event %+v", e)
+	}
+	res := one[*protocol.ToolResult](t, evs)
+	if !res.IsError || strings.Contains(res.Content.Message, "secret") {
+		t.Fatalf("tool_result %+v", res)
+	}
+	if txt := assistantText(evs); txt != "after" {
+		t.Fatalf("the turn did not go on: %q", txt)
+	}
+	if s := statuses(evs); s[len(s)-1] != protocol.StatusIdle {
+		t.Fatalf("statuses %v", s)
 	}
 }

@@ -76,6 +76,10 @@ func newToolbox(opts Options, log *slog.Logger, mode func() string) toolbox {
 		tb.byName[tl.name] = tl
 		tb.specs = append(tb.specs, tl.spec)
 	}
+	for _, tl := range opts.extraTools {
+		tb.byName[tl.name] = tl
+		tb.specs = append(tb.specs, tl.spec)
+	}
 	sub := subagentClient{socket: opts.Socket, agentID: opts.AgentID, log: log, mode: mode}.tool()
 	tb.byName[sub.name] = sub
 	if sub.unavailable == "" {
