@@ -154,17 +154,20 @@ func DecodeHeader(rec []byte) (Header, error) {
 	if err := json.Unmarshal(rec, &raw); err != nil {
 		return h, Errorf(CodeInvalidRequest, "malformed JSON: %s", jsonErrText(err))
 	}
+	// An id, agent_id or type over its limit is refused and left out of
+	// the Header: the error response echoes the Header's id and type, and
+	// must not send a client's megabytes back (nor keep them).
 	var idErr, agentErr error
 	if raw.ID != nil {
-		idErr = stringField("id", raw.ID, &h.ID)
+		idErr = boundedStringField("id", raw.ID, &h.ID, MaxIDLen)
 	}
 	if raw.AgentID != nil {
-		agentErr = stringField("agent_id", raw.AgentID, &h.AgentID)
+		agentErr = boundedStringField("agent_id", raw.AgentID, &h.AgentID, MaxIDLen)
 	}
 	if raw.Type == nil || string(raw.Type) == "null" {
 		return h, Errorf(CodeInvalidRequest, `field "type": required`)
 	}
-	if err := stringField("type", raw.Type, &h.Type); err != nil {
+	if err := boundedStringField("type", raw.Type, &h.Type, MaxNameLen); err != nil {
 		return h, err
 	}
 	if h.Type == "" {
@@ -174,6 +177,25 @@ func DecodeHeader(rec []byte) (Header, error) {
 		return h, idErr
 	}
 	return h, agentErr
+}
+
+// boundedStringField is stringField for a header member of at most limit
+// bytes: over it, dst is left empty and the error names the field and the
+// limit. A JSON string longer than six bytes per byte of the limit (every
+// byte escaped as \u00XX) is over it without being decoded.
+func boundedStringField(name string, raw json.RawMessage, dst *string, limit int) error {
+	if len(raw) > 6*limit+2 && jsonKind(raw) == "string" {
+		return overLimit(name, len(raw)-2, limit, UnitBytes) // its JSON text, quotes aside
+	}
+	var v string
+	if err := stringField(name, raw, &v); err != nil {
+		return err
+	}
+	if err := maxLen(name, v, limit); err != nil {
+		return err
+	}
+	*dst = v
+	return nil
 }
 
 func stringField(name string, raw json.RawMessage, dst *string) error {
