@@ -259,6 +259,7 @@ func (a *Actor) onLeaseSteer(m *LeaseSteer) {
 		a.answerSteer(&inflight{steer: m, note: note}, nil)
 		return
 	}
+	a.log.Info("parent steer sent into a leased run", "run_id", m.RunID)
 	a.toRuntime(&inflight{command: protocol.TypeSteer, steer: m, note: note}, protocol.MustMarshal(protocol.Steer{
 		Header: protocol.Header{Type: protocol.TypeSteer}, Message: m.Message, Strict: true,
 	}))
