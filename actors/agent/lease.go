@@ -305,15 +305,19 @@ func (a *Actor) answerSteer(f *inflight, resp *protocol.Response) {
 		m.Client.Send(protocol.NewResponse(m.Header.ID, m.Header.Type, protocol.SubagentSteerData{
 			Status: status, RunID: m.RunID, TurnID: turnID, CorrelationID: m.CorrelationID}))
 	} else if f.client != nil {
+		// Like every answer relayed from the runtime, it carries the
+		// routing agent_id.
+		var rec []byte
 		switch {
 		case resp != nil && resp.Success:
-			f.client.Send(protocol.NewResponse(f.clientID, f.command, data))
+			rec = protocol.NewResponse(f.clientID, f.command, data)
 		case resp != nil && resp.Error != nil:
-			f.client.Send(protocol.NewErrorResponse(f.clientID, f.command, resp.Error))
+			rec = protocol.NewErrorResponse(f.clientID, f.command, resp.Error)
 		default:
-			f.client.Send(protocol.NewErrorResponse(f.clientID, f.command,
-				protocol.Errorf(protocol.CodeConflict, "agent %s has no turn of run %s in flight to steer", a.m.AgentID, f.note.runID)))
+			rec = protocol.NewErrorResponse(f.clientID, f.command,
+				protocol.Errorf(protocol.CodeConflict, "agent %s has no turn of run %s in flight to steer", a.m.AgentID, f.note.runID))
 		}
+		f.client.Send(protocol.WithAgentID(rec, a.m.AgentID))
 	}
 	if n := f.note; n != nil && n.holder != nil {
 		a.sys.Root.Send(n.holder, &LeaseSteered{RunID: n.runID, AgentID: a.m.AgentID, Steer: protocol.RunSteer{

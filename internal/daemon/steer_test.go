@@ -163,7 +163,7 @@ func TestStrictSteerInjectedRecorded(t *testing.T) {
 	}
 	resp := responseTo(t, cc, "hs")
 	var data protocol.SteerData
-	if !resp.Success || json.Unmarshal(resp.Data, &data) != nil || data.TurnID == "" {
+	if !resp.Success || resp.AgentID != run.AgentID || json.Unmarshal(resp.Data, &data) != nil || data.TurnID == "" {
 		t.Fatalf("human steer = %+v", resp)
 	}
 	res := waitRuns(t, c, parent, []string{run.RunID}, "", nil)
