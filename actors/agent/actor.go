@@ -247,6 +247,9 @@ type generation struct {
 	caps     []string
 	// badRecords counts this generation's invalid output records.
 	badRecords int
+	// startError is the fatal error event the runtime wrote before its
+	// first sync: why it could not start (a session it cannot restore).
+	startError *protocol.Error
 }
 
 // stopState is the stopping of the current generation and what waits on

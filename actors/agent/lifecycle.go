@@ -214,8 +214,8 @@ func (a *Actor) onExited(c actor.Context, m *proc.Exited) {
 			}
 			continue
 		}
-		if f.steer != nil {
-			answerSteer(f.steer, nil) // the turn is gone: conflict
+		if f.note != nil {
+			a.answerSteer(f, nil) // the turn is gone: conflict
 			continue
 		}
 		if f.injectTo != nil {
@@ -265,6 +265,17 @@ func (a *Actor) onExited(c actor.Context, m *proc.Exited) {
 		}
 		a.rstate, a.status = protocol.RuntimeFailed, protocol.StatusError
 		startErr = protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime failed to start: %s", reason)
+		if se := a.startError; se != nil && a.startFailed == "" {
+			// The runtime said why. A session it cannot restore is
+			// SESSION_CORRUPT, which retrying does not cure; any other
+			// reason stays RUNTIME_START_FAILED, now with the runtime's
+			// words instead of the exit status.
+			reason = se.Message
+			startErr = protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime failed to start: %s", reason)
+			if se.Code == protocol.CodeSessionCorrupt {
+				startErr = se
+			}
+		}
 		a.broadcastExit(m, reason)
 		a.deps.Metrics.RuntimeExited(telemetry.ExitStartFailed)
 	case requested:

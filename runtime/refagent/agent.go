@@ -248,6 +248,9 @@ type Hooks struct {
 	// (internal/memtrim). It runs on a timer goroutine, never under the
 	// runtime's lock, and must be safe to call at any time.
 	Trim func()
+	// extraTools are registered after the built-in ones (this package's
+	// tests: a tool that crashes).
+	extraTools []tool
 	// TrimAfter is how long the runtime must stay idle before Trim runs.
 	// Default 2s: long enough that a client's next prompt right after a
 	// turn does not fault the pages straight back in, short enough that an

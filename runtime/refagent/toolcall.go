@@ -1,6 +1,7 @@
 package refagent
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -101,11 +102,19 @@ func (t *turnState) report(b *toolBatch, c toolCallReq, tl tool, fn func() toolO
 	r.mu.Unlock()
 
 	start := time.Now()
-	out := fn()
+	out, crashed := runTool(fn)
 	ms := time.Since(start).Milliseconds()
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if crashed {
+		// A tool that crashes is TOOL_ERROR (docs/protocol.md §8): an
+		// error event that does not end the turn, and an error result the
+		// model sees, so the call is never left without one.
+		r.log.Error("tool crashed", "tool", c.name)
+		r.out.emit(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeToolError,
+			Message: fmt.Sprintf("tool %s crashed", c.name)})
+	}
 	r.out.emit(protocol.ToolResult{
 		Header:     protocol.Header{Type: protocol.TypeToolResult},
 		ToolCallID: c.id,
@@ -128,6 +137,18 @@ func refusal(reason string) toolOutput {
 		return errorOutput("permission denied")
 	}
 	return errorOutput("permission denied; the person's reason: %s", reason)
+}
+
+// runTool runs fn, turning a panic into an error result: crashed is set
+// and the result says the tool crashed, without the panic's value (which
+// may quote arguments or file contents).
+func runTool(fn func() toolOutput) (out toolOutput, crashed bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, crashed = errorOutput("the tool crashed; its work may be incomplete"), true
+		}
+	}()
+	return fn(), false
 }
 
 // Permission presentation: legacy options and structured choices.

@@ -82,6 +82,9 @@ func newToolbox(opts Options, log *slog.Logger, mode func() string, sk []skills.
 		tb.add(builtin(bt, env))
 	}
 	tb.add(askTool())
+	for _, tl := range opts.extraTools {
+		tb.add(tl)
+	}
 	tb.add(subagentClient{socket: opts.Socket, agentID: opts.AgentID, log: log, mode: mode}.tool())
 	transcript := ""
 	if opts.SessionDir != "" {
