@@ -29,6 +29,8 @@ export class Store {
       jobs: [], workspaces: [], diff: null,
       notice: "",        // last command outcome shown in the status line
       closed: [],        // dialogs closed by another client: {request_id, text}
+      attached: "",      // the agent this page is attached to now (its session_ops may be sent)
+      forked: null,      // the last session_op fork's answer, so the fork list re-reads
     };
     this.conn = new Conn({
       onState: (s, info) => this.set({ conn: s, connInfo: info }),
@@ -115,6 +117,7 @@ export class Store {
       this.fail("attach")(e);
       return;
     }
+    if (this.state.selected === id) this.set({ attached: id });
     this.refreshJobs(id);
     this.conn.call({ type: "list_modes", agent_id: id }).then((d) => this.set({ modes: d.modes || [] }), () => this.set({ modes: [] }));
     this.conn.call({ type: "list_models", agent_id: id }).then((d) => this.set({ models: d.models || [] }), () => this.set({ models: [] }));
@@ -125,7 +128,7 @@ export class Store {
     if (prev === id) return;
     if (prev) this.conn.call({ type: "agent.detach", agent_id: prev }).catch(() => {});
     history.replaceState(null, "", id ? "#agent=" + id : location.pathname);
-    this.set({ selected: id, transcript: initial(), modes: [], models: [], closed: [] });
+    this.set({ selected: id, attached: "", transcript: initial(), modes: [], models: [], closed: [] });
     if (id && this.state.conn === State.online) this.attach(id);
   }
 
@@ -215,7 +218,7 @@ export class Store {
     if (items.length === 0) { this.note("fork: nothing to fork yet"); return Promise.resolve(); }
     const from = items[items.length - 1].id;
     return this.conn.call({ type: "session_op", agent_id: this.state.selected, op: "fork", args: { from_entry_id: from } })
-      .then((d) => this.note("fork: new session " + d.session_id), this.fail("fork"));
+      .then((d) => this.set({ notice: "fork: new session " + d.session_id, forked: d }), this.fail("fork"));
   }
 
   create(fields) {
@@ -243,11 +246,6 @@ export class Store {
       .then(() => this.refreshSide(), () => {});
   }
 
-  relaunch(job, run, task) {
-    return this.cmd({ type: "subagent.relaunch", parent_agent_id: job.parent_agent_id, target: run.run_id, task }, "relaunch")
-      .then(() => this.refreshSide(), () => {});
-  }
-
   showDiff(ws) {
     return this.conn.call({ type: "workspace.diff", workspace_id: ws.workspace_id })
       .then((d) => this.set({ diff: d }), this.fail("diff"));
@@ -255,11 +253,6 @@ export class Store {
 
   merge(ws, strategy) {
     return this.cmd({ type: "workspace.merge", workspace_id: ws.workspace_id, strategy }, "merge")
-      .then(() => this.refreshSide(), () => {});
-  }
-
-  retire(ws, disposition) {
-    return this.cmd({ type: "workspace.retire", workspace_id: ws.workspace_id, branch_disposition: disposition }, "retire")
       .then(() => this.refreshSide(), () => {});
   }
 }
