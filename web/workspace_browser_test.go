@@ -127,6 +127,8 @@ func TestDashboardWorkspaceCreateAttachRetire(t *testing.T) {
 		return err
 	}))
 	p.until("workspace fields", `!!document.querySelector("#create-branch")`)
+	// The form keeps the last directory; this one is the repository.
+	p.until("directory cleared", `(el => (el.value = "", el.dispatchEvent(new Event("input", {bubbles: true})), true))(document.querySelector("#create-cwd"))`)
 	p.run("create workspace", chromedp.SendKeys(chromedp.CSS("#create-cwd"), repo), chromedp.SendKeys(chromedp.CSS("#create-branch"), "feat-page"),
 		chromedp.SendKeys(chromedp.CSS("#create-name"), "ws-one"), chromedp.Click(chromedp.CSS("#create-go")))
 	p.until("workspace created", `/^workspace: created \S+/.test(document.querySelector("#notice").textContent)`)
