@@ -56,6 +56,7 @@ func TestDashboardSteerRelaunchAndJobCard(t *testing.T) {
 		t.Fatal("no steer outcome shown")
 	}
 	p.until("card follows the run to completed", allowing(cardStates+`.includes("completed")`))
+	p.until("the job ended too, in the card and the panel", `document.querySelector("#transcript .jobcard .jc-head .state")?.textContent === "completed" && document.querySelector("#jobs .job > div .state")?.textContent === "completed"`)
 	p.screenshot("web-job-card")
 
 	// Relaunch the completed run with a new task.

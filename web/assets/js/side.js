@@ -140,14 +140,16 @@ function Forks({ s, store }) {
   const [list, setList] = useState(null);
   const [err, setErr] = useState("");
   const id = s.attached;
+  // Re-read on a new attachment, after a fork, and after each turn (the
+  // session grew).
+  const turns = s.transcript.items.filter((e) => e.kind === "turn").length;
+  useEffect(() => { setList(null); setErr(""); }, [id]);
   useEffect(() => {
-    setList(null);
-    setErr("");
     if (!id) return undefined;
     let live = true;
-    listSessions(store, id).then((l) => { if (live) setList(l); }, (e) => { if (live) setErr(errText(e)); });
+    listSessions(store, id).then((l) => { if (live) { setList(l); setErr(""); } }, (e) => { if (live) setErr(errText(e)); });
     return () => { live = false; };
-  }, [id, s.forked]);
+  }, [id, s.forked, turns]);
   if (!s.selected) return null;
   const source = s.agents[s.selected] || { agent_id: s.selected, cwd: "" };
   const forks = (list || []).filter((x) => x.kind === "fork");

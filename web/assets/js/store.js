@@ -15,6 +15,9 @@ const AGENT_POLL_MS = 3000;
 
 export { State };
 
+/** Run states a run never leaves (§11.2). */
+const endedRun = new Set(["completed", "failed", "timed_out", "cancelled", "interrupted"]);
+
 const requestTypes = new Set(["permission_request", "ui_request", "permission_resolved", "ui_resolved"]);
 
 export class Store {
@@ -159,7 +162,9 @@ export class Store {
       }
       case "subagent_run_changed":
         this.set({ jobs: applyRunChange(t.jobs, m) });
-        if (!t.jobs.some((j) => j.job_id === m.job_id && (j.runs || []).some((r) => r.run_id === m.run_id))) this.refreshJobs(m.parent_agent_id);
+        // An unknown run, or a run that ended (its job's state may have
+        // ended with it, and no event says so): re-read the parent's jobs.
+        if (endedRun.has(m.state) || !t.jobs.some((j) => j.job_id === m.job_id && (j.runs || []).some((r) => r.run_id === m.run_id))) this.refreshJobs(m.parent_agent_id);
         return;
       case "workspace_created": case "workspace_attached": case "workspace_retired": case "workspace_conflict":
         this.refreshSide();
