@@ -139,7 +139,7 @@ function Fork({ f, source, store }) {
 function Forks({ s, store }) {
   const [list, setList] = useState(null);
   const [err, setErr] = useState("");
-  const id = s.attached;
+  const id = s.attached === s.selected ? s.attached : "";
   // Re-read on a new attachment, after a fork, and after each turn (the
   // session grew).
   const turns = s.transcript.items.filter((e) => e.kind === "turn").length;

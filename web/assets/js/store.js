@@ -114,6 +114,7 @@ export class Store {
   }
 
   async attach(id) {
+    this.set({ attached: "" }); // a new connection, or another agent: not attached until answered
     try {
       await this.conn.call({ type: "agent.attach", agent_id: id, role: "interactive" });
     } catch (e) {
@@ -131,7 +132,7 @@ export class Store {
     if (prev === id) return;
     if (prev) this.conn.call({ type: "agent.detach", agent_id: prev }).catch(() => {});
     history.replaceState(null, "", id ? "#agent=" + id : location.pathname);
-    this.set({ selected: id, attached: "", transcript: initial(), modes: [], models: [], closed: [] });
+    this.set({ selected: id, transcript: initial(), modes: [], models: [], closed: [] });
     if (id && this.state.conn === State.online) this.attach(id);
   }
 

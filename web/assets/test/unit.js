@@ -1,10 +1,10 @@
 // Unit tests of the page's pure modules, run in headless Chromium by
 // web/browser_test.go (TestPureModules). Results land in #results as JSON.
 
+import { jobCardData } from "../js/jobcard.js";
 import { initial, reduce, mergeSync, addLocalPrompt, dropQueued, resultText } from "../js/transcript.js";
 import { backoffDelay } from "../js/backoff.js";
 import { tokenize, langOf } from "../js/syntax.js";
-import { jobCardData } from "../js/jobcard.js";
 
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
