@@ -60,7 +60,8 @@ func TestRefusalReasonAndBashSignatureGrants(t *testing.T) {
 			sig = &req.Choices[i]
 		}
 	}
-	if sig == nil || sig.Label != "Always allow `go test …` for this agent" || sig.Intent != "persist" {
+	if sig == nil || sig.Label != "Always allow `go test …` for this agent" || sig.Intent != "persist" ||
+		!strings.Contains(sig.Description, "exactly these flags") || sig.Accelerator != "s" {
 		t.Fatalf("choices %+v: want allow_signature for go test", req.Choices)
 	}
 	if _, err := c.Request(ctx(t), permResponse(id, req.RequestID, "", "allow_signature")); err != nil {

@@ -169,11 +169,13 @@ const (
 // permissionChoices are the choices of a request for c: allow once, allow
 // this exact request always, deny, and for a bash call whose command line
 // reduces to signatures (bashsig.go) the choice to allow those signatures
-// always, which sigs returns (nil when not offered).
+// always, which sigs returns (nil when not offered). Each choice has a key
+// (accelerator) a client may bind: y, a, s and n, the legacy options' keys
+// plus s for the signature.
 func permissionChoices(c toolCallReq) (choices []protocol.PermissionChoice, decisions map[string]string, sigs []bashSignature) {
 	choices = []protocol.PermissionChoice{
-		{ID: choiceAllow, Label: "Allow once", Intent: "allow"},
-		{ID: choiceAllowAlways, Label: "Always allow this exact request", Intent: "persist"},
+		{ID: choiceAllow, Label: "Allow once", Intent: "allow", Accelerator: "y"},
+		{ID: choiceAllowAlways, Label: "Always allow this exact request", Intent: "persist", Accelerator: "a"},
 	}
 	decisions = map[string]string{
 		choiceAllow:       protocol.DecisionAllow,
@@ -192,11 +194,12 @@ func permissionChoices(c toolCallReq) (choices []protocol.PermissionChoice, deci
 				Label:       "Always allow " + strings.Join(names, ", ") + " for this agent",
 				Description: "Any command line made only of these commands with exactly these flags (any other arguments) runs without asking in this agent's session; other commands or flags still ask.",
 				Intent:      "persist",
+				Accelerator: "s",
 			})
 			decisions[choiceAllowSignature] = protocol.DecisionAllowAlways
 		}
 	}
-	choices = append(choices, protocol.PermissionChoice{ID: choiceDeny, Label: "Deny", Intent: "deny"})
+	choices = append(choices, protocol.PermissionChoice{ID: choiceDeny, Label: "Deny", Intent: "deny", Accelerator: "n"})
 	return choices, decisions, sigs
 }
 
