@@ -257,6 +257,18 @@ func TestProvidersSubagentInherits(t *testing.T) {
 			t.Fatalf("subagent.create provider %q model %q: err = %v, want NOT_FOUND", sel[0], sel[1], err)
 		}
 	}
+
+	// A lead's model starts workers on another provider with the subagent
+	// tool's model (a model id names its provider).
+	lead := h.create(c, func(m *protocol.AgentCreate) { m.Provider = "sim" })
+	attach(t, c, lead, "")
+	prompt(t, c, lead, `sim: tool subagent {"name":"worker","task":"say hi","model":"local/qwen3"}`)
+	waitFor(t, c, isType(protocol.TypeTurnEnd, lead))
+	var st protocol.SubagentStatusData
+	if err := c.Call(ctx(t), &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: lead}, &st); err != nil || len(st.Jobs) != 1 {
+		t.Fatalf("the lead's jobs = %+v, %v", st.Jobs, err)
+	}
+	wantRuns(t, c, st.Jobs[0].Runs[0].AgentID, "local", "qwen3", "a worker the lead's subagent tool started on local/qwen3")
 }
 
 // TestProvidersWorkspace launches a workspace's agent on the provider and

@@ -253,6 +253,11 @@ func createCommand(parent string, args map[string]any) (*protocol.SubagentCreate
 	if c.Skills, err = stringList(args, "skills"); err != nil {
 		return nil, err
 	}
+	// A model id names its provider too, so a lead on one provider can
+	// start workers on another (docs/protocol.md §10.1 provider/model).
+	if c.Model, err = optString(args, "model"); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

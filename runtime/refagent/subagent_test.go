@@ -296,6 +296,8 @@ func TestSubagentToolActionsSendTheirCommands(t *testing.T) {
 		{"stop", `{"action":"stop","handle":"Ada"}`, base("subagent.stop", "handle", "Ada")},
 		{"batch defaults to parallel", `{"tasks":[{"name":"a","task":"do a"},{"name":"b","task":"do b"}]}`,
 			base("subagent.create", "tasks", []protocol.TaskSpec{{Name: "a", Task: "do a"}, {Name: "b", Task: "do b"}}, "strategy", "parallel", "mode", "build")},
+		{"children on another provider's model", `{"name":"w","task":"do w","model":"claude/claude-x"}`,
+			base("subagent.create", "name", "w", "task", "do w", "model", "claude/claude-x", "mode", "build")},
 		{"chain", `{"action":"create","tasks":[{"name":"a","task":"do a"}],"strategy":"chain"}`,
 			base("subagent.create", "tasks", []protocol.TaskSpec{{Name: "a", Task: "do a"}}, "strategy", "chain", "mode", "build")},
 	}

@@ -206,6 +206,7 @@ var subagentSchema = json.RawMessage(`{
     "strategy": {"type": "string", "enum": ["parallel", "chain"], "description": "create with tasks: run them at once (parallel, the default) or one after another (chain)."},
     "tools": {"type": "array", "items": {"type": "string"}, "description": "create: limit the children to these of your tools. Default: all of yours."},
     "skills": {"type": "array", "items": {"type": "string"}, "description": "create: give the children only these of your skills. Default: all of yours."},
+    "model": {"type": "string", "description": "create: the children's model, a model id (provider/model) from any configured provider, or a model name. Default: yours."},
     "handles": {"type": "array", "items": {"type": "string"}, "description": "wait: the job, run or agent ids or aliases to wait for."},
     "mode": {"type": "string", "enum": ["any", "all"], "description": "wait: return when any or when all of them are done. Default all."},
     "timeout": {"type": "number", "minimum": 0, "description": "wait: seconds to wait at most; omitted waits until done, 0 only polls."},
