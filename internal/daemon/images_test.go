@@ -200,7 +200,11 @@ func TestImagesReachAnthropic(t *testing.T) {
 // answers); a model configured as text-only refuses images UNSUPPORTED,
 // and its sync does not offer image input.
 func TestImageRefusals(t *testing.T) {
-	h, fake := startImages(t, "openai", func(cfg *config.Config) { cfg.Provider.TextOnlyModels = "text-model" })
+	h, fake := startImages(t, "openai", func(cfg *config.Config) {
+		// A second provider on the same fake serves the text-only model.
+		cfg.Providers = map[string]config.ProviderEntry{"text": {Kind: config.ProviderOpenAI, BaseURL: cfg.Provider.BaseURL, Models: []string{"text-model"}}}
+		cfg.Provider.TextOnlyModels = "text-model"
+	})
 	c := h.dial()
 	id := h.create(c, nil)
 	attach(t, c, id, "")
@@ -228,7 +232,7 @@ func TestImageRefusals(t *testing.T) {
 	}
 
 	// A text-only model: UNSUPPORTED, and no image-input capability.
-	text := h.create(c, func(m *protocol.AgentCreate) { m.Model = "text-model" })
+	text := h.create(c, func(m *protocol.AgentCreate) { m.Model = "text/text-model" })
 	if s := attach(t, c, text, ""); strings.Contains(strings.Join(s.Capabilities, ","), protocol.CapImageInput) {
 		t.Fatalf("text-only model offers %s: %v", protocol.CapImageInput, s.Capabilities)
 	}

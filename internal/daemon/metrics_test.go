@@ -192,7 +192,7 @@ func TestMetricsEndpointIsServedWithoutTicketAndWSStillNeedsOne(t *testing.T) {
 func isRelayed(e client.Event, agentID string) bool {
 	switch e.Msg.Head().Type {
 	case protocol.TypeSync, protocol.TypeResponse, protocol.TypeAgentStatusChanged, protocol.TypeAgentActivity,
-		protocol.TypeAgentExited, protocol.TypeAgentSpawned, protocol.TypeSubagentRunChanged:
+		protocol.TypeAgentExited, protocol.TypeAgentSpawned, protocol.TypeSubagentRunChanged, protocol.TypeAgentUpdated:
 		return false
 	}
 	var p struct {
