@@ -1,0 +1,73 @@
+// Images of prompts and steers (docs/protocol.md §9.2 `images`, §11 Image
+// {type: "image", data, mime_type}, data base64): reading a picked, pasted
+// or dropped file into one, the page's bounds on them, and drawing one as a
+// thumbnail. The page's policy allows images from its own origin and blob:
+// URLs only (never data:), so a thumbnail is a blob URL made from the
+// bytes, revoked when the thumbnail goes.
+
+import { useEffect, useMemo } from "../vendor/hooks.mjs";
+import { html } from "./html.js";
+
+/** At most this many images in one prompt (protocol.MaxImages). */
+export const MAX_IMAGES = 16;
+
+/** The page's bound on one image's bytes. The daemon has its own bounds;
+ * this one keeps a prompt of several images well under the 32 MiB record
+ * limit (base64 grows bytes by a third). */
+export const MAX_IMAGE_BYTES = 5 << 20;
+
+/** Whether a file (or DataTransfer item) is an image the page attaches. */
+export function isImageType(type) {
+  return typeof type === "string" && /^image\/[a-z0-9.+-]+$/i.test(type);
+}
+
+/**
+ * checkAdd says why files cannot join the images already attached, or ""
+ * when they can: too many, too large, or not an image.
+ */
+export function checkAdd(have, files) {
+  if (have.length + files.length > MAX_IMAGES) return `at most ${MAX_IMAGES} images in one prompt`;
+  for (const f of files) {
+    if (!isImageType(f.type)) return `${f.name || "file"} is not an image`;
+    if (f.size > MAX_IMAGE_BYTES) return `${f.name || "image"} is larger than ${MAX_IMAGE_BYTES >> 20} MiB`;
+  }
+  return "";
+}
+
+let seq = 0;
+
+/** Reads a File into an attachment: the wire Image plus a name and an id. */
+export function readImage(file) {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onerror = () => reject(r.error || new Error("cannot read " + file.name));
+    r.onload = () => {
+      const s = String(r.result);
+      const comma = s.indexOf(",");
+      resolve({ id: "img" + (++seq), name: file.name || "pasted image", type: "image", mime_type: file.type, data: comma >= 0 ? s.slice(comma + 1) : "" });
+    };
+    r.readAsDataURL(file);
+  });
+}
+
+/** The wire form (§11 Image) of an attachment. */
+export function wireImage(im) {
+  return { type: "image", data: im.data, mime_type: im.mime_type };
+}
+
+function blobOf(im) {
+  const bin = atob(im.data);
+  const bytes = new Uint8Array(bin.length);
+  for (let i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  return new Blob([bytes], { type: im.mime_type || "application/octet-stream" });
+}
+
+/** One image as a thumbnail <img>; undecodable data draws a placeholder. */
+export function Thumb({ im, cls, alt }) {
+  const url = useMemo(() => {
+    try { return URL.createObjectURL(blobOf(im)); } catch { return ""; }
+  }, [im.data, im.mime_type]);
+  useEffect(() => () => { if (url) URL.revokeObjectURL(url); }, [url]);
+  if (!url) return html`<span class=${"thumb-bad " + (cls || "")}>[image]</span>`;
+  return html`<img class=${cls || "thumb-img"} src=${url} alt=${alt || "image"} data-mime=${im.mime_type} />`;
+}
