@@ -218,10 +218,7 @@ func TestDashboardReasoningLevel(t *testing.T) {
 		return err
 	}))
 	p.until("reasoning picker", `[...document.querySelectorAll("#reasoning option")].map(o => o.value + ":" + o.textContent).join(",") === "off:Off,low:Low,high:High" && document.querySelector("#reasoning").value === "off"`)
-	p.run("pick high", chromedp.SetValue(chromedp.CSS("#reasoning"), "high"), chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := chromedp.Evaluate[bool](`document.querySelector("#reasoning").dispatchEvent(new Event("change", {bubbles: true}))`)(ctx, tg)
-		return err
-	}))
+	p.run("pick high", chromedp.SetValue(chromedp.CSS("#reasoning"), "high")) // fires input and change
 	p.until("reasoning set", `/^reasoning: done/.test(document.querySelector("#notice").textContent) && document.querySelector("#reasoning").value === "high"`)
 	sets := sent(p, "set_reasoning_level")
 	if len(sets) != 1 || sets[0]["model"] != "sim/sim-think" || sets[0]["effort"] != "high" {
@@ -375,8 +372,11 @@ func TestDashboardAgentCardsOneLine(t *testing.T) {
 	p.enroll(d)
 	p.run("1440 px", chromedp.EmulateViewport(1440, 900))
 	first := p.createAgent(t.TempDir(), "first")
-	p.createAgent(t.TempDir(), "second")
-	p.until("first left alone", clientsOf(first)+` === "0 attached"`)
+	// The form keeps the directory; a second agent in it.
+	p.run("create a second agent", chromedp.SendKeys(chromedp.CSS("#create-name"), "second"), chromedp.Click(chromedp.CSS("#create-go")))
+	p.until("second selected", fmt.Sprintf(`document.querySelectorAll(".agent").length === 2 && document.querySelector(".agentview").dataset.selected !== %q`, first))
+	second := eval[string](p, `document.querySelector(".agentview").dataset.selected`)
+	p.until("first left alone", clientsOf(first)+` === "0 attached" && `+clientsOf(second)+` === "1 attached"`)
 	p.screenshot("web-cards-1440")
 	lines := eval[[]float64](p, `[...document.querySelectorAll(".agent .clients")].map(e => e.getBoundingClientRect().height / parseFloat(getComputedStyle(e).lineHeight))`)
 	if len(lines) != 2 {
