@@ -107,6 +107,12 @@ export function PromptBox({ s, store }) {
     Promise.all(files.map(readImage)).then((read) => setImages((have) => [...have, ...read]), (e) => store.note("image: " + e.message));
   };
   const busy = s.transcript.status !== "idle" && s.transcript.status !== "error";
+  // Shard's runtimes say "image-input" while the active model takes images
+  // (docs/protocol.md §13 P4) and refuse images otherwise (UNSUPPORTED).
+  // The page still lets a person attach them, with a warning, and keeps
+  // them when the prompt is refused: the daemon's answer is the authority,
+  // and a runtime that predates the capability takes the prompt.
+  const takesImages = (s.transcript.capabilities || []).includes("image-input");
   const go = (behavior) => {
     const v = text, ims = images;
     store.send(v, behavior, ims).then((ok) => {
@@ -155,7 +161,8 @@ export function PromptBox({ s, store }) {
       ${busy
         ? html`<button id="steer" onClick=${() => go("steer")}>Steer</button><button id="follow-up" onClick=${() => go("follow_up")}>Follow-up</button><button id="abort" class="danger" onClick=${() => store.abort()}>Abort</button>`
         : html`<button id="send" class="primary" onClick=${() => go()}>Send</button>`}
-      <button id="attach" title="Attach images" onClick=${() => picker.current && picker.current.click()}>Image…</button>
+      <button id="attach" class=${takesImages ? "" : "warn"} title=${takesImages ? "Attach images (or paste, or drop them here)"
+          : "The active model does not say it takes images (no image-input capability): the daemon may refuse a prompt with images"} onClick=${() => picker.current && picker.current.click()}>Image…</button>
       <input id="attach-input" type="file" accept="image/*" multiple hidden ref=${picker}
         onChange=${(e) => { attach(e.target.files); e.target.value = ""; }} />
     </div>

@@ -4,8 +4,13 @@
 // thumbnail. The page's policy allows images from its own origin and blob:
 // URLs only (never data:), so a thumbnail is a blob URL made from the
 // bytes, revoked when the thumbnail goes.
+//
+// In the transcript an image is a content block: with its bytes ({type:
+// "image", data, mime_type}), or naming a stored image ({type: "image",
+// mime_type, sha256, size}, docs/protocol.md §13 P4) whose bytes the page
+// fetches once with get_image (setImageSource) and keeps by digest.
 
-import { useEffect, useMemo } from "../vendor/hooks.mjs";
+import { useEffect, useMemo, useState } from "../vendor/hooks.mjs";
 import { html } from "./html.js";
 
 /** At most this many images in one prompt (protocol.MaxImages). */
@@ -62,12 +67,53 @@ function blobOf(im) {
   return new Blob([bytes], { type: im.mime_type || "application/octet-stream" });
 }
 
-/** One image as a thumbnail <img>; undecodable data draws a placeholder. */
+let source = null;
+/** setImageSource sets how stored images are fetched: fn(sha256) resolves
+ * to the Image (get_image's answer). */
+export function setImageSource(fn) { source = fn; }
+
+// Stored images by digest: sha256 -> Promise of a blob URL. Bounded: the
+// oldest URL is revoked when the cache is full (a thumbnail showing it
+// fetches it again on its next mount).
+const stored = new Map();
+const MAX_STORED = 200;
+
+function storedURL(sha) {
+  let p = stored.get(sha);
+  if (!p) {
+    if (!source) return Promise.reject(new Error("no image source"));
+    p = source(sha).then((im) => URL.createObjectURL(blobOf(im)));
+    p.catch(() => stored.delete(sha));
+    stored.set(sha, p);
+    if (stored.size > MAX_STORED) {
+      const [old, op] = stored.entries().next().value;
+      stored.delete(old);
+      op.then((u) => URL.revokeObjectURL(u), () => {});
+    }
+  }
+  return p;
+}
+
+/** One image as a thumbnail <img>: from its bytes, or fetched by digest;
+ * an image that cannot be drawn is a placeholder. */
 export function Thumb({ im, cls, alt }) {
-  const url = useMemo(() => {
+  const own = useMemo(() => {
+    if (!im.data) return "";
     try { return URL.createObjectURL(blobOf(im)); } catch { return ""; }
   }, [im.data, im.mime_type]);
-  useEffect(() => () => { if (url) URL.revokeObjectURL(url); }, [url]);
-  if (!url) return html`<span class=${"thumb-bad " + (cls || "")}>[image]</span>`;
-  return html`<img class=${cls || "thumb-img"} src=${url} alt=${alt || "image"} data-mime=${im.mime_type} />`;
+  useEffect(() => () => { if (own) URL.revokeObjectURL(own); }, [own]);
+  const [fetched, setFetched] = useState({ sha: "", url: "", err: "" });
+  useEffect(() => {
+    if (im.data || !im.sha256) return undefined;
+    let live = true;
+    storedURL(im.sha256).then((url) => { if (live) setFetched({ sha: im.sha256, url, err: "" }); },
+      (e) => { if (live) setFetched({ sha: im.sha256, url: "", err: e.message || "unavailable" }); });
+    return () => { live = false; };
+  }, [im.data, im.sha256]);
+  const url = own || (fetched.sha === im.sha256 ? fetched.url : "");
+  if (!url) {
+    const why = im.data ? "undecodable" : fetched.err || (im.sha256 ? "loading" : "no bytes");
+    return html`<span class=${"thumb-bad " + (cls || "")} title=${why}>[image ${im.mime_type || ""}]</span>`;
+  }
+  return html`<img class=${cls || "thumb-img"} src=${url} alt=${alt || "image"} data-mime=${im.mime_type} data-sha256=${im.sha256 || undefined} />`;
 }

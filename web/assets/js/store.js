@@ -9,7 +9,7 @@
 
 import { Conn, State } from "./conn.js";
 import { initial, reduce, addLocalPrompt, dropQueued, needsInput } from "./transcript.js";
-import { wireImage } from "./images.js";
+import { wireImage, setImageSource } from "./images.js";
 
 /** How often the overview re-reads agent.list (attached clients, cost). */
 const AGENT_POLL_MS = 3000;
@@ -41,6 +41,13 @@ export class Store {
       onEvent: (m) => this.onEvent(m),
       onOnline: () => this.onOnline(),
     });
+    setImageSource((sha) => this.image(sha));
+  }
+
+  // image fetches a stored image of the selected agent by digest
+  // (get_image, docs/protocol.md §13 P4).
+  image(sha256) {
+    return this.conn.call({ type: "get_image", agent_id: this.state.selected, sha256 });
   }
 
   subscribe(fn) { this.subs.add(fn); return () => this.subs.delete(fn); }
@@ -169,8 +176,13 @@ export class Store {
     const t = this.state;
     switch (m.type) {
       case "agent_spawned":
-        this.set({ agents: { ...t.agents, [m.agent_id]: { ...t.agents[m.agent_id], ...m.info } } });
+      case "agent_updated": { // a new title (agent.update, or automatic)
+        const old = t.agents[m.agent_id] || {};
+        const next = { ...old, ...m.info, usage: laterUsage(old.usage, m.info && m.info.usage) };
+        if (m.type === "agent_updated") next.title = m.info && m.info.title; // absent: cleared
+        this.set({ agents: { ...t.agents, [m.agent_id]: next } });
         return;
+      }
       case "agent_removed": { // agent.remove (docs/protocol.md): gone for good
         const agents = { ...t.agents };
         delete agents[m.agent_id];

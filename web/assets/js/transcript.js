@@ -66,13 +66,16 @@ function textBlocks(content) {
   return out;
 }
 
-// imageBlocks are a message's images. The transcript's image block has the
-// shape of docs/protocol.md §11 Image ({type: "image", data, mime_type},
-// data base64); a block without data (bytes kept elsewhere) is skipped.
+// imageBlocks are a message's images: a block with its bytes, as §11 Image
+// ({type: "image", data, mime_type}, data base64), or one naming a stored
+// image ({type: "image", mime_type, sha256, size}, docs/protocol.md §13
+// P4) whose bytes get_image returns. A block with neither is skipped.
 function imageBlocks(content) {
   const out = [];
   for (const b of content || []) {
-    if (b && b.type === "image" && typeof b.data === "string" && b.data) out.push({ type: "image", data: b.data, mime_type: b.mime_type || "" });
+    if (!b || b.type !== "image") continue;
+    if (typeof b.data === "string" && b.data) out.push({ type: "image", data: b.data, mime_type: b.mime_type || "" });
+    else if (typeof b.sha256 === "string" && b.sha256) out.push({ type: "image", sha256: b.sha256, mime_type: b.mime_type || "", size: b.size || 0 });
   }
   return out;
 }

@@ -9,7 +9,7 @@ import { addUsage, laterUsage } from "../js/store.js";
 import { agentLabel } from "../js/overview.js";
 import { Entry, Title, PromptBox, agentUsage, contextFill, fmtTokens } from "../js/agent.js";
 import { UI, Permission } from "../js/dialogs.js";
-import { checkAdd, MAX_IMAGES, MAX_IMAGE_BYTES } from "../js/images.js";
+import { checkAdd, MAX_IMAGES, MAX_IMAGE_BYTES, setImageSource } from "../js/images.js";
 import { render } from "../vendor/preact.mjs";
 import { html } from "../js/html.js";
 
@@ -171,7 +171,11 @@ test("images: a sync's user message keeps its image blocks; a local prompt carri
   eq(texts(s), ["user:look"], "text kept");
   s = addLocalPrompt(s, "", undefined, [{ id: "x", name: "a.png", ...img }]);
   eq([s.items[1].blocks.length, s.items[1].images], [0, [img]], "images-only local prompt");
-  // image blocks without bytes are skipped, never drawn broken
+  // a stored image is named by its digest (docs/protocol.md §13 P4)
+  const sha = "a".repeat(64);
+  s = reduce(initial(), { type: "message_complete", message_id: "m", message: { id: "m", role: "user", content: [{ type: "image", mime_type: "image/png", sha256: sha, size: 70 }] } });
+  eq(s.items[0].images, [{ type: "image", sha256: sha, mime_type: "image/png", size: 70 }], "stored image");
+  // image blocks with neither bytes nor digest are skipped, never drawn broken
   s = reduce(initial(), { type: "message_complete", message_id: "m", message: { id: "m", role: "user", content: [{ type: "image", mime_type: "image/png" }] } });
   eq(s.items[0].images, [], "no data, no image");
 });
@@ -218,6 +222,12 @@ test("titles: title, then display name, name, id", () => {
 // ---- components, drawn in this page's DOM ----
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
+// settle waits until cond() holds, a macrotask at a time (promise chains
+// and preact's batched renders end within a few).
+async function settle(cond, what) {
+  for (let i = 0; i < 500; i++) { if (cond()) return; await tick(); }
+  throw new Error("never settled: " + what);
+}
 async function mount(vnode) {
   const el = document.createElement("div");
   document.body.appendChild(el);
@@ -243,6 +253,20 @@ test("component: a transcript message draws its images as thumbnails", async () 
   await im.decode();
   eq([im.naturalWidth, im.dataset.mime], [1, "image/png"], "decoded");
   m.done();
+});
+
+test("component: a stored image is fetched once by its digest and drawn", async () => {
+  const asked = [];
+  setImageSource((sha) => { asked.push(sha); return Promise.resolve(img); });
+  const sha = "b".repeat(64);
+  const e = { kind: "message", id: "u2", role: "user", blocks: [], images: [{ type: "image", sha256: sha, mime_type: "image/png", size: 70 }], complete: true };
+  const m = await mount(html`<div><${Entry} e=${e} pendingTools=${new Set()} /><${Entry} e=${{ ...e, id: "u3" }} pendingTools=${new Set()} /></div>`);
+  await settle(() => m.qa("img.msg-img").length === 2, "both drawn");
+  const ims = m.qa("img.msg-img");
+  await ims[0].decode();
+  eq([ims[0].naturalWidth, ims[0].dataset.sha256, asked], [1, sha, [sha]], "fetched once");
+  m.done();
+  setImageSource(null);
 });
 
 test("component: select with multiple answers string[] from checkboxes", async () => {
