@@ -406,3 +406,41 @@ func TestDashboardRenameAgent(t *testing.T) {
 	p.online()
 	p.until("the title is the daemon's", fmt.Sprintf(`document.querySelector('[data-agent=%q] .name')?.textContent === "Fix the parser"`, id))
 }
+
+// TestDashboardAskKinds: the agent's ask tool raises every ui_request kind
+// the page answers: a select with several answers (ui_request.multiple,
+// checkboxes, answered string[]), an editor (its prefill edited), and a
+// notify, which stays on the page as a notice once closed. Needs a daemon
+// whose runtime has the ask tool.
+func TestDashboardAskKinds(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
+	p := b.newPage("owner")
+	p.recordSent()
+	p.enroll(d)
+	p.createAgent(t.TempDir(), "asks")
+
+	p.prompt(`sim: tool ask {"kind":"select","title":"Toppings","options":["ham","egg","cress"],"multiple":true}`)
+	p.until("checkboxes", `document.querySelectorAll('.dialog.ui input[type=checkbox]').length === 3`)
+	p.clickWhen("cress", `document.querySelector('.dialog.ui input[data-option="cress"]')`)
+	p.clickWhen("egg", `document.querySelector('.dialog.ui input[data-option="egg"]')`)
+	p.clickWhen("submit", `document.querySelector('.dialog.ui button[data-choice="submit"]')`)
+	p.until("answered", `!document.querySelector(".dialog.ui") && document.querySelector("#agent-status")?.textContent === "idle"`)
+
+	p.prompt(`sim: tool ask {"kind":"editor","title":"Notes","prefill":"first line"}`)
+	p.until("editor", `document.querySelector(".dialog.ui textarea")?.value === "first line"`)
+	p.run("edit", chromedp.SendKeys(chromedp.CSS(".dialog.ui textarea"), " and more"))
+	p.clickWhen("submit", `document.querySelector('.dialog.ui button[data-choice="submit"]')`)
+	p.until("answered", `!document.querySelector(".dialog.ui") && document.querySelector("#agent-status")?.textContent === "idle"`)
+
+	p.prompt(`sim: tool ask {"kind":"notify","title":"Heads up","message":"deploy at five","notify_type":"warning"}`)
+	p.until("the notice stays", `[...document.querySelectorAll(".closed-note.notice-note")].some(e => e.textContent === "Notice (warning): Heads up — deploy at five")`)
+
+	uis := sent(p, "ui_response")
+	if len(uis) < 2 || fmt.Sprint(uis[0]["value"]) != "[egg cress]" || uis[1]["value"] != "first line and more" {
+		t.Fatalf("ui_response sent %v; want [egg cress] in the options' order, then the edited text", uis)
+	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
+}

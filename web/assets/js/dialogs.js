@@ -95,6 +95,6 @@ export function Dialogs({ s, store }) {
     ${reqs.map((r) => r.type === "ui_request"
       ? html`<${UI} key=${r.request_id} req=${r} s=${s} store=${store} />`
       : html`<${Permission} key=${r.request_id} req=${r} s=${s} store=${store} />`)}
-    ${s.closed.map((c) => html`<div class="closed-note" data-closed=${c.request_id}>${c.text}</div>`)}
+    ${s.closed.map((c) => html`<div class=${"closed-note" + (c.notify ? " notice-note n-" + c.notify : "")} data-closed=${c.request_id}>${c.text}</div>`)}
   </div>`;
 }

@@ -218,10 +218,16 @@ export class Store {
     // this page because the selected agent is its interactive ancestor.
     if (m.agent_id !== t.selected && !requestTypes.has(m.type)) return;
     let patch = {};
-    if ((m.type === "permission_resolved" || m.type === "ui_resolved") && t.transcript.pending.some((p) => p.request_id === m.request_id)) {
+    const open = (m.type === "permission_resolved" || m.type === "ui_resolved") && t.transcript.pending.find((p) => p.request_id === m.request_id);
+    if (open) {
       const who = m.source ? " from " + m.source : "";
       const ans = m.type === "ui_resolved" ? JSON.stringify(m.value) : (m.choice_id || m.decision);
-      patch.closed = [...t.closed, { request_id: m.request_id, text: "Answered" + who + ": " + ans }].slice(-5);
+      // A notify asks nothing, and its runtime may close it at once: what
+      // stays is the notice itself.
+      const text = open.kind === "notify"
+        ? "Notice" + (open.notify_type && open.notify_type !== "info" ? " (" + open.notify_type + ")" : "") + ": " + (open.title || "") + (open.message ? " — " + open.message : "")
+        : "Answered" + who + ": " + ans;
+      patch.closed = [...t.closed, { request_id: m.request_id, text, notify: open.kind === "notify" ? open.notify_type || "info" : "" }].slice(-5);
     }
     const tr = reduce(t.transcript, m);
     patch.transcript = tr;
