@@ -186,7 +186,9 @@ export function Title({ a, store }) {
     <button id="rename" class="quiet" title="Rename" onClick=${() => setEdit(a.title || "")}>Rename</button></span>`;
 }
 
-function ModelPicker({ s, t, a, store }) {
+/** The model picker: every model of every provider the runtime lists,
+ * grouped by provider when there are several, shown as provider · model. */
+export function ModelPicker({ s, t, a, store }) {
   const cur = (s.activeModel && s.activeModel.id) || (s.models.find((m) => m.id === t.model || m.model === t.model) || {}).id || a.model;
   const providers = [];
   for (const m of s.models) if (!providers.includes(m.provider)) providers.push(m.provider);

@@ -7,7 +7,7 @@ import { tokenize, langOf } from "../js/syntax.js";
 import { compatible } from "../js/conn.js";
 import { addUsage, laterUsage } from "../js/store.js";
 import { agentLabel } from "../js/overview.js";
-import { Entry, Title, PromptBox, agentUsage, contextFill, fmtTokens } from "../js/agent.js";
+import { Entry, Title, ModelPicker, agentUsage, contextFill, fmtTokens } from "../js/agent.js";
 import { UI, Permission } from "../js/dialogs.js";
 import { checkAdd, MAX_IMAGES, MAX_IMAGE_BYTES, setImageSource } from "../js/images.js";
 import { render } from "../vendor/preact.mjs";
@@ -317,6 +317,27 @@ test("component: a refusal carries the reason; structured choices answer by id",
   await tick();
   m.q('button[data-choice="allow"]').click();
   eq(st.calls, [["perm", "allow", ""]], "an allow carries no reason");
+  m.done();
+});
+
+test("component: the model picker groups several providers' models and marks the active one", async () => {
+  const models = [
+    { id: "sim/sim", provider: "sim", model: "sim" },
+    { id: "oa/gpt-x", provider: "oa", model: "gpt-x", context_window: 128000 },
+    { id: "an/claude-y", provider: "an", model: "claude-y" },
+    { id: "oa/gpt-z", provider: "oa", model: "gpt-z" },
+  ];
+  const picked = [];
+  const st = { setModel: (id) => picked.push(id) };
+  const s = { models, activeModel: models[1] };
+  const m = await mount(html`<${ModelPicker} s=${s} t=${initial()} a=${{}} store=${st} />`);
+  eq(m.qa("optgroup").map((g) => g.label + ":" + [...g.querySelectorAll("option")].map((o) => o.textContent).join(",")),
+    ["sim:sim · sim", "oa:oa · gpt-x,oa · gpt-z", "an:an · claude-y"], "grouped by provider");
+  eq(m.q("#model").value, "oa/gpt-x", "the active model");
+  const sel = m.q("#model");
+  sel.value = "an/claude-y";
+  sel.dispatchEvent(new Event("change", { bubbles: true }));
+  eq(picked, ["an/claude-y"], "set_model by id");
   m.done();
 });
 
