@@ -280,6 +280,7 @@ func TestDashboardExitReasonAndNewRuntime(t *testing.T) {
 	p.prompt("sim: exit 3")
 	p.until("exit shown", `/^Runtime exited: .+ \(exit code 3\)/.test(document.querySelector("#agent-exit")?.textContent || "")`)
 	p.until("exit in the overview", fmt.Sprintf(`!!document.querySelector('[data-agent=%q] .exit')?.textContent.startsWith("exited: ")`, id))
+	p.until("nothing streams", `document.querySelector("#agent-status")?.textContent === "error" && !!document.querySelector("#send")`)
 	p.screenshot("web-agent-exited")
 	if eval[string](p, `document.querySelector(".agentview").dataset.catalogEpoch`) != "0" {
 		t.Fatal("catalogs re-read before a new runtime")
@@ -287,6 +288,9 @@ func TestDashboardExitReasonAndNewRuntime(t *testing.T) {
 
 	p.prompt("sim: say back again")
 	p.until("answer from the new runtime", `[...document.querySelectorAll(".msg.assistant")].some(e => e.textContent === "back again")`)
+	if prompts := sent(p, "prompt"); prompts[len(prompts)-1]["streaming_behavior"] != nil {
+		t.Fatalf("the prompt after the exit went out as %v; want a plain prompt", prompts[len(prompts)-1]["streaming_behavior"])
+	}
 	p.until("catalogs of epoch 1", `document.querySelector(".agentview").dataset.catalogEpoch === "1" && !!document.querySelector("#model option") && !!document.querySelector("#mode option")`)
 	if after := len(sent(p, "list_models")); after != before+1 {
 		t.Fatalf("list_models sent %d times after the new runtime; want once", after-before)

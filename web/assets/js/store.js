@@ -100,7 +100,7 @@ export class Store {
       const had = this.state.agents[a.agent_id];
       agents[a.agent_id] = quiet && had
         ? { ...had, attached_clients: a.attached_clients, usage: laterUsage(had.usage, a.usage), model: a.model, title: a.title }
-        : { ...had, ...a, usage: laterUsage(had && had.usage, a.usage) };
+        : { ...had, ...a, title: a.title, usage: laterUsage(had && had.usage, a.usage) };
     }
     this.set({ agents });
   }
@@ -202,7 +202,13 @@ export class Store {
         // until a new one runs.
         if (m.type === "agent_exited") next.exit = { reason: m.reason || "", exit_code: m.exit_code };
         if (m.runtime_state === "running") delete next.exit;
-        this.set({ agents: { ...t.agents, [m.agent_id]: next } });
+        const patch = { agents: { ...t.agents, [m.agent_id]: next } };
+        // The selected agent's runtime is gone: nothing streams and its
+        // open requests died with it (a new runtime's sync says what is).
+        if (m.type === "agent_exited" && m.agent_id === t.selected) {
+          patch.transcript = { ...t.transcript, status: "error", pending: t.transcript.pending.filter((r) => r.agent_id && r.agent_id !== m.agent_id) };
+        }
+        this.set(patch);
         return;
       }
       case "subagent_run_changed":
