@@ -163,7 +163,7 @@ export function PromptBox({ s, store }) {
         : html`<button id="send" class="primary" onClick=${() => go()}>Send</button>`}
       <button id="attach" class=${takesImages ? "" : "warn"} title=${takesImages ? "Attach images (or paste, or drop them here)"
           : "The active model does not say it takes images (no image-input capability): the daemon may refuse a prompt with images"} onClick=${() => picker.current && picker.current.click()}>Image…</button>
-      <input id="attach-input" type="file" accept="image/*" multiple hidden ref=${picker}
+      <input id="attach-input" type="file" accept="image/png,image/jpeg,image/gif,image/webp" multiple hidden ref=${picker}
         onChange=${(e) => { attach(e.target.files); e.target.value = ""; }} />
     </div>
   </div>`;

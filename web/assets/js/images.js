@@ -21,7 +21,13 @@ export const MAX_IMAGES = 16;
  * limit (base64 grows bytes by a third). */
 export const MAX_IMAGE_BYTES = 5 << 20;
 
-/** Whether a file (or DataTransfer item) is an image the page attaches. */
+/** The image types a prompt may carry: those both OpenAI-compatible
+ * servers and Anthropic take (the daemon refuses others). */
+export const IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/** Whether a file (or DataTransfer item) is an image of any kind: a paste
+ * or drop of one is taken as an attachment (and refused if its type is
+ * not one of IMAGE_TYPES), never pasted as text. */
 export function isImageType(type) {
   return typeof type === "string" && /^image\/[a-z0-9.+-]+$/i.test(type);
 }
@@ -34,6 +40,7 @@ export function checkAdd(have, files) {
   if (have.length + files.length > MAX_IMAGES) return `at most ${MAX_IMAGES} images in one prompt`;
   for (const f of files) {
     if (!isImageType(f.type)) return `${f.name || "file"} is not an image`;
+    if (!IMAGE_TYPES.includes(f.type)) return `${f.name || "image"} is ${f.type}: only PNG, JPEG, GIF and WebP images can be sent`;
     if (f.size > MAX_IMAGE_BYTES) return `${f.name || "image"} is larger than ${MAX_IMAGE_BYTES >> 20} MiB`;
   }
   return "";

@@ -184,6 +184,8 @@ test("images: the page's bounds", () => {
   const f = (name, type, size) => ({ name, type, size });
   eq(checkAdd([], [f("a.png", "image/png", 10)]), "", "fine");
   eq(checkAdd([], [f("a.txt", "text/plain", 10)]), "a.txt is not an image", "not an image");
+  eq(checkAdd([], [f("a.bmp", "image/bmp", 10)]), "a.bmp is image/bmp: only PNG, JPEG, GIF and WebP images can be sent", "a type no provider takes");
+  eq(checkAdd([], [f("a.jpg", "image/jpeg", 10), f("b.webp", "image/webp", 10), f("c.gif", "image/gif", 10)]), "", "the four types");
   eq(checkAdd([], [f("big.png", "image/png", MAX_IMAGE_BYTES + 1)]), "big.png is larger than 5 MiB", "too large");
   eq(checkAdd(new Array(MAX_IMAGES).fill({}), [f("a.png", "image/png", 1)]), "at most 16 images in one prompt", "too many");
 });
