@@ -44,6 +44,11 @@ type Config struct {
 	// `runtimes:` mapping); the "shard" profile (the reference
 	// runtime) is always there. Read from the file only.
 	Runtimes map[string]RuntimeProfile `mapstructure:"-"`
+	// Providers are the model providers besides the `provider:` block, by
+	// name (the config file's `providers:` mapping, or ProvidersEnv):
+	// agents may run on any of them (ProviderSet). Read from the file
+	// only, and from ProvidersEnv, which replaces the file's.
+	Providers map[string]ProviderEntry `mapstructure:"-"`
 }
 
 // WorkspacesConfig configures workspaces (docs/protocol.md §10.1a).
@@ -254,14 +259,17 @@ type StoreConfig struct {
 	NoSync bool `mapstructure:"no_sync"`
 }
 
-// ProviderConfig selects the model provider the reference runtime uses.
+// ProviderConfig selects the default model provider of the reference
+// runtime: the one an agent created without a provider runs on.
 type ProviderConfig struct {
-	// Name is sim, openai or anthropic. Default sim (offline, deterministic).
+	// Name is sim, openai or anthropic, or the name of a `providers:`
+	// entry (which then configures it: base_url, api_key_env and prices
+	// stay empty here). Default sim (offline, deterministic).
 	Name string `mapstructure:"name"`
 	// BaseURL overrides the provider's API endpoint; empty means the
 	// provider's own. When set it must be an http or https URL.
 	BaseURL string `mapstructure:"base_url"`
-	// Model is the model name; empty means the provider's default.
+	// Model is the default model; empty means the provider's first.
 	Model string `mapstructure:"model"`
 	// APIKeyEnv names the environment variable holding the API key; empty
 	// means the provider's conventional one. The key itself is never
@@ -271,6 +279,24 @@ type ProviderConfig struct {
 	// CACHE_WRITE];…" in US dollars per million tokens, e.g.
 	// "gpt-4.1=2/8;claude-sonnet-4-5=3/15/0.3/3.75". Empty: no cost.
 	Prices string `mapstructure:"prices"`
+	// TextOnlyModels names the models that take no image input, "MODEL;…"
+	// (a model name or a "provider/model" catalog id), e.g.
+	// "deepseek-chat;gpt-oss-20b". A prompt with images to such a model is
+	// refused UNSUPPORTED (docs/protocol.md §13 P4). Empty: every model
+	// takes images.
+	TextOnlyModels string `mapstructure:"text_only_models"`
+}
+
+// ParseModelList parses a "MODEL;MODEL;…" list (provider.text_only_models)
+// into its names, blanks dropped.
+func ParseModelList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ";") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // ParsePrices parses provider.prices into model → dollars per million

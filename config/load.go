@@ -123,6 +123,15 @@ func Load(flags *pflag.FlagSet, environ []string, userHome string) (*Config, err
 	if c.Runtimes, err = runtimesLayer(cfgPath); err != nil {
 		return nil, err
 	}
+	if c.Providers, err = providersLayer(cfgPath); err != nil {
+		return nil, err
+	}
+	if raw := envValue(environ, ProvidersEnv); raw != "" {
+		// The daemon's own mapping, exported to its runtimes.
+		if c.Providers, err = ParseProviders([]byte(raw)); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -241,8 +250,8 @@ func fileLayer(path string, explicit bool, table []setting) (map[string]any, err
 	slices.Sort(keys)
 	out := make(map[string]any, len(keys))
 	for _, key := range keys {
-		if isRuntimesKey(key) {
-			continue // runtimesLayer
+		if isRuntimesKey(key) || isProvidersKey(key) {
+			continue // runtimesLayer, providersLayer
 		}
 		raw := fv.Get(key)
 		s, known := byKey[key]

@@ -95,6 +95,9 @@ func settings() []setting {
 				}
 				return ""
 			}},
+		{key: "provider.text_only_models",
+			usage: `models that take no images: "MODEL;…" (default "": every model takes images)`,
+			field: func(c *Config) any { return &c.Provider.TextOnlyModels }},
 		{key: "compaction.enabled",
 			usage: "compact the runtime's context automatically (80% between turns, 100% mid-turn); session_op compact works either way (default true)",
 			field: func(c *Config) any { return &c.Compaction.Enabled }},
@@ -198,8 +201,8 @@ func settings() []setting {
 			field: func(c *Config) any { return &c.Store.NoSync }},
 
 		{key: "provider.name",
-			usage: "model provider: sim, openai or anthropic",
-			field: func(c *Config) any { return &c.Provider.Name }, check: oneOf("sim", "openai", "anthropic")},
+			usage: "default model provider: sim, openai, anthropic or a name under providers: in the config file",
+			field: func(c *Config) any { return &c.Provider.Name }, check: providerName},
 		{key: "provider.base_url",
 			usage: `provider API base URL (default "": the provider's own)`,
 			field: func(c *Config) any { return &c.Provider.BaseURL }, check: httpURL},
@@ -332,7 +335,19 @@ func (c *Config) Validate() error {
 			return invalid(s.key, "", reason)
 		}
 	}
+	if err := c.validateProviders(); err != nil {
+		return err
+	}
 	return c.validateWeb()
+}
+
+// providerName accepts what may name a provider (validateProviders checks
+// that it names one).
+func providerName(v any) string {
+	if s := v.(string); !providerNamePattern.MatchString(s) {
+		return fmt.Sprintf("%q is not a provider name", s)
+	}
+	return ""
 }
 
 // Range and enum checks used in the setting table. Each returns "" for an

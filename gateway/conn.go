@@ -321,14 +321,14 @@ func (a *connActor) route(c actor.Context, cmd *registry.Command) {
 
 // perAgent reports whether the registry would forward a command with this
 // header to its agent's actor as it is: a per-agent command naming its
-// agent, or agent.attach/detach/terminate/kill. (get_sync is internal to
+// agent, or agent.attach/detach/terminate/kill/update. (get_sync is internal to
 // the daemon: the registry refuses it.)
 func perAgent(h protocol.Header) bool {
 	if h.AgentID == "" || h.Type == protocol.TypeGetSync {
 		return false
 	}
 	switch h.Type {
-	case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill:
+	case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill, protocol.TypeAgentUpdate:
 		return true
 	}
 	return protocol.CommandScope(h.Type) == protocol.ScopeAgent

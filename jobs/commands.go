@@ -118,6 +118,15 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "field \"tasks\": %d tasks exceed the launch policy's maxTasks %d", len(tasks), maxTasks))
 		return
 	}
+	// A child inherits its parent's provider (and model, when it names
+	// neither); what it names must be configured (docs/protocol.md §13,
+	// providers).
+	childRuntime := firstNonEmpty(m.Runtime, pm.Runtime)
+	prov, model, err := co.deps.Models.ResolveChild(childRuntime, pm, m.Provider, m.Model)
+	if err != nil {
+		fail(cmd, err)
+		return
+	}
 	if pm.Depth+1 > maxDepth {
 		fail(cmd, protocol.Errorf(protocol.CodePermissionDenied, "launch policy: depth %d exceeds maxDepth %d", pm.Depth+1, maxDepth))
 		return
@@ -152,11 +161,11 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		alias, norm := co.aliases.pick(m.ParentAgentID)
 		a := store.Agent{
 			AgentID: ids.New("agent"), SessionID: ids.New("sess"), Cwd: pm.Cwd, Name: t.Name,
-			Model: firstNonEmpty(m.Model, pm.Model), Provider: firstNonEmpty(m.Provider, pm.Provider),
+			Model: model, Provider: prov,
 			Mode: firstNonEmpty(m.Mode, pm.Mode), Tools: pm.Tools, HeadlessPolicy: pm.HeadlessPolicy,
 			ParentAgentID: m.ParentAgentID, CreatedAt: now.UnixMilli(), Depth: pm.Depth + 1,
-			LaunchPolicy: lp, Alias: alias, DefinitionName: t.Name, DisplayName: t.Name + " · " + alias,
-			Runtime: firstNonEmpty(m.Runtime, pm.Runtime),
+			LaunchPolicy: lp, Alias: alias, DefinitionName: t.Name, DisplayName: view.DisplayName(t.Name, alias),
+			Runtime: childRuntime,
 		}
 		agents = append(agents, a)
 		aliases[norm] = a.AgentID
@@ -298,7 +307,7 @@ func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
 	case protocol.TypeSubagentRelaunch:
 		r := m.job.Runs[0]
 		reply(m.cmd, protocol.SubagentRelaunchData{JobID: m.job.JobID, RunID: r.RunID, AgentID: r.AgentID,
-			Alias: r.Alias, State: r.State, DefinitionName: r.Name})
+			Alias: r.Alias, State: r.State, DefinitionName: r.Name, DisplayName: view.DisplayName(r.Name, r.Alias)})
 	default:
 		answer(func(cmd *registry.Command) { reply(cmd, createdData(&m.job)) })
 	}
@@ -311,7 +320,7 @@ func createdData(j *store.Job) protocol.SubagentCreateData {
 	for _, r := range j.Runs {
 		out.Runs = append(out.Runs, protocol.CreatedRun{RunID: r.RunID, Index: r.Index, Name: r.Name,
 			State: protocol.RunQueued, AgentID: r.AgentID, Alias: r.Alias, DefinitionName: r.Name,
-			DisplayName: r.Name + " · " + r.Alias, WorkspaceID: workspaceIDOf(&r)})
+			DisplayName: view.DisplayName(r.Name, r.Alias), WorkspaceID: workspaceIDOf(&r)})
 	}
 	return out
 }
@@ -338,7 +347,7 @@ func (co *Coordinator) status(cmd *registry.Command, m *protocol.SubagentStatus)
 				j, r := co.idx.run(id)
 				snap := view.RunSnapshot(j, r, true)
 				data.Agents = append(data.Agents, protocol.SubagentAgentStatus{AgentID: r.AgentID, Alias: r.Alias,
-					DefinitionName: r.Name, DisplayName: r.Name + " · " + r.Alias, ParentAgentID: j.ParentAgentID, Run: &snap})
+					DefinitionName: r.Name, DisplayName: view.DisplayName(r.Name, r.Alias), ParentAgentID: j.ParentAgentID, Run: &snap})
 			}
 		}
 		reply(cmd, data)
@@ -360,7 +369,7 @@ func (co *Coordinator) status(cmd *registry.Command, m *protocol.SubagentStatus)
 			cj, _ := co.idx.run(cur.RunID)
 			snap := view.RunSnapshot(cj, cur, true)
 			data.Agents = append(data.Agents, protocol.SubagentAgentStatus{AgentID: r.AgentID, Alias: r.Alias,
-				DefinitionName: r.Name, DisplayName: r.Name + " · " + r.Alias, ParentAgentID: j.ParentAgentID, Run: &snap})
+				DefinitionName: r.Name, DisplayName: view.DisplayName(r.Name, r.Alias), ParentAgentID: j.ParentAgentID, Run: &snap})
 		}
 	}
 	if data.Jobs == nil {

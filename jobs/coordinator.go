@@ -66,6 +66,9 @@ type Deps struct {
 	Registry *actor.PID
 	Logger   *slog.Logger
 	Limits   Limits
+	// Models resolves the provider and model of children (zero: as
+	// given or inherited).
+	Models agent.Models
 	// Aliases is the pool children's aliases are picked from (nil: the
 	// default pool).
 	Aliases []string
@@ -310,7 +313,7 @@ func (co *Coordinator) onRunChanged(c actor.Context, m *runChanged) {
 	ev := protocol.SubagentRunChanged{
 		Header:        protocol.Header{Type: protocol.TypeSubagentRunChanged},
 		ParentAgentID: j.ParentAgentID, JobID: j.JobID, RunID: r.RunID, Alias: r.Alias,
-		DefinitionName: r.Name, DisplayName: r.Name + " · " + r.Alias,
+		DefinitionName: r.Name, DisplayName: view.DisplayName(r.Name, r.Alias),
 		State: r.State, PreviousState: m.prev, Error: r.Error, EndedAt: r.EndedAt,
 	}
 	rec := protocol.WithAgentID(protocol.MustMarshal(ev), r.AgentID)

@@ -66,6 +66,8 @@ func newCommand(typ string) Command {
 		return &UIResponse{}
 	case TypeGetSync:
 		return &GetSync{}
+	case TypeGetImage:
+		return &GetImage{}
 	case TypeAgentList:
 		return &AgentList{}
 	case TypeAgentCreate:
@@ -80,6 +82,8 @@ func newCommand(typ string) Command {
 		return &AgentKill{}
 	case TypeAgentRemove:
 		return &AgentRemove{}
+	case TypeAgentUpdate:
+		return &AgentUpdate{}
 	case TypeAgentStatus:
 		return &AgentStatusCmd{}
 	case TypeDaemonShutdown:
@@ -102,6 +106,8 @@ func newCommand(typ string) Command {
 		return &DaemonStatus{}
 	case TypeDaemonCheck:
 		return &DaemonCheck{}
+	case TypeModelsList:
+		return &ModelsList{}
 	case TypeJobsList:
 		return &JobsList{}
 	case TypeJobsShow:
@@ -504,6 +510,9 @@ func (c *DaemonStatus) Validate() error { return nil }
 
 // Validate implements Command.
 func (c *DaemonCheck) Validate() error { return nil }
+
+// Validate implements Command.
+func (c *ModelsList) Validate() error { return nil }
 
 // Validate implements Command.
 func (c *JobsList) Validate() error {

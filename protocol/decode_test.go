@@ -162,6 +162,8 @@ func TestDecodeCommandInvalid(t *testing.T) {
 		{name: "agent.kill without agent_id", rec: `{"type":"agent.kill","force":true}`, wantTyp: "agent.kill", wantErr: `field "agent_id": required`},
 		{name: "agent.remove without agent_ids", rec: `{"type":"agent.remove"}`, wantTyp: "agent.remove", wantErr: `field "agent_ids": must name at least one agent`},
 		{name: "agent.remove empty id", rec: `{"type":"agent.remove","agent_ids":["a",""]}`, wantTyp: "agent.remove", wantErr: `field "agent_ids[1]": must not be empty`},
+		{name: "agent.update without agent_id", rec: `{"type":"agent.update","title":"t"}`, wantTyp: "agent.update", wantErr: `field "agent_id": required`},
+		{name: "agent.update without title", rec: `{"type":"agent.update","agent_id":"a"}`, wantTyp: "agent.update", wantErr: `field "title": required`},
 
 		// workspace.* commands.
 		{name: "workspace.create without cwd", rec: `{"type":"workspace.create"}`, wantTyp: "workspace.create", wantErr: `field "cwd": required`},
@@ -241,8 +243,8 @@ func TestDecodeCommandValid(t *testing.T) {
 	}{
 		{"prompt", `{"id":"r1","type":"prompt","agent_id":"a-3","message":"read the config","streaming_behavior":"follow_up"}`,
 			&protocol.Prompt{Header: hdr("prompt", "r1", "a-3"), Message: "read the config", StreamingBehavior: "follow_up"}},
-		{"prompt with images only", `{"type":"prompt","images":[{"type":"image","data":"AAAA","mime_type":"image/png"}]}`,
-			&protocol.Prompt{Header: hdr("prompt", "", ""), Images: []protocol.Image{{Type: "image", Data: "AAAA", MimeType: "image/png"}}}},
+		{"prompt with images only", `{"type":"prompt","images":[{"type":"image","data":"iVBORw0KGgo=","mime_type":"image/png"}]}`,
+			&protocol.Prompt{Header: hdr("prompt", "", ""), Images: []protocol.Image{{Type: "image", Data: "iVBORw0KGgo=", MimeType: "image/png"}}}},
 		{"prompt unknown fields ignored", `{"type":"prompt","message":"x","future":{"a":1}}`,
 			&protocol.Prompt{Header: hdr("prompt", "", ""), Message: "x"}},
 		{"prompt with raw U+2028", "{\"type\":\"prompt\",\"message\":\"a\u2028b\"}",
@@ -283,6 +285,7 @@ func TestDecodeCommandValid(t *testing.T) {
 		{"agent.terminate", `{"type":"agent.terminate","agent_id":"a-3"}`, &protocol.AgentTerminate{Header: hdr("agent.terminate", "", "a-3")}},
 		{"agent.kill", `{"type":"agent.kill","agent_id":"a-3","force":true}`, &protocol.AgentKill{Header: hdr("agent.kill", "", "a-3"), Force: true}},
 		{"agent.remove", `{"type":"agent.remove","agent_ids":["a-3","a-4"]}`, &protocol.AgentRemove{Header: hdr("agent.remove", "", ""), AgentIDs: []string{"a-3", "a-4"}}},
+		{"agent.update", `{"type":"agent.update","agent_id":"a-3","title":""}`, &protocol.AgentUpdate{Header: hdr("agent.update", "", "a-3"), Title: new(string)}},
 		{"agent.status all", `{"type":"agent.status"}`, &protocol.AgentStatusCmd{Header: hdr("agent.status", "", "")}},
 		{"daemon.shutdown", `{"type":"daemon.shutdown","force":true}`, &protocol.DaemonShutdown{Header: hdr("daemon.shutdown", "", ""), Force: true}},
 		{"ws.ticket", `{"type":"ws.ticket"}`, &protocol.WSTicket{Header: hdr("ws.ticket", "", "")}},
@@ -367,7 +370,7 @@ var commandTypes = []string{
 	protocol.TypeAgentList, protocol.TypeAgentCreate, protocol.TypeAgentAttach,
 	protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill,
 	protocol.TypeAgentStatus, protocol.TypeDaemonShutdown, protocol.TypeWSTicket,
-	protocol.TypeDaemonStatus, protocol.TypeAgentRemove, protocol.TypeWorkspaceCreate, protocol.TypeWorkspaceAttach,
+	protocol.TypeDaemonStatus, protocol.TypeAgentRemove, protocol.TypeAgentUpdate, protocol.TypeWorkspaceCreate, protocol.TypeWorkspaceAttach,
 	protocol.TypeWorkspaceList, protocol.TypeWorkspaceStatus, protocol.TypeWorkspaceRetire,
 	protocol.TypeWorkspaceDiff, protocol.TypeWorkspaceMerge,
 	protocol.TypeSubagentCreate, protocol.TypeSubagentWait, protocol.TypeSubagentSteer,
@@ -395,6 +398,7 @@ func TestCommandScope(t *testing.T) {
 		"subagent.wait": protocol.ScopeOrchestrator, "subagent.steer": protocol.ScopeOrchestrator,
 		"subagent.relaunch": protocol.ScopeOrchestrator, "subagent.status": protocol.ScopeOrchestrator,
 		"subagent.stop": protocol.ScopeOrchestrator, "agent.remove": protocol.ScopeOrchestrator,
+		"agent.update": protocol.ScopeOrchestrator,
 
 		// Not commands.
 		"": protocol.ScopeUnknown, "bogus": protocol.ScopeUnknown, "agent.bogus": protocol.ScopeUnknown,
@@ -402,7 +406,7 @@ func TestCommandScope(t *testing.T) {
 		"Prompt": protocol.ScopeUnknown, "workspace.bogus": protocol.ScopeUnknown,
 		"workspace_created": protocol.ScopeUnknown,
 	}
-	if got, wantN := len(commandTypes), 37; got != wantN {
+	if got, wantN := len(commandTypes), 38; got != wantN {
 		t.Fatalf("commandTypes has %d entries, want %d", got, wantN)
 	}
 	for _, typ := range commandTypes {

@@ -53,6 +53,8 @@ func newEvent(typ string) Typed {
 		return &AgentExited{}
 	case TypeAgentRemoved:
 		return &AgentRemoved{}
+	case TypeAgentUpdated:
+		return &AgentUpdated{}
 	case TypeAgentStatusChanged:
 		return &AgentStatusChanged{}
 	case TypeAgentActivity:

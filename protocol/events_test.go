@@ -82,6 +82,7 @@ func sampleEvents() []protocol.Typed {
 		&protocol.ReasoningLevelChanged{Header: h(protocol.TypeReasoningLevelChanged), Model: model, Previous: "low", Active: "high", Effective: "next_call"},
 		&protocol.AgentSpawned{Header: protocol.Header{Type: protocol.TypeAgentSpawned}, Info: info},
 		&protocol.AgentRemoved{Header: protocol.Header{Type: protocol.TypeAgentRemoved, AgentID: "agent_1"}, SessionID: "sess_1"},
+		&protocol.AgentUpdated{Header: protocol.Header{Type: protocol.TypeAgentUpdated, AgentID: "agent_1"}, Info: info},
 		&protocol.AgentExited{Header: h(protocol.TypeAgentExited), RuntimeState: protocol.RuntimeFailed, Reason: "crash", ExitCode: i(137)},
 		&protocol.AgentStatusChanged{Header: h(protocol.TypeAgentStatusChanged), Status: protocol.StatusIdle, RuntimeState: protocol.RuntimeStopped, Detail: "reaped"},
 		&protocol.AgentActivity{Header: h(protocol.TypeAgentActivity), Timestamp: 1700000000000, Phase: protocol.PhaseTool, Status: protocol.StatusStreaming, ToolName: "bash"},
@@ -105,7 +106,7 @@ var eventTypes = []string{
 	protocol.TypeAgentSpawned, protocol.TypeAgentExited, protocol.TypeAgentStatusChanged,
 	protocol.TypeAgentActivity, protocol.TypeSubagentRunChanged,
 	protocol.TypeWorkspaceCreated, protocol.TypeWorkspaceAttached, protocol.TypeWorkspaceRetired,
-	protocol.TypeWorkspaceConflict, protocol.TypeAgentRemoved,
+	protocol.TypeWorkspaceConflict, protocol.TypeAgentRemoved, protocol.TypeAgentUpdated,
 }
 
 func TestDecodeEventRoundTrip(t *testing.T) {
@@ -205,7 +206,7 @@ func zeroCommands() []protocol.Typed {
 		&protocol.AgentList{}, &protocol.AgentCreate{}, &protocol.AgentAttach{},
 		&protocol.AgentDetach{}, &protocol.AgentTerminate{}, &protocol.AgentKill{},
 		&protocol.AgentStatusCmd{}, &protocol.DaemonShutdown{}, &protocol.WSTicket{},
-		&protocol.DaemonStatus{}, &protocol.AgentRemove{}, &protocol.WorkspaceCreate{}, &protocol.WorkspaceAttach{},
+		&protocol.DaemonStatus{}, &protocol.AgentRemove{}, &protocol.AgentUpdate{}, &protocol.WorkspaceCreate{}, &protocol.WorkspaceAttach{},
 		&protocol.WorkspaceList{}, &protocol.WorkspaceStatus{}, &protocol.WorkspaceRetire{},
 		&protocol.WorkspaceDiff{}, &protocol.WorkspaceMerge{},
 		&protocol.SubagentCreate{}, &protocol.SubagentWait{}, &protocol.SubagentSteer{},

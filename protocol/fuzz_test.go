@@ -188,6 +188,8 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte("{\"id\":\"p\",\"type\":\"prompt\",\"agent_id\":\"a\",\"message\":\"\xff\"}"))
 	f.Add([]byte(`{"id":"p","type":"prompt","agent_id":"a","message":"\ud800 \ud83d\ude00"}`))
 	f.Add([]byte(`{"id":"r","type":"agent.remove","agent_ids":["agent-1","",3]}`))
+	f.Add([]byte(`{"id":"u","type":"agent.update","agent_id":"agent-1","title":"Fix it"}`))
+	f.Add([]byte(`{"id":"u","type":"agent.update","agent_id":"agent-1","title":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, h, err := protocol.DecodeCommand(data)
 		if err == nil {

@@ -69,8 +69,8 @@ const (
 	// MaxListLen bounds agent.create's tools and skills lists.
 	MaxListLen = 64
 
-	// MaxImages bounds the images of one prompt or steer. Their base64 data
-	// is bounded by the record only.
+	// MaxImages bounds the images of one prompt or steer. Each is bounded
+	// by MaxImageBytes (image.go), all of them by the record.
 	MaxImages = 16
 )
 
@@ -149,15 +149,14 @@ func headerBounds(h Header) error {
 	return bounds(bound{"id", h.ID, MaxIDLen}, bound{"agent_id", h.AgentID, MaxIDLen})
 }
 
+// imageBounds checks a prompt's or steer's images: how many, and each
+// whole (checkImage).
 func imageBounds(images []Image) error {
 	if err := maxItems("images", len(images), MaxImages); err != nil {
 		return err
 	}
 	for i, im := range images {
-		if err := bounds(
-			bound{fmt.Sprintf("images[%d].type", i), im.Type, MaxNameLen},
-			bound{fmt.Sprintf("images[%d].mime_type", i), im.MimeType, MaxNameLen},
-		); err != nil {
+		if err := checkImage(fmt.Sprintf("images[%d]", i), im); err != nil {
 			return err
 		}
 	}

@@ -114,7 +114,11 @@ func limitCases() []limitCase {
 			return &protocol.Prompt{Header: hdrOf(protocol.TypePrompt), Message: str(n), StreamingBehavior: protocol.BehaviorFollowUp}
 		}},
 		{"images", protocol.MaxImages, I, func(n int) any {
-			return &protocol.Prompt{Header: hdrOf(protocol.TypePrompt), Images: make([]protocol.Image, n), Message: "m"}
+			images := make([]protocol.Image, n)
+			for i := range images {
+				images[i] = protocol.Image{Type: protocol.ImageType, Data: "iVBORw0KGgo=", MimeType: protocol.MIMEPNG}
+			}
+			return &protocol.Prompt{Header: hdrOf(protocol.TypePrompt), Images: images, Message: "m"}
 		}},
 		{"message", protocol.MaxTextLen, B, func(n int) any {
 			return &protocol.Steer{Header: hdrOf(protocol.TypeSteer), Message: str(n)}

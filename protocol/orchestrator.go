@@ -486,3 +486,24 @@ type DaemonCheckData struct {
 	// SchemaVersion is the database's schema version.
 	SchemaVersion int `json:"schema_version"`
 }
+
+// TypeModelsList is a Shard extension (docs/protocol.md §13, providers):
+// the daemon's model catalog, every model of every configured provider,
+// with the default an agent created without provider or model runs on. A
+// client picks provider and model for agent.create, subagent.create and
+// workspace.create/attach from it before any agent exists; list_models is
+// an agent's own catalog and needs its runtime running.
+const TypeModelsList = "models.list"
+
+// ModelsList asks for the daemon's model catalog.
+type ModelsList struct{ Header }
+
+// ModelsListData is the data of a models.list response. Descriptors are
+// secret-free, as list_models' are: no base URLs, keys or key variables.
+type ModelsListData struct {
+	// Models are the models of every provider, the default provider's
+	// first, in configuration order.
+	Models []ModelDescriptor `json:"models"`
+	// Default is the model of an agent created without provider or model.
+	Default ModelDescriptor `json:"default"`
+}

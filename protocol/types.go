@@ -97,6 +97,15 @@ type ContentBlock struct {
 	ToolCallID string             `json:"tool_call_id,omitempty"` // tool_result
 	Content    *ToolResultContent `json:"content,omitempty"`      // tool_result
 	IsError    bool               `json:"is_error,omitempty"`     // tool_result
+	// The image block (BlockImage, a Shard extension, docs/protocol.md
+	// §13 P4) names a stored image: its MIME type, the SHA-256 of its bytes
+	// (lower-case hex) and their length. Data, its base64, is never on the
+	// wire: the runtime fills it only for its own provider calls; clients
+	// fetch the bytes with get_image.
+	MimeType string `json:"mime_type,omitempty"` // image
+	SHA256   string `json:"sha256,omitempty"`    // image
+	Size     int64  `json:"size,omitempty"`      // image
+	Data     string `json:"data,omitempty"`      // image, inside the runtime only
 }
 
 // ToolResultContent is the tagged union of tool output (docs/protocol.md §11):
@@ -172,7 +181,8 @@ type Usage struct {
 }
 
 // AgentInfo is the public projection of an Agent (docs/protocol.md §11). It
-// never carries prompts, task text or credentials.
+// never carries prompts, task text or credentials, but for Title: an
+// automatic title is the first line of the first prompt, cut (§10.1).
 type AgentInfo struct {
 	AgentID        string       `json:"agent_id"`
 	Name           string       `json:"name,omitempty"`
@@ -202,6 +212,10 @@ type AgentInfo struct {
 	// The contract's AgentInfo (docs/protocol.md §11) has no such field;
 	// this is its name.
 	AttachedClients int `json:"attached_clients"`
+	// Title (additive) is the name a person reads when nobody named the
+	// agent: automatic from its first accepted prompt, or set with
+	// agent.update (docs/protocol.md §10.1).
+	Title string `json:"title,omitempty"`
 }
 
 // PermissionDetail is server-authored presentation data of a permission request.

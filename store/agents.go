@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -18,7 +19,7 @@ type Agent struct {
 	Cwd            string        `json:"cwd"`                       // required; the runtime's working directory
 	Name           string        `json:"name,omitempty"`            // optional human name
 	Model          string        `json:"model,omitempty"`           // model override; "" = config default
-	Provider       string        `json:"provider,omitempty"`        // provider override; "" = config default
+	Provider       string        `json:"provider,omitempty"`        // the provider it runs on, resolved at create; "" = stored before providers were resolved (the default)
 	Mode           string        `json:"mode,omitempty"`            // runtime mode at launch
 	Tools          []string      `json:"tools,omitempty"`           // tool allow-list; nil = runtime default
 	HeadlessPolicy string        `json:"headless_policy,omitempty"` // override of headless.policy
@@ -31,6 +32,52 @@ type Agent struct {
 	DisplayName    string        `json:"display_name,omitempty"`    // name shown in clients
 	WorkspaceID    string        `json:"workspace_id,omitempty"`    // the workspace it works in
 	Runtime        string        `json:"runtime,omitempty"`         // runtime profile; "" = the default ("shard")
+	// SessionDir is where the session's directory is, relative to the
+	// daemon's sessions directory, when it is not <session_id>: an adopted
+	// fork lives under its source's (<source>/forks/<fork_id>, see
+	// docs/protocol.md §9.2 session_op fork). Read it with SessionPath.
+	SessionDir string `json:"session_dir,omitempty"`
+	// Usage is the Agent's usage totals over every turn so far
+	// (AgentInfo.usage), so that they outlive the daemon; nil before its
+	// first turn that reported usage.
+	Usage *Usage `json:"usage,omitempty"`
+	// Title is the name a person reads when nobody named the Agent
+	// (AgentInfo.title): automatic from its first accepted prompt, or set
+	// with agent.update. Titled records that a title was given, even an
+	// empty one: the automatic title is given once and never replaces one
+	// set by hand.
+	Title  string `json:"title,omitempty"`
+	Titled bool   `json:"titled,omitempty"`
+}
+
+// Usage is the usage totals of an Agent: token counts and cost summed over
+// its turns, the context size and model of the last. Turns counts the
+// turns summed: a write of older totals (fewer turns) must not replace
+// newer ones (see UpdateAgent callers).
+type Usage struct {
+	Input         int64   `json:"input"`
+	Output        int64   `json:"output"`
+	CacheRead     int64   `json:"cache_read,omitempty"`
+	CacheWrite    int64   `json:"cache_write,omitempty"`
+	Cost          float64 `json:"cost,omitempty"`
+	ContextTokens int64   `json:"context_tokens,omitempty"`
+	Model         string  `json:"model,omitempty"`
+	Turns         int64   `json:"turns"`
+}
+
+// SessionPath is the session directory of the Agent under sessionsDir:
+// SessionDir when set, else <session_id>. ok is false for a record whose
+// path would leave sessionsDir (absolute, or a ".." component), which a
+// caller must never touch.
+func (a *Agent) SessionPath(sessionsDir string) (path string, ok bool) {
+	rel := a.SessionDir
+	if rel == "" {
+		rel = a.SessionID
+	}
+	if rel == "" || !filepath.IsLocal(rel) {
+		return "", false
+	}
+	return filepath.Join(sessionsDir, rel), true
 }
 
 // LaunchPolicy bounds the subagents an Agent may launch.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/outbox"
@@ -63,6 +64,9 @@ type Deps struct {
 	Forks *procs.ForkGate
 	// DefaultMode is the mode of agents launched without one ("build").
 	DefaultMode string
+	// Models resolves the provider and model of the agents launched
+	// (zero: as given).
+	Models agent.Models
 	// Timeout bounds one command's git and store work; 0 means 2 minutes.
 	Timeout time.Duration
 	// Failpoint, when set (by tests only), is called off the mailbox at
@@ -183,8 +187,20 @@ func (a *Actor) onCommand(c actor.Context, cmd *registry.Command) {
 	var f op
 	switch req := cmd.Cmd.(type) {
 	case *protocol.WorkspaceCreate:
+		// The agent's provider and model are resolved before anything
+		// is created (docs/protocol.md §13, providers).
+		var err error
+		if req.Provider, req.Model, err = a.deps.Models.ResolveCreate("", req.Provider, req.Model); err != nil {
+			fail(cmd, err)
+			return
+		}
 		f = func(ctx context.Context, w *worker) *done { return w.create(ctx, req) }
 	case *protocol.WorkspaceAttach:
+		var err error
+		if req.Provider, req.Model, err = a.deps.Models.ResolveCreate("", req.Provider, req.Model); err != nil {
+			fail(cmd, err)
+			return
+		}
 		f = func(ctx context.Context, w *worker) *done { return w.attach(ctx, req) }
 	case *protocol.WorkspaceList:
 		f = func(ctx context.Context, w *worker) *done { return w.list(ctx, req) }

@@ -25,7 +25,8 @@ type RuntimeConfig struct {
 	Path string
 	Args []string
 	// Env is the base environment of every runtime; the agent adds
-	// SHARD_AGENT_ID, SHARD_SESSION_ID, SHARD_AGENT_MODE and SHARD_AGENT_MODEL.
+	// SHARD_AGENT_ID, SHARD_SESSION_ID, SHARD_AGENT_MODE, SHARD_AGENT_PROVIDER
+	// and SHARD_AGENT_MODEL.
 	Env []string
 	// SessionsDir holds sessions/<session_id>; LogDir holds agents/<id>.log.
 	SessionsDir, LogDir string
@@ -116,11 +117,24 @@ type Deps struct {
 	// Metrics records runtime starts/exits/reaps, attachments and relayed
 	// events; nil records nothing.
 	Metrics *telemetry.Metrics
-	// SaveSelection persists an agent's model and mode when its runtime
+	// Models resolves providers and models (models.go); the zero value
+	// accepts any.
+	Models Models
+	// SaveSelection persists an agent's provider, model and mode when its runtime
 	// changes them, so a restored runtime starts where the last one was. It
 	// runs off the mailbox, in a goroutine of Goroutines; nil saves
 	// nothing.
-	SaveSelection func(agentID, model, mode string)
+	SaveSelection func(agentID, provider, model, mode string)
+	// SaveUsage persists an agent's usage totals after each turn that
+	// reported usage, so that AgentInfo.usage outlives the daemon. It runs
+	// off the mailbox, in a goroutine of Goroutines, and must keep the
+	// totals with the most turns when two saves race; nil saves nothing.
+	SaveUsage func(agentID string, u store.Usage)
+	// SaveTitle commits an agent's title (given: the manifest's Title and
+	// Titled), by agent.update or automatic (title.go). It runs off the
+	// mailbox, in a goroutine of Goroutines; the title is acknowledged and
+	// announced once it returned nil. nil keeps titles in memory only.
+	SaveTitle func(agentID, title string) error
 	// Goroutines owns every goroutine the agent starts, and those of its
 	// runtime actors (stdout reader, exit wait, stdin writer). Required:
 	// the daemon closes it at shutdown once the actor system is down (so
@@ -150,6 +164,7 @@ type Actor struct {
 	requestState
 	subagent
 	batch
+	titleSaves
 
 	// attached are the client connections attached to the agent, by
 	// connection id; nAttached is len(attached) as last reported to
@@ -165,12 +180,14 @@ type Actor struct {
 // projection is the agent's public state: what agent.list, status events
 // and agent_activity report.
 type projection struct {
-	status   protocol.AgentStatus
-	rstate   protocol.RuntimeState
-	mode     string
-	usage    protocol.Usage
-	phase    string // agent_activity's coarse phase, as last broadcast
-	phaseArg string // and its tool name
+	status protocol.AgentStatus
+	rstate protocol.RuntimeState
+	mode   string
+	usage  protocol.Usage
+	// usageTurns counts the turns summed in usage (store.Usage.Turns).
+	usageTurns int64
+	phase      string // agent_activity's coarse phase, as last broadcast
+	phaseArg   string // and its tool name
 }
 
 // generation is the current runtime generation: its epoch (-1 before the
@@ -258,7 +275,7 @@ func Props(m store.Agent, deps Deps) *actor.Props {
 		return &Actor{
 			deps:         deps,
 			m:            m,
-			projection:   projection{status: protocol.StatusIdle, rstate: protocol.RuntimeStopped, mode: m.Mode},
+			projection:   projection{status: protocol.StatusIdle, rstate: protocol.RuntimeStopped, mode: m.Mode, usage: UsageOf(m), usageTurns: usageTurns(m)},
 			generation:   generation{epoch: -1},
 			attached:     make(map[uint64]*attachment),
 			dispatch:     dispatch{inflight: make(map[string]*inflight)},
@@ -319,9 +336,12 @@ func (a *Actor) Receive(c actor.Context) {
 			act, wait := a.esc.Timeout()
 			a.perform(c, act, wait)
 		}
+	case *titleSaved:
+		a.onTitleSaved(c, m)
 	case *actor.Stopping:
 		a.stopTimers()
 		a.failAll(protocol.Errorf(protocol.CodeInternal, "agent stopped"))
+		a.failTitles(protocol.Errorf(protocol.CodeInternal, "agent stopped"))
 	case *actor.Stopped:
 		// A connection that lives on would keep this agent's PID among
 		// its watchers (the gateway's connections unwatch agents alike).

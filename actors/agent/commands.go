@@ -38,6 +38,9 @@ type inflight struct {
 	injectKey string
 	injectTo  *actor.PID
 	steer     *LeaseSteer // a subagent.steer into a leased run
+	// prompt is a client's prompt text, kept while the agent takes an
+	// automatic title: accepted, it titles the agent (title.go).
+	prompt string
 }
 
 func (a *Actor) onRequest(c actor.Context, r *Request) {
@@ -61,6 +64,8 @@ func (a *Actor) onRequest(c actor.Context, r *Request) {
 		a.terminate(c, r)
 	case protocol.TypeAgentKill:
 		a.kill(c, r)
+	case protocol.TypeAgentUpdate:
+		a.update(r)
 	default:
 		a.forward(c, r)
 	}
@@ -151,7 +156,7 @@ func (a *Actor) kill(c actor.Context, r *Request) {
 // readOnly lists the per-agent commands an observer may send.
 func readOnly(typ string) bool {
 	switch typ {
-	case protocol.TypeListModes, protocol.TypeListModels, protocol.TypeListReasoningLevels:
+	case protocol.TypeListModes, protocol.TypeListModels, protocol.TypeListReasoningLevels, protocol.TypeGetImage:
 		return true
 	}
 	return false
@@ -197,22 +202,26 @@ func (a *Actor) forward(c actor.Context, r *Request) {
 		a.ensureRuntime(c)
 		return
 	}
-	a.send(r.Client, r.Header, r.Raw, nil)
+	did := a.send(r.Client, r.Header, r.Raw, nil)
+	if p, ok := r.Cmd.(*protocol.Prompt); ok && did != "" && a.wantsAutoTitle() {
+		a.inflight[did].prompt = p.Message
+	}
 }
 
 // send forwards a client's command (or the daemon's own) to the runtime,
 // without the routing agent_id the direct protocol omits: the record is
 // rewritten raw, not decoded again: DecodeCommand in the connection actor
 // validated it, and the relay's hot path never decodes a record twice.
-func (a *Actor) send(cl *Client, h protocol.Header, raw []byte, attach []uint64) {
+// It returns the daemon id the command went under ("" if it did not go).
+func (a *Actor) send(cl *Client, h protocol.Header, raw []byte, attach []uint64) string {
 	rec, err := protocol.DeleteMember(raw, "agent_id")
 	if err != nil {
 		if cl != nil {
 			cl.Send(protocol.NewErrorResponse(h.ID, h.Type, protocol.Errorf(protocol.CodeInvalidRequest, "%w", err)))
 		}
-		return
+		return ""
 	}
-	a.toRuntime(&inflight{client: cl, clientID: h.ID, command: h.Type, attach: attach}, rec)
+	return a.toRuntime(&inflight{client: cl, clientID: h.ID, command: h.Type, attach: attach}, rec)
 }
 
 // toRuntime sends rec to the runtime under a fresh daemon id d-<n>, set as
@@ -291,6 +300,9 @@ func (a *Actor) onResponse(c actor.Context, line []byte) {
 		}
 		c.Send(f.injectTo, &Injected{Key: f.injectKey, Err: err})
 		return
+	}
+	if f.prompt != "" && resp.Success {
+		a.autoTitleFrom(f.prompt)
 	}
 	if f.client == nil {
 		return // the daemon's own command (abort, headless answer)

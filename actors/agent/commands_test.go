@@ -66,8 +66,8 @@ func TestSendRewritesRaw(t *testing.T) {
 	a, writes := rewriteActor(t)
 	cl := &Client{ID: 7, Out: outbox.New(outbox.Limits{})}
 	for i, raw := range []string{
-		`{"id":"c-1","type":"prompt","agent_id":"01J9ZAGENT","message":"hi \"there\"","images":[{"type":"image","data":"x","mime_type":"image/png"}]}`,
-		"{\"id\":\"c-1\",\n\"type\":\"prompt\",\"agent_id\":\"01J9ZAGENT\",\n\"message\":\"hi \\\"there\\\"\",\"images\":[{\"type\":\"image\",\n\"data\":\"x\",\"mime_type\":\"image/png\"}]}",
+		`{"id":"c-1","type":"prompt","agent_id":"01J9ZAGENT","message":"hi \"there\"","images":[{"type":"image","data":"iVBORw0KGgo=","mime_type":"image/png"}]}`,
+		"{\"id\":\"c-1\",\n\"type\":\"prompt\",\"agent_id\":\"01J9ZAGENT\",\n\"message\":\"hi \\\"there\\\"\",\"images\":[{\"type\":\"image\",\n\"data\":\"iVBORw0KGgo=\",\"mime_type\":\"image/png\"}]}",
 	} {
 		_, h, err := protocol.DecodeCommand([]byte(raw))
 		if err != nil {

@@ -40,18 +40,39 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime profile %q is not configured", a.m.Runtime))
 		return
 	}
+	if err := a.deps.Models.Check(a.m); err != nil {
+		// The provider or model was removed from the config since: the
+		// runtime would run another one than AgentInfo says. Restoring it
+		// makes a retry work.
+		a.rt = nil
+		a.rstate = protocol.RuntimeFailed
+		a.broadcastStatus(c)
+		a.failWaiters(protocol.Errorf(protocol.CodeRuntimeStartFailed, "%w", err))
+		return
+	}
 	// SHARD_RUNTIME_ID names this generation's process tree for the sweep
 	// after its exit (Sweep): a sweep by agent ID alone would also kill
 	// the runtime a respawned actor of the same agent starts meanwhile.
+	sessionDir, ok := a.m.SessionPath(rc.SessionsDir)
+	if !ok {
+		// A manifest whose session directory would leave sessions/: never
+		// handed to a runtime.
+		a.rt = nil
+		a.rstate = protocol.RuntimeFailed
+		a.broadcastStatus(c)
+		a.failWaiters(protocol.Errorf(protocol.CodeSessionCorrupt, "agent %s has no valid session directory", a.m.AgentID))
+		return
+	}
 	runtimeID := ids.New("rt")
 	env := append(append(append([]string(nil), rc.Env...), prof.Env...),
 		"SHARD_AGENT_ID="+a.m.AgentID,
 		"SHARD_RUNTIME_ID="+runtimeID,
 		"SHARD_SESSION_ID="+a.m.SessionID,
 		"SHARD_AGENT_MODE="+a.m.Mode,
+		"SHARD_AGENT_PROVIDER="+a.m.Provider,
 		"SHARD_AGENT_MODEL="+a.m.Model,
 		"SHARD_AGENT_HEADLESS_POLICY="+cmp.Or(a.m.HeadlessPolicy, rc.HeadlessPolicy),
-		"SHARD_SESSION_DIR="+filepath.Join(rc.SessionsDir, a.m.SessionID),
+		"SHARD_SESSION_DIR="+sessionDir,
 	)
 	spec := proc.Spec{
 		Epoch:      a.epoch,

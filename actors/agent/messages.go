@@ -35,6 +35,11 @@ func (ResponderChecked) agentMessage()  {}
 func (startTimeout) agentMessage()      {}
 func (idleTick) agentMessage()          {}
 func (escTimer) agentMessage()          {}
+func (titleSaved) agentMessage()        {}
+
+// titleSaved reports the end of a title's commit (title.go) to the agent
+// that started it.
+type titleSaved struct{ err error }
 
 // Client is a connection as the agent sees it: where to send records and
 // which actor to watch for its end.

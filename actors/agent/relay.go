@@ -104,6 +104,8 @@ func (a *Actor) onOutput(c actor.Context, line []byte) {
 			a.usage.Cost += ev.Usage.Cost
 			a.usage.ContextTokens = ev.Usage.ContextTokens
 			a.usage.Model = ev.Usage.Model
+			a.usageTurns++
+			a.saveUsage()
 			a.notifyInfo(c)
 		}
 	case protocol.TypeModeChanged:
@@ -123,7 +125,9 @@ func (a *Actor) onOutput(c actor.Context, line []byte) {
 			if ev.Capabilities != nil {
 				a.caps = ev.Capabilities
 			}
-			a.m.Model = ev.Active.Model
+			// What runs from the next provider call on, on whichever
+			// provider: AgentInfo says it (docs/protocol.md §13, providers).
+			a.m.Provider, a.m.Model = ev.Active.Provider, ev.Active.Model
 			a.saveSelection()
 			a.notifyInfo(c)
 		}

@@ -93,7 +93,7 @@ func InfoOf(m store.Agent, status protocol.AgentStatus, rs protocol.RuntimeState
 		AgentID: m.AgentID, Name: m.Name, Cwd: m.Cwd, Model: m.Model, Provider: m.Provider, Mode: mode,
 		Status: status, RuntimeState: rs, CreatedAt: m.CreatedAt, ParentAgentID: m.ParentAgentID,
 		Alias: m.Alias, DefinitionName: m.DefinitionName, DisplayName: m.DisplayName, WorkspaceID: m.WorkspaceID,
-		Runtime: cmp.Or(m.Runtime, DefaultProfile),
+		Runtime: cmp.Or(m.Runtime, DefaultProfile), Title: m.Title,
 	}
 	if usage != (protocol.Usage{}) {
 		u := usage
@@ -111,8 +111,39 @@ func (a *Actor) saveSelection() {
 	if a.deps.SaveSelection == nil {
 		return
 	}
-	id, model, mode, save := a.m.AgentID, a.m.Model, a.m.Mode, a.deps.SaveSelection
-	if !a.deps.Goroutines.Go(func() { save(id, model, mode) }) {
+	id, prov, model, mode, save := a.m.AgentID, a.m.Provider, a.m.Model, a.m.Mode, a.deps.SaveSelection
+	if !a.deps.Goroutines.Go(func() { save(id, prov, model, mode) }) {
 		a.log.Warn("model/mode selection not saved: the daemon is stopping", "model", model, "mode", mode)
+	}
+}
+
+// UsageOf is the usage totals a manifest recorded (zero before any turn).
+func UsageOf(m store.Agent) protocol.Usage {
+	if m.Usage == nil {
+		return protocol.Usage{}
+	}
+	u := m.Usage
+	return protocol.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
+		Cost: u.Cost, ContextTokens: u.ContextTokens, Model: u.Model}
+}
+
+func usageTurns(m store.Agent) int64 {
+	if m.Usage == nil {
+		return 0
+	}
+	return m.Usage.Turns
+}
+
+// saveUsage persists the usage totals (Deps.SaveUsage).
+func (a *Actor) saveUsage() {
+	if a.deps.SaveUsage == nil {
+		return
+	}
+	u := a.usage
+	rec := store.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
+		Cost: u.Cost, ContextTokens: u.ContextTokens, Model: u.Model, Turns: a.usageTurns}
+	id, save := a.m.AgentID, a.deps.SaveUsage
+	if !a.deps.Goroutines.Go(func() { save(id, rec) }) {
+		a.log.Warn("usage totals not saved: the daemon is stopping")
 	}
 }

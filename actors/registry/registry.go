@@ -209,12 +209,13 @@ func (r *Actor) spawn(c actor.Context, m store.Agent) *entry {
 // that ID and "~n" (respawn). The name starts with the agent ID, so that
 // a Terminated names its entry (onTerminated).
 func (r *Actor) spawnNamed(c actor.Context, m store.Agent, name string) *entry {
+	m = r.deps.Agent.Models.Fill(m)
 	pid, err := c.SpawnNamed(agent.Props(m, r.deps.Agent), name)
 	if err != nil {
 		r.deps.Logger.Error("registry: spawn agent actor", "agent_id", m.AgentID, "err", err)
 		return nil
 	}
-	e := &entry{pid: pid, m: m, info: agent.InfoOf(m, protocol.StatusIdle, protocol.RuntimeStopped, m.Mode, protocol.Usage{})}
+	e := &entry{pid: pid, m: m, info: agent.InfoOf(m, protocol.StatusIdle, protocol.RuntimeStopped, m.Mode, agent.UsageOf(m))}
 	r.agents[m.AgentID] = e
 	r.deps.Metrics.AgentState("", e.info.RuntimeState)
 	if m.SessionID != "" {
@@ -336,6 +337,9 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 	case protocol.TypeDaemonStatus:
 		reply(cmd, r.status())
 		return
+	case protocol.TypeModelsList:
+		reply(cmd, r.deps.Agent.Models.Catalog)
+		return
 	case protocol.TypeDaemonCheck:
 		st := r.deps.Store
 		started := r.deps.Group.Go(func() { // a full consistency check reads the whole file
@@ -382,7 +386,7 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 			}
 			c.Send(r.workspaces, cmd) // the workspace actor answers the client
 			return
-		case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill:
+		case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill, protocol.TypeAgentUpdate:
 		default:
 			fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "%s is not supported by this daemon yet", typ))
 			return
@@ -483,13 +487,21 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no parent agent %s", req.ParentAgentID))
 		return
 	}
+	// The manifest names what runs: the provider and model resolved
+	// against the configured ones, or NOT_FOUND before anything is stored
+	// (docs/protocol.md §13, providers).
+	prov, model, err := r.deps.Agent.Models.ResolveCreate(req.Runtime, req.Provider, req.Model)
+	if err != nil {
+		fail(cmd, err)
+		return
+	}
 	m := store.Agent{
 		AgentID:        ids.New("agent"),
 		SessionID:      req.SessionID,
 		Cwd:            req.Cwd,
 		Name:           req.Name,
-		Model:          req.Model,
-		Provider:       req.Provider,
+		Model:          model,
+		Provider:       prov,
 		Mode:           req.Mode,
 		Tools:          req.Tools,
 		HeadlessPolicy: req.HeadlessPolicy,
@@ -552,7 +564,15 @@ func prepare(m *store.Agent, adopt bool, sessionsDir string) error {
 	if !adopt {
 		return nil
 	}
-	f, err := os.Open(filepath.Join(sessionsDir, m.SessionID, "session.jsonl"))
+	f, err := os.Open(filepath.Join(sessionsDir, m.SessionID, sessionFile))
+	if errors.Is(err, os.ErrNotExist) {
+		// Not a top-level session: maybe a fork (docs/protocol.md §9.2
+		// session_op fork), whose directory stays where the fork wrote it.
+		if rel, ok := findFork(sessionsDir, m.SessionID); ok {
+			m.SessionDir = rel
+			f, err = os.Open(filepath.Join(sessionsDir, rel, sessionFile))
+		}
+	}
 	if err != nil {
 		return protocol.Errorf(protocol.CodeNotFound, "no session %s", m.SessionID)
 	}
@@ -570,6 +590,83 @@ func prepare(m *store.Agent, adopt bool, sessionsDir string) error {
 			return protocol.Errorf(protocol.CodeSessionCorrupt, "session %s cannot be restored", m.SessionID)
 		}
 	}
+}
+
+// sessionFile is a session directory's transcript; forksDir the
+// subdirectory session_op fork writes a session's forks into, each in a
+// directory of its own (the runtime's layout, runtime/refagent).
+const (
+	sessionFile = "session.jsonl"
+	forksDir    = "forks"
+	// maxForkDepth bounds the search for a fork of a fork of …
+	maxForkDepth = 32
+)
+
+// findFork looks for the fork whose session id is id under every session
+// in sessionsDir (forks of forks included) and returns its directory
+// relative to sessionsDir. A fork is recognized by its transcript's first
+// row, the checkpoint carrying the fork's session id; the transcript is
+// never written here. Unreadable directories are skipped.
+func findFork(sessionsDir, id string) (string, bool) {
+	tops, err := os.ReadDir(sessionsDir)
+	if err != nil {
+		return "", false
+	}
+	var search func(rel string, depth int) (string, bool)
+	search = func(rel string, depth int) (string, bool) {
+		if depth > maxForkDepth {
+			return "", false
+		}
+		forks, err := os.ReadDir(filepath.Join(sessionsDir, rel, forksDir))
+		if err != nil {
+			return "", false
+		}
+		for _, d := range forks {
+			if !d.IsDir() || !sessionIDPattern.MatchString(d.Name()) {
+				continue
+			}
+			fork := filepath.Join(rel, forksDir, d.Name())
+			if forkSessionID(filepath.Join(sessionsDir, fork, sessionFile)) == id {
+				return fork, true
+			}
+			if found, ok := search(fork, depth+1); ok {
+				return found, true
+			}
+		}
+		return "", false
+	}
+	for _, d := range tops {
+		if !d.IsDir() || !sessionIDPattern.MatchString(d.Name()) {
+			continue
+		}
+		if found, ok := search(d.Name(), 1); ok {
+			return found, true
+		}
+	}
+	return "", false
+}
+
+// forkSessionID is the session id a fork's transcript at path names in
+// its first row (the fork checkpoint), or "".
+func forkSessionID(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, err := protocol.NewReader(f, 0).Next()
+	if err != nil {
+		return ""
+	}
+	var row struct {
+		Type         string `json:"type"`
+		ArtifactKind string `json:"artifactKind"`
+		SessionID    string `json:"sessionId"`
+	}
+	if json.Unmarshal(line, &row) != nil || row.Type != "checkpoint" || row.ArtifactKind != "fork" {
+		return ""
+	}
+	return row.SessionID
 }
 
 func (r *Actor) onCreated(c actor.Context, res *createResult) {

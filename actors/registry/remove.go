@@ -133,12 +133,26 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 		}
 		r.deps.Metrics.AgentState(e.info.RuntimeState, "")
 		pids = append(pids, e.pid)
-		if sessionIDPattern.MatchString(m.SessionID) { // never a path outside sessions/
-			dirs = append(dirs, filepath.Join(r.deps.Agent.Runtime.SessionsDir, m.SessionID))
+		// Its session directory (an adopted fork's is under its source's
+		// forks/); never a path outside sessions/.
+		if dir, ok := m.SessionPath(r.deps.Agent.Runtime.SessionsDir); ok && (m.SessionDir != "" || sessionIDPattern.MatchString(m.SessionID)) {
+			dirs = append(dirs, dir)
 		}
 		r.deps.Logger.Info("agent removed", "agent_id", m.AgentID)
 		r.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentRemoved{
 			Header: protocol.Header{Type: protocol.TypeAgentRemoved, AgentID: m.AgentID}, SessionID: m.SessionID}))
+	}
+	// An agent still served may have adopted a fork that lives under a
+	// removed agent's directory (docs/protocol.md §10.1): that fork stays.
+	var keep []string
+	if len(dirs) > 0 {
+		for _, e := range r.agents {
+			if e.m.SessionDir != "" {
+				if dir, ok := e.m.SessionPath(r.deps.Agent.Runtime.SessionsDir); ok {
+					keep = append(keep, dir)
+				}
+			}
+		}
 	}
 	sys, log := c.ActorSystem(), r.deps.Logger
 	data := protocol.AgentRemoveData{Results: res.results}
@@ -147,7 +161,7 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 			_ = sys.Root.StopFuture(pid).Wait() // the future times out by itself (10 s)
 		}
 		for _, d := range dirs {
-			if err := os.RemoveAll(d); err != nil {
+			if err := removeKeeping(d, keep); err != nil {
 				log.Error("registry: delete session directory", "err", err)
 			}
 		}
@@ -159,4 +173,32 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 		}
 		reply(res.cmd, data) // the records are gone; the directories stay for a later prune by hand
 	}
+}
+
+// removeKeeping removes dir and everything in it but the directories in
+// keep (and the directories on the way to them).
+func removeKeeping(dir string, keep []string) error {
+	var inside []string
+	for _, k := range keep {
+		if rel, err := filepath.Rel(dir, k); err == nil && filepath.IsLocal(rel) {
+			if rel == "." {
+				return nil // dir itself is kept
+			}
+			inside = append(inside, k)
+		}
+	}
+	if len(inside) == 0 {
+		return os.RemoveAll(dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range entries {
+		if err := removeKeeping(filepath.Join(dir, e.Name()), inside); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

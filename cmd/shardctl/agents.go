@@ -16,6 +16,7 @@ func newAgentsCommand(g *globalOptions) *cobra.Command {
 		newAgentsCreateCommand(g),
 		newAgentsKillCommand(g),
 		newAgentsTerminateCommand(g),
+		newAgentsRenameCommand(g),
 		newAgentsRmCommand(g),
 		newAgentsPruneCommand(g),
 	)

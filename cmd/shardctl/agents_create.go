@@ -20,6 +20,7 @@ type agentsCreateOptions struct {
 	cwd            string
 	name           string
 	model          string
+	provider       string
 	mode           string
 	headlessPolicy string
 }
@@ -30,7 +31,8 @@ func (o *agentsCreateOptions) AddFlags(cmd *cobra.Command) {
 	o.output.AddFlags(fs)
 	fs.StringVar(&o.cwd, "cwd", "", "the agent's working directory (default the current directory)")
 	fs.StringVar(&o.name, "name", "", "a name for the agent")
-	fs.StringVar(&o.model, "model", "", "model to use (default the daemon's)")
+	fs.StringVar(&o.model, "model", "", "model to use: a name or a provider/model id from shardctl models (default the daemon's)")
+	fs.StringVar(&o.provider, "provider", "", "provider to run on, one of shardctl models (default the daemon's)")
 	fs.StringVar(&o.mode, "mode", "", "initial mode (default the daemon's)")
 	fs.StringVar(&o.headlessPolicy, "headless-policy", "", "what to do with permission requests nobody answers: deny, allow_if_rule_matches or queue")
 }
@@ -72,6 +74,7 @@ func (o *agentsCreateOptions) message() (*protocol.AgentCreate, error) {
 		Cwd:            abs,
 		Name:           o.name,
 		Model:          o.model,
+		Provider:       o.provider,
 		Mode:           o.mode,
 		HeadlessPolicy: o.headlessPolicy,
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -152,7 +153,7 @@ func (o *agentsLsOptions) print(stdout, stderr io.Writer, data protocol.AgentLis
 	for _, a := range agents {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			st.agent(a.AgentID), agentName(a), st.agent(a.ParentAgentID), p.status(a.Status), orDash(string(a.RuntimeState)),
-			orDash(a.Model), orDash(fitPath(a.Cwd, 40, width)), st.when(o.g.clock, a.CreatedAt))
+			orDash(strings.Trim(a.Provider+"/"+a.Model, "/")), orDash(fitPath(a.Cwd, 40, width)), st.when(o.g.clock, a.CreatedAt))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write agents: %w", err)
@@ -169,6 +170,8 @@ func agentName(a protocol.AgentInfo) string {
 		return a.DisplayName
 	case a.Alias != "":
 		return a.Alias
+	case a.Title != "":
+		return a.Title
 	}
 	return "-"
 }

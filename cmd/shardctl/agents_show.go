@@ -122,6 +122,9 @@ func (o *agentsShowOptions) table(w io.Writer, v agentView) error {
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Agent", a.AgentID)
 	row("Name", agentName(a))
+	if a.Title != "" && agentName(a) != a.Title {
+		row("Title", a.Title)
+	}
 	row("Status", p.status(a.Status))
 	row("Runtime", orDash(string(a.RuntimeState)))
 	row("Model", orDash(strings.Trim(a.Provider+"/"+a.Model, "/")))
@@ -151,7 +154,7 @@ func (o *agentsShowOptions) table(w io.Writer, v agentView) error {
 	if len(v.Jobs) > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Jobs launched (newest first):")
-		return writeJobsTable(w, v.Jobs, o.g.clock, p, tableStyle{wide: true})
+		return writeJobsTable(w, v.Jobs, nil, o.g.clock, p, tableStyle{wide: true})
 	}
 	return nil
 }

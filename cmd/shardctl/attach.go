@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -32,9 +34,18 @@ func (o *attachOptions) AddFlags(cmd *cobra.Command) {
 const attachHelp = `Commands:
   TEXT           send TEXT as a prompt (queued as a follow-up while a turn runs)
   /steer TEXT    steer the turn in flight with TEXT
+  /image PATH    attach an image file to the next prompt or /steer (repeatable;
+                 /image alone lists them, /image clear drops them)
+  /send          send the attached images as a prompt without text
   /abort         abort the turn in flight (also Ctrl-C on a terminal)
   /mode NAME     switch the agent's mode, e.g. /mode plan
-  /model NAME    switch the model from the next provider call
+  /model NAME    switch the model from the next provider call (a name or a
+                 provider/model id: any configured provider); /model lists them
+  /reasoning [LEVEL]  list the model's reasoning levels, or switch to LEVEL
+  /compact [TOKENS]   compact the context now (keeping about TOKENS recent tokens)
+  /fork [ENTRY]  fork the conversation at message ENTRY (default: the last one)
+                 into a new session, and create an agent on it to talk to
+  /sessions      list this agent's session and its forks
   /quit          detach (also /exit, /detach, Ctrl-D or the end of input)
   //TEXT         send "/TEXT" as a prompt
 While a question is open, the next line answers it.`
@@ -46,7 +57,8 @@ func newAttachCommand(g *globalOptions) *cobra.Command {
 		Short: "Talk to an agent interactively",
 		Long: `Attach to AGENT as an interactive client (agent.attach): stream its text, show
 its tool calls and their results, answer its permission and UI questions,
-and send it prompts, steers, aborts and mode switches.
+and send it prompts, steers, aborts, mode, model and reasoning switches,
+compactions and forks.
 
 ` + attachHelp + `
 
@@ -134,7 +146,7 @@ func (o *attachOptions) run(ctx context.Context, agent string, stdin io.Reader, 
 func (o *attachOptions) session(ctx context.Context, conn *client.Conn, agentID string, att protocol.AgentAttachData, scr screen, first bool) error {
 	s := &attachSession{
 		ctx: ctx, conn: conn, agentID: agentID, scr: scr, p: scr.pal(),
-		status: att.Status, mode: att.Info.Mode, namesC: make(chan map[string]string, 1),
+		status: att.Status, mode: att.Info.Mode, info: att.Info, namesC: make(chan map[string]string, 1),
 		cmds:    make(chan protocol.Typed, maxQueuedCommands),
 		results: make(chan commandResult, maxQueuedCommands),
 		stop:    make(chan struct{}),
@@ -179,8 +191,9 @@ const maxQueuedCommands = 64
 
 // commandResult is the daemon's answer to one command of the session.
 type commandResult struct {
-	cmd protocol.Typed
-	err error
+	cmd  protocol.Typed
+	resp *protocol.Response // nil on error
+	err  error
 }
 
 // Prompts of the terminal screen: ready for a prompt, or a turn in flight
@@ -201,6 +214,13 @@ type attachSession struct {
 
 	status protocol.AgentStatus
 	mode   string
+	info   protocol.AgentInfo // as attached: the agent a /fork creates runs like it
+	// forkHead: a /fork without an entry waits for the session_op list
+	// that names the session's last entry.
+	forkHead bool
+	// effort is the level a /reasoning LEVEL is for, while the
+	// list_reasoning_levels that names the active model is answered.
+	effort string
 	// namesC brings the names of the agents known at attach (subagents
 	// included), to say who asks a delegated question: agent.list is asked
 	// in the background.
@@ -219,6 +239,18 @@ type attachSession struct {
 	results  chan commandResult
 	stop     chan struct{}
 	inflight int // commands queued or awaiting their answer
+
+	// images are the images /image attached, sent with the next prompt,
+	// /steer or /send; imagePaths are their paths, for /image.
+	images     []protocol.Image
+	imagePaths []string
+}
+
+// takeImages returns the attached images and forgets them.
+func (s *attachSession) takeImages() []protocol.Image {
+	ims := s.images
+	s.images, s.imagePaths = nil, nil
+	return ims
 }
 
 func (s *attachSession) banner(att protocol.AgentAttachData) {
@@ -231,7 +263,7 @@ func (s *attachSession) banner(att protocol.AgentAttachData) {
 	var facts []string
 	facts = append(facts, string(att.Status))
 	if att.Info.Model != "" {
-		facts = append(facts, "model "+att.Info.Model)
+		facts = append(facts, "model "+strings.Trim(att.Info.Provider+"/"+att.Info.Model, "/"))
 	}
 	if att.Info.Mode != "" {
 		facts = append(facts, "mode "+att.Info.Mode)
@@ -389,6 +421,10 @@ func (s *attachSession) handle(msg protocol.Typed) {
 		s.scr.line(s.p.dim(fmt.Sprintf("mode: %s → %s", orDash(m.PreviousMode), m.Mode)))
 	case *protocol.ModelChanged:
 		s.scr.line(s.p.dim(fmt.Sprintf("model: %s → %s (from the next provider call)", orDash(m.Previous.ID), orDash(m.Active.ID))))
+	case *protocol.ReasoningLevelChanged:
+		s.scr.line(s.p.dim(fmt.Sprintf("reasoning: %s → %s (from the next provider call)", orDash(m.Previous), orDash(m.Active))))
+	case *protocol.AgentUpdated:
+		s.scr.line(s.p.dim("title: " + orDash(m.Info.Title)))
 	case *protocol.Compaction:
 		s.scr.line(s.p.dim(fmt.Sprintf("(context compacted: %d → %d tokens)", m.TokensBefore, m.TokensAfter)))
 	case *protocol.AgentExited:
@@ -431,7 +467,14 @@ func (s *attachSession) input(in lineResult) (quit bool, err error) {
 	if strings.HasPrefix(trimmed, "//") {
 		trimmed = trimmed[1:]
 	}
-	prompt := &protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, AgentID: s.agentID}, Message: trimmed}
+	s.sendPrompt(trimmed)
+	return false, nil
+}
+
+// sendPrompt sends text and the attached images as a prompt, a follow-up
+// while a turn runs.
+func (s *attachSession) sendPrompt(text string) {
+	prompt := &protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, AgentID: s.agentID}, Message: text, Images: s.takeImages()}
 	if s.busy() {
 		prompt.StreamingBehavior = protocol.BehaviorFollowUp
 		s.scr.line(s.p.dim("(queued after the turn in flight)"))
@@ -439,7 +482,6 @@ func (s *attachSession) input(in lineResult) (quit bool, err error) {
 	if s.command(prompt) {
 		s.sent = true
 	}
-	return false, nil
 }
 
 // slash runs a /command.
@@ -461,9 +503,17 @@ func (s *attachSession) slash(line string) (quit bool, err error) {
 			s.scr.line("usage: /steer TEXT")
 			break
 		}
-		if s.command(&protocol.Steer{Header: h(protocol.TypeSteer), Message: arg}) {
+		if s.command(&protocol.Steer{Header: h(protocol.TypeSteer), Message: arg, Images: s.takeImages()}) {
 			s.sent = true
 		}
+	case "/image":
+		s.attachImage(arg)
+	case "/send":
+		if len(s.images) == 0 {
+			s.scr.line("no image attached; usage: /image PATH, then /send (or a prompt)")
+			break
+		}
+		s.sendPrompt("")
 	case "/mode":
 		if arg == "" {
 			s.scr.line(fmt.Sprintf("mode is %s; usage: /mode NAME", orDash(s.mode)))
@@ -472,14 +522,63 @@ func (s *attachSession) slash(line string) (quit bool, err error) {
 		s.command(&protocol.SetMode{Header: h(protocol.TypeSetMode), Mode: arg})
 	case "/model":
 		if arg == "" {
-			s.scr.line("usage: /model NAME")
+			s.command(&protocol.ListModels{Header: h(protocol.TypeListModels)})
 			break
 		}
 		s.command(&protocol.SetModel{Header: h(protocol.TypeSetModel), Model: arg})
+	case "/reasoning":
+		// The level is set for the model list_reasoning_levels names as
+		// active: set_reasoning_level wants its descriptor id.
+		s.effort = arg
+		s.command(&protocol.ListReasoningLevels{Header: h(protocol.TypeListReasoningLevels)})
+	case "/compact":
+		op := &protocol.SessionOp{Header: h(protocol.TypeSessionOp), Op: protocol.SessionOpCompact}
+		if arg != "" {
+			n, err := strconv.ParseInt(arg, 10, 64)
+			if err != nil || n <= 0 {
+				s.scr.line("usage: /compact [TOKENS] (a positive number of recent tokens to keep)")
+				break
+			}
+			op.Args = &protocol.SessionOpArgs{KeepRecentTokens: &n}
+		}
+		s.command(op)
+	case "/fork":
+		if arg == "" {
+			// The session's last entry, as the runtime names it.
+			s.forkHead = true
+			s.command(&protocol.SessionOp{Header: h(protocol.TypeSessionOp), Op: protocol.SessionOpList})
+			break
+		}
+		s.command(&protocol.SessionOp{Header: h(protocol.TypeSessionOp), Op: protocol.SessionOpFork,
+			Args: &protocol.SessionOpArgs{FromEntryID: arg}})
+	case "/sessions":
+		s.command(&protocol.SessionOp{Header: h(protocol.TypeSessionOp), Op: protocol.SessionOpList})
 	default:
 		s.scr.line(fmt.Sprintf("unknown command %s; /help lists them (//%s sends it as a prompt)", name, name[1:]))
 	}
 	return false, nil
+}
+
+// showModels prints a list_models answer: every model the agent may
+// switch to, whichever provider serves it, the active one marked.
+func (s *attachSession) showModels(data []byte) {
+	var lm struct {
+		Models []protocol.ModelDescriptor `json:"models"`
+		Active protocol.ModelDescriptor   `json:"active"`
+	}
+	if err := json.Unmarshal(data, &lm); err != nil {
+		s.scr.line(s.p.red("list_models: " + err.Error()))
+		return
+	}
+	for _, m := range lm.Models {
+		mark := "  "
+		if m.ID == lm.Active.ID {
+			mark = "* "
+		}
+		s.scr.line(mark + safe(m.ID))
+	}
+	s.scr.line(s.p.dim("usage: /model NAME (a name or one of the ids above)"))
+	s.refreshPrompt()
 }
 
 // command queues one command for the sender; ok reports that it was
@@ -501,9 +600,9 @@ func (s *attachSession) send() {
 	for {
 		select {
 		case cmd := <-s.cmds:
-			_, err := s.conn.Request(s.ctx, cmd)
+			resp, err := s.conn.Request(s.ctx, cmd)
 			select {
-			case s.results <- commandResult{cmd: cmd, err: err}:
+			case s.results <- commandResult{cmd: cmd, resp: resp, err: err}:
 			case <-s.stop:
 				return
 			}
@@ -518,7 +617,19 @@ func (s *attachSession) send() {
 func (s *attachSession) answered(r commandResult) {
 	s.inflight--
 	if r.err == nil {
+		if _, ok := r.cmd.(*protocol.ListModels); ok && r.resp != nil {
+			s.showModels(r.resp.Data)
+		}
+		s.succeeded(r)
 		return
+	}
+	switch c := r.cmd.(type) {
+	case *protocol.ListReasoningLevels:
+		s.effort = ""
+	case *protocol.SessionOp:
+		if c.Op == protocol.SessionOpList {
+			s.forkHead = false
+		}
 	}
 	switch r.cmd.(type) {
 	case *protocol.Prompt, *protocol.Steer:
@@ -531,4 +642,36 @@ func (s *attachSession) answered(r commandResult) {
 		s.scr.line(s.p.red(fmt.Sprintf("%s: %v", r.cmd.Head().Type, r.err)))
 	}
 	s.refreshPrompt()
+}
+
+// attachImage runs /image: attach the image file at arg to the next
+// prompt or /steer, list the attached ones (no arg), or drop them
+// ("clear"). A file that cannot go (not an image, over the limit) is
+// refused here, before anything is sent.
+func (s *attachSession) attachImage(arg string) {
+	switch {
+	case arg == "":
+		if len(s.imagePaths) == 0 {
+			s.scr.line("no image attached; usage: /image PATH")
+		}
+		for i, n := range s.imagePaths {
+			s.scr.line(fmt.Sprintf("image %d: %s", i+1, safe(n)))
+		}
+		return
+	case arg == "clear":
+		s.takeImages()
+		s.scr.line("images dropped")
+		return
+	case len(s.images) >= protocol.MaxImages:
+		s.scr.line(s.p.red(fmt.Sprintf("/image: %d images already, limit %d", len(s.images), protocol.MaxImages)))
+		return
+	}
+	im, err := readImage(arg)
+	if err != nil {
+		s.scr.line(s.p.red("/image: " + safe(err.Error())))
+		return
+	}
+	s.images = append(s.images, im)
+	s.imagePaths = append(s.imagePaths, arg)
+	s.scr.line(s.p.dim(fmt.Sprintf("image %d attached (%s); it goes with the next prompt, /steer or /send", len(s.images), safe(arg))))
 }

@@ -1,5 +1,6 @@
 // Command shardctl is the operator's CLI for shardd: it shows the daemon's
-// status; lists, inspects, creates, kills and terminates agents; lists and
+// status; lists the models of every configured provider; lists, inspects,
+// creates (on any provider), kills and terminates agents; lists and
 // describes subagent jobs and their runs, stops, relaunches and waits for
 // them; sends a prompt and streams the reply; watches the daemon's or some
 // agents' events; attaches to an agent as an interactive terminal client;

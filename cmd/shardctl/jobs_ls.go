@@ -22,6 +22,9 @@ const defaultJobsLimit = 50
 type jobsLsOptions struct {
 	g      *globalOptions
 	output outputOptions
+	// names are the agents' names (titles included) shown beside the
+	// parents' ids, as read for the last list.
+	names  map[string]string
 	parent string
 	state  string
 	since  string
@@ -73,6 +76,7 @@ stopped).`,
 					if err != nil {
 						return err
 					}
+					o.names = offlineNames(st)
 					return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
 				})
 			}
@@ -99,6 +103,7 @@ stopped).`,
 					if err != nil {
 						return nil, err
 					}
+					o.names = agentNames(ctx, conn)
 					var parents []string
 					for _, j := range data.Jobs {
 						parents = append(parents, j.ParentAgentID)
@@ -119,6 +124,7 @@ stopped).`,
 				if err := conn.Call(ctx, q, &data); err != nil {
 					return err
 				}
+				o.names = agentNames(ctx, conn)
 				return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
 			})
 		},
@@ -180,7 +186,7 @@ func (o *jobsLsOptions) print(stdout, stderr io.Writer, data protocol.JobsListDa
 		fmt.Fprintln(stderr, "No jobs.")
 		return nil
 	}
-	if err := writeJobsTable(stdout, data.Jobs, o.g.clock, newPalette(stdout, o.g.noColor), o.output.style(o.g)); err != nil {
+	if err := writeJobsTable(stdout, data.Jobs, o.names, o.g.clock, newPalette(stdout, o.g.noColor), o.output.style(o.g)); err != nil {
 		return err
 	}
 	if o.limit > 0 && len(data.Jobs) == o.limit {

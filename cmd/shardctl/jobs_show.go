@@ -15,6 +15,9 @@ import (
 type jobsShowOptions struct {
 	g      *globalOptions
 	output outputOptions
+	// names are the agents' names (titles included) shown beside the
+	// parent's id.
+	names map[string]string
 }
 
 // AddFlags registers the jobs show flags on cmd.
@@ -51,6 +54,7 @@ stopped).`,
 					if err != nil {
 						return err
 					}
+					o.names = offlineNames(st)
 					return o.print(cmd.OutOrStdout(), job)
 				})
 			}
@@ -59,6 +63,7 @@ stopped).`,
 				if err != nil {
 					return err
 				}
+				o.names = agentNames(ctx, conn)
 				return o.print(cmd.OutOrStdout(), job)
 			})
 		},
@@ -76,5 +81,5 @@ func (o *jobsShowOptions) print(w io.Writer, job protocol.OpJob) error {
 	if o.output.structured() {
 		return o.output.write(w, job)
 	}
-	return writeJobDetail(w, job, o.g.clock, newPalette(w, o.g.noColor), termWidth(w))
+	return writeJobDetail(w, job, o.names, o.g.clock, newPalette(w, o.g.noColor), termWidth(w))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
 )
 
 // This file holds what the jobs commands share: asking the daemon about a
@@ -83,8 +84,9 @@ func stopNote(j protocol.OpJob) string {
 	return fmt.Sprintf("stopped %d of %d runs", stopped, len(j.Runs))
 }
 
-// writeJobsTable renders jobs ls.
-func writeJobsTable(w io.Writer, jobs []protocol.OpJob, clk clock, p palette, st tableStyle) error {
+// writeJobsTable renders jobs ls. names maps agent ids to the names
+// shown beside them (nil: ids only).
+func writeJobsTable(w io.Writer, jobs []protocol.OpJob, names map[string]string, clk clock, p palette, st tableStyle) error {
 	var agents []string
 	for _, j := range jobs {
 		agents = append(agents, j.ParentAgentID)
@@ -99,7 +101,7 @@ func writeJobsTable(w io.Writer, jobs []protocol.OpJob, clk clock, p palette, st
 			note = p.red(note)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n",
-			j.JobID, st.agent(j.ParentAgentID), j.Strategy, p.jobState(j.State), done, total,
+			j.JobID, st.agent(j.ParentAgentID)+nameSuffix(names, j.ParentAgentID), j.Strategy, p.jobState(j.State), done, total,
 			st.when(clk, j.CreatedAt), clk.span(j.CreatedAt, j.EndedAt), orDash(note))
 	}
 	if err := tw.Flush(); err != nil {
@@ -121,12 +123,13 @@ func stopText(r protocol.OpRun, clk clock) string {
 	return stage
 }
 
-// writeJobDetail renders jobs show: the job, then its runs.
-func writeJobDetail(w io.Writer, j protocol.OpJob, clk clock, p palette, width int) error {
+// writeJobDetail renders jobs show: the job, then its runs. names maps
+// agent ids to the names shown beside them (nil: ids only).
+func writeJobDetail(w io.Writer, j protocol.OpJob, names map[string]string, clk clock, p palette, width int) error {
 	tw := newTable(w)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Job", j.JobID)
-	row("Parent", j.ParentAgentID)
+	row("Parent", j.ParentAgentID+nameSuffix(names, j.ParentAgentID))
 	row("Strategy", string(j.Strategy))
 	row("State", p.jobState(j.State))
 	row("Created", clk.formatTime(j.CreatedAt))
@@ -217,4 +220,29 @@ func writeRunsTable(w io.Writer, runs []protocol.OpRun, clk clock, p palette, wi
 		return fmt.Errorf("write runs: %w", err)
 	}
 	return nil
+}
+
+// nameSuffix is " (NAME)" when names knows a name (or title) for id.
+func nameSuffix(names map[string]string, id string) string {
+	if n := names[id]; n != "" {
+		return " (" + n + ")"
+	}
+	return ""
+}
+
+// offlineNames maps every agent of the store to its name, best effort.
+func offlineNames(st *store.Store) map[string]string {
+	names := map[string]string{}
+	all, err := st.ListAgents()
+	if err != nil {
+		return names
+	}
+	for _, m := range all {
+		a := offlineAgent(m)
+		safeAll(&a)
+		if n := agentName(a); n != "-" {
+			names[a.AgentID] = n
+		}
+	}
+	return names
 }

@@ -17,7 +17,7 @@ func TestJobsShowRunWorkspaces(t *testing.T) {
 		DiffStat: &protocol.DiffStats{Files: 1, Additions: 2, Deletions: 3}}
 	j.Runs[1].Workspace = &protocol.RunWorkspace{WorkspaceID: "workspace-b", Branch: "shard/test-2", Cwd: "/wt/b"}
 	var b bytes.Buffer
-	if err := writeJobDetail(&b, j, testClock, palette{}, 200); err != nil {
+	if err := writeJobDetail(&b, j, nil, testClock, palette{}, 200); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -27,7 +27,7 @@ func TestJobsShowRunWorkspaces(t *testing.T) {
 		}
 	}
 	b.Reset()
-	if err := writeJobDetail(&b, jobQueued, testClock, palette{}, 200); err != nil {
+	if err := writeJobDetail(&b, jobQueued, nil, testClock, palette{}, 200); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "WORKSPACE") {

@@ -10,9 +10,10 @@ import (
 )
 
 // listWatch is "ls --watch": print the list, then print it again after
-// every change the daemon reports (agent status and spawn/exit events; run
-// changes, which reach a connection once it asked subagent.status of the
-// run's parent, docs/protocol.md §10.3), until Ctrl-C. A burst of events is one
+// every change the daemon reports (agent status, spawn/exit and update
+// events; run changes, which reach a connection once it asked
+// subagent.status of the run's parent, docs/protocol.md §10.3), until
+// Ctrl-C. A burst of events is one
 // redraw: the events already queued are taken before the list is asked
 // again. On a terminal the screen is cleared before each list; elsewhere
 // the lists are separated by a blank line. The connection's loss exits 1.
@@ -59,7 +60,7 @@ func (g *globalOptions) listWatch(ctx context.Context, w io.Writer, render func(
 func awaitChange(ctx context.Context, conn *client.Conn) error {
 	changes := func(m protocol.Typed) bool {
 		switch m.(type) {
-		case *protocol.AgentStatusChanged, *protocol.AgentSpawned, *protocol.AgentExited, *protocol.SubagentRunChanged:
+		case *protocol.AgentStatusChanged, *protocol.AgentSpawned, *protocol.AgentExited, *protocol.AgentUpdated, *protocol.SubagentRunChanged:
 			return true
 		}
 		return false

@@ -18,7 +18,7 @@ import (
 //
 // Choices: a whole id ("agent-" and a 26-character ULID) is used as given,
 // without asking; an exact id wins over everything, then an exact name,
-// alias or display name (names compare case-insensitively, as the daemon
+// alias, display name or title (names compare case-insensitively, as the daemon
 // compares aliases), then an id prefix. Two or more candidates at the
 // first level that matches is an error that lists them (exit 1). An
 // argument nothing matches is passed on as given, so the daemon answers
@@ -63,7 +63,7 @@ func matchAgent(agents []protocol.AgentInfo, handle string) (string, error) {
 	levels := []func(a protocol.AgentInfo) bool{
 		func(a protocol.AgentInfo) bool { return a.AgentID == handle },
 		func(a protocol.AgentInfo) bool {
-			return slices.ContainsFunc([]string{a.Name, a.Alias, a.DisplayName}, func(n string) bool {
+			return slices.ContainsFunc([]string{a.Name, a.Alias, a.DisplayName, a.Title}, func(n string) bool {
 				return n != "" && strings.EqualFold(n, handle)
 			})
 		},

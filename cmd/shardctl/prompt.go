@@ -22,21 +22,27 @@ type promptOptions struct {
 	g      *globalOptions
 	wait   bool
 	noWait bool
+	images []string // --image paths
 }
 
 // AddFlags registers the prompt flags on cmd.
 func (o *promptOptions) AddFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.wait, "wait", true, "stream the turn until it ends (--wait=false is --no-wait)")
 	cmd.Flags().BoolVar(&o.noWait, "no-wait", false, "return once the prompt is accepted instead of streaming the turn")
+	cmd.Flags().StringArrayVar(&o.images, "image", nil, "attach the image file at `PATH` (PNG, JPEG, GIF or WebP, at most 5 MiB; repeatable)")
 }
 
 func newPromptCommand(g *globalOptions) *cobra.Command {
 	o := &promptOptions{g: g}
 	cmd := &cobra.Command{
-		Use:   "prompt AGENT TEXT... [--wait]",
+		Use:   "prompt AGENT [TEXT...] [--image PATH]... [--wait]",
 		Short: "Send a prompt and stream the reply",
 		Long: `Attach to AGENT interactively, send TEXT (further arguments are joined with
 spaces) and stream the assistant's text to stdout until the turn ends.
+
+--image attaches an image file (repeatable); with images, TEXT may be left
+out. An agent whose model (or third-party agent) takes no images refuses
+the prompt (UNSUPPORTED); nothing is sent without its images.
 
 Everything else goes to stderr: tool calls ("⚙ write notes.md") and their
 results ("↳ ok"), errors, and questions. When the agent asks for permission
@@ -48,13 +54,17 @@ the prompt is queued as a follow-up and the output starts with its turn.
 
 Exits 1 if the agent reports an error or a command fails, 130 on Ctrl-C
 (after asking the agent to abort the turn).`,
-		Args: cobra.MinimumNArgs(2),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text := strings.Join(args[1:], " ")
-			if strings.TrimSpace(text) == "" {
+			if strings.TrimSpace(text) == "" && len(o.images) == 0 {
 				return usageErrorf("empty prompt")
 			}
-			return o.run(cmd.Context(), args[0], text, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			images, err := readImages(o.images)
+			if err != nil {
+				return usageErrorf("%v", err)
+			}
+			return o.run(cmd.Context(), args[0], text, images, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.ValidArgsFunction = completeAgents(g, false)
@@ -62,7 +72,7 @@ Exits 1 if the agent reports an error or a command fails, 130 on Ctrl-C
 	return cmd
 }
 
-func (o *promptOptions) run(ctx context.Context, agent, text string, stdin io.Reader, stdout, stderr io.Writer) error {
+func (o *promptOptions) run(ctx context.Context, agent, text string, images []protocol.Image, stdin io.Reader, stdout, stderr io.Writer) error {
 	// Events are consumed only after the prompt is accepted; the client
 	// buffers them meanwhile, and they are few (a sync, maybe some
 	// orchestrator events).
@@ -75,6 +85,7 @@ func (o *promptOptions) run(ctx context.Context, agent, text string, stdin io.Re
 	prompt := &protocol.Prompt{
 		Header:  protocol.Header{Type: protocol.TypePrompt, AgentID: agentID},
 		Message: text,
+		Images:  images,
 	}
 	if busy {
 		prompt.StreamingBehavior = protocol.BehaviorFollowUp

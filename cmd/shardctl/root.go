@@ -202,6 +202,7 @@ func newRoot(clk clock) *cobra.Command {
 	root.AddCommand(
 		newStatusCommand(g),
 		newAgentsCommand(g),
+		newModelsCommand(g),
 		newJobsCommand(g),
 		newPromptCommand(g),
 		newWatchCommand(g),

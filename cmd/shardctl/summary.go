@@ -112,6 +112,8 @@ func summarize(msg protocol.Typed) string {
 		if m.Info.ParentAgentID != "" {
 			add("parent=%s", m.Info.ParentAgentID)
 		}
+	case *protocol.AgentUpdated:
+		add("%s", agentName(m.Info))
 	case *protocol.AgentExited:
 		add("%s", m.RuntimeState)
 		if m.ExitCode != nil {

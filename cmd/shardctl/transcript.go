@@ -56,6 +56,10 @@ func transcriptLines(msgs []protocol.Message, p palette) []string {
 					continue
 				}
 				out = append(out, strings.Split(text, "\n")...)
+			case protocol.BlockImage:
+				// An image is named, not shown: its type, size and the
+				// start of its hash (get_image fetches it).
+				out = append(out, p.bold("you: ")+p.dim(imageLabel(b)))
 			case protocol.BlockToolCall:
 				out = append(out, p.dim("⚙ "+strings.TrimSpace(safe(b.Name)+" "+safe(toolTarget(b.Args)))))
 			case protocol.BlockToolResult:
@@ -93,4 +97,24 @@ func (s *attachSession) showRecent(m *protocol.Sync) {
 	} else {
 		s.scr.line(s.p.dim("— now —"))
 	}
+}
+
+// imageLabel names an image block: "[image image/png, 12.3 KiB, 1a2b3c4d]".
+func imageLabel(b protocol.ContentBlock) string {
+	sha := safe(b.SHA256)
+	if len(sha) > 8 {
+		sha = sha[:8]
+	}
+	return fmt.Sprintf("[image %s, %s, %s]", safe(b.MimeType), sizeLabel(b.Size), sha)
+}
+
+// sizeLabel is a byte count for people.
+func sizeLabel(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
 }

@@ -60,7 +60,7 @@ func runAdapter(ctx context.Context, kind string, command []string, stdin io.Rea
 	in, restore := pollable(stdin)
 	defer restore()
 	return adapter.Run(ctx, adapter.Options{Stdin: in, Stdout: stdout, Log: log, ServerVersion: version,
-		HeadlessTimeout: cfg.Headless.Timeout, Models: models}, b)
+		HeadlessTimeout: cfg.Headless.Timeout, Models: models, SessionDir: os.Getenv("SHARD_SESSION_DIR")}, b)
 }
 
 // pollable returns stdin, when it is a file the Go runtime's poller can

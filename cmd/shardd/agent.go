@@ -21,10 +21,11 @@ import (
 // newAgentCommand is `shardd agent --headless`: the reference runtime,
 // speaking the per-agent protocol as JSONL on stdin/stdout. The daemon runs
 // it with SHARD_AGENT_ID, SHARD_SESSION_ID, SHARD_SESSION_DIR,
-// SHARD_AGENT_MODE, SHARD_AGENT_MODEL, SHARD_AGENT_HEADLESS_POLICY (empty:
-// headless.policy) and its effective settings in the environment
-// (SHARD_PROVIDER_* among them); run by hand it is a direct connection
-// (docs/protocol.md §12.1).
+// SHARD_AGENT_MODE, SHARD_AGENT_PROVIDER, SHARD_AGENT_MODEL,
+// SHARD_AGENT_HEADLESS_POLICY (empty: headless.policy) and its effective
+// settings in the environment (SHARD_PROVIDER_* and SHARD_PROVIDERS among
+// them: the provider set, config.ProviderSet); run by hand it is a direct
+// connection (docs/protocol.md §12.1).
 func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var headless bool
 	var adapterKind string
@@ -55,25 +56,18 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// The key is read from the variable provider.api_key_env names
-			// and goes to the provider only; bash runs without it.
-			keyEnv := cmp.Or(cfg.Provider.APIKeyEnv, provider.DefaultAPIKeyEnv(cfg.Provider.Name))
-			var apiKey string
-			if keyEnv != "" {
-				apiKey = os.Getenv(keyEnv)
-			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			parsed, err := config.ParsePrices(cfg.Provider.Prices) // validated by config.Load
+			specs, err := providerSpecs(cfg)
 			if err != nil {
 				return err
 			}
-			var prices map[string]refagent.Price
-			for model, p := range parsed {
-				if prices == nil {
-					prices = map[string]refagent.Price{}
-				}
-				prices[model] = refagent.Price{Input: p[0], Output: p[1], CacheRead: p[2], CacheWrite: p[3]} // both per million tokens
+			// The daemon names the agent's provider and model; run by hand,
+			// the runtime starts on the configured default.
+			defProvider, defModel := cfg.DefaultModel()
+			agentProvider, agentModel := os.Getenv("SHARD_AGENT_PROVIDER"), os.Getenv("SHARD_AGENT_MODEL")
+			if agentProvider == "" && agentModel == "" {
+				agentProvider, agentModel = defProvider, defModel
 			}
 			return refagent.Run(ctx, refagent.Options{
 				Stdio: refagent.Stdio{Stdin: stdin, Stdout: stdout, Stderr: stderr},
@@ -84,17 +78,16 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 					Socket:        os.Getenv("SHARD_SOCKET"),
 					Cwd:           cwd,
 					Mode:          os.Getenv("SHARD_AGENT_MODE"),
-					Model:         os.Getenv("SHARD_AGENT_MODEL"),
+					Model:         agentModel,
+					ModelProvider: agentProvider,
 					ServerVersion: version,
 				},
 				ProviderOptions: refagent.ProviderOptions{
-					Provider:      cfg.Provider.Name,
-					BaseURL:       cfg.Provider.BaseURL,
-					ProviderModel: cfg.Provider.Model,
-					APIKey:        apiKey,
-					APIKeyEnv:     keyEnv,
-					MaxRetries:    provider.DefaultMaxRetries,
-					Prices:        prices,
+					Providers:  specs,
+					MaxRetries: provider.DefaultMaxRetries,
+
+					// Models that take no images (docs/protocol.md §13 P4).
+					TextOnlyModels: config.ParseModelList(cfg.Provider.TextOnlyModels),
 				},
 				Headless: refagent.Headless{
 					HeadlessTimeout: cfg.Headless.Timeout,
@@ -126,4 +119,34 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 func trimIdle() {
 	debug.FreeOSMemory()
 	_, _ = memtrim.DropExecutablePages() // best effort: a failure only leaves pages resident
+}
+
+// providerSpecs is the runtime's providers: the daemon's provider set
+// (config.ProviderSet), the default first, each with its key read from the
+// variable its api_key_env names (or its kind's conventional one). A key
+// goes to its provider only: bash runs without any of them.
+func providerSpecs(cfg *config.Config) ([]refagent.ProviderSpec, error) {
+	var out []refagent.ProviderSpec
+	for _, p := range cfg.ProviderSet() {
+		parsed, err := config.ParsePrices(p.Prices) // validated by config.Load
+		if err != nil {
+			return nil, err
+		}
+		var prices map[string]refagent.Price
+		for model, pr := range parsed {
+			if prices == nil {
+				prices = map[string]refagent.Price{}
+			}
+			prices[model] = refagent.Price{Input: pr[0], Output: pr[1], CacheRead: pr[2], CacheWrite: pr[3]} // both per million tokens
+		}
+		sp := refagent.ProviderSpec{Name: p.Name, Kind: p.Kind, BaseURL: p.BaseURL, Models: p.Models, Prices: prices}
+		if p.Kind != config.ProviderSim {
+			sp.APIKeyEnv = cmp.Or(p.APIKeyEnv, provider.DefaultAPIKeyEnv(p.Kind))
+			if sp.APIKeyEnv != "" {
+				sp.APIKey = os.Getenv(sp.APIKeyEnv)
+			}
+		}
+		out = append(out, sp)
+	}
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/config"
@@ -233,10 +234,21 @@ func TestActivityOverviewReachesEveryConnectionSanitized(t *testing.T) {
 	phases := map[string]bool{}
 	var tool string
 	waitFor(t, bystander, func(e client.Event) bool {
-		if strings.Contains(string(e.Raw), secret) || strings.Contains(string(e.Raw), "/etc/hostname") {
+		raw := e.Raw
+		if u, ok := e.Msg.(*protocol.AgentUpdated); ok {
+			// The automatic title quotes the first prompt's first line
+			// (docs/protocol.md §10.1): the one member a broadcast may
+			// carry it in. Nothing else of the event may.
+			u.Info.Title = ""
+			raw = protocol.MustMarshal(u)
+		}
+		if strings.Contains(string(raw), secret) || strings.Contains(string(raw), "/etc/hostname") {
 			t.Fatalf("a broadcast carried prompt text or a path: %s", e.Raw)
 		}
 		if a, ok := e.Msg.(*protocol.AgentActivity); ok && a.AgentID == id {
+			if a.Timestamp <= 0 {
+				t.Fatalf("agent_activity without a timestamp: %s", e.Raw)
+			}
 			phases[a.Phase] = true
 			if a.ToolName != "" {
 				tool = a.ToolName
@@ -244,7 +256,8 @@ func TestActivityOverviewReachesEveryConnectionSanitized(t *testing.T) {
 			return a.Phase == protocol.PhaseIdle && phases[protocol.PhaseTool]
 		}
 		if e.Msg.Head().AgentID == id && e.Msg.Head().Type != protocol.TypeAgentActivity &&
-			e.Msg.Head().Type != protocol.TypeAgentStatusChanged && e.Msg.Head().Type != protocol.TypeAgentSpawned {
+			e.Msg.Head().Type != protocol.TypeAgentStatusChanged && e.Msg.Head().Type != protocol.TypeAgentSpawned &&
+			e.Msg.Head().Type != protocol.TypeAgentUpdated {
 			t.Fatalf("unattached connection received a per-agent event: %s", e.Raw)
 		}
 		return false
@@ -322,5 +335,42 @@ func TestConfiguredPricesGiveUsageCost(t *testing.T) {
 	end := waitFor(t, c, isType(protocol.TypeTurnEnd, id)).Msg.(*protocol.TurnEnd)
 	if end.Usage == nil || end.Usage.Cost != float64(end.Usage.Input)+2*float64(end.Usage.Output) || end.Usage.Cost == 0 {
 		t.Fatalf("turn usage = %+v", end.Usage)
+	}
+}
+
+// TestDaemonStatusDescribesTheDaemon: daemon.status (a Shard extension,
+// docs/protocol.md §10.1) says which daemon answers, since when, where its
+// page is, and counts its agents by runtime state and status and its
+// connections, as `shardctl status` shows them.
+func TestDaemonStatusDescribesTheDaemon(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	before := time.Now().UnixMilli()
+	h.create(c, nil)
+	stopped := h.create(c, nil)
+	if _, err := c.Request(ctx(t), &protocol.AgentKill{Header: protocol.Header{Type: protocol.TypeAgentKill, AgentID: stopped}}); err != nil {
+		t.Fatalf("agent.kill: %v", err)
+	}
+	var st protocol.DaemonStatusData
+	if err := c.Call(ctx(t), &protocol.DaemonStatus{Header: protocol.Header{Type: protocol.TypeDaemonStatus}}, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.PID != os.Getpid() || st.Version == "" || st.ProtocolVersion != protocol.Version || st.Home == "" {
+		t.Errorf("identity = pid %d version %q protocol %q home %q", st.PID, st.Version, st.ProtocolVersion, st.Home)
+	}
+	if st.StartedAt <= 0 || st.StartedAt > before || st.UptimeMs < 0 || st.UptimeMs > time.Now().UnixMilli()-st.StartedAt+1 {
+		t.Errorf("started_at %d, uptime_ms %d (created the first agent at %d)", st.StartedAt, st.UptimeMs, before)
+	}
+	if !strings.HasPrefix(st.WebURL, "http://127.0.0.1:") {
+		t.Errorf("web_url = %q, want the loopback page", st.WebURL)
+	}
+	if st.AgentsByRuntimeState[protocol.RuntimeRunning] != 1 || st.AgentsByRuntimeState[protocol.RuntimeStopped] != 1 {
+		t.Errorf("agents_by_runtime_state = %v, want one running and one stopped", st.AgentsByRuntimeState)
+	}
+	if n := st.AgentsByStatus[protocol.StatusIdle]; n != 2 {
+		t.Errorf("agents_by_status = %v, want two idle", st.AgentsByStatus)
+	}
+	if st.Connections < 1 || st.StoreBytes <= 0 {
+		t.Errorf("connections %d, store_bytes %d", st.Connections, st.StoreBytes)
 	}
 }

@@ -196,14 +196,32 @@ func (d *Daemon) Start() error {
 			Hub:        d.hub,
 			Logger:     d.log.With("component", "agent"),
 			Metrics:    d.metrics,
-			SaveSelection: func(agentID, model, mode string) {
+			Models:     models(cfg),
+			SaveSelection: func(agentID, provider, model, mode string) {
 				err := d.store.UpdateAgent(agentID, func(a *store.Agent) error {
-					a.Model, a.Mode = model, mode
+					a.Provider, a.Model, a.Mode = provider, model, mode
 					return nil
 				})
 				if err != nil {
 					d.log.Error("persist model/mode selection", "agent_id", agentID, "err", err)
 				}
+			},
+			SaveUsage: func(agentID string, u store.Usage) {
+				err := d.store.UpdateAgent(agentID, func(a *store.Agent) error {
+					if a.Usage == nil || a.Usage.Turns <= u.Turns { // never older totals over newer
+						a.Usage = &u
+					}
+					return nil
+				})
+				if err != nil && !errors.Is(err, store.ErrNotFound) { // removed meanwhile
+					d.log.Error("persist usage totals", "agent_id", agentID, "err", err)
+				}
+			},
+			SaveTitle: func(agentID, title string) error {
+				return d.store.UpdateAgent(agentID, func(a *store.Agent) error {
+					a.Title, a.Titled = title, true
+					return nil
+				})
 			},
 			Runtime: agent.RuntimeConfig{
 				Path:           d.opts.RuntimePath,
@@ -268,6 +286,7 @@ func (d *Daemon) Start() error {
 		CopyFiles:    splitList(cfg.Workspaces.CopyFiles),
 		SetupCommand: cfg.Workspaces.SetupCommand,
 		DefaultMode:  deps.DefaultMode,
+		Models:       deps.Agent.Models,
 		Forks:        forks,
 	}
 	wpid, err := d.sys.Root.SpawnNamed(workspaces.Props(wd).Configure(actor.WithGuardian(supervisor.StopOnFailure()), actor.WithDispatcher(d.mailboxes)), "workspaces")
@@ -295,6 +314,7 @@ func (d *Daemon) Start() error {
 		Metrics:      d.metrics,
 		Workspaces:   d.workspaces,
 		KnownRuntime: deps.Agent.Runtime.KnownProfile,
+		Models:       deps.Agent.Models,
 		Dispatcher:   d.mailboxes,
 	}
 	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")
@@ -387,6 +407,12 @@ func (d *Daemon) runtimeEnv() []string {
 		"SHARD_PROVIDER_API_KEY_ENV="+cfg.Provider.APIKeyEnv,
 		"SHARD_SIM_CONTEXT_WINDOW="+strconv.Itoa(cfg.Sim.ContextWindow),
 		"SHARD_PROVIDER_PRICES="+cfg.Provider.Prices,
+		// The providers besides the block, as the daemon read them: the
+		// runtime serves exactly the catalog the daemon resolved creates
+		// against. Names of key variables only, never keys.
+		config.ProvidersEnv+"="+cfg.ProvidersJSON(),
+		// Models that take no images (docs/protocol.md §13 P4).
+		"SHARD_PROVIDER_TEXT_ONLY_MODELS="+cfg.Provider.TextOnlyModels,
 		"SHARD_COMPACTION_ENABLED="+strconv.FormatBool(cfg.Compaction.Enabled),
 		"SHARD_COMPACTION_KEEP_RECENT_TOKENS="+strconv.Itoa(cfg.Compaction.KeepRecentTokens),
 	)

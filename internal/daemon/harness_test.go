@@ -31,6 +31,10 @@ import (
 var runtimeBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeACPEnv) == "1" { // this binary plays an ACP agent (fakeacp_test.go)
+		runFakeACP()
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "shardbin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

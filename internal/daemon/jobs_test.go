@@ -214,6 +214,13 @@ func TestSubagentStopWaitTimeoutAndLeaseGuard(t *testing.T) {
 	if stop.JobID != job.JobID || len(stop.Cancelled) != 2 {
 		t.Fatalf("stop = %+v", stop)
 	}
+	// Each entry is the run's state when the stop was accepted: the
+	// queued step is cancelled at once, the active one is being stopped.
+	for i, wantState := range []protocol.RunState{protocol.RunActive, protocol.RunCancelled} {
+		if cr, want := stop.Cancelled[i], job.Runs[i]; cr.RunID != want.RunID || cr.AgentID != want.AgentID || cr.State != wantState {
+			t.Errorf("cancelled[%d] = %+v, want run %s of agent %s, %s", i, cr, want.RunID, want.AgentID, wantState)
+		}
+	}
 	res = waitRuns(t, c, parent, []string{job.JobID}, "all", nil)
 	if res.Runs[0].State != protocol.RunCancelled || res.Runs[1].State != protocol.RunCancelled || res.AggregateState != string(protocol.JobCancelled) {
 		t.Fatalf("after stop = %+v", res)

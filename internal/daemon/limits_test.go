@@ -54,24 +54,42 @@ func TestCreateLimitsOverTheWire(t *testing.T) {
 	}
 }
 
-// TestClientCannotSetLaunchPolicy: agent.create with the managed-child
-// field launch_policy is refused (it would lift jobs.max_tasks for that
-// parent), nothing is stored, and jobs.max_tasks still bounds the parent a
-// client may create.
-func TestClientCannotSetLaunchPolicy(t *testing.T) {
+// TestClientCannotSetManagedFields: agent.create with any managed-child
+// field (docs/protocol.md §10.1: "daemon sets these; clients do not pass
+// them") is refused naming the field, and nothing is stored — launch_policy
+// would lift jobs.max_tasks for that parent, depth or alias would forge a
+// place in a job. jobs.max_tasks still bounds the parent a client may
+// create.
+func TestClientCannotSetManagedFields(t *testing.T) {
 	h := start(t, func(c *config.Config) { c.Jobs.MaxTasks = 2 })
 	c := h.dial()
-	lifted := &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t),
-		LaunchPolicy: &protocol.LaunchPolicy{MaxTasks: 100000}}
-	err := c.Call(ctx(t), lifted, nil)
-	if protocol.CodeOf(err) != protocol.CodeInvalidRequest || !strings.Contains(err.Error(), `field "launch_policy"`) {
-		t.Fatalf("agent.create with launch_policy: err = %v, want INVALID_REQUEST naming launch_policy", err)
+	zero := 0
+	for _, tc := range []struct {
+		field string
+		set   func(*protocol.AgentCreate)
+	}{
+		{"launch_policy", func(a *protocol.AgentCreate) {
+			a.LaunchPolicy = &protocol.LaunchPolicy{MaxTasks: 100000, MaxDepth: 100}
+		}},
+		{"system_prompt", func(a *protocol.AgentCreate) { a.SystemPrompt = "you may do anything" }},
+		{"depth", func(a *protocol.AgentCreate) { a.Depth = &zero }},
+		{"alias", func(a *protocol.AgentCreate) { a.Alias = "ada" }},
+		{"definition_name", func(a *protocol.AgentCreate) { a.DefinitionName = "scout" }},
+		{"display_name", func(a *protocol.AgentCreate) { a.DisplayName = "scout · ada" }},
+		{"names", func(a *protocol.AgentCreate) { a.Names = []string{"ada"} }},
+	} {
+		cmd := &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t)}
+		tc.set(cmd)
+		err := c.Call(ctx(t), cmd, nil)
+		if protocol.CodeOf(err) != protocol.CodeInvalidRequest || !strings.Contains(err.Error(), `field "`+tc.field+`"`) {
+			t.Errorf("agent.create with %s: err = %v, want INVALID_REQUEST naming it", tc.field, err)
+		}
 	}
 	if ids := agentIDs(t, h); len(ids) != 0 {
-		t.Fatalf("a refused create stored agents %v", ids)
+		t.Fatalf("refused creates stored agents %v", ids)
 	}
 	parent := h.create(c, nil)
-	err = c.Call(ctx(t), &protocol.SubagentCreate{Header: hdr(protocol.TypeSubagentCreate), ParentAgentID: parent,
+	err := c.Call(ctx(t), &protocol.SubagentCreate{Header: hdr(protocol.TypeSubagentCreate), ParentAgentID: parent,
 		Strategy: protocol.StrategyParallel, Tasks: []protocol.TaskSpec{{Name: "a", Task: "x"}, {Name: "b", Task: "y"}, {Name: "c", Task: "z"}}}, nil)
 	if protocol.CodeOf(err) != protocol.CodeInvalidRequest || !strings.Contains(err.Error(), "maxTasks 2") {
 		t.Fatalf("three tasks under jobs.max_tasks 2: err = %v, want INVALID_REQUEST (maxTasks 2)", err)
@@ -143,4 +161,25 @@ func TestRefusedHomeIsLeftAsFound(t *testing.T) {
 		}
 		check(t, cfg)
 	})
+}
+
+// TestLaunchPolicyMaxDepthBoundsNesting: a child is created with the launch
+// policy its parent had (maxDepth from jobs.max_depth), and a child at that
+// depth may not launch children of its own: PERMISSION_DENIED naming
+// maxDepth, and no job is made.
+func TestLaunchPolicyMaxDepthBoundsNesting(t *testing.T) {
+	h := start(t, func(c *config.Config) { c.Jobs.MaxDepth = 1 })
+	c := h.dial()
+	parent := h.create(c, nil)
+	job := createJob(t, c, &protocol.SubagentCreate{ParentAgentID: parent, Name: "child", Task: "sim: say hi"})
+	child := job.Runs[0].AgentID
+	_, err := c.Request(ctx(t), &protocol.SubagentCreate{Header: hdr(protocol.TypeSubagentCreate), ParentAgentID: child,
+		Name: "grandchild", Task: "sim: say too deep"})
+	if protocol.CodeOf(err) != protocol.CodePermissionDenied || !strings.Contains(err.Error(), "maxDepth 1") {
+		t.Fatalf("grandchild at depth 2 under maxDepth 1: err = %v, want PERMISSION_DENIED naming maxDepth 1", err)
+	}
+	var st protocol.SubagentStatusData
+	if err := c.Call(ctx(t), &protocol.SubagentStatus{Header: hdr(protocol.TypeSubagentStatus), ParentAgentID: child}, &st); err != nil || len(st.Jobs) != 0 {
+		t.Fatalf("the refused create made a job: %+v, %v", st.Jobs, err)
+	}
 }

@@ -20,6 +20,14 @@ import (
 
 func startPi(t *testing.T) (*harness, *codexScript) {
 	t.Helper()
+	h, script, _ := startPiWith(t, `["text"]`)
+	return h, script
+}
+
+// startPiWith is startPi with the fake model's pi input kinds (a JSON
+// list), and also returns the fake model server.
+func startPiWith(t *testing.T, input string) (*harness, *codexScript, *fakellm.Server) {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", ".bin", "pi")
 	if _, err := os.Stat(bin); err != nil {
@@ -43,7 +51,7 @@ func startPi(t *testing.T) (*harness, *codexScript) {
 	dir := shortTemp(t)
 	models := `{"providers":{"fakellm":{"baseUrl":"` + fake.URL + `/v1","api":"openai-completions","apiKey":"not-a-real-key",
 "compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},
-"models":[{"id":"fake-model","name":"Fake Model","reasoning":false,"input":["text"],"contextWindow":32000,"maxTokens":4096,
+"models":[{"id":"fake-model","name":"Fake Model","reasoning":false,"input":` + input + `,"contextWindow":32000,"maxTokens":4096,
 "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0}}]}}}`
 	if err := os.WriteFile(filepath.Join(dir, "models.json"), []byte(models), 0o600); err != nil {
 		t.Fatal(err)
@@ -61,7 +69,7 @@ func startPi(t *testing.T) (*harness, *codexScript) {
 				"--no-extensions", "--no-skills", "--no-prompt-templates", "--no-context-files"},
 			Env: map[string]string{"PI_CODING_AGENT_DIR": dir, "PI_OFFLINE": "1", "HOME": dir}}
 	})
-	return h, script
+	return h, script, fake
 }
 
 // TestPiProfileStreamsToolAndAbort: a pi agent answers through the daemon

@@ -87,7 +87,10 @@ func TestRevokedSessionClosesBrowserConnection(t *testing.T) {
 	if err := f.unix.Call(ctx(t), &protocol.WebSessionsList{Header: protocol.Header{Type: protocol.TypeWebSessionsList}}, &list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Sessions) != 1 || list.Sessions[0].Connections != 1 || list.Sessions[0].Note != "test" || list.Sessions[0].Secure {
+	// The note is the one given to web.enroll; the user agent is the
+	// browser's at enrollment.
+	if len(list.Sessions) != 1 || list.Sessions[0].Connections != 1 || list.Sessions[0].Note != "test" || list.Sessions[0].Secure ||
+		list.Sessions[0].UserAgent != testUserAgent {
 		t.Fatalf("web.sessions.list = %+v", list.Sessions)
 	}
 	var rev protocol.WebSessionsRevokeData

@@ -149,8 +149,12 @@ func (f *secFixture) rotate(r rawReq) rawReq {
 }
 
 func (f *secFixture) browser(method, path string) rawReq {
-	return f.via(rawReq{method: method, path: path, host: f.host}.with("Origin", f.origin))
+	return f.via(rawReq{method: method, path: path, host: f.host}.with("Origin", f.origin).with("User-Agent", testUserAgent))
 }
+
+// testUserAgent is the User-Agent of the fixture's browser requests; the
+// daemon keeps it with an enrolled browser (web.sessions.list user_agent).
+const testUserAgent = "shard-test-browser/1.0"
 
 // enrollCode mints a one-time code over the unix socket.
 func (f *secFixture) enrollCode(t *testing.T) protocol.WebEnrollData {

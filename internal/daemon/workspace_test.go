@@ -155,6 +155,13 @@ func TestWorkspaceLifecycle(t *testing.T) {
 		len(d.Files[0].Hunks) != 1 || d.Files[0].Hunks[0].Lines[0].Text != "x" || d.BaseSHA != info.BaseSHA {
 		t.Fatalf("diff = %+v", d)
 	}
+	// It names what it compared: this workspace's branch at its head (the
+	// base: nothing is committed yet) against the integration target, and
+	// the file is one git does not track yet.
+	if d.WorkspaceID != info.WorkspaceID || d.Branch != info.Branch || d.IntegrationTarget != "main" || d.HeadSHA != info.BaseSHA ||
+		!d.Files[0].Untracked || d.Files[0].Truncated || d.Truncated {
+		t.Fatalf("diff header = %+v, file %+v", d, d.Files[0])
+	}
 
 	// List by the main checkout and by the worktree; status is live.
 	for _, cwd := range []string{repo, info.Cwd} {
@@ -210,8 +217,12 @@ func TestWorkspaceLifecycle(t *testing.T) {
 	if _, err := os.Stat(info.Cwd); err != nil {
 		t.Fatalf("worktree removed by an unproven retire: %v", err)
 	}
-	if st := wsStatus(t, c, info.WorkspaceID); st.State != protocol.WorkspaceStateActive || st.HeadSHA != head {
-		t.Fatalf("status after refusal = %+v", st)
+	if st := wsStatus(t, c, info.WorkspaceID); st.State != protocol.WorkspaceStateActive || st.HeadSHA != head ||
+		st.Ahead == nil || *st.Ahead != 1 || st.Behind == nil || *st.Behind != 0 {
+		t.Fatalf("status after refusal = %+v (one commit ahead of main, none behind)", st)
+	}
+	if r.IntegrationTarget != "main" || r.Branch != info.Branch {
+		t.Fatalf("confirmation refusal names branch %q and target %q", r.Branch, r.IntegrationTarget)
 	}
 
 	res, err := wsRetire(t, c, info.WorkspaceID, protocol.DispositionDeleteConfirmed)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -328,6 +329,15 @@ func TestPrompt(t *testing.T) {
 			fakellm.Prompt{LastUser: "read", ToolOutput: true, Tools: []string{"read"}, Model: "claude"}},
 		{"messages blocks", "/v1/messages",
 			`{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`, fakellm.Prompt{LastUser: "hi"}},
+		{"chat image", "/v1/chat/completions",
+			`{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBO"}},{"type":"text","text":"see"}]}]}`,
+			fakellm.Prompt{LastUser: "see", Images: []fakellm.Image{{URL: "data:image/png;base64,iVBO"}}}},
+		{"responses image", "/v1/responses",
+			`{"input":[{"role":"user","content":[{"type":"input_image","image_url":"data:image/gif;base64,R0lG"}]}]}`,
+			fakellm.Prompt{Images: []fakellm.Image{{URL: "data:image/gif;base64,R0lG"}}}},
+		{"messages image", "/v1/messages",
+			`{"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"/9j/"}}]}]}`,
+			fakellm.Prompt{Images: []fakellm.Image{{MediaType: "image/jpeg", Data: "/9j/"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}
@@ -341,7 +351,8 @@ func TestPrompt(t *testing.T) {
 			got, want := rec.last(t), tc.want
 			want.N = 1
 			if got.N != want.N || got.LastUser != want.LastUser || got.ToolOutput != want.ToolOutput ||
-				strings.Join(got.Tools, ",") != strings.Join(want.Tools, ",") || got.Model != want.Model {
+				strings.Join(got.Tools, ",") != strings.Join(want.Tools, ",") || got.Model != want.Model ||
+				fmt.Sprint(got.Images) != fmt.Sprint(want.Images) {
 				t.Errorf("prompt = %+v, want %+v", got, want)
 			}
 		})

@@ -61,6 +61,8 @@ type Prompt struct {
 	N int
 	// LastUser is the text of the last user message.
 	LastUser string
+	// Images are the images of the last user message, in its order.
+	Images []Image
 	// ToolOutput is set when tool results came after that user message:
 	// the model is called back after running its tools.
 	ToolOutput bool
@@ -68,6 +70,16 @@ type Prompt struct {
 	Tools []string
 	// Model is the model the request asks for.
 	Model string
+}
+
+// Image is one image of a user message as the request carried it: URL
+// for chat completions' image_url part and the Responses API's
+// input_image (a data: URL for an inline image), MediaType and Data for a
+// Messages image block with a base64 source.
+type Image struct {
+	URL       string
+	MediaType string
+	Data      string
 }
 
 // Script is a Handler that answers each model request with the Turn that
@@ -253,6 +265,7 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 			switch m.Role {
 			case "user":
 				p.LastUser, p.ToolOutput = contentText(m.Content), false
+				p.Images = contentImages(m.Content)
 			case "tool":
 				p.ToolOutput = true
 			}
@@ -267,6 +280,7 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 				continue
 			}
 			p.LastUser, p.ToolOutput = contentText(m.Content), false
+			p.Images = contentImages(m.Content)
 		}
 	case wireResponses:
 		var items []struct {
@@ -286,6 +300,7 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 				p.ToolOutput = true
 			case it.Role == "user":
 				p.LastUser, p.ToolOutput = contentText(it.Content), false
+				p.Images = contentImages(it.Content)
 			}
 		}
 	}
@@ -308,6 +323,41 @@ func contentText(raw json.RawMessage) string {
 		b.WriteString(p.Text)
 	}
 	return b.String()
+}
+
+// contentImages are the images among a message content's parts, in any of
+// the three formats (see Image).
+func contentImages(raw json.RawMessage) []Image {
+	var parts []struct {
+		Type     string          `json:"type"`
+		ImageURL json.RawMessage `json:"image_url"`
+		Source   struct {
+			Type      string `json:"type"`
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+		} `json:"source"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil
+	}
+	var out []Image
+	for _, p := range parts {
+		switch p.Type {
+		case "image_url": // chat completions: {"url": …}
+			var u struct {
+				URL string `json:"url"`
+			}
+			_ = json.Unmarshal(p.ImageURL, &u)
+			out = append(out, Image{URL: u.URL})
+		case "input_image": // Responses: a string
+			var u string
+			_ = json.Unmarshal(p.ImageURL, &u)
+			out = append(out, Image{URL: u})
+		case "image": // Messages
+			out = append(out, Image{MediaType: p.Source.MediaType, Data: p.Source.Data})
+		}
+	}
+	return out
 }
 
 // hasToolResult reports whether a Messages content carries a tool result.

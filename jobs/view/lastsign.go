@@ -23,10 +23,13 @@ func LastSignOfLife(st *store.Store, sessionsDir, agentLogDir string) func(*stor
 		}
 		see(filepath.Join(agentLogDir, r.AgentID+".log"))
 		a, err := st.GetAgent(r.AgentID)
-		if err != nil || a.SessionID == "" {
+		if err != nil {
 			return newest
 		}
-		dir := filepath.Join(sessionsDir, a.SessionID)
+		dir, ok := a.SessionPath(sessionsDir)
+		if !ok {
+			return newest
+		}
 		see(dir)
 		if entries, err := os.ReadDir(dir); err == nil {
 			for _, e := range entries {

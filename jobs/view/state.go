@@ -63,12 +63,19 @@ func Terminal(j *store.Job) bool {
 	return true
 }
 
+// DisplayName is the one label clients show for a run and its child agent,
+// "<task name> · <alias>": every view that names a run (the create answer,
+// AgentInfo, subagent.status, subagent_run_changed, jobs.show, a
+// relaunch) carries the same string, so a person sees one name everywhere.
+func DisplayName(name, alias string) string { return name + " · " + alias }
+
 // RunSnapshot projects a run for the wire. final_text only goes to the
 // owning parent (owner); task text never does.
 func RunSnapshot(j *store.Job, r *store.Run, owner bool) protocol.RunSnapshot {
 	s := protocol.RunSnapshot{
 		JobID: j.JobID, RunID: r.RunID, Index: r.Index, Name: r.Name,
-		AgentID: r.AgentID, Alias: r.Alias, State: r.State, Deadline: r.Deadline,
+		AgentID: r.AgentID, Alias: r.Alias, DefinitionName: r.Name, DisplayName: DisplayName(r.Name, r.Alias),
+		State: r.State, Deadline: r.Deadline,
 		Usage: r.Usage, Error: r.Error, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
 	}
 	if r.Workspace != nil {

@@ -157,6 +157,7 @@ func TestRunSnapshot(t *testing.T) {
 	r := &j.Runs[0]
 	want := protocol.RunSnapshot{
 		JobID: "job-01", RunID: "run-a", Index: 0, Name: "step a", AgentID: "agent-a", Alias: "alias-a",
+		DefinitionName: "step a", DisplayName: "step a · alias-a",
 		State: protocol.RunCompleted, Deadline: 61000, FinalText: "final answer a",
 		Usage: &protocol.RunUsage{Input: 10, Output: 20}, Error: "error a", StartedAt: 1001, EndedAt: 2000,
 	}

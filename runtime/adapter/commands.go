@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 
@@ -41,6 +42,21 @@ func (h *Host) goAgent(hd protocol.Header, f func()) {
 // round trip to it (set_mode, set_model) is answered from a goroutine.
 func (h *Host) handle(rec []byte) {
 	cmd, hd, err := protocol.DecodeCommand(rec)
+	if gi, ok := cmd.(*protocol.GetImage); ok && err == nil {
+		im, gerr := h.images.Get(gi.SHA256) // file I/O, without mu
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if gerr != nil {
+			h.respondErrLocked(hd, gerr)
+			return
+		}
+		h.respondLocked(hd, im)
+		return
+	}
+	var blocks []protocol.ContentBlock
+	if err == nil {
+		blocks, err = h.storeImages(cmd)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err != nil {
@@ -49,7 +65,7 @@ func (h *Host) handle(rec []byte) {
 	}
 	switch c := cmd.(type) {
 	case *protocol.Prompt:
-		h.promptLocked(hd, c.Message, c.StreamingBehavior, c.DedupeKey)
+		h.promptLocked(hd, userInput{text: c.Message, images: c.Images, blocks: blocks}, c.StreamingBehavior, c.DedupeKey)
 	case *protocol.Steer:
 		if c.Strict {
 			// An agent without mid-turn input cannot take a steer into the
@@ -57,7 +73,7 @@ func (h *Host) handle(rec []byte) {
 			h.respondErrLocked(hd, errUnsupported("steering a turn in flight"))
 			return
 		}
-		h.promptLocked(hd, c.Message, protocol.BehaviorSteer, "")
+		h.promptLocked(hd, userInput{text: c.Message, images: c.Images, blocks: blocks}, protocol.BehaviorSteer, "")
 	case *protocol.Abort:
 		h.followUps = nil
 		h.abortLocked()
@@ -99,7 +115,7 @@ func (h *Host) handle(rec []byte) {
 // promptLocked starts a turn when idle. Mid-turn, a third-party agent
 // takes no input, so steer and follow_up alike wait for the turn's end and
 // run as the next turn (documented in docs/protocol.md).
-func (h *Host) promptLocked(hd protocol.Header, text, behavior, dedupeKey string) {
+func (h *Host) promptLocked(hd protocol.Header, in userInput, behavior, dedupeKey string) {
 	if dedupeKey != "" {
 		if h.delivered[dedupeKey] {
 			h.respondLocked(hd, map[string]bool{"duplicate": true})
@@ -112,12 +128,12 @@ func (h *Host) promptLocked(hd protocol.Header, text, behavior, dedupeKey string
 		return
 	case h.turn == nil:
 		h.respondLocked(hd, nil)
-		h.startTurnLocked(text)
+		h.startTurnLocked(in)
 	case behavior == "":
 		h.respondErrLocked(hd, protocol.Errorf(protocol.CodeInvalidRequest, `field "streaming_behavior": required while a turn is in flight`))
 		return
 	default:
-		h.followUps = append(h.followUps, text)
+		h.followUps = append(h.followUps, in)
 		h.respondLocked(hd, nil)
 	}
 	if dedupeKey != "" {
@@ -217,4 +233,41 @@ func (h *Host) setModelLocked(hd protocol.Header, model string) {
 		}
 		h.respondLocked(hd, data)
 	})
+}
+
+// storeImages keeps the images of a prompt or steer (images/ of the
+// session directory, docs/protocol.md §13 P4) before the command is
+// handled, and returns the blocks that name them in the window. An agent
+// that takes no images refuses them UNSUPPORTED: the prompt is not run
+// without them. It runs without mu (file I/O) but for the check.
+func (h *Host) storeImages(cmd protocol.Command) ([]protocol.ContentBlock, error) {
+	var ims []protocol.Image
+	switch c := cmd.(type) {
+	case *protocol.Prompt:
+		ims = c.Images
+	case *protocol.Steer:
+		ims = c.Images
+	}
+	if len(ims) == 0 {
+		return nil, nil
+	}
+	h.mu.Lock()
+	ok := h.offer.Images
+	h.mu.Unlock()
+	if !ok {
+		return nil, errUnsupported("images in a prompt")
+	}
+	blocks := make([]protocol.ContentBlock, 0, len(ims))
+	for i, im := range ims {
+		b, err := h.images.Put(im)
+		if err != nil {
+			if protocol.AsError(err).Code == protocol.CodeInvalidRequest {
+				return nil, err
+			}
+			h.log.Error("image cannot be stored", "image", i, "err", err)
+			return nil, fmt.Errorf("%w: %w", protocol.Errorf(protocol.CodeInternal, "images[%d] cannot be stored", i), err)
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks, nil
 }

@@ -17,9 +17,10 @@ type Backend interface {
 	// agent offers. History a load replays is reported through ev with
 	// Replay set before Start returns. Start is called once.
 	Start(ctx context.Context, ev Events) (Offer, error)
-	// Prompt runs one turn of the agent and returns when the agent ended
-	// it. Cancelling ctx does not end it: Cancel does.
-	Prompt(ctx context.Context, text string) (TurnResult, error)
+	// Prompt runs one turn of the agent on a user message of text and
+	// images (checked already; images only when Offer.Images) and returns
+	// when the agent ended it. Cancelling ctx does not end it: Cancel does.
+	Prompt(ctx context.Context, text string, images []protocol.Image) (TurnResult, error)
 	// Cancel asks the agent to end the turn in flight (its open permission
 	// requests are answered "cancelled" by the Host).
 	Cancel()
@@ -49,6 +50,10 @@ type Offer struct {
 	// the active model's id.
 	Models []protocol.ModelDescriptor
 	Model  string
+	// Images says the agent takes images in a prompt (ACP's
+	// promptCapabilities.image). Without it a prompt with images is
+	// refused UNSUPPORTED, never sent without them.
+	Images bool
 }
 
 // TurnResult is how a turn ended.
@@ -133,6 +138,9 @@ type Answer struct {
 type Events interface {
 	// UserText is a user message the agent replays (Replay only).
 	UserText(text string)
+	// UserImage is an image of a user message the agent replays (Replay
+	// only); it joins the user message being replayed.
+	UserImage(im protocol.Image)
 	// Text and Thinking are streamed chunks of the agent's answer.
 	Text(text string)
 	Thinking(text string)

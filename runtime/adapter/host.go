@@ -13,6 +13,7 @@ import (
 
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/images"
 )
 
 // Options configure a Host.
@@ -33,6 +34,10 @@ type Options struct {
 	// Models, when set, filters the agent's model catalog (the profile's
 	// models).
 	Models []string
+	// SessionDir, when set, is where the images of prompts are kept
+	// (images/ in it, docs/protocol.md §13 P4), for get_image; "" keeps
+	// them in memory.
+	SessionDir string
 	// Clock returns the current time; nil is time.Now (ids only).
 	Clock func() time.Time
 }
@@ -46,7 +51,10 @@ type Host struct {
 	opts Options
 	b    Backend
 	log  *slog.Logger
-	ids  int64 // guarded by mu
+	// images keeps the images of prompts; safe for concurrent use, it does
+	// file I/O and is used without mu.
+	images *images.Store
+	ids    int64 // guarded by mu
 
 	mu        sync.Mutex
 	started   bool // hello written: events are emitted; before it (a load's replay) they only build the window
@@ -57,7 +65,7 @@ type Host struct {
 	pending   []*pending
 	turn      *turn // nil when idle (and during replay: replay)
 	replay    *turn
-	followUps []string
+	followUps []userInput
 	delivered map[string]bool // dedupe keys of prompts accepted by this process
 	closing   bool
 	writeErr  error
@@ -100,7 +108,8 @@ func Run(ctx context.Context, opts Options, b Backend) error {
 	}
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
-	h := &Host{opts: opts, b: b, log: opts.Log, status: protocol.StatusIdle, delivered: map[string]bool{}, life: life}
+	h := &Host{opts: opts, b: b, log: opts.Log, status: protocol.StatusIdle, delivered: map[string]bool{}, life: life,
+		images: images.Open(opts.SessionDir)}
 	h.replay = h.newTurnLocked()
 	offer, err := b.Start(ctx, h)
 	if err != nil {
@@ -203,6 +212,9 @@ func (h *Host) capabilitiesLocked() []string {
 	}
 	if len(h.offer.Models) > 0 {
 		caps = append(caps, capModelCatalog, capModelSwitch)
+	}
+	if h.offer.Images {
+		caps = append(caps, protocol.CapImageInput)
 	}
 	return caps
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,17 +20,24 @@ type gated struct {
 	release chan TurnResult
 	models  []string
 	done    chan struct{}
+	// takesImages is Offer.Images; images receives each prompt's images
+	// when set.
+	takesImages bool
+	images      chan []protocol.Image
 }
 
 func (g *gated) Start(context.Context, Events) (Offer, error) {
-	o := Offer{Model: "m-b"}
+	o := Offer{Model: "m-b", Images: g.takesImages}
 	for _, m := range []string{"m-a", "m-b", "m-c"} {
 		o.Models = append(o.Models, protocol.ModelDescriptor{ID: m, Provider: "acp", Model: m})
 	}
 	return o, nil
 }
-func (g *gated) Prompt(_ context.Context, text string) (TurnResult, error) {
+func (g *gated) Prompt(_ context.Context, text string, images []protocol.Image) (TurnResult, error) {
 	g.prompts <- text
+	if g.images != nil {
+		g.images <- images
+	}
 	return <-g.release, nil
 }
 func (g *gated) Cancel()                               {}
@@ -177,5 +186,113 @@ func TestHostStopsItsReaderWhenTheAgentExits(t *testing.T) {
 	}
 	if _, err := inW.Write([]byte("{}\n")); !errors.Is(err, io.ErrClosedPipe) {
 		t.Fatalf("write to stdin after Run = %v, want io.ErrClosedPipe", err)
+	}
+}
+
+// TestHostImages: an agent that takes no images refuses a prompt with
+// images UNSUPPORTED (no turn) and offers no image-input; one that does
+// gets the images with the text, its window names them with an image
+// block, and get_image gives them back.
+func TestHostImages(t *testing.T) {
+	png := "iVBORw0KGgo=" // the PNG signature
+	prompt := `{"type":"prompt","id":"%s","message":"look","images":[{"type":"image","data":"` + png + `","mime_type":"image/png"}]}`
+
+	g := &gated{prompts: make(chan string, 1), release: make(chan TurnResult), done: make(chan struct{})}
+	s := newSession(t, g, nil)
+	s.send(fmt.Sprintf(prompt, "p1"))
+	if c := errCode(s.response("p1")); c != "UNSUPPORTED" {
+		t.Fatalf("images to an agent without image prompts: %s", c)
+	}
+	s.send(`{"type":"get_sync","id":"gs"}`)
+	if caps := fmt.Sprint(s.response("gs")["data"].(map[string]any)["capabilities"]); strings.Contains(caps, protocol.CapImageInput) {
+		t.Fatalf("capabilities %s offer images", caps)
+	}
+	select {
+	case p := <-g.prompts:
+		t.Fatalf("the agent got a prompt: %q", p)
+	default:
+	}
+
+	g = &gated{prompts: make(chan string, 1), release: make(chan TurnResult), done: make(chan struct{}),
+		takesImages: true, images: make(chan []protocol.Image, 1)}
+	s = newSession(t, g, nil)
+	s.send(fmt.Sprintf(prompt, "p2"))
+	if r := s.response("p2"); r["success"] != true {
+		t.Fatalf("prompt with images: %v", r)
+	}
+	if text, ims := <-g.prompts, <-g.images; text != "look" || len(ims) != 1 || ims[0].Data != png || ims[0].MimeType != "image/png" {
+		t.Fatalf("agent got %q, %+v", text, ims)
+	}
+	g.release <- TurnResult{StopReason: StopEndTurn}
+	s.send(`{"type":"get_sync","id":"gs"}`)
+	data, _ := json.Marshal(s.response("gs")["data"])
+	var sync protocol.GetSyncData
+	_ = json.Unmarshal(data, &sync)
+	if !strings.Contains(strings.Join(sync.Capabilities, ","), protocol.CapImageInput) {
+		t.Fatalf("capabilities %v lack image input", sync.Capabilities)
+	}
+	user := sync.LiveWindow.Messages[0]
+	if len(user.Content) != 2 || user.Content[0].Type != protocol.BlockImage || user.Content[0].Data != "" || user.Content[1].Text != "look" {
+		t.Fatalf("user message = %+v", user)
+	}
+	s.send(`{"type":"get_image","id":"gi","sha256":"` + user.Content[0].SHA256 + `"}`)
+	if im := s.response("gi")["data"].(map[string]any); im["data"] != png || im["mime_type"] != "image/png" || im["type"] != "image" {
+		t.Fatalf("get_image = %v", im)
+	}
+}
+
+// replaying is gated with a load's replay: a user message of an image and
+// text, and the agent's answer.
+type replaying struct{ *gated }
+
+func (r replaying) Start(ctx context.Context, ev Events) (Offer, error) {
+	ev.UserImage(protocol.Image{Type: "image", MimeType: "image/png", Data: "iVBORw0KGgo="})
+	ev.UserText("what is ")
+	ev.UserText("this?")
+	ev.Text("a picture")
+	ev.UserImage(protocol.Image{Type: "image", MimeType: "image/png", Data: "not base64"}) // cannot be kept: left out
+	return r.gated.Start(ctx, ev)
+}
+
+// TestHostReplaysImages: images in a load's replay join their user
+// message as image blocks, get_image serves them, and one that is not a
+// valid image is left out.
+func TestHostReplaysImages(t *testing.T) {
+	g := &gated{prompts: make(chan string, 1), release: make(chan TurnResult), done: make(chan struct{})}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &session{t: t, in: inW, out: make(chan map[string]any, 256)}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Options{Stdin: inR, Stdout: outW}, replaying{g})
+		outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var m map[string]any
+			_ = json.Unmarshal(sc.Bytes(), &m)
+			s.out <- m
+		}
+		close(s.out)
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	s.send(`{"type":"get_sync","id":"gs"}`)
+	data, _ := json.Marshal(s.response("gs")["data"])
+	var sync protocol.GetSyncData
+	_ = json.Unmarshal(data, &sync)
+	w := sync.LiveWindow.Messages
+	if len(w) != 2 || len(w[0].Content) != 2 || w[0].Content[0].Type != protocol.BlockImage || w[0].Content[1].Text != "what is this?" ||
+		w[1].Role != roleAssistant {
+		t.Fatalf("window %+v", w)
+	}
+	s.send(`{"type":"get_image","id":"gi","sha256":"` + w[0].Content[0].SHA256 + `"}`)
+	if im := s.response("gi")["data"].(map[string]any); im["data"] != "iVBORw0KGgo=" {
+		t.Fatalf("get_image = %v", im)
 	}
 }

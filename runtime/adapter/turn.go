@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/tools"
@@ -13,18 +14,29 @@ const (
 	roleAssistant = "assistant"
 )
 
+// userInput is a user message: its text and images, with the blocks that
+// name the images in the window (stored by the Host's image store).
+type userInput struct {
+	text   string
+	images []protocol.Image
+	blocks []protocol.ContentBlock
+}
+
 // startTurnLocked opens a turn for a user message and runs it.
-func (h *Host) startTurnLocked(text string) {
+func (h *Host) startTurnLocked(in userInput) {
 	t := h.newTurnLocked()
 	h.turn = t
 	h.setStatusLocked(protocol.StatusStreaming)
 	h.emitLocked(protocol.TurnStart{Header: protocol.Header{Type: protocol.TypeTurnStart}, TurnID: t.id})
-	h.window = append(h.window, protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser,
-		Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: text}}})
+	content := slices.Clone(in.blocks)
+	if in.text != "" || len(content) == 0 {
+		content = append(content, protocol.ContentBlock{Type: protocol.BlockText, Text: in.text})
+	}
+	h.window = append(h.window, protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser, Content: content})
 	// Never refused: no turn starts once h.closing is set (under mu), and
 	// Run closes the group only after setting it.
 	h.turns.Go(func() {
-		res, err := h.b.Prompt(h.life, text)
+		res, err := h.b.Prompt(h.life, in.text, in.images)
 		h.endTurn(t, res, err)
 	})
 }
@@ -130,12 +142,62 @@ func (h *Host) UserText(text string) {
 		return
 	}
 	h.flushLocked(t)
-	if n := len(h.window); n > 0 && h.window[n-1].Role == roleUser && len(h.window[n-1].Content) == 1 && h.window[n-1].Content[0].Type == protocol.BlockText {
-		h.window[n-1].Content[0].Text += text // chunks of one message
+	if m := h.replayedUserLocked(); m != nil {
+		if k := len(m.Content) - 1; m.Content[k].Type == protocol.BlockText {
+			m.Content[k].Text += text // chunks of one message
+			return
+		}
+		m.Content = append(m.Content, protocol.ContentBlock{Type: protocol.BlockText, Text: text})
 		return
 	}
 	h.window = append(h.window, protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser,
 		Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: text}}})
+}
+
+// replayedUserLocked is the user message a load's replay is building (the
+// window's last message, when it is a user message of text and images),
+// nil when the next chunk starts a new one.
+func (h *Host) replayedUserLocked() *protocol.Message {
+	n := len(h.window)
+	if n == 0 || h.window[n-1].Role != roleUser || len(h.window[n-1].Content) == 0 {
+		return nil
+	}
+	m := &h.window[n-1]
+	for _, b := range m.Content {
+		if b.Type != protocol.BlockText && b.Type != protocol.BlockImage {
+			return nil
+		}
+	}
+	return m
+}
+
+// UserImage implements Events (a load's replay): the image is kept like a
+// prompt's (file I/O, without mu) and joins the user message being
+// replayed. One that cannot be kept is left out of the window, and logged.
+func (h *Host) UserImage(im protocol.Image) {
+	h.mu.Lock()
+	started := h.started
+	h.mu.Unlock()
+	if started {
+		return
+	}
+	b, err := h.images.Put(im)
+	if err != nil {
+		h.log.Warn("a replayed image cannot be kept", "err", err)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.currentLocked()
+	if t == nil || h.started {
+		return
+	}
+	h.flushLocked(t)
+	if m := h.replayedUserLocked(); m != nil {
+		m.Content = append(m.Content, b)
+		return
+	}
+	h.window = append(h.window, protocol.Message{ID: h.nextIDLocked("msg"), Role: roleUser, Content: []protocol.ContentBlock{b}})
 }
 
 // Text implements Events.

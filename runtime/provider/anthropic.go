@@ -222,7 +222,7 @@ func anthropicSchema(schema map[string]any) anthropic.ToolInputSchemaParam {
 
 // anthropicMessage converts one protocol message; ok is false when nothing of
 // it can be sent. In a user message tool_result blocks go first, as the API
-// requires. Thinking blocks are sent with their signature and dropped without
+// requires, then its text and image blocks (base64 source) in their order. Thinking blocks are sent with their signature and dropped without
 // one; empty text blocks are dropped (the API rejects them).
 func anthropicMessage(m protocol.Message, sigs map[BlockRef]Signature) (msg anthropic.MessageParam, ok bool, err error) {
 	var blocks []anthropic.ContentBlockParamUnion
@@ -241,8 +241,13 @@ func anthropicMessage(m protocol.Message, sigs map[BlockRef]Signature) (msg anth
 			}
 		}
 		for _, b := range m.Content {
-			if b.Type == protocol.BlockText && b.Text != "" {
+			switch {
+			case b.Type == protocol.BlockText && b.Text != "":
 				blocks = append(blocks, anthropic.NewTextBlock(b.Text))
+			case b.Type == protocol.BlockImage && b.Data == "":
+				blocks = append(blocks, anthropic.NewTextBlock(imagePlaceholder(b)))
+			case b.Type == protocol.BlockImage:
+				blocks = append(blocks, anthropic.NewImageBlockBase64(b.MimeType, b.Data))
 			}
 		}
 		if len(blocks) == 0 {

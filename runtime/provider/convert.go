@@ -119,3 +119,16 @@ func usageWithContext(u protocol.Usage) *protocol.Usage {
 	u.ContextTokens = u.Input + u.CacheRead + u.CacheWrite + u.Output
 	return &u
 }
+
+// dataURL is the data: URL of an image block with its base64 data, as
+// OpenAI-compatible servers take images.
+func dataURL(b protocol.ContentBlock) string {
+	return "data:" + b.MimeType + ";base64," + b.Data
+}
+
+// imagePlaceholder is the text sent for an image block without its data
+// (the caller did not fill it in): the model hears that an image was
+// there rather than nothing.
+func imagePlaceholder(b protocol.ContentBlock) string {
+	return fmt.Sprintf("[an image (%s) was attached here]", b.MimeType)
+}

@@ -21,6 +21,14 @@ func descriptor(name, model string, window int) protocol.ModelDescriptor {
 	}
 }
 
+// Describe is the catalog entry of model on the provider configured under
+// name, of kind NameOpenAI or NameAnthropic (a daemon may configure several
+// of one kind): id "<name>/<model>", and the model's context window when it
+// is a well-known one.
+func Describe(name, kind, model string) protocol.ModelDescriptor {
+	return protocol.ModelDescriptor{ID: name + "/" + model, Provider: name, Model: model, ContextWindow: knownContextWindow(kind, model)}
+}
+
 // knownContextWindow is the context window of well-known models, 0 when the
 // model is not known (a local server's model, a new release).
 func knownContextWindow(name, model string) int {

@@ -158,13 +158,17 @@ func (p *openaiProvider) params(req Request) (openai.ChatCompletionNewParams, er
 
 // openaiMessages converts one protocol message. A user message becomes one
 // "tool" message per tool_result block followed by a user message with its
-// text; an assistant message becomes one assistant message with its text and
+// text and images (its content a string when it has no image, else parts:
+// text parts and image_url parts with a data: URL, in the message's order);
+// an assistant message becomes one assistant message with its text and
 // tool_calls (thinking is dropped). Messages left empty are skipped.
 func openaiMessages(m protocol.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
 	var out []openai.ChatCompletionMessageParamUnion
 	var text []string
 	switch m.Role {
 	case roleUser:
+		var parts []openai.ChatCompletionContentPartUnionParam
+		hasImage := false
 		for _, b := range m.Content {
 			switch b.Type {
 			case protocol.BlockToolResult:
@@ -172,10 +176,25 @@ func openaiMessages(m protocol.Message) ([]openai.ChatCompletionMessageParamUnio
 			case protocol.BlockText:
 				if b.Text != "" {
 					text = append(text, b.Text)
+					parts = append(parts, openai.TextContentPart(b.Text))
 				}
+			case protocol.BlockImage:
+				if b.Data == "" {
+					parts = append(parts, openai.TextContentPart(imagePlaceholder(b)))
+					continue
+				}
+				hasImage = true
+				parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL(b)}))
 			}
 		}
-		if len(text) > 0 {
+		switch {
+		case hasImage:
+			out = append(out, openai.UserMessage(parts))
+		case len(parts) > 0:
+			text = text[:0]
+			for _, p := range parts { // all text: texts and placeholders
+				text = append(text, p.OfText.Text)
+			}
 			out = append(out, openai.UserMessage(strings.Join(text, "\n\n")))
 		}
 	case roleAssistant:

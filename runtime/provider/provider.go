@@ -35,7 +35,9 @@ type Request struct {
 	// Messages is the conversation in the wire protocol's shape
 	// (docs/protocol.md §11): user and assistant messages; assistant blocks
 	// are text, thinking and tool_call; tool results are user messages with
-	// tool_result blocks.
+	// tool_result blocks. A user message's image blocks are sent with their
+	// base64 Data (docs/protocol.md §13 P4); one without Data is sent as a
+	// line of text saying an image was there.
 	Messages []protocol.Message
 	// Tools are the tools the model may call.
 	Tools []ToolSpec

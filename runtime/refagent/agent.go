@@ -92,11 +92,16 @@ type Identity struct {
 	// Mode is the initial mode, "build" or "plan". Default "build".
 	Mode string
 	// Model is the agent's initial model (SHARD_AGENT_MODEL): a catalog id
-	// such as "openai/gpt-4.1" or a model name of the configured provider.
-	// A real provider serves any name it is given (the name joins the
-	// catalog); for sim an unknown name is logged and ignored. Default "":
-	// ProviderModel.
+	// such as "openai/gpt-4.1" or a model name (of ModelProvider when it is
+	// set, else the first provider offering it). A real provider serves any
+	// name it is given (the name joins the catalog); for sim an unknown
+	// name is logged and ignored. Default "": ProviderModel.
 	Model string
+	// ModelProvider is the agent's initial provider (SHARD_AGENT_PROVIDER):
+	// the name of one of the runtime's providers, whose first model runs
+	// when Model is empty. An unknown name is logged and ignored. Default
+	// "": the first provider.
+	ModelProvider string
 	// ServerVersion is reported in hello. Default "dev".
 	ServerVersion string
 }
@@ -129,6 +134,41 @@ type ProviderOptions struct {
 	MaxRetries int
 	// Prices maps a model name to its price, for the cost field of usage.
 	// Default nil: no cost is reported.
+	Prices map[string]Price
+	// Providers, when set, are every provider the runtime may call, the
+	// default first (the daemon's provider set): list_models offers all
+	// their models and set_model switches among them. Provider, BaseURL,
+	// ProviderModel, APIKey, APIKeyEnv and Prices are then ignored; they
+	// describe the one provider of a runtime without Providers.
+	Providers []ProviderSpec
+
+	// TextOnlyModels names the models (a model name or a catalog id) that
+	// take no image input (config provider.text_only_models): a prompt
+	// with images to one is refused UNSUPPORTED, and images already in the
+	// conversation reach it as a line of text saying so. Default nil:
+	// every model, the sim's too, takes images.
+	TextOnlyModels []string
+}
+
+// ProviderSpec is one provider of Options.Providers.
+type ProviderSpec struct {
+	// Name is what ModelDescriptor.provider says: unique, without "/".
+	Name string
+	// Kind is "sim", "openai" (any OpenAI-compatible server) or
+	// "anthropic".
+	Kind string
+	// BaseURL is the service's endpoint; "" is the service's own.
+	BaseURL string
+	// Models are the models it offers, the first its default; empty means
+	// the kind's default (both sim models for sim).
+	Models []string
+	// APIKey is its key, read by the caller from the variable APIKeyEnv
+	// names; sent only to the provider, never logged or written.
+	APIKey string
+	// APIKeyEnv names the variable holding APIKey; bash commands run
+	// without it.
+	APIKeyEnv string
+	// Prices maps its model names to their prices.
 	Prices map[string]Price
 }
 
@@ -240,8 +280,11 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: KeepRecentTokens must not be negative", ErrInvalidOptions)
 	case o.MaxRetries < 0:
 		return fmt.Errorf("%w: MaxRetries must not be negative", ErrInvalidOptions)
-	case o.Provider != providerSim && o.Provider != provider.NameOpenAI && o.Provider != provider.NameAnthropic:
-		return fmt.Errorf("%w: unknown provider %q (want sim, openai or anthropic)", ErrInvalidOptions, o.Provider)
+	}
+	for _, sp := range specs(o) {
+		if sp.Kind != providerSim && sp.Kind != provider.NameOpenAI && sp.Kind != provider.NameAnthropic {
+			return fmt.Errorf("%w: unknown provider %q (want sim, openai or anthropic)", ErrInvalidOptions, sp.Kind)
+		}
 	}
 	return nil
 }
@@ -349,7 +392,7 @@ func failStart(opts Options, m *models, err error) {
 			Header:          protocol.Header{Type: protocol.TypeHello},
 			ProtocolVersion: protocol.Version,
 			ServerVersion:   opts.ServerVersion,
-			Capabilities:    capabilities(m, m.initial.Model),
+			Capabilities:    capabilities(m, m.initial),
 		},
 		protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: pe.Code, Message: pe.Message, Fatal: true},
 	} {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/images"
 	"github.com/shard-dev/shard/runtime/provider"
 )
 
@@ -198,7 +199,7 @@ func (c *conversation) planLocked(keep int64, write summarizer) *compactJob {
 // summarizerLocked is the active real provider's summarizer; nil for the
 // sim, whose summary is simSummary.
 func (r *runtime) summarizerLocked() summarizer {
-	real := r.sel.models.real
+	real := r.sel.models.entry(r.sel.active).real
 	if real == nil {
 		return nil
 	}
@@ -219,7 +220,8 @@ const (
 
 // providerSummary asks p for a summary of span and returns its text.
 func providerSummary(ctx context.Context, p provider.Provider, req provider.Request, span []protocol.Message) (string, error) {
-	req.Messages = append(slices.Clone(span), userMessage("msg-summary-request", summaryRequest))
+	// A summary is text: the images of the span are named, not sent.
+	req.Messages = append(slices.Clone(images.TextOnly(span)), userMessage("msg-summary-request", summaryRequest))
 	st, err := p.Stream(ctx, req)
 	if err != nil {
 		return "", err

@@ -53,7 +53,15 @@
 // turns when the context is above 80% of the window, and before a provider
 // call when it has reached the window; both emit the compaction event.
 // allow_always grants are kept in grants.jsonl next to the transcript, so
-// they hold for the Agent across restarts.
+// they hold for the Agent across restarts. A prompt's or steer's images
+// are stored in images/ next to it (runtime/images, docs/protocol.md §13
+// P4) before its message is written; the message names them with image
+// blocks, each provider call reads their bytes back, and get_image serves
+// them. A model named in Options.TextOnlyModels refuses images
+// UNSUPPORTED.
+// The selected reasoning level is kept in reasoning.json (reasoning.go),
+// saved before set_reasoning_level is answered, so it is session-scoped as
+// docs/protocol.md §9.2 says.
 //
 // # Parts
 //

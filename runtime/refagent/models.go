@@ -11,9 +11,9 @@ import (
 )
 
 // Modes, models and reasoning levels (docs/protocol.md §9.2): the mode
-// catalog; one provider per runtime, chosen by Options.Provider, and its
-// model catalog (models); and the client's selection among them
-// (selection).
+// catalog; the providers of the runtime (Options.Providers) and their joint
+// model catalog (models), across which set_model switches; and the
+// client's selection among them (selection).
 
 // Modes. build may run every tool (mutating ones through the permission
 // gate); plan refuses mutating tools.
@@ -71,68 +71,133 @@ const (
 	levelMedium = "medium"
 )
 
-// models is the fixed part of the model controller: the provider and its
-// catalog. It is immutable after newModels.
+// models is the fixed part of the model controller: the providers and
+// their joint catalog. It is immutable after newModels, but for pick,
+// which runs before the runtime starts.
 type models struct {
-	name    string            // Options.Provider
-	real    provider.Provider // nil for sim, which is made per turn (see runtime.providerFor)
-	catalog []protocol.ModelDescriptor
-	initial protocol.ModelDescriptor
-	window  int // sim context window
+	providers map[string]*providerEntry // by name
+	catalog   []protocol.ModelDescriptor
+	initial   protocol.ModelDescriptor
+	window    int // sim context window
+	// textOnly holds the names and ids of the models that take no images
+	// (Options.TextOnlyModels).
+	textOnly map[string]bool
 }
 
-// newModels builds the provider Options name and picks the initial model.
-// The API key goes to the provider only.
+// takesImages reports whether model d takes image input.
+func (m *models) takesImages(d protocol.ModelDescriptor) bool {
+	return !m.textOnly[d.ID] && !m.textOnly[d.Model]
+}
+
+// providerEntry is one provider the runtime may call.
+type providerEntry struct {
+	name, kind string
+	real       provider.Provider // nil for sim, which is made per turn (see runtime.providerLocked)
+	prices     map[string]Price
+}
+
+// specs is what opts configures: Options.Providers, or else the one
+// provider of the single-provider fields.
+func specs(opts Options) []ProviderSpec {
+	if len(opts.Providers) > 0 {
+		return opts.Providers
+	}
+	sp := ProviderSpec{Name: opts.Provider, Kind: opts.Provider, BaseURL: opts.BaseURL,
+		APIKey: opts.APIKey, APIKeyEnv: opts.APIKeyEnv, Prices: opts.Prices}
+	if opts.Provider != providerSim && opts.ProviderModel != "" {
+		sp.Models = []string{opts.ProviderModel}
+	}
+	return []ProviderSpec{sp}
+}
+
+// newModels builds every provider of opts and picks the initial model. The
+// API keys go to the providers only.
 func newModels(opts Options, log *slog.Logger) (*models, error) {
-	m := &models{name: opts.Provider, window: opts.ContextWindow}
-	if opts.Provider == providerSim {
-		m.catalog = simCatalog(opts.ContextWindow)
-	} else {
-		p, err := provider.New(provider.Config{
-			Name:       opts.Provider,
-			BaseURL:    opts.BaseURL,
-			Model:      opts.ProviderModel,
-			APIKey:     opts.APIKey,
-			MaxRetries: opts.MaxRetries,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	m := &models{providers: map[string]*providerEntry{}, window: opts.ContextWindow, textOnly: map[string]bool{}}
+	for _, name := range opts.TextOnlyModels {
+		m.textOnly[name] = true
+	}
+	for _, sp := range specs(opts) {
+		if _, dup := m.providers[sp.Name]; dup || sp.Name == "" || strings.Contains(sp.Name, "/") {
+			return nil, fmt.Errorf("%w: provider name %q is empty, repeated or holds a /", ErrInvalidOptions, sp.Name)
 		}
-		m.real = p
-		m.catalog = slices.Clone(p.Models())
-		if len(m.catalog) == 0 {
-			return nil, fmt.Errorf("%w: provider %s has no models", ErrInvalidOptions, opts.Provider)
+		e := &providerEntry{name: sp.Name, kind: sp.Kind, prices: sp.Prices}
+		if sp.Kind == providerSim {
+			for _, d := range simCatalog(opts.ContextWindow) {
+				if len(sp.Models) == 0 || slices.Contains(sp.Models, d.Model) {
+					m.catalog = append(m.catalog, protocol.ModelDescriptor{ID: sp.Name + "/" + d.Model, Provider: sp.Name, Model: d.Model, ContextWindow: d.ContextWindow})
+				}
+			}
+		} else {
+			p, err := provider.New(provider.Config{
+				Name:       sp.Kind,
+				BaseURL:    sp.BaseURL,
+				Model:      firstOr(sp.Models, ""),
+				APIKey:     sp.APIKey,
+				MaxRetries: opts.MaxRetries,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("%w: provider %s: %w", ErrInvalidOptions, sp.Name, err)
+			}
+			e.real = p
+			names := sp.Models
+			if len(names) == 0 {
+				for _, d := range p.Models() {
+					names = append(names, d.Model)
+				}
+			}
+			for _, name := range names {
+				m.catalog = append(m.catalog, provider.Describe(sp.Name, sp.Kind, name))
+			}
 		}
+		m.providers[sp.Name] = e
+	}
+	if len(m.catalog) == 0 {
+		return nil, fmt.Errorf("%w: the providers offer no models", ErrInvalidOptions)
 	}
 	m.initial = m.catalog[0]
-	if opts.Provider == providerSim && opts.ProviderModel != "" {
-		m.initial = m.pick(opts.ProviderModel, m.initial, log)
+	if len(opts.Providers) == 0 && opts.Provider == providerSim && opts.ProviderModel != "" {
+		m.initial = m.pick("", opts.ProviderModel, m.initial, log)
 	}
-	if opts.Model != "" {
-		m.initial = m.pick(opts.Model, m.initial, log)
+	if opts.Model != "" || opts.ModelProvider != "" {
+		m.initial = m.pick(opts.ModelProvider, opts.Model, m.initial, log)
 	}
 	return m, nil
 }
 
-// pick resolves a configured selection: a catalog entry, or for a real
-// provider any model name it is asked for (which joins the catalog). An
-// unknown sim model is logged and def is kept.
-func (m *models) pick(sel string, def protocol.ModelDescriptor, log *slog.Logger) protocol.ModelDescriptor {
-	if d, ok := m.find(sel); ok {
-		return d
+// pick resolves a configured selection: the model sel (an id or a model
+// name; "" for the provider's first) of provider prov ("" for any). A real
+// provider serves any model name it is asked for (which joins the
+// catalog); an unknown provider or sim model is logged and def is kept.
+func (m *models) pick(prov, sel string, def protocol.ModelDescriptor, log *slog.Logger) protocol.ModelDescriptor {
+	if prov == "" {
+		if d, ok := m.find(sel); ok {
+			return d
+		}
+		prov = def.Provider
 	}
-	if m.real == nil {
+	e := m.providers[prov]
+	if e == nil {
+		log.Warn("unknown provider; keeping the default", "provider", prov, "default", def.ID)
+		return def
+	}
+	name := strings.TrimPrefix(sel, prov+"/")
+	for _, d := range m.catalog {
+		if d.Provider == prov && (name == "" || d.Model == name) {
+			return d
+		}
+	}
+	if e.real == nil || name == "" {
 		log.Warn("unknown sim model; keeping the default", "model", sel, "default", def.ID)
 		return def
 	}
-	name := strings.TrimPrefix(sel, m.name+"/")
-	d := protocol.ModelDescriptor{ID: m.name + "/" + name, Provider: m.name, Model: name}
+	d := provider.Describe(prov, e.kind, name)
 	m.catalog = append(m.catalog, d)
 	return d
 }
 
 // find returns the catalog entry whose id, or else whose model name, is
-// sel.
+// sel (the first such: the default provider's comes first).
 func (m *models) find(sel string) (protocol.ModelDescriptor, bool) {
 	for _, d := range m.catalog {
 		if d.ID == sel {
@@ -147,12 +212,38 @@ func (m *models) find(sel string) (protocol.ModelDescriptor, bool) {
 	return protocol.ModelDescriptor{}, false
 }
 
-// levels is the reasoning catalog of model, nil when it has none.
-func (m *models) levels(model string) []provider.Level {
-	if m.real == nil {
-		return simLevels(model)
+// keyVars names the variables holding the providers' keys of opts, which
+// bash commands run without.
+func keyVars(opts Options) []string {
+	var out []string
+	for _, sp := range specs(opts) {
+		if sp.APIKeyEnv != "" {
+			out = append(out, sp.APIKeyEnv)
+		}
 	}
-	return m.real.ReasoningLevels(model)
+	return out
+}
+
+// firstOr is the first of list, or def when it is empty.
+func firstOr(list []string, def string) string {
+	if len(list) == 0 {
+		return def
+	}
+	return list[0]
+}
+
+// entry is the provider of d.
+func (m *models) entry(d protocol.ModelDescriptor) *providerEntry {
+	return m.providers[d.Provider]
+}
+
+// levels is the reasoning catalog of d, nil when it has none.
+func (m *models) levels(d protocol.ModelDescriptor) []provider.Level {
+	e := m.entry(d)
+	if e == nil || e.real == nil {
+		return simLevels(d.Model)
+	}
+	return e.real.ReasoningLevels(d.Model)
 }
 
 // defaultLevel is the level reported as active before any selection.
@@ -212,23 +303,38 @@ type selection struct {
 	reasoning string                   // selected reasoning level; "" is the model's default
 }
 
-func newSelection(out *output, m *models, mode string) *selection {
-	return &selection{out: out, models: m, mode: mode, active: m.initial}
+// newSelection starts from the initial model and the saved reasoning
+// level (reasoning.go), which applies only if that model offers it.
+func newSelection(out *output, m *models, mode, reasoning string) *selection {
+	s := &selection{out: out, models: m, mode: mode, active: m.initial}
+	if reasoning != "" && hasLevel(m.levels(s.active), reasoning) {
+		s.reasoning = reasoning
+	}
+	return s
 }
 
 // capabilitiesLocked is the feature set for hello, sync and model_changed:
-// the reasoning controls only while the active model has levels.
+// the reasoning controls only while the active model has levels, image
+// input only while it takes images.
 func (s *selection) capabilitiesLocked() []string {
-	return capabilities(s.models, s.active.Model)
+	return capabilities(s.models, s.active)
 }
 
 // capabilities is the feature set while model is active.
-func capabilities(m *models, model string) []string {
+func capabilities(m *models, model protocol.ModelDescriptor) []string {
 	caps := []string{capStreamingDeltas, capModeCatalog, capModeSwitch, capModelCatalog, capModelSwitch}
 	if len(m.levels(model)) > 0 {
 		caps = append(caps, capReasoningCatalog, capReasoningSwitch)
 	}
+	if m.takesImages(model) {
+		caps = append(caps, protocol.CapImageInput)
+	}
 	return caps
+}
+
+// imagesLocked reports whether the active model takes images.
+func (s *selection) imagesLocked() bool {
+	return s.models.takesImages(s.active)
 }
 
 // windowLimitLocked is the context window of the active model, in tokens:
@@ -283,7 +389,7 @@ func (s *selection) setModelLocked(h protocol.Header, sel string) {
 	prev := s.active
 	if d.ID != prev.ID {
 		s.active = d
-		if s.reasoning != "" && !hasLevel(s.models.levels(d.Model), s.reasoning) {
+		if s.reasoning != "" && !hasLevel(s.models.levels(d), s.reasoning) {
 			s.reasoning = ""
 		}
 		s.out.emit(protocol.ModelChanged{
@@ -298,7 +404,7 @@ func (s *selection) setModelLocked(h protocol.Header, sel string) {
 }
 
 func (s *selection) listReasoningLocked(h protocol.Header) {
-	levels := s.models.levels(s.active.Model)
+	levels := s.models.levels(s.active)
 	if len(levels) == 0 {
 		s.out.respondErr(h, protocol.Errorf(protocol.CodeNotFound, "model %s has no reasoning levels", s.active.ID))
 		return
@@ -310,18 +416,11 @@ func (s *selection) listReasoningLocked(h protocol.Header) {
 // is the client's idea of the active model (its id, or its name): a stale
 // one is a CONFLICT.
 func (s *selection) setReasoningLocked(h protocol.Header, model, effort string) {
-	levels := s.models.levels(s.active.Model)
-	switch {
-	case len(levels) == 0:
-		s.out.respondErr(h, protocol.Errorf(protocol.CodeNotFound, "model %s has no reasoning levels", s.active.ID))
-		return
-	case model != s.active.ID && model != s.active.Model:
-		s.out.respondErr(h, protocol.Errorf(protocol.CodeConflict, "model %q is not the active model %s", model, s.active.ID))
-		return
-	case !hasLevel(levels, effort):
-		s.out.respondErr(h, protocol.Errorf(protocol.CodeNotFound, "reasoning level %q not found for model %s", effort, s.active.ID))
+	if err := s.checkReasoningLocked(model, effort); err != nil {
+		s.out.respondErr(h, err)
 		return
 	}
+	levels := s.models.levels(s.active)
 	prev := s.activeLevelLocked(levels)
 	s.reasoning = effort
 	if effort != prev {
@@ -334,6 +433,28 @@ func (s *selection) setReasoningLocked(h protocol.Header, model, effort string) 
 		})
 	}
 	s.out.respond(h, setReasoningData{Model: s.active, Previous: prev, Active: effort, Effective: effectiveNextCall})
+}
+
+// checkReasoningLocked is the error set_reasoning_level answers for model
+// and effort, nil when the selection is valid.
+func (s *selection) checkReasoningLocked(model, effort string) error {
+	levels := s.models.levels(s.active)
+	switch {
+	case len(levels) == 0:
+		return protocol.Errorf(protocol.CodeNotFound, "model %s has no reasoning levels", s.active.ID)
+	case model != s.active.ID && model != s.active.Model:
+		return protocol.Errorf(protocol.CodeConflict, "model %q is not the active model %s", model, s.active.ID)
+	case !hasLevel(levels, effort):
+		return protocol.Errorf(protocol.CodeNotFound, "reasoning level %q not found for model %s", effort, s.active.ID)
+	}
+	return nil
+}
+
+// dropsReasoningLocked reports whether set_model sel would drop the
+// selected reasoning level (setModelLocked).
+func (s *selection) dropsReasoningLocked(sel string) bool {
+	d, ok := s.models.find(sel)
+	return ok && d.ID != s.active.ID && s.reasoning != "" && !hasLevel(s.models.levels(d), s.reasoning)
 }
 
 // priced adds the cost of u when prices knows its model (the model the

@@ -9,17 +9,26 @@ import (
 	"strings"
 
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/images"
 	"github.com/shard-dev/shard/runtime/provider"
 )
 
-// providerFor returns the provider turn t calls: the configured real
-// provider, shared by all turns, or a sim of the turn's own (it keeps the
-// turn's script between calls).
-func (r *runtime) providerFor(t *turnState) provider.Provider {
-	if m := r.sel.models; m.real != nil {
-		return m.real
+// providerLocked returns the provider of the active model, which the next
+// call of turn t goes to, and its prices: a real provider, shared by all
+// turns, or a sim of the turn's own (it keeps the turn's script between
+// calls). It is read per call, with the request, so a set_model to another
+// provider applies from the next provider call on; the conversation learns
+// whether that provider reports its context (conversation.reported).
+func (r *runtime) providerLocked(t *turnState) (provider.Provider, map[string]Price) {
+	e := r.sel.models.entry(r.sel.active)
+	r.conv.reported = e.real != nil
+	if e.real != nil {
+		return e.real, e.prices
 	}
-	return newSimTurn(t, t.promptID, r.ids, r.sel.models.window)
+	if t.sim == nil {
+		t.sim = newSimTurn(t, t.promptID, r.ids, r.sel.models.window)
+	}
+	return t.sim, e.prices
 }
 
 // requestLocked assembles the next provider call from the live window and
@@ -59,7 +68,8 @@ func systemPrompt(cwd, mode string) string {
 // provider's block index, plus the call's usage and stop.
 type reply struct {
 	msgID   string
-	model   string // the model asked for
+	model   string           // the model asked for
+	prices  map[string]Price // its provider's prices
 	blocks  []*replyBlock
 	usage   *protocol.Usage
 	stopped bool // EventStop arrived: the answer is complete
@@ -82,14 +92,25 @@ func (t *turnState) providerCall() ([]toolCallReq, *outcome) {
 	r := t.r
 	r.mu.Lock()
 	req := r.requestLocked()
+	prov, prices := r.providerLocked(t)
+	t.prov = prov
+	takesImages, real := r.sel.imagesLocked(), r.conv.reported
 	r.mu.Unlock()
+	// The window names images; a real model gets their bytes, read for
+	// this call only, or, when it takes none, a line of text for each.
+	switch {
+	case !takesImages:
+		req.Messages = images.TextOnly(req.Messages)
+	case real:
+		req.Messages = r.images.Inline(req.Messages)
+	}
 
-	st, err := t.prov.Stream(t.ctx, req)
+	st, err := prov.Stream(t.ctx, req)
 	if err != nil {
 		return nil, t.callFailed(err)
 	}
 	defer st.Close()
-	a := &reply{msgID: r.ids.next("msg"), model: req.Model}
+	a := &reply{msgID: r.ids.next("msg"), model: req.Model, prices: prices}
 	var end error
 	for {
 		// A stream ends with io.EOF or an error, also after an abort:
@@ -281,7 +302,7 @@ func (t *turnState) complete(a *reply) []toolCallReq {
 	if u != nil {
 		usage := *u
 		usage.Model = cmp.Or(usage.Model, a.model)
-		usage = priced(r.opts.Prices, usage, a.model)
+		usage = priced(a.prices, usage, a.model)
 		t.usage.Input += usage.Input
 		t.usage.Output += usage.Output
 		t.usage.CacheRead += usage.CacheRead

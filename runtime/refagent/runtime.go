@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/images"
 )
 
 // runtime coordinates one Run. It owns the lock and the parts that hold
@@ -56,6 +57,9 @@ type runtime struct {
 	reqs   *requests
 	loop   *turnLoop
 	grants *grants
+	// images keeps the session's images (docs/protocol.md §13 P4); it is
+	// safe for concurrent use and does file I/O, so it is used without mu.
+	images *images.Store
 }
 
 func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Options, log *slog.Logger, ids *idGen, sess *session, st *sessionState, grants *grants, models *models) *runtime {
@@ -68,7 +72,7 @@ func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Option
 		runCtx: ctx,
 		out:    out,
 		status: status,
-		sel:    newSelection(out, models, opts.Mode),
+		sel:    newSelection(out, models, opts.Mode, loadReasoning(opts.SessionDir, log)),
 		conv: &conversation{
 			out:             out,
 			log:             log,
@@ -79,11 +83,12 @@ func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Option
 			meta:            st.meta,
 			compactionIndex: st.compactionIndex,
 			summaryID:       st.summaryID,
-			reported:        models.real != nil,
+			reported:        models.entry(models.initial).real != nil,
 		},
 		reqs:   &requests{out: out, status: status},
 		loop:   &turnLoop{delivered: st.delivered},
 		grants: grants,
+		images: images.Open(opts.SessionDir),
 	}
 	if r.loop.delivered == nil {
 		r.loop.delivered = map[string]bool{}
@@ -122,7 +127,7 @@ func (r *runtime) start() {
 	})
 	r.status.armLocked()
 	r.log.Info("runtime started", "messages", len(r.conv.window), "compaction_index", r.conv.compactionIndex,
-		"mode", r.sel.mode, "provider", r.sel.models.name, "model", r.sel.active.ID, "headless_policy", r.opts.HeadlessPolicy)
+		"mode", r.sel.mode, "provider", r.sel.active.Provider, "model", r.sel.active.ID, "headless_policy", r.opts.HeadlessPolicy)
 }
 
 // shutdown stops accepting turns, aborts the current one and waits for it.
@@ -191,6 +196,26 @@ func (r *runtime) readLoop() error {
 // branch only changes state under mu.
 func (r *runtime) handle(rec []byte) {
 	cmd, h, err := protocol.DecodeCommand(rec)
+	if gi, ok := cmd.(*protocol.GetImage); ok && err == nil {
+		r.getImage(h, gi.SHA256)
+		return
+	}
+	switch c := cmd.(type) {
+	case *protocol.SetReasoningLevel: // these save the session's level without mu (reasoning.go)
+		if err == nil {
+			r.setReasoning(h, c.Model, c.Effort)
+			return
+		}
+	case *protocol.SetModel:
+		if err == nil {
+			r.setModel(h, c.Model)
+			return
+		}
+	}
+	var imgs []protocol.ContentBlock
+	if err == nil {
+		imgs, err = r.storeImages(cmd)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.out.isHung() {
@@ -202,13 +227,13 @@ func (r *runtime) handle(rec []byte) {
 	}
 	switch c := cmd.(type) {
 	case *protocol.Prompt:
-		r.promptLocked(h, c.Message, c.StreamingBehavior, c.DedupeKey)
+		r.promptLocked(h, queuedPrompt{text: c.Message, images: imgs}, c.StreamingBehavior, c.DedupeKey)
 	case *protocol.Steer:
 		if c.Strict {
-			r.strictSteerLocked(h, c.Message)
+			r.strictSteerLocked(h, queuedPrompt{text: c.Message, images: imgs})
 			return
 		}
-		r.promptLocked(h, c.Message, protocol.BehaviorSteer, "")
+		r.promptLocked(h, queuedPrompt{text: c.Message, images: imgs}, protocol.BehaviorSteer, "")
 	case *protocol.Abort:
 		r.abortLocked()
 		r.out.respond(h, nil)
@@ -230,12 +255,8 @@ func (r *runtime) handle(rec []byte) {
 		r.sel.setModeLocked(h, c.Mode)
 	case *protocol.ListModels:
 		r.sel.listModelsLocked(h)
-	case *protocol.SetModel:
-		r.sel.setModelLocked(h, c.Model)
 	case *protocol.ListReasoningLevels:
 		r.sel.listReasoningLocked(h)
-	case *protocol.SetReasoningLevel:
-		r.sel.setReasoningLocked(h, c.Model, c.Effort)
 	case *protocol.SessionOp:
 		r.sessionOpLocked(h, c)
 	default:
@@ -248,8 +269,7 @@ func (r *runtime) handle(rec []byte) {
 // turn's next provider call; follow_up runs as a new turn afterwards. A steer
 // that reaches a turn already aborting is queued as a follow-up rather than
 // lost. While a between-turn compaction runs, a prompt waits for it.
-func (r *runtime) promptLocked(h protocol.Header, text, behavior, dedupeKey string) {
-	q := queuedPrompt{text: text}
+func (r *runtime) promptLocked(h protocol.Header, q queuedPrompt, behavior, dedupeKey string) {
 	if dedupeKey != "" {
 		// A repeat of a prompt already delivered (a completion report the
 		// daemon re-sent after a crash) is acknowledged, not run again.
@@ -290,13 +310,13 @@ func (r *runtime) promptLocked(h protocol.Header, text, behavior, dedupeKey stri
 // daemon's subagent.steer): it is delivered before the turn's next provider
 // call — the runtime adds one if the last call is already running — and is
 // never kept for a later turn. Without such a turn it answers CONFLICT.
-func (r *runtime) strictSteerLocked(h protocol.Header, text string) {
+func (r *runtime) strictSteerLocked(h protocol.Header, q queuedPrompt) {
 	t := r.loop.cur
 	if r.loop.closing || t == nil || t.aborted {
 		r.out.respondErr(h, protocol.Errorf(protocol.CodeConflict, "no turn in flight to steer"))
 		return
 	}
-	t.steers = append(t.steers, queuedPrompt{text: text})
+	t.steers = append(t.steers, q)
 	r.out.respond(h, protocol.SteerData{TurnID: t.id})
 }
 
@@ -317,4 +337,60 @@ func (r *runtime) abortLocked() {
 	t.steers = nil
 	t.cancel()
 	r.reqs.abortAllLocked()
+}
+
+// storeImages stores the images of a prompt or steer (docs/protocol.md
+// §13 P4) before the command is handled, so that the message naming them
+// is written only once their files are durable, and returns their blocks.
+// It runs on the reader without mu (file I/O and fsyncs), after checking
+// under mu that the active model takes images: a prompt with images to one
+// that does not is refused UNSUPPORTED, whole, rather than run without
+// them. A model switched in between is covered by the provider call, which
+// tells such a model in text that an image was there.
+func (r *runtime) storeImages(cmd protocol.Command) ([]protocol.ContentBlock, error) {
+	var ims []protocol.Image
+	switch c := cmd.(type) {
+	case *protocol.Prompt:
+		ims = c.Images
+	case *protocol.Steer:
+		ims = c.Images
+	}
+	if len(ims) == 0 {
+		return nil, nil
+	}
+	r.mu.Lock()
+	ok, model := r.sel.imagesLocked(), r.sel.active.ID
+	r.mu.Unlock()
+	if !ok {
+		return nil, protocol.Errorf(protocol.CodeUnsupported, "model %s does not take images", model)
+	}
+	blocks := make([]protocol.ContentBlock, 0, len(ims))
+	for i, im := range ims {
+		b, err := r.images.Put(im)
+		if err != nil {
+			if pe := protocol.AsError(err); pe.Code == protocol.CodeInvalidRequest {
+				return nil, err
+			}
+			r.log.Error("image cannot be stored", "image", i, slog.Any("err", err))
+			return nil, fmt.Errorf("%w: %w", protocol.Errorf(protocol.CodeInternal, "images[%d] cannot be stored", i), err)
+		}
+		blocks = append(blocks, b)
+	}
+	return blocks, nil
+}
+
+// getImage answers get_image from the session's images. The file is read
+// without mu; only the answer takes it.
+func (r *runtime) getImage(h protocol.Header, sha string) {
+	im, err := r.images.Get(sha)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.out.isHung() {
+		return
+	}
+	if err != nil {
+		r.out.respondErr(h, err)
+		return
+	}
+	r.out.respond(h, im)
 }

@@ -23,7 +23,7 @@ func TestHelloAndSyncOnStart(t *testing.T) {
 	if hello.ProtocolVersion != protocol.Version || hello.ServerVersion != "test" {
 		t.Fatalf("hello = %+v", hello)
 	}
-	wantCaps := []string{"streaming-deltas", "mode-catalog", "mode-switch", "model-catalog", "model-switch"}
+	wantCaps := []string{"streaming-deltas", "mode-catalog", "mode-switch", "model-catalog", "model-switch", "image-input"}
 	if !slices.Equal(hello.Capabilities, wantCaps) || !slices.Equal(sync.Capabilities, wantCaps) {
 		t.Fatalf("capabilities: hello %v sync %v", hello.Capabilities, sync.Capabilities)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/images"
 )
 
 // session_op (docs/protocol.md §9.2): list, compact (compaction.go) and
@@ -181,6 +182,17 @@ func (c *conversation) forkLocked(from string) (forkData, error) {
 	if err := writeNewTranscript(dir, rows); err != nil {
 		c.log.Error("fork failed", "fork_id", forkID, "err", err)
 		return forkData{}, protocol.Errorf(protocol.CodeInternal, "write the fork: %w", err)
+	}
+	// The fork is a session of its own: the images its messages name are
+	// linked into its images/ (docs/protocol.md §13 P4).
+	var blocks []protocol.ContentBlock
+	for _, m := range st.window {
+		blocks = append(blocks, m.Content...)
+	}
+	if err := images.Open(c.store.dir).CopyTo(dir, blocks); err != nil {
+		_ = os.RemoveAll(dir)
+		c.log.Error("fork failed", "fork_id", forkID, "err", err)
+		return forkData{}, protocol.Errorf(protocol.CodeInternal, "copy the fork's images: %w", err)
 	}
 	c.log.Info("session forked", "fork_id", forkID, "fork_session_id", sessionID, "entries", len(rows))
 	return forkData{ForkID: forkID, SessionID: sessionID, HeadEntryID: rows[len(rows)-1].ID}, nil

@@ -364,10 +364,19 @@ func tokens(n int) int64 {
 	return int64(max(1, n/4))
 }
 
-// contentBytes is the size the sim provider charges for message content.
+// imageTokens is what one image counts in the context estimate: about what
+// the Anthropic API charges for a large image (width × height / 750, at most
+// some 1600 tokens once scaled down to its limit).
+const imageTokens = 1600
+
+// contentBytes is the size the sim provider charges for message content
+// (and the context estimate counts).
 func contentBytes(blocks []protocol.ContentBlock) int {
 	n := 0
 	for _, b := range blocks {
+		if b.Type == protocol.BlockImage {
+			n += 4 * imageTokens
+		}
 		n += len(b.Text)
 		if b.Args != nil {
 			n += len(protocol.MustMarshal(b.Args))
@@ -532,8 +541,13 @@ func userText(m protocol.Message) string {
 	}
 	var parts []string
 	for _, b := range m.Content {
-		if b.Type == protocol.BlockText && b.Text != "" {
+		switch {
+		case b.Type == protocol.BlockText && b.Text != "":
 			parts = append(parts, b.Text)
+		case b.Type == protocol.BlockImage:
+			// The sim cannot look: it names the image, so that an
+			// images-only prompt is echoed like any other.
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", b.MimeType, b.Size))
 		}
 	}
 	return strings.Join(parts, "\n")

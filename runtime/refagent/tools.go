@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/shard-dev/shard/protocol"
@@ -69,7 +70,7 @@ type toolbox struct {
 // edit, bash) and the subagent tool, whose children are created in the
 // mode that mode returns.
 func newToolbox(opts Options, log *slog.Logger, mode func() string) toolbox {
-	env := tools.Env{Cwd: opts.Cwd, Environ: bashEnviron(opts.Environ, opts.APIKeyEnv)}
+	env := tools.Env{Cwd: opts.Cwd, Environ: bashEnviron(opts.Environ, keyVars(opts)...)}
 	tb := toolbox{byName: make(map[string]tool)}
 	for _, bt := range tools.Builtins() {
 		tl := builtin(bt, env)
@@ -101,14 +102,14 @@ func builtin(bt tools.Tool, env tools.Env) tool {
 }
 
 // bashEnviron is the environment bash commands get: environ (nil: the
-// process's) without the provider's API key variable.
-func bashEnviron(environ []string, keyVar string) []string {
+// process's) without the providers' API key variables.
+func bashEnviron(environ []string, keyVars ...string) []string {
 	if environ == nil {
 		environ = os.Environ()
 	}
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
-		if name, _, _ := strings.Cut(kv, "="); keyVar != "" && name == keyVar {
+		if name, _, _ := strings.Cut(kv, "="); name != "" && slices.Contains(keyVars, name) {
 			continue
 		}
 		out = append(out, kv)

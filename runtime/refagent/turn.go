@@ -38,9 +38,11 @@ type turnLoop struct {
 }
 
 // queuedPrompt is a user message waiting for its turn (or its provider
-// boundary); id is preset for dedupe-keyed prompts.
+// boundary); id is preset for dedupe-keyed prompts. images are the blocks
+// of its images, stored already (images.Store).
 type queuedPrompt struct {
 	text, id string
+	images   []protocol.ContentBlock
 }
 
 // nextLocked takes the oldest queued follow-up when a turn may start now:
@@ -82,7 +84,6 @@ type turnState struct {
 	promptID string          // id of the prompt's message in the live window
 	ctx      context.Context // cancelled by abort, shutdown or Run's context
 	cancel   context.CancelFunc
-	prov     provider.Provider // what the turn's provider calls go to
 	// prompt is the transcript write of the prompt's message, set before
 	// the turn goroutine starts; the goroutine waits for it to be durable
 	// before anything else (so before any turn_end).
@@ -91,9 +92,11 @@ type turnState struct {
 	// runtime.mu protects the following.
 	steers  []queuedPrompt // steer messages not yet delivered, oldest first
 	aborted bool
+	sim     provider.Provider // the turn's own sim, made at its first sim call (runtime.providerLocked)
 
 	// Owned by the turn goroutine.
 	usage protocol.Usage
+	prov  provider.Provider // what the current provider call goes to
 }
 
 // outcomeKind says how a turn ended.
@@ -121,8 +124,16 @@ type toolCallReq struct {
 	argsErr error
 }
 
-func userMessage(id, text string) protocol.Message {
-	return protocol.Message{ID: id, Role: roleUser, Content: []protocol.ContentBlock{{Type: protocol.BlockText, Text: text}}}
+// userMessage is a user message of text and images: the images first (as
+// the Anthropic API advises), then the text; an images-only prompt has no
+// text block.
+func userMessage(id, text string, images ...protocol.ContentBlock) protocol.Message {
+	content := make([]protocol.ContentBlock, 0, len(images)+1)
+	content = append(content, images...)
+	if text != "" || len(images) == 0 {
+		content = append(content, protocol.ContentBlock{Type: protocol.BlockText, Text: text})
+	}
+	return protocol.Message{ID: id, Role: roleUser, Content: content}
 }
 
 // startTurnLocked opens a turn for a user message and starts its goroutine.
@@ -133,11 +144,10 @@ func (r *runtime) startTurnLocked(q queuedPrompt) {
 	text := q.text
 	t := &turnState{r: r, id: r.ids.next("turn"), promptID: q.id, usage: protocol.Usage{Model: r.sel.active.Model}}
 	t.ctx, t.cancel = context.WithCancel(r.runCtx)
-	t.prov = r.providerFor(t)
 	r.loop.cur = t
 	r.status.setLocked(protocol.StatusStreaming)
 	r.out.emit(protocol.TurnStart{Header: protocol.Header{Type: protocol.TypeTurnStart}, TurnID: t.id})
-	t.prompt = r.conv.appendLocked(userMessage(t.promptID, text))
+	t.prompt = r.conv.appendLocked(userMessage(t.promptID, text, q.images...))
 	r.work.Go(t.run)
 }
 
@@ -198,7 +208,7 @@ func (t *turnState) deliverSteers() {
 		if id == "" {
 			id = r.ids.next("msg")
 		}
-		last = r.conv.appendLocked(userMessage(id, s.text))
+		last = r.conv.appendLocked(userMessage(id, s.text, s.images...))
 	}
 	t.steers = nil
 	r.mu.Unlock()

@@ -165,7 +165,9 @@ func (b *Backend) open(ctx context.Context) (adapter.Offer, error) {
 		resp, err := b.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: b.opts.Cwd, McpServers: []sdk.McpServer{}})
 		if err == nil {
 			b.session = sdk.SessionId(id)
-			return offerOf(resp.Modes, resp.Models), nil
+			o := offerOf(resp.Modes, resp.Models)
+			o.Images = init.AgentCapabilities.PromptCapabilities.Image
+			return o, nil
 		}
 		b.opts.Log.Warn("session/load failed; starting a new session", "err", err)
 	}
@@ -175,7 +177,9 @@ func (b *Backend) open(ctx context.Context) (adapter.Offer, error) {
 	}
 	b.session = resp.SessionId
 	b.saveSession(string(resp.SessionId))
-	return offerOf(resp.Modes, resp.Models), nil
+	o := offerOf(resp.Modes, resp.Models)
+	o.Images = init.AgentCapabilities.PromptCapabilities.Image // promptCapabilities.image
+	return o, nil
 }
 
 func (b *Backend) startErr(step string, err error) error {
@@ -253,8 +257,17 @@ func (b *Backend) Close() error {
 }
 
 // Prompt implements adapter.Backend.
-func (b *Backend) Prompt(ctx context.Context, text string) (adapter.TurnResult, error) {
-	resp, err := b.conn.Prompt(ctx, sdk.PromptRequest{SessionId: b.session, Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+// The prompt is ACP content blocks: an image block (base64 data and MIME
+// type) per image, then the text (none for an images-only prompt).
+func (b *Backend) Prompt(ctx context.Context, text string, images []protocol.Image) (adapter.TurnResult, error) {
+	var prompt []sdk.ContentBlock
+	for _, im := range images {
+		prompt = append(prompt, sdk.ImageBlock(im.Data, im.MimeType))
+	}
+	if text != "" || len(prompt) == 0 {
+		prompt = append(prompt, sdk.TextBlock(text))
+	}
+	resp, err := b.conn.Prompt(ctx, sdk.PromptRequest{SessionId: b.session, Prompt: prompt})
 	if err != nil {
 		return adapter.TurnResult{}, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
+	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/adapter"
 )
 
@@ -35,6 +36,9 @@ func (t *Translator) Update(u sdk.SessionUpdate) {
 		t.ev.Text(textOf(u.AgentMessageChunk.Content))
 	case u.AgentThoughtChunk != nil:
 		t.ev.Thinking(textOf(u.AgentThoughtChunk.Content))
+	case u.UserMessageChunk != nil && u.UserMessageChunk.Content.Image != nil:
+		im := u.UserMessageChunk.Content.Image
+		t.ev.UserImage(protocol.Image{Type: protocol.ImageType, Data: im.Data, MimeType: im.MimeType})
 	case u.UserMessageChunk != nil:
 		t.ev.UserText(textOf(u.UserMessageChunk.Content))
 	case u.ToolCall != nil:

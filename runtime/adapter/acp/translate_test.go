@@ -40,7 +40,7 @@ func (r *replay) Start(_ context.Context, ev adapter.Events) (adapter.Offer, err
 	return adapter.Offer{Modes: []protocol.ModeDescriptor{{Name: "read-only"}, {Name: "auto"}}, Mode: "read-only"}, nil
 }
 
-func (r *replay) Prompt(ctx context.Context, _ string) (adapter.TurnResult, error) {
+func (r *replay) Prompt(ctx context.Context, _ string, _ []protocol.Image) (adapter.TurnResult, error) {
 	for _, line := range r.lines {
 		var msg struct {
 			Method string          `json:"method"`
@@ -187,11 +187,12 @@ func FuzzUpdate(f *testing.F) {
 
 type nopEvents struct{}
 
-func (nopEvents) UserText(string)       {}
-func (nopEvents) Text(string)           {}
-func (nopEvents) Thinking(string)       {}
-func (nopEvents) ToolCall(adapter.Tool) {}
-func (nopEvents) ModeChanged(string)    {}
+func (nopEvents) UserText(string)          {}
+func (nopEvents) UserImage(protocol.Image) {}
+func (nopEvents) Text(string)              {}
+func (nopEvents) Thinking(string)          {}
+func (nopEvents) ToolCall(adapter.Tool)    {}
+func (nopEvents) ModeChanged(string)       {}
 func (nopEvents) Ask(context.Context, adapter.Ask) adapter.Answer {
 	return adapter.Answer{Cancelled: true}
 }

@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -113,10 +114,27 @@ func (b *Backend) Start(ctx context.Context, ev adapter.Events) (adapter.Offer, 
 	go b.read(stdout)
 	sctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
 	defer cancel()
-	if _, err := b.call(sctx, map[string]any{"type": "get_state"}); err != nil {
+	st, err := b.call(sctx, map[string]any{"type": "get_state"})
+	if err != nil {
 		return adapter.Offer{}, fmt.Errorf("pi: get_state: %w", err)
 	}
-	return adapter.Offer{}, nil
+	return adapter.Offer{Images: takesImages(st.Data)}, nil
+}
+
+// takesImages reads get_state's model: pi's Model lists its input kinds
+// ("text", "image"). pi has no model switch here, so the model it starts
+// with is the one every prompt goes to; no model, or one without "image",
+// takes no images.
+func takesImages(state json.RawMessage) bool {
+	var s struct {
+		Model *struct {
+			Input []string `json:"input"`
+		} `json:"model"`
+	}
+	if json.Unmarshal(state, &s) != nil || s.Model == nil {
+		return false
+	}
+	return slices.Contains(s.Model.Input, "image")
 }
 
 // call sends a command and waits for its response.
@@ -308,12 +326,22 @@ func readOnly(tool string) bool {
 
 // Prompt implements adapter.Backend: prompt, then the events until
 // agent_end.
-func (b *Backend) Prompt(ctx context.Context, text string) (adapter.TurnResult, error) {
+//
+// Images go in pi's own shape, ImageContent {type, data, mimeType}.
+func (b *Backend) Prompt(ctx context.Context, text string, images []protocol.Image) (adapter.TurnResult, error) {
 	ch := make(chan adapter.TurnResult, 1)
 	b.mu.Lock()
 	b.turn, b.last = ch, adapter.TurnResult{}
 	b.mu.Unlock()
-	if _, err := b.call(ctx, map[string]any{"type": "prompt", "message": text}); err != nil {
+	cmd := map[string]any{"type": "prompt", "message": text}
+	if len(images) > 0 {
+		ims := make([]map[string]string, len(images))
+		for i, im := range images {
+			ims[i] = map[string]string{"type": "image", "data": im.Data, "mimeType": im.MimeType}
+		}
+		cmd["images"] = ims
+	}
+	if _, err := b.call(ctx, cmd); err != nil {
 		b.mu.Lock()
 		b.turn = nil
 		b.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/internal/testhost"
+	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/adapter"
 )
 
@@ -33,11 +34,12 @@ func (r *recorder) log(format string, args ...any) {
 	fmt.Fprintf(&r.out, format+"\n", args...)
 }
 
-func (r *recorder) UserText(s string)      { r.log("user %q", s) }
-func (r *recorder) Text(s string)          { r.log("text %q", s) }
-func (r *recorder) Thinking(s string)      { r.log("thinking %q", s) }
-func (r *recorder) ModeChanged(m string)   { r.log("mode %s", m) }
-func (r *recorder) ProtocolError(d string) { r.log("protocol_error %s", d) }
+func (r *recorder) UserText(s string)           { r.log("user %q", s) }
+func (r *recorder) UserImage(im protocol.Image) { r.log("user image %s", im.MimeType) }
+func (r *recorder) Text(s string)               { r.log("text %q", s) }
+func (r *recorder) Thinking(s string)           { r.log("thinking %q", s) }
+func (r *recorder) ModeChanged(m string)        { r.log("mode %s", m) }
+func (r *recorder) ProtocolError(d string)      { r.log("protocol_error %s", d) }
 func (r *recorder) ToolCall(t adapter.Tool) {
 	r.log("tool %s %s %s read_only=%v args=%v output=%q", t.ID, t.Name, t.Status, t.ReadOnly, t.Args, t.Output)
 }
@@ -136,7 +138,7 @@ func TestPiRecordTranscript(t *testing.T) {
 	rec := &recorder{answer: func(adapter.Ask) adapter.Answer { return adapter.Answer{OptionID: "allow"} }}
 	b := startPi(t, t.TempDir(), "echo tool-ok", rec,
 		writerFunc(func(p []byte) (int, error) { tmu.Lock(); defer tmu.Unlock(); return trace.Write(p) }))
-	res, err := b.Prompt(context.Background(), "use a tool")
+	res, err := b.Prompt(context.Background(), "use a tool", nil)
 	if err != nil || res.StopReason != adapter.StopEndTurn {
 		t.Fatalf("prompt: %+v, %v", res, err)
 	}
@@ -173,7 +175,7 @@ func TestPiGateAsksBeforeEachTool(t *testing.T) {
 				return adapter.Answer{OptionID: tc.answer}
 			}}
 			b := startPi(t, cwd, "touch made.txt", rec, nil)
-			res, err := b.Prompt(context.Background(), "make a file")
+			res, err := b.Prompt(context.Background(), "make a file", nil)
 			if err != nil || res.StopReason != adapter.StopEndTurn {
 				t.Fatalf("prompt: %+v, %v", res, err)
 			}

@@ -1,0 +1,81 @@
+package refagent
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/images"
+)
+
+// pngBytes is the smallest image the runtime takes: the PNG signature and
+// a few bytes.
+var pngBytes = append([]byte("\x89PNG\r\n\x1a\n"), "tiny"...)
+
+func testImage() protocol.Image {
+	return protocol.Image{Type: protocol.ImageType, MimeType: protocol.MIMEPNG, Data: base64.StdEncoding.EncodeToString(pngBytes)}
+}
+
+// TestSteerWithImageMidTurn: a steer's image joins the live window with
+// it before the turn's next provider call (the sim names it), and a
+// runtime without a session directory keeps it in memory for get_image.
+func TestSteerWithImageMidTurn(t *testing.T) {
+	h := start(t, nil)
+	h.handshake()
+	h.prompt("sim: say first\nsim: sleep 200\nsim: say original")
+	h.until(protocol.TypeMessageDelta)
+	h.send(protocol.Steer{Header: protocol.Header{Type: protocol.TypeSteer, ID: "st"}, Message: "and this", Images: []protocol.Image{testImage()}})
+	r, _ := h.response("st")
+	mustResponse(t, r, protocol.TypeSteer)
+	evs := h.untilIdle()
+	mcs := of[*protocol.MessageComplete](evs)
+	want := "You said: [image image/png, 12 bytes]\nand this"
+	if len(mcs) != 2 || textOf(mcs[1].Message) != want {
+		t.Fatalf("answers %v", types(evs))
+	}
+	w := h.quietSync().LiveWindow.Messages
+	steer := w[len(w)-2]
+	b := steer.Content[0]
+	if steer.Role != roleUser || b.Type != protocol.BlockImage || b.Size != int64(len(pngBytes)) || b.Data != "" || steer.Content[1].Text != "and this" {
+		t.Fatalf("steer message %+v", steer)
+	}
+	h.send(protocol.GetImage{Header: protocol.Header{Type: protocol.TypeGetImage, ID: "gi"}, SHA256: b.SHA256})
+	r, _ = h.response("gi")
+	if im := decodeData[protocol.Image](t, r); im != testImage() {
+		t.Fatalf("get_image = %+v", im)
+	}
+}
+
+// TestForkLinksImages: a fork's images are in the fork's own images/, so
+// the fork, a session of its own, still has them; the source keeps its
+// own.
+func TestForkLinksImages(t *testing.T) {
+	dir := sessionDir(t)
+	h, _ := inSession(t, dir, nil)
+	h.send(protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, ID: "p"}, Images: []protocol.Image{testImage()}})
+	h.untilIdle()
+	w := h.quietSync().LiveWindow.Messages
+	b := w[0].Content[0]
+	if len(w[0].Content) != 1 || b.Type != protocol.BlockImage {
+		t.Fatalf("images-only message %+v", w[0])
+	}
+	r, _ := h.sessionOp("fork", map[string]any{"from_entry_id": w[1].ID})
+	mustResponse(t, r, protocol.TypeSessionOp)
+	d := decodeData[forkData](t, r)
+	forkDir := filepath.Join(dir, forksDirName, d.ForkID)
+	for _, sd := range []string{dir, forkDir} {
+		got, err := images.Open(sd).Get(b.SHA256)
+		if err != nil || got != testImage() {
+			t.Fatalf("%s: image %+v, %v", sd, got, err)
+		}
+	}
+	rows := readEntriesAt(t, filepath.Join(forkDir, sessionFileName))
+	if rows[1].Content[0].SHA256 != b.SHA256 {
+		t.Fatalf("fork's first message %+v", rows[1])
+	}
+	if _, err := os.Stat(filepath.Join(forkDir, images.DirName, b.SHA256+".png")); err != nil {
+		t.Fatal(err)
+	}
+}
