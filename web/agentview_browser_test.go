@@ -19,6 +19,7 @@ import (
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/internal/shardtest"
 )
 
@@ -444,6 +445,44 @@ func TestDashboardAskKinds(t *testing.T) {
 	if len(uis) < 2 || fmt.Sprint(uis[0]["value"]) != "[egg cress]" || uis[1]["value"] != "first line and more" {
 		t.Fatalf("ui_response sent %v; want [egg cress] in the options' order, then the edited text", uis)
 	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
+}
+
+// TestDashboardModelsOfEveryProvider: with a second provider configured
+// (an OpenAI-compatible server, here the loopback fake), the model picker
+// lists the models of both, grouped by provider; switching to the other
+// provider's model runs the next turn there, and the overview says which
+// provider and model the agent runs.
+func TestDashboardModelsOfEveryProvider(t *testing.T) {
+	fake := fakellm.Start(t, fakellm.Script(func(fakellm.Prompt) fakellm.Turn {
+		return fakellm.Turn{Text: "from the local server", Usage: fakellm.Usage{Input: 5, Output: 4}}
+	}))
+	b := newBrowser(t)
+	home := filepath.Join(shardtest.ShortTemp(t, "wb"), "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "providers:\n  local:\n    kind: openai\n    base_url: " + fake.URL + "/v1\n    models: [qwen3, llama]\n"
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, home, 0)
+	p := b.newPage("owner")
+	p.enroll(d)
+	id := p.createAgent(t.TempDir(), "travels")
+
+	p.until("both providers", `[...document.querySelectorAll("#model optgroup")].map(g => g.label + ":" + [...g.querySelectorAll("option")].map(o => o.value).join(",")).join(" ") === "sim:sim/sim,sim/sim-think local:local/qwen3,local/llama"`)
+	p.run("switch to local/llama", chromedp.SetValue(chromedp.CSS("#model"), "local/llama"))
+	p.until("switched", `/^model: done/.test(document.querySelector("#notice").textContent) && document.querySelector("#model").value === "local/llama"`)
+	p.prompt("hello")
+	p.until("answer from the other provider", `[...document.querySelectorAll(".msg.assistant")].some(e => e.textContent === "from the local server") && document.querySelector("#agent-status")?.textContent === "idle"`)
+	if fake.Count() != 1 || fake.Request(t, 1).Body["model"] != "llama" {
+		t.Fatalf("the local server got %d requests; want one for llama", fake.Count())
+	}
+	p.until("overview names the provider", fmt.Sprintf(`document.querySelector('[data-agent=%q] .meta')?.textContent.includes("local/llama")`, id))
+	p.screenshot("web-models-of-every-provider")
 	if errs := p.consoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %q", errs)
 	}

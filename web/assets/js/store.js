@@ -99,7 +99,7 @@ export class Store {
     for (const a of data.agents || []) {
       const had = this.state.agents[a.agent_id];
       agents[a.agent_id] = quiet && had
-        ? { ...had, attached_clients: a.attached_clients, usage: laterUsage(had.usage, a.usage), model: a.model, title: a.title }
+        ? { ...had, attached_clients: a.attached_clients, usage: laterUsage(had.usage, a.usage), model: a.model, provider: a.provider, title: a.title }
         : { ...had, ...a, title: a.title, usage: laterUsage(had && had.usage, a.usage) };
     }
     this.set({ agents });
@@ -253,6 +253,10 @@ export class Store {
     }
     if (m.type === "model_changed" && m.agent_id === t.selected) {
       if (m.active) patch.activeModel = m.active;
+      const a = (patch.agents || t.agents)[m.agent_id];
+      // AgentInfo.provider/model say what runs (§11): the switch is the
+      // agent's at once, as agent.list will say.
+      if (a && m.active) patch.agents = { ...(patch.agents || t.agents), [m.agent_id]: { ...a, provider: m.active.provider || a.provider, model: m.active.model || a.model } };
       patch.reasoning = null;
     }
     if (m.type === "reasoning_level_changed" && m.agent_id === t.selected && t.reasoning) {
