@@ -5,6 +5,7 @@ package faults
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/skills"
 	"github.com/shard-dev/shard/store"
 )
 
@@ -84,18 +86,16 @@ func TestDiskFull(t *testing.T) {
 		failed := untilRefused(t, d, func() error { _, err := create(task); return err })
 		t.Logf("subagent.create of %d bytes refused after %d acknowledged jobs: %v", len(task), len(acked), failed)
 	}
+	bigCwd, bigTools, bigSkills := bigManifest(t)
 	var agents []string
 	failed := untilRefused(t, d, func() error {
 		var cr protocol.AgentCreateData
 		// A large manifest, which the free pages left inside the file
-		// cannot hold: the longest name and tools list a client may send
-		// (protocol/limits.go), some 16 KiB.
-		tools := make([]string, protocol.MaxListLen)
-		for i := range tools {
-			tools[i] = fmt.Sprintf("%03d", i) + strings.Repeat("t", protocol.MaxNameLen-3)
-		}
-		err := tryCall(ctl, &protocol.AgentCreate{Header: hdr(protocol.TypeAgentCreate, ""), Cwd: shortTemp(t),
-			Name: strings.Repeat("n", protocol.MaxNameLen), Tools: tools}, &cr)
+		// cannot hold: the longest name, the most tools and skills a
+		// client may send (protocol/limits.go; the daemon checks that they
+		// exist, so the skills are made) and a deep cwd, some 9 KiB.
+		err := tryCall(ctl, &protocol.AgentCreate{Header: hdr(protocol.TypeAgentCreate, ""), Cwd: bigCwd,
+			Name: strings.Repeat("n", protocol.MaxNameLen), Tools: bigTools, Skills: bigSkills}, &cr)
 		if err == nil {
 			agents = append(agents, cr.AgentID)
 		}
@@ -203,6 +203,31 @@ func liveAgents(t *testing.T, d *daemon) []string {
 
 // untilRefused calls op until it fails, at most 500 times, and returns the
 // failure, which must be INTERNAL_ERROR with the daemon still alive.
+// bigManifest makes a deep working directory holding the most skills a
+// create may name, each with the longest name, and returns it with those
+// names and the most tools a create may name.
+func bigManifest(t *testing.T) (cwd string, tools, skillNames []string) {
+	t.Helper()
+	cwd = shortTemp(t)
+	for range 14 { // some 3.6 KiB of path, room left for the skills' files
+		cwd = filepath.Join(cwd, strings.Repeat("d", 255))
+	}
+	known := []string{"read", "ls", "grep", "find", "write", "edit", "bash"}
+	for i := range protocol.MaxListLen {
+		tools = append(tools, known[i%len(known)])
+		name := fmt.Sprintf("%03d", i) + strings.Repeat("s", skills.MaxName-3)
+		skillNames = append(skillNames, name)
+		dir := filepath.Join(cwd, ".shard", "skills", name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: "+name+"\ndescription: d\n---\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cwd, tools, skillNames
+}
+
 func untilRefused(t *testing.T, d *daemon, op func() error) *protocol.Error {
 	t.Helper()
 	for range 500 {

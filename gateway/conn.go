@@ -216,6 +216,11 @@ func (a *connActor) read(sys *actor.ActorSystem, self *actor.PID, ctx context.Co
 		}
 	}
 	for {
+		// Room first: the next record (up to the record limit) is not
+		// read while the bound is reached.
+		if !a.in.waitRoom(a.quit, pause) {
+			return
+		}
 		rec, err := a.t.Read(ctx)
 		var m *inbound
 		switch {
@@ -235,9 +240,15 @@ func (a *connActor) read(sys *actor.ActorSystem, self *actor.PID, ctx context.Co
 			m = &inbound{rec: rec}
 			m.cmd, m.h, m.decErr = protocol.DecodeCommand(rec)
 		}
+		n := len(m.rec)
+		if m.decErr != nil {
+			// Only the error is answered: the record is not kept while
+			// it waits (an over-limit id is not in m.h either).
+			m.rec = nil
+		}
 		// A record-level error is answered without an id: it is in flight
 		// under "" (inflight).
-		if !a.in.admit(m.h.ID, len(m.rec), a.quit, pause) {
+		if !a.in.admit(m.h.ID, n, a.quit, pause) {
 			return // stopping: nobody is left to answer it
 		}
 		sys.Root.Send(self, m)

@@ -105,6 +105,35 @@ func (f *inflight) admit(id string, n int, stop <-chan struct{}, pause func()) b
 	}
 }
 
+// waitRoom blocks until a record could be admitted without waiting for
+// room (fewer than MaxRecords and fewer than MaxBytes in flight), calling
+// pause, if set, when it starts to wait; it reports false when stop closed
+// first. The reader calls it before it reads the next record, so that one
+// connection has at most its bound in flight plus the one record being
+// read and admitted: a record of up to the record limit is never read
+// while another such is still held (docs/protocol.md §2.3).
+func (f *inflight) waitRoom(stop <-chan struct{}, pause func()) bool {
+	waited := false
+	for {
+		f.mu.Lock()
+		if f.records == 0 || (f.records < f.limits.MaxRecords && f.bytes < f.limits.MaxBytes) {
+			f.mu.Unlock()
+			return true
+		}
+		changed := f.changed
+		f.mu.Unlock()
+		if !waited && pause != nil {
+			pause()
+		}
+		waited = true
+		select {
+		case <-changed:
+		case <-stop:
+			return false
+		}
+	}
+}
+
 // waitIdle blocks until nothing is in flight; it reports false when stop
 // or stop2 closed first.
 func (f *inflight) waitIdle(stop, stop2 <-chan struct{}) bool {

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -114,6 +115,14 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "runtime": no runtime profile %q is configured`, m.Runtime))
 		return
 	}
+	tools, skills, err := childTools(m, pm)
+	if err == nil && co.deps.CheckTools != nil {
+		err = co.deps.CheckTools(firstNonEmpty(m.Runtime, pm.Runtime), tools, skills)
+	}
+	if err != nil {
+		fail(cmd, err)
+		return
+	}
 	if len(tasks) > maxTasks {
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "field \"tasks\": %d tasks exceed the launch policy's maxTasks %d", len(tasks), maxTasks))
 		return
@@ -162,7 +171,8 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		a := store.Agent{
 			AgentID: ids.New("agent"), SessionID: ids.New("sess"), Cwd: pm.Cwd, Name: t.Name,
 			Model: model, Provider: prov,
-			Mode: firstNonEmpty(m.Mode, pm.Mode), Tools: pm.Tools, HeadlessPolicy: pm.HeadlessPolicy,
+			Mode: firstNonEmpty(m.Mode, pm.Mode), Tools: tools, Skills: skills, HeadlessPolicy: pm.HeadlessPolicy,
+			SystemPrompt:  delegatedPrompt(m.ParentAgentID, t.Name, alias),
 			ParentAgentID: m.ParentAgentID, CreatedAt: now.UnixMilli(), Depth: pm.Depth + 1,
 			LaunchPolicy: lp, Alias: alias, DefinitionName: t.Name, DisplayName: view.DisplayName(t.Name, alias),
 			Runtime: childRuntime,
@@ -423,4 +433,47 @@ func (co *Coordinator) stop(c actor.Context, cmd *registry.Command, m *protocol.
 		return
 	}
 	c.Send(pid, &stopReq{cmd: cmd, runIDs: runIDs})
+}
+
+// delegatedPrompt is the system prompt of a child the coordinator creates,
+// the managed manifest field system_prompt (docs/protocol.md §10.1): who
+// delegated the work and what becomes of its last message. The runtime
+// gives it to the child's model after its own system prompt. It holds no
+// task text (the task is the child's first prompt and stays private to the
+// job record), and it is bounded: the name is at most protocol.MaxNameLen
+// bytes, so the prompt stays under a kilobyte.
+//
+// The child inherits its parent's tools and skills (a child never has a
+// tool its parent lacks), so delegation cannot widen what an agent may do.
+func delegatedPrompt(parentID, name, alias string) string {
+	return fmt.Sprintf("You are a subagent named %q (alias %s): agent %s delegated a task to you, which runs as a "+
+		"background job. The task is the user's message. Work on it on your own and stay within it. The agent that "+
+		"delegated it reads only your final message, so end with a self-contained report: what you did, what you "+
+		"found, and what is left to do.", name, alias, parentID)
+}
+
+// childTools are the tools and skills of the children of subagent.create m
+// under parent pm: what m names, else the parent's. A child never gets what
+// its parent lacks: a tool the parent does not have is PERMISSION_DENIED
+// (a parent limited to read must not delegate a write), a skill it does
+// not have INVALID_REQUEST (its skills were checked on disk at its create).
+func childTools(m *protocol.SubagentCreate, pm store.Agent) (tools, skills []string, err error) {
+	tools, skills = pm.Tools, pm.Skills
+	if len(m.Tools) > 0 {
+		for _, t := range m.Tools {
+			if pm.Tools != nil && !slices.Contains(pm.Tools, t) {
+				return nil, nil, protocol.Errorf(protocol.CodePermissionDenied, `field "tools": the parent agent has no tool %q`, t)
+			}
+		}
+		tools = m.Tools
+	}
+	if len(m.Skills) > 0 {
+		for _, s := range m.Skills {
+			if !slices.Contains(pm.Skills, s) {
+				return nil, nil, protocol.Errorf(protocol.CodeInvalidRequest, `field "skills": the parent agent has no skill %q`, s)
+			}
+		}
+		skills = m.Skills
+	}
+	return tools, skills, nil
 }

@@ -83,6 +83,9 @@ type Deps struct {
 	// KnownRuntime reports whether a runtime profile name (subagent.create
 	// runtime) is configured; nil accepts only "" (the parent's).
 	KnownRuntime func(name string) bool
+	// CheckTools refuses tools and skills a child's runtime profile cannot
+	// honour (agent.RuntimeConfig.CheckTools); nil checks nothing.
+	CheckTools func(profile string, tools, skills []string) error
 	// Metrics records runs by state, transitions, queue wait, run duration,
 	// stop stages and report delivery; nil records nothing.
 	Metrics *telemetry.Metrics

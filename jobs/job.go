@@ -73,6 +73,8 @@ func (j *jobActor) Receive(c actor.Context) {
 		j.onDiffStat(c, m)
 	case *agent.LeaseStopping:
 		j.onStopping(c, m)
+	case *agent.LeaseSteered:
+		j.onSteered(c, m)
 	case *deadline:
 		j.onDeadline(c, m.runID)
 	case *stopReq:
@@ -286,6 +288,36 @@ func (j *jobActor) onStopping(c actor.Context, m *agent.LeaseStopping) {
 	})
 	if err != nil {
 		j.log.Error("record stop stage", "run_id", m.RunID, "err", err)
+		return
+	}
+	j.job = updated
+	j.tell(c, &jobUpdated{job: updated})
+}
+
+// onSteered records a steer of a run and how it resolved
+// (docs/protocol.md §10.3: a person's steer of a leased child is recorded
+// against the run, as the parent's are). The run keeps the newest
+// protocol.MaxRunSteers. A steer reaching a run already terminal is still
+// recorded: it resolved conflict against that run.
+func (j *jobActor) onSteered(c actor.Context, m *agent.LeaseSteered) {
+	if j.job.Run(m.RunID) == nil {
+		return
+	}
+	rec := m.Steer
+	rec.At = j.clock.Now().UnixMilli()
+	updated, err := j.store.UpdateJob(j.job.JobID, func(job *store.Job) ([]store.Report, error) {
+		r := job.Run(m.RunID)
+		if r == nil {
+			return nil, nil
+		}
+		r.Steers = append(r.Steers, rec)
+		if n := len(r.Steers) - protocol.MaxRunSteers; n > 0 {
+			r.Steers = append([]protocol.RunSteer(nil), r.Steers[n:]...)
+		}
+		return nil, nil
+	})
+	if err != nil {
+		j.log.Error("record steer", "run_id", m.RunID, "err", err)
 		return
 	}
 	j.job = updated

@@ -153,24 +153,27 @@ func DecodeHeader(rec []byte) (Header, error) {
 		return h, Errorf(CodeInvalidRequest, "message must be a JSON object")
 	}
 	var raw struct {
-		ID      json.RawMessage `json:"id"`
-		Type    json.RawMessage `json:"type"`
-		AgentID json.RawMessage `json:"agent_id"`
+		ID      headerMember `json:"id"`
+		Type    headerMember `json:"type"`
+		AgentID headerMember `json:"agent_id"`
 	}
 	if err := json.Unmarshal(rec, &raw); err != nil {
 		return h, Errorf(CodeInvalidRequest, "malformed JSON: %s", jsonErrText(err))
 	}
+	// An id, agent_id or type over its limit is refused and left out of
+	// the Header: the error response echoes the Header's id and type, and
+	// must not send a client's megabytes back (nor keep them).
 	var idErr, agentErr error
-	if raw.ID != nil {
-		idErr = stringField("id", raw.ID, &h.ID)
+	if raw.ID.set {
+		idErr = raw.ID.decode("id", &h.ID, MaxIDLen)
 	}
-	if raw.AgentID != nil {
-		agentErr = stringField("agent_id", raw.AgentID, &h.AgentID)
+	if raw.AgentID.set {
+		agentErr = raw.AgentID.decode("agent_id", &h.AgentID, MaxIDLen)
 	}
-	if raw.Type == nil || string(raw.Type) == "null" {
+	if !raw.Type.set || string(raw.Type.raw) == "null" {
 		return h, Errorf(CodeInvalidRequest, `field "type": required`)
 	}
-	if err := stringField("type", raw.Type, &h.Type); err != nil {
+	if err := raw.Type.decode("type", &h.Type, MaxNameLen); err != nil {
 		return h, err
 	}
 	if h.Type == "" {
@@ -180,6 +183,55 @@ func DecodeHeader(rec []byte) (Header, error) {
 		return h, idErr
 	}
 	return h, agentErr
+}
+
+// headerMember is the JSON text of an envelope member (id, type,
+// agent_id), copied only when it is short enough to be a valid one: of a
+// longer one only its kind and size are kept (json.Unmarshal hands
+// UnmarshalJSON the record's own bytes), so a member of megabytes costs no
+// copy.
+type headerMember struct {
+	set  bool            // the member is present
+	raw  json.RawMessage // its JSON text, when size <= maxHeaderMember
+	kind byte            // the first byte of its JSON text
+	size int             // the length of its JSON text
+}
+
+// maxHeaderMember bounds the JSON text a headerMember keeps: the longest
+// limit, every byte escaped as \u00XX, in quotes.
+const maxHeaderMember = 6*max(MaxIDLen, MaxNameLen) + 2
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (m *headerMember) UnmarshalJSON(b []byte) error {
+	m.set, m.size = true, len(b)
+	if len(b) > 0 {
+		m.kind = b[0]
+	}
+	if len(b) <= maxHeaderMember {
+		m.raw = append(m.raw[:0], b...)
+	}
+	return nil
+}
+
+// decode sets dst to the member's string of at most limit bytes: over it,
+// dst is left empty and the error names the field and the limit (for a
+// string too long to keep, the length of its JSON text, quotes aside).
+func (m *headerMember) decode(name string, dst *string, limit int) error {
+	if m.raw == nil {
+		if m.kind == '"' {
+			return overLimit(name, m.size-2, limit, UnitBytes)
+		}
+		return Errorf(CodeInvalidRequest, "field %q: expected string, got %s", name, jsonKind([]byte{m.kind}))
+	}
+	var v string
+	if err := stringField(name, m.raw, &v); err != nil {
+		return err
+	}
+	if err := maxLen(name, v, limit); err != nil {
+		return err
+	}
+	*dst = v
+	return nil
 }
 
 func stringField(name string, raw json.RawMessage, dst *string) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
@@ -190,8 +191,14 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte(`{"id":"r","type":"agent.remove","agent_ids":["agent-1","",3]}`))
 	f.Add([]byte(`{"id":"u","type":"agent.update","agent_id":"agent-1","title":"Fix it"}`))
 	f.Add([]byte(`{"id":"u","type":"agent.update","agent_id":"agent-1","title":null}`))
+	f.Add([]byte(`{"id":"` + strings.Repeat("i", 2000) + `","type":"agent.list"}`))
+	f.Add([]byte(`{"id":"x","type":"` + strings.Repeat("t", 300) + `"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cmd, h, err := protocol.DecodeCommand(data)
+		// What an answer echoes is bounded whatever was sent.
+		if len(h.ID) > protocol.MaxIDLen || len(h.AgentID) > protocol.MaxIDLen || len(h.Type) > protocol.MaxNameLen {
+			t.Fatalf("header over its limits: id %d, agent_id %d, type %d bytes", len(h.ID), len(h.AgentID), len(h.Type))
+		}
 		if err == nil {
 			// Strict input (docs/protocol.md §2.3): what is executed is what
 			// was sent.

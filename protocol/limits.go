@@ -223,6 +223,12 @@ func (c *SubagentCreate) bounds() error {
 	if err := maxItems("tasks", len(c.Tasks), MaxTasks); err != nil {
 		return err
 	}
+	if err := eachMaxLen("tools", c.Tools, MaxListLen, MaxNameLen); err != nil {
+		return err
+	}
+	if err := eachMaxLen("skills", c.Skills, MaxListLen, MaxNameLen); err != nil {
+		return err
+	}
 	for i, t := range c.Tasks {
 		if err := bounds(
 			bound{fmt.Sprintf("tasks[%d].name", i), t.Name, MaxNameLen},

@@ -366,6 +366,10 @@ type UIRequest struct {
 	Placeholder string   `json:"placeholder,omitempty"`
 	Prefill     string   `json:"prefill,omitempty"`
 	NotifyType  string   `json:"notify_type,omitempty"`
+	// Multiple is a Shard extension (docs/protocol.md §9.5): a select
+	// whose person may pick several options, answered with a list of
+	// strings. Absent or false: one option, answered with a string.
+	Multiple bool `json:"multiple,omitempty"`
 }
 
 // UIResponse answers a UI request. Value is a string, a list of strings or

@@ -257,6 +257,12 @@ type SubagentCreate struct {
 	// parent's. Additive (docs/protocol.md §10.1); an unknown name is
 	// INVALID_REQUEST.
 	Runtime string `json:"runtime,omitempty"`
+	// Tools and Skills (additive, docs/protocol.md §10.1) narrow what the
+	// children get; omitted, they inherit the parent's. A child never gets
+	// a tool or skill its parent lacks: naming one is PERMISSION_DENIED
+	// (tools) or INVALID_REQUEST (skills).
+	Tools  []string `json:"tools,omitempty"`
+	Skills []string `json:"skills,omitempty"`
 }
 
 // Isolation says where a subagent job's children work.

@@ -84,8 +84,18 @@ func (s *strictScanner) path(last string) string {
 	if last != "" {
 		parts = append(parts, last)
 	}
+	for i, p := range parts {
+		// Keys are the client's: an error names them, but never sends
+		// megabytes of one back.
+		if len(p) > maxPathKey {
+			parts[i] = strings.ToValidUTF8(p[:maxPathKey], "") + "…"
+		}
+	}
 	return strings.Join(parts, ".")
 }
+
+// maxPathKey bounds each key of a path quoted in an error message.
+const maxPathKey = MaxNameLen
 
 func (s *strictScanner) run() error {
 	rec := s.rec

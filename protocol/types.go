@@ -204,6 +204,11 @@ type AgentInfo struct {
 	// Runtime is the runtime profile the agent runs on ("shard" for the
 	// reference runtime). Additive (docs/protocol.md §10.1).
 	Runtime string `json:"runtime,omitempty"`
+	// Tools and Skills (additive, docs/protocol.md §10.1) are the agent's
+	// tool limit and skills, as agent.create or its parent set them;
+	// omitted: every tool, no skill.
+	Tools  []string `json:"tools,omitempty"`
+	Skills []string `json:"skills,omitempty"`
 	// AttachedClients (additive) is how many client connections
 	// are attached to the agent (interactive or observer, attaching
 	// included), as the agent's actor counts them: the dashboard's
@@ -332,7 +337,37 @@ type RunSnapshot struct {
 	// Workspace (additive) is the run's workspace binding under
 	// isolation "workspace".
 	Workspace *RunWorkspace `json:"workspace,omitempty"`
+	// Steers (additive) are the steers sent into the run and how each
+	// resolved, oldest first (at most MaxRunSteers): the parent's
+	// subagent.steer and a person's direct steer of the leased child
+	// (docs/protocol.md §10.3 "recorded against the run"). The message
+	// text is private and never appears.
+	Steers []RunSteer `json:"steers,omitempty"`
 }
+
+// RunSteer records one steer of a run: who sent it, and whether it reached
+// the model in the run's turn (injected) or was refused (conflict).
+type RunSteer struct {
+	CorrelationID string `json:"correlation_id"`
+	// Source is "parent" (subagent.steer) or "client" (a person's steer
+	// sent to the leased child directly).
+	Source string `json:"source"`
+	// Status is "injected" or "conflict".
+	Status string `json:"status"`
+	TurnID string `json:"turn_id,omitempty"`
+	At     int64  `json:"at"`
+}
+
+// Sources and statuses of a RunSteer.
+const (
+	SteerSourceParent = "parent"
+	SteerSourceClient = "client"
+	SteerInjected     = "injected"
+	SteerConflict     = "conflict"
+)
+
+// MaxRunSteers bounds the steers a run record keeps (the newest stay).
+const MaxRunSteers = 32
 
 // RunWorkspace is a run's workspace binding: the workspace, its branch
 // and worktree, and, once the run ended, the workspace's diff stat
@@ -379,3 +414,9 @@ func (b ContentBlock) MarshalJSON() ([]byte, error) {
 	// verbatim, so it must already be free of HTML escapes.
 	return Marshal(plain(b))
 }
+
+// StatusDetailRetrying is the detail of the status event a runtime writes
+// when a failed provider request is about to be retried; the status itself
+// does not change. The daemon shows it as agent_activity phase "retrying"
+// (docs/protocol.md §10.2) until the next activity.
+const StatusDetailRetrying = "retrying"

@@ -22,6 +22,8 @@ type Agent struct {
 	Provider       string        `json:"provider,omitempty"`        // the provider it runs on, resolved at create; "" = stored before providers were resolved (the default)
 	Mode           string        `json:"mode,omitempty"`            // runtime mode at launch
 	Tools          []string      `json:"tools,omitempty"`           // tool allow-list; nil = runtime default
+	Skills         []string      `json:"skills,omitempty"`          // skills the runtime loads; nil = none
+	SystemPrompt   string        `json:"system_prompt,omitempty"`   // delegated system prompt of a managed child
 	HeadlessPolicy string        `json:"headless_policy,omitempty"` // override of headless.policy
 	ParentAgentID  string        `json:"parent_agent_id,omitempty"` // set for subagents
 	CreatedAt      int64         `json:"created_at"`                // epoch milliseconds

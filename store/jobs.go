@@ -55,6 +55,9 @@ type Run struct {
 	// Workspace is the run's workspace under isolation "workspace" (its
 	// diff stat is recorded when the run ends); nil otherwise.
 	Workspace *protocol.RunWorkspace `json:"workspace,omitempty"`
+	// Steers are the steers of the run and their outcomes, newest
+	// protocol.MaxRunSteers (never the message text).
+	Steers []protocol.RunSteer `json:"steers,omitempty"`
 }
 
 // Report is a completion report waiting to be delivered to the parent. It

@@ -1,8 +1,11 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -72,6 +75,49 @@ type Profile struct {
 	Args []string
 	// Env is added to RuntimeConfig.Env (KEY=VALUE).
 	Env []string
+	// Tools are the tool names the profile's runtime has: an agent's tools
+	// (docs/protocol.md §10.1) may name only these. nil: the runtime cannot
+	// limit its tools, and a create that names any is refused.
+	Tools []string
+	// Skills checks, off the mailbox, that the named skills exist for an
+	// agent working in cwd: NOT_FOUND for a missing one, INVALID_REQUEST
+	// for one that cannot be used. nil: the runtime loads no skills, and a
+	// create that names any is refused.
+	Skills func(cwd string, names []string) error
+}
+
+// CheckTools refuses, with INVALID_REQUEST naming the known ones, tools
+// the profile named profile ("" is the default) does not have, and skills
+// on a profile that loads none. The skills themselves are checked by
+// CheckSkills, which reads the filesystem.
+func (rc *RuntimeConfig) CheckTools(profile string, tools, skills []string) error {
+	p, _ := rc.command(profile)
+	if len(tools) > 0 && p.Tools == nil {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "tools": the runtime profile %q cannot limit its tools`, cmp.Or(profile, DefaultProfile))
+	}
+	for _, t := range tools {
+		if !slices.Contains(p.Tools, t) {
+			return protocol.Errorf(protocol.CodeInvalidRequest, `field "tools": unknown tool %q (the tools are %s)`, t, strings.Join(p.Tools, ", "))
+		}
+	}
+	if len(skills) > 0 && p.Skills == nil {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "skills": the runtime profile %q loads no skills`, cmp.Or(profile, DefaultProfile))
+	}
+	return nil
+}
+
+// CheckSkills reports whether the skills names exist for an agent of
+// profile working in cwd. It reads the filesystem: call it off the
+// mailbox.
+func (rc *RuntimeConfig) CheckSkills(profile, cwd string, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	p, _ := rc.command(profile)
+	if p.Skills == nil {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "skills": the runtime profile %q loads no skills`, cmp.Or(profile, DefaultProfile))
+	}
+	return p.Skills(cwd, names)
 }
 
 // command returns the profile named name ("" is DefaultProfile), and
@@ -201,6 +247,9 @@ type generation struct {
 	caps     []string
 	// badRecords counts this generation's invalid output records.
 	badRecords int
+	// startError is the fatal error event the runtime wrote before its
+	// first sync: why it could not start (a session it cannot restore).
+	startError *protocol.Error
 }
 
 // stopState is the stopping of the current generation and what waits on

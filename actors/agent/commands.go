@@ -41,6 +41,9 @@ type inflight struct {
 	// prompt is a client's prompt text, kept while the agent takes an
 	// automatic title: accepted, it titles the agent (title.go).
 	prompt string
+	// note: a strict steer of the leased run (the parent's or a client's),
+	// whose outcome the run's holder records.
+	note *steerNote
 }
 
 func (a *Actor) onRequest(c actor.Context, r *Request) {
@@ -287,8 +290,8 @@ func (a *Actor) onResponse(c actor.Context, line []byte) {
 	case f.lease:
 		a.onLeaseResponse(c, &resp)
 		return
-	case f.steer != nil:
-		answerSteer(f.steer, &resp)
+	case f.note != nil:
+		a.answerSteer(f, &resp)
 		return
 	case f.injectTo != nil:
 		var err error

@@ -90,7 +90,7 @@ func TestSendRewritesRaw(t *testing.T) {
 // answer the source of the client that gave it.
 func TestStrictAndSourceSpliced(t *testing.T) {
 	a, writes := rewriteActor(t)
-	a.lease = &lease{runID: "run-1"}
+	a.lease = &lease{runID: "run-1", started: true}
 	cl := &Client{ID: 7, Out: outbox.New(outbox.Limits{}), Source: "websocket"}
 	raw := []byte(`{"id":"s1","type":"steer","agent_id":"01J9ZAGENT","message":"go","strict":false}`)
 	cmd, h, err := protocol.DecodeCommand(raw)
@@ -98,11 +98,10 @@ func TestStrictAndSourceSpliced(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Request{Client: cl, Header: h, Cmd: cmd, Raw: raw}
-	if a.leaseGuard(r) {
-		t.Fatal("steer refused")
+	if !a.leaseGuard(r) {
+		t.Fatal("steer of a leased run not taken by the strict path")
 	}
-	a.send(cl, h, r.Raw, nil)
-	if got := written(t, writes); string(got["strict"]) != "true" || string(got["message"]) != `"go"` {
+	if got := written(t, writes); string(got["strict"]) != "true" || string(got["message"]) != `"go"` || got["agent_id"] != nil {
 		t.Errorf("steer for the runtime: %v", got)
 	}
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/supervisor"
 )
@@ -132,7 +133,9 @@ func (a *Actor) leaseObserve(c actor.Context, typ string, line []byte) {
 		}
 	case protocol.TypeError:
 		var ev protocol.ErrorEvent
-		if json.Unmarshal(line, &ev) == nil {
+		// A crashed tool (TOOL_ERROR) does not end the turn: the model
+		// sees the error result and goes on, so it does not fail the run.
+		if json.Unmarshal(line, &ev) == nil && ev.Code != protocol.CodeToolError {
 			a.lastError = string(ev.Code) + ": " + ev.Message
 		}
 	}
@@ -189,13 +192,10 @@ func (a *Actor) leaseGuard(r *Request) bool {
 		return true
 	case protocol.TypeSteer:
 		// A human steer takes the strict path: into the run's active turn
-		// or CONFLICT, never a new turn of its own.
-		raw, err := protocol.SetMember(r.Raw, "strict", []byte("true"))
-		if err != nil {
-			return false
-		}
-		r.Raw = raw
-		a.log.Info("client steer delivered into a leased run", "run_id", a.lease.runID)
+		// or CONFLICT, never a new turn of its own; its outcome is
+		// recorded against the run.
+		a.humanSteer(r)
+		return true
 	case protocol.TypeAbort:
 		a.lease.cancelled = true // recorded against the run: it ends cancelled
 	}
@@ -236,25 +236,91 @@ func (a *Actor) pumpInjects(c actor.Context) {
 	a.injects = nil
 }
 
-func (a *Actor) onLeaseSteer(m *LeaseSteer) {
+// steerNote is a strict steer of the leased run in flight to the runtime:
+// its outcome goes to the run's holder (LeaseSteered), which records it.
+type steerNote struct {
+	runID, correlationID, source string
+	holder                       *actor.PID
+}
+
+// steerable reports whether the leased run's turn can take a strict steer
+// now: the runtime accepted the task and runs, and no stop is under way.
+func (a *Actor) steerable(runID string) bool {
 	l := a.lease
-	if l == nil || l.runID != m.RunID || !l.started || !a.ready || l.stopping {
-		m.Client.Send(protocol.NewResponse(m.Header.ID, m.Header.Type, protocol.SubagentSteerData{
-			Status: "conflict", RunID: m.RunID, CorrelationID: m.CorrelationID}))
+	return l != nil && l.runID == runID && l.started && a.ready && !a.stopping && !l.stopping
+}
+
+func (a *Actor) onLeaseSteer(m *LeaseSteer) {
+	note := &steerNote{runID: m.RunID, correlationID: m.CorrelationID, source: protocol.SteerSourceParent}
+	if a.lease != nil {
+		note.holder = a.lease.holder
+	}
+	if !a.steerable(m.RunID) {
+		a.answerSteer(&inflight{steer: m, note: note}, nil)
 		return
 	}
-	a.toRuntime(&inflight{command: protocol.TypeSteer, steer: m}, protocol.MustMarshal(protocol.Steer{
+	a.log.Info("parent steer sent into a leased run", "run_id", m.RunID)
+	a.toRuntime(&inflight{command: protocol.TypeSteer, steer: m, note: note}, protocol.MustMarshal(protocol.Steer{
 		Header: protocol.Header{Type: protocol.TypeSteer}, Message: m.Message, Strict: true,
 	}))
 }
 
-// answerSteer maps the runtime's answer to a strict steer onto the
-// subagent.steer response.
-func answerSteer(m *LeaseSteer, resp *protocol.Response) {
-	out := protocol.SubagentSteerData{Status: "conflict", RunID: m.RunID, CorrelationID: m.CorrelationID}
+// humanSteer sends a client's steer of the leased child down the strict
+// path (docs/protocol.md §10.3 lease guard): the runtime answers only once
+// the message is in a provider request of the run's turn, or CONFLICT when
+// the turn ends (or is aborted) first; the client gets that answer, and the
+// run's holder records it.
+func (a *Actor) humanSteer(r *Request) {
+	l := a.lease
+	note := &steerNote{runID: l.runID, correlationID: ids.New("steer"), source: protocol.SteerSourceClient, holder: l.holder}
+	f := &inflight{client: r.Client, clientID: r.Header.ID, command: r.Header.Type, note: note}
+	if !a.steerable(l.runID) {
+		a.answerSteer(f, nil)
+		return
+	}
+	raw, err := protocol.SetMember(r.Raw, "strict", []byte("true"))
+	if err == nil {
+		raw, err = protocol.DeleteMember(raw, "agent_id")
+	}
+	if err != nil {
+		r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type, protocol.Errorf(protocol.CodeInvalidRequest, "%w", err)))
+		return
+	}
+	a.log.Info("client steer sent into a leased run", "run_id", l.runID)
+	a.toRuntime(f, raw)
+}
+
+// answerSteer answers a strict steer from the runtime's response (nil when
+// it never reached a turn: no turn, or the runtime exited): the parent's
+// subagent.steer gets SubagentSteerData, a client's steer the runtime's
+// answer (CONFLICT when there is none). Either way the run's holder hears
+// the outcome.
+func (a *Actor) answerSteer(f *inflight, resp *protocol.Response) {
+	status, turnID := protocol.SteerConflict, ""
 	var data protocol.SteerData
 	if resp != nil && resp.Success && json.Unmarshal(resp.Data, &data) == nil {
-		out.Status, out.TurnID = "injected", data.TurnID
+		status, turnID = protocol.SteerInjected, data.TurnID
 	}
-	m.Client.Send(protocol.NewResponse(m.Header.ID, m.Header.Type, out))
+	if m := f.steer; m != nil {
+		m.Client.Send(protocol.NewResponse(m.Header.ID, m.Header.Type, protocol.SubagentSteerData{
+			Status: status, RunID: m.RunID, TurnID: turnID, CorrelationID: m.CorrelationID}))
+	} else if f.client != nil {
+		// Like every answer relayed from the runtime, it carries the
+		// routing agent_id.
+		var rec []byte
+		switch {
+		case resp != nil && resp.Success:
+			rec = protocol.NewResponse(f.clientID, f.command, data)
+		case resp != nil && resp.Error != nil:
+			rec = protocol.NewErrorResponse(f.clientID, f.command, resp.Error)
+		default:
+			rec = protocol.NewErrorResponse(f.clientID, f.command,
+				protocol.Errorf(protocol.CodeConflict, "agent %s has no turn of run %s in flight to steer", a.m.AgentID, f.note.runID))
+		}
+		f.client.Send(protocol.WithAgentID(rec, a.m.AgentID))
+	}
+	if n := f.note; n != nil && n.holder != nil {
+		a.sys.Root.Send(n.holder, &LeaseSteered{RunID: n.runID, AgentID: a.m.AgentID, Steer: protocol.RunSteer{
+			CorrelationID: n.correlationID, Source: n.source, Status: status, TurnID: turnID}})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -74,6 +75,18 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		"SHARD_AGENT_HEADLESS_POLICY="+cmp.Or(a.m.HeadlessPolicy, rc.HeadlessPolicy),
 		"SHARD_SESSION_DIR="+sessionDir,
 	)
+	// The tools, skills and delegated prompt of the manifest
+	// (docs/protocol.md §10.1); unset means every tool, no skill, no
+	// delegated prompt.
+	if len(a.m.Tools) > 0 {
+		env = append(env, "SHARD_AGENT_TOOLS="+strings.Join(a.m.Tools, ","))
+	}
+	if len(a.m.Skills) > 0 {
+		env = append(env, "SHARD_AGENT_SKILLS="+strings.Join(a.m.Skills, ","))
+	}
+	if a.m.SystemPrompt != "" {
+		env = append(env, "SHARD_AGENT_SYSTEM_PROMPT="+a.m.SystemPrompt)
+	}
 	spec := proc.Spec{
 		Epoch:      a.epoch,
 		Path:       prof.Path,
@@ -201,8 +214,8 @@ func (a *Actor) onExited(c actor.Context, m *proc.Exited) {
 			}
 			continue
 		}
-		if f.steer != nil {
-			answerSteer(f.steer, nil) // the turn is gone: conflict
+		if f.note != nil {
+			a.answerSteer(f, nil) // the turn is gone: conflict
 			continue
 		}
 		if f.injectTo != nil {
@@ -252,6 +265,17 @@ func (a *Actor) onExited(c actor.Context, m *proc.Exited) {
 		}
 		a.rstate, a.status = protocol.RuntimeFailed, protocol.StatusError
 		startErr = protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime failed to start: %s", reason)
+		if se := a.startError; se != nil && a.startFailed == "" {
+			// The runtime said why. A session it cannot restore is
+			// SESSION_CORRUPT, which retrying does not cure; any other
+			// reason stays RUNTIME_START_FAILED, now with the runtime's
+			// words instead of the exit status.
+			reason = se.Message
+			startErr = protocol.Errorf(protocol.CodeRuntimeStartFailed, "runtime failed to start: %s", reason)
+			if se.Code == protocol.CodeSessionCorrupt {
+				startErr = se
+			}
+		}
 		a.broadcastExit(m, reason)
 		a.deps.Metrics.RuntimeExited(telemetry.ExitStartFailed)
 	case requested:

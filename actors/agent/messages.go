@@ -23,6 +23,7 @@ func (Route) agentMessage()             {}
 func (LeaseStart) agentMessage()        {}
 func (LeaseStop) agentMessage()         {}
 func (LeaseSteer) agentMessage()        {}
+func (LeaseSteered) agentMessage()      {}
 func (LeaseStarted) agentMessage()      {}
 func (LeaseEnded) agentMessage()        {}
 func (Inject) agentMessage()            {}
@@ -146,6 +147,16 @@ type LeaseSteer struct {
 	RunID, Message, CorrelationID string
 	Client                        *Client
 	Header                        protocol.Header
+}
+
+// LeaseSteered tells the holder how a steer of the leased run resolved, so
+// that the job records it against the run (docs/protocol.md §10.3): the
+// parent's subagent.steer and a person's direct steer alike. It reaches
+// the holder before the LeaseEnded of the turn it joined or missed.
+type LeaseSteered struct {
+	RunID   string
+	AgentID string
+	Steer   protocol.RunSteer
 }
 
 // LeaseStarted tells the holder the child accepted the task: the run is active.

@@ -67,6 +67,11 @@ func (a *Actor) onOutput(c actor.Context, line []byte) {
 		if json.Unmarshal(line, &ev) == nil && ev.Status.Valid() {
 			a.fanout(line)
 			a.setStatus(c, ev.Status)
+			if ev.Detail == protocol.StatusDetailRetrying && ev.Status.Active() {
+				// A provider retry: the status stays, the activity says so
+				// until the next delta, tool call or status.
+				a.setActivity(protocol.PhaseRetrying, "")
+			}
 			return
 		}
 	case protocol.TypePermissionRequest, protocol.TypeUIRequest:

@@ -34,6 +34,14 @@ func (a *Actor) onStartupOutput(c actor.Context, typ string, line []byte) {
 			return
 		}
 		a.becomeReady(c, snap)
+	case protocol.TypeError:
+		// A runtime that cannot start says why in a fatal error event
+		// after its hello (docs/protocol.md §8): kept for the answer to
+		// the start, once the process exited.
+		var ev protocol.ErrorEvent
+		if a.gotHello && json.Unmarshal(line, &ev) == nil && ev.Fatal && ev.Code != "" {
+			a.startError = &protocol.Error{Code: ev.Code, Message: ev.Message}
+		}
 	default:
 		a.log.Debug("runtime output before readiness dropped", "type", typ)
 	}

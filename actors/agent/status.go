@@ -93,7 +93,7 @@ func InfoOf(m store.Agent, status protocol.AgentStatus, rs protocol.RuntimeState
 		AgentID: m.AgentID, Name: m.Name, Cwd: m.Cwd, Model: m.Model, Provider: m.Provider, Mode: mode,
 		Status: status, RuntimeState: rs, CreatedAt: m.CreatedAt, ParentAgentID: m.ParentAgentID,
 		Alias: m.Alias, DefinitionName: m.DefinitionName, DisplayName: m.DisplayName, WorkspaceID: m.WorkspaceID,
-		Runtime: cmp.Or(m.Runtime, DefaultProfile), Title: m.Title,
+		Runtime: cmp.Or(m.Runtime, DefaultProfile), Title: m.Title, Tools: m.Tools, Skills: m.Skills,
 	}
 	if usage != (protocol.Usage{}) {
 		u := usage

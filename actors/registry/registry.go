@@ -483,6 +483,10 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "runtime": no runtime profile %q is configured`, req.Runtime))
 		return
 	}
+	if err := r.deps.Agent.Runtime.CheckTools(req.Runtime, req.Tools, req.Skills); err != nil {
+		fail(cmd, err)
+		return
+	}
 	if req.ParentAgentID != "" && r.agents[req.ParentAgentID] == nil {
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no parent agent %s", req.ParentAgentID))
 		return
@@ -504,6 +508,7 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		Provider:       prov,
 		Mode:           req.Mode,
 		Tools:          req.Tools,
+		Skills:         req.Skills,
 		HeadlessPolicy: req.HeadlessPolicy,
 		ParentAgentID:  req.ParentAgentID,
 		CreatedAt:      r.deps.Clock.Now().UnixMilli(),
@@ -532,9 +537,14 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 	r.sessions[m.SessionID] = m.AgentID // reserved until the commit resolves
 
 	sys, self := c.ActorSystem(), c.Self()
-	st, sessionsDir := r.deps.Store, r.deps.Agent.Runtime.SessionsDir
+	st, sessionsDir, rc := r.deps.Store, r.deps.Agent.Runtime.SessionsDir, r.deps.Agent.Runtime
 	started := r.deps.Group.Go(func() {
 		err := prepare(&m, adopt, sessionsDir)
+		if err == nil {
+			// The skills are looked up where the runtime will: in the
+			// canonical cwd and the Shard home.
+			err = rc.CheckSkills(m.Runtime, m.Cwd, m.Skills)
+		}
 		if err == nil {
 			// Commit before acknowledge: an acknowledged agent survives a
 			// crash.

@@ -23,6 +23,8 @@ type agentsCreateOptions struct {
 	provider       string
 	mode           string
 	headlessPolicy string
+	tools          []string
+	skills         []string
 }
 
 // AddFlags registers the agents create flags on cmd.
@@ -35,6 +37,8 @@ func (o *agentsCreateOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.provider, "provider", "", "provider to run on, one of shardctl models (default the daemon's)")
 	fs.StringVar(&o.mode, "mode", "", "initial mode (default the daemon's)")
 	fs.StringVar(&o.headlessPolicy, "headless-policy", "", "what to do with permission requests nobody answers: deny, allow_if_rule_matches or queue")
+	fs.StringSliceVar(&o.tools, "tools", nil, "limit the agent to these tools, comma-separated (e.g. read,ls,grep; default every tool)")
+	fs.StringSliceVar(&o.skills, "skills", nil, "skills the agent loads, comma-separated: folders with a SKILL.md under the cwd's .shard/skills, .agents/skills or .claude/skills, or $SHARD_HOME/skills")
 }
 
 func newAgentsCreateCommand(g *globalOptions) *cobra.Command {
@@ -43,7 +47,10 @@ func newAgentsCreateCommand(g *globalOptions) *cobra.Command {
 		Use:   "create [--cwd DIR]",
 		Short: "Create an agent",
 		Long: `Create a durable agent (agent.create) and print its id; -o json prints
-{"agent_id":"..."} (-o yaml likewise). --cwd is resolved to an absolute path.`,
+{"agent_id":"..."} (-o yaml likewise). --cwd is resolved to an absolute path.
+--tools limits what the agent's model is offered and may run (the daemon
+refuses a name it does not know and lists the known ones); --skills names
+skills the agent loads (a skill that does not exist is NOT_FOUND).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			msg, err := o.message()
@@ -77,6 +84,8 @@ func (o *agentsCreateOptions) message() (*protocol.AgentCreate, error) {
 		Provider:       o.provider,
 		Mode:           o.mode,
 		HeadlessPolicy: o.headlessPolicy,
+		Tools:          o.tools,
+		Skills:         o.skills,
 	}
 	if err := msg.Validate(); err != nil {
 		return nil, &exitError{code: exitUsage, err: err}

@@ -130,6 +130,12 @@ func (o *agentsShowOptions) table(w io.Writer, v agentView) error {
 	row("Model", orDash(strings.Trim(a.Provider+"/"+a.Model, "/")))
 	row("Mode", orDash(a.Mode))
 	row("Cwd", orDash(a.Cwd))
+	if len(a.Tools) > 0 {
+		row("Tools", strings.Join(a.Tools, ", "))
+	}
+	if len(a.Skills) > 0 {
+		row("Skills", strings.Join(a.Skills, ", "))
+	}
 	row("Created", o.g.clock.formatTime(a.CreatedAt))
 	if a.Usage != nil {
 		row("Usage", fmt.Sprintf("in %d, out %d tokens", a.Usage.Input, a.Usage.Output))

@@ -62,8 +62,11 @@ compactions and forks.
 
 ` + attachHelp + `
 
-Permission questions take y (allow), a (allow always) or n (deny); a select
-takes its number, a confirm y or n, an input the line as typed.
+Permission questions take y (allow), a (allow always) or n (deny), or the
+number of one of the request's listed choices (e.g. "Always allow ` + "`go test …`" + `"),
+sent as its choice_id; a reason for the agent may follow the answer ("n use
+make instead"). A select takes its number (a multi-select several: 1,3), a
+confirm y or n (sent as "true"/"false"), an input or editor the line as typed.
 
 On a terminal, attach keeps an editable input line (with history) under the
 output, colors it (unless --no-color or NO_COLOR) and word-wraps the text;

@@ -28,7 +28,7 @@ func (s *attachSession) sendAnswer(cmd protocol.Typed) error {
 // answer it did not take is first told the answers it takes.
 func (s *attachSession) ask(q question, again bool) {
 	if again && q.perm != nil {
-		s.remark("(answer " + permissionChoices(q.perm) + ")")
+		s.remark("(answer " + permissionChoices(q.perm) + "; " + strings.Trim(reasonNote, "()") + ")")
 	}
 	for _, l := range detailLines(q) {
 		s.scr.line(l)
@@ -36,6 +36,9 @@ func (s *attachSession) ask(q question, again bool) {
 	if p := q.perm; p != nil {
 		if n := alwaysNote(p); n != "" {
 			s.remark(n)
+		}
+		if len(p.Choices) > 0 {
+			s.remark(reasonNote)
 		}
 	}
 	if _, plain := s.scr.(*plainScreen); plain {
@@ -62,7 +65,7 @@ func questionText(q question) string {
 	}
 	u := q.ui
 	if u.Kind == protocol.UISelect {
-		return fmt.Sprintf("%s [1-%d]: ", orDefault(uiHead(u), "Choose"), len(u.Options))
+		return fmt.Sprintf("%s %s: ", orDefault(uiHead(u), "Choose"), selectRange(u))
 	}
 	return uiQuestion(u)
 }

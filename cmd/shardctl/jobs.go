@@ -6,8 +6,8 @@ func newJobsCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "jobs",
 		Aliases: []string{"job"},
-		Short:   "Inspect, stop, relaunch and wait for subagent jobs",
-		Long: `Inspect, stop, relaunch and wait for subagent jobs across every parent.
+		Short:   "Inspect, stop, steer, relaunch and wait for subagent jobs",
+		Long: `Inspect, stop, steer, relaunch and wait for subagent jobs across every parent.
 
 A HANDLE is a job id (job-…), a run id (run-…), a child agent id (agent-…,
 meaning its current or latest run) or a friendly alias ("ada"). An alias
@@ -21,6 +21,7 @@ shown; neither is a run's final text.`,
 		newJobsShowCommand(g),
 		newJobsStopCommand(g),
 		newJobsRelaunchCommand(g),
+		newJobsSteerCommand(g),
 		newJobsWaitCommand(g),
 	)
 	return cmd

@@ -132,6 +132,17 @@ func jobsDaemon(t *testing.T, wait func(m protocol.SubagentWait) protocol.Subage
 				return
 			}
 			c.respond(h, protocol.SubagentRelaunchData{JobID: "job-new", RunID: "run-new", AgentID: m.Target, Alias: "ada", State: protocol.RunQueued})
+		case protocol.TypeSubagentSteer:
+			var m protocol.SubagentSteer
+			mustUnmarshal(t, rec, &m)
+			switch m.Target {
+			case "run-s1", "ken":
+				c.respond(h, protocol.SubagentSteerData{Status: protocol.SteerInjected, RunID: "run-s1", TurnID: "turn-7", CorrelationID: "steer-1"})
+			case "grace":
+				c.respondError(h, protocol.CodeConflict, "run run-q1 is queued, not active")
+			default:
+				c.respond(h, protocol.SubagentSteerData{Status: protocol.SteerConflict, RunID: "run-c3", CorrelationID: "steer-2"})
+			}
 		case protocol.TypeSubagentWait:
 			var m protocol.SubagentWait
 			mustUnmarshal(t, rec, &m)
@@ -312,6 +323,39 @@ func TestJobsRelaunch(t *testing.T) {
 	}
 	if r := runCtl(t, nil, d.path, "", "jobs", "relaunch", "ada"); r.code != exitUsage {
 		t.Fatalf("without --task: exit %d", r.code)
+	}
+}
+
+func TestJobsSteer(t *testing.T) {
+	d := jobsDaemon(t, noWait)
+	r := runCtl(t, nil, d.path, "", "jobs", "steer", "ken", "look", "at", "the", "logs")
+	if r.code != 0 || r.stdout != "Injected into turn turn-7 of run run-s1 (steer-1)\n" {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	var m protocol.SubagentSteer
+	mustUnmarshal(t, d.records(protocol.TypeSubagentSteer)[0], &m)
+	if m.ParentAgentID != "agent-p2" || m.Target != "ken" || m.Message != "look at the logs" {
+		t.Errorf("steer sent %+v", m)
+	}
+	// A single-run job names its run; -o json prints the data.
+	r = runCtl(t, nil, d.path, "", "jobs", "steer", "job-stuck", "go", "-o", "json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"status": "injected"`) {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// A steer the turn did not take: exit 1, its code and message.
+	r = runCtl(t, nil, d.path, "", "jobs", "steer", "barbara", "go")
+	if r.code != exitFailed || r.stderr != "shardctl: CONFLICT: run run-c3 had no turn in flight to take the steer; it was dropped (steer-2)\n" {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runCtl(t, nil, d.path, "", "jobs", "steer", "grace", "go")
+	if r.code != exitFailed || r.stderr != "shardctl: CONFLICT: run run-q1 is queued, not active\n" {
+		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runCtl(t, nil, d.path, "", "jobs", "steer", "job-chain", "go"); r.code != exitUsage || !strings.Contains(r.stderr, "has 3 runs") {
+		t.Fatalf("several runs: exit %d stderr %q", r.code, r.stderr)
+	}
+	if r := runCtl(t, nil, d.path, "", "jobs", "steer", "ken"); r.code != exitUsage {
+		t.Fatalf("without a message: exit %d", r.code)
 	}
 }
 

@@ -174,7 +174,7 @@ func offlineAgent(a store.Agent) protocol.AgentInfo {
 		AgentID: a.AgentID, Name: a.Name, Cwd: a.Cwd, Model: a.Model, Provider: a.Provider, Mode: a.Mode,
 		RuntimeState: protocol.RuntimeStopped, CreatedAt: a.CreatedAt, ParentAgentID: a.ParentAgentID,
 		Alias: a.Alias, DefinitionName: a.DefinitionName, DisplayName: a.DisplayName, WorkspaceID: a.WorkspaceID,
-		Title: a.Title,
+		Title: a.Title, Tools: a.Tools, Skills: a.Skills,
 	}
 }
 

@@ -47,9 +47,11 @@ the prompt (UNSUPPORTED); nothing is sent without its images.
 Everything else goes to stderr: tool calls ("⚙ write notes.md") and their
 results ("↳ ok"), errors, and questions. When the agent asks for permission
 shardctl asks "Allow write …? [y]es/[n]o/[a]lways: " and reads a line from
-stdin (y allows, a allows always, n denies; end of input denies). UI
-requests are answered the same way: a numbered choice for select, y/n for
-confirm (sent as "true"/"false"), a line for input. If the agent is busy,
+stdin (y allows, a allows always, n denies, or the number of one of the
+request's listed choices; end of input denies); a reason for the agent may
+follow the answer ("n use make instead"). UI requests are answered the same
+way: a numbered choice for select (several, "1,3", for a multi-select), y/n
+for confirm (sent as "true"/"false"), a line for input and editor. If the agent is busy,
 the prompt is queued as a follow-up and the output starts with its turn.
 
 Exits 1 if the agent reports an error or a command fails, 130 on Ctrl-C
@@ -339,9 +341,12 @@ func (s *promptSession) ask(q question, _ bool) {
 		if n := alwaysNote(p); n != "" {
 			fmt.Fprintln(s.errw, s.pal.dim(n))
 		}
+		if len(p.Choices) > 0 {
+			fmt.Fprintln(s.errw, s.pal.dim(reasonNote))
+		}
 		fmt.Fprintf(s.errw, "%s %s: ", allowQuestion(p), permissionChoices(p))
 	case u.Kind == protocol.UISelect:
-		fmt.Fprintf(s.errw, "Choose [1-%d]: ", len(u.Options))
+		fmt.Fprintf(s.errw, "Choose %s: ", selectRange(u))
 	default:
 		fmt.Fprint(s.errw, uiQuestion(u))
 	}

@@ -32,18 +32,16 @@ func (q question) id() string {
 
 // response turns the user's line into the answer to q, sent to agentID; ok
 // is false for a line q does not take (it is asked again). End of input
-// takes the default: deny, or cancel.
+// takes the default: deny, or cancel. A permission is answered with a
+// choice_id when the request offers choices (docs/protocol.md §9.5), and
+// carries the reason typed after the answer.
 func (q question) response(agentID string, ans lineResult) (cmd protocol.Typed, ok bool) {
 	if p := q.perm; p != nil {
-		decision, ok := parseDecision(ans, p)
+		a, ok := parsePermission(ans, p)
 		if !ok {
 			return nil, false
 		}
-		return &protocol.PermissionResponse{
-			Header:    protocol.Header{Type: protocol.TypePermissionResponse, AgentID: agentID},
-			RequestID: p.RequestID,
-			Decision:  decision,
-		}, true
+		return a.response(agentID, p.RequestID), true
 	}
 	value, ok := parseUIValue(ans, q.ui)
 	if !ok {

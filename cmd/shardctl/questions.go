@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -81,22 +82,25 @@ included), with what each asks and the answers "questions answer" takes.`,
 		},
 	}
 	out.AddFlags(ls.Flags())
+	var reason string
 	answer := &cobra.Command{
 		Use:   "answer REQUEST_ID ANSWER",
 		Short: "Answer an open question",
 		Long: `Answer an open question: a permission request takes allow, deny or always
-(allow this exact call from now on) — or y, n, a — or the id of one of its
-choices; a select takes an option's number or text, a confirm yes or no, an
-input the text. The first answer wins, from whichever client sends it (this
+(allow this exact call from now on) — or y, n, a — or the id or number of
+one of its choices (sent as choice_id when the request offers choices), with
+--reason to tell the agent why; a select takes an option's number or text
+(a multi-select several, "1,3"), a confirm yes or no, an input the text. The first answer wins, from whichever client sends it (this
 command, an attached terminal, the web dashboard); a question answered
 meanwhile elsewhere is reported as such.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withConn(cmd.Context(), g, func(ctx context.Context, conn *client.Conn) error {
-				return answerQuestion(ctx, conn, args[0], args[1], cmd.OutOrStdout())
+				return answerQuestion(ctx, conn, args[0], args[1], reason, cmd.OutOrStdout())
 			})
 		},
 	}
+	answer.Flags().StringVar(&reason, "reason", "", "a reason for the agent, sent with the answer (permission questions)")
 	cmd.AddCommand(ls, answer)
 	return cmd
 }
@@ -188,6 +192,9 @@ func questionOf(a protocol.AgentInfo, raw json.RawMessage) (openQuestion, bool) 
 		switch m.Kind {
 		case protocol.UISelect:
 			q.Answers = m.Options
+			if m.Multiple {
+				q.Answers = append(slices.Clone(m.Options), "N,M…")
+			}
 		case protocol.UIConfirm:
 			q.Answers = []string{"yes", "no"}
 		default:
@@ -200,7 +207,7 @@ func questionOf(a protocol.AgentInfo, raw json.RawMessage) (openQuestion, bool) 
 }
 
 // answerQuestion sends the answer to request id.
-func answerQuestion(ctx context.Context, conn *client.Conn, id, answer string, w io.Writer) error {
+func answerQuestion(ctx context.Context, conn *client.Conn, id, answer, reason string, w io.Writer) error {
 	qs, err := openQuestions(ctx, conn)
 	if err != nil {
 		return err
@@ -223,28 +230,14 @@ func answerQuestion(ctx context.Context, conn *client.Conn, id, answer string, w
 	var cmd protocol.Typed
 	h := func(typ string) protocol.Header { return protocol.Header{Type: typ, AgentID: q.AgentID} }
 	if p := q.perm; p != nil {
-		resp := &protocol.PermissionResponse{Header: h(protocol.TypePermissionResponse), RequestID: id}
-		switch strings.ToLower(answer) {
-		case "allow", "y", "yes":
-			resp.Decision = protocol.DecisionAllow
-		case "deny", "n", "no":
-			resp.Decision = protocol.DecisionDeny
-		case "always", "a", "allow_always":
-			resp.Decision = protocol.DecisionAllowAlways
-		default:
-			resp.ChoiceID = answer
-			found := false
-			for _, c := range p.Choices {
-				found = found || c.ID == answer
-			}
-			if !found {
-				return usageErrorf("answer %q: want one of %s", answer, strings.Join(q.Answers, ", "))
-			}
+		a, ok := parsePermission(lineResult{line: answer}, p)
+		if !ok {
+			return usageErrorf("answer %q: want one of %s", answer, strings.Join(q.Answers, ", "))
 		}
-		if resp.Decision != "" && !allows(p, resp.Decision) {
-			return usageErrorf("answer %q is not offered: want one of %s", answer, strings.Join(q.Answers, ", "))
+		if reason != "" {
+			a.reason = reason
 		}
-		cmd = resp
+		cmd = a.response(q.AgentID, id)
 	} else {
 		value, ok := parseUIValue(lineResult{line: answer}, q.ui)
 		if !ok {

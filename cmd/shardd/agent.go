@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -22,10 +23,12 @@ import (
 // speaking the per-agent protocol as JSONL on stdin/stdout. The daemon runs
 // it with SHARD_AGENT_ID, SHARD_SESSION_ID, SHARD_SESSION_DIR,
 // SHARD_AGENT_MODE, SHARD_AGENT_PROVIDER, SHARD_AGENT_MODEL,
-// SHARD_AGENT_HEADLESS_POLICY (empty: headless.policy) and its effective
-// settings in the environment (SHARD_PROVIDER_* and SHARD_PROVIDERS among
-// them: the provider set, config.ProviderSet); run by hand it is a direct
-// connection (docs/protocol.md §12.1).
+// SHARD_AGENT_HEADLESS_POLICY (empty: headless.policy), SHARD_AGENT_TOOLS
+// and SHARD_AGENT_SKILLS (comma-separated; unset: every tool, no skill),
+// SHARD_AGENT_SYSTEM_PROMPT (a subagent's delegated prompt) and its
+// effective settings in the environment (SHARD_PROVIDER_* and
+// SHARD_PROVIDERS among them: the provider set, config.ProviderSet); run by
+// hand it is a direct connection (docs/protocol.md §12.1).
 func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	var headless bool
 	var adapterKind string
@@ -81,6 +84,10 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 					Model:         agentModel,
 					ModelProvider: agentProvider,
 					ServerVersion: version,
+					Tools:         listEnv("SHARD_AGENT_TOOLS"),
+					Skills:        listEnv("SHARD_AGENT_SKILLS"),
+					SystemPrompt:  os.Getenv("SHARD_AGENT_SYSTEM_PROMPT"),
+					Home:          cfg.Home,
 				},
 				ProviderOptions: refagent.ProviderOptions{
 					Providers:  specs,
@@ -109,6 +116,16 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	cmd.Flags().BoolVar(&headless, "headless", false, "speak the per-agent protocol on stdin/stdout (required without --adapter)")
 	cmd.Flags().StringVar(&adapterKind, "adapter", "", "host a third-party agent speaking this protocol (acp or pi), started as the command after --")
 	return cmd
+}
+
+// listEnv reads a comma-separated list from the variable name; nil when
+// it is unset or empty.
+func listEnv(name string) []string {
+	v := os.Getenv(name)
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 // trimIdle is the runtime's idle trim (refagent.Options.Trim): the heap's

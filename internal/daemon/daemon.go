@@ -315,6 +315,7 @@ func (d *Daemon) Start() error {
 		Workspaces:   d.workspaces,
 		KnownRuntime: deps.Agent.Runtime.KnownProfile,
 		Models:       deps.Agent.Models,
+		CheckTools:   deps.Agent.Runtime.CheckTools,
 		Dispatcher:   d.mailboxes,
 	}
 	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")

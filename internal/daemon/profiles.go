@@ -2,10 +2,14 @@ package daemon
 
 import (
 	"cmp"
+	"errors"
 	"strings"
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/refagent"
+	"github.com/shard-dev/shard/runtime/skills"
 )
 
 // profiles turns the config's runtime profiles into command lines (issue
@@ -22,7 +26,8 @@ func (d *Daemon) profiles() map[string]agent.Profile {
 		}
 		switch p.Kind {
 		case config.KindShard:
-			prof := agent.Profile{Path: d.opts.RuntimePath, Args: d.opts.RuntimeArgs, Env: env}
+			prof := agent.Profile{Path: d.opts.RuntimePath, Args: d.opts.RuntimeArgs, Env: env,
+				Tools: refagent.ToolNames(), Skills: d.checkSkills}
 			if len(p.Command) > 0 {
 				prof.Path, prof.Args = p.Command[0], p.Command[1:]
 			}
@@ -33,4 +38,21 @@ func (d *Daemon) profiles() map[string]agent.Profile {
 		}
 	}
 	return out
+}
+
+// checkSkills is the reference runtime's skill check (agent.Profile.Skills):
+// each name must be a skill in the agent's project or in the Shard home,
+// where the runtime looks (runtime/skills). A missing one is NOT_FOUND,
+// one that cannot be used INVALID_REQUEST (docs/protocol.md §10.1).
+func (d *Daemon) checkSkills(cwd string, names []string) error {
+	err := skills.Check(skills.Dirs(cwd, d.cfg.Home), names)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, skills.ErrNotFound):
+		return protocol.Errorf(protocol.CodeNotFound, `field "skills": %v (looked in %s of the cwd and in $SHARD_HOME/skills)`,
+			err, strings.Join(skills.ProjectDirs, ", "))
+	default:
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "skills": %v`, err)
+	}
 }

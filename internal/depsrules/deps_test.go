@@ -109,7 +109,7 @@ func rules() []rule {
 		// speaks the per-agent protocol on its stdin and stdout and learns
 		// the rest from its command line and environment.
 		name:    "the reference runtime links no daemon code",
-		pkgs:    []string{"runtime/refagent/...", "runtime/tools/...", "runtime/provider/...", "runtime/images/..."},
+		pkgs:    []string{"runtime/refagent/...", "runtime/tools/...", "runtime/provider/...", "runtime/images/...", "runtime/skills/..."},
 		notLink: daemonCode,
 	}, {
 		// The adapter host runs a third-party agent as a runtime, in the

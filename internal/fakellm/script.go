@@ -70,6 +70,10 @@ type Prompt struct {
 	Tools []string
 	// Model is the model the request asks for.
 	Model string
+	// System is the system prompt: the system (or developer) messages of
+	// chat completions, the instructions of Responses, the system of
+	// Messages (its text blocks joined).
+	System string
 }
 
 // Image is one image of a user message as the request carried it: URL
@@ -245,8 +249,10 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
-		Input json.RawMessage `json:"input"`
-		Tools []struct {
+		Input        json.RawMessage `json:"input"`
+		System       json.RawMessage `json:"system"`
+		Instructions string          `json:"instructions"`
+		Tools        []struct {
 			Name     string `json:"name"`
 			Function struct {
 				Name string `json:"name"`
@@ -263,6 +269,8 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 	case wireChat:
 		for _, m := range in.Messages {
 			switch m.Role {
+			case "system", "developer":
+				p.System += contentText(m.Content)
 			case "user":
 				p.LastUser, p.ToolOutput = contentText(m.Content), false
 				p.Images = contentImages(m.Content)
@@ -271,6 +279,7 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 			}
 		}
 	case wireMessages:
+		p.System = contentText(in.System)
 		for _, m := range in.Messages {
 			if m.Role != "user" {
 				continue
@@ -283,6 +292,7 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 			p.Images = contentImages(m.Content)
 		}
 	case wireResponses:
+		p.System = in.Instructions
 		var items []struct {
 			Type    string          `json:"type"`
 			Role    string          `json:"role"`

@@ -1,6 +1,8 @@
 package view
 
 import (
+	"slices"
+
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -82,6 +84,7 @@ func RunSnapshot(j *store.Job, r *store.Run, owner bool) protocol.RunSnapshot {
 		ws := *r.Workspace
 		s.Workspace = &ws
 	}
+	s.Steers = slices.Clone(r.Steers)
 	if owner {
 		s.FinalText = r.FinalText
 	}

@@ -130,6 +130,11 @@ const (
 type Answer struct {
 	OptionID  string
 	Cancelled bool
+	// Reason is the person's reason given with the answer
+	// (permission_response.reason, docs/protocol.md §9.5); a backend
+	// passes it on where its agent can take it (pi: the refusal the model
+	// sees; ACP: _meta, which the agent may ignore).
+	Reason string
 }
 
 // Events receives what the agent does. Every method but Ask returns at

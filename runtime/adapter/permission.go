@@ -175,10 +175,12 @@ func (h *Host) permissionResponseLocked(hd protocol.Header, c *protocol.Permissi
 			h.respondErrLocked(hd, protocol.Errorf(protocol.CodeInvalidRequest, `field "choice_id": unknown choice %q for request %s`, c.ChoiceID, c.RequestID))
 			return
 		}
-		h.resolveLocked(p, Answer{OptionID: c.ChoiceID}, "", source)
+		h.resolveLocked(p, Answer{OptionID: c.ChoiceID, Reason: c.Reason}, "", source)
 		h.respondLocked(hd, nil)
 		return
 	}
-	h.resolveLocked(p, h.pickLocked(p, c.Decision), c.Decision, source)
+	ans := h.pickLocked(p, c.Decision)
+	ans.Reason = c.Reason
+	h.resolveLocked(p, ans, c.Decision, source)
 	h.respondLocked(hd, nil)
 }

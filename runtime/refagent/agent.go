@@ -104,6 +104,26 @@ type Identity struct {
 	ModelProvider string
 	// ServerVersion is reported in hello. Default "dev".
 	ServerVersion string
+	// Tools limits the agent's tools to these names (the Agent's tools,
+	// SHARD_AGENT_TOOLS; docs/protocol.md §10.1): the model is offered only
+	// them, and a call of any other is refused with a tool error and never
+	// runs. The skill tool comes with Skills whatever Tools says. Names no
+	// tool has are logged and ignored (the daemon refuses them at create).
+	// Default nil: every tool (ToolNames).
+	Tools []string
+	// Skills names the agent's skills (SHARD_AGENT_SKILLS), looked up in
+	// the project under Cwd and in Home (runtime/skills): each one's name
+	// and description go into the system prompt, and the skill tool
+	// returns its body. A skill not found at start is logged and left out.
+	// Default nil: none, and no skill tool.
+	Skills []string
+	// SystemPrompt is the delegated system prompt of a subagent's manifest
+	// (SHARD_AGENT_SYSTEM_PROMPT, set by the daemon for the children it
+	// creates), which the model gets after the runtime's own. Default "".
+	SystemPrompt string
+	// Home is the Shard home (SHARD_HOME), whose skills/ folder holds the
+	// user's own skills. Default "": none.
+	Home string
 }
 
 // ProviderOptions is the model provider the runtime calls and what its
@@ -228,6 +248,9 @@ type Hooks struct {
 	// (internal/memtrim). It runs on a timer goroutine, never under the
 	// runtime's lock, and must be safe to call at any time.
 	Trim func()
+	// extraTools are registered after the built-in ones (this package's
+	// tests: a tool that crashes).
+	extraTools []tool
 	// TrimAfter is how long the runtime must stay idle before Trim runs.
 	// Default 2s: long enough that a client's next prompt right after a
 	// turn does not fault the pages straight back in, short enough that an

@@ -33,8 +33,17 @@
 //
 // The tools are the built-ins of runtime/tools (read, ls, grep, find: read
 // only; write, edit, bash: mutating, asked through the permission gate and
-// refused in plan mode) and the subagent tool, which reaches the daemon
-// (subagent.go). bash runs without the provider's API key variable.
+// refused in plan mode), the subagent tool, which reaches the daemon
+// (subagent.go), recall, which reads back what a compaction summarized
+// (recall.go), and, for an agent with skills, the skill tool
+// (skilltool.go). bash runs without the provider's API key variable.
+// Options.Tools limits them: the model is offered only those, and a call
+// of another is a tool error, never run.
+//
+// The system prompt is the runtime's own, then what was read when the
+// runtime started (sysprompt.go): a subagent's delegated prompt, the
+// project's AGENTS.md (or CLAUDE.md) and the names and descriptions of the
+// agent's skills (runtime/skills).
 //
 // # Sessions
 //
@@ -87,7 +96,10 @@
 //     it, the between-turn compaction running, shutdown, and the dedupe
 //     keys of prompts accepted.
 //   - grants (grants.go): the allow_always grants and grants.jsonl.
-//   - toolbox (tools.go, subagent.go): the tools, immutable.
+//   - toolbox (tools.go, subagent.go, recall.go, skilltool.go): the
+//     tools, immutable.
+//   - promptContext (sysprompt.go): what the system prompt carries
+//     besides the runtime's own text, immutable.
 //
 // The runtime handles commands (the stdin reader) and moves work between
 // the parts: it starts turns and between-turn compactions and answers

@@ -44,9 +44,9 @@ func TestWriteAskedThenAllowed(t *testing.T) {
 	}
 	wantDetails := []protocol.PermissionDetail{{Label: "path", Value: "sub/dir/out.txt", Format: "path"}, {Label: "new file", Value: "hello", Format: "code"}}
 	wantChoices := []protocol.PermissionChoice{
-		{ID: "allow", Label: "Allow once", Intent: "allow"},
-		{ID: "allow_always", Label: "Always allow this exact request", Intent: "persist"},
-		{ID: "deny", Label: "Deny", Intent: "deny"},
+		{ID: "allow", Label: "Allow once", Intent: "allow", Accelerator: "y"},
+		{ID: "allow_always", Label: "Always allow this exact request", Intent: "persist", Accelerator: "a"},
+		{ID: "deny", Label: "Deny", Intent: "deny", Accelerator: "n"},
 	}
 	if !slices.Equal(req.Details, wantDetails) || !slices.Equal(req.Choices, wantChoices) {
 		t.Fatalf("details %+v choices %+v", req.Details, req.Choices)

@@ -39,7 +39,7 @@ func (r *runtime) requestLocked() provider.Request {
 	msgs, sigs := r.conv.modelViewLocked()
 	return provider.Request{
 		Model:      r.sel.active.Model,
-		System:     systemPrompt(r.opts.Cwd, r.sel.mode),
+		System:     r.prompt.system(systemPrompt(r.opts.Cwd, r.sel.mode)),
 		Messages:   msgs,
 		Tools:      r.tools.specs,
 		Reasoning:  r.sel.reasoning,
@@ -95,6 +95,9 @@ func (t *turnState) providerCall() ([]toolCallReq, *outcome) {
 	prov, prices := r.providerLocked(t)
 	t.prov = prov
 	takesImages, real := r.sel.imagesLocked(), r.conv.reported
+	if !t.aborted {
+		t.answerDrainedLocked() // their messages are in req
+	}
 	r.mu.Unlock()
 	// The window names images; a real model gets their bytes, read for
 	// this call only, or, when it takes none, a line of text for each.
@@ -105,7 +108,7 @@ func (t *turnState) providerCall() ([]toolCallReq, *outcome) {
 		req.Messages = r.images.Inline(req.Messages)
 	}
 
-	st, err := prov.Stream(t.ctx, req)
+	st, err := prov.Stream(provider.WithRetryNotice(t.ctx, t.retrying), req)
 	if err != nil {
 		return nil, t.callFailed(err)
 	}
@@ -135,6 +138,19 @@ func (t *turnState) providerCall() ([]toolCallReq, *outcome) {
 		end = protocol.Errorf(protocol.CodeProviderError, "%s: stream ended without a stop", t.prov.Name())
 	}
 	return nil, t.callFailed(end)
+}
+
+// retrying announces that the provider retries a failed request of the
+// turn (called by the provider, on this turn's goroutine).
+func (t *turnState) retrying() {
+	r := t.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.aborted || t.ctx.Err() != nil {
+		return
+	}
+	t.r.log.Info("provider request failed; retrying", "provider", t.prov.Name())
+	r.status.retryingLocked()
 }
 
 // callFailed is the outcome of a provider call that failed with err.

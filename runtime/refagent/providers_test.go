@@ -134,7 +134,7 @@ func TestOpenAIEndToEnd(t *testing.T) {
 	for _, tl := range fakellm.Get(t, first.Body, "tools").([]any) {
 		tools = append(tools, fakellm.Get(t, tl, "function", "name").(string))
 	}
-	if want := []string{"read", "ls", "grep", "find", "write", "edit", "bash"}; !slices.Equal(tools, want) {
+	if want := []string{"read", "ls", "grep", "find", "write", "edit", "bash", "ask", "recall"}; !slices.Equal(tools, want) {
 		t.Fatalf("tools %v, want %v (no subagent without a daemon)", tools, want)
 	}
 	if sys := fakellm.Get(t, first.Body, "messages", 0); fakellm.Get(t, sys, "role") != "system" || !strings.Contains(fakellm.Get(t, sys, "content").(string), h.opts.Cwd) {

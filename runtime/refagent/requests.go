@@ -17,6 +17,9 @@ const (
 	// sourceHeadless is the daemon's headless-policy answer
 	// (docs/protocol.md §6.3).
 	sourceHeadless = "headless"
+	// sourceNotify closes a notify ui_request at once: it asks nothing
+	// (ask.go).
+	sourceNotify = "notify"
 )
 
 // requestKind tells permission requests from UI requests.
@@ -55,6 +58,7 @@ type resolution struct {
 	choiceID string          // permission: set when the answer used choice_id
 	value    json.RawMessage // ui: the answer; nil means null
 	source   string          // echoed in the resolved event
+	reason   string          // permission: the person's reason, told the model with a refusal
 	by       resolvedBy      // who closed it; decides what the turn does next
 }
 
@@ -144,7 +148,7 @@ func (q *requests) permissionResponseLocked(h protocol.Header, c *protocol.Permi
 		q.out.respondErr(h, protocol.Errorf(protocol.CodeInvalidRequest, `field "request_id": %s is a ui request`, c.RequestID))
 		return
 	}
-	res := resolution{decision: c.Decision, source: cmp.Or(c.Source, sourceClient)}
+	res := resolution{decision: c.Decision, source: cmp.Or(c.Source, sourceClient), reason: c.Reason}
 	if c.ChoiceID != "" {
 		dec, ok := p.choices[c.ChoiceID]
 		if !ok { // the request stays open; another answer may win

@@ -45,6 +45,9 @@ type runtime struct {
 	ids    *idGen
 	runCtx context.Context
 	tools  toolbox
+	// prompt is what the system prompt carries besides the runtime's own
+	// text (sysprompt.go); immutable, read without mu.
+	prompt promptContext
 	// work tracks the goroutines of turns and between-turn compactions;
 	// shutdown waits for it.
 	work sync.WaitGroup
@@ -93,7 +96,8 @@ func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Option
 	if r.loop.delivered == nil {
 		r.loop.delivered = map[string]bool{}
 	}
-	r.tools = newToolbox(opts, log, r.currentMode)
+	r.prompt = loadPromptContext(opts, log)
+	r.tools = newToolbox(opts, log, r.currentMode, r.prompt.skills)
 	return r
 }
 
@@ -309,15 +313,18 @@ func (r *runtime) promptLocked(h protocol.Header, q queuedPrompt, behavior, dedu
 // strictSteerLocked accepts a steer only into a turn in flight (the
 // daemon's subagent.steer): it is delivered before the turn's next provider
 // call — the runtime adds one if the last call is already running — and is
-// never kept for a later turn. Without such a turn it answers CONFLICT.
+// never kept for a later turn. It is answered only once a provider request
+// carrying it is built (SteerData: it reached the model); an abort, a
+// failure or the end of the turn before that answers CONFLICT
+// (docs/protocol.md §10.3), as does the lack of a turn.
 func (r *runtime) strictSteerLocked(h protocol.Header, q queuedPrompt) {
 	t := r.loop.cur
 	if r.loop.closing || t == nil || t.aborted {
 		r.out.respondErr(h, protocol.Errorf(protocol.CodeConflict, "no turn in flight to steer"))
 		return
 	}
+	q.strict = &h
 	t.steers = append(t.steers, q)
-	r.out.respond(h, protocol.SteerData{TurnID: t.id})
 }
 
 // abortLocked cancels the current turn, closes its open requests with
@@ -334,7 +341,7 @@ func (r *runtime) abortLocked() {
 		return
 	}
 	t.aborted = true
-	t.steers = nil
+	t.refuseStrictLocked("the turn was aborted")
 	t.cancel()
 	r.reqs.abortAllLocked()
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/provider"
 )
 
 func TestHelloAndSyncOnStart(t *testing.T) {
@@ -800,5 +801,91 @@ func TestStderrNeverCarriesPromptText(t *testing.T) {
 	}
 	if strings.Contains(h.stderr.String(), secret) {
 		t.Fatalf("stderr carries prompt text: %s", h.stderr.String())
+	}
+}
+
+// TestStrictSteerAnsweredAtProviderBoundary: a strict steer is answered
+// only once a provider request carrying it is built, with the turn it
+// joined; until then it is pending.
+func TestStrictSteerAnsweredAtProviderBoundary(t *testing.T) {
+	h := start(t, nil)
+	h.handshake()
+	req, _ := startWrite(t, h, "strict.txt", "v")
+	h.send(protocol.Steer{Header: protocol.Header{Type: protocol.TypeSteer, ID: "st"}, Message: "sim: say steered", Strict: true})
+	h.quietSync() // accepted, not answered: the turn waits for permission
+	h.send(protocol.PermissionResponse{Header: protocol.Header{Type: protocol.TypePermissionResponse}, RequestID: req.RequestID, Decision: "allow"})
+	r, before := h.response("st")
+	mustResponse(t, r, protocol.TypeSteer)
+	var data protocol.SteerData
+	if err := json.Unmarshal(r.Data, &data); err != nil || data.TurnID == "" {
+		t.Fatalf("strict steer answer %s", r.Data)
+	}
+	if len(of[*protocol.ToolResult](before)) != 1 || len(of[*protocol.MessageComplete](before)) != 0 {
+		t.Fatalf("answered out of place, after %v", types(before))
+	}
+	evs := h.untilIdle()
+	if mcs := of[*protocol.MessageComplete](evs); len(mcs) != 1 || textOf(mcs[0].Message) != "steered" {
+		t.Fatalf("call after the steer: %v", types(evs))
+	}
+}
+
+// TestStrictSteerRefusedWhenTurnEndsFirst: a strict steer still waiting
+// when its turn fails or is aborted is answered CONFLICT and dropped,
+// never run as a later turn.
+func TestStrictSteerRefusedWhenTurnEndsFirst(t *testing.T) {
+	for _, tc := range []struct{ name, end string }{{"failed", "fail"}, {"aborted", "abort"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, nil)
+			h.handshake()
+			h.prompt("sim: ask confirm Go\nsim: fail upstream broke")
+			ask := h.until(protocol.TypeUIRequest)
+			reqID := ask[len(ask)-1].msg.(*protocol.UIRequest).RequestID
+			h.send(protocol.Steer{Header: protocol.Header{Type: protocol.TypeSteer, ID: "st"}, Message: "sim: say ghost", Strict: true})
+			if tc.end == "abort" {
+				h.send(protocol.Abort{Header: protocol.Header{Type: protocol.TypeAbort, ID: "ab"}})
+			} else {
+				h.send(protocol.UIResponse{Header: protocol.Header{Type: protocol.TypeUIResponse}, RequestID: reqID, Value: json.RawMessage(`"true"`)})
+			}
+			r, _ := h.response("st")
+			mustErrorResponse(t, r, protocol.CodeConflict, "")
+			evs := h.untilIdle()
+			if n := len(of[*protocol.TurnStart](evs)); n != 0 {
+				t.Fatalf("the refused steer started a turn: %v", types(evs))
+			}
+			for _, m := range h.quietSync().LiveWindow.Messages {
+				if strings.Contains(textOf(m), "ghost") || (len(m.Content) > 0 && strings.Contains(m.Content[0].Text, "ghost")) {
+					t.Fatalf("the refused steer is in the window: %+v", m)
+				}
+			}
+		})
+	}
+}
+
+// TestToolCrashIsToolError: a tool that crashes (panics) gives an error
+// event TOOL_ERROR, not fatal, and an error tool_result; the turn goes on
+// and the model is called back with it.
+func TestToolCrashIsToolError(t *testing.T) {
+	crash := tool{name: "crash", readOnly: true,
+		spec:  provider.ToolSpec{Name: "crash", Description: "crashes", Schema: json.RawMessage(`{"type":"object"}`)},
+		check: func(map[string]any) error { return nil },
+		run:   func(context.Context, map[string]any) toolOutput { panic("secret argument text") },
+	}
+	h := start(t, func(o *Options) { o.extraTools = []tool{crash} })
+	h.handshake()
+	h.prompt("sim: tool crash {}\nsim: say after")
+	evs := h.untilIdle()
+	e := one[*protocol.ErrorEvent](t, evs)
+	if e.Code != protocol.CodeToolError || e.Fatal || !strings.Contains(e.Message, "crash") || strings.Contains(e.Message, "secret") {
+		t.Fatalf("error event %+v", e)
+	}
+	res := one[*protocol.ToolResult](t, evs)
+	if !res.IsError || strings.Contains(res.Content.Message, "secret") {
+		t.Fatalf("tool_result %+v", res)
+	}
+	if txt := assistantText(evs); txt != "after" {
+		t.Fatalf("the turn did not go on: %q", txt)
+	}
+	if s := statuses(evs); s[len(s)-1] != protocol.StatusIdle {
+		t.Fatalf("statuses %v", s)
 	}
 }

@@ -288,6 +288,11 @@ func openSession(dir string, ids *idGen, now time.Time, syncFile func(*os.File) 
 	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
+		if statErr == nil {
+			// The transcript exists but cannot be opened (a directory, no
+			// access): the session cannot be restored, not a passing fault.
+			return nil, nil, corrupt(fmt.Errorf("open %s: %w", sessionFileName, errors.Unwrap(err)))
+		}
 		return nil, nil, fmt.Errorf("agent: open session: %w", err)
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
@@ -334,7 +339,7 @@ func unanswered(w []protocol.Message) []string {
 func (s *session) restore() (*sessionState, error) {
 	data, err := io.ReadAll(s.f)
 	if err != nil {
-		return nil, fmt.Errorf("read: %w", err)
+		return nil, corrupt(fmt.Errorf("read: %w", err))
 	}
 	entries, keep, addNewline, err := parseTranscript(data)
 	if err != nil {
@@ -363,9 +368,12 @@ func (s *session) restore() (*sessionState, error) {
 	return st, nil
 }
 
-// corrupt wraps err as a SESSION_CORRUPT protocol error.
+// corrupt wraps err as a SESSION_CORRUPT protocol error whose message says
+// why (docs/protocol.md §8): the runtime writes it in its fatal error
+// event, and the daemon answers the start with it. The causes name lines,
+// entry ids, roles and decoder errors, never a message's text.
 func corrupt(err error) error {
-	return fmt.Errorf("%w: %w", protocol.Errorf(protocol.CodeSessionCorrupt, "session transcript cannot be restored"), err)
+	return protocol.Errorf(protocol.CodeSessionCorrupt, "session transcript cannot be restored: %w", err)
 }
 
 // parseTranscript decodes a session.jsonl image. keep is the length of the

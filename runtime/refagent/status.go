@@ -38,6 +38,11 @@ func (s *agentStatus) setLocked(st protocol.AgentStatus) {
 	s.armLocked()
 }
 
+// retryingLocked announces a provider retry of the turn in flight.
+func (s *agentStatus) retryingLocked() {
+	s.out.emit(protocol.Status{Header: protocol.Header{Type: protocol.TypeStatus}, Status: s.cur, Detail: protocol.StatusDetailRetrying})
+}
+
 // armLocked starts the idle-trim timer when the agent is idle and stops it
 // otherwise. A timer that fires just as a turn starts trims anyway:
 // harmless, the pages fault back in.

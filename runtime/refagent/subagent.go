@@ -24,7 +24,9 @@ import (
 //
 //	action    "create" (default) | "wait" | "status" | "stop"
 //	create:   name + task (single), or tasks:[{name,task}…] + strategy
-//	          ("parallel", the default for a batch, or "chain")
+//	          ("parallel", the default for a batch, or "chain"); tools:[…]
+//	          and skills:[…] narrow what the children get (default: the
+//	          parent's)
 //	wait:     handles:[…] (a single string is accepted), mode "any"|"all"
 //	          (default all), timeout in seconds (omitted: until done; 0: poll)
 //	status:   targets:[…] (optional: omitted lists the latest jobs)
@@ -244,6 +246,12 @@ func createCommand(parent string, args map[string]any) (*protocol.SubagentCreate
 	}
 	if len(c.Tasks) > 0 && c.Strategy == "" {
 		c.Strategy = protocol.StrategyParallel // a batch's default
+	}
+	if c.Tools, err = stringList(args, "tools"); err != nil {
+		return nil, err
+	}
+	if c.Skills, err = stringList(args, "skills"); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

@@ -1,10 +1,13 @@
 package refagent
 
 import (
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/tools"
 )
 
 // runTools runs the tool calls of one assistant message in order. Their
@@ -71,6 +74,9 @@ func (t *turnState) runTool(b *toolBatch, c toolCallReq) error {
 			return fail(*refusal)
 		}
 	}
+	if tl.inTurn != nil {
+		return t.report(b, c, tl, func() toolOutput { return tl.inTurn(t, c.args) })
+	}
 	return t.report(b, c, tl, func() toolOutput { return tl.run(t.ctx, c.args) })
 }
 
@@ -96,11 +102,19 @@ func (t *turnState) report(b *toolBatch, c toolCallReq, tl tool, fn func() toolO
 	r.mu.Unlock()
 
 	start := time.Now()
-	out := fn()
+	out, crashed := runTool(fn)
 	ms := time.Since(start).Milliseconds()
 
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if crashed {
+		// A tool that crashes is TOOL_ERROR (docs/protocol.md §8): an
+		// error event that does not end the turn, and an error result the
+		// model sees, so the call is never left without one.
+		r.log.Error("tool crashed", "tool", c.name)
+		r.out.emit(protocol.ErrorEvent{Header: protocol.Header{Type: protocol.TypeError}, Code: protocol.CodeToolError,
+			Message: fmt.Sprintf("tool %s crashed", c.name)})
+	}
 	r.out.emit(protocol.ToolResult{
 		Header:     protocol.Header{Type: protocol.TypeToolResult},
 		ToolCallID: c.id,
@@ -114,26 +128,79 @@ func (t *turnState) report(b *toolBatch, c toolCallReq, tl tool, fn func() toolO
 	return nil
 }
 
+// refusal is what the model is told when the person denied a call: the
+// reason they gave with permission_response (docs/protocol.md §9.5), if
+// any, so the model can change course instead of guessing.
+func refusal(reason string) toolOutput {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return errorOutput("permission denied")
+	}
+	return errorOutput("permission denied; the person's reason: %s", reason)
+}
+
+// runTool runs fn, turning a panic into an error result: crashed is set
+// and the result says the tool crashed, without the panic's value (which
+// may quote arguments or file contents).
+func runTool(fn func() toolOutput) (out toolOutput, crashed bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, crashed = errorOutput("the tool crashed; its work may be incomplete"), true
+		}
+	}()
+	return fn(), false
+}
+
 // Permission presentation: legacy options and structured choices.
 func permissionOptions() []string {
 	return []string{protocol.DecisionAllow, protocol.DecisionAllowAlways, protocol.DecisionDeny}
 }
 
-func permissionChoices() []protocol.PermissionChoice {
-	return []protocol.PermissionChoice{
-		{ID: "allow", Label: "Allow once", Intent: "allow"},
-		{ID: "allow_always", Label: "Always allow this exact request", Intent: "persist"},
-		{ID: "deny", Label: "Deny", Intent: "deny"},
-	}
-}
+// Choice ids of the permission requests this runtime builds. The first
+// three map to the legacy decisions; allowSignature is the backend-built
+// bash_signature grant (docs/protocol.md §9.5, §13).
+const (
+	choiceAllow          = "allow"
+	choiceAllowAlways    = "allow_always"
+	choiceDeny           = "deny"
+	choiceAllowSignature = "allow_signature"
+)
 
-// choiceDecisions maps each choice id to its decision.
-func choiceDecisions() map[string]string {
-	return map[string]string{
-		"allow":        protocol.DecisionAllow,
-		"allow_always": protocol.DecisionAllowAlways,
-		"deny":         protocol.DecisionDeny,
+// permissionChoices are the choices of a request for c: allow once, allow
+// this exact request always, deny, and for a bash call whose command line
+// reduces to signatures (bashsig.go) the choice to allow those signatures
+// always, which sigs returns (nil when not offered). Each choice has a key
+// (accelerator) a client may bind: y, a, s and n, the legacy options' keys
+// plus s for the signature.
+func permissionChoices(c toolCallReq) (choices []protocol.PermissionChoice, decisions map[string]string, sigs []bashSignature) {
+	choices = []protocol.PermissionChoice{
+		{ID: choiceAllow, Label: "Allow once", Intent: "allow", Accelerator: "y"},
+		{ID: choiceAllowAlways, Label: "Always allow this exact request", Intent: "persist", Accelerator: "a"},
 	}
+	decisions = map[string]string{
+		choiceAllow:       protocol.DecisionAllow,
+		choiceAllowAlways: protocol.DecisionAllowAlways,
+		choiceDeny:        protocol.DecisionDeny,
+	}
+	if c.name == tools.NameBash {
+		if s, err := commandSignatures(c); err == nil {
+			sigs = s
+			names := make([]string, len(s))
+			for i, sig := range s {
+				names[i] = "`" + sig.String() + "`"
+			}
+			choices = append(choices, protocol.PermissionChoice{
+				ID:          choiceAllowSignature,
+				Label:       "Always allow " + strings.Join(names, ", ") + " for this agent",
+				Description: "Any command line made only of these commands with exactly these flags (any other arguments) runs without asking in this agent's session; other commands or flags still ask.",
+				Intent:      "persist",
+				Accelerator: "s",
+			})
+			decisions[choiceAllowSignature] = protocol.DecisionAllowAlways
+		}
+	}
+	choices = append(choices, protocol.PermissionChoice{ID: choiceDeny, Label: "Deny", Intent: "deny", Accelerator: "n"})
+	return choices, decisions, sigs
 }
 
 // grantKey identifies an exact request for allow_always: the tool name and
@@ -145,8 +212,10 @@ func grantKey(c toolCallReq) string {
 // gate decides whether a mutating call may run. It returns a refusal to
 // report as the tool's error result, nil to run it, or errTurnAborted.
 //
-// An exact request the user allowed always (persisted in grants.jsonl) runs
-// without asking, whatever the headless policy. Any other request is sent
+// An exact request the user allowed always, or a bash call whose every
+// simple command has a granted signature (grants.go, bashsig.go; persisted
+// in grants.jsonl), runs without asking, whatever the headless policy. A
+// refusal carries the person's reason to the model (refusal). Any other request is sent
 // out and waits for an answer; under the daemon, a request nobody
 // interactive can answer is answered by the daemon's headless path (deny,
 // source "headless", for deny and allow_if_rule_matches; nothing for queue).
@@ -159,12 +228,13 @@ func (t *turnState) gate(tl tool, c toolCallReq) (*toolOutput, error) {
 		out := errorOutput("%s is not allowed: the agent is in plan mode, where tools that change files or run commands are refused; switch to build mode to run it", c.name)
 		return &out, nil
 	}
-	if r.grants.has(grantKey(c)) { // every headless policy honours the user's own grants
+	if r.grants.allows(c) { // every headless policy honours the user's own grants
 		return nil, nil
 	}
 
 	prompt, details := tl.ask(c.args)
-	p := &pendingRequest{id: r.ids.next("perm"), kind: kindPermission, choices: choiceDecisions(), done: make(chan resolution, 1)}
+	choices, decisions, sigs := permissionChoices(c)
+	p := &pendingRequest{id: r.ids.next("perm"), kind: kindPermission, choices: decisions, done: make(chan resolution, 1)}
 	p.raw = protocol.MustMarshal(protocol.PermissionRequest{
 		Header:    protocol.Header{Type: protocol.TypePermissionRequest},
 		RequestID: p.id,
@@ -173,7 +243,7 @@ func (t *turnState) gate(tl tool, c toolCallReq) (*toolOutput, error) {
 		Prompt:    prompt,
 		Options:   permissionOptions(),
 		Details:   details,
-		Choices:   permissionChoices(),
+		Choices:   choices,
 	})
 	if err := t.open(p, protocol.StatusWaitingForPermission); err != nil {
 		return nil, err
@@ -189,6 +259,11 @@ func (t *turnState) gate(tl tool, c toolCallReq) (*toolOutput, error) {
 		out = errorOutput("permission denied: no answer within %s (headless policy %s)", r.opts.HeadlessTimeout, r.opts.HeadlessPolicy)
 	case res.decision == protocol.DecisionAllow:
 		return nil, nil
+	case res.choiceID == choiceAllowSignature:
+		if err := r.grants.addSignatures(sigs, time.Now()); err != nil {
+			r.log.Error("grant not persisted; it holds until the runtime stops", slog.Any("err", err))
+		}
+		return nil, nil
 	case res.decision == protocol.DecisionAllowAlways:
 		if err := r.grants.add(c, time.Now()); err != nil {
 			r.log.Error("grant not persisted; it holds until the runtime stops", slog.Any("err", err))
@@ -197,7 +272,7 @@ func (t *turnState) gate(tl tool, c toolCallReq) (*toolOutput, error) {
 	case res.source == sourceHeadless:
 		out = errorOutput("permission denied by the headless policy: no interactive client could answer")
 	default:
-		out = errorOutput("permission denied")
+		out = refusal(res.reason)
 	}
 	return &out, nil
 }

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/provider"
+	"github.com/shard-dev/shard/runtime/skills"
 	"github.com/shard-dev/shard/runtime/tools"
 )
 
@@ -55,6 +57,9 @@ type tool struct {
 	preview func(args map[string]any) *protocol.RenderDescriptor
 	// run executes the tool; ctx is cancelled by abort.
 	run func(ctx context.Context, args map[string]any) toolOutput
+	// inTurn, when set, runs the tool instead of run, inside the turn: a
+	// tool that opens requests of the turn (the ask tool, ask.go).
+	inTurn func(t *turnState, args map[string]any) toolOutput
 }
 
 // toolbox is the runtime's tools. It is immutable after newToolbox, so it
@@ -67,22 +72,94 @@ type toolbox struct {
 }
 
 // newToolbox registers the built-in tools (read, ls, grep, find, write,
-// edit, bash) and the subagent tool, whose children are created in the
-// mode that mode returns.
-func newToolbox(opts Options, log *slog.Logger, mode func() string) toolbox {
+// edit, bash), the ask tool, the subagent tool, whose children are created in the mode
+// that mode returns, recall and, when the agent has skills, the skill
+// tool; then it limits them to opts.Tools (limit).
+func newToolbox(opts Options, log *slog.Logger, mode func() string, sk []skills.Skill) toolbox {
 	env := tools.Env{Cwd: opts.Cwd, Environ: bashEnviron(opts.Environ, keyVars(opts)...)}
 	tb := toolbox{byName: make(map[string]tool)}
 	for _, bt := range tools.Builtins() {
-		tl := builtin(bt, env)
-		tb.byName[tl.name] = tl
+		tb.add(builtin(bt, env))
+	}
+	tb.add(askTool())
+	for _, tl := range opts.extraTools {
+		tb.add(tl)
+	}
+	tb.add(subagentClient{socket: opts.Socket, agentID: opts.AgentID, log: log, mode: mode}.tool())
+	transcript := ""
+	if opts.SessionDir != "" {
+		transcript = filepath.Join(opts.SessionDir, sessionFileName)
+	}
+	tb.add(recallTool(transcript))
+	if len(sk) > 0 {
+		tb.add(skillTool(sk))
+	}
+	tb.limit(opts.Tools, log)
+	return tb
+}
+
+// add registers tl; the model is told about it unless it is unavailable.
+func (tb *toolbox) add(tl tool) {
+	tb.byName[tl.name] = tl
+	if tl.unavailable == "" {
 		tb.specs = append(tb.specs, tl.spec)
 	}
-	sub := subagentClient{socket: opts.Socket, agentID: opts.AgentID, log: log, mode: mode}.tool()
-	tb.byName[sub.name] = sub
-	if sub.unavailable == "" {
-		tb.specs = append(tb.specs, sub.spec)
+}
+
+// limit keeps the tools allow names (nil: all) and the skill tool, which
+// the agent's skills bring. The others stay registered but unavailable:
+// the model is not told about them, and a call of one is refused with a
+// tool error before any gate, never run (docs/protocol.md §10.1 tools).
+func (tb *toolbox) limit(allow []string, log *slog.Logger) {
+	if allow == nil {
+		return
 	}
-	return tb
+	keep := map[string]bool{toolSkill: true}
+	for _, n := range allow {
+		if _, ok := tb.byName[n]; !ok {
+			log.Warn("the agent's tools name an unknown tool; ignored", "tool", n)
+			continue
+		}
+		keep[n] = true
+	}
+	var specs []provider.ToolSpec
+	var kept []string
+	for _, s := range tb.specs {
+		if keep[s.Name] {
+			specs = append(specs, s)
+			kept = append(kept, s.Name)
+		}
+	}
+	tb.specs = specs
+	offered := "none"
+	if len(kept) > 0 {
+		offered = strings.Join(kept, ", ")
+	}
+	for name, tl := range tb.byName {
+		if !keep[name] {
+			tl.unavailable = fmt.Sprintf("the tool %q is not available to this agent: its tools are limited to %s", name, offered)
+			tb.byName[name] = tl
+		}
+	}
+}
+
+// ToolNames are the names of the reference runtime's tools, in the order
+// the model is offered them: the names an Agent's tools list may hold
+// (docs/protocol.md §10.1). The daemon refuses an agent.create naming any
+// other for the reference runtime.
+func ToolNames() []string {
+	tb := newToolbox(Options{Identity: Identity{Environ: []string{}}}, slog.New(slog.DiscardHandler), func() string { return "" }, []skills.Skill{{}})
+	names := make([]string, 0, len(tb.byName))
+	for _, bt := range tools.Builtins() {
+		names = append(names, bt.Name)
+	}
+	for name := range tb.byName {
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names[len(tools.Builtins()):])
+	return names
 }
 
 // builtin binds a tool of runtime/tools to env.
@@ -127,6 +204,8 @@ var subagentSchema = json.RawMessage(`{
     "tasks": {"type": "array", "description": "create, several tasks: one child agent each, instead of name and task.",
       "items": {"type": "object", "properties": {"name": {"type": "string"}, "task": {"type": "string"}}, "required": ["name", "task"]}},
     "strategy": {"type": "string", "enum": ["parallel", "chain"], "description": "create with tasks: run them at once (parallel, the default) or one after another (chain)."},
+    "tools": {"type": "array", "items": {"type": "string"}, "description": "create: limit the children to these of your tools. Default: all of yours."},
+    "skills": {"type": "array", "items": {"type": "string"}, "description": "create: give the children only these of your skills. Default: all of yours."},
     "handles": {"type": "array", "items": {"type": "string"}, "description": "wait: the job, run or agent ids or aliases to wait for."},
     "mode": {"type": "string", "enum": ["any", "all"], "description": "wait: return when any or when all of them are done. Default all."},
     "timeout": {"type": "number", "minimum": 0, "description": "wait: seconds to wait at most; omitted waits until done, 0 only polls."},

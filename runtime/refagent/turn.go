@@ -43,6 +43,11 @@ type turnLoop struct {
 type queuedPrompt struct {
 	text, id string
 	images   []protocol.ContentBlock
+	// strict is the header of a strict steer (the daemon's subagent.steer,
+	// docs/protocol.md §10.3), answered only once the message is in a
+	// provider request (SteerData) or, when the turn ends first, with
+	// CONFLICT. nil for every other message.
+	strict *protocol.Header
 }
 
 // nextLocked takes the oldest queued follow-up when a turn may start now:
@@ -90,7 +95,10 @@ type turnState struct {
 	prompt writeTicket
 
 	// runtime.mu protects the following.
-	steers  []queuedPrompt // steer messages not yet delivered, oldest first
+	steers []queuedPrompt // steer messages not yet delivered, oldest first
+	// drained are the strict steers in the live window whose provider
+	// request has not been built yet: providerCall answers them.
+	drained []protocol.Header
 	aborted bool
 	sim     provider.Provider // the turn's own sim, made at its first sim call (runtime.providerLocked)
 
@@ -209,10 +217,43 @@ func (t *turnState) deliverSteers() {
 			id = r.ids.next("msg")
 		}
 		last = r.conv.appendLocked(userMessage(id, s.text, s.images...))
+		if s.strict != nil {
+			t.drained = append(t.drained, *s.strict)
+		}
 	}
 	t.steers = nil
 	r.mu.Unlock()
 	r.awaitDurable(last) // one fsync covers them all
+}
+
+// answerDrainedLocked answers the strict steers whose messages are in the
+// provider request just built: they joined the turn (docs/protocol.md
+// §10.3 "injected"). The request is sent right after, outside mu.
+func (t *turnState) answerDrainedLocked() {
+	for _, h := range t.drained {
+		t.r.out.respond(h, protocol.SteerData{TurnID: t.id})
+	}
+	t.drained = nil
+}
+
+// refuseStrictLocked answers CONFLICT to every strict steer of the turn
+// not yet in a provider request: the turn ended (or was aborted) first,
+// and a strict steer is never kept for a later turn. It returns the
+// steers that are not strict.
+func (t *turnState) refuseStrictLocked(why string) []queuedPrompt {
+	var rest []queuedPrompt
+	for _, s := range t.steers {
+		if s.strict == nil {
+			rest = append(rest, s)
+			continue
+		}
+		t.r.out.respondErr(*s.strict, protocol.Errorf(protocol.CodeConflict, "%s before the steer reached the model", why))
+	}
+	for _, h := range t.drained {
+		t.r.out.respondErr(h, protocol.Errorf(protocol.CodeConflict, "%s before the steer reached the model", why))
+	}
+	t.steers, t.drained = nil, nil
+	return rest
 }
 
 // endTurn writes the end of a turn and starts the next queued follow-up. A
@@ -233,10 +274,14 @@ func (t *turnState) end(out outcome) bool {
 		return false
 	}
 	t.cancel()
-	if out.kind == outFailed && len(t.steers) > 0 { // keep them: run after
-		l.followUps = append(slices.Clone(t.steers), l.followUps...)
+	why := "the turn ended"
+	if out.kind == outFailed {
+		why = "the turn failed"
 	}
-	t.steers = nil
+	rest := t.refuseStrictLocked(why)
+	if out.kind == outFailed && len(rest) > 0 { // keep them: run after
+		l.followUps = append(slices.Clone(rest), l.followUps...)
+	}
 	r.reqs.abortAllLocked() // only after a panic: never leave a request open
 	l.cur = nil
 	if out.kind == outHung {
@@ -295,24 +340,12 @@ func (t *turnState) simExit(code int) {
 // simAsk opens a ui_request, waits for it, and returns the model's reply
 // quoting the answer.
 func (t *turnState) simAsk(d directive) (string, error) {
-	r := t.r
-	p := &pendingRequest{id: r.ids.next("ui"), kind: kindUI, done: make(chan resolution, 1)}
-	p.raw = protocol.MustMarshal(protocol.UIRequest{
-		Header:    protocol.Header{Type: protocol.TypeUIRequest},
-		RequestID: p.id,
-		Kind:      d.askKind,
-		Title:     d.title,
-		Options:   d.options,
-	})
-	if err := t.open(p, protocol.StatusWaitingForUI); err != nil {
+	res, err := t.askUI(protocol.UIRequest{Kind: d.askKind, Title: d.title, Options: d.options})
+	if err != nil {
 		return "", err
 	}
-	res := t.await(p)
-	switch res.by {
-	case byAbort:
-		return "", errTurnAborted
-	case byTimeout:
-		return fmt.Sprintf("answer: null (TIMEOUT: no answer within %s)", r.opts.HeadlessTimeout), nil
+	if res.by == byTimeout {
+		return fmt.Sprintf("answer: null (TIMEOUT: no answer within %s)", t.r.opts.HeadlessTimeout), nil
 	}
 	return "answer: " + uiValueText(res.value), nil
 }

@@ -50,6 +50,10 @@ func (c *client) RequestPermission(ctx context.Context, req sdk.RequestPermissio
 	return RequestPermission(ctx, c.b.tr, c.b.ev, req), nil
 }
 
+// MetaReason is the _meta key of a permission answer that carries the
+// person's reason (permission_response.reason).
+const MetaReason = "shard.dev/reason"
+
 // RequestPermission translates session/request_permission: the call
 // (merged into the translator's state) and the agent's options go to
 // ev.Ask; its answer is the selected option, or cancelled.
@@ -59,10 +63,16 @@ func RequestPermission(ctx context.Context, tr *Translator, ev adapter.Events, r
 		ask.Options = append(ask.Options, adapter.Option{ID: string(o.OptionId), Name: o.Name, Kind: string(o.Kind)})
 	}
 	ans := ev.Ask(ctx, ask)
-	if ans.Cancelled || ans.OptionID == "" {
-		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}
+	var meta map[string]any
+	if ans.Reason != "" {
+		// ACP has no field for the person's reason: it rides in _meta
+		// (docs/protocol.md Appendix A), which an agent may ignore.
+		meta = map[string]any{MetaReason: ans.Reason}
 	}
-	return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(sdk.PermissionOptionId(ans.OptionID))}
+	if ans.Cancelled || ans.OptionID == "" {
+		return sdk.RequestPermissionResponse{Meta: meta, Outcome: sdk.NewRequestPermissionOutcomeCancelled()}
+	}
+	return sdk.RequestPermissionResponse{Meta: meta, Outcome: sdk.NewRequestPermissionOutcomeSelected(sdk.PermissionOptionId(ans.OptionID))}
 }
 
 // confine resolves p (absolute, as ACP requires, or relative to the cwd)

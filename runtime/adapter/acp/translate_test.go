@@ -134,6 +134,11 @@ func TestTranscripts(t *testing.T) {
 // runReplay runs the Host over r: a prompt, the permission answered with
 // choice, until turn_end. It returns the Shard records, one a line.
 func runReplay(t *testing.T, r *replay, choice string) string {
+	return runReplayReason(t, r, choice, "")
+}
+
+// runReplayReason is runReplay answering with reason as well.
+func runReplayReason(t *testing.T, r *replay, choice, reason string) string {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -155,7 +160,11 @@ func runReplay(t *testing.T, r *replay, choice string) string {
 		_ = json.Unmarshal([]byte(line), &ev)
 		switch ev["type"] {
 		case "permission_request":
-			b, _ := json.Marshal(map[string]any{"type": "permission_response", "id": "r1", "request_id": ev["request_id"], "choice_id": choice})
+			resp := map[string]any{"type": "permission_response", "id": "r1", "request_id": ev["request_id"], "choice_id": choice}
+			if reason != "" {
+				resp["reason"] = reason
+			}
+			b, _ := json.Marshal(resp)
 			go func() { _, _ = inW.Write(append(b, '\n')) }() // never block the reader of the Host's output
 		case "turn_end":
 			inW.Close()
@@ -165,6 +174,23 @@ func runReplay(t *testing.T, r *replay, choice string) string {
 		t.Fatal(err)
 	}
 	return out.String()
+}
+
+// TestPermissionReasonInMeta: a permission_response's reason reaches the
+// ACP agent in the answer's _meta (ACP has no field for it).
+func TestPermissionReasonInMeta(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "codex-permission.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replay{done: make(chan struct{})}
+	for _, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		r.lines = append(r.lines, l)
+	}
+	runReplayReason(t, r, "approved", "only this once")
+	if len(r.asked) != 1 || r.asked[0].Meta[MetaReason] != "only this once" {
+		t.Fatalf("the agent was answered %+v, want the reason in _meta", r.asked)
+	}
 }
 
 // FuzzUpdate: any session/update the agent sends is translated without

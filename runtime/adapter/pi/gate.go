@@ -18,6 +18,10 @@ const gateTitle = "shard-permission "
 const (
 	gateAllow = "allow"
 	gateDeny  = "deny"
+	// gateDenyReason prefixes the answer to the gate's select that denies
+	// with the person's reason after it: the gate blocks the call with
+	// that reason, which is what the model sees.
+	gateDenyReason = "deny\n"
 )
 
 // gateSource is the pi extension the adapter loads with --extension: pi
@@ -33,6 +37,9 @@ export default function (pi) {
     const call = JSON.stringify({ toolCallId: event.toolCallId, toolName: event.toolName, input: event.input });
     const choice = await ctx.ui.select("` + gateTitle + `" + call, ["` + gateAllow + `", "` + gateDeny + `"]);
     if (choice === "` + gateAllow + `") return undefined;
+    if (typeof choice === "string" && choice.startsWith("deny\n")) {
+      return { block: true, reason: "Permission denied; the person's reason: " + choice.slice(5) };
+    }
     return { block: true, reason: choice === undefined ? "Permission request cancelled" : "Permission denied" };
   });
 }
@@ -106,6 +113,9 @@ func (b *Backend) uiRequest(r uiRequest) {
 			return
 		}
 		v := ans.OptionID
+		if v == gateDeny && ans.Reason != "" {
+			v = gateDenyReason + ans.Reason
+		}
 		if v == gateAllow {
 			b.ev.ToolCall(adapter.Tool{ID: c.ToolCallID, Name: c.ToolName, Title: c.ToolName, Args: c.Input,
 				ReadOnly: readOnly(c.ToolName), Status: adapter.ToolInProgress})

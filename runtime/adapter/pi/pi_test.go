@@ -100,7 +100,7 @@ func piBin(t *testing.T) string {
 // startPi starts the real pi in RPC mode in cwd against a fake model that
 // answers the first model call with a bash call of command and the one
 // after the tool's output with "done.".
-func startPi(t *testing.T, cwd, command string, rec *recorder, trace io.Writer) *Backend {
+func startPi(t *testing.T, cwd, command string, rec *recorder, trace io.Writer) (*Backend, *fakellm.Server) {
 	t.Helper()
 	bin := piBin(t)
 	args, _ := json.Marshal(map[string]string{"command": command})
@@ -126,7 +126,7 @@ func startPi(t *testing.T, cwd, command string, rec *recorder, trace io.Writer) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	return b
+	return b, fake
 }
 
 // TestPiRecordTranscript runs the real pi (skipped when not installed) on
@@ -136,7 +136,7 @@ func TestPiRecordTranscript(t *testing.T) {
 	var trace bytes.Buffer
 	var tmu sync.Mutex
 	rec := &recorder{answer: func(adapter.Ask) adapter.Answer { return adapter.Answer{OptionID: "allow"} }}
-	b := startPi(t, t.TempDir(), "echo tool-ok", rec,
+	b, _ := startPi(t, t.TempDir(), "echo tool-ok", rec,
 		writerFunc(func(p []byte) (int, error) { tmu.Lock(); defer tmu.Unlock(); return trace.Write(p) }))
 	res, err := b.Prompt(context.Background(), "use a tool", nil)
 	if err != nil || res.StopReason != adapter.StopEndTurn {
@@ -161,10 +161,10 @@ func TestPiRecordTranscript(t *testing.T) {
 // the call is in progress only once allowed, then completes).
 func TestPiGateAsksBeforeEachTool(t *testing.T) {
 	for _, tc := range []struct {
-		answer  string
-		created bool
-	}{{"deny", false}, {"allow", true}, {"", false}} {
-		t.Run("answer="+tc.answer, func(t *testing.T) {
+		answer, reason string
+		created        bool
+	}{{"deny", "", false}, {"deny", "use go vet instead", false}, {"allow", "", true}, {"", "", false}} {
+		t.Run("answer="+tc.answer+"/"+tc.reason, func(t *testing.T) {
 			cwd := t.TempDir()
 			var asked adapter.Ask
 			rec := &recorder{answer: func(a adapter.Ask) adapter.Answer {
@@ -172,9 +172,9 @@ func TestPiGateAsksBeforeEachTool(t *testing.T) {
 				if tc.answer == "" {
 					return adapter.Answer{Cancelled: true}
 				}
-				return adapter.Answer{OptionID: tc.answer}
+				return adapter.Answer{OptionID: tc.answer, Reason: tc.reason}
 			}}
-			b := startPi(t, cwd, "touch made.txt", rec, nil)
+			b, fake := startPi(t, cwd, "touch made.txt", rec, nil)
 			res, err := b.Prompt(context.Background(), "make a file", nil)
 			if err != nil || res.StopReason != adapter.StopEndTurn {
 				t.Fatalf("prompt: %+v, %v", res, err)
@@ -198,6 +198,12 @@ func TestPiGateAsksBeforeEachTool(t *testing.T) {
 				}
 			} else if running >= 0 || !strings.Contains(out, " bash failed ") {
 				t.Fatalf("a refused call ran or did not fail:\n%s", out)
+			}
+			// The reason reaches the model with the refusal: the tool
+			// message of its next request.
+			last := string(fake.Request(t, fake.Count()).Raw)
+			if tc.reason != "" && !strings.Contains(last, "the person's reason: "+tc.reason) {
+				t.Fatalf("the model was not told the reason: %s", last)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import { Overview, CreateForm } from "./overview.js";
 import { AgentView } from "./agent.js";
 import { Dialogs } from "./dialogs.js";
 import { Side } from "./side.js";
+import { StoreCtx } from "./ctx.js";
 
 function useStore(store) {
   const [s, set] = useState(store.state);
@@ -122,5 +123,5 @@ function App({ store }) {
 const store = new Store();
 const root = document.getElementById("root");
 root.textContent = "";
-render(html`<${App} store=${store} />`, root);
+render(html`<${StoreCtx.Provider} value=${store}><${App} store=${store} /><//>`, root);
 store.start();

@@ -6,6 +6,7 @@ import { useState } from "../vendor/hooks.mjs";
 import { html } from "./html.js";
 import { groupAgents } from "./store.js";
 import { needsInput } from "./transcript.js";
+import { createWorkspace } from "./orch.js";
 
 function cost(u) {
   if (!u || !u.cost) return "";
@@ -55,21 +56,48 @@ export function Overview({ s, store }) {
   </div>`;
 }
 
-/** The new-agent form. */
+/**
+ * The new-agent form. Isolation "none" starts the agent in the directory
+ * (agent.create); "workspace" makes a workspace of the repository there —
+ * a new worktree on a new branch — and starts the agent in it
+ * (workspace.create, docs/protocol.md §10.1a), with the branch, its base
+ * and its integration target when given (the daemon picks them otherwise).
+ */
 export function CreateForm({ store }) {
-  const [f, setF] = useState({ cwd: "", name: "", model: "", mode: "" });
+  const [f, setF] = useState({ cwd: "", name: "", model: "", mode: "", tools: "", skills: "", isolation: "none", label: "", branch: "", base_ref: "", integration_target: "" });
+  const [err, setErr] = useState("");
   const on = (k) => (e) => setF({ ...f, [k]: e.target.value });
   const submit = (e) => {
     e.preventDefault();
     if (!f.cwd) return;
+    setErr("");
+    if (f.isolation === "workspace") {
+      createWorkspace(store, f).then((r) => {
+        if (r.ok) setF({ ...f, name: "", label: "", branch: "" }); else setErr(r.text);
+      });
+      return;
+    }
     store.create(f).then(() => setF({ ...f, name: "" }), () => {});
   };
+  const ws = f.isolation === "workspace";
   return html`<form class="create" id="create" onSubmit=${submit}>
     <h2>New agent</h2>
-    <label>Directory <input id="create-cwd" required placeholder="/path/to/project" value=${f.cwd} onInput=${on("cwd")} /></label>
+    <label>${ws ? "Repository" : "Directory"} <input id="create-cwd" required placeholder="/path/to/project" value=${f.cwd} onInput=${on("cwd")} /></label>
+    <label>Isolation <select id="create-isolation" value=${f.isolation} onChange=${on("isolation")}>
+      <option value="none">none: work in this directory</option>
+      <option value="workspace">workspace: a new worktree and branch</option></select></label>
+    ${ws ? html`<fieldset class="create-ws">
+      <label>Branch <input id="create-branch" placeholder="generated" value=${f.branch} onInput=${on("branch")} /></label>
+      <label>Base <input id="create-base" placeholder="HEAD" value=${f.base_ref} onInput=${on("base_ref")} /></label>
+      <label>Merge into <input id="create-target" placeholder="the checked-out branch" value=${f.integration_target} onInput=${on("integration_target")} /></label>
+      <label>Label <input id="create-label" value=${f.label} onInput=${on("label")} /></label>
+    </fieldset>` : null}
     <label>Name <input id="create-name" value=${f.name} onInput=${on("name")} /></label>
     <label>Model <input id="create-model" placeholder="default" value=${f.model} onInput=${on("model")} /></label>
     <label>Mode <input id="create-mode" placeholder="default" value=${f.mode} onInput=${on("mode")} /></label>
-    <button type="submit" id="create-go">Create</button>
+    ${ws ? null : html`<label>Tools <input id="create-tools" placeholder="all (or e.g. read,ls,grep)" title="Limit the agent to these tools, comma-separated" value=${f.tools} onInput=${on("tools")} /></label>
+      <label>Skills <input id="create-skills" placeholder="none" title="Skills to load (.shard/skills, .agents/skills, .claude/skills or $SHARD_HOME/skills), comma-separated" value=${f.skills} onInput=${on("skills")} /></label>`}
+    <button type="submit" id="create-go">${ws ? "Create workspace" : "Create"}</button>
+    ${err ? html`<p class="err" id="create-err">${err}</p>` : null}
   </form>`;
 }

@@ -8,6 +8,7 @@ import { html } from "./html.js";
 import { resultText } from "./transcript.js";
 import { hlBlock } from "./highlight.js";
 import { langOf } from "./syntax.js";
+import { JobCard, jobCardData } from "./jobcard.js";
 
 function diffLine(l) {
   const c = l[0] === "+" ? "add" : l[0] === "-" ? "del" : "ctx";
@@ -57,6 +58,13 @@ function argsLine(e) {
   return s.length > 160 ? s.slice(0, 157) + "…" : s;
 }
 
+// isJobResult: the subagent tool answered with the daemon's job data,
+// drawn as a job card (jobcard.js) rather than as JSON.
+function isJobResult(e) {
+  const r = e.result;
+  return e.name === "subagent" && !r.is_error && r.content && r.content.kind === "json" && !!jobCardData(r.content.value);
+}
+
 /** One tool call with its result. */
 export function Tool({ e, pending }) {
   const r = e.result;
@@ -66,6 +74,6 @@ export function Tool({ e, pending }) {
   return html`<div class=${cls} data-tool=${e.id} data-name=${e.name}>
     <div class="tool-head"><span class="glyph">${e.readOnly ? "◦" : "●"}</span> <b>${e.name}</b> <span class="args">${argsLine(e)}</span>${pending ? html` <span class="badge ask">awaiting permission</span>` : null}</div>
     ${e.render ? html`<div class="tool-call-render"><${Descriptor} d=${e.render} /></div>` : null}
-    ${r ? html`<div class="tool-result">${r.render ? html`<${Descriptor} d=${r.render} />` : html`<pre class="out">${resultText(r.content)}</pre>`}${footer}</div>` : null}
+    ${r ? html`<div class="tool-result">${r.render ? html`<${Descriptor} d=${r.render} />` : isJobResult(e) ? html`<${JobCard} value=${r.content.value} />` : html`<pre class="out">${resultText(r.content)}</pre>`}${footer}</div>` : null}
   </div>`;
 }

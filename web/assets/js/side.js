@@ -1,13 +1,22 @@
 // The side panel: background jobs and their runs (live from
-// subagent_run_changed; stop and relaunch), and workspaces (diff, merge,
-// retire; a refusal's kind and reason are shown as the daemon gave them).
+// subagent_run_changed; stop, strict steer and relaunch), the selected
+// agent's session and its forks (fork, open a fork as an agent), and
+// workspaces (diff, merge, attach another agent, retire; a refusal's kind
+// and reason are shown as the daemon gave them, and a retire refused with
+// confirmation_required offers the confirmed retry).
 
-import { useState } from "../vendor/hooks.mjs";
+import { useEffect, useState } from "../vendor/hooks.mjs";
 import { html } from "./html.js";
 import { hl } from "./highlight.js";
 import { langOf } from "./syntax.js";
+import { steerRun, relaunchRun, listSessions, openFork, attachWorkspace, retireWorkspace, errText } from "./orch.js";
 
 const terminal = new Set(["completed", "failed", "timed_out", "cancelled", "interrupted"]);
+
+// steerable: the run states a steer may be aimed at. subagent.steer takes
+// only an active run; starting is offered too (it becomes active at once)
+// and the daemon's CONFLICT says so when it is not yet.
+const steerable = new Set(["starting", "active"]);
 
 function ago(ms) {
   if (!ms) return "";
@@ -16,17 +25,31 @@ function ago(ms) {
 }
 
 function Run({ job, run, store }) {
-  const [task, setTask] = useState("");
-  const [open, setOpen] = useState(false);
+  const [text, setText] = useState("");
+  const [open, setOpen] = useState(""); // "", "steer", "relaunch"
+  const [out, setOut] = useState(null); // {kind, ok, text}: the last steer or relaunch answer
+  const [sending, setSending] = useState(false);
   const dur = run.started_at ? ((run.ended_at || Date.now()) - run.started_at) / 1000 : 0;
-  return html`<li class=${"run rs-" + run.state} data-run=${run.run_id}>
+  const toggle = (k) => { setOpen(open === k ? "" : k); setText(""); };
+  const submit = (e) => {
+    e.preventDefault();
+    const kind = open;
+    setSending(true);
+    const p = kind === "steer" ? steerRun(store, job, run, text) : relaunchRun(store, job, run, text);
+    p.then((r) => { setSending(false); setOut({ kind, ...r }); if (r.ok) { setOpen(""); setText(""); } });
+  };
+  return html`<li class=${"run rs-" + run.state} data-run=${run.run_id} data-agent-id=${run.agent_id || ""}>
     <span class="name">${run.display_name || run.alias || run.name}</span> <span class="state">${run.state}</span>
     ${dur ? html` <span class="dur">${dur.toFixed(1)} s</span>` : null}${run.error ? html` <span class="err">${run.error}</span>` : null}
+    ${run.agent_id ? html` <a class="run-open" href=${"#agent=" + run.agent_id}>open</a>` : null}
     ${!terminal.has(run.state) ? html` <button onClick=${() => store.stopRun(job, run)}>Stop</button>` : null}
-    ${terminal.has(run.state) && run.state !== "completed" ? html` <button onClick=${() => setOpen(!open)}>Relaunch…</button>` : null}
-    ${open ? html`<form onSubmit=${(e) => { e.preventDefault(); store.relaunch(job, run, task); setOpen(false); }}>
-      <input aria-label="Task" placeholder="task for the relaunched run" value=${task} onInput=${(e) => setTask(e.target.value)} required />
-      <button type="submit">Relaunch</button></form>` : null}
+    ${steerable.has(run.state) ? html` <button class="run-steer" onClick=${() => toggle("steer")}>Steer…</button>` : null}
+    ${terminal.has(run.state) ? html` <button class="run-relaunch" onClick=${() => toggle("relaunch")}>Relaunch…</button>` : null}
+    ${open ? html`<form class=${"runform " + open} onSubmit=${submit}>
+      <input aria-label=${open === "steer" ? "Steer message" : "Task"} placeholder=${open === "steer" ? "message into the run's current turn" : "task for the relaunched run"}
+        value=${text} onInput=${(e) => setText(e.target.value)} required />
+      <button type="submit" disabled=${sending}>${open === "steer" ? "Steer" : "Relaunch"}</button></form>` : null}
+    ${out ? html`<div class=${"run-out " + out.kind + (out.ok ? " ok" : " bad")} data-status=${out.status || ""}>${out.kind}: ${out.text}</div>` : null}
   </li>`;
 }
 
@@ -55,21 +78,92 @@ function Diff({ d, onClose }) {
   </div>`;
 }
 
+function Ws({ w, store }) {
+  const [refusal, setRefusal] = useState(null); // the last retire or attach refusal: {what, text, data}
+  const [attaching, setAttaching] = useState(false);
+  const [name, setName] = useState("");
+  const retire = (disposition) => retireWorkspace(store, w, disposition).then((r) => setRefusal(r.ok ? null : { what: "retire", text: r.text, data: r.refusal }));
+  const attach = (e) => {
+    e.preventDefault();
+    attachWorkspace(store, w, { name }).then((r) => {
+      if (r.ok) { setAttaching(false); setName(""); setRefusal(null); } else setRefusal({ what: "attach", text: r.text, data: r.refusal });
+    });
+  };
+  const rd = refusal && refusal.data;
+  return html`<li class=${"ws wst-" + w.state} data-workspace=${w.workspace_id}>
+    <div><b>${w.label || w.branch}</b> <span class="state">${w.state}</span> <span class="meta">${w.branch} → ${w.integration_target || "?"} · ${w.agent_count} agent(s)</span></div>
+    <div class="wbtns"><button onClick=${() => store.showDiff(w)}>Diff</button>
+      <button onClick=${() => store.merge(w, "merge")}>Merge</button><button onClick=${() => store.merge(w, "squash")}>Squash</button>
+      <button onClick=${() => retire("delete_if_merged")}>Retire</button><button onClick=${() => retire("keep")}>Retire, keep branch</button>
+      <button class="ws-attach" onClick=${() => setAttaching(!attaching)}>New agent here…</button></div>
+    ${attaching ? html`<form class="ws-attach-form" onSubmit=${attach}>
+      <input aria-label="Agent name" placeholder="name (optional)" value=${name} onInput=${(e) => setName(e.target.value)} />
+      <button type="submit">Attach agent</button></form>` : null}
+    ${refusal ? html`<div class="ws-refusal" data-kind=${rd ? rd.kind : ""}>
+      <div><b>${refusal.what} refused${rd ? " (" + rd.kind + ")" : ""}</b>: ${rd ? rd.reason : refusal.text}</div>
+      ${rd && rd.agent_ids && rd.agent_ids.length ? html`<div>Agents: ${rd.agent_ids.map((id) => html`<a href=${"#agent=" + id}>${id}</a> `)}</div>` : null}
+      ${rd && rd.paths && rd.paths.length ? html`<div class="paths">${rd.paths.join(", ")}${rd.paths_truncated ? " …" : ""}</div>` : null}
+      ${rd && rd.kind === "confirmation_required" && rd.confirmation_disposition
+        ? html`<button class="ws-confirm danger" onClick=${() => retire(rd.confirmation_disposition)}>Retire and delete the branch anyway (${rd.confirmation_disposition})</button> `
+        : null}
+      <button class="ws-refusal-close" onClick=${() => setRefusal(null)}>Dismiss</button>
+    </div>` : null}
+  </li>`;
+}
+
 function Workspaces({ s, store }) {
   const ws = s.workspaces;
   return html`<section id="workspaces"><h2>Workspaces <span class="count">${ws.length}</span></h2>
     ${ws.length === 0 ? html`<p class="empty">No workspaces.</p>` : null}
-    <ul class="wss">${ws.map((w) => html`<li class=${"ws wst-" + w.state} data-workspace=${w.workspace_id}>
-      <div><b>${w.label || w.branch}</b> <span class="state">${w.state}</span> <span class="meta">${w.branch} → ${w.integration_target || "?"} · ${w.agent_count} agent(s)</span></div>
-      <div class="wbtns"><button onClick=${() => store.showDiff(w)}>Diff</button>
-        <button onClick=${() => store.merge(w, "merge")}>Merge</button><button onClick=${() => store.merge(w, "squash")}>Squash</button>
-        <button onClick=${() => store.retire(w, "delete_if_merged")}>Retire</button><button onClick=${() => store.retire(w, "keep")}>Retire, keep branch</button></div>
-    </li>`)}</ul>
+    <ul class="wss">${ws.map((w) => html`<${Ws} key=${w.workspace_id} w=${w} store=${store} />`)}</ul>
     ${s.diff ? html`<${Diff} d=${s.diff} onClose=${() => store.set({ diff: null })} />` : null}
+  </section>`;
+}
+
+// Fork rows: the session_op list answer's forks, each openable as an
+// agent (agent.create {cwd, session_id}).
+function Fork({ f, source, store }) {
+  const [out, setOut] = useState("");
+  const [busy, setBusy] = useState(false);
+  const open = () => {
+    setBusy(true);
+    openFork(store, source, f, (source.name || source.display_name || "agent") + " fork").then((r) => { setBusy(false); setOut(r.ok ? "" : r.text); });
+  };
+  return html`<li class="fork" data-fork=${f.fork_id} data-session=${f.session_id || ""}>
+    <code>${f.fork_id}</code> <span class="meta">${f.entries} entries${f.created_at ? " · " + ago(f.created_at) : ""}${f.corrupt ? " · unreadable" : ""}</span>
+    ${f.corrupt ? null : html` <button class="fork-open" disabled=${busy} onClick=${open}>Open as agent</button>`}
+    ${out ? html`<div class="fork-out bad">open: ${out}</div>` : null}
+  </li>`;
+}
+
+function Forks({ s, store }) {
+  const [list, setList] = useState(null);
+  const [err, setErr] = useState("");
+  const id = s.attached === s.selected ? s.attached : "";
+  // Re-read on a new attachment, after a fork, and after each turn (the
+  // session grew).
+  const turns = s.transcript.items.filter((e) => e.kind === "turn").length;
+  useEffect(() => { setList(null); setErr(""); }, [id]);
+  useEffect(() => {
+    if (!id) return undefined;
+    let live = true;
+    listSessions(store, id).then((l) => { if (live) { setList(l); setErr(""); } }, (e) => { if (live) setErr(errText(e)); });
+    return () => { live = false; };
+  }, [id, s.forked, turns]);
+  if (!s.selected) return null;
+  const source = s.agents[s.selected] || { agent_id: s.selected, cwd: "" };
+  const forks = (list || []).filter((x) => x.kind === "fork");
+  const cur = (list || []).find((x) => x.current);
+  return html`<section id="forks"><h2>Forks <span class="count">${forks.length}</span>
+      <button id="forks-fork" title="session_op fork at the last message" onClick=${() => store.fork()}>Fork now</button></h2>
+    ${cur ? html`<p class="meta" id="forks-session">Session <code>${cur.session_id}</code> · ${cur.entries} entries</p>` : null}
+    ${err ? html`<p class="err">${err}</p>` : null}
+    ${list && forks.length === 0 ? html`<p class="empty">No forks of this session.</p>` : null}
+    <ul class="forks">${forks.map((f) => html`<${Fork} key=${f.fork_id} f=${f} source=${source} store=${store} />`)}</ul>
   </section>`;
 }
 
 /** The side panel. */
 export function Side({ s, store }) {
-  return html`<${Jobs} s=${s} store=${store} /><${Workspaces} s=${s} store=${store} />`;
+  return html`<${Jobs} s=${s} store=${store} /><${Forks} s=${s} store=${store} /><${Workspaces} s=${s} store=${store} />`;
 }

@@ -16,6 +16,9 @@ const AGENT_POLL_MS = 3000;
 
 export { State };
 
+/** Run states a run never leaves (§11.2). */
+const endedRun = new Set(["completed", "failed", "timed_out", "cancelled", "interrupted"]);
+
 const requestTypes = new Set(["permission_request", "ui_request", "permission_resolved", "ui_resolved"]);
 
 export class Store {
@@ -35,6 +38,8 @@ export class Store {
       jobs: [], workspaces: [], diff: null,
       notice: "",        // last command outcome shown in the status line
       closed: [],        // dialogs closed by another client: {request_id, text}
+      attached: "",      // the agent this page is attached to now (its session_ops may be sent)
+      forked: null,      // the last session_op fork's answer, so the fork list re-reads
     };
     this.conn = new Conn({
       onState: (s, info) => this.set({ conn: s, connInfo: info }),
@@ -122,12 +127,14 @@ export class Store {
   }
 
   async attach(id) {
+    this.set({ attached: "" }); // a new connection, or another agent: not attached until answered
     try {
       await this.conn.call({ type: "agent.attach", agent_id: id, role: "interactive" });
     } catch (e) {
       this.fail("attach")(e);
       return;
     }
+    if (this.state.selected === id) this.set({ attached: id });
     this.refreshJobs(id);
   }
 
@@ -213,7 +220,9 @@ export class Store {
       }
       case "subagent_run_changed":
         this.set({ jobs: applyRunChange(t.jobs, m) });
-        if (!t.jobs.some((j) => j.job_id === m.job_id && (j.runs || []).some((r) => r.run_id === m.run_id))) this.refreshJobs(m.parent_agent_id);
+        // An unknown run, or a run that ended (its job's state may have
+        // ended with it, and no event says so): re-read the parent's jobs.
+        if (endedRun.has(m.state) || !t.jobs.some((j) => j.job_id === m.job_id && (j.runs || []).some((r) => r.run_id === m.run_id))) this.refreshJobs(m.parent_agent_id);
         return;
       case "workspace_created": case "workspace_attached": case "workspace_retired": case "workspace_conflict":
         this.refreshSide();
@@ -328,12 +337,17 @@ export class Store {
     if (items.length === 0) { this.note("fork: nothing to fork yet"); return Promise.resolve(); }
     const from = items[items.length - 1].id;
     return this.conn.call({ type: "session_op", agent_id: this.state.selected, op: "fork", args: { from_entry_id: from } })
-      .then((d) => this.note("fork: new session " + d.session_id), this.fail("fork"));
+      .then((d) => this.set({ notice: "fork: new session " + d.session_id, forked: d }), this.fail("fork"));
   }
 
   create(fields) {
     const msg = { type: "agent.create", cwd: fields.cwd };
     for (const k of ["name", "model", "mode"]) if (fields[k]) msg[k] = fields[k];
+    // tools and skills are comma-separated lists in the form (docs/protocol.md §10.1).
+    for (const k of ["tools", "skills"]) {
+      const list = (fields[k] || "").split(",").map((x) => x.trim()).filter(Boolean);
+      if (list.length) msg[k] = list;
+    }
     return this.cmd(msg, "create").then((d) => { this.select(d.agent_id); return d; });
   }
 
@@ -360,11 +374,6 @@ export class Store {
       .then(() => this.refreshSide(), () => {});
   }
 
-  relaunch(job, run, task) {
-    return this.cmd({ type: "subagent.relaunch", parent_agent_id: job.parent_agent_id, target: run.run_id, task }, "relaunch")
-      .then(() => this.refreshSide(), () => {});
-  }
-
   showDiff(ws) {
     return this.conn.call({ type: "workspace.diff", workspace_id: ws.workspace_id })
       .then((d) => this.set({ diff: d }), this.fail("diff"));
@@ -372,11 +381,6 @@ export class Store {
 
   merge(ws, strategy) {
     return this.cmd({ type: "workspace.merge", workspace_id: ws.workspace_id, strategy }, "merge")
-      .then(() => this.refreshSide(), () => {});
-  }
-
-  retire(ws, disposition) {
-    return this.cmd({ type: "workspace.retire", workspace_id: ws.workspace_id, branch_disposition: disposition }, "retire")
       .then(() => this.refreshSide(), () => {});
   }
 }

@@ -1,6 +1,7 @@
 // Unit tests of the page's pure modules, run in headless Chromium by
 // web/browser_test.go (TestPureModules). Results land in #results as JSON.
 
+import { jobCardData } from "../js/jobcard.js";
 import { initial, reduce, mergeSync, addLocalPrompt, dropQueued, resultText } from "../js/transcript.js";
 import { backoffDelay } from "../js/backoff.js";
 import { tokenize, langOf } from "../js/syntax.js";
@@ -42,6 +43,17 @@ test("syntax: keywords, strings, numbers, comments; the line comes back whole", 
   eq(of("com"), ["// done"], "comment");
   eq(tokenize("x2 = 3 # py", "py").filter((k) => k.c).map((k) => k.c), ["num", "com"], "x2 is a name, not a number");
   eq(tokenize('s = "open', "js").map((k) => k.c), ["", "str"], "an unclosed string runs to the line's end");
+});
+
+test("job card: create, wait, status and stop answers; anything else is no card", () => {
+  const create = jobCardData({ job_id: "job-1", strategy: "parallel", runs: [{ run_id: "run-1", name: "a", state: "queued", agent_id: "agent-1" }, { run_id: "run-2", name: "b", state: "queued", agent_id: "agent-2" }] });
+  eq(create.map((j) => [j.job_id, j.strategy, j.runs.map((r) => r.run_id)]), [["job-1", "parallel", ["run-1", "run-2"]]], "create");
+  const wait = jobCardData({ timed_out: false, aggregate_state: "completed", runs: [{ job_id: "job-1", run_id: "run-1", state: "completed" }, { job_id: "job-2", run_id: "run-3", state: "failed" }] });
+  eq(wait.map((j) => [j.job_id, j.runs.map((r) => r.state)]), [["job-1", ["completed"]], ["job-2", ["failed"]]], "wait groups runs by job");
+  const status = jobCardData({ agents: [{ agent_id: "agent-1", alias: "x", run: { job_id: "job-1", run_id: "run-1", state: "active" } }], jobs: [{ job_id: "job-1", strategy: "single", state: "running", runs: [{ run_id: "run-1", state: "active" }] }] });
+  eq(status.map((j) => [j.job_id, j.state, j.runs.length]), [["job-1", "running", 1]], "status: a run named twice shows once");
+  eq(jobCardData({ cancelled: [{ run_id: "run-1", state: "cancelled" }], job_id: "job-1" })[0].runs[0].state, "cancelled", "stop");
+  eq([jobCardData(null), jobCardData("text"), jobCardData({ other: 1 }), jobCardData({ runs: [] })], [null, null, null, null], "no card");
 });
 
 test("backoff is 1, 2, 4 … capped at 30 s", () => {
