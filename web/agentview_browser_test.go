@@ -176,8 +176,8 @@ func TestDashboardImageAttachments(t *testing.T) {
 
 // TestDashboardImagesInTranscript: a prompt's images are kept in the
 // transcript, so the page shows them again from sync after a reload
-// (docs/protocol.md §11: the user message's image blocks). Needs a daemon
-// that keeps prompt images in the transcript.
+// (docs/protocol.md §13 P4: the user message's image block names the
+// stored image, and the page fetches it with get_image).
 func TestDashboardImagesInTranscript(t *testing.T) {
 	b := newBrowser(t)
 	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
@@ -396,7 +396,7 @@ func TestDashboardAgentCardsOneLine(t *testing.T) {
 
 // TestDashboardRenameAgent: the overview and the header show an agent's
 // title with its id secondary, and the page renames it (agent.update
-// {agent_id, title}). Needs a daemon with titles.
+// {agent_id, title}), which a reload reads back from agent.list.
 func TestDashboardRenameAgent(t *testing.T) {
 	b := newBrowser(t)
 	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
@@ -415,8 +415,7 @@ func TestDashboardRenameAgent(t *testing.T) {
 // TestDashboardAskKinds: the agent's ask tool raises every ui_request kind
 // the page answers: a select with several answers (ui_request.multiple,
 // checkboxes, answered string[]), an editor (its prefill edited), and a
-// notify, which stays on the page as a notice once closed. Needs a daemon
-// whose runtime has the ask tool.
+// notify, which stays on the page as a notice once closed.
 func TestDashboardAskKinds(t *testing.T) {
 	b := newBrowser(t)
 	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
