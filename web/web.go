@@ -26,7 +26,8 @@ type Options struct {
 // its files. Every other path or method is 404 or 405. The caller (the
 // gateway) has already checked Host and set the listener-wide security
 // headers; Handler replaces the Content-Security-Policy with the page's own,
-// which allows scripts, styles and images from the page's origin only, and
+// which allows scripts, styles and images from the page's origin only (and
+// images from the page's own blob URLs), and
 // connections to that origin and its WebSocket (no inline script, no eval).
 func Handler(o Options) http.Handler {
 	root, err := fs.Sub(assets, "assets")
@@ -51,8 +52,11 @@ const (
 // CSP returns the page's Content-Security-Policy for a request to host (the
 // Host the gateway has pinned). connect-src names the WebSocket URLs
 // explicitly: 'self' covers ws: of the same host only in newer browsers.
+// img-src allows blob: besides 'self': the images of prompts and of the
+// transcript (docs/protocol.md §11 Image) are drawn from blob URLs the page
+// makes of their bytes; data: URLs stay refused.
 func CSP(host string) string {
-	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; font-src 'none'; " +
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' blob:; font-src 'none'; " +
 		"connect-src 'self' ws://" + host + " wss://" + host + "; " +
 		"frame-ancestors 'none'; base-uri 'none'; form-action 'none'; object-src 'none'"
 }

@@ -5,6 +5,7 @@ import { render } from "../vendor/preact.mjs";
 import { useEffect, useState } from "../vendor/hooks.mjs";
 import { html } from "./html.js";
 import { Store, State } from "./store.js";
+import { PROTOCOL_MAJOR } from "./conn.js";
 import { Overview, CreateForm } from "./overview.js";
 import { AgentView } from "./agent.js";
 import { Dialogs } from "./dialogs.js";
@@ -50,6 +51,19 @@ function SignIn({ s }) {
   </main>`;
 }
 
+// Incompatible: the daemon's hello names a protocol major version this page
+// does not speak (docs/protocol.md §7). The page has disconnected.
+function Incompatible({ s }) {
+  const h = s.connInfo.hello || {};
+  return html`<main id="incompatible" class="signin" role="alert">
+    <h1>This page cannot talk to this daemon</h1>
+    <p id="incompatible-reason">The daemon speaks protocol version <b>${h.protocol_version || "(none given)"}</b>${h.server_version ? html` (shardd ${h.server_version})` : null};
+      this page speaks ${PROTOCOL_MAJOR}.x. The page has disconnected: nothing was sent to the daemon.</p>
+    <p>Use the page served by a shardd of the same protocol version: upgrade or downgrade shardd or this page so that their major versions match, then reload.</p>
+    <p><button onClick=${() => location.reload()}>Reload</button></p>
+  </main>`;
+}
+
 function Theme() {
   const [theme, setTheme] = useState(() => localStorage.getItem("shard.theme") || "auto");
   useEffect(() => {
@@ -90,6 +104,7 @@ function App({ store }) {
     return () => removeEventListener("keydown", onKey);
   }, [store]);
   if (s.conn === State.unenrolled || s.conn === State.signedOut) return html`<${SignIn} s=${s} />`;
+  if (s.conn === State.incompatible) return html`<${Incompatible} s=${s} />`;
   return html`<div class="app" data-conn=${s.conn}>
     <header class="top"><span class="logo">shard</span>
       <span id="conn-state" class=${"conn " + s.conn}>${s.conn}</span>

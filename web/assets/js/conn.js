@@ -10,8 +10,22 @@ import { backoffDelay } from "./backoff.js";
 /** Connection states reported to onState. */
 export const State = {
   connecting: "connecting", online: "online", reconnecting: "reconnecting",
-  unenrolled: "unenrolled", signedOut: "signed_out",
+  unenrolled: "unenrolled", signedOut: "signed_out", incompatible: "incompatible",
 };
+
+/** The protocol major version this page speaks (docs/protocol.md §7). */
+export const PROTOCOL_MAJOR = 0;
+
+/**
+ * compatible says whether the page understands a hello's protocol_version:
+ * its major version is the page's. A breaking change bumps the major and
+ * additive ones the minor or patch (§7), so any 0.x.y is understood; a
+ * version that is missing or not semver is not.
+ */
+export function compatible(version) {
+  const m = /^(\d+)\.(\d+)\.(\d+)(?:[-+].*)?$/.exec(typeof version === "string" ? version : "");
+  return !!m && Number(m[1]) === PROTOCOL_MAJOR;
+}
 
 export class Conn {
   /**
@@ -75,6 +89,16 @@ export class Conn {
       let msg;
       try { msg = JSON.parse(m.data); } catch { return; }
       if (msg.type === "hello") {
+        if (!compatible(msg.protocol_version)) {
+          // §7: a client that does not understand the major version
+          // disconnects; there is no down-negotiation. Retrying would
+          // meet the same daemon, so the page stops and says so.
+          this.stopped = true;
+          this.failCalls("incompatible protocol");
+          ws.close();
+          this.state(State.incompatible, { hello: msg });
+          return;
+        }
         this.attempt = 0;
         this.state(State.online, { hello: msg });
         this.h.onOnline(msg, gen);

@@ -13,19 +13,27 @@ function cost(u) {
   return "$" + u.cost.toFixed(u.cost < 1 ? 4 : 2);
 }
 
+/** The name an agent is shown by: its title (AgentInfo.title, additive),
+ * else its display name or name, else its id. */
+export function agentLabel(a) {
+  return (a && (a.title || a.display_name || a.name || a.agent_id)) || "";
+}
+
 function Row({ a, s, store }) {
   const act = a.activity;
   const phase = act ? act.phase + (act.tool_name ? " · " + act.tool_name : "") : a.status;
   const sel = s.selected === a.agent_id;
-  const label = a.display_name || a.name || a.agent_id;
+  const label = agentLabel(a);
   return html`<li class=${"agent" + (sel ? " sel" : "") + (needsInput(a.status) ? " needs" : "")} data-agent=${a.agent_id}
       data-status=${a.status}>
     <button class="pick" aria-current=${sel ? "true" : undefined} onClick=${() => store.select(a.agent_id)}>
       <span class=${"dot st-" + a.status}></span>
-      <span class="name">${label}</span>
+      <span class="name" title=${a.agent_id}>${label}</span>
       <span class="phase">${phase}</span>
       ${needsInput(a.status) ? html`<span class="badge ask">needs input</span>` : null}
-      <span class="meta">${a.cwd}${a.model ? " · " + a.model : ""}${a.mode ? " · " + a.mode : ""}${cost(a.usage) ? " · " + cost(a.usage) : ""}${a.runtime_state && a.runtime_state !== "running" ? " · " + a.runtime_state : ""}${sel ? " · attached here (interactive)" : ""}</span>
+      ${label !== a.agent_id ? html`<span class="aid">${a.agent_id}</span>` : null}
+      ${a.exit && a.runtime_state !== "running" ? html`<span class="exit" title="agent_exited">exited: ${a.exit.reason || "?"}</span>` : null}
+      <span class="meta">${a.cwd}${a.model ? " · " + (a.provider ? a.provider + "/" : "") + a.model : ""}${a.mode ? " · " + a.mode : ""}${cost(a.usage) ? " · " + cost(a.usage) : ""}${a.runtime_state && a.runtime_state !== "running" ? " · " + a.runtime_state : ""}${sel ? " · attached here (interactive)" : ""}</span>
       ${a.attached_clients === undefined ? null : html`<span class="clients" title="attached clients">${a.attached_clients} attached</span>`}
     </button>
   </li>`;

@@ -9,6 +9,7 @@
 
 import { Conn, State } from "./conn.js";
 import { initial, reduce, addLocalPrompt, dropQueued, needsInput } from "./transcript.js";
+import { wireImage, setImageSource } from "./images.js";
 
 /** How often the overview re-reads agent.list (attached clients, cost). */
 const AGENT_POLL_MS = 3000;
@@ -29,6 +30,11 @@ export class Store {
       selected: "",
       transcript: initial(),
       modes: [], models: [],
+      // the catalogs' runtime: which runtime_epoch of the selected agent
+      // modes, models and reasoning levels were read from (§9.1)
+      catalogEpoch: null,
+      activeModel: null, // list_models active / model_changed active
+      reasoning: null,   // list_reasoning_levels {model, levels, active}
       jobs: [], workspaces: [], diff: null,
       notice: "",        // last command outcome shown in the status line
       closed: [],        // dialogs closed by another client: {request_id, text}
@@ -40,6 +46,13 @@ export class Store {
       onEvent: (m) => this.onEvent(m),
       onOnline: () => this.onOnline(),
     });
+    setImageSource((sha) => this.image(sha));
+  }
+
+  // image fetches a stored image of the selected agent by digest
+  // (get_image, docs/protocol.md §13 P4).
+  image(sha256) {
+    return this.conn.call({ type: "get_image", agent_id: this.state.selected, sha256 });
   }
 
   subscribe(fn) { this.subs.add(fn); return () => this.subs.delete(fn); }
@@ -91,8 +104,8 @@ export class Store {
     for (const a of data.agents || []) {
       const had = this.state.agents[a.agent_id];
       agents[a.agent_id] = quiet && had
-        ? { ...had, attached_clients: a.attached_clients, usage: a.usage, model: a.model }
-        : { ...had, ...a };
+        ? { ...had, attached_clients: a.attached_clients, usage: laterUsage(had.usage, a.usage), model: a.model, provider: a.provider, title: a.title }
+        : { ...had, ...a, title: a.title, usage: laterUsage(had && had.usage, a.usage) };
     }
     this.set({ agents });
   }
@@ -123,8 +136,37 @@ export class Store {
     }
     if (this.state.selected === id) this.set({ attached: id });
     this.refreshJobs(id);
-    this.conn.call({ type: "list_modes", agent_id: id }).then((d) => this.set({ modes: d.modes || [] }), () => this.set({ modes: [] }));
-    this.conn.call({ type: "list_models", agent_id: id }).then((d) => this.set({ models: d.models || [] }), () => this.set({ models: [] }));
+  }
+
+  // catalogKey names one runtime of one agent on one connection: the
+  // tuple {connection generation, agent_id, runtime_epoch} of §9.1.
+  catalogKey(id, epoch) { return this.conn.gen + "/" + id + "/" + epoch; }
+
+  // loadCatalogs reads the mode, model and reasoning catalogs of the
+  // selected agent's runtime generation epoch. Every sync whose tuple
+  // differs from the one the catalogs came from triggers it (an attach, a
+  // reconnect, a new runtime after a restart); an answer that arrives
+  // after the tuple moved on is from a superseded runtime and dropped.
+  loadCatalogs(id, epoch) {
+    const key = this.catalogKey(id, epoch);
+    this.catKey = key;
+    this.set({ catalogEpoch: epoch });
+    const live = () => this.catKey === key && this.state.selected === id;
+    this.conn.call({ type: "list_modes", agent_id: id }).then((d) => { if (live()) this.set({ modes: d.modes || [] }); }, () => { if (live()) this.set({ modes: [] }); });
+    this.conn.call({ type: "list_models", agent_id: id }).then((d) => {
+      if (live()) this.set({ models: d.models || [], activeModel: d.active || null });
+    }, () => { if (live()) this.set({ models: [], activeModel: null }); });
+    this.loadReasoning(id, key);
+  }
+
+  // loadReasoning reads the active model's reasoning levels, when the
+  // runtime offers them (capability reasoning-catalog, §9.2).
+  loadReasoning(id, key = this.catKey) {
+    const caps = this.state.transcript.capabilities || [];
+    if (!caps.includes("reasoning-catalog")) { this.set({ reasoning: null }); return; }
+    this.conn.call({ type: "list_reasoning_levels", agent_id: id }).then((d) => {
+      if (this.catKey === key && this.state.selected === id) this.set({ reasoning: d && d.levels ? d : null });
+    }, () => { if (this.catKey === key && this.state.selected === id) this.set({ reasoning: null }); });
   }
 
   select(id) {
@@ -132,7 +174,8 @@ export class Store {
     if (prev === id) return;
     if (prev) this.conn.call({ type: "agent.detach", agent_id: prev }).catch(() => {});
     history.replaceState(null, "", id ? "#agent=" + id : location.pathname);
-    this.set({ selected: id, transcript: initial(), modes: [], models: [], closed: [] });
+    this.catKey = "";
+    this.set({ selected: id, transcript: initial(), modes: [], models: [], closed: [], catalogEpoch: null, activeModel: null, reasoning: null });
     if (id && this.state.conn === State.online) this.attach(id);
   }
 
@@ -140,8 +183,13 @@ export class Store {
     const t = this.state;
     switch (m.type) {
       case "agent_spawned":
-        this.set({ agents: { ...t.agents, [m.agent_id]: { ...t.agents[m.agent_id], ...m.info } } });
+      case "agent_updated": { // a new title (agent.update, or automatic)
+        const old = t.agents[m.agent_id] || {};
+        const next = { ...old, ...m.info, usage: laterUsage(old.usage, m.info && m.info.usage) };
+        if (m.type === "agent_updated") next.title = m.info && m.info.title; // absent: cleared
+        this.set({ agents: { ...t.agents, [m.agent_id]: next } });
         return;
+      }
       case "agent_removed": { // agent.remove (docs/protocol.md): gone for good
         const agents = { ...t.agents };
         delete agents[m.agent_id];
@@ -157,8 +205,17 @@ export class Store {
         if (m.status) next.status = m.status;
         if (m.runtime_state) next.runtime_state = m.runtime_state;
         if (m.type === "agent_activity") next.activity = { phase: m.phase, tool_name: m.tool_name || "" };
-        if (m.type === "agent_exited") next.exit = m.reason;
-        this.set({ agents: { ...t.agents, [m.agent_id]: next } });
+        // agent_exited (§10.2): why the runtime generation ended, shown
+        // until a new one runs.
+        if (m.type === "agent_exited") next.exit = { reason: m.reason || "", exit_code: m.exit_code };
+        if (m.runtime_state === "running") delete next.exit;
+        const patch = { agents: { ...t.agents, [m.agent_id]: next } };
+        // The selected agent's runtime is gone: nothing streams and its
+        // open requests died with it (a new runtime's sync says what is).
+        if (m.type === "agent_exited" && m.agent_id === t.selected) {
+          patch.transcript = { ...t.transcript, status: "error", pending: t.transcript.pending.filter((r) => r.agent_id && r.agent_id !== m.agent_id) };
+        }
+        this.set(patch);
         return;
       }
       case "subagent_run_changed":
@@ -176,10 +233,16 @@ export class Store {
     // this page because the selected agent is its interactive ancestor.
     if (m.agent_id !== t.selected && !requestTypes.has(m.type)) return;
     let patch = {};
-    if ((m.type === "permission_resolved" || m.type === "ui_resolved") && t.transcript.pending.some((p) => p.request_id === m.request_id)) {
+    const open = (m.type === "permission_resolved" || m.type === "ui_resolved") && t.transcript.pending.find((p) => p.request_id === m.request_id);
+    if (open) {
       const who = m.source ? " from " + m.source : "";
       const ans = m.type === "ui_resolved" ? JSON.stringify(m.value) : (m.choice_id || m.decision);
-      patch.closed = [...t.closed, { request_id: m.request_id, text: "Answered" + who + ": " + ans }].slice(-5);
+      // A notify asks nothing, and its runtime may close it at once: what
+      // stays is the notice itself.
+      const text = open.kind === "notify"
+        ? "Notice" + (open.notify_type && open.notify_type !== "info" ? " (" + open.notify_type + ")" : "") + ": " + (open.title || "") + (open.message ? " — " + open.message : "")
+        : "Answered" + who + ": " + ans;
+      patch.closed = [...t.closed, { request_id: m.request_id, text, notify: open.kind === "notify" ? open.notify_type || "info" : "" }].slice(-5);
     }
     const tr = reduce(t.transcript, m);
     patch.transcript = tr;
@@ -190,21 +253,71 @@ export class Store {
     if (m.type === "mode_changed" && t.agents[m.agent_id]) {
       patch.agents = { ...t.agents, [m.agent_id]: { ...t.agents[m.agent_id], mode: m.mode } };
     }
+    // AgentInfo.usage is the daemon's sum of turn_end usage; a turn's end
+    // adds to it here as it does there, so the totals follow live and the
+    // next agent.list agrees.
+    if (m.type === "turn_end" && m.usage && m.agent_id === t.selected && t.agents[m.agent_id]) {
+      const a = (patch.agents || t.agents)[m.agent_id];
+      patch.agents = { ...(patch.agents || t.agents), [m.agent_id]: { ...a, usage: addUsage(a.usage, m.usage) } };
+    }
+    if (m.type === "model_changed" && m.agent_id === t.selected) {
+      if (m.active) patch.activeModel = m.active;
+      const a = (patch.agents || t.agents)[m.agent_id];
+      // AgentInfo.provider/model say what runs (§11): the switch is the
+      // agent's at once, as agent.list will say.
+      if (a && m.active) patch.agents = { ...(patch.agents || t.agents), [m.agent_id]: { ...a, provider: m.active.provider || a.provider, model: m.active.model || a.model } };
+      patch.reasoning = null;
+    }
+    if (m.type === "reasoning_level_changed" && m.agent_id === t.selected && t.reasoning) {
+      patch.reasoning = { ...t.reasoning, model: m.model || t.reasoning.model, active: m.active };
+    }
     this.set(patch);
+    if (m.type === "sync" && m.agent_id === t.selected) {
+      const epoch = m.runtime_epoch || 0;
+      if (this.catKey !== this.catalogKey(m.agent_id, epoch)) this.loadCatalogs(m.agent_id, epoch);
+    }
+    if (m.type === "model_changed" && m.agent_id === t.selected) this.loadReasoning(m.agent_id);
   }
 
   // ---- commands ----
 
-  send(text, behavior) {
+  // send sends a prompt (§9.2) with the images attached to it (§11 Image).
+  // A prompt of images alone is a prompt: its message is "".
+  send(text, behavior, images) {
     const id = this.state.selected;
-    if (!id || !text.trim()) return Promise.resolve(false);
-    const msg = { type: "prompt", agent_id: id, message: text };
+    const ims = images || [];
+    if (!id || (!text.trim() && ims.length === 0)) return Promise.resolve(false);
+    const msg = { type: "prompt", agent_id: id, message: text.trim() ? text : "" };
+    if (ims.length > 0) msg.images = ims.map(wireImage);
     const busy = this.state.transcript.status !== "idle" && this.state.transcript.status !== "error";
     if (behavior || busy) msg.streaming_behavior = behavior || "follow_up";
     return this.conn.call(msg).then(() => {
-      this.set({ transcript: addLocalPrompt(this.state.transcript, text, msg.streaming_behavior) });
+      this.set({ transcript: addLocalPrompt(this.state.transcript, msg.message, msg.streaming_behavior, ims) });
       return true;
     }, (e) => { this.fail("prompt")(e); return false; });
+  }
+
+  // setReasoning selects a reasoning level of the model the picker shows;
+  // a stale picker is CONFLICT (§9.2), and the levels are read again.
+  setReasoning(effort) {
+    const r = this.state.reasoning;
+    if (!r || !r.model) return Promise.resolve();
+    const id = this.state.selected;
+    return this.cmd({ type: "set_reasoning_level", agent_id: id, model: r.model.id, effort }, "reasoning").then((d) => {
+      if (this.state.reasoning && d && d.active) this.set({ reasoning: { ...this.state.reasoning, model: d.model || this.state.reasoning.model, active: d.active } });
+    }, () => this.loadReasoning(id));
+  }
+
+  // rename sets an agent's title with agent.update (additive, §10.1); an
+  // empty title clears it. The overview follows from the answer (and from
+  // agent.list), whatever events the daemon sends.
+  rename(id, title) {
+    return this.cmd({ type: "agent.update", agent_id: id, title }, "rename").then((d) => {
+      const a = this.state.agents[id];
+      const info = d && d.info ? d.info : d && d.agent_id ? d : null;
+      if (a) this.set({ agents: { ...this.state.agents, [id]: { ...a, ...(info || {}), title: info && info.title !== undefined ? info.title : title } } });
+      return true;
+    }, () => false);
   }
 
   cmd(msg, what) {
@@ -241,9 +354,13 @@ export class Store {
   terminate(id) { return this.cmd({ type: "agent.terminate", agent_id: id }, "terminate").catch(() => {}); }
   kill(id) { return this.cmd({ type: "agent.kill", agent_id: id, force: true }, "kill").catch(() => {}); }
 
-  answerPermission(req, choice) {
+  // answerPermission answers with the structured choice (choice_id) when
+  // the request offered choices, else the legacy decision (§9.5); reason
+  // goes with it when the person gave one (a refusal's why).
+  answerPermission(req, choice, reason) {
     const msg = { type: "permission_response", agent_id: req.agent_id || this.state.selected, request_id: req.request_id };
     if (choice.id) msg.choice_id = choice.id; else msg.decision = choice.decision;
+    if (reason) msg.reason = reason;
     return this.conn.call(msg).catch(this.fail("answer"));
   }
 
@@ -266,6 +383,23 @@ export class Store {
     return this.cmd({ type: "workspace.merge", workspace_id: ws.workspace_id, strategy }, "merge")
       .then(() => this.refreshSide(), () => {});
   }
+}
+
+/** addUsage is a + b, as the daemon sums turn_end usage into
+ * AgentInfo.usage; the context size is b's (the latest). */
+export function addUsage(a, b) {
+  a = a || { input: 0, output: 0 };
+  return { ...a, input: (a.input || 0) + (b.input || 0), output: (a.output || 0) + (b.output || 0),
+    cache_read: (a.cache_read || 0) + (b.cache_read || 0), cache_write: (a.cache_write || 0) + (b.cache_write || 0),
+    cost: (a.cost || 0) + (b.cost || 0), context_tokens: b.context_tokens || a.context_tokens, model: b.model || a.model };
+}
+
+/** laterUsage keeps the larger of two usage totals: totals only grow, and
+ * an agent.list answered before a turn's end may arrive after it. */
+export function laterUsage(had, got) {
+  if (!got) return had;
+  if (!had) return got;
+  return (got.input || 0) + (got.output || 0) >= (had.input || 0) + (had.output || 0) ? got : had;
 }
 
 function applyRunChange(jobs, m) {

@@ -16,7 +16,9 @@ export function initial() {
     items: [],      // ordered entries (see the kinds below)
     pending: [],    // open permission_request / ui_request events
     resolved: [],   // the last resolutions: {request_id, kind, answer, source}
-    usage: { input: 0, output: 0, cost: 0 },
+    // usage seen live: sums of the usage events, and the context size the
+    // last provider call (or compaction) reported
+    usage: { input: 0, output: 0, cost: 0, context_tokens: 0 },
     // annotations live events carry and sync does not (the resync merge
     // keeps them): tool call id -> {render, result render, exit code, …}
     toolExtra: {},
@@ -25,7 +27,8 @@ export function initial() {
   };
 }
 
-// Entry kinds: message {id, role, blocks:[{type, text}], complete},
+// Entry kinds: message {id, role, blocks:[{type, text}], images:[Image],
+// complete},
 // tool {id, name, args, argsText, render, readOnly, result},
 // turn {id, usage, after}, compaction {id, index, tokens_before,
 // tokens_after, after}, error {id, code, message}.
@@ -63,6 +66,20 @@ function textBlocks(content) {
   return out;
 }
 
+// imageBlocks are a message's images: a block with its bytes, as §11 Image
+// ({type: "image", data, mime_type}, data base64), or one naming a stored
+// image ({type: "image", mime_type, sha256, size}, docs/protocol.md §13
+// P4) whose bytes get_image returns. A block with neither is skipped.
+function imageBlocks(content) {
+  const out = [];
+  for (const b of content || []) {
+    if (!b || b.type !== "image") continue;
+    if (typeof b.data === "string" && b.data) out.push({ type: "image", data: b.data, mime_type: b.mime_type || "" });
+    else if (typeof b.sha256 === "string" && b.sha256) out.push({ type: "image", sha256: b.sha256, mime_type: b.mime_type || "", size: b.size || 0 });
+  }
+  return out;
+}
+
 function toolEntry(state, id, fields) {
   const i = indexOf(state.items, id);
   const prev = i >= 0 ? state.items[i] : { kind: "tool", id, name: "", args: null, argsText: "", render: null, readOnly: false, result: null };
@@ -77,7 +94,7 @@ function withExtra(state, id, fields) {
 // entry (if any), its tool calls as tool entries, its tool results onto
 // their tool entries.
 function addMessage(state, msg, complete) {
-  state = put(state, { kind: "message", id: msg.id, role: msg.role, blocks: textBlocks(msg.content), complete });
+  state = put(state, { kind: "message", id: msg.id, role: msg.role, blocks: textBlocks(msg.content), images: imageBlocks(msg.content), complete });
   for (const b of msg.content || []) {
     if (b.type === "tool_call") {
       const x = state.toolExtra[b.id] || {};
@@ -120,12 +137,13 @@ export function reduce(state, ev) {
     }
     case "usage": {
       const u = state.usage;
-      return { ...state, usage: { input: u.input + (ev.input || 0), output: u.output + (ev.output || 0), cost: u.cost + (ev.cost || 0) },
-        model: ev.model || state.model };
+      return { ...state, usage: { input: u.input + (ev.input || 0), output: u.output + (ev.output || 0), cost: u.cost + (ev.cost || 0),
+        context_tokens: ev.context_tokens || u.context_tokens }, model: ev.model || state.model };
     }
     case "turn_end":
       return put(startQueued(state), { kind: "turn", id: "turn:" + ev.turn_id, usage: ev.usage || null, after: lastMessageId(state.items) });
     case "compaction":
+      if (ev.tokens_after) state = { ...state, usage: { ...state.usage, context_tokens: ev.tokens_after } };
       return put(state, { kind: "compaction", id: "compaction:" + ev.index, index: ev.index,
         tokens_before: ev.tokens_before, tokens_after: ev.tokens_after, after: lastMessageId(state.items) });
     case "error": {
@@ -155,7 +173,7 @@ function delta(state, ev) {
   const id = ev.message_id;
   const i = indexOf(state.items, id);
   if (i >= 0 && state.items[i].complete) return state; // reconciled already
-  if (i < 0) state = put(state, { kind: "message", id, role: "assistant", blocks: [], complete: false });
+  if (i < 0) state = put(state, { kind: "message", id, role: "assistant", blocks: [], images: [], complete: false });
   if (ev.kind === "tool_call") {
     const key = id + "/" + ev.block_index;
     let tid = state.blockTools[key];
@@ -186,9 +204,10 @@ function delta(state, ev) {
  * the next sync carries it with its real id and replaces this entry.
  * queued ("steer" or "follow_up") marks a prompt sent while a turn ran:
  * the runtime accepted it but has not run it yet (see dropQueued). */
-export function addLocalPrompt(state, text, queued) {
+export function addLocalPrompt(state, text, queued, images) {
   const n = state.localSeq + 1;
-  const e = { kind: "message", id: "local:" + n, role: "user", blocks: [{ type: "text", text }], complete: true, local: true };
+  const e = { kind: "message", id: "local:" + n, role: "user", blocks: text ? [{ type: "text", text }] : [],
+    images: (images || []).map((im) => ({ type: "image", data: im.data, mime_type: im.mime_type })), complete: true, local: true };
   if (queued) e.queued = queued;
   return put({ ...state, localSeq: n }, e);
 }

@@ -5,6 +5,14 @@ import { jobCardData } from "../js/jobcard.js";
 import { initial, reduce, mergeSync, addLocalPrompt, dropQueued, resultText } from "../js/transcript.js";
 import { backoffDelay } from "../js/backoff.js";
 import { tokenize, langOf } from "../js/syntax.js";
+import { compatible } from "../js/conn.js";
+import { addUsage, laterUsage } from "../js/store.js";
+import { agentLabel } from "../js/overview.js";
+import { Entry, Title, ModelPicker, agentUsage, contextFill, fmtTokens } from "../js/agent.js";
+import { UI, Permission } from "../js/dialogs.js";
+import { checkAdd, MAX_IMAGES, MAX_IMAGE_BYTES, setImageSource } from "../js/images.js";
+import { render } from "../vendor/preact.mjs";
+import { html } from "../js/html.js";
 
 const tests = [];
 const test = (name, fn) => tests.push({ name, fn });
@@ -162,9 +170,212 @@ test("queued prompts: a turn end starts steers and the oldest follow-up; abort d
   eq(dropQueued(s), s, "nothing queued: unchanged");
 });
 
+// ---- images, usage, versions, titles ----
+
+// A 1×1 PNG.
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+const img = { type: "image", data: PNG, mime_type: "image/png" };
+
+test("images: a sync's user message keeps its image blocks; a local prompt carries its images", () => {
+  const msg = { id: "u1", role: "user", content: [{ type: "text", text: "look" }, img] };
+  let s = reduce(initial(), { type: "sync", status: "idle", mode: "build", live_window: { messages: [msg] }, pending_requests: [] });
+  eq(s.items[0].images, [img], "synced images");
+  eq(texts(s), ["user:look"], "text kept");
+  s = addLocalPrompt(s, "", undefined, [{ id: "x", name: "a.png", ...img }]);
+  eq([s.items[1].blocks.length, s.items[1].images], [0, [img]], "images-only local prompt");
+  // a stored image is named by its digest (docs/protocol.md §13 P4)
+  const sha = "a".repeat(64);
+  s = reduce(initial(), { type: "message_complete", message_id: "m", message: { id: "m", role: "user", content: [{ type: "image", mime_type: "image/png", sha256: sha, size: 70 }] } });
+  eq(s.items[0].images, [{ type: "image", sha256: sha, mime_type: "image/png", size: 70 }], "stored image");
+  // image blocks with neither bytes nor digest are skipped, never drawn broken
+  s = reduce(initial(), { type: "message_complete", message_id: "m", message: { id: "m", role: "user", content: [{ type: "image", mime_type: "image/png" }] } });
+  eq(s.items[0].images, [], "no data, no image");
+});
+
+test("images: the page's bounds", () => {
+  const f = (name, type, size) => ({ name, type, size });
+  eq(checkAdd([], [f("a.png", "image/png", 10)]), "", "fine");
+  eq(checkAdd([], [f("a.txt", "text/plain", 10)]), "a.txt is not an image", "not an image");
+  eq(checkAdd([], [f("a.bmp", "image/bmp", 10)]), "a.bmp is image/bmp: only PNG, JPEG, GIF and WebP images can be sent", "a type no provider takes");
+  eq(checkAdd([], [f("a.jpg", "image/jpeg", 10), f("b.webp", "image/webp", 10), f("c.gif", "image/gif", 10)]), "", "the four types");
+  eq(checkAdd([], [f("big.png", "image/png", MAX_IMAGE_BYTES + 1)]), "big.png is larger than 5 MiB", "too large");
+  eq(checkAdd(new Array(MAX_IMAGES).fill({}), [f("a.png", "image/png", 1)]), "at most 16 images in one prompt", "too many");
+});
+
+test("usage: live context size, compaction, daemon totals that only grow", () => {
+  let s = run([
+    { type: "usage", input: 100, output: 20, context_tokens: 120 },
+    { type: "usage", input: 150, output: 30, context_tokens: 300 },
+  ]);
+  eq(s.usage, { input: 250, output: 50, cost: 0, context_tokens: 300 }, "summed, latest context");
+  s = reduce(s, { type: "compaction", index: 1, tokens_before: 300, tokens_after: 40, first_kept_entry_id: "x", message_range: ["a", "b"] });
+  eq(s.usage.context_tokens, 40, "compaction shrinks the context");
+  s = mergeSync(s, { type: "sync", status: "idle", mode: "build", live_window: { messages: [] }, pending_requests: [] });
+  eq(s.usage.context_tokens, 40, "a resync keeps it");
+  eq(addUsage({ input: 1, output: 2, cost: 0.5, context_tokens: 9 }, { input: 10, output: 20, cost: 1, context_tokens: 30, model: "m" }),
+    { input: 11, output: 22, cost: 1.5, context_tokens: 30, cache_read: 0, cache_write: 0, model: "m" }, "addUsage");
+  eq(laterUsage({ input: 10, output: 10 }, { input: 5, output: 5 }), { input: 10, output: 10 }, "an older answer does not go back");
+  eq(laterUsage({ input: 10, output: 10 }, { input: 15, output: 5 }), { input: 15, output: 5 }, "the daemon's newer totals win");
+  eq(laterUsage(undefined, { input: 1, output: 0 }), { input: 1, output: 0 }, "first");
+  eq(agentUsage({ usage: { input: 7, output: 1 } }, initial()), { input: 7, output: 1 }, "AgentInfo.usage after a reload");
+  eq(contextFill(50000, 200000), { tokens: 50000, window: 200000, pct: 25 }, "fill");
+  eq([contextFill(0, 100), contextFill(10, 0)], [null, null], "unknown");
+  eq([fmtTokens(950), fmtTokens(12345), fmtTokens(1500), fmtTokens(2500000)], ["950", "12k", "1.5k", "2.5M"], "fmtTokens");
+});
+
+test("protocol_version: the page speaks major 0", () => {
+  eq(["0.1.0", "0.9.12", "0.1.0-rc.1", "1.0.0", "2.1.0", "", "0.1", undefined, 1].map(compatible),
+    [true, true, true, false, false, false, false, false, false], "compatible");
+});
+
+test("titles: title, then display name, name, id", () => {
+  eq([agentLabel({ agent_id: "a", title: "T", name: "n" }), agentLabel({ agent_id: "a", display_name: "d · x", name: "n" }),
+    agentLabel({ agent_id: "a", name: "n" }), agentLabel({ agent_id: "a" })], ["T", "d · x", "n", "a"], "labels");
+});
+
+// ---- components, drawn in this page's DOM ----
+
+const tick = () => new Promise((r) => setTimeout(r, 0));
+// settle waits until cond() holds, a macrotask at a time (promise chains
+// and preact's batched renders end within a few).
+async function settle(cond, what) {
+  for (let i = 0; i < 500; i++) { if (cond()) return; await tick(); }
+  throw new Error("never settled: " + what);
+}
+async function mount(vnode) {
+  const el = document.createElement("div");
+  document.body.appendChild(el);
+  render(vnode, el);
+  await tick();
+  return { el, q: (sel) => el.querySelector(sel), qa: (sel) => [...el.querySelectorAll(sel)], done: () => { render(null, el); el.remove(); } };
+}
+function fakeStore() {
+  const calls = [];
+  return { calls, answerUI: (req, v) => { calls.push(["ui", v]); return Promise.resolve(); },
+    answerPermission: (req, c, reason) => { calls.push(["perm", c.id || c.decision, reason]); return Promise.resolve(); },
+    rename: (id, title) => { calls.push(["rename", id, title]); return Promise.resolve(true); },
+    send: (text, behavior, images) => { calls.push(["send", text, images.length]); return Promise.resolve(true); },
+    note: (t) => calls.push(["note", t]), abort: () => {} };
+}
+const input = (el, v) => { el.value = v; el.dispatchEvent(new Event("input", { bubbles: true })); };
+const S = { selected: "agent-1", agents: {}, transcript: initial() };
+
+test("component: a transcript message draws its images as thumbnails", async () => {
+  const m = await mount(html`<${Entry} e=${{ kind: "message", id: "u1", role: "user", blocks: [{ type: "text", text: "see" }], images: [img], complete: true }} pendingTools=${new Set()} />`);
+  const im = m.q(".msg.user img.msg-img");
+  if (!im || !im.src.startsWith("blob:")) throw new Error("no blob thumbnail: " + m.el.innerHTML);
+  await im.decode();
+  eq([im.naturalWidth, im.dataset.mime], [1, "image/png"], "decoded");
+  m.done();
+});
+
+test("component: a stored image is fetched once by its digest and drawn", async () => {
+  const asked = [];
+  setImageSource((sha) => { asked.push(sha); return Promise.resolve(img); });
+  const sha = "b".repeat(64);
+  const e = { kind: "message", id: "u2", role: "user", blocks: [], images: [{ type: "image", sha256: sha, mime_type: "image/png", size: 70 }], complete: true };
+  const m = await mount(html`<div><${Entry} e=${e} pendingTools=${new Set()} /><${Entry} e=${{ ...e, id: "u3" }} pendingTools=${new Set()} /></div>`);
+  await settle(() => m.qa("img.msg-img").length === 2, "both drawn");
+  const ims = m.qa("img.msg-img");
+  await ims[0].decode();
+  eq([ims[0].naturalWidth, ims[0].dataset.sha256, asked], [1, sha, [sha]], "fetched once");
+  m.done();
+  setImageSource(null);
+});
+
+test("component: select with multiple answers string[] from checkboxes", async () => {
+  const st = fakeStore();
+  const m = await mount(html`<${UI} req=${{ request_id: "r", kind: "select", multiple: true, title: "Pick", options: ["a", "b", "c"] }} s=${S} store=${st} />`);
+  eq(m.qa('input[type=checkbox]').length, 3, "checkboxes");
+  m.q('input[data-option="c"]').click();
+  m.q('input[data-option="a"]').click();
+  await tick();
+  m.q('button[data-choice="submit"]').click();
+  eq(st.calls, [["ui", ["a", "c"]]], "in the options' order");
+  m.done();
+});
+
+test("component: select without multiple, confirm, input, editor, notify", async () => {
+  const cases = [
+    [{ kind: "select", options: ["x", "y"] }, (m) => m.q('button[data-choice="y"]').click(), "y"],
+    [{ kind: "confirm", title: "Sure?" }, (m) => m.q('button[data-choice="yes"]').click(), "yes"],
+    [{ kind: "confirm", title: "Sure?" }, (m) => m.q('button[data-choice="no"]').click(), "no"],
+    [{ kind: "input", placeholder: "name" }, async (m) => { input(m.q("input"), "typed"); await tick(); m.q('button[data-choice="submit"]').click(); }, "typed"],
+    [{ kind: "editor", prefill: "line one" }, async (m) => {
+      eq(m.q("textarea").value, "line one", "prefill");
+      input(m.q("textarea"), "line one\nline two"); await tick(); m.q('button[data-choice="submit"]').click(); }, "line one\nline two"],
+    [{ kind: "notify", message: "done", notify_type: "warning" }, (m) => m.q('button[data-choice="ok"]').click(), null],
+  ];
+  for (const [req, act, want] of cases) {
+    const st = fakeStore();
+    const m = await mount(html`<${UI} req=${{ request_id: "r", ...req }} s=${S} store=${st} />`);
+    await act(m);
+    eq(st.calls, [["ui", want]], req.kind);
+    m.done();
+  }
+});
+
+test("component: a refusal carries the reason; structured choices answer by id", async () => {
+  let st = fakeStore();
+  let m = await mount(html`<${Permission} req=${{ request_id: "p", tool_name: "bash", prompt: "run?", options: ["allow", "deny"],
+    choices: [{ id: "c-ok", label: "Allow once", intent: "allow" }, { id: "c-always", label: "Always allow go test", intent: "persist" }, { id: "c-no", label: "No", intent: "deny" }] }} s=${S} store=${st} />`);
+  eq(m.qa("button.choice").map((b) => b.dataset.choice), ["c-ok", "c-always", "c-no"], "the server's choices");
+  input(m.q("input.reason"), "use make instead");
+  await tick();
+  m.q('button[data-choice="c-no"]').click();
+  eq(st.calls, [["perm", "c-no", "use make instead"]], "deny with reason");
+  m.done();
+  st = fakeStore();
+  m = await mount(html`<${Permission} req=${{ request_id: "p2", tool_name: "write", prompt: "?", options: ["allow", "allow_always", "deny"] }} s=${S} store=${st} />`);
+  input(m.q("input.reason"), "not that file");
+  await tick();
+  m.q('button[data-choice="allow"]').click();
+  eq(st.calls, [["perm", "allow", ""]], "an allow carries no reason");
+  m.done();
+});
+
+test("component: the model picker groups several providers' models and marks the active one", async () => {
+  const models = [
+    { id: "sim/sim", provider: "sim", model: "sim" },
+    { id: "oa/gpt-x", provider: "oa", model: "gpt-x", context_window: 128000 },
+    { id: "an/claude-y", provider: "an", model: "claude-y" },
+    { id: "oa/gpt-z", provider: "oa", model: "gpt-z" },
+  ];
+  const picked = [];
+  const st = { setModel: (id) => picked.push(id) };
+  const s = { models, activeModel: models[1] };
+  const m = await mount(html`<${ModelPicker} s=${s} t=${initial()} a=${{}} store=${st} />`);
+  eq(m.qa("optgroup").map((g) => g.label + ":" + [...g.querySelectorAll("option")].map((o) => o.textContent).join(",")),
+    ["sim:sim · sim", "oa:oa · gpt-x,oa · gpt-z", "an:an · claude-y"], "grouped by provider");
+  eq(m.q("#model").value, "oa/gpt-x", "the active model");
+  const sel = m.q("#model");
+  sel.value = "an/claude-y";
+  sel.dispatchEvent(new Event("change", { bubbles: true }));
+  eq(picked, ["an/claude-y"], "set_model by id");
+  m.done();
+});
+
+test("component: the title with the id secondary, and rename", async () => {
+  const st = fakeStore();
+  let m = await mount(html`<${Title} a=${{ agent_id: "agent-01abc", title: "Fix the parser" }} store=${st} />`);
+  eq([m.q("#agent-title").textContent, m.q("#agent-id").textContent], ["Fix the parser", "agent-01abc"], "title and id");
+  m.q("#rename").click();
+  await tick();
+  eq(m.q("#title-input").value, "Fix the parser", "edits the title");
+  input(m.q("#title-input"), "Parser fixes");
+  await tick();
+  m.q("#title-save").click();
+  await tick();
+  eq(st.calls, [["rename", "agent-01abc", "Parser fixes"]], "agent.update");
+  m.done();
+  m = await mount(html`<${Title} a=${{ agent_id: "agent-01abc" }} store=${st} />`);
+  eq([m.q("#agent-title").textContent, !!m.q("#agent-id")], ["agent-01abc", false], "no title: the id, once");
+  m.done();
+});
+
 const out = { pass: 0, fail: 0, failures: [] };
 for (const t of tests) {
-  try { t.fn(); out.pass++; } catch (e) { out.fail++; out.failures.push(t.name + ": " + e.message); }
+  try { await t.fn(); out.pass++; } catch (e) { out.fail++; out.failures.push(t.name + ": " + e.message); }
 }
 document.getElementById("results").textContent = JSON.stringify(out);
 document.body.dataset.done = "1";
