@@ -144,17 +144,27 @@ func watchedText(out, id string) string {
 }
 
 // watchFields splits a watch line, "15:04:05 agent-…(name) type summary",
-// into the agent id (without its name), the event type and the summary.
+// into the agent id (without its name), the event type and the summary. A
+// name may hold spaces (a title, "scout · ada"): the agent field runs to
+// the ") " that closes it.
 func watchFields(line string) (agent, typ, rest string, ok bool) {
-	parts := strings.SplitN(line, " ", 4)
-	if len(parts) < 3 {
+	_, after, found := strings.Cut(line, " ")
+	if !found {
 		return "", "", "", false
 	}
-	agent, _, _ = strings.Cut(parts[1], "(")
-	if len(parts) == 4 {
-		rest = parts[3]
+	who, tail, found := strings.Cut(after, " ")
+	if id, _, named := strings.Cut(who, "("); named && !strings.HasSuffix(who, ")") {
+		closed := strings.Index(after, ") ")
+		if closed < 0 {
+			return "", "", "", false
+		}
+		who, tail = id, after[closed+2:]
+	} else if !found {
+		return "", "", "", false
 	}
-	return agent, parts[2], rest, true
+	agent, _, _ = strings.Cut(who, "(")
+	typ, rest, _ = strings.Cut(tail, " ")
+	return agent, typ, rest, typ != ""
 }
 
 // watchSaw reports whether watch printed an event of type typ about agent
