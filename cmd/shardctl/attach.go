@@ -279,11 +279,13 @@ func (s *attachSession) banner(att protocol.AgentAttachData) {
 // busy reports whether a turn is in flight.
 func (s *attachSession) busy() bool { return s.inTurn || midTurn(s.status) }
 
-// settled reports whether a detach at the end of input loses nothing: no
-// question is open, every command has its answer and the turn this session
-// started has ended.
+// settled reports whether a detach at the end of input loses nothing: the
+// agent's sync (and its recent turns) was shown, no question is open, every
+// command has its answer and the turn this session started has ended. An
+// input that ends at once (`shardctl attach ID </dev/null`) still shows
+// the transcript.
 func (s *attachSession) settled() bool {
-	return len(s.questions) == 0 && s.inflight == 0 && !s.sent && !s.busy()
+	return s.synced && len(s.questions) == 0 && s.inflight == 0 && !s.sent && !s.busy()
 }
 
 func (s *attachSession) loop() error {

@@ -22,6 +22,7 @@ func TestAttachPipedPromptsRunInOrder(t *testing.T) {
 		switch hd.Type {
 		case protocol.TypeAgentAttach:
 			c.respond(hd, protocol.AgentAttachData{Status: protocol.StatusIdle, Info: protocol.AgentInfo{AgentID: agentA}})
+			c.send(protocol.Sync{Header: ev(protocol.TypeSync, agentA), Status: protocol.StatusIdle}) // as the daemon does (docs/protocol.md §6.1)
 		case protocol.TypePrompt:
 			var m protocol.Prompt
 			mustUnmarshal(t, rec, &m)
@@ -73,6 +74,7 @@ func TestAttachAnswersADelegatedChildQuestion(t *testing.T) {
 		switch hd.Type {
 		case protocol.TypeAgentAttach:
 			c.respond(hd, protocol.AgentAttachData{Status: protocol.StatusIdle, Info: protocol.AgentInfo{AgentID: agentA, Name: "boss"}})
+			c.send(protocol.Sync{Header: ev(protocol.TypeSync, agentA), Status: protocol.StatusIdle})
 		case protocol.TypeAgentList:
 			c.respond(hd, protocol.AgentListData{Agents: []protocol.AgentInfo{{AgentID: agentA, Name: "boss"}, {AgentID: child, Alias: "scout", ParentAgentID: agentA}}})
 		case protocol.TypePrompt:
