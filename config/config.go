@@ -282,8 +282,9 @@ type ProviderConfig struct {
 	// TextOnlyModels names the models that take no image input, "MODEL;…"
 	// (a model name or a "provider/model" catalog id), e.g.
 	// "deepseek-chat;gpt-oss-20b". A prompt with images to such a model is
-	// refused UNSUPPORTED (docs/protocol.md §13 P4). Empty: every model
-	// takes images.
+	// refused UNSUPPORTED (docs/protocol.md §13 P4). It holds for every
+	// provider; a `providers:` entry names its own in
+	// ProviderEntry.TextOnlyModels. Empty: every model takes images.
 	TextOnlyModels string `mapstructure:"text_only_models"`
 }
 

@@ -61,6 +61,13 @@ type ProviderEntry struct {
 	Models []string `yaml:"models" json:"models,omitempty"`
 	// Prices gives the cost of its models, in provider.prices' format.
 	Prices string `yaml:"prices" json:"prices,omitempty"`
+	// TextOnlyModels are those of Models that take no image input: a
+	// prompt with images to one is refused UNSUPPORTED and its runtime
+	// does not offer image-input (docs/protocol.md §13 P4). They are this
+	// provider's only: the same model name on another provider still takes
+	// images. Empty: every model takes images (provider.text_only_models
+	// aside, which names models of any provider).
+	TextOnlyModels []string `yaml:"text_only_models" json:"text_only_models,omitempty"`
 }
 
 // Provider is one provider of the effective set (Config.ProviderSet): its
@@ -87,6 +94,7 @@ func (e ProviderEntry) withDefaults(name string) ProviderEntry {
 		e.Kind = name
 	}
 	e.Models = slices.Clone(e.Models)
+	e.TextOnlyModels = slices.Clone(e.TextOnlyModels)
 	if len(e.Models) == 0 {
 		switch e.Kind {
 		case ProviderSim:
@@ -126,6 +134,18 @@ func (e ProviderEntry) validate(name string) error {
 			return fmt.Errorf("providers.%s.models: the sim has no model %q (it has %s)", name, m, strings.Join(SimModels, ", "))
 		}
 		seen[m] = true
+	}
+	// A text-only model must be one the entry offers: a name that is not
+	// is a typo, which would otherwise leave the model taking images.
+	textOnly := map[string]bool{}
+	for _, m := range d.TextOnlyModels {
+		switch {
+		case textOnly[m]:
+			return fmt.Errorf("providers.%s.text_only_models: %q is listed twice", name, m)
+		case !seen[m]:
+			return fmt.Errorf("providers.%s.text_only_models: %q is not among its models (%s)", name, m, strings.Join(d.Models, ", "))
+		}
+		textOnly[m] = true
 	}
 	if _, err := ParsePrices(e.Prices); err != nil {
 		return fmt.Errorf("providers.%s.prices: %w", name, err)

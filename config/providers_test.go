@@ -121,6 +121,63 @@ providers:
 	}
 }
 
+// TestProvidersTextOnlyModels reads an entry's text_only_models with the
+// rest of it, carries them to the runtime through ProvidersEnv, and keeps
+// them that entry's: the same model name elsewhere has none, and the
+// block's provider.text_only_models still reads as before.
+func TestProvidersTextOnlyModels(t *testing.T) {
+	f := newFixture(t)
+	f.writeFile(t, `
+provider:
+  name: sim
+  text_only_models: "sim-think;other/x"
+providers:
+  local:
+    kind: openai
+    models: [qwen3, llava]
+    text_only_models: [qwen3]
+  other:
+    kind: openai
+    models: [qwen3]
+`)
+	c, err := f.load(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Provider{
+		{Name: "sim", ProviderEntry: ProviderEntry{Kind: "sim", Models: []string{"sim", "sim-think"}}},
+		{Name: "local", ProviderEntry: ProviderEntry{Kind: "openai", Models: []string{"qwen3", "llava"}, TextOnlyModels: []string{"qwen3"}}},
+		{Name: "other", ProviderEntry: ProviderEntry{Kind: "openai", Models: []string{"qwen3"}}},
+	}
+	if got := c.ProviderSet(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("ProviderSet = %+v\nwant %+v", got, want)
+	}
+	if got := ParseModelList(c.Provider.TextOnlyModels); !reflect.DeepEqual(got, []string{"sim-think", "other/x"}) {
+		t.Fatalf("provider.text_only_models = %q", got)
+	}
+	if !strings.Contains(c.ProvidersJSON(), `"text_only_models":["qwen3"]`) {
+		t.Fatalf("ProvidersJSON = %s, lacks local's text_only_models", c.ProvidersJSON())
+	}
+	f.writeFile(t, "")
+	c2, err := f.load(t, nil, []string{ProvidersEnv + "=" + c.ProvidersJSON()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c2.ProviderSet(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("from %s: ProviderSet = %+v\nwant %+v", ProvidersEnv, got, want)
+	}
+
+	// An entry named by provider.name brings its own text-only models.
+	f.writeFile(t, "provider:\n  name: local\nproviders:\n  local:\n    kind: openai\n    models: [a, b]\n    text_only_models: [b]\n")
+	c, err = f.load(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ProviderSet()[0].TextOnlyModels; !reflect.DeepEqual(got, []string{"b"}) {
+		t.Fatalf("the default entry's text_only_models = %q, want [b]", got)
+	}
+}
+
 // TestProvidersInvalid refuses providers that could not serve a model,
 // naming what is wrong.
 func TestProvidersInvalid(t *testing.T) {
@@ -133,6 +190,9 @@ func TestProvidersInvalid(t *testing.T) {
 		"providers:\n  x:\n    kind: sim\n    models: [gpt-4.1]\n":                                   "the sim has no model",
 		"providers:\n  x:\n    kind: openai\n    models: [a, a]\n":                                   "listed twice",
 		"providers:\n  x:\n    kind: openai\n    prices: \"a=1\"\n":                                  "prices",
+		"providers:\n  x:\n    kind: openai\n    models: [a]\n    text_only_models: [b]\n":           `text_only_models: "b" is not among its models (a)`,
+		"providers:\n  x:\n    kind: openai\n    text_only_models: [gpt-4.1, gpt-4.1]\n":             "text_only_models: \"gpt-4.1\" is listed twice",
+		"providers:\n  x:\n    kind: sim\n    text_only_models: sim\n":                               "line 4: cannot unmarshal !!str `sim` into []string", // a list, unlike provider.text_only_models
 		"provider:\n  name: nowhere\n":                                                               "want sim, openai, anthropic or a name under providers:",
 		"provider:\n  name: x\n  model: c\nproviders:\n  x:\n    kind: openai\n    models: [a, b]\n": "is not among providers.x.models",
 		"provider:\n  name: x\n  base_url: http://h/\nproviders:\n  x:\n    kind: openai\n":          "sets base_url, api_key_env and prices itself",
@@ -149,7 +209,8 @@ func TestProvidersInvalid(t *testing.T) {
 // TestParseProvidersInvalid refuses a ProvidersEnv value that is not a
 // valid mapping.
 func TestParseProvidersInvalid(t *testing.T) {
-	for _, raw := range []string{`{`, `[]`, `{"x":{"kind":"weird"}}`, `{"x":{"kind":"openai","key":"k"}}`, `{} {}`} {
+	for _, raw := range []string{`{`, `[]`, `{"x":{"kind":"weird"}}`, `{"x":{"kind":"openai","key":"k"}}`, `{} {}`,
+		`{"x":{"kind":"openai","models":["a"],"text_only_models":["b"]}}`} {
 		if _, err := ParseProviders([]byte(raw)); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", raw, err)
 		}
@@ -161,6 +222,7 @@ func TestParseProvidersInvalid(t *testing.T) {
 func FuzzParseProviders(f *testing.F) {
 	f.Add([]byte(`{"local":{"kind":"openai","base_url":"http://h/v1","models":["a","b"],"prices":"a=1/2"}}`))
 	f.Add([]byte(`{"sim":{}}`))
+	f.Add([]byte(`{"local":{"kind":"openai","models":["a","b"],"text_only_models":["b"]}}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := ParseProviders(data)

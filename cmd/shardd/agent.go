@@ -156,7 +156,8 @@ func providerSpecs(cfg *config.Config) ([]refagent.ProviderSpec, error) {
 			}
 			prices[model] = refagent.Price{Input: pr[0], Output: pr[1], CacheRead: pr[2], CacheWrite: pr[3]} // both per million tokens
 		}
-		sp := refagent.ProviderSpec{Name: p.Name, Kind: p.Kind, BaseURL: p.BaseURL, Models: p.Models, Prices: prices}
+		sp := refagent.ProviderSpec{Name: p.Name, Kind: p.Kind, BaseURL: p.BaseURL, Models: p.Models, Prices: prices,
+			TextOnlyModels: p.TextOnlyModels} // docs/protocol.md §13 P4
 		if p.Kind != config.ProviderSim {
 			sp.APIKeyEnv = cmp.Or(p.APIKeyEnv, provider.DefaultAPIKeyEnv(p.Kind))
 			if sp.APIKeyEnv != "" {

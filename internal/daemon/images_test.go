@@ -244,6 +244,105 @@ func TestImageRefusals(t *testing.T) {
 	}
 }
 
+// hasImageInput reports whether caps offer image input.
+func hasImageInput(caps []string) bool {
+	for _, c := range caps {
+		if c == protocol.CapImageInput {
+			return true
+		}
+	}
+	return false
+}
+
+// TestImagesTextOnlyPerProvider: a `providers:` entry's text_only_models
+// make that provider's model refuse images UNSUPPORTED (no request made)
+// and drop image-input from its sync and from model_changed, while the
+// same model name on another provider, and the entry's other models, take
+// images; switching back to the text-only model sends it the images
+// already in the conversation as text.
+func TestImagesTextOnlyPerProvider(t *testing.T) {
+	h, fake := startImages(t, "openai", func(cfg *config.Config) {
+		// "vision-model" on the block's provider takes images; on "text",
+		// served by the same fake, it does not.
+		cfg.Providers = map[string]config.ProviderEntry{"text": {Kind: config.ProviderOpenAI, BaseURL: cfg.Provider.BaseURL,
+			Models: []string{"vision-model", "seeing"}, TextOnlyModels: []string{"vision-model"}}}
+	})
+	c := h.dial()
+	im := pngImage(testPNG)
+
+	textOnly := h.create(c, func(m *protocol.AgentCreate) { m.Provider, m.Model = "text", "vision-model" })
+	wantRuns(t, c, textOnly, "text", "vision-model", "created on text/vision-model")
+	if s := attach(t, c, textOnly, ""); hasImageInput(s.Capabilities) {
+		t.Fatalf("text/vision-model offers %s: %v", protocol.CapImageInput, s.Capabilities)
+	}
+	if err := promptImages(t, c, textOnly, "look", im); protocol.CodeOf(err) != protocol.CodeUnsupported {
+		t.Fatalf("image to text/vision-model: err = %v, want UNSUPPORTED", err)
+	}
+	if n := fake.Count(); n != 0 {
+		t.Fatalf("the refused prompt made %d model requests", n)
+	}
+
+	// The same model name on the block's provider takes images.
+	c2 := h.dial()
+	vision := h.create(c2, func(m *protocol.AgentCreate) { m.Model = "openai/vision-model" })
+	if s := attach(t, c2, vision, ""); !hasImageInput(s.Capabilities) {
+		t.Fatalf("openai/vision-model lacks %s: %v", protocol.CapImageInput, s.Capabilities)
+	}
+	if err := promptImages(t, c2, vision, "look", im); err != nil {
+		t.Fatalf("image to openai/vision-model: %v", err)
+	}
+	waitFor(t, c2, isType(protocol.TypeTurnEnd, vision))
+	msgs := fakellm.Get(t, fake.Request(t, 1).Body, "messages").([]any)
+	if got := fakellm.Get(t, msgs[len(msgs)-1], "content", 0, "image_url", "url"); got != "data:image/png;base64,"+im.Data {
+		t.Fatalf("openai/vision-model's request: image part url = %v", got)
+	}
+
+	// Switching the text-only agent to the entry's other model offers
+	// images again; that model gets them.
+	setModel := func(model string) *protocol.ModelChanged {
+		t.Helper()
+		if err := c.Call(ctx(t), &protocol.SetModel{Header: protocol.Header{Type: protocol.TypeSetModel, AgentID: textOnly}, Model: model}, nil); err != nil {
+			t.Fatalf("set_model %s: %v", model, err)
+		}
+		return waitFor(t, c, isType(protocol.TypeModelChanged, textOnly)).Msg.(*protocol.ModelChanged)
+	}
+	if ch := setModel("text/seeing"); !hasImageInput(ch.Capabilities) {
+		t.Fatalf("model_changed to text/seeing: capabilities %v lack %s", ch.Capabilities, protocol.CapImageInput)
+	}
+	if err := promptImages(t, c, textOnly, "now look", im); err != nil {
+		t.Fatalf("image to text/seeing: %v", err)
+	}
+	waitFor(t, c, isType(protocol.TypeTurnEnd, textOnly))
+	req := fake.Request(t, 2)
+	msgs = fakellm.Get(t, req.Body, "messages").([]any)
+	if modelOf(req) != "seeing" || fakellm.Get(t, msgs[len(msgs)-1], "content", 0, "type") != "image_url" {
+		t.Fatalf("text/seeing's request: model %v, user message %v", modelOf(req), msgs[len(msgs)-1])
+	}
+
+	// Back on the text-only model: no image-input, images refused, and
+	// the conversation's image reaches it as a line of text.
+	if ch := setModel("text/vision-model"); hasImageInput(ch.Capabilities) {
+		t.Fatalf("model_changed to text/vision-model: capabilities %v offer %s", ch.Capabilities, protocol.CapImageInput)
+	}
+	if s := attach(t, h.dial(), textOnly, ""); hasImageInput(s.Capabilities) {
+		t.Fatalf("sync on text/vision-model offers %s: %v", protocol.CapImageInput, s.Capabilities)
+	}
+	if err := promptImages(t, c, textOnly, "again", im); protocol.CodeOf(err) != protocol.CodeUnsupported {
+		t.Fatalf("image to text/vision-model after set_model: err = %v, want UNSUPPORTED", err)
+	}
+	if n := fake.Count(); n != 2 {
+		t.Fatalf("model requests = %d after the second refusal, want 2", n)
+	}
+	if got := turn(t, c, textOnly, "and now?"); got != "seen." {
+		t.Fatalf("text-only turn answered %q", got)
+	}
+	req = fake.Request(t, 3)
+	body := fmt.Sprint(req.Body["messages"])
+	if modelOf(req) != "vision-model" || strings.Contains(body, "image_url") || !strings.Contains(body, "the model in use does not take images") {
+		t.Fatalf("text/vision-model's request: model %v, messages %s", modelOf(req), body)
+	}
+}
+
 // realPNG is a valid 2×2 PNG, for agents that decode what they are sent.
 func realPNG(t *testing.T) []byte {
 	t.Helper()

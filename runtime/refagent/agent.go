@@ -190,6 +190,11 @@ type ProviderSpec struct {
 	APIKeyEnv string
 	// Prices maps its model names to their prices.
 	Prices map[string]Price
+	// TextOnlyModels names those of its models that take no image input
+	// (config providers.<name>.text_only_models): as Options.TextOnlyModels,
+	// but for this provider only, so the same model name on another
+	// provider still takes images.
+	TextOnlyModels []string
 }
 
 // Headless is what the runtime does when no client answers a request: an

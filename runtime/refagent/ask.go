@@ -137,16 +137,9 @@ func (t *turnState) askRun(args map[string]any) toolOutput {
 	}
 	r := t.r
 	if req.Kind == protocol.UINotify {
-		// Choice (docs/protocol.md §9.5): a notify asks nothing, so the
-		// turn does not wait: ui_request, then at once ui_resolved with
-		// value null and source "notify".
-		p := &pendingRequest{id: r.ids.next("ui"), kind: kindUI, done: make(chan resolution, 1)}
-		req.RequestID = p.id
-		p.raw = protocol.MustMarshal(req)
-		if t.open(p, protocol.StatusWaitingForUI) != nil {
+		if t.notify(req) != nil {
 			return errorOutput("aborted")
 		}
-		t.resolveIfOpen(p, resolution{source: sourceNotify})
 		return jsonOutput(map[string]any{"notified": true})
 	}
 	res, err := t.askUI(req)
@@ -169,6 +162,22 @@ func (t *turnState) askRun(args map[string]any) toolOutput {
 		out["note"] = "the person dismissed the question"
 	}
 	return jsonOutput(out)
+}
+
+// notify announces the notify req. Choice (docs/protocol.md §9.5): a
+// notify asks nothing, so the turn does not wait: ui_request, then at once
+// ui_resolved with value null and source "notify". It returns
+// errTurnAborted when the turn ended before.
+func (t *turnState) notify(req protocol.UIRequest) error {
+	p := &pendingRequest{id: t.r.ids.next("ui"), kind: kindUI, done: make(chan resolution, 1)}
+	req.Header = protocol.Header{Type: protocol.TypeUIRequest}
+	req.RequestID = p.id
+	p.raw = protocol.MustMarshal(req)
+	if err := t.open(p, protocol.StatusWaitingForUI); err != nil {
+		return err
+	}
+	t.resolveIfOpen(p, resolution{source: sourceNotify})
+	return nil
 }
 
 // askUI opens req as a pending ui_request of the turn and waits for its

@@ -66,8 +66,8 @@
 // are stored in images/ next to it (runtime/images, docs/protocol.md §13
 // P4) before its message is written; the message names them with image
 // blocks, each provider call reads their bytes back, and get_image serves
-// them. A model named in Options.TextOnlyModels refuses images
-// UNSUPPORTED.
+// them. A model named in Options.TextOnlyModels, or in its provider's
+// ProviderSpec.TextOnlyModels, refuses images UNSUPPORTED.
 // The selected reasoning level is kept in reasoning.json (reasoning.go),
 // saved before set_reasoning_level is answered, so it is session-scoped as
 // docs/protocol.md §9.2 says.

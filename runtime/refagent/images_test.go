@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/shard-dev/shard/protocol"
@@ -77,5 +79,52 @@ func TestForkLinksImages(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(forkDir, images.DirName, b.SHA256+".png")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTextOnlyPerProvider: a provider's TextOnlyModels hold for that
+// provider only. The same sim model on two providers: on the one naming
+// it, hello and sync lack image-input and a prompt with images is refused
+// UNSUPPORTED; a set_model to the other announces image-input in
+// model_changed and takes the image.
+func TestTextOnlyPerProvider(t *testing.T) {
+	h := start(t, func(o *Options) {
+		o.Providers = []ProviderSpec{
+			{Name: "blind", Kind: providerSim, TextOnlyModels: []string{"sim"}},
+			{Name: "seeing", Kind: providerSim},
+		}
+	})
+	hello, sync := h.handshake()
+	for _, caps := range [][]string{hello.Capabilities, sync.Capabilities} {
+		if slices.Contains(caps, protocol.CapImageInput) {
+			t.Fatalf("blind/sim offers %s: %v", protocol.CapImageInput, caps)
+		}
+	}
+	h.send(protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, ID: "p1"}, Message: "look", Images: []protocol.Image{testImage()}})
+	r, _ := h.response("p1")
+	mustErrorResponse(t, r, protocol.CodeUnsupported, "")
+
+	// blind/sim-think is not named: it takes images.
+	for _, step := range []struct {
+		model string
+		want  bool
+	}{{"blind/sim-think", true}, {"blind/sim", false}, {"seeing/sim", true}, {"blind/sim", false}} {
+		id := h.id("sm")
+		h.send(protocol.SetModel{Header: protocol.Header{Type: protocol.TypeSetModel, ID: id}, Model: step.model})
+		r, before := h.response(id)
+		mustResponse(t, r, protocol.TypeSetModel)
+		ch := one[*protocol.ModelChanged](t, before)
+		if got := slices.Contains(ch.Capabilities, protocol.CapImageInput); got != step.want {
+			t.Fatalf("model_changed to %s: capabilities %v, image-input %v, want %v", step.model, ch.Capabilities, got, step.want)
+		}
+	}
+	h.send(protocol.SetModel{Header: protocol.Header{Type: protocol.TypeSetModel, ID: "sm-seeing"}, Model: "seeing/sim"})
+	h.response("sm-seeing")
+	h.send(protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, ID: "p2"}, Message: "look", Images: []protocol.Image{testImage()}})
+	r, _ = h.response("p2")
+	mustResponse(t, r, protocol.TypePrompt)
+	evs := h.untilIdle()
+	if mcs := of[*protocol.MessageComplete](evs); len(mcs) != 1 || !strings.Contains(textOf(mcs[0].Message), "[image image/png, 12 bytes]") {
+		t.Fatalf("seeing/sim's answer: %v", types(evs))
 	}
 }

@@ -84,8 +84,13 @@ type models struct {
 	textOnly map[string]bool
 }
 
-// takesImages reports whether model d takes image input.
+// takesImages reports whether model d takes image input: it is named
+// neither in Options.TextOnlyModels (by name or id) nor among its own
+// provider's ProviderSpec.TextOnlyModels.
 func (m *models) takesImages(d protocol.ModelDescriptor) bool {
+	if e := m.entry(d); e != nil && e.textOnly[d.Model] {
+		return false
+	}
 	return !m.textOnly[d.ID] && !m.textOnly[d.Model]
 }
 
@@ -94,6 +99,7 @@ type providerEntry struct {
 	name, kind string
 	real       provider.Provider // nil for sim, which is made per turn (see runtime.providerLocked)
 	prices     map[string]Price
+	textOnly   map[string]bool // its models that take no images (ProviderSpec.TextOnlyModels)
 }
 
 // specs is what opts configures: Options.Providers, or else the one
@@ -121,7 +127,10 @@ func newModels(opts Options, log *slog.Logger) (*models, error) {
 		if _, dup := m.providers[sp.Name]; dup || sp.Name == "" || strings.Contains(sp.Name, "/") {
 			return nil, fmt.Errorf("%w: provider name %q is empty, repeated or holds a /", ErrInvalidOptions, sp.Name)
 		}
-		e := &providerEntry{name: sp.Name, kind: sp.Kind, prices: sp.Prices}
+		e := &providerEntry{name: sp.Name, kind: sp.Kind, prices: sp.Prices, textOnly: map[string]bool{}}
+		for _, name := range sp.TextOnlyModels {
+			e.textOnly[name] = true
+		}
 		if sp.Kind == providerSim {
 			for _, d := range simCatalog(opts.ContextWindow) {
 				if len(sp.Models) == 0 || slices.Contains(sp.Models, d.Model) {

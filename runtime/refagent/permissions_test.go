@@ -255,6 +255,88 @@ func TestAskSelect(t *testing.T) {
 	}
 }
 
+// askAndAnswer prompts msg (one `sim: ask`), checks the ui_request it
+// opens with check, answers it with value and returns the request and the
+// events up to idle.
+func askAndAnswer(t *testing.T, h *harness, msg string, check func(*protocol.UIRequest) bool, value string) (*protocol.UIRequest, []event) {
+	t.Helper()
+	h.prompt(msg)
+	evs := h.until(protocol.TypeUIRequest)
+	req := evs[len(evs)-1].msg.(*protocol.UIRequest)
+	if req.RequestID == "" || !check(req) {
+		t.Fatalf("%s: ui_request %s", msg, evs[len(evs)-1].raw)
+	}
+	h.send(protocol.UIResponse{Header: protocol.Header{Type: protocol.TypeUIResponse, ID: h.id("u")}, RequestID: req.RequestID, Value: json.RawMessage(value)})
+	evs = h.untilIdle()
+	if res := one[*protocol.UIResolved](t, evs); res.RequestID != req.RequestID || string(res.Value) != value || res.Source != "client" {
+		t.Fatalf("%s: ui_resolved %+v", msg, res)
+	}
+	return req, evs
+}
+
+// TestAskMultiSelect: `sim: ask multi` is a select with multiple: true,
+// answered with a list.
+func TestAskMultiSelect(t *testing.T) {
+	h := start(t, nil)
+	h.handshake()
+	_, evs := askAndAnswer(t, h, `sim: ask multi "Pick toppings" ham egg "green pepper" message="any number"`, func(r *protocol.UIRequest) bool {
+		return r.Kind == protocol.UISelect && r.Multiple && r.Title == "Pick toppings" && r.Message == "any number" &&
+			slices.Equal(r.Options, []string{"ham", "egg", "green pepper"})
+	}, `["ham","green pepper"]`)
+	if txt := assistantText(evs); txt != "answer: ham, green pepper" {
+		t.Fatalf("reply %q", txt)
+	}
+}
+
+// TestAskEditorAndInput: `sim: ask editor` and `sim: ask input` carry
+// their placeholder and prefill; the text answered comes back whole.
+func TestAskEditorAndInput(t *testing.T) {
+	h := start(t, nil)
+	h.handshake()
+	_, evs := askAndAnswer(t, h, `sim: ask editor Commit message placeholder="subject, then body" prefill="fix: "`, func(r *protocol.UIRequest) bool {
+		return r.Kind == protocol.UIEditor && r.Title == "Commit message" && r.Placeholder == "subject, then body" && r.Prefill == "fix: " && len(r.Options) == 0
+	}, `"fix: the thing\n\nIt was broken."`)
+	if txt := assistantText(evs); txt != "answer: fix: the thing\n\nIt was broken." {
+		t.Fatalf("editor reply %q", txt)
+	}
+	_, evs = askAndAnswer(t, h, `sim: ask input Your name prefill=Ada`, func(r *protocol.UIRequest) bool {
+		return r.Kind == protocol.UIInput && r.Title == "Your name" && r.Prefill == "Ada"
+	}, `"Grace"`)
+	if txt := assistantText(evs); txt != "answer: Grace" {
+		t.Fatalf("input reply %q", txt)
+	}
+	_, evs = askAndAnswer(t, h, `sim: ask confirm Delete the branch?`, func(r *protocol.UIRequest) bool {
+		return r.Kind == protocol.UIConfirm && r.Title == "Delete the branch?" && len(r.Options) == 0
+	}, `"no"`)
+	if txt := assistantText(evs); txt != "answer: no" {
+		t.Fatalf("confirm reply %q", txt)
+	}
+}
+
+// TestAskNotify: `sim: ask notify` announces a notify ui_request and
+// resolves it at once (value null, source notify), as the ask tool does:
+// the turn goes on without an answer.
+func TestAskNotify(t *testing.T) {
+	h := start(t, nil)
+	h.handshake()
+	h.prompt("sim: ask notify Tests pass type=warning\nsim: say after")
+	evs := h.untilIdle()
+	req := one[*protocol.UIRequest](t, evs)
+	if req.Kind != protocol.UINotify || req.Title != "Tests pass" || req.NotifyType != "warning" {
+		t.Fatalf("ui_request %+v", req)
+	}
+	res := one[*protocol.UIResolved](t, evs)
+	if res.RequestID != req.RequestID || string(res.Value) != "null" || res.Source != "notify" {
+		t.Fatalf("ui_resolved %+v (value %s)", res, res.Value)
+	}
+	if txt := assistantText(evs); txt != "notified: Tests passafter" {
+		t.Fatalf("reply %q", txt)
+	}
+	if d := h.quietSync(); len(d.PendingRequests) != 0 || d.Status != protocol.StatusIdle {
+		t.Fatalf("after the notify: %+v", d)
+	}
+}
+
 func TestGetSyncDuringPermissionWait(t *testing.T) {
 	h := start(t, nil)
 	h.handshake()

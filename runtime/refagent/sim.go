@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,7 +61,7 @@ const (
 	dirSay                           // sim: say <text>
 	dirThink                         // sim: think <text>
 	dirTool                          // sim: tool <name> <json-args>
-	dirAsk                           // sim: ask <select|confirm|input> <title> [options…]
+	dirAsk                           // sim: ask <select|multi|confirm|input|editor|notify> <title> [options or words…] [key=value…]
 	dirSleep                         // sim: sleep <ms>
 	dirFlood                         // sim: flood <n> <bytes> [stamp] [rate <events/s>]
 	dirFail                          // sim: fail <message>
@@ -78,10 +79,9 @@ type directive struct {
 	tool    string
 	args    map[string]any
 	rawArgs string // compact JSON of args, streamed as args_delta fragments
-	// ask.
-	askKind string
-	title   string
-	options []string
+	// ask: the ui_request to open, built as the ask tool builds it
+	// (askRequest), without its header and id.
+	ui protocol.UIRequest
 	// sleep.
 	dur time.Duration
 	// flood: n deltas of size bytes; stamp starts each with its emission
@@ -148,19 +148,7 @@ func parseVerb(verb, rest string) (directive, error) {
 		}
 		return directive{kind: dirTool, tool: name, args: args, rawArgs: compact}, nil
 	case "ask":
-		toks, err := splitArgs(rest)
-		if err != nil {
-			return directive{}, err
-		}
-		if len(toks) < 2 {
-			return directive{}, errors.New("want ask <select|confirm|input> <title> [options…]")
-		}
-		switch toks[0] {
-		case protocol.UISelect, protocol.UIConfirm, protocol.UIInput:
-		default:
-			return directive{}, fmt.Errorf("unknown ask kind %q (want select, confirm or input)", toks[0])
-		}
-		return directive{kind: dirAsk, askKind: toks[0], title: toks[1], options: toks[2:]}, nil
+		return parseAsk(rest)
 	case "sleep":
 		ms, err := strconv.Atoi(rest)
 		if err != nil || ms < 0 {
@@ -194,6 +182,63 @@ func parseVerb(verb, rest string) (directive, error) {
 		return directive{kind: dirSubagent, tool: toolSubagent, args: args, rawArgs: string(protocol.MustMarshal(args))}, nil
 	}
 	return directive{}, errors.New("unknown directive")
+}
+
+// askMulti is the sim's name for a multi-select: a select with multiple.
+const askMulti = "multi"
+
+// askKeys maps the key=value settings of `sim: ask` to the ask tool's
+// arguments they set.
+var askKeys = map[string]string{"message": "message", "placeholder": "placeholder", "prefill": "prefill", "type": "notify_type"}
+
+// parseAsk parses the arguments of `sim: ask <kind> <title> [options or
+// words…] [key=value…]`, reaching every ui_request kind the ask tool
+// reaches (docs/protocol.md §9.5): select and multi (a select with
+// multiple) take their options after the title; the other kinds join
+// further words to the title. message=, placeholder=, prefill= and type=
+// (a notify's info, warning or error) set those fields. The request is
+// validated as the ask tool's arguments are (askRequest).
+func parseAsk(rest string) (directive, error) {
+	const usage = "want ask <select|multi|confirm|input|editor|notify> <title> [options or words…] [message=… placeholder=… prefill=… type=…]"
+	toks, err := splitArgs(rest)
+	if err != nil {
+		return directive{}, err
+	}
+	if len(toks) < 2 {
+		return directive{}, errors.New(usage)
+	}
+	kind := toks[0]
+	args := map[string]any{"kind": kind, "title": toks[1]}
+	switch kind {
+	case askMulti:
+		args["kind"], args["multiple"] = protocol.UISelect, true
+	case protocol.UISelect, protocol.UIConfirm, protocol.UIInput, protocol.UIEditor, protocol.UINotify:
+	default:
+		return directive{}, fmt.Errorf("unknown ask kind %q (want select, multi, confirm, input, editor or notify)", kind)
+	}
+	var words []any
+	for _, tok := range toks[2:] {
+		if k, v, ok := strings.Cut(tok, "="); ok && askKeys[k] != "" {
+			args[askKeys[k]] = v
+			continue
+		}
+		words = append(words, tok)
+	}
+	if args["kind"] == protocol.UISelect {
+		args["options"] = words
+	} else if len(words) > 0 {
+		title := []string{toks[1]}
+		for _, w := range words {
+			title = append(title, w.(string))
+		}
+		args["title"] = strings.Join(title, " ")
+	}
+	req, err := askRequest(args)
+	if err != nil {
+		return directive{}, err
+	}
+	req.Header = protocol.Header{}
+	return directive{kind: dirAsk, ui: req}, nil
 }
 
 // parseFlood parses the arguments of `sim: flood <n> <bytes> [stamp] [rate
@@ -305,10 +350,15 @@ func parseArgs(raw string) (map[string]any, string, error) {
 }
 
 // splitArgs splits s on blanks; a token that starts with a double quote runs
-// to its closing quote and is unquoted with Go rules (so \" and \\ work).
+// to its closing quote and is unquoted with Go rules (so \" and \\ work),
+// and so does the value of a key="value" token (giving key=value).
 func splitArgs(s string) ([]string, error) {
 	var out []string
 	for s = strings.TrimLeft(s, " \t"); s != ""; s = strings.TrimLeft(s, " \t") {
+		key := ""
+		if m := quotedKey.FindString(s); m != "" {
+			key, s = m[:len(m)-1], s[len(m)-1:]
+		}
 		if s[0] == '"' {
 			q, err := strconv.QuotedPrefix(s)
 			if err != nil {
@@ -318,7 +368,7 @@ func splitArgs(s string) ([]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("bad quoted string: %w", err)
 			}
-			out = append(out, v)
+			out = append(out, key+v)
 			s = s[len(q):]
 			continue
 		}
@@ -331,6 +381,9 @@ func splitArgs(s string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// quotedKey matches the start of a key="value" token up to its quote.
+var quotedKey = regexp.MustCompile(`^[a-z_]+="`)
 
 // pieces splits s into at most n non-empty parts of about equal length, cut
 // at rune boundaries (each delta stays valid UTF-8). A short s gives fewer

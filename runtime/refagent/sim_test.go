@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -23,8 +24,14 @@ func TestParseDirective(t *testing.T) {
 		{"think hmm", directive{kind: dirThink, text: "hmm"}},
 		{`tool read {"path": "a b.txt"}`, directive{kind: dirTool, tool: "read", args: map[string]any{"path": "a b.txt"}, rawArgs: `{"path":"a b.txt"}`}},
 		{"tool read", directive{kind: dirTool, tool: "read", args: map[string]any{}, rawArgs: `{}`}},
-		{`ask select "Pick one" a "b c"`, directive{kind: dirAsk, askKind: "select", title: "Pick one", options: []string{"a", "b c"}}},
-		{"ask confirm Sure?", directive{kind: dirAsk, askKind: "confirm", title: "Sure?", options: []string{}}},
+		{`ask select "Pick one" a "b c"`, directive{kind: dirAsk, ui: protocol.UIRequest{Kind: "select", Title: "Pick one", Options: []string{"a", "b c"}}}},
+		{`ask multi Toppings ham egg "green pepper" message="pick any"`, directive{kind: dirAsk, ui: protocol.UIRequest{Kind: "select", Multiple: true,
+			Title: "Toppings", Options: []string{"ham", "egg", "green pepper"}, Message: "pick any"}}},
+		{"ask confirm Sure?", directive{kind: dirAsk, ui: protocol.UIRequest{Kind: "confirm", Title: "Sure?"}}},
+		{"ask confirm Go on", directive{kind: dirAsk, ui: protocol.UIRequest{Kind: "confirm", Title: "Go on"}}},
+		{`ask input Name placeholder="your name" prefill=Ada`, directive{kind: dirAsk, ui: protocol.UIRequest{Kind: "input", Title: "Name", Placeholder: "your name", Prefill: "Ada"}}},
+		{`ask editor "Commit message" prefill="fix: \"x\""`, directive{kind: dirAsk, ui: protocol.UIRequest{Kind: "editor", Title: "Commit message", Prefill: `fix: "x"`}}},
+		{"ask notify Build done type=warning", directive{kind: dirAsk, ui: protocol.UIRequest{Kind: "notify", Title: "Build done", NotifyType: "warning"}}},
 		{"sleep 250", directive{kind: dirSleep, dur: 250 * time.Millisecond}},
 		{"flood 3 10", directive{kind: dirFlood, n: 3, size: 10}},
 		{"flood 3 20 stamp", directive{kind: dirFlood, n: 3, size: 20, stamp: true}},
@@ -40,7 +47,7 @@ func TestParseDirective(t *testing.T) {
 	for _, tt := range tests {
 		got := parseDirective(tt.in)
 		if got.kind != tt.want.kind || got.text != tt.want.text || got.tool != tt.want.tool || got.rawArgs != tt.want.rawArgs ||
-			got.askKind != tt.want.askKind || got.title != tt.want.title || !slices.Equal(got.options, tt.want.options) && len(got.options)+len(tt.want.options) > 0 ||
+			!reflect.DeepEqual(got.ui, tt.want.ui) ||
 			got.dur != tt.want.dur || got.n != tt.want.n || got.size != tt.want.size || got.stamp != tt.want.stamp || got.rate != tt.want.rate ||
 			got.code != tt.want.code {
 			t.Errorf("parseDirective(%q) = %+v, want %+v", tt.in, got, tt.want)
@@ -54,7 +61,8 @@ func TestParseDirective(t *testing.T) {
 func TestParseDirectiveRejects(t *testing.T) {
 	for _, in := range []string{
 		"", "dance", "say", "tool", "tool read [1,2]", "tool read {} {}", "tool read {bad",
-		"ask", "ask select", "ask pick title", `ask select "unterminated`,
+		"ask", "ask select", "ask pick title", `ask select "unterminated`, "ask select Title", "ask multi Title",
+		"ask notify Done type=loud", `ask editor Title prefill="open`, `ask input ""`,
 		"sleep", "sleep -1", "sleep soon", "flood 1", "flood -1 5", "flood 2 0", "flood 100000000 100",
 		"flood 2 19 stamp", "flood 2 64 stamp stamp", "flood 2 64 rate", "flood 2 64 rate 0", "flood 2 64 rate -5",
 		"flood 2 64 rate fast", "flood 2 64 rate 10 rate 20", "flood 2 64 stamped", "flood 2 64 stamp 5", "flood 1000000 100 stamp",
@@ -306,4 +314,30 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// FuzzParseDirective: a directive line never panics the parser, a
+// malformed one is dirInvalid naming the sim, and an ask that parses is a
+// request the ask tool would open (a known kind, a title, options only on
+// a select).
+func FuzzParseDirective(f *testing.F) {
+	for _, s := range []string{`ask multi "Pick" a "b c" message="m"`, `ask editor T prefill="x\"y"`, "ask notify Done type=error",
+		`ask select T a=b "c`, `tool read {"path":"a"}`, "flood 3 20 stamp rate 5", `ask input k="`, "subagent a b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d := parseDirective(s)
+		switch d.kind {
+		case dirInvalid:
+			if !strings.HasPrefix(d.text, "sim: ") {
+				t.Fatalf("invalid directive %q says %q", s, d.text)
+			}
+		case dirAsk:
+			u := d.ui
+			known := slices.Contains([]string{protocol.UISelect, protocol.UIConfirm, protocol.UIInput, protocol.UIEditor, protocol.UINotify}, u.Kind)
+			if !known || strings.TrimSpace(u.Title) == "" || (u.Kind == protocol.UISelect) != (len(u.Options) > 0) || u.Multiple && u.Kind != protocol.UISelect {
+				t.Fatalf("ask %q parsed to %+v", s, u)
+			}
+		}
+	})
 }

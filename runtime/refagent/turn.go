@@ -338,9 +338,16 @@ func (t *turnState) simExit(code int) {
 }
 
 // simAsk opens a ui_request, waits for it, and returns the model's reply
-// quoting the answer.
+// quoting the answer; a notify is announced and resolved at once, as the
+// ask tool's is (notify), and the reply says so.
 func (t *turnState) simAsk(d directive) (string, error) {
-	res, err := t.askUI(protocol.UIRequest{Kind: d.askKind, Title: d.title, Options: d.options})
+	if d.ui.Kind == protocol.UINotify {
+		if err := t.notify(d.ui); err != nil {
+			return "", err
+		}
+		return "notified: " + d.ui.Title, nil
+	}
+	res, err := t.askUI(d.ui)
 	if err != nil {
 		return "", err
 	}
