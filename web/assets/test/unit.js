@@ -7,9 +7,10 @@ import { backoffDelay } from "../js/backoff.js";
 import { tokenize, langOf } from "../js/syntax.js";
 import { compatible } from "../js/conn.js";
 import { addUsage, laterUsage } from "../js/store.js";
-import { agentLabel } from "../js/overview.js";
-import { Entry, Title, ModelPicker, agentUsage, contextFill, fmtTokens } from "../js/agent.js";
+import { agentLabel, ModelChoice, defaultModel, modelField } from "../js/overview.js";
+import { Entry, Title, ModelPicker, agentUsage, contextFill, fmtTokens, runsOn } from "../js/agent.js";
 import { UI, Permission } from "../js/dialogs.js";
+import { RunSteers } from "../js/side.js";
 import { checkAdd, MAX_IMAGES, MAX_IMAGE_BYTES, setImageSource } from "../js/images.js";
 import { render } from "../vendor/preact.mjs";
 import { html } from "../js/html.js";
@@ -353,6 +354,52 @@ test("component: the model picker groups several providers' models and marks the
   sel.dispatchEvent(new Event("change", { bubbles: true }));
   eq(picked, ["an/claude-y"], "set_model by id");
   m.done();
+});
+
+test("component: a run's recorded steers show source, outcome, turn and time", async () => {
+  const steers = [
+    { correlation_id: "c1", source: "parent", status: "injected", turn_id: "turn-7", at: Date.now() - 5000 },
+    { correlation_id: "c2", source: "client", status: "conflict", at: Date.now() },
+  ];
+  const m = await mount(html`<${RunSteers} steers=${steers} />`);
+  eq(m.qa(".rsteer").map((e) => [e.dataset.source, e.dataset.status, e.dataset.turn, e.querySelector(".src").textContent, !!e.querySelector("time[datetime]")]),
+    [["parent", "injected", "turn-7", "parent", true], ["client", "conflict", "", "person", true]], "rows");
+  eq(m.q(".rsteer.bad .turn"), null, "a conflict names no turn");
+  m.done();
+  const none = await mount(html`<div><${RunSteers} steers=${undefined} /></div>`);
+  eq(none.qa(".run-steers").length, 0, "a run without steers lists none");
+  none.done();
+});
+
+test("component: a create form's model field: the daemon's catalog, default preselected; text without one", async () => {
+  const models = [
+    { id: "sim/sim", provider: "sim", model: "sim" },
+    { id: "local/qwen3", provider: "local", model: "qwen3" },
+    { id: "local/llama", provider: "local", model: "llama" },
+  ];
+  const catalog = { models, default: models[2] };
+  eq([defaultModel(catalog), defaultModel({ models, default: { id: "gone/x" } }), defaultModel({ models: [] }), defaultModel(null)],
+    ["local/llama", "sim/sim", "", ""], "default: the catalog's, else the first, else none");
+  eq([modelField("", catalog), modelField("sim/sim", catalog), modelField("", null), modelField("typed", null)],
+    ["local/llama", "sim/sim", "", "typed"], "what is sent");
+  const got = [];
+  let m = await mount(html`<${ModelChoice} id="mc" catalog=${catalog} value="" onChange=${(v) => got.push(v)} />`);
+  eq(m.q("#mc").tagName, "SELECT", "a picker");
+  eq(m.qa("optgroup").map((g) => g.label + ":" + [...g.querySelectorAll("option")].map((o) => o.textContent).join(",")),
+    ["sim:sim · sim", "local:local · qwen3,local · llama (default)"], "grouped by provider, provider · model");
+  eq(m.q("#mc").value, "local/llama", "the default preselected");
+  m.q("#mc").value = "local/qwen3";
+  m.q("#mc").dispatchEvent(new Event("change", { bubbles: true }));
+  eq(got, ["local/qwen3"], "the pick is the descriptor id");
+  m.done();
+  for (const empty of [null, { models: [], default: null }]) {
+    m = await mount(html`<${ModelChoice} id="mc" catalog=${empty} value="" onChange=${(v) => got.push(v)} />`);
+    eq(m.q("#mc").tagName, "INPUT", "no catalog: a text field");
+    input(m.q("#mc"), "oa/gpt-x");
+    m.done();
+  }
+  eq(got.slice(1), ["oa/gpt-x", "oa/gpt-x"], "a typed model id");
+  eq([runsOn({ provider: "local", model: "qwen3" }), runsOn({ model: "sim" }), runsOn({})], ["local · qwen3", "sim", ""], "what an agent runs");
 });
 
 test("component: the title with the id secondary, and rename", async () => {
