@@ -47,9 +47,10 @@ func (p *page) pick(sel, value string) {
 }
 
 // optionGroups is a JavaScript expression: the select's option groups as
-// "label:value,value …", or its options' values when it has no groups.
+// "label:value,value …", or its options' values when it has no groups; ""
+// while the element is not a select (a form without the catalog yet).
 func optionGroups(sel string) string {
-	return fmt.Sprintf(`(el => !el ? "" : el.querySelector("optgroup")
+	return fmt.Sprintf(`(el => !el || el.tagName !== "SELECT" ? "" : el.querySelector("optgroup")
 		? [...el.querySelectorAll("optgroup")].map(g => g.label + ":" + [...g.querySelectorAll("option")].map(o => o.value).join(",")).join(" ")
 		: [...el.options].map(o => o.value).join(","))(document.querySelector(%q))`, sel)
 }
