@@ -6,7 +6,7 @@ import { initial, reduce, mergeSync, addLocalPrompt, dropQueued, resultText } fr
 import { backoffDelay } from "../js/backoff.js";
 import { tokenize, langOf } from "../js/syntax.js";
 import { compatible } from "../js/conn.js";
-import { addUsage, laterUsage } from "../js/store.js";
+import { addUsage, laterUsage, Store } from "../js/store.js";
 import { agentLabel, ModelChoice, defaultModel, modelField } from "../js/overview.js";
 import { Entry, Title, ModelPicker, agentUsage, contextFill, fmtTokens, runsOn } from "../js/agent.js";
 import { UI, Permission } from "../js/dialogs.js";
@@ -400,6 +400,27 @@ test("component: a create form's model field: the daemon's catalog, default pres
   }
   eq(got.slice(1), ["oa/gpt-x", "oa/gpt-x"], "a typed model id");
   eq([runsOn({ provider: "local", model: "qwen3" }), runsOn({ model: "sim" }), runsOn({})], ["local · qwen3", "sim", ""], "what an agent runs");
+});
+
+test("store: a poll takes provider and model, but not over a model_changed it predates", async () => {
+  const st = new Store();
+  const answers = [];
+  st.conn.call = (msg) => msg.type === "agent.list" ? new Promise((res) => answers.push(res)) : Promise.reject(new Error("offline"));
+  const info = (id, provider, model) => ({ agent_id: id, provider, model, status: "idle", cwd: "/" });
+  st.set({ selected: "a1", agents: { a1: info("a1", "sim", "sim"), a2: info("a2", "sim", "sim") } });
+  // A poll is asked; then a model_changed of the attached agent arrives;
+  // then the poll's answer, read before the switch.
+  const p1 = st.refreshAgents(true);
+  st.onEvent({ type: "model_changed", agent_id: "a1", previous: { id: "sim/sim", provider: "sim", model: "sim" }, active: { id: "local/qwen3", provider: "local", model: "qwen3" } });
+  answers.shift()({ agents: [info("a1", "sim", "sim"), info("a2", "local", "llama")] });
+  await p1;
+  const runs = () => ["a1", "a2"].map((id) => st.state.agents[id].provider + "/" + st.state.agents[id].model);
+  eq(runs(), ["local/qwen3", "local/llama"], "the event's switch kept; another agent's switch from the poll");
+  // The next poll, read after the switch, is the daemon's word.
+  const p2 = st.refreshAgents(true);
+  answers.shift()({ agents: [info("a1", "anthropic", "claude"), info("a2", "local", "llama")] });
+  await p2;
+  eq(runs(), ["anthropic/claude", "local/llama"], "a later poll");
 });
 
 test("component: the title with the id secondary, and rename", async () => {
