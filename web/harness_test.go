@@ -286,12 +286,16 @@ func (p *page) online() {
 }
 
 // createAgent creates an agent from the page's form and waits until it is
-// selected and idle; it returns its id.
+// selected (another agent than the one selected before) and idle; it
+// returns its id.
 func (p *page) createAgent(cwd, name string) string {
 	p.t.Helper()
+	before := eval[string](p, `document.querySelector(".agentview")?.dataset.selected || ""`)
+	// The form keeps the last directory for the next agent: replace it.
+	p.until("directory cleared", `(el => !!el && (el.value = "", el.dispatchEvent(new Event("input", {bubbles: true})), true))(document.querySelector("#create-cwd"))`)
 	p.run("create agent", chromedp.SendKeys(chromedp.CSS("#create-cwd"), cwd),
 		chromedp.SendKeys(chromedp.CSS("#create-name"), name), chromedp.Click(chromedp.CSS("#create-go")))
-	p.until("agent selected", `!!document.querySelector(".agentview")?.dataset.selected && document.querySelector("#agent-status")?.textContent === "idle"`)
+	p.until("agent selected", fmt.Sprintf(`(s => !!s && s !== %q)(document.querySelector(".agentview")?.dataset.selected) && document.querySelector("#agent-status")?.textContent === "idle"`, before))
 	return eval[string](p, `document.querySelector(".agentview").dataset.selected`)
 }
 

@@ -5,6 +5,7 @@ package web_test
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -20,7 +21,9 @@ const cardStates = `[...document.querySelectorAll("#transcript .jobcard .jc-run 
 // the parent's subagent call is drawn as a job card (not JSON) whose run
 // state follows subagent_run_changed live; while the child's turn waits on
 // a permission, a steer is sent from the jobs panel and answered injected
-// (subagent.steer); the child's turn runs it. Once the run has completed it
+// (subagent.steer); the child's turn runs it, and the panel lists the
+// steer recorded against the run (RunSnapshot.steers: source, outcome,
+// turn, time; never the text). Once the run has completed it
 // is relaunched from the panel with a new task (subagent.relaunch of a
 // completed run: same agent, new job), and the card's link opens the child,
 // whose transcript has both the steered text and the relaunched task's.
@@ -55,6 +58,17 @@ func TestDashboardSteerRelaunchAndJobCard(t *testing.T) {
 	if got := eval[string](p, `document.querySelector("#jobs .run .run-out.steer").textContent`); got == "" {
 		t.Fatal("no steer outcome shown")
 	}
+	// The run records the steer (RunSnapshot.steers): the panel lists it
+	// with its source, outcome, turn and time, never its text.
+	turn := eval[string](p, `document.querySelector("#jobs .run .run-out.steer").dataset.turn`)
+	if turn == "" {
+		t.Fatal("the injected steer's answer names no turn")
+	}
+	p.until("the steer recorded against the run", fmt.Sprintf(
+		`[...document.querySelectorAll("#jobs .run .run-steers .rsteer")].some(e => e.dataset.source === "parent" && e.dataset.status === "injected" && e.dataset.turn === %q && !!e.querySelector("time[datetime]"))`, turn))
+	if txt := eval[string](p, `document.querySelector("#jobs .run .run-steers").textContent`); strings.Contains(txt, "steered child") || !strings.Contains(txt, "parent steer") {
+		t.Fatalf("the recorded steers read %q", txt)
+	}
 	p.until("card follows the run to completed", allowing(cardStates+`.includes("completed")`))
 	p.until("the job ended too, in the card and the panel", `document.querySelector("#transcript .jobcard .jc-head .state")?.textContent === "completed" && document.querySelector("#jobs .job > div .state")?.textContent === "completed"`)
 	p.screenshot("web-job-card")
@@ -84,7 +98,7 @@ func TestDashboardSteerRelaunchAndJobCard(t *testing.T) {
 // the steer reaches a provider boundary resolves conflict (strict steer,
 // docs/protocol.md §10.3: dropped, never kept as a later prompt), and the
 // page shows that answer where the person steered instead of pretending it
-// was delivered. The child sleeps inside its only provider call, so the
+// was delivered, and lists the conflict recorded against the run. The child sleeps inside its only provider call, so the
 // steer waits; stopping the run ends the turn first.
 func TestDashboardSteerConflict(t *testing.T) {
 	b := newBrowser(t)
@@ -103,5 +117,10 @@ func TestDashboardSteerConflict(t *testing.T) {
 	if st := eval[string](p, `document.querySelector("#jobs .run .run-out.steer").dataset.status`); st != "conflict" {
 		t.Fatalf("steer into a turn that was stopped first: %q, want conflict (%s)", st,
 			eval[string](p, `document.querySelector("#jobs .run .run-out.steer").textContent`))
+	}
+	// Recorded against the run as what it was: a conflict, with no turn.
+	p.until("the conflict recorded against the run", `[...document.querySelectorAll("#jobs .run .run-steers .rsteer")].some(e => e.dataset.source === "parent" && e.dataset.status === "conflict")`)
+	if txt := eval[string](p, `document.querySelector("#jobs .run .run-steers").textContent`); strings.Contains(txt, "too late") {
+		t.Fatalf("the recorded steers show the message: %q", txt)
 	}
 }

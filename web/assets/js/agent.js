@@ -231,6 +231,7 @@ export function AgentView({ s, store }) {
       <${Title} a=${a} store=${store} />
       <span id="agent-status" class=${"status st-" + t.status}>${t.status}</span>
       <span class="meta">${a.cwd}</span>
+      ${runsOn(a) ? html`<span id="agent-model" class="meta model" title="the provider and model the agent runs (AgentInfo)" data-provider=${a.provider || ""} data-model=${a.model || ""}>${runsOn(a)}</span>` : null}
       <${Usage} u=${usage} fill=${fill} />
       <span class="grow"></span>
       ${canMode ? html`<label>Mode <select id="mode" value=${t.mode} onChange=${(e) => store.setMode(e.target.value)}>
@@ -246,6 +247,13 @@ export function AgentView({ s, store }) {
     <${Transcript} t=${t} />
     <${PromptBox} s=${s} store=${store} />
   </section>`;
+}
+
+/** runsOn names what an agent runs, "provider · model" (AgentInfo
+ * provider/model, which follow model_changed), or "" when unknown. */
+export function runsOn(a) {
+  if (!a || !a.model) return "";
+  return (a.provider ? a.provider + " · " : "") + a.model;
 }
 
 /**

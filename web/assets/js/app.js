@@ -112,7 +112,7 @@ function App({ store }) {
       <span class="grow"></span><span class="keys">j/k select · / prompt · n new · t theme</span> <${Theme} /></header>
     <${Banner} s=${s} store=${store} />
     <div class="cols">
-      <nav class="overview" aria-label="Agents"><${Overview} s=${s} store=${store} /><${CreateForm} store=${store} /></nav>
+      <nav class="overview" aria-label="Agents"><${Overview} s=${s} store=${store} /><${CreateForm} s=${s} store=${store} /></nav>
       <main class="main">${s.selected ? html`<${AgentView} s=${s} store=${store} />` : html`<p class="empty">Select an agent, or create one.</p>`}</main>
       <aside class="side"><${Side} s=${s} store=${store} /></aside>
     </div>

@@ -13,6 +13,10 @@ export const State = {
   unenrolled: "unenrolled", signedOut: "signed_out", incompatible: "incompatible",
 };
 
+/** The WebSocket close code the daemon closes a revoked or expired
+ * credential's connections with. */
+const POLICY_VIOLATION = 1008;
+
 /** The protocol major version this page speaks (docs/protocol.md §7). */
 export const PROTOCOL_MAJOR = 0;
 
@@ -112,10 +116,20 @@ export class Conn {
       }
       this.h.onEvent(msg);
     };
-    ws.onclose = () => {
+    ws.onclose = (e) => {
       if (gen !== this.gen) return;
       this.ws = null;
       this.failCalls("connection lost");
+      // 1008 (policy violation) is the daemon closing a connection whose
+      // credential it revoked or saw expire: ask /bootstrap at once, which
+      // answers whether the session still holds (401: signed out), rather
+      // than after a backoff. Once per drop; a second close backs off.
+      if (e && e.code === POLICY_VIOLATION && this.attempt === 0) {
+        this.attempt++;
+        this.state(State.reconnecting, { reason: e.reason || "credential revoked" });
+        this.connect();
+        return;
+      }
       this.retry("connection lost");
     };
     ws.onerror = () => {}; // onclose follows and retries

@@ -57,27 +57,68 @@ export function Overview({ s, store }) {
 }
 
 /**
+ * defaultModel is the id the create forms preselect: the catalog's default
+ * when it lists it, else its first model, else "" (nothing to pick).
+ */
+export function defaultModel(catalog) {
+  const ms = (catalog && catalog.models) || [];
+  const d = catalog && catalog.default;
+  if (d && ms.some((m) => m.id === d.id)) return d.id;
+  return ms.length ? ms[0].id : "";
+}
+
+/**
+ * ModelChoice is a create form's model field: the daemon's catalog
+ * (models.list) as a picker, grouped by provider when there are several and
+ * labelled "provider · model", whose value is the descriptor id (an id names
+ * its provider, docs/protocol.md §13). With no catalog (an empty one, or a
+ * daemon without models.list) it is a text field for a model id or name.
+ */
+export function ModelChoice({ id, catalog, value, onChange }) {
+  const ms = (catalog && catalog.models) || [];
+  if (ms.length === 0) {
+    return html`<label>Model <input id=${id} placeholder="default" value=${value} onInput=${(e) => onChange(e.target.value)} /></label>`;
+  }
+  const d = defaultModel(catalog);
+  const providers = [];
+  for (const m of ms) if (!providers.includes(m.provider)) providers.push(m.provider);
+  const opt = (m) => html`<option value=${m.id} title=${m.id}>${m.provider} · ${m.model}${m.id === d ? " (default)" : ""}</option>`;
+  return html`<label>Model <select id=${id} value=${value || d} onChange=${(e) => onChange(e.target.value)}>
+    ${providers.length > 1
+      ? providers.map((p) => html`<optgroup label=${p}>${ms.filter((m) => m.provider === p).map(opt)}</optgroup>`)
+      : ms.map(opt)}</select></label>`;
+}
+
+/** modelField is the model a create form sends: the person's pick, else
+ * the catalog's default (preselected), else nothing (the daemon's). */
+export function modelField(picked, catalog) {
+  return picked || defaultModel(catalog);
+}
+
+/**
  * The new-agent form. Isolation "none" starts the agent in the directory
  * (agent.create); "workspace" makes a workspace of the repository there —
  * a new worktree on a new branch — and starts the agent in it
  * (workspace.create, docs/protocol.md §10.1a), with the branch, its base
  * and its integration target when given (the daemon picks them otherwise).
  */
-export function CreateForm({ store }) {
+export function CreateForm({ s, store }) {
   const [f, setF] = useState({ cwd: "", name: "", model: "", mode: "", tools: "", skills: "", isolation: "none", label: "", branch: "", base_ref: "", integration_target: "" });
   const [err, setErr] = useState("");
   const on = (k) => (e) => setF({ ...f, [k]: e.target.value });
+  const catalog = s && s.catalog;
   const submit = (e) => {
     e.preventDefault();
     if (!f.cwd) return;
     setErr("");
+    const fields = { ...f, model: modelField(f.model, catalog) };
     if (f.isolation === "workspace") {
-      createWorkspace(store, f).then((r) => {
+      createWorkspace(store, fields).then((r) => {
         if (r.ok) setF({ ...f, name: "", label: "", branch: "" }); else setErr(r.text);
       });
       return;
     }
-    store.create(f).then(() => setF({ ...f, name: "" }), () => {});
+    store.create(fields).then(() => setF({ ...f, name: "" }), () => {});
   };
   const ws = f.isolation === "workspace";
   return html`<form class="create" id="create" onSubmit=${submit}>
@@ -93,7 +134,7 @@ export function CreateForm({ store }) {
       <label>Label <input id="create-label" value=${f.label} onInput=${on("label")} /></label>
     </fieldset>` : null}
     <label>Name <input id="create-name" value=${f.name} onInput=${on("name")} /></label>
-    <label>Model <input id="create-model" placeholder="default" value=${f.model} onInput=${on("model")} /></label>
+    <${ModelChoice} id="create-model" catalog=${catalog} value=${f.model} onChange=${(v) => setF({ ...f, model: v })} />
     <label>Mode <input id="create-mode" placeholder="default" value=${f.mode} onInput=${on("mode")} /></label>
     ${ws ? null : html`<label>Tools <input id="create-tools" placeholder="all (or e.g. read,ls,grep)" title="Limit the agent to these tools, comma-separated" value=${f.tools} onInput=${on("tools")} /></label>
       <label>Skills <input id="create-skills" placeholder="none" title="Skills to load (.shard/skills, .agents/skills, .claude/skills or $SHARD_HOME/skills), comma-separated" value=${f.skills} onInput=${on("skills")} /></label>`}

@@ -9,6 +9,7 @@ import { useEffect, useState } from "../vendor/hooks.mjs";
 import { html } from "./html.js";
 import { hl } from "./highlight.js";
 import { langOf } from "./syntax.js";
+import { ModelChoice, modelField } from "./overview.js";
 import { steerRun, relaunchRun, listSessions, openFork, attachWorkspace, retireWorkspace, errText } from "./orch.js";
 
 const terminal = new Set(["completed", "failed", "timed_out", "cancelled", "interrupted"]);
@@ -22,6 +23,28 @@ function ago(ms) {
   if (!ms) return "";
   const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
   return s < 60 ? s + "s ago" : s < 3600 ? Math.round(s / 60) + "m ago" : Math.round(s / 3600) + "h ago";
+}
+
+/** A steer's time: its age, and the moment itself as the tooltip. */
+function when(ms) {
+  return ms ? html`<time datetime=${new Date(ms).toISOString()} title=${new Date(ms).toLocaleString()}>${ago(ms)}</time>` : null;
+}
+
+/**
+ * The steers recorded against a run (RunSnapshot.steers, docs/protocol.md
+ * §10.3 "recorded against the run"): who steered (the parent's
+ * subagent.steer, or a person steering the leased child directly), whether
+ * it reached the run's turn (injected) or was dropped (conflict), the turn,
+ * and when. The message text is private and never on the wire.
+ */
+export function RunSteers({ steers }) {
+  if (!steers || steers.length === 0) return null;
+  return html`<ul class="run-steers" aria-label="Steers of this run">${steers.map((x) => html`<li key=${x.correlation_id}
+      class=${"rsteer " + (x.status === "injected" ? "ok" : "bad")} data-correlation=${x.correlation_id} data-source=${x.source}
+      data-status=${x.status} data-turn=${x.turn_id || ""}>
+    <span class="src">${x.source === "client" ? "person" : x.source === "parent" ? "parent" : x.source}</span> steer
+    · <span class="st">${x.status}</span>${x.turn_id ? html` · <code class="turn">${x.turn_id}</code>` : null}${x.at ? html` · ${when(x.at)}` : null}
+  </li>`)}</ul>`;
 }
 
 function Run({ job, run, store }) {
@@ -49,7 +72,8 @@ function Run({ job, run, store }) {
       <input aria-label=${open === "steer" ? "Steer message" : "Task"} placeholder=${open === "steer" ? "message into the run's current turn" : "task for the relaunched run"}
         value=${text} onInput=${(e) => setText(e.target.value)} required />
       <button type="submit" disabled=${sending}>${open === "steer" ? "Steer" : "Relaunch"}</button></form>` : null}
-    ${out ? html`<div class=${"run-out " + out.kind + (out.ok ? " ok" : " bad")} data-status=${out.status || ""}>${out.kind}: ${out.text}</div>` : null}
+    ${out ? html`<div class=${"run-out " + out.kind + (out.ok ? " ok" : " bad")} data-status=${out.status || ""} data-turn=${out.turn_id || ""}>${out.kind}: ${out.text}</div>` : null}
+    <${RunSteers} steers=${run.steers} />
   </li>`;
 }
 
@@ -78,15 +102,16 @@ function Diff({ d, onClose }) {
   </div>`;
 }
 
-function Ws({ w, store }) {
+function Ws({ w, catalog, store }) {
   const [refusal, setRefusal] = useState(null); // the last retire or attach refusal: {what, text, data}
   const [attaching, setAttaching] = useState(false);
   const [name, setName] = useState("");
+  const [model, setModel] = useState("");
   const retire = (disposition) => retireWorkspace(store, w, disposition).then((r) => setRefusal(r.ok ? null : { what: "retire", text: r.text, data: r.refusal }));
   const attach = (e) => {
     e.preventDefault();
-    attachWorkspace(store, w, { name }).then((r) => {
-      if (r.ok) { setAttaching(false); setName(""); setRefusal(null); } else setRefusal({ what: "attach", text: r.text, data: r.refusal });
+    attachWorkspace(store, w, { name, model: modelField(model, catalog) }).then((r) => {
+      if (r.ok) { setAttaching(false); setName(""); setModel(""); setRefusal(null); } else setRefusal({ what: "attach", text: r.text, data: r.refusal });
     });
   };
   const rd = refusal && refusal.data;
@@ -98,6 +123,7 @@ function Ws({ w, store }) {
       <button class="ws-attach" onClick=${() => setAttaching(!attaching)}>New agent here…</button></div>
     ${attaching ? html`<form class="ws-attach-form" onSubmit=${attach}>
       <input aria-label="Agent name" placeholder="name (optional)" value=${name} onInput=${(e) => setName(e.target.value)} />
+      <${ModelChoice} id=${"ws-model-" + w.workspace_id} catalog=${catalog} value=${model} onChange=${setModel} />
       <button type="submit">Attach agent</button></form>` : null}
     ${refusal ? html`<div class="ws-refusal" data-kind=${rd ? rd.kind : ""}>
       <div><b>${refusal.what} refused${rd ? " (" + rd.kind + ")" : ""}</b>: ${rd ? rd.reason : refusal.text}</div>
@@ -115,7 +141,7 @@ function Workspaces({ s, store }) {
   const ws = s.workspaces;
   return html`<section id="workspaces"><h2>Workspaces <span class="count">${ws.length}</span></h2>
     ${ws.length === 0 ? html`<p class="empty">No workspaces.</p>` : null}
-    <ul class="wss">${ws.map((w) => html`<${Ws} key=${w.workspace_id} w=${w} store=${store} />`)}</ul>
+    <ul class="wss">${ws.map((w) => html`<${Ws} key=${w.workspace_id} w=${w} catalog=${s.catalog} store=${store} />`)}</ul>
     ${s.diff ? html`<${Diff} d=${s.diff} onClose=${() => store.set({ diff: null })} />` : null}
   </section>`;
 }

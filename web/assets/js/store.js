@@ -14,10 +14,10 @@ import { wireImage, setImageSource } from "./images.js";
 /** How often the overview re-reads agent.list (attached clients, cost). */
 const AGENT_POLL_MS = 3000;
 
-export { State };
+/** How many times the page re-reads jobs for a steer's record (awaitSteer). */
+const STEER_REREADS = 5;
 
-/** Run states a run never leaves (§11.2). */
-const endedRun = new Set(["completed", "failed", "timed_out", "cancelled", "interrupted"]);
+export { State };
 
 const requestTypes = new Set(["permission_request", "ui_request", "permission_resolved", "ui_resolved"]);
 
@@ -30,6 +30,10 @@ export class Store {
       selected: "",
       transcript: initial(),
       modes: [], models: [],
+      // the daemon's model catalog (models.list, docs/protocol.md §13):
+      // {models: ModelDescriptor[], default}, for the create forms; null
+      // until read, or when the daemon has no such command
+      catalog: null,
       // the catalogs' runtime: which runtime_epoch of the selected agent
       // modes, models and reasoning levels were read from (§9.1)
       catalogEpoch: null,
@@ -41,6 +45,9 @@ export class Store {
       attached: "",      // the agent this page is attached to now (its session_ops may be sent)
       forked: null,      // the last session_op fork's answer, so the fork list re-reads
     };
+    // agent_id -> how many model_changed events this page has applied
+    // (refreshAgents: an agent.list read before one is older than it)
+    this.modelSeq = {};
     this.conn = new Conn({
       onState: (s, info) => this.set({ conn: s, connInfo: info }),
       onEvent: (m) => this.onEvent(m),
@@ -85,6 +92,7 @@ export class Store {
     } catch (e) { this.fail("agent.list")(e); }
     if (this.state.selected) this.attach(this.state.selected);
     this.refreshSide();
+    this.refreshCatalog();
     // Attached-client counts and costs change without an event of their
     // own (docs/protocol.md): re-read agent.list while online.
     if (!this.poll) {
@@ -98,16 +106,35 @@ export class Store {
   // no event tells: status and mode come live from events, and the
   // registry's copy may lag the broadcast by a moment, so a poll must not
   // set an agent back to a status it has already left.
+  //
+  // A poll does take provider and model: a model_changed reaches this page
+  // only for the agent it is attached to, so the other agents' switches
+  // (another client's set_model, across providers too) show from the poll.
+  // An answer read before a model_changed this page has seen is older than
+  // it: that agent keeps the event's provider and model.
   async refreshAgents(quiet) {
+    const seen = { ...this.modelSeq };
     const data = await this.conn.call({ type: "agent.list" });
     const agents = {};
     for (const a of data.agents || []) {
       const had = this.state.agents[a.agent_id];
+      const stale = had && (this.modelSeq[a.agent_id] || 0) !== (seen[a.agent_id] || 0);
+      const sel = stale ? { provider: had.provider, model: had.model } : { provider: a.provider, model: a.model };
       agents[a.agent_id] = quiet && had
-        ? { ...had, attached_clients: a.attached_clients, usage: laterUsage(had.usage, a.usage), model: a.model, provider: a.provider, title: a.title }
-        : { ...had, ...a, title: a.title, usage: laterUsage(had && had.usage, a.usage) };
+        ? { ...had, attached_clients: a.attached_clients, usage: laterUsage(had.usage, a.usage), ...sel, title: a.title }
+        : { ...had, ...a, ...sel, title: a.title, usage: laterUsage(had && had.usage, a.usage) };
     }
     this.set({ agents });
+  }
+
+  // refreshCatalog reads the daemon's models (models.list): every model of
+  // every configured provider, and the default, before any agent runs.
+  // The catalog changes only with the daemon's config, so once per
+  // connection is enough.
+  refreshCatalog() {
+    this.conn.call({ type: "models.list" }).then(
+      (d) => this.set({ catalog: { models: (d && d.models) || [], default: (d && d.default) || null } }),
+      () => this.set({ catalog: null }));
   }
 
   refreshSide() {
@@ -119,11 +146,24 @@ export class Store {
   // makes this connection one that speaks for the parent: the daemon sends
   // subagent_run_changed only to those (§10.3).
   refreshJobs(parent) {
-    this.conn.call({ type: "subagent.status", parent_agent_id: parent }).then((d) => {
+    return this.conn.call({ type: "subagent.status", parent_agent_id: parent }).then((d) => {
       const mine = d.jobs || [];
       const others = this.state.jobs.filter((j) => j.parent_agent_id !== parent);
       this.set({ jobs: [...mine, ...others].sort((a, b) => (b.created_at || 0) - (a.created_at || 0)) });
     }, () => {});
+  }
+
+  // awaitSteer re-reads the parent's jobs until the run's steers hold the
+  // steer answered with correlation id cid. The daemon records a steer
+  // against its run (RunSnapshot.steers) as it answers it, and no event
+  // says the record is there, so the page asks again a few times, each
+  // wait twice the last; a run change re-reads too.
+  awaitSteer(parent, runID, cid, attempt = 0) {
+    if (!cid) { this.refreshJobs(parent); return; }
+    const has = () => this.state.jobs.some((j) => (j.runs || []).some((r) => r.run_id === runID && (r.steers || []).some((x) => x.correlation_id === cid)));
+    this.refreshJobs(parent).then(() => {
+      if (!has() && attempt < STEER_REREADS) setTimeout(() => this.awaitSteer(parent, runID, cid, attempt + 1), 250 * 2 ** attempt);
+    });
   }
 
   async attach(id) {
@@ -220,9 +260,10 @@ export class Store {
       }
       case "subagent_run_changed":
         this.set({ jobs: applyRunChange(t.jobs, m) });
-        // An unknown run, or a run that ended (its job's state may have
-        // ended with it, and no event says so): re-read the parent's jobs.
-        if (endedRun.has(m.state) || !t.jobs.some((j) => j.job_id === m.job_id && (j.runs || []).some((r) => r.run_id === m.run_id))) this.refreshJobs(m.parent_agent_id);
+        // The event carries the run's state only: re-read the parent's
+        // jobs for the rest (a new run, the job's own state when the run
+        // ended, the steers recorded against the run).
+        this.refreshJobs(m.parent_agent_id);
         return;
       case "workspace_created": case "workspace_attached": case "workspace_retired": case "workspace_conflict":
         this.refreshSide();
@@ -265,7 +306,10 @@ export class Store {
       const a = (patch.agents || t.agents)[m.agent_id];
       // AgentInfo.provider/model say what runs (§11): the switch is the
       // agent's at once, as agent.list will say.
-      if (a && m.active) patch.agents = { ...(patch.agents || t.agents), [m.agent_id]: { ...a, provider: m.active.provider || a.provider, model: m.active.model || a.model } };
+      if (a && m.active) {
+        patch.agents = { ...(patch.agents || t.agents), [m.agent_id]: { ...a, provider: m.active.provider || a.provider, model: m.active.model || a.model } };
+        this.modelSeq[m.agent_id] = (this.modelSeq[m.agent_id] || 0) + 1;
+      }
       patch.reasoning = null;
     }
     if (m.type === "reasoning_level_changed" && m.agent_id === t.selected && t.reasoning) {

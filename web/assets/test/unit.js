@@ -6,10 +6,11 @@ import { initial, reduce, mergeSync, addLocalPrompt, dropQueued, resultText } fr
 import { backoffDelay } from "../js/backoff.js";
 import { tokenize, langOf } from "../js/syntax.js";
 import { compatible } from "../js/conn.js";
-import { addUsage, laterUsage } from "../js/store.js";
-import { agentLabel } from "../js/overview.js";
-import { Entry, Title, ModelPicker, agentUsage, contextFill, fmtTokens } from "../js/agent.js";
+import { addUsage, laterUsage, Store } from "../js/store.js";
+import { agentLabel, ModelChoice, defaultModel, modelField } from "../js/overview.js";
+import { Entry, Title, ModelPicker, agentUsage, contextFill, fmtTokens, runsOn } from "../js/agent.js";
 import { UI, Permission } from "../js/dialogs.js";
+import { RunSteers } from "../js/side.js";
 import { checkAdd, MAX_IMAGES, MAX_IMAGE_BYTES, setImageSource } from "../js/images.js";
 import { render } from "../vendor/preact.mjs";
 import { html } from "../js/html.js";
@@ -353,6 +354,73 @@ test("component: the model picker groups several providers' models and marks the
   sel.dispatchEvent(new Event("change", { bubbles: true }));
   eq(picked, ["an/claude-y"], "set_model by id");
   m.done();
+});
+
+test("component: a run's recorded steers show source, outcome, turn and time", async () => {
+  const steers = [
+    { correlation_id: "c1", source: "parent", status: "injected", turn_id: "turn-7", at: Date.now() - 5000 },
+    { correlation_id: "c2", source: "client", status: "conflict", at: Date.now() },
+  ];
+  const m = await mount(html`<${RunSteers} steers=${steers} />`);
+  eq(m.qa(".rsteer").map((e) => [e.dataset.source, e.dataset.status, e.dataset.turn, e.querySelector(".src").textContent, !!e.querySelector("time[datetime]")]),
+    [["parent", "injected", "turn-7", "parent", true], ["client", "conflict", "", "person", true]], "rows");
+  eq(m.q(".rsteer.bad .turn"), null, "a conflict names no turn");
+  m.done();
+  const none = await mount(html`<div><${RunSteers} steers=${undefined} /></div>`);
+  eq(none.qa(".run-steers").length, 0, "a run without steers lists none");
+  none.done();
+});
+
+test("component: a create form's model field: the daemon's catalog, default preselected; text without one", async () => {
+  const models = [
+    { id: "sim/sim", provider: "sim", model: "sim" },
+    { id: "local/qwen3", provider: "local", model: "qwen3" },
+    { id: "local/llama", provider: "local", model: "llama" },
+  ];
+  const catalog = { models, default: models[2] };
+  eq([defaultModel(catalog), defaultModel({ models, default: { id: "gone/x" } }), defaultModel({ models: [] }), defaultModel(null)],
+    ["local/llama", "sim/sim", "", ""], "default: the catalog's, else the first, else none");
+  eq([modelField("", catalog), modelField("sim/sim", catalog), modelField("", null), modelField("typed", null)],
+    ["local/llama", "sim/sim", "", "typed"], "what is sent");
+  const got = [];
+  let m = await mount(html`<${ModelChoice} id="mc" catalog=${catalog} value="" onChange=${(v) => got.push(v)} />`);
+  eq(m.q("#mc").tagName, "SELECT", "a picker");
+  eq(m.qa("optgroup").map((g) => g.label + ":" + [...g.querySelectorAll("option")].map((o) => o.textContent).join(",")),
+    ["sim:sim · sim", "local:local · qwen3,local · llama (default)"], "grouped by provider, provider · model");
+  eq(m.q("#mc").value, "local/llama", "the default preselected");
+  m.q("#mc").value = "local/qwen3";
+  m.q("#mc").dispatchEvent(new Event("change", { bubbles: true }));
+  eq(got, ["local/qwen3"], "the pick is the descriptor id");
+  m.done();
+  for (const empty of [null, { models: [], default: null }]) {
+    m = await mount(html`<${ModelChoice} id="mc" catalog=${empty} value="" onChange=${(v) => got.push(v)} />`);
+    eq(m.q("#mc").tagName, "INPUT", "no catalog: a text field");
+    input(m.q("#mc"), "oa/gpt-x");
+    m.done();
+  }
+  eq(got.slice(1), ["oa/gpt-x", "oa/gpt-x"], "a typed model id");
+  eq([runsOn({ provider: "local", model: "qwen3" }), runsOn({ model: "sim" }), runsOn({})], ["local · qwen3", "sim", ""], "what an agent runs");
+});
+
+test("store: a poll takes provider and model, but not over a model_changed it predates", async () => {
+  const st = new Store();
+  const answers = [];
+  st.conn.call = (msg) => msg.type === "agent.list" ? new Promise((res) => answers.push(res)) : Promise.reject(new Error("offline"));
+  const info = (id, provider, model) => ({ agent_id: id, provider, model, status: "idle", cwd: "/" });
+  st.set({ selected: "a1", agents: { a1: info("a1", "sim", "sim"), a2: info("a2", "sim", "sim") } });
+  // A poll is asked; then a model_changed of the attached agent arrives;
+  // then the poll's answer, read before the switch.
+  const p1 = st.refreshAgents(true);
+  st.onEvent({ type: "model_changed", agent_id: "a1", previous: { id: "sim/sim", provider: "sim", model: "sim" }, active: { id: "local/qwen3", provider: "local", model: "qwen3" } });
+  answers.shift()({ agents: [info("a1", "sim", "sim"), info("a2", "local", "llama")] });
+  await p1;
+  const runs = () => ["a1", "a2"].map((id) => st.state.agents[id].provider + "/" + st.state.agents[id].model);
+  eq(runs(), ["local/qwen3", "local/llama"], "the event's switch kept; another agent's switch from the poll");
+  // The next poll, read after the switch, is the daemon's word.
+  const p2 = st.refreshAgents(true);
+  answers.shift()({ agents: [info("a1", "anthropic", "claude"), info("a2", "local", "llama")] });
+  await p2;
+  eq(runs(), ["anthropic/claude", "local/llama"], "a later poll");
 });
 
 test("component: the title with the id secondary, and rename", async () => {
