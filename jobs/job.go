@@ -300,6 +300,9 @@ func (j *jobActor) onStopping(c actor.Context, m *agent.LeaseStopping) {
 // protocol.MaxRunSteers. A steer reaching a run already terminal is still
 // recorded: it resolved conflict against that run.
 func (j *jobActor) onSteered(c actor.Context, m *agent.LeaseSteered) {
+	// The steer's answer waits for this (agent.SteerRecorded), whatever
+	// happens here.
+	defer c.Respond(&agent.SteerRecorded{})
 	if j.job.Run(m.RunID) == nil {
 		return
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -293,17 +294,23 @@ func (a *Actor) humanSteer(r *Request) {
 // answerSteer answers a strict steer from the runtime's response (nil when
 // it never reached a turn: no turn, or the runtime exited): the parent's
 // subagent.steer gets SubagentSteerData, a client's steer the runtime's
-// answer (CONFLICT when there is none). Either way the run's holder hears
-// the outcome.
+// answer (CONFLICT when there is none). The run's holder records the
+// outcome first (LeaseSteered): the answer goes out once the record is
+// committed, so a client that reads the run after its answer sees the steer
+// (persist before acknowledging). Waiting for the record happens off the
+// mailbox, in a goroutine of Goroutines; a holder that is gone (its job
+// ended) or slow does not hold the answer past steerRecordWait.
 func (a *Actor) answerSteer(f *inflight, resp *protocol.Response) {
 	status, turnID := protocol.SteerConflict, ""
 	var data protocol.SteerData
 	if resp != nil && resp.Success && json.Unmarshal(resp.Data, &data) == nil {
 		status, turnID = protocol.SteerInjected, data.TurnID
 	}
+	var send func()
 	if m := f.steer; m != nil {
-		m.Client.Send(protocol.NewResponse(m.Header.ID, m.Header.Type, protocol.SubagentSteerData{
-			Status: status, RunID: m.RunID, TurnID: turnID, CorrelationID: m.CorrelationID}))
+		rec := protocol.NewResponse(m.Header.ID, m.Header.Type, protocol.SubagentSteerData{
+			Status: status, RunID: m.RunID, TurnID: turnID, CorrelationID: m.CorrelationID})
+		send = func() { m.Client.Send(rec) }
 	} else if f.client != nil {
 		// Like every answer relayed from the runtime, it carries the
 		// routing agent_id.
@@ -317,10 +324,27 @@ func (a *Actor) answerSteer(f *inflight, resp *protocol.Response) {
 			rec = protocol.NewErrorResponse(f.clientID, f.command,
 				protocol.Errorf(protocol.CodeConflict, "agent %s has no turn of run %s in flight to steer", a.m.AgentID, f.note.runID))
 		}
-		f.client.Send(protocol.WithAgentID(rec, a.m.AgentID))
+		client, rec := f.client, protocol.WithAgentID(rec, a.m.AgentID)
+		send = func() { client.Send(rec) }
 	}
-	if n := f.note; n != nil && n.holder != nil {
-		a.sys.Root.Send(n.holder, &LeaseSteered{RunID: n.runID, AgentID: a.m.AgentID, Steer: protocol.RunSteer{
-			CorrelationID: n.correlationID, Source: n.source, Status: status, TurnID: turnID}})
+	if send == nil {
+		send = func() {}
+	}
+	n := f.note
+	if n == nil || n.holder == nil {
+		send()
+		return
+	}
+	fut := a.sys.Root.RequestFuture(n.holder, &LeaseSteered{RunID: n.runID, AgentID: a.m.AgentID, Steer: protocol.RunSteer{
+		CorrelationID: n.correlationID, Source: n.source, Status: status, TurnID: turnID}}, steerRecordWait)
+	if !a.deps.Goroutines.Go(func() {
+		_, _ = fut.Result() // recorded, the holder gone (dead letter) or timed out: answer either way
+		send()
+	}) {
+		send() // the daemon is stopping: answer without waiting
 	}
 }
+
+// steerRecordWait bounds how long a steer's answer waits for the run's
+// holder to commit its record (one store write).
+const steerRecordWait = 10 * time.Second

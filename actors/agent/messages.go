@@ -153,11 +153,18 @@ type LeaseSteer struct {
 // that the job records it against the run (docs/protocol.md §10.3): the
 // parent's subagent.steer and a person's direct steer alike. It reaches
 // the holder before the LeaseEnded of the turn it joined or missed.
+//
+// It is sent as a request: the holder answers SteerRecorded once the record
+// is committed (or when it has no such run), and only then is the steer
+// answered to whoever sent it.
 type LeaseSteered struct {
 	RunID   string
 	AgentID string
 	Steer   protocol.RunSteer
 }
+
+// SteerRecorded answers a LeaseSteered: the steer is in the run's record.
+type SteerRecorded struct{}
 
 // LeaseStarted tells the holder the child accepted the task: the run is active.
 type LeaseStarted struct {

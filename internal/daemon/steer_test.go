@@ -166,6 +166,10 @@ func TestStrictSteerInjectedRecorded(t *testing.T) {
 	if !resp.Success || resp.AgentID != run.AgentID || json.Unmarshal(resp.Data, &data) != nil || data.TurnID == "" {
 		t.Fatalf("human steer = %+v", resp)
 	}
+	// Recorded before it was answered: the run shows it at once.
+	if s := runSteers(t, c, parent, run.RunID); len(s) != 1 || s[0].TurnID != data.TurnID {
+		t.Fatalf("steers recorded when the steer was answered = %+v", s)
+	}
 	res := waitRuns(t, c, parent, []string{run.RunID}, "", nil)
 	if res.Runs[0].State != protocol.RunCompleted || !strings.Contains(res.Runs[0].FinalText, "human") {
 		t.Fatalf("run = %+v", res.Runs[0])

@@ -32,7 +32,7 @@ export function steerRun(store, job, run, message) {
     store.note("steer: " + text);
     // The run records the steer (RunSnapshot.steers) once it resolved:
     // re-read the parent's jobs until the record is there.
-    store.awaitSteer(job.parent_agent_id, run.run_id, d.correlation_id);
+    store.awaitSteer(job.parent_agent_id);
     return { ok: d.status === "injected", status: d.status, turn_id: d.turn_id || "", text };
   }, (e) => {
     store.note("steer: " + errText(e));

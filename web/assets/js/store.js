@@ -14,9 +14,6 @@ import { wireImage, setImageSource } from "./images.js";
 /** How often the overview re-reads agent.list (attached clients, cost). */
 const AGENT_POLL_MS = 3000;
 
-/** How many times the page re-reads jobs for a steer's record (awaitSteer). */
-const STEER_REREADS = 5;
-
 export { State };
 
 const requestTypes = new Set(["permission_request", "ui_request", "permission_resolved", "ui_resolved"]);
@@ -153,17 +150,11 @@ export class Store {
     }, () => {});
   }
 
-  // awaitSteer re-reads the parent's jobs until the run's steers hold the
-  // steer answered with correlation id cid. The daemon records a steer
-  // against its run (RunSnapshot.steers) as it answers it, and no event
-  // says the record is there, so the page asks again a few times, each
-  // wait twice the last; a run change re-reads too.
-  awaitSteer(parent, runID, cid, attempt = 0) {
-    if (!cid) { this.refreshJobs(parent); return; }
-    const has = () => this.state.jobs.some((j) => (j.runs || []).some((r) => r.run_id === runID && (r.steers || []).some((x) => x.correlation_id === cid)));
-    this.refreshJobs(parent).then(() => {
-      if (!has() && attempt < STEER_REREADS) setTimeout(() => this.awaitSteer(parent, runID, cid, attempt + 1), 250 * 2 ** attempt);
-    });
+  // awaitSteer re-reads the parent's jobs once a steer is answered: the
+  // daemon records a steer against its run (RunSnapshot.steers) before it
+  // answers it, so that read holds it.
+  awaitSteer(parent) {
+    this.refreshJobs(parent);
   }
 
   async attach(id) {
