@@ -80,29 +80,16 @@ func (f *inflight) fitsLocked(n int) bool {
 // (calling pause, if set, when it starts to wait). It reports false when
 // stop closed first (nothing counted then).
 func (f *inflight) admit(id string, n int, stop <-chan struct{}, pause func()) bool {
-	waited := false
-	for {
-		f.mu.Lock()
-		if f.fitsLocked(n) {
-			f.pending[id] = append(f.pending[id], n)
-			f.records++
-			f.bytes += n
-			f.notifyLocked()
-			f.mu.Unlock()
-			return true
-		}
-		changed := f.changed
-		f.mu.Unlock()
-		if !waited && pause != nil {
-			pause()
-		}
-		waited = true
-		select {
-		case <-changed:
-		case <-stop:
+	return f.waitLocked(stop, pause, func() bool {
+		if !f.fitsLocked(n) {
 			return false
 		}
-	}
+		f.pending[id] = append(f.pending[id], n)
+		f.records++
+		f.bytes += n
+		f.notifyLocked()
+		return true
+	})
 }
 
 // waitRoom blocks until a record could be admitted without waiting for
@@ -113,10 +100,19 @@ func (f *inflight) admit(id string, n int, stop <-chan struct{}, pause func()) b
 // read and admitted: a record of up to the record limit is never read
 // while another such is still held (docs/protocol.md §2.3).
 func (f *inflight) waitRoom(stop <-chan struct{}, pause func()) bool {
+	return f.waitLocked(stop, pause, func() bool {
+		return f.records == 0 || (f.records < f.limits.MaxRecords && f.bytes < f.limits.MaxBytes)
+	})
+}
+
+// waitLocked calls ready under mu until it reports true, waiting for a
+// release between calls (calling pause once, if set, before the first
+// wait); it reports false when stop closed first.
+func (f *inflight) waitLocked(stop <-chan struct{}, pause func(), ready func() bool) bool {
 	waited := false
 	for {
 		f.mu.Lock()
-		if f.records == 0 || (f.records < f.limits.MaxRecords && f.bytes < f.limits.MaxBytes) {
+		if ready() {
 			f.mu.Unlock()
 			return true
 		}

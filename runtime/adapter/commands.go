@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/images"
 )
 
 // readLoop handles commands until Stdin ends (nil).
@@ -241,13 +242,7 @@ func (h *Host) setModelLocked(hd protocol.Header, model string) {
 // that takes no images refuses them UNSUPPORTED: the prompt is not run
 // without them. It runs without mu (file I/O) but for the check.
 func (h *Host) storeImages(cmd protocol.Command) ([]protocol.ContentBlock, error) {
-	var ims []protocol.Image
-	switch c := cmd.(type) {
-	case *protocol.Prompt:
-		ims = c.Images
-	case *protocol.Steer:
-		ims = c.Images
-	}
+	ims := images.Of(cmd)
 	if len(ims) == 0 {
 		return nil, nil
 	}

@@ -44,6 +44,19 @@ type Store struct {
 	mem map[string]protocol.Image // by SHA-256, when dir == ""
 }
 
+// Of returns the images a prompt or steer carries; nil for any other
+// command. The reference runtime and the adapter host store these before
+// the command is handled.
+func Of(cmd protocol.Command) []protocol.Image {
+	switch c := cmd.(type) {
+	case *protocol.Prompt:
+		return c.Images
+	case *protocol.Steer:
+		return c.Images
+	}
+	return nil
+}
+
 // Open returns the store of the session in sessionDir ("" for one kept in
 // memory). The directory is made by the first Put.
 func Open(sessionDir string) *Store {

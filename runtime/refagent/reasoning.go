@@ -99,18 +99,7 @@ func (r *runtime) setReasoning(h protocol.Header, model, effort string) {
 		return
 	}
 	r.mu.Unlock()
-	err := saveReasoning(r.opts.SessionDir, effort)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.out.isHung() {
-		return
-	}
-	if err != nil {
-		r.log.Error("reasoning level not saved", slog.Any("err", err))
-		r.out.respondErr(h, protocol.Errorf(protocol.CodeInternal, "save the reasoning level: %s", err))
-		return
-	}
-	r.sel.setReasoningLocked(h, model, effort)
+	r.saveReasoningThen(h, effort, func() { r.sel.setReasoningLocked(h, model, effort) })
 }
 
 // setModel handles set_model. When the switch drops the selected
@@ -128,7 +117,14 @@ func (r *runtime) setModel(h protocol.Header, sel string) {
 		return
 	}
 	r.mu.Unlock()
-	err := saveReasoning(r.opts.SessionDir, "")
+	r.saveReasoningThen(h, "", func() { r.sel.setModelLocked(h, sel) })
+}
+
+// saveReasoningThen saves effort as the session's level without mu, then,
+// under mu, runs apply — or answers h INTERNAL_ERROR when the save failed.
+// Called without mu.
+func (r *runtime) saveReasoningThen(h protocol.Header, effort string, apply func()) {
+	err := saveReasoning(r.opts.SessionDir, effort)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.out.isHung() {
@@ -139,5 +135,5 @@ func (r *runtime) setModel(h protocol.Header, sel string) {
 		r.out.respondErr(h, protocol.Errorf(protocol.CodeInternal, "save the reasoning level: %s", err))
 		return
 	}
-	r.sel.setModelLocked(h, sel)
+	apply()
 }

@@ -355,13 +355,7 @@ func (r *runtime) abortLocked() {
 // them. A model switched in between is covered by the provider call, which
 // tells such a model in text that an image was there.
 func (r *runtime) storeImages(cmd protocol.Command) ([]protocol.ContentBlock, error) {
-	var ims []protocol.Image
-	switch c := cmd.(type) {
-	case *protocol.Prompt:
-		ims = c.Images
-	case *protocol.Steer:
-		ims = c.Images
-	}
+	ims := images.Of(cmd)
 	if len(ims) == 0 {
 		return nil, nil
 	}
