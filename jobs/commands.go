@@ -63,6 +63,10 @@ func (co *Coordinator) onCommand(c actor.Context, cmd *registry.Command) {
 	co.remember(c, parent, cmd.Client)
 	switch m := cmd.Cmd.(type) {
 	case *protocol.SubagentCreate:
+		if live := cmd.Parent; live.AgentID == pm.AgentID && live.Provider != "" {
+			// What the parent runs now (docs/protocol.md §13, providers).
+			pm.Provider, pm.Model = live.Provider, live.Model
+		}
 		co.create(c, cmd, m, pm)
 	case *protocol.SubagentRelaunch:
 		co.relaunch(c, cmd, m)

@@ -24,6 +24,12 @@ type Command struct {
 	Header protocol.Header
 	Cmd    protocol.Command
 	Raw    []byte
+	// Parent is the registry's live AgentInfo of a subagent.create's
+	// parent (zero when unknown): what it runs now, which a model_changed
+	// may have changed before the store has it (the agent saves it off its
+	// mailbox), so that a child inherits the parent's current provider and
+	// model.
+	Parent protocol.AgentInfo
 }
 
 // Drain stops every runtime for a daemon shutdown and closes Done once none

@@ -375,6 +375,11 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 				fail(cmd, protocol.Errorf(protocol.CodeConflict, "subagent jobs are not available (daemon shutting down)"))
 				return
 			}
+			if m, ok := cmd.Cmd.(*protocol.SubagentCreate); ok {
+				if e := r.agents[m.ParentAgentID]; e != nil {
+					cmd.Parent = e.info
+				}
+			}
 			c.Send(r.jobs, cmd) // the coordinator answers the client
 			return
 		case protocol.TypeWorkspaceCreate, protocol.TypeWorkspaceAttach, protocol.TypeWorkspaceList,

@@ -258,6 +258,17 @@ func TestProvidersSubagentInherits(t *testing.T) {
 		}
 	}
 
+	// Right after a switch, before the store may have it, a child inherits
+	// what the parent runs now.
+	attach(t, c, parent, "")
+	if _, err := c.Request(ctx(t), &protocol.SetModel{Header: protocol.Header{Type: protocol.TypeSetModel, AgentID: parent}, Model: "local/llama"}); err != nil {
+		t.Fatalf("set_model: %v", err)
+	}
+	if id, err = child("", ""); err != nil {
+		t.Fatalf("subagent.create after set_model: %v", err)
+	}
+	wantRuns(t, c, id, "local", "llama", "a child created right after its parent switched to local/llama")
+
 	// A lead's model starts workers on another provider with the subagent
 	// tool's model (a model id names its provider).
 	lead := h.create(c, func(m *protocol.AgentCreate) { m.Provider = "sim" })
