@@ -430,3 +430,78 @@ func (s *Store) DeleteReport(runID string) error {
 	})
 	return wrapOp(err, "delete report %q", runID)
 }
+
+// DeleteJobs forgets finished jobs (retention, docs/protocol.md §10.3
+// jobs.prune): each job's record, its parent index entry and its
+// idempotency key, in one transaction that first checks, against the
+// records as they are at that commit, that the job has ended, every run of
+// it is terminal and no completion report of its runs waits for delivery.
+// A job that fails the check is kept and left out of the answer (an
+// unfinished job is never removed); a missing one is skipped. It returns
+// the ids it deleted. The Agents of the runs are not touched: they go
+// through DeleteAgent, whose own checks decide.
+func (s *Store) DeleteJobs(ids []string) ([]string, error) {
+	var deleted []string
+	err := s.update(func(tx *bolt.Tx) error {
+		deleted = nil // a group-commit retry runs this again
+		reports, err := bucket(tx, bucketReports)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			var j Job
+			found, err := getJSON(tx, bucketJobs, id, &j)
+			if err != nil {
+				return err
+			}
+			if !found || !jobFinished(&j, reports) {
+				continue
+			}
+			if j.RequestID != "" {
+				reqs, err := bucket(tx, bucketRequests)
+				if err != nil {
+					return err
+				}
+				key := []byte(scoped(j.ParentAgentID, j.RequestID))
+				if string(reqs.Get(key)) == j.JobID {
+					if err := reqs.Delete(key); err != nil {
+						return err
+					}
+				}
+			}
+			for _, name := range []string{bucketParentJobs, bucketOpenJobs, bucketJobs} {
+				b, err := bucket(tx, name)
+				if err != nil {
+					return err
+				}
+				key := j.JobID
+				if name == bucketParentJobs {
+					key = scoped(j.ParentAgentID, j.JobID)
+				}
+				if err := b.Delete([]byte(key)); err != nil {
+					return err
+				}
+			}
+			deleted = append(deleted, j.JobID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrapOp(err, "delete jobs")
+	}
+	return deleted, nil
+}
+
+// jobFinished reports whether j may be forgotten: it has ended, every run
+// is terminal, and no report of its runs is undelivered.
+func jobFinished(j *Job, reports *bolt.Bucket) bool {
+	if j.EndedAt == 0 {
+		return false
+	}
+	for _, r := range j.Runs {
+		if !r.State.Terminal() || reports.Get([]byte(r.RunID)) != nil {
+			return false
+		}
+	}
+	return true
+}
