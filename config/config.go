@@ -94,6 +94,11 @@ type JobsConfig struct {
 	// RunTimeout is each run's start-to-close deadline; past it the run is
 	// stopped by escalation and ends timed_out. 0 means none. Default 30m.
 	RunTimeout time.Duration `mapstructure:"run_timeout"`
+	// Retention is how long a finished job is kept: past it the job and
+	// its stopped children that nothing else references are removed
+	// (sessions included), by a sweep at start and then periodically. 0,
+	// the default, keeps everything (prune by hand: shardctl jobs prune).
+	Retention time.Duration `mapstructure:"retention"`
 	// Aliases is the friendly alias pool, comma-separated; "" uses the
 	// built-in pool.
 	Aliases string `mapstructure:"aliases"`

@@ -53,6 +53,9 @@ func (co *Coordinator) onCommand(c actor.Context, cmd *registry.Command) {
 	case *protocol.JobsShow:
 		co.opShow(cmd, m)
 		return
+	case *protocol.JobsPrune:
+		co.opPrune(c, cmd, m)
+		return
 	}
 	parent := parentOf(cmd.Cmd)
 	pm, err := co.idx.agent(parent)

@@ -93,6 +93,11 @@ type Deps struct {
 	// the workspaces of isolated runs (isolation.go); nil refuses
 	// isolation "workspace".
 	Workspaces *actor.PID
+	// Retention is how long a finished job is kept (jobs.retention): a sweep
+	// at start and then periodically removes the finished jobs that ended
+	// longer ago and their children nothing else references, as jobs.prune
+	// does. 0, the default, keeps everything.
+	Retention time.Duration
 	// Dispatcher runs the mailboxes of the coordinator and its job actors
 	// (a mailrun.Pool); nil is protoactor's default, a new goroutine per
 	// mailbox run.
@@ -119,6 +124,7 @@ type Coordinator struct {
 	admit    admission
 	waits    waitSet
 	reports  reportDelivery
+	ret      retentionState
 }
 
 // admission is the runs holding or waiting for a start.
@@ -178,6 +184,14 @@ func (co *Coordinator) Receive(c actor.Context) {
 	case *retryReports:
 		co.reports.retry = nil
 		co.deliverPending(c)
+	case *retentionTick:
+		co.sweep(c)
+	case *jobsDeleted:
+		co.onJobsDeleted(c, m)
+	case *registry.AgentStatesResult:
+		co.onAgentStates(m)
+	case *registry.RemoveAgentsResult:
+		co.onAgentsRemoved(m)
 	case *waitTimeout:
 		if w := co.waits.byID[m.id]; w != nil {
 			co.answerWait(c, w, true)
@@ -188,6 +202,10 @@ func (co *Coordinator) Receive(c actor.Context) {
 		// Nothing may be sent to a stopped coordinator late.
 		co.waits.stopTimers()
 		co.reports.stopRetry()
+		if co.ret.timer != nil {
+			co.ret.timer.Stop()
+			co.ret.timer = nil
+		}
 	case *actor.Stopped, *actor.Restarting:
 	default:
 		co.deps.Logger.Warn("jobs coordinator: unexpected message", "type", fmt.Sprintf("%T", m))
@@ -219,6 +237,9 @@ func (co *Coordinator) load(c actor.Context) {
 		}
 	}
 	co.deliverPending(c)
+	if co.deps.Retention > 0 {
+		co.sweep(c)
+	}
 }
 
 func (co *Coordinator) spawnJob(c actor.Context, j store.Job) {

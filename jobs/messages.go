@@ -55,16 +55,25 @@ type (
 	waitTimeout struct{ id int }
 	// retryReports: time to retry undelivered reports.
 	retryReports struct{}
+	// retentionTick: time for a retention sweep (Deps.Retention).
+	retentionTick struct{}
+	// jobsDeleted: the store deleted these finished jobs (retention).
+	jobsDeleted struct {
+		ids []string
+		err error
+	}
 )
 
-func (*runChanged) isJobsMessage()   {}
-func (*admitReq) isJobsMessage()     {}
-func (*jobUpdated) isJobsMessage()   {}
-func (*admitted) isJobsMessage()     {}
-func (*released) isJobsMessage()     {}
-func (*stopReq) isJobsMessage()      {}
-func (*finished) isJobsMessage()     {}
-func (*deadline) isJobsMessage()     {}
-func (*createDone) isJobsMessage()   {}
-func (*waitTimeout) isJobsMessage()  {}
-func (*retryReports) isJobsMessage() {}
+func (*runChanged) isJobsMessage()    {}
+func (*admitReq) isJobsMessage()      {}
+func (*jobUpdated) isJobsMessage()    {}
+func (*admitted) isJobsMessage()      {}
+func (*released) isJobsMessage()      {}
+func (*stopReq) isJobsMessage()       {}
+func (*finished) isJobsMessage()      {}
+func (*deadline) isJobsMessage()      {}
+func (*createDone) isJobsMessage()    {}
+func (*waitTimeout) isJobsMessage()   {}
+func (*retryReports) isJobsMessage()  {}
+func (*retentionTick) isJobsMessage() {}
+func (*jobsDeleted) isJobsMessage()   {}

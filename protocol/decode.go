@@ -112,6 +112,8 @@ func newCommand(typ string) Command {
 		return &JobsList{}
 	case TypeJobsShow:
 		return &JobsShow{}
+	case TypeJobsPrune:
+		return &JobsPrune{}
 	case TypeWorkspaceCreate:
 		return &WorkspaceCreate{}
 	case TypeWorkspaceAttach:

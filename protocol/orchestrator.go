@@ -513,3 +513,36 @@ type ModelsListData struct {
 	// Default is the model of an agent created without provider or model.
 	Default ModelDescriptor `json:"default"`
 }
+
+// TypeJobsPrune removes finished jobs (Shard extension, docs/protocol.md
+// §10.3): retention an operator controls (`shardctl jobs prune`).
+const TypeJobsPrune = "jobs.prune"
+
+// JobsPrune removes the finished jobs whose end is at least OlderThanMs
+// ago — every run terminal, every completion report delivered, no
+// subagent.wait on them — and with them their children that nothing else
+// references, with the checks of agent.remove (a child that is live, or
+// that another job or an undelivered report still names, is kept, and so is
+// its job). DryRun answers what would go and changes nothing.
+type JobsPrune struct {
+	Header
+	OlderThanMs int64 `json:"older_than_ms"`
+	DryRun      bool  `json:"dry_run,omitempty"`
+}
+
+// JobsPruneData answers jobs.prune: the jobs and agents removed (or, for a
+// dry run, that would be), oldest job first. Agent removal may still
+// refuse a child that became live meanwhile: it is then left out and kept.
+type JobsPruneData struct {
+	JobIDs   []string `json:"job_ids"`
+	AgentIDs []string `json:"agent_ids"`
+	DryRun   bool     `json:"dry_run,omitempty"`
+}
+
+// Validate implements Command.
+func (c *JobsPrune) Validate() error {
+	if c.OlderThanMs < 0 {
+		return invalid("older_than_ms", "must not be negative")
+	}
+	return nil
+}

@@ -83,6 +83,20 @@ type AgentStatesResult struct {
 	Attachments map[string]int
 }
 
+// RemoveAgents is agent.remove of AgentIDs asked by a sibling (the jobs
+// coordinator's retention, docs/protocol.md §10.3 jobs.prune), with every
+// check of agent.remove. The registry responds to the sender with
+// *RemoveAgentsResult once the removal is done (session directories
+// included).
+type RemoveAgents struct{ AgentIDs []string }
+
+// RemoveAgentsResult answers RemoveAgents: agent.remove's data, or Err
+// (CONFLICT while the daemon shuts down).
+type RemoveAgentsResult struct {
+	Data protocol.AgentRemoveData
+	Err  error
+}
+
 // createResult carries the outcome of agent.create's I/O back to the actor.
 type createResult struct {
 	cmd *Command
@@ -99,3 +113,4 @@ func (*createResult) isRegistryMessage()     {}
 func (*AttachWorkspaces) isRegistryMessage() {}
 func (*DetachWorkspaces) isRegistryMessage() {}
 func (*AgentStates) isRegistryMessage()      {}
+func (*RemoveAgents) isRegistryMessage()     {}

@@ -143,6 +143,13 @@ func (r *Actor) Receive(c actor.Context) {
 		if m.Done != nil {
 			close(m.Done)
 		}
+	case *RemoveAgents:
+		sys, sender := c.ActorSystem(), c.Sender()
+		r.removeIDs(c, m.AgentIDs, func(data protocol.AgentRemoveData, err error) {
+			if sender != nil {
+				sys.Root.Send(sender, &RemoveAgentsResult{Data: data, Err: err})
+			}
+		})
 	case *AgentStates:
 		res := &AgentStatesResult{}
 		for _, id := range m.AgentIDs {
@@ -370,7 +377,7 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 		switch typ {
 		case protocol.TypeSubagentCreate, protocol.TypeSubagentWait, protocol.TypeSubagentSteer,
 			protocol.TypeSubagentRelaunch, protocol.TypeSubagentStatus, protocol.TypeSubagentStop,
-			protocol.TypeJobsList, protocol.TypeJobsShow:
+			protocol.TypeJobsList, protocol.TypeJobsShow, protocol.TypeJobsPrune:
 			if r.jobs == nil || r.draining {
 				fail(cmd, protocol.Errorf(protocol.CodeConflict, "subagent jobs are not available (daemon shutting down)"))
 				return

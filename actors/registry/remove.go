@@ -14,7 +14,7 @@ import (
 
 // removeResult carries agent.remove's commits back to the actor.
 type removeResult struct {
-	cmd     *Command
+	answer  func(protocol.AgentRemoveData, error)
 	results []protocol.AgentRemoveResult
 	removed map[string]store.Agent // by agent_id, the manifests deleted
 }
@@ -32,15 +32,26 @@ func (*removeResult) isRegistryMessage() {}
 // agent_removed is broadcast; their actors are stopped and their session
 // directories deleted before the response goes out.
 func (r *Actor) remove(c actor.Context, cmd *Command) {
-	req := cmd.Cmd.(*protocol.AgentRemove)
+	r.removeIDs(c, cmd.Cmd.(*protocol.AgentRemove).AgentIDs, func(data protocol.AgentRemoveData, err error) {
+		if err != nil {
+			fail(cmd, err)
+			return
+		}
+		reply(cmd, data)
+	})
+}
+
+// removeIDs is agent.remove of ids, answered through answer (called once,
+// from any goroutine): the client's command, or RemoveAgents.
+func (r *Actor) removeIDs(c actor.Context, ids []string, answer func(protocol.AgentRemoveData, error)) {
 	if r.draining {
-		fail(cmd, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))
+		answer(protocol.AgentRemoveData{}, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))
 		return
 	}
-	results := make([]protocol.AgentRemoveResult, len(req.AgentIDs))
+	results := make([]protocol.AgentRemoveResult, len(ids))
 	var todo []int
 	seen := map[string]bool{}
-	for i, id := range req.AgentIDs {
+	for i, id := range ids {
 		results[i].AgentID = id
 		if seen[id] { // named twice: judged once, the repeat shares nothing
 			results[i].Error, results[i].Kind, results[i].Reason = protocol.CodeConflict, protocol.RemoveBusy, "named twice in one request"
@@ -60,7 +71,7 @@ func (r *Actor) remove(c actor.Context, cmd *Command) {
 		todo = append(todo, i)
 	}
 	if len(todo) == 0 {
-		reply(cmd, protocol.AgentRemoveData{Results: results})
+		answer(protocol.AgentRemoveData{Results: results}, nil)
 		return
 	}
 	sys, self, st := c.ActorSystem(), c.Self(), r.deps.Store
@@ -81,13 +92,13 @@ func (r *Actor) remove(c actor.Context, cmd *Command) {
 				results[i].Error, results[i].Reason = protocol.CodeInternal, "the store could not delete the agent"
 			}
 		}
-		sys.Root.Send(self, &removeResult{cmd: cmd, results: results, removed: removed})
+		sys.Root.Send(self, &removeResult{answer: answer, results: results, removed: removed})
 	})
 	if !started {
 		for _, i := range todo {
 			r.agents[results[i].AgentID].removing = false
 		}
-		fail(cmd, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))
+		answer(protocol.AgentRemoveData{}, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))
 	}
 }
 
@@ -165,13 +176,13 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 				log.Error("registry: delete session directory", "err", err)
 			}
 		}
-		reply(res.cmd, data)
+		res.answer(data, nil)
 	}
 	if !r.deps.Group.Go(finish) {
 		for _, pid := range pids {
 			c.Stop(pid)
 		}
-		reply(res.cmd, data) // the records are gone; the directories stay for a later prune by hand
+		res.answer(data, nil) // the records are gone; the directories stay for a later prune by hand
 	}
 }
 

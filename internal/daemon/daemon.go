@@ -310,6 +310,7 @@ func (d *Daemon) Start() error {
 			RunTimeout:         cfg.Jobs.RunTimeout,
 		},
 		Aliases:      splitList(cfg.Jobs.Aliases),
+		Retention:    cfg.Jobs.Retention,
 		Group:        d.group,
 		Metrics:      d.metrics,
 		Workspaces:   d.workspaces,
