@@ -30,7 +30,7 @@ var briefKeys = []string{
 	"jobs.max_active_per_parent",
 	"jobs.max_tasks",
 	"jobs.max_depth",
-	"jobs.run_timeout",
+	"jobs.run_timeout", "jobs.retention",
 	"jobs.nice",
 	"jobs.sched_idle",
 	"jobs.aliases",

@@ -121,7 +121,7 @@ func settings() []setting {
 			usage: "deadline of each subagent run from start; 0 means none",
 			field: func(c *Config) any { return &c.Jobs.RunTimeout }, check: nonNegative},
 		{key: "jobs.retention",
-			usage: "remove finished jobs (and their stopped children nothing else references, with their sessions) this long after they ended; 0 keeps them all",
+			usage: "remove finished jobs (and their stopped children nothing else references, with their sessions) this long after they ended (default 0: keep them all)",
 			field: func(c *Config) any { return &c.Jobs.Retention }, check: nonNegative},
 		{key: "jobs.nice",
 			usage: "niceness added for subagent runtimes and everything they start, so the daemon and directly used agents are served first on busy CPUs (0-19; 0: the daemon's own)",
