@@ -6,7 +6,7 @@ func newJobsCommand(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "jobs",
 		Aliases: []string{"job"},
-		Short:   "Inspect, stop, steer, relaunch and wait for subagent jobs",
+		Short:   "Inspect, stop, steer, relaunch, wait for and prune subagent jobs",
 		Long: `Inspect, stop, steer, relaunch and wait for subagent jobs across every parent.
 
 A HANDLE is a job id (job-…), a run id (run-…), a child agent id (agent-…,
@@ -23,6 +23,7 @@ shown; neither is a run's final text.`,
 		newJobsRelaunchCommand(g),
 		newJobsSteerCommand(g),
 		newJobsWaitCommand(g),
+		newJobsPruneCommand(g),
 	)
 	return cmd
 }
