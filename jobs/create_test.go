@@ -50,6 +50,12 @@ func startCoordinator(t *testing.T, st *store.Store) *coordHarness {
 // stopped, as the daemon does.
 func startCoordinatorWith(t *testing.T, st *store.Store, reg *actor.Props, clk clock.Clock, lim Limits) *coordHarness {
 	t.Helper()
+	return startCoordinatorDeps(t, st, reg, clk, lim, nil)
+}
+
+// startCoordinatorDeps is startCoordinatorWith with a hook on the Deps.
+func startCoordinatorDeps(t *testing.T, st *store.Store, reg *actor.Props, clk clock.Clock, lim Limits, mutate func(*Deps)) *coordHarness {
+	t.Helper()
 	discard := slog.New(slog.DiscardHandler)
 	sys := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return discard }),
 		// Messages to actors stopped at cleanup are dead letters; their
@@ -59,7 +65,11 @@ func startCoordinatorWith(t *testing.T, st *store.Store, reg *actor.Props, clk c
 	registry := sys.Root.Spawn(reg)
 	conn := sys.Root.Spawn(nop)
 	group := &xsync.Group{}
-	coord := sys.Root.Spawn(Props(Deps{Store: st, Registry: registry, Logger: discard, Clock: clk, Group: group, Limits: lim}))
+	deps := Deps{Store: st, Registry: registry, Logger: discard, Clock: clk, Group: group, Limits: lim}
+	if mutate != nil {
+		mutate(&deps)
+	}
+	coord := sys.Root.Spawn(Props(deps))
 	h := &coordHarness{t: t, sys: sys, coord: coord, registry: registry, out: outbox.New(outbox.Limits{}), got: map[string]protocol.Response{}, group: group}
 	h.client = &agent.Client{ID: 1, PID: conn, Out: h.out, Source: "unix"}
 	t.Cleanup(func() {

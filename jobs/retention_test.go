@@ -1,0 +1,105 @@
+package jobs
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/actors/registry"
+	"github.com/shard-dev/shard/internal/clock"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
+)
+
+// retentionRegistry plays the registry for retention: every agent is
+// stopped, and RemoveAgents deletes through the store (agent.remove's
+// store checks).
+func retentionRegistry(st *store.Store) *actor.Props {
+	return actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *registry.AgentStates:
+			res := &registry.AgentStatesResult{}
+			for _, id := range m.AgentIDs {
+				res.Infos = append(res.Infos, protocol.AgentInfo{AgentID: id, RuntimeState: protocol.RuntimeStopped})
+			}
+			c.Respond(res)
+		case *registry.RemoveAgents:
+			res := &registry.RemoveAgentsResult{}
+			for _, id := range m.AgentIDs {
+				_, err := st.DeleteAgent(id)
+				res.Data.Results = append(res.Data.Results, protocol.AgentRemoveResult{AgentID: id, Removed: err == nil})
+			}
+			c.Respond(res)
+		}
+	})
+}
+
+// putFinishedJob stores a completed single-run job under parent that
+// ended at ended, with its child's manifest.
+func putFinishedJob(t *testing.T, st *store.Store, id, parent string, ended time.Time) store.Job {
+	t.Helper()
+	j := store.Job{JobID: id, ParentAgentID: parent, Strategy: protocol.StrategySingle, CreatedAt: ended.UnixMilli() - 1000, EndedAt: ended.UnixMilli(),
+		Runs: []store.Run{{RunID: "run-" + id, Name: "t", AgentID: "agent-" + id, State: protocol.RunCompleted, EndedAt: ended.UnixMilli()}}}
+	child := store.Agent{AgentID: "agent-" + id, SessionID: "sess-" + id, Cwd: "/w", ParentAgentID: parent, Depth: 1}
+	if _, err := st.CreateJob(j, []store.Agent{child}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// The jobs.retention sweep runs at start and then on the coordinator's
+// clock: each pass removes the finished jobs older than the retention,
+// with their children, and nothing younger.
+func TestRetentionSweepOnTheClock(t *testing.T) {
+	st := openTestStore(t)
+	putParent(t, st, "agent-p")
+	clk := clock.NewManual(time.Unix(1_000_000, 0))
+	putFinishedJob(t, st, "job-old", "agent-p", clk.Now().Add(-2*time.Hour))
+	putFinishedJob(t, st, "job-young", "agent-p", clk.Now().Add(-10*time.Minute))
+	startCoordinatorDeps(t, st, retentionRegistry(st), clk, Limits{}, func(d *Deps) { d.Retention = time.Hour })
+
+	waitPending(t, clk, 1) // the first sweep ended and armed the next
+	gone := func(id string) bool {
+		_, err := st.GetJob(id)
+		return errors.Is(err, store.ErrNotFound)
+	}
+	if !gone("job-old") {
+		t.Fatal("the sweep at start kept a job that ended 2h ago (retention 1h)")
+	}
+	if _, err := st.GetAgent("agent-job-old"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the old job's child: %v; want it removed", err)
+	}
+	if gone("job-young") {
+		t.Fatal("the sweep at start removed a job that ended 10 min ago")
+	}
+	if n := clk.Advance(time.Hour); n != 1 {
+		t.Fatalf("%d timers fired after an hour, want the sweep's", n)
+	}
+	waitPending(t, clk, 1)
+	if !gone("job-young") {
+		t.Fatal("the hourly sweep kept a job that ended 70 min ago")
+	}
+	if _, err := st.GetAgent("agent-p"); err != nil {
+		t.Fatalf("the parent: %v; want it kept", err)
+	}
+}
+
+// With jobs.retention 0 (the default) no sweep runs and no timer is armed.
+func TestRetentionOffByDefault(t *testing.T) {
+	st := openTestStore(t)
+	putParent(t, st, "agent-p")
+	clk := clock.NewManual(time.Unix(1_000_000, 0))
+	putFinishedJob(t, st, "job-old", "agent-p", clk.Now().Add(-1000*time.Hour))
+	h := startCoordinatorWith(t, st, retentionRegistry(st), clk, Limits{})
+	// A command answered after Started: the load (and any sweep) is done.
+	h.send("l", protocol.TypeJobsList, &protocol.JobsList{})
+	h.responses("l")
+	if clk.Pending() != 0 {
+		t.Fatalf("%d timers armed with retention off", clk.Pending())
+	}
+	if _, err := st.GetJob("job-old"); err != nil {
+		t.Fatalf("job with retention off: %v; want it kept", err)
+	}
+}
