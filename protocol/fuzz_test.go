@@ -184,6 +184,8 @@ func hasDuplicateKey(data []byte) bool {
 func FuzzDecodeCommand(f *testing.F) {
 	seedFrames(f)
 	f.Add([]byte(`{"id":"d","type":"agent.list","type":"daemon.shutdown"}`))
+	f.Add([]byte(`{"id":"p","type":"jobs.prune","older_than_ms":3600000,"dry_run":true}`))
+	f.Add([]byte(`{"id":"p","type":"jobs.prune","older_than_ms":-1}`))
 	f.Add([]byte(`{"id":"d","type":"agent.list","TYPE":"daemon.shutdown"}`))
 	f.Add([]byte(`{"id":"c","type":"agent.create","cwd":"/w","launch_policy":{"maxTasks":1,"max\u0054asks":9}}`))
 	f.Add([]byte("{\"id\":\"p\",\"type\":\"prompt\",\"agent_id\":\"a\",\"message\":\"\xff\"}"))
