@@ -58,6 +58,19 @@ func TestRetentionSweepOnTheClock(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_000_000, 0))
 	putFinishedJob(t, st, "job-old", "agent-p", clk.Now().Add(-2*time.Hour))
 	putFinishedJob(t, st, "job-young", "agent-p", clk.Now().Add(-10*time.Minute))
+	// Old enough but not finished: a report not delivered (the probe never
+	// accepts it), and a run not terminal.
+	pending := putFinishedJob(t, st, "job-pending", "agent-p", clk.Now().Add(-2*time.Hour))
+	if _, err := st.UpdateJob(pending.JobID, func(j *store.Job) ([]store.Report, error) {
+		return []store.Report{{RunID: j.Runs[0].RunID, JobID: j.JobID, ParentAgentID: "agent-p", AgentID: j.Runs[0].AgentID, State: protocol.RunCompleted}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	open := store.Job{JobID: "job-open", ParentAgentID: "agent-p", Strategy: protocol.StrategySingle, CreatedAt: clk.Now().Add(-3 * time.Hour).UnixMilli(),
+		Runs: []store.Run{{RunID: "run-open", Name: "t", AgentID: "agent-open", State: protocol.RunQueued}}}
+	if _, err := st.CreateJob(open, []store.Agent{{AgentID: "agent-open", SessionID: "sess-open", Cwd: "/w", ParentAgentID: "agent-p", Depth: 1}}, nil); err != nil {
+		t.Fatal(err)
+	}
 	startCoordinatorDeps(t, st, retentionRegistry(st), clk, Limits{}, func(d *Deps) { d.Retention = time.Hour })
 
 	waitPending(t, clk, 1) // the first sweep ended and armed the next
@@ -81,8 +94,15 @@ func TestRetentionSweepOnTheClock(t *testing.T) {
 	if !gone("job-young") {
 		t.Fatal("the hourly sweep kept a job that ended 70 min ago")
 	}
-	if _, err := st.GetAgent("agent-p"); err != nil {
-		t.Fatalf("the parent: %v; want it kept", err)
+	for _, id := range []string{"job-pending", "job-open"} {
+		if gone(id) {
+			t.Fatalf("the sweep removed %s, which is not finished", id)
+		}
+	}
+	for _, id := range []string{"agent-p", "agent-job-pending", "agent-open"} {
+		if _, err := st.GetAgent(id); err != nil {
+			t.Fatalf("agent %s: %v; want it kept", id, err)
+		}
 	}
 }
 
