@@ -125,7 +125,11 @@ func (co *Coordinator) freeChildren(gone []string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, id := range gone {
-		for _, r := range co.idx.job(id).Runs {
+		j := co.idx.job(id)
+		if j == nil {
+			continue
+		}
+		for _, r := range j.Runs {
 			a := r.AgentID
 			if seen[a] || parents[a] {
 				continue
@@ -162,8 +166,12 @@ func (co *Coordinator) onAgentStates(m *registry.AgentStatesResult) {
 	if len(live) > 0 {
 		kept := p.jobs[:0]
 		for _, id := range p.jobs {
+			j := co.idx.job(id)
+			if j == nil {
+				continue
+			}
 			ok := true
-			for _, r := range co.idx.job(id).Runs {
+			for _, r := range j.Runs {
 				if live[r.AgentID] {
 					ok = false
 					break
@@ -208,7 +216,9 @@ func (co *Coordinator) onJobsDeleted(c actor.Context, m *jobsDeleted) {
 	}
 	p.agents = co.freeChildren(m.ids)
 	for _, id := range m.ids {
-		co.idx.forget(co.idx.job(id))
+		if j := co.idx.job(id); j != nil {
+			co.idx.forget(j)
+		}
 	}
 	p.jobs = m.ids
 	if len(p.agents) == 0 {
