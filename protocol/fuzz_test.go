@@ -27,6 +27,8 @@ var specFrames = []string{
 	`{"id":"r1","type":"agent.attach","agent_id":"a-3","role":"observer"}`,
 	`{"id":"r2","type":"agent.detach","agent_id":"a-3"}`,
 	`{"id":"l1","type":"agent.list"}`,
+	`{"id":"l2","type":"agent.list","active":true,"since_ms":1,"limit":2,"cursor":"YS4xLmFnZW50LTE"}`,
+	`{"id":"l3","type":"jobs.list","parent_agent_id":"agent-1","limit":2,"cursor":"ai4wLmpvYi0x"}`,
 	`{"id":"c1","type":"agent.create","cwd":"/work","headless_policy":"queue","depth":1,"launch_policy":{"maxTasks":4,"maxDepth":2}}`,
 	`{"id":"s1","type":"session_op","agent_id":"a-3","op":"compact","args":{"keep_recent_tokens":20000}}`,
 	`{"id":"s2","type":"session_op","op":"fork","args":{"from_entry_id":"e-12"}}`,
