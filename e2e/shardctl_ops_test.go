@@ -203,6 +203,13 @@ func TestShardctlJobsOps(t *testing.T) {
 			t.Errorf("jobs ls %v = %v, want %v", tt.args, ids, tt.want)
 		}
 	}
+	// A bounded list says when more jobs exist, and only then.
+	if r := d.mustCtl("", "jobs", "ls", "--limit", "3", "--page-size", "2"); !strings.Contains(r.stderr, "(the 3 newest; --all shows every job)") {
+		t.Errorf("jobs ls --limit 3 of 4 jobs: stderr %q", r.stderr)
+	}
+	if r := d.mustCtl("", "jobs", "ls", "--limit", "4"); strings.Contains(r.stderr, "newest") {
+		t.Errorf("jobs ls --limit 4 of 4 jobs: stderr %q", r.stderr)
+	}
 	// An unknown parent is an error, not an empty list.
 	if r := d.ctlCode(1, "jobs", "ls", "--parent", "agent-nobody"); !strings.Contains(r.stderr, "NOT_FOUND") {
 		t.Errorf("jobs ls --parent agent-nobody: %q", r.stderr)
