@@ -361,3 +361,37 @@ func FuzzWithAgentID(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeCursor: any string either is refused as INVALID_REQUEST naming
+// cursor, or decodes to a cursor of the asked list that survives its own
+// encoding (docs/protocol.md §13, paged lists).
+func FuzzDecodeCursor(f *testing.F) {
+	for _, c := range []protocol.Cursor{
+		{Kind: protocol.CursorAgents, At: 1_700_000_000_000, ID: "agent-01j9z7k3m2x4q8r6t0v5w1y3b7"},
+		{Kind: protocol.CursorJobs, ID: "job-01j9z7k3m2x4q8r6t0v5w1y3b7"},
+	} {
+		f.Add(c.Encode())
+	}
+	f.Add("")
+	f.Add("%%%")
+	f.Add("bm9wZQ")
+	f.Add("YS4tMS5h")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, kind := range []protocol.CursorKind{protocol.CursorAgents, protocol.CursorJobs} {
+			c, err := protocol.DecodeCursor(kind, s)
+			if err != nil {
+				if protocol.CodeOf(err) != protocol.CodeInvalidRequest || !strings.Contains(err.Error(), `"cursor"`) {
+					t.Fatalf("DecodeCursor(%q): %v, want INVALID_REQUEST naming cursor", s, err)
+				}
+				continue
+			}
+			if c.Kind != kind || c.ID == "" || c.At < 0 {
+				t.Fatalf("DecodeCursor(%q) = %+v", s, c)
+			}
+			again, err := protocol.DecodeCursor(kind, c.Encode())
+			if err != nil || again != c {
+				t.Fatalf("round trip of %+v: %+v, %v", c, again, err)
+			}
+		}
+	})
+}
