@@ -188,6 +188,10 @@ func TestShardctlJobsOps(t *testing.T) {
 		{[]string{"--parent", f.parent, "--limit", "2"}, []string{f.slow.JobID, f.chain.JobID}},
 		{[]string{"--since", "1h", "--state", "running"}, []string{f.slow.JobID}},
 		{[]string{"--stuck"}, nil},
+		// Paged: shardctl follows next_cursor a job at a time.
+		{[]string{"--page-size", "1", "--all"}, []string{f.slow.JobID, f.chain.JobID, f.bad.JobID, f.ok.JobID}},
+		{[]string{"--page-size", "1", "--limit", "3"}, []string{f.slow.JobID, f.chain.JobID, f.bad.JobID}},
+		{[]string{"--page-size", "2", "--state", "failed", "--all"}, []string{f.chain.JobID, f.bad.JobID}},
 	} {
 		var data protocol.JobsListData
 		decode(t, d.mustCtl("", append([]string{"jobs", "ls", "-o", "json"}, tt.args...)...), &data)
@@ -198,6 +202,13 @@ func TestShardctlJobsOps(t *testing.T) {
 		if !slices.Equal(ids, tt.want) {
 			t.Errorf("jobs ls %v = %v, want %v", tt.args, ids, tt.want)
 		}
+	}
+	// A bounded list says when more jobs exist, and only then.
+	if r := d.mustCtl("", "jobs", "ls", "--limit", "3", "--page-size", "2"); !strings.Contains(r.stderr, "(the 3 newest; --all shows every job)") {
+		t.Errorf("jobs ls --limit 3 of 4 jobs: stderr %q", r.stderr)
+	}
+	if r := d.mustCtl("", "jobs", "ls", "--limit", "4"); strings.Contains(r.stderr, "newest") {
+		t.Errorf("jobs ls --limit 4 of 4 jobs: stderr %q", r.stderr)
 	}
 	// An unknown parent is an error, not an empty list.
 	if r := d.ctlCode(1, "jobs", "ls", "--parent", "agent-nobody"); !strings.Contains(r.stderr, "NOT_FOUND") {
@@ -323,6 +334,32 @@ func TestShardctlAgentsOps(t *testing.T) {
 	decode(t, d.mustCtl("", "agents", "ls", "--parent", parent, "-o", "json"), &ls)
 	if len(ls.Agents) != 1 || ls.Agents[0].AgentID != child {
 		t.Errorf("agents ls --parent = %+v", ls.Agents)
+	}
+	// Paged: agents ls follows next_cursor an agent at a time, oldest
+	// first, and --limit stops early.
+	call(t, c, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t)}, &cr)
+	third := cr.AgentID
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--page-size", "1"}, []string{parent, child, third}},
+		{[]string{"--page-size", "1", "--limit", "2"}, []string{parent, child}},
+		{[]string{"--page-size", "1", "--parent", parent}, []string{child}},
+		{[]string{"--since", "1h", "--page-size", "2"}, []string{parent, child, third}},
+	} {
+		var data protocol.AgentListData
+		decode(t, d.mustCtl("", append([]string{"agents", "ls", "-o", "json"}, tt.args...)...), &data)
+		var ids []string
+		for _, a := range data.Agents {
+			ids = append(ids, a.AgentID)
+		}
+		if !slices.Equal(ids, tt.want) {
+			t.Errorf("agents ls %v = %v, want %v", tt.args, ids, tt.want)
+		}
+	}
+	if r := d.ctlCode(0, "agents", "ls", "--page-size", "1", "--limit", "1"); !strings.Contains(r.stderr, "(the 1 oldest;") {
+		t.Errorf("agents ls --limit 1 says nothing of the rest: %q", r.stderr)
 	}
 	type agentView struct {
 		Agent    protocol.AgentInfo `json:"agent"`

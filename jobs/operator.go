@@ -3,16 +3,32 @@ package jobs
 import (
 	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/internal/paging"
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
 
-// opList answers jobs.list: every parent's jobs, newest first, filtered.
+// opList answers jobs.list: every parent's jobs, newest first (job_id
+// descending, which is creation order: job ids are ULIDs), filtered, then
+// one page (docs/protocol.md §13 "Paged lists").
 func (co *Coordinator) opList(cmd *registry.Command, m *protocol.JobsList) {
+	var cur *protocol.Cursor
+	if m.Cursor != "" {
+		c, err := protocol.DecodeCursor(protocol.CursorJobs, m.Cursor)
+		if err != nil {
+			fail(cmd, err)
+			return
+		}
+		cur = &c
+	}
 	now := co.deps.Clock.Now()
-	out := protocol.JobsListData{Jobs: []protocol.OpJob{}}
+	var kept []protocol.OpJob
 	for _, j := range co.idx.newest(nil) {
+		if cur != nil && j.JobID >= cur.ID {
+			// At or before the cursor: an earlier page held it.
+			continue
+		}
 		if m.ParentAgentID != "" && j.ParentAgentID != m.ParentAgentID {
 			continue
 		}
@@ -26,12 +42,22 @@ func (co *Coordinator) opList(cmd *registry.Command, m *protocol.JobsList) {
 		if m.Stuck && !view.AnyStuck(v) {
 			continue
 		}
-		out.Jobs = append(out.Jobs, v)
-		if m.Limit > 0 && len(out.Jobs) == m.Limit {
+		kept = append(kept, v)
+		if m.Limit > 0 && len(kept) > m.Limit {
+			// One past the page: enough to know a next page exists.
 			break
 		}
 	}
-	reply(cmd, out)
+	page, next := paging.Page(kept, nil, m.Limit, jobKey, paging.DescendingID)
+	if page == nil {
+		page = []protocol.OpJob{}
+	}
+	reply(cmd, protocol.JobsListData{Jobs: page, NextCursor: next})
+}
+
+// jobKey is a job's place in jobs.list's order.
+func jobKey(j protocol.OpJob) protocol.Cursor {
+	return protocol.Cursor{Kind: protocol.CursorJobs, ID: j.JobID}
 }
 
 // opShow resolves a job, run, agent or alias handle across every parent.

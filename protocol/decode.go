@@ -483,7 +483,15 @@ func (c *UIResponse) Validate() error {
 func (c *GetSync) Validate() error { return nil }
 
 // Validate implements Command.
-func (c *AgentList) Validate() error { return nil }
+func (c *AgentList) Validate() error {
+	if err := maxLen("parent_agent_id", c.ParentAgentID, MaxIDLen); err != nil {
+		return err
+	}
+	if c.SinceMs < 0 {
+		return invalid("since_ms", "must not be negative")
+	}
+	return checkPage(CursorAgents, c.Limit, c.Cursor)
+}
 
 // Validate implements Command.
 func (c *AgentCreate) Validate() error {
@@ -573,8 +581,8 @@ func (c *JobsList) Validate() error {
 	if err := maxLen("parent_agent_id", c.ParentAgentID, MaxIDLen); err != nil {
 		return err
 	}
-	if c.Limit < 0 {
-		return invalid("limit", "must not be negative")
+	if err := checkPage(CursorJobs, c.Limit, c.Cursor); err != nil {
+		return err
 	}
 	return oneOf("state", string(c.State), string(JobQueued), string(JobRunning), string(JobCompleted), string(JobFailed), string(JobCancelled))
 }

@@ -104,6 +104,15 @@ func TestDecodeCommandInvalid(t *testing.T) {
 		{name: "unknown type", rec: `{"id":"r1","type":"frobnicate"}`, wantID: "r1", wantTyp: "frobnicate", wantErr: `unknown type "frobnicate"`},
 		{name: "event type is not a command", rec: `{"id":"r1","type":"status","status":"idle"}`, wantID: "r1", wantTyp: "status", wantErr: `unknown type "status"`},
 
+		// Paged lists (docs/protocol.md §13 "Paged lists").
+		{name: "agent.list cursor not base64", rec: `{"id":"r1","type":"agent.list","limit":2,"cursor":"%%%"}`, wantID: "r1", wantTyp: "agent.list", wantErr: `field "cursor": malformed`},
+		{name: "agent.list cursor of jobs", rec: `{"id":"r1","type":"agent.list","cursor":"ai4wLmpvYi0x"}`, wantID: "r1", wantTyp: "agent.list", wantErr: `field "cursor": not a cursor of this list`},
+		{name: "agent.list negative limit", rec: `{"id":"r1","type":"agent.list","limit":-1}`, wantID: "r1", wantTyp: "agent.list", wantErr: `field "limit"`},
+		{name: "agent.list negative since", rec: `{"id":"r1","type":"agent.list","since_ms":-1}`, wantID: "r1", wantTyp: "agent.list", wantErr: `field "since_ms"`},
+		{name: "agent.list active string", rec: `{"id":"r1","type":"agent.list","active":"yes"}`, wantID: "r1", wantTyp: "agent.list", wantErr: `field "active"`},
+		{name: "jobs.list cursor garbage", rec: `{"id":"r1","type":"jobs.list","cursor":"bm9wZQ"}`, wantID: "r1", wantTyp: "jobs.list", wantErr: `field "cursor": malformed`},
+		{name: "jobs.list cursor of agents", rec: `{"id":"r1","type":"jobs.list","cursor":"YS4xLmFnZW50LTE"}`, wantID: "r1", wantTyp: "jobs.list", wantErr: `field "cursor": not a cursor of this list`},
+
 		// Wrong JSON types name the field.
 		{name: "prompt message number", rec: `{"id":"r1","type":"prompt","message":5}`, wantID: "r1", wantTyp: "prompt", wantErr: `field "message": expected string, got number`},
 		{name: "prompt images object", rec: `{"id":"r1","type":"prompt","message":"x","images":{}}`, wantID: "r1", wantTyp: "prompt", wantErr: `field "images": expected array, got object`},
@@ -277,6 +286,8 @@ func TestDecodeCommandValid(t *testing.T) {
 			&protocol.UIResponse{Header: hdr("ui_response", "", ""), RequestID: "u1", Value: json.RawMessage(`null`)}},
 		{"get_sync", `{"id":"s1","type":"get_sync"}`, &protocol.GetSync{Header: hdr("get_sync", "s1", "")}},
 		{"agent.list", `{"id":"l1","type":"agent.list"}`, &protocol.AgentList{Header: hdr("agent.list", "l1", "")}},
+		{"agent.list paged", `{"id":"l1","type":"agent.list","active":true,"parent_agent_id":"agent-1","since_ms":5,"limit":2,"cursor":"YS4xLmFnZW50LTE"}`,
+			&protocol.AgentList{Header: hdr("agent.list", "l1", ""), Active: true, ParentAgentID: "agent-1", SinceMs: 5, Limit: 2, Cursor: "YS4xLmFnZW50LTE"}},
 		{"agent.create", `{"type":"agent.create","cwd":"/w","headless_policy":"queue","mode":"plan","name":"n","tools":["read"]}`,
 			&protocol.AgentCreate{Header: hdr("agent.create", "", ""), Cwd: "/w", HeadlessPolicy: "queue", Mode: "plan", Name: "n", Tools: []string{"read"}}},
 		{"agent.attach", `{"id":"r1","type":"agent.attach","agent_id":"a-3","role":"observer"}`,
@@ -428,4 +439,23 @@ func decodeJSONObject(t testing.TB, b []byte) map[string]any {
 		t.Fatalf("invalid JSON object %q: %v", b, err)
 	}
 	return m
+}
+
+// TestDecodeJobsListPaged: jobs.list carries limit and cursor; a cursor the
+// daemon minted decodes to the key it names.
+func TestDecodeJobsListPaged(t *testing.T) {
+	t.Parallel()
+	cur := protocol.Cursor{Kind: protocol.CursorJobs, ID: "job-01"}.Encode()
+	cmd, _, err := protocol.DecodeCommand([]byte(`{"type":"jobs.list","limit":2,"cursor":"` + cur + `"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &protocol.JobsList{Header: protocol.Header{Type: "jobs.list"}, Limit: 2, Cursor: cur}
+	if !reflect.DeepEqual(cmd, want) {
+		t.Fatalf("command = %#v, want %#v", cmd, want)
+	}
+	got, err := protocol.DecodeCursor(protocol.CursorJobs, cur)
+	if err != nil || got.ID != "job-01" || got.At != 0 {
+		t.Fatalf("DecodeCursor = %+v, %v", got, err)
+	}
 }

@@ -27,6 +27,8 @@ var specFrames = []string{
 	`{"id":"r1","type":"agent.attach","agent_id":"a-3","role":"observer"}`,
 	`{"id":"r2","type":"agent.detach","agent_id":"a-3"}`,
 	`{"id":"l1","type":"agent.list"}`,
+	`{"id":"l2","type":"agent.list","active":true,"since_ms":1,"limit":2,"cursor":"YS4xLmFnZW50LTE"}`,
+	`{"id":"l3","type":"jobs.list","parent_agent_id":"agent-1","limit":2,"cursor":"ai4wLmpvYi0x"}`,
 	`{"id":"c1","type":"agent.create","cwd":"/work","headless_policy":"queue","depth":1,"launch_policy":{"maxTasks":4,"maxDepth":2}}`,
 	`{"id":"s1","type":"session_op","agent_id":"a-3","op":"compact","args":{"keep_recent_tokens":20000}}`,
 	`{"id":"s2","type":"session_op","op":"fork","args":{"from_entry_id":"e-12"}}`,
@@ -357,6 +359,40 @@ func FuzzWithAgentID(f *testing.F) {
 				if !bytes.HasPrefix(out, []byte(want)) {
 					t.Fatalf("output %s does not start with %s", out, want)
 				}
+			}
+		}
+	})
+}
+
+// FuzzDecodeCursor: any string either is refused as INVALID_REQUEST naming
+// cursor, or decodes to a cursor of the asked list that survives its own
+// encoding (docs/protocol.md §13, paged lists).
+func FuzzDecodeCursor(f *testing.F) {
+	for _, c := range []protocol.Cursor{
+		{Kind: protocol.CursorAgents, At: 1_700_000_000_000, ID: "agent-01j9z7k3m2x4q8r6t0v5w1y3b7"},
+		{Kind: protocol.CursorJobs, ID: "job-01j9z7k3m2x4q8r6t0v5w1y3b7"},
+	} {
+		f.Add(c.Encode())
+	}
+	f.Add("")
+	f.Add("%%%")
+	f.Add("bm9wZQ")
+	f.Add("YS4tMS5h")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, kind := range []protocol.CursorKind{protocol.CursorAgents, protocol.CursorJobs} {
+			c, err := protocol.DecodeCursor(kind, s)
+			if err != nil {
+				if protocol.CodeOf(err) != protocol.CodeInvalidRequest || !strings.Contains(err.Error(), `"cursor"`) {
+					t.Fatalf("DecodeCursor(%q): %v, want INVALID_REQUEST naming cursor", s, err)
+				}
+				continue
+			}
+			if c.Kind != kind || c.ID == "" || c.At < 0 {
+				t.Fatalf("DecodeCursor(%q) = %+v", s, c)
+			}
+			again, err := protocol.DecodeCursor(kind, c.Encode())
+			if err != nil || again != c {
+				t.Fatalf("round trip of %+v: %+v, %v", c, again, err)
 			}
 		}
 	})

@@ -42,12 +42,33 @@ const (
 
 // ---- Agent lifecycle commands (§10.1) ----
 
-// AgentList lists every durable agent.
-type AgentList struct{ Header }
+// AgentList lists durable agents, oldest first (created_at, then
+// agent_id). Without any member it lists every agent. The members are
+// additive (docs/protocol.md §10.1, §13 "Paged lists"): filters a person
+// needs on a store that grew for months, and paging.
+type AgentList struct {
+	Header
+	// Active keeps agents that are live now: a runtime starting, running
+	// or stopping, or a client attached. A stopped agent with a queued
+	// run is not active until its runtime starts.
+	Active bool `json:"active,omitempty"`
+	// ParentAgentID keeps the managed children of one parent.
+	ParentAgentID string `json:"parent_agent_id,omitempty"`
+	// SinceMs keeps agents created at or after this epoch-ms time.
+	SinceMs int64 `json:"since_ms,omitempty"`
+	// Limit bounds the page; 0 means no bound.
+	Limit int `json:"limit,omitempty"`
+	// Cursor is a next_cursor of an earlier answer with the same filters:
+	// the page starts after the agent it names.
+	Cursor string `json:"cursor,omitempty"`
+}
 
 // AgentListData is the data of an agent.list or agent.status response.
 type AgentListData struct {
 	Agents []AgentInfo `json:"agents"`
+	// NextCursor (additive) is set while more agents match: pass it as
+	// cursor to read the next page. Absent on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // LaunchPolicy bounds what a managed child may launch in turn.
@@ -421,7 +442,8 @@ const (
 	TypeJobsShow = "jobs.show"
 )
 
-// JobsList lists jobs, newest first.
+// JobsList lists jobs, newest first (job_id descending: job ids are
+// ULIDs, so this is creation order, docs/protocol.md §13 "Paged lists").
 type JobsList struct {
 	Header
 	ParentAgentID string   `json:"parent_agent_id,omitempty"`
@@ -430,7 +452,11 @@ type JobsList struct {
 	SinceMs int64 `json:"since_ms,omitempty"`
 	// Stuck keeps jobs with a stuck run (see OpRun.Stuck).
 	Stuck bool `json:"stuck,omitempty"`
-	Limit int  `json:"limit,omitempty"`
+	// Limit bounds the page; 0 means no bound.
+	Limit int `json:"limit,omitempty"`
+	// Cursor (additive) is a next_cursor of an earlier answer with the
+	// same filters: the page starts after the job it names.
+	Cursor string `json:"cursor,omitempty"`
 }
 
 // JobsShow describes one job: a job_id, a run_id, or an agent id/alias
@@ -474,6 +500,9 @@ type OpJob struct {
 // JobsListData is the data of a jobs.list response.
 type JobsListData struct {
 	Jobs []OpJob `json:"jobs"`
+	// NextCursor (additive) is set while more jobs match: pass it as
+	// cursor to read the next page. Absent on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // TypeDaemonCheck is a Shard extension for `shardctl doctor`: the daemon

@@ -7,9 +7,10 @@
 // routes but the page's. The page signs in with the session cookie set by
 // /enroll, takes a single-use ticket from POST /bootstrap for every WebSocket
 // it opens (docs/protocol.md §4.1), and speaks the wire protocol like any
-// other client: agent.list and agent_activity for the overview, one
-// interactive agent.attach for the selected agent and observer attachments
-// for the rest, sync then live events for the transcript (§6.4).
+// other client: agent.list (the live and the recent agents, paged) and
+// agent_activity for the overview, one interactive agent.attach for the
+// selected agent and observer attachments for the rest, sync then live
+// events for the transcript (§6.4).
 //
 // The page's logic that needs no DOM (the transcript reducer, the resync
 // merge, the reconnect backoff) lives in pure modules under assets/js/

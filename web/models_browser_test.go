@@ -190,10 +190,11 @@ func TestDashboardProviderFollowsModelChanges(t *testing.T) {
 	bob.pick("#model", "local/qwen3")
 	alice.until("header and picker follow model_changed", `(h => h?.textContent === "local · qwen3" && h.dataset.provider === "local")(document.querySelector("#agent-model")) && document.querySelector("#model")?.value === "local/qwen3"`)
 	alice.until("two's row too", row(two)+`.includes("local/qwen3")`)
-	// Polls after the switch keep it: agent.list says the same. Two more
-	// agent.list sent: the first of them has been answered.
+	// Polls after the switch keep it: agent.list says the same. A poll
+	// asks two lists (the live agents, the recent ones) one after the
+	// other; four more agent.list sent: a whole poll has been answered.
 	polls := len(sent(alice, "agent.list"))
-	alice.until("two more polls", fmt.Sprintf(`window.__sent.filter(m => m.type === "agent.list").length >= %d`, polls+2))
+	alice.until("two more polls", fmt.Sprintf(`window.__sent.filter(m => m.type === "agent.list").length >= %d`, polls+4))
 	if !eval[bool](alice, row(one)+`.includes("local/llama") && `+row(two)+`.includes("local/qwen3") && document.querySelector("#agent-model")?.textContent === "local · qwen3"`) {
 		t.Fatalf("after a poll: one %q, two %q", eval[string](alice, row(one)), eval[string](alice, row(two)))
 	}

@@ -315,7 +315,16 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 	typ := cmd.Header.Type
 	switch typ {
 	case protocol.TypeAgentList:
-		reply(cmd, protocol.AgentListData{Agents: r.infos()})
+		m, _ := cmd.Cmd.(*protocol.AgentList)
+		if m == nil {
+			m = &protocol.AgentList{}
+		}
+		data, err := listAgents(r.infos(), m)
+		if err != nil {
+			fail(cmd, err)
+			return
+		}
+		reply(cmd, data)
 		return
 	case protocol.TypeAgentStatus:
 		if id := cmd.Header.AgentID; id != "" {

@@ -19,8 +19,18 @@ type agentsLsOptions struct {
 	g      *globalOptions
 	output outputOptions
 	parent string
-	state  string
-	watch  bool
+	// parentResolved: parent is already an agent id the daemon knows
+	// (the daemon filters by it), so print does not look it up again.
+	parentResolved bool
+	state          string
+	active         bool
+	since          string
+	limit          int
+	// pageSize is how many agents one agent.list asks for.
+	pageSize int
+	// more: the daemon holds matching agents beyond the ones shown.
+	more  bool
+	watch bool
 }
 
 // AddFlags registers the agents ls flags on cmd.
@@ -29,6 +39,11 @@ func (o *agentsLsOptions) AddFlags(cmd *cobra.Command) {
 	o.output.AddFlags(fs)
 	fs.StringVar(&o.parent, "parent", "", "only the children of this agent (id, name or alias)")
 	fs.BoolVarP(&o.watch, "watch", "w", false, "print the list again after every change, until Ctrl-C")
+	fs.BoolVar(&o.active, "active", false, "only live agents: a runtime starting, running or stopping, or a client attached")
+	fs.StringVar(&o.since, "since", "", "only agents created within this long, e.g. 90s, 15m, 2h, 3d")
+	fs.IntVar(&o.limit, "limit", 0, "show at most this many agents, oldest first (0: all)")
+	fs.IntVar(&o.pageSize, "page-size", listPageSize, "ask the daemon for this many agents at a time")
+	_ = fs.MarkHidden("page-size")
 	fs.StringVar(&o.state, "state", "", "only agents in this runtime state (stopped, starting, running, stopping, failed) or status (idle, streaming, waiting_for_permission, waiting_for_ui, compacting, error)")
 }
 
@@ -50,7 +65,10 @@ func newAgentsLsCommand(g *globalOptions) *cobra.Command {
 PARENT, STATUS, RUNTIME (runtime state), MODEL, CWD and CREATED (local
 time); -o json|yaml prints {"agents":[...]} with the wire's AgentInfo fields.
 
---state matches either the runtime state or the status.
+--state matches either the runtime state or the status; --active keeps the
+live agents and --since the recent ones. --limit bounds the list (oldest
+first). shardctl reads the list from the daemon in pages of 200, following
+each page's next_cursor.
 
 With --offline the agents come from shard.db, read-only (the daemon must be
 stopped): their runtime_state is "stopped" and their status is unknown
@@ -64,6 +82,17 @@ stopped): their runtime_state is "stopped" and their status is unknown
 			if o.state != "" && !slices.Contains(agentStates, o.state) {
 				return usageErrorf("invalid --state %q: want one of %v", o.state, agentStates)
 			}
+			q := protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}, Active: o.active}
+			if o.since != "" {
+				d, err := parseSince(o.since)
+				if err != nil {
+					return usageErrorf("--since %q: %v", o.since, err)
+				}
+				q.SinceMs = o.g.clock.now().Add(-d).UnixMilli()
+			}
+			if o.limit < 0 {
+				return usageErrorf("--limit must not be negative")
+			}
 			if o.g.offline {
 				if o.watch {
 					return usageErrorf("--watch needs the daemon; drop --offline")
@@ -75,26 +104,45 @@ stopped): their runtime_state is "stopped" and their status is unknown
 					}
 					data := protocol.AgentListData{Agents: []protocol.AgentInfo{}}
 					for _, a := range manifests {
+						// Offline every agent is stopped: none is active.
+						if o.active || a.CreatedAt < q.SinceMs {
+							continue
+						}
 						data.Agents = append(data.Agents, offlineAgent(a))
 					}
 					return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
 				})
+			}
+			list := func(ctx context.Context, conn *client.Conn) (protocol.AgentListData, error) {
+				if o.parent != "" && !o.parentResolved {
+					// A name works as --parent; an agent that is not
+					// there is an error, not an empty list.
+					id, err := resolveKnownAgent(ctx, conn, o.parent)
+					if err != nil {
+						return protocol.AgentListData{}, err
+					}
+					o.parent, o.parentResolved = id, true
+					q.ParentAgentID = id
+				}
+				data, more, err := fetchAgents(ctx, conn, q, o.keep, o.limit, o.pageSize)
+				o.more = more
+				return data, err
 			}
 			if o.watch {
 				if o.output.structured() {
 					return usageErrorf("--watch prints tables only")
 				}
 				return o.g.listWatch(cmd.Context(), cmd.OutOrStdout(), func(ctx context.Context, conn *client.Conn) ([]string, error) {
-					var data protocol.AgentListData
-					if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &data); err != nil {
+					data, err := list(ctx, conn)
+					if err != nil {
 						return nil, err
 					}
 					return nil, o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
 				})
 			}
 			return o.g.oneShot(cmd.Context(), func(ctx context.Context, conn *client.Conn) error {
-				var data protocol.AgentListData
-				if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &data); err != nil {
+				data, err := list(ctx, conn)
+				if err != nil {
 					return err
 				}
 				return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
@@ -114,7 +162,7 @@ func (o *agentsLsOptions) keep(a protocol.AgentInfo) bool {
 }
 
 func (o *agentsLsOptions) print(stdout, stderr io.Writer, data protocol.AgentListData) error {
-	if o.parent != "" {
+	if o.parent != "" && !o.parentResolved {
 		// A name works as --parent; an agent that is not there is an
 		// error, not an empty list.
 		id, err := matchAgent(data.Agents, o.parent)
@@ -131,6 +179,9 @@ func (o *agentsLsOptions) print(stdout, stderr io.Writer, data protocol.AgentLis
 		if o.keep(a) {
 			agents = append(agents, a)
 		}
+	}
+	if o.limit > 0 && len(agents) > o.limit {
+		agents, o.more = agents[:o.limit], true
 	}
 	o.output.human(&agents)
 	if o.output.structured() {
@@ -157,6 +208,9 @@ func (o *agentsLsOptions) print(stdout, stderr io.Writer, data protocol.AgentLis
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write agents: %w", err)
+	}
+	if o.more {
+		fmt.Fprintf(stderr, "(the %d oldest; --limit 0 shows all, --since the recent ones)\n", len(agents))
 	}
 	return nil
 }

@@ -30,7 +30,12 @@ type jobsLsOptions struct {
 	since  string
 	stuck  bool
 	limit  int
-	watch  bool
+	all    bool
+	// pageSize is how many jobs one jobs.list asks for.
+	pageSize int
+	// more: the daemon holds matching jobs beyond the ones shown.
+	more  bool
+	watch bool
 }
 
 // AddFlags registers the jobs ls flags on cmd.
@@ -42,6 +47,9 @@ func (o *jobsLsOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.since, "since", "", "only jobs created within this long, e.g. 90s, 15m, 2h, 3d")
 	fs.BoolVar(&o.stuck, "stuck", false, "only jobs with a stuck run (a stop or a start that is taking too long)")
 	fs.IntVar(&o.limit, "limit", defaultJobsLimit, "show at most this many jobs, newest first (0: all)")
+	fs.BoolVar(&o.all, "all", false, "show every job (same as --limit 0)")
+	fs.IntVar(&o.pageSize, "page-size", listPageSize, "ask the daemon for this many jobs at a time")
+	_ = fs.MarkHidden("page-size")
 	fs.BoolVarP(&o.watch, "watch", "w", false, "print the list again after every change, until Ctrl-C")
 }
 
@@ -54,7 +62,9 @@ func newJobsLsCommand(g *globalOptions) *cobra.Command {
 		Long: `List jobs of every parent, newest first (jobs.list). The table shows
 JOB_ID, PARENT, STRATEGY, STATE, RUNS (terminal/total), CREATED, DURATION
 (to the end, or "+" while running) and NOTE (a stuck run, the step that
-halted a chain, a stop). -o json|yaml prints {"jobs":[...]} with each job's
+halted a chain, a stop). --limit (50 unless said) bounds the list; --all
+shows every job. shardctl reads the list from the daemon in pages of 200,
+following each page's next_cursor. -o json|yaml prints {"jobs":[...]} with each job's
 operator view: its runs with timings, queue wait, stop stage, exit status
 and error — never task text.
 
@@ -77,6 +87,7 @@ stopped).`,
 						return err
 					}
 					o.names = offlineNames(st)
+					o.more = o.limit > 0 && len(data.Jobs) == o.limit
 					return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
 				})
 			}
@@ -88,10 +99,11 @@ stopped).`,
 					}
 					q.ParentAgentID = id
 				}
-				var data protocol.JobsListData
-				if err := conn.Call(ctx, q, &data); err != nil {
+				data, more, err := fetchJobs(ctx, conn, *q, o.limit, o.pageSize)
+				if err != nil {
 					return nil, err
 				}
+				o.more = more
 				return &data, nil
 			}
 			if o.watch {
@@ -120,10 +132,11 @@ stopped).`,
 					}
 					q.ParentAgentID = id
 				}
-				var data protocol.JobsListData
-				if err := conn.Call(ctx, q, &data); err != nil {
+				data, more, err := fetchJobs(ctx, conn, *q, o.limit, o.pageSize)
+				if err != nil {
 					return err
 				}
+				o.more = more
 				o.names = agentNames(ctx, conn)
 				return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
 			})
@@ -137,6 +150,9 @@ stopped).`,
 func (o *jobsLsOptions) query() (*protocol.JobsList, error) {
 	if err := o.output.validate(); err != nil {
 		return nil, err
+	}
+	if o.all {
+		o.limit = 0
 	}
 	q := &protocol.JobsList{
 		Header:        protocol.Header{Type: protocol.TypeJobsList},
@@ -189,8 +205,8 @@ func (o *jobsLsOptions) print(stdout, stderr io.Writer, data protocol.JobsListDa
 	if err := writeJobsTable(stdout, data.Jobs, o.names, o.g.clock, newPalette(stdout, o.g.noColor), o.output.style(o.g)); err != nil {
 		return err
 	}
-	if o.limit > 0 && len(data.Jobs) == o.limit {
-		fmt.Fprintf(stderr, "(the %d newest; --limit 0 shows all)\n", o.limit)
+	if o.more {
+		fmt.Fprintf(stderr, "(the %d newest; --all shows every job)\n", len(data.Jobs))
 	}
 	return nil
 }

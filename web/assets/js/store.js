@@ -14,6 +14,16 @@ import { wireImage, setImageSource } from "./images.js";
 /** How often the overview re-reads agent.list (attached clients, cost). */
 const AGENT_POLL_MS = 3000;
 
+/** The overview shows the live agents and those created within this long,
+ * not every agent the daemon ever held (docs/protocol.md §10.1, filtered
+ * agent.list). */
+const RECENT_MS = 7 * 24 * 3600 * 1000;
+
+/** The overview reads each filtered list in pages of this many, and at most
+ * OVERVIEW_PAGES of them (docs/protocol.md §13, paged lists). */
+const OVERVIEW_PAGE = 200;
+const OVERVIEW_PAGES = 5;
+
 export { State };
 
 const requestTypes = new Set(["permission_request", "ui_request", "permission_resolved", "ui_resolved"]);
@@ -111,9 +121,9 @@ export class Store {
   // it: that agent keeps the event's provider and model.
   async refreshAgents(quiet) {
     const seen = { ...this.modelSeq };
-    const data = await this.conn.call({ type: "agent.list" });
+    const list = await this.overviewAgents();
     const agents = {};
-    for (const a of data.agents || []) {
+    for (const a of list) {
       const had = this.state.agents[a.agent_id];
       const stale = had && (this.modelSeq[a.agent_id] || 0) !== (seen[a.agent_id] || 0);
       const sel = stale ? { provider: had.provider, model: had.model } : { provider: a.provider, model: a.model };
@@ -122,6 +132,33 @@ export class Store {
         : { ...had, ...a, ...sel, title: a.title, usage: laterUsage(had && had.usage, a.usage) };
     }
     this.set({ agents });
+  }
+
+  // overviewAgents reads the agents the overview shows: the live ones
+  // (agent.list active) and the recent ones (since_ms), each followed
+  // through next_cursor up to a bound, plus the selected agent wherever it
+  // is. A daemon without the filters answers every agent to each ask.
+  async overviewAgents() {
+    const byID = new Map();
+    const read = async (cmd) => {
+      let cursor;
+      for (let i = 0; i < OVERVIEW_PAGES; i++) {
+        const data = await this.conn.call({ type: "agent.list", ...cmd, limit: OVERVIEW_PAGE, ...(cursor ? { cursor } : {}) });
+        for (const a of data.agents || []) byID.set(a.agent_id, a);
+        cursor = data.next_cursor;
+        if (!cursor) return;
+      }
+    };
+    await read({ active: true });
+    await read({ since_ms: Date.now() - RECENT_MS });
+    const sel = this.state.selected;
+    if (sel && !byID.has(sel)) {
+      try {
+        const data = await this.conn.call({ type: "agent.status", agent_id: sel });
+        for (const a of data.agents || []) byID.set(a.agent_id, a);
+      } catch (e) { /* gone: the overview simply lacks it */ }
+    }
+    return [...byID.values()];
   }
 
   // refreshCatalog reads the daemon's models (models.list): every model of

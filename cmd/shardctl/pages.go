@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+
+	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// listPageSize is how many agents or jobs shardctl asks the daemon for in
+// one request: a list of any length arrives in bounded answers, following
+// next_cursor (docs/protocol.md §13 "Paged lists").
+const listPageSize = 200
+
+// pageLimit is the limit of the next request: what is still wanted (want
+// 0: everything), bounded by the page size.
+func pageLimit(want, have, pageSize int) int {
+	if pageSize <= 0 {
+		pageSize = listPageSize
+	}
+	if want > 0 && want-have < pageSize {
+		return want - have
+	}
+	return pageSize
+}
+
+// fetchJobs asks jobs.list page by page, newest first, until want jobs
+// (0: all) are read or the daemon has no more. more reports jobs beyond
+// the ones returned.
+func fetchJobs(ctx context.Context, conn *client.Conn, q protocol.JobsList, want, pageSize int) (data protocol.JobsListData, more bool, err error) {
+	data.Jobs = []protocol.OpJob{}
+	q.Cursor = ""
+	for {
+		q.Limit = pageLimit(want, len(data.Jobs), pageSize)
+		var page protocol.JobsListData
+		if err := conn.Call(ctx, &q, &page); err != nil {
+			return data, false, err
+		}
+		data.Jobs = append(data.Jobs, page.Jobs...)
+		if page.NextCursor == "" || len(page.Jobs) == 0 {
+			return data, false, nil
+		}
+		if want > 0 && len(data.Jobs) >= want {
+			return data, true, nil
+		}
+		q.Cursor = page.NextCursor
+	}
+}
+
+// fetchAgents asks agent.list page by page, oldest first, keeping the
+// agents keep accepts, until want of them (0: all) are read or the daemon
+// has no more. more reports agents beyond the ones returned.
+func fetchAgents(ctx context.Context, conn *client.Conn, q protocol.AgentList, keep func(protocol.AgentInfo) bool, want, pageSize int) (data protocol.AgentListData, more bool, err error) {
+	data.Agents = []protocol.AgentInfo{}
+	q.Cursor = ""
+	for {
+		// keep may drop agents, so a page asks for a full page size.
+		q.Limit = pageLimit(0, 0, pageSize)
+		var page protocol.AgentListData
+		if err := conn.Call(ctx, &q, &page); err != nil {
+			return data, false, err
+		}
+		for _, a := range page.Agents {
+			if !keep(a) {
+				continue
+			}
+			if want > 0 && len(data.Agents) == want {
+				return data, true, nil
+			}
+			data.Agents = append(data.Agents, a)
+		}
+		if page.NextCursor == "" || len(page.Agents) == 0 {
+			return data, false, nil
+		}
+		q.Cursor = page.NextCursor
+	}
+}
