@@ -1,4 +1,4 @@
-package main
+package logfile
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 	"testing"
 )
 
-func TestRotatingFileRotatesBySizeAndKeepsBackups(t *testing.T) {
+func TestFileRotatesBySizeAndKeepsBackups(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "shardd.log")
-	r, err := openRotating(path, 100, 3)
+	r, err := Open(path, 100, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,13 +58,13 @@ func TestRotatingFileRotatesBySizeAndKeepsBackups(t *testing.T) {
 	}
 }
 
-func TestRotatingFileReopensAnOversizedFileAtFirstWrite(t *testing.T) {
+func TestFileReopensAnOversizedFileAtFirstWrite(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "shardd.log")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("o"), 500), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := openRotating(path, 100, 1)
+	r, err := Open(path, 100, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +83,10 @@ func TestRotatingFileReopensAnOversizedFileAtFirstWrite(t *testing.T) {
 	}
 }
 
-func TestRotatingFileOversizedRecordAndConcurrentWriters(t *testing.T) {
+func TestFileOversizedRecordAndConcurrentWriters(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "shardd.log")
-	r, err := openRotating(path, 64, 2)
+	r, err := Open(path, 64, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

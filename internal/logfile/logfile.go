@@ -1,0 +1,177 @@
+// Package logfile is the daemon's size-bounded log file: logs/shardd.log
+// and each agent runtime's stderr log (logs/agents/<agent_id>.log) are
+// Files, rotated past log.max_bytes with log.backups older files kept, so
+// that a daemon running for months holds a bounded amount of logs.
+package logfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sync"
+)
+
+// Defaults of log.max_bytes and log.backups: each log is rotated past 10
+// MiB and 3 older files are kept (path.1 newest … path.3 oldest), so one
+// log never takes more than about 40 MiB.
+const (
+	DefaultMaxBytes = 10 << 20
+	DefaultBackups  = 3
+)
+
+// File is an append-only log file rotated by size. Before a write
+// that would take the file past max bytes, path.(keep-1) becomes path.keep
+// (the oldest is dropped), …, path becomes path.1, and a new path is
+// opened. Each Write lands whole in one file (slog writes one record per
+// call). It is safe for concurrent use. A failed rotation keeps writing to
+// the current file: losing log lines is worse than a large file.
+type File struct {
+	path string
+	max  int64
+	keep int
+
+	// mu protects the following.
+	mu   sync.Mutex
+	f    *os.File
+	size int64
+}
+
+// Open opens (or creates, mode 0600) path for appending, to be rotated
+// past max bytes with keep older files; a file already past max is rotated
+// at the first write. keep 0 truncates the file in place instead.
+func Open(path string, max int64, keep int) (*File, error) {
+	r := &File{path: path, max: max, keep: keep}
+	if err := r.openLocked(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *File) openLocked() error {
+	f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open log: %w", err)
+	}
+	r.f, r.size = f, fi.Size()
+	return nil
+}
+
+// Write appends p, rotating first when p would not fit.
+func (r *File) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
+		return 0, fs.ErrClosed
+	}
+	if r.size > 0 && r.size+int64(len(p)) > r.max {
+		_ = r.rotateLocked() // on failure the current file goes on growing
+	}
+	n, err := r.f.Write(p)
+	r.size += int64(n)
+	return n, err
+}
+
+// rotateLocked shifts the backups and reopens path. mu must be held.
+func (r *File) rotateLocked() error {
+	backup := func(i int) string { return fmt.Sprintf("%s.%d", r.path, i) }
+	var errs []error
+	if r.keep < 1 {
+		// No backups: start over in place.
+		if err := r.f.Truncate(0); err != nil {
+			return err
+		}
+		r.size = 0
+		return nil
+	}
+	if err := os.Remove(backup(r.keep)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	for i := r.keep - 1; i >= 1; i-- {
+		if err := os.Rename(backup(i), backup(i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.Rename(r.path, backup(1)); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	old := r.f
+	if err := r.openLocked(); err != nil {
+		// Keep appending to the renamed file rather than drop records, and
+		// try again only after another max bytes.
+		r.size = 0
+		return errors.Join(append(errs, err)...)
+	}
+	old.Close()
+	return errors.Join(errs...)
+}
+
+// Close closes the file; later writes fail.
+func (r *File) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	return err
+}
+
+// Copy copies r into the File at path (opened as by Open) until r ends,
+// then closes both. Each read goes whole into one file, and reads are at
+// most max bytes (and 32 KiB), so a file stays within max. It is the
+// goroutine behind a child's stderr pipe: the child never writes to the
+// file itself, so its log is rotated while it runs. A failed write drops
+// what was read and goes on reading, so that the child never blocks on a
+// full pipe because the disk is full.
+func Copy(path string, maxBytes int64, keep int, r io.ReadCloser) error {
+	defer r.Close()
+	f, err := Open(path, maxBytes, keep)
+	if err != nil {
+		_, _ = io.Copy(io.Discard, r)
+		return err
+	}
+	buf := make([]byte, min(max(maxBytes, 1), 32<<10))
+	var werr error
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if _, err := f.Write(buf[:n]); err != nil && werr == nil {
+				werr = err
+			}
+		}
+		if err != nil {
+			return errors.Join(werr, f.Close())
+		}
+	}
+}
+
+// Remove removes the log at path and its rotated files path.1 … path.keep
+// (and any beyond, left by a larger keep earlier, up to a gap). A missing
+// file is not an error.
+func Remove(path string, keep int) error {
+	var errs []error
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	for i := 1; ; i++ {
+		err := os.Remove(fmt.Sprintf("%s.%d", path, i))
+		if errors.Is(err, fs.ErrNotExist) {
+			if i > keep {
+				break
+			}
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
