@@ -39,12 +39,17 @@ type File struct {
 }
 
 // Open opens (or creates, mode 0600) path for appending, to be rotated
-// past max bytes with keep older files; a file already past max is rotated
-// at the first write. keep 0 truncates the file in place instead.
+// past max bytes with keep older files; keep 0 truncates the file in place
+// instead. A file already past max is rotated at once, so that a log that
+// grew under larger bounds (or before a restart) is bounded before anything
+// is written to it.
 func Open(path string, max int64, keep int) (*File, error) {
 	r := &File{path: path, max: max, keep: keep}
 	if err := r.openLocked(); err != nil {
 		return nil, err
+	}
+	if r.size > r.max {
+		_ = r.rotateLocked() // on failure the current file goes on growing
 	}
 	return r, nil
 }

@@ -58,7 +58,7 @@ func TestFileRotatesBySizeAndKeepsBackups(t *testing.T) {
 	}
 }
 
-func TestFileReopensAnOversizedFileAtFirstWrite(t *testing.T) {
+func TestFileRotatesAnOversizedFileAtOpen(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "shardd.log")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("o"), 500), 0o600); err != nil {
