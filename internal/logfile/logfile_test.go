@@ -131,3 +131,57 @@ func TestFileOversizedRecordAndConcurrentWriters(t *testing.T) {
 		t.Errorf("a third backup exists with keep=2: %v", err)
 	}
 }
+
+// Copy writes what it reads into a rotating file, each read within the
+// bound, and closes both ends at EOF.
+func TestCopyRotatesWhatItReads(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.log")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Copy(path, 1024, 1, pr) }()
+	payload := bytes.Repeat([]byte("0123456789abcde\n"), 300) // 4800 bytes
+	if _, err := pw.Write(payload); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	live, _ := os.ReadFile(path)
+	old, _ := os.ReadFile(path + ".1")
+	if len(live) == 0 || len(live) > 1024 || len(old) == 0 || len(old) > 1024 {
+		t.Fatalf("live %d bytes, backup %d bytes: want both in 1..1024", len(live), len(old))
+	}
+	if !bytes.HasSuffix(payload, append(old, live...)) {
+		t.Fatal("backup then live log are not the end of what was written")
+	}
+	if _, err := os.Stat(path + ".2"); !os.IsNotExist(err) {
+		t.Fatalf("a second backup with keep=1: %v", err)
+	}
+}
+
+// Remove deletes a log and every rotated file, including ones a larger
+// keep left behind.
+func TestRemoveDeletesTheLogAndItsBackups(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.log")
+	for _, name := range []string{"a.log", "a.log.1", "a.log.2", "a.log.3", "a.log.4", "b.log"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Remove(path, 2); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "b.log" {
+		t.Fatalf("left %v, want only b.log", entries)
+	}
+	if err := Remove(path, 2); err != nil {
+		t.Fatalf("removing again: %v", err)
+	}
+}
