@@ -11,6 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Defaults of log.max_bytes and log.backups: each log is rotated past 10
@@ -129,13 +132,20 @@ func (r *File) Close() error {
 	return err
 }
 
+// copyBuf is the buffer of one read of Copy, pooled: a copy holds none
+// while it waits for input, so an idle runtime's log costs no buffer.
+var copyBuf = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // Copy copies r into the File at path (opened as by Open) until r ends,
 // then closes both. Each read goes whole into one file, and reads are at
-// most max bytes (and 32 KiB), so a file stays within max. It is the
+// most maxBytes (and 32 KiB), so a file stays within maxBytes. It is the
 // goroutine behind a child's stderr pipe: the child never writes to the
-// file itself, so its log is rotated while it runs. A failed write drops
-// what was read and goes on reading, so that the child never blocks on a
-// full pipe because the disk is full.
+// file itself, so its log is rotated while it runs. When r is a pipe or
+// socket (a syscall.Conn), Copy waits for input without a buffer and takes
+// one from a pool only to read what is there: a copy for each live
+// runtime costs its goroutine only. A failed write drops what was read
+// and goes on reading, so that the child never blocks on a full pipe
+// because the disk is full.
 func Copy(path string, maxBytes int64, keep int, r io.ReadCloser) error {
 	defer r.Close()
 	f, err := Open(path, maxBytes, keep)
@@ -143,18 +153,56 @@ func Copy(path string, maxBytes int64, keep int, r io.ReadCloser) error {
 		_, _ = io.Copy(io.Discard, r)
 		return err
 	}
-	buf := make([]byte, min(max(maxBytes, 1), 32<<10))
+	wait := readable(r)
 	var werr error
 	for {
-		n, err := r.Read(buf)
+		if err := wait(); err != nil {
+			return errors.Join(werr, f.Close())
+		}
+		bp := copyBuf.Get().(*[]byte)
+		n, err := r.Read((*bp)[:min(max(maxBytes, 1), int64(len(*bp)))])
 		if n > 0 {
-			if _, err := f.Write(buf[:n]); err != nil && werr == nil {
+			if _, err := f.Write((*bp)[:n]); err != nil && werr == nil {
 				werr = err
 			}
 		}
+		copyBuf.Put(bp)
 		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
 			return errors.Join(werr, f.Close())
 		}
+	}
+}
+
+// readable returns a function that waits until r has input (or has ended)
+// without reading it, through the runtime's poller: r's descriptor is
+// non-blocking (os.Pipe's are). For other readers it returns at once.
+func readable(r io.Reader) func() error {
+	sc, ok := r.(syscall.Conn)
+	if !ok {
+		return func() error { return nil }
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return func() error { return nil }
+	}
+	return func() error {
+		woke := false
+		return rc.Read(func(fd uintptr) bool {
+			// The poller is edge-triggered and was armed before this
+			// call: input or a hang-up already there is seen by the
+			// level-triggered poll below, and one arriving after it
+			// wakes the wait. After a wake the read tells which it was.
+			if woke {
+				return true
+			}
+			woke = true
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, 0)
+			return err != nil || n > 0
+		})
 	}
 }
 
