@@ -34,7 +34,7 @@ const stdinQueueMax = 1024
 // cost (the relay benchmark gains nothing from a larger buffer).
 const stdoutBuffer = 4 << 10
 
-// drainBound is how long the exit path waits for stdout to reach EOF after
+// drainBound is how long the exit path waits for stdout and stderr to reach EOF after
 // the process and its group are gone.
 const drainBound = 2 * time.Second
 
