@@ -34,8 +34,8 @@ const stdinQueueMax = 1024
 // cost (the relay benchmark gains nothing from a larger buffer).
 const stdoutBuffer = 4 << 10
 
-// drainBound is how long the exit path waits for stdout and stderr to reach EOF after
-// the process and its group are gone.
+// drainBound is how long the exit path waits for stdout and stderr to
+// reach EOF after the process and its group are gone.
 const drainBound = 2 * time.Second
 
 // Actor owns one child process. Its parent is the agent actor, which
