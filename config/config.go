@@ -118,11 +118,21 @@ type JobsConfig struct {
 	SchedIdle bool `mapstructure:"sched_idle"`
 }
 
-// LogConfig configures the daemon's slog handler.
+// LogConfig configures the daemon's slog handler and the bounds of its log
+// files: logs/shardd.log and each agent runtime's stderr log
+// (logs/agents/<agent_id>.log) alike.
 type LogConfig struct {
 	// Level is the minimum level logged: debug, info, warn or error.
 	// Default info.
 	Level string `mapstructure:"level"`
+	// MaxBytes is the size past which a log file is rotated (the file
+	// becomes <file>.1, and a new one is started), at least 1 KiB, so
+	// that a daemon running for months holds bounded logs. Default 10 MiB.
+	MaxBytes int `mapstructure:"max_bytes"`
+	// Backups is how many rotated files each log keeps (<file>.1 newest …
+	// <file>.N oldest); 0 keeps none (the file is truncated instead).
+	// Default 3.
+	Backups int `mapstructure:"backups"`
 }
 
 // WebConfig configures the HTTP/WebSocket listener and its security policy
@@ -351,7 +361,7 @@ func Default(home string) *Config {
 	c := &Config{
 		Home:     home,
 		Runtimes: map[string]RuntimeProfile{DefaultRuntime: {Kind: KindShard}},
-		Log:      LogConfig{Level: "info"},
+		Log:      LogConfig{Level: "info", MaxBytes: 10 << 20, Backups: 3},
 		Web: WebConfig{
 			Host: "127.0.0.1", Port: 7420,
 			ForwardedProtoHeader: "X-Forwarded-Proto", ForwardedHostHeader: "X-Forwarded-Host",

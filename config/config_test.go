@@ -14,7 +14,7 @@ import (
 
 // briefKeys is every key the design promises, in the brief's order.
 var briefKeys = []string{
-	"home", "config", "foreground", "log.level", "web.host", "web.port",
+	"home", "config", "foreground", "log.level", "log.max_bytes", "log.backups", "web.host", "web.port",
 	"web.public_host", "web.allowed_origins", "web.allow_insecure_remote", "web.trust_proxy",
 	"web.forwarded_proto_header", "web.forwarded_host_header", "web.enroll_ttl", "web.session_ttl",
 	"runtime.command", "runtime.idle_timeout", "runtime.start_timeout",
@@ -83,7 +83,7 @@ func TestDefault(t *testing.T) {
 	want := &Config{
 		Home:       "/h",
 		ConfigFile: "/h/config.yaml",
-		Log:        LogConfig{Level: "info"},
+		Log:        LogConfig{Level: "info", MaxBytes: 10 << 20, Backups: 3},
 		Web: WebConfig{Host: "127.0.0.1", Port: 7420,
 			ForwardedProtoHeader: "X-Forwarded-Proto", ForwardedHostHeader: "X-Forwarded-Host",
 			EnrollTTL: 5 * time.Minute, SessionTTL: 720 * time.Hour},
@@ -225,6 +225,8 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return "3"
 	case "jobs.sched_idle":
 		return "false"
+	case "log.backups":
+		return "5"
 	}
 	switch s.field(&Config{}).(type) {
 	case *string:
@@ -616,6 +618,11 @@ func TestValidate(t *testing.T) {
 		{"relative home", func(c *Config) { c.Home = "rel" }, "home"},
 		{"empty home", func(c *Config) { c.Home = "" }, "home"},
 		{"bad level", func(c *Config) { c.Log.Level = "INFO" }, "log.level"},
+		{"log bound 1 KiB ok", func(c *Config) { c.Log.MaxBytes = 1024 }, ""},
+		{"log bound under 1 KiB", func(c *Config) { c.Log.MaxBytes = 1023 }, "log.max_bytes"},
+		{"no log backups ok", func(c *Config) { c.Log.Backups = 0 }, ""},
+		{"negative log backups", func(c *Config) { c.Log.Backups = -1 }, "log.backups"},
+		{"too many log backups", func(c *Config) { c.Log.Backups = 1001 }, "log.backups"},
 		{"remote host alone", func(c *Config) { c.Web.Host = "192.168.1.2" }, "web.public_host"},
 		{"hostname", func(c *Config) { c.Web.Host = "example.com" }, "web.host"},
 		{"port negative", func(c *Config) { c.Web.Port = -1 }, "web.port"},
@@ -734,5 +741,29 @@ func TestPaths(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
 		}
+	}
+}
+
+// The log bounds default to 10 MiB and 3 backups and layer like every
+// setting: file < SHARD_LOG_* < flags.
+func TestLogRotationSettings(t *testing.T) {
+	f := newFixture(t)
+	c, err := f.load(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Log.MaxBytes != 10<<20 || c.Log.Backups != 3 {
+		t.Fatalf("defaults: max_bytes %d backups %d, want 10 MiB and 3", c.Log.MaxBytes, c.Log.Backups)
+	}
+	f.writeFile(t, "log:\n  max_bytes: 65536\n  backups: 7\n")
+	c, err = f.load(t, []string{"--log.backups=2"}, []string{"SHARD_LOG_MAX_BYTES=4096", "SHARD_LOG_BACKUPS=9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Log.MaxBytes != 4096 || c.Log.Backups != 2 {
+		t.Fatalf("layered: max_bytes %d backups %d, want 4096 (env) and 2 (flag)", c.Log.MaxBytes, c.Log.Backups)
+	}
+	if _, err := f.load(t, nil, []string{"SHARD_LOG_MAX_BYTES=512"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "log.max_bytes") {
+		t.Fatalf("max_bytes 512: err = %v, want an invalid log.max_bytes", err)
 	}
 }

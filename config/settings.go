@@ -55,6 +55,12 @@ func settings() []setting {
 		{key: "log.level", alias: "log-level",
 			usage: "minimum log level: debug, info, warn or error",
 			field: func(c *Config) any { return &c.Log.Level }, check: oneOf("debug", "info", "warn", "error")},
+		{key: "log.max_bytes",
+			usage: "size in bytes past which shardd.log and each agent's log are rotated (at least 1024)",
+			field: func(c *Config) any { return &c.Log.MaxBytes }, check: intRange(1<<10, 1<<40)},
+		{key: "log.backups",
+			usage: "rotated files each log keeps (<log>.1 newest … <log>.N oldest); 0 keeps none",
+			field: func(c *Config) any { return &c.Log.Backups }, check: intRange(0, 1000)},
 
 		{key: "web.host", alias: "web-host",
 			usage: "HTTP/WebSocket listen host: an IP literal or localhost; a non-loopback address is remote mode and needs --public-host, --allowed-origin and --allow-insecure-remote",

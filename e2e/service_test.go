@@ -303,3 +303,74 @@ func TestServiceAgentLogIsBoundedAtRuntimeStart(t *testing.T) {
 		t.Fatalf("%s = %v (err %v), want a fresh, small log", logPath, fi, err)
 	}
 }
+
+// TestServiceAgentLogRotatesWhileTheRuntimeRuns: log.max_bytes and
+// log.backups bound an agent's stderr log while its runtime runs. The
+// runtime profile is a shell that writes 256 KiB to stderr and then execs
+// the reference runtime in the same process: once agent.attach has its
+// sync, the writes are done, the runtime runs, and its log has rotated.
+func TestServiceAgentLogRotatesWhileTheRuntimeRuns(t *testing.T) {
+	t.Parallel()
+	const maxBytes, backups = 4096, 2
+	home := newHome(t)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	noisy := `i=0; while [ $i -lt 4096 ]; do printf '%063d\n' $i >&2; i=$((i+1)); done; exec "$0" agent --headless`
+	cfg := fmt.Sprintf("log:\n  max_bytes: %d\n  backups: %d\nruntimes:\n  shard:\n    kind: shard\n    command: [/bin/sh, -c, %q, %q]\n",
+		maxBytes, backups, noisy, sharddBin)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemonAt(t, home)
+	c := d.dial()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var created protocol.AgentCreateData
+	if err := c.Call(ctx, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t)}, &created); err != nil {
+		t.Fatalf("agent.create: %v", err)
+	}
+	id := created.AgentID
+	var att protocol.AgentAttachData
+	if err := c.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: id}}, &att); err != nil {
+		t.Fatalf("agent.attach: %v", err)
+	}
+	if len(runtimePIDs(t, id)) == 0 {
+		t.Fatal("no runtime runs after attach")
+	}
+	// All of the 256 KiB but the pipe's buffer (64 KiB) and one read went
+	// into the log while the runtime ran: it rotated more than backups
+	// times, and only backups old files are kept.
+	logPath := filepath.Join(d.logDir(), "agents", id+".log")
+	checkLogs := func(when string) {
+		t.Helper()
+		matches, err := filepath.Glob(logPath + "*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{logPath, logPath + ".1", logPath + ".2"}
+		if strings.Join(matches, " ") != strings.Join(want, " ") {
+			t.Fatalf("%s: agent log files %v, want %v", when, matches, want)
+		}
+		for _, m := range matches {
+			if fi, err := os.Stat(m); err != nil || fi.Size() > maxBytes {
+				t.Fatalf("%s: %s = %v (err %v), want at most %d bytes", when, filepath.Base(m), fi, err, maxBytes)
+			}
+		}
+	}
+	checkLogs("while running")
+	if err := c.Call(ctx, &protocol.AgentTerminate{Header: protocol.Header{Type: protocol.TypeAgentTerminate, AgentID: id}}, nil); err != nil {
+		t.Fatalf("agent.terminate: %v", err)
+	}
+	eventually(t, 10*time.Second, "runtime stopped", func() bool { return len(runtimePIDs(t, id)) == 0 })
+	checkLogs("after the runtime stopped")
+	// shardd.log is bound by the same settings.
+	for _, m := range []string{"shardd.log", "shardd.log.1", "shardd.log.2"} {
+		if fi, err := os.Stat(filepath.Join(d.logDir(), m)); err == nil && fi.Size() > maxBytes {
+			t.Errorf("%s has %d bytes, over %d", m, fi.Size(), maxBytes)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(d.logDir(), "shardd.log.3")); !os.IsNotExist(err) {
+		t.Errorf("shardd.log.3 with log.backups 2: %v", err)
+	}
+}

@@ -33,6 +33,11 @@ type RuntimeConfig struct {
 	Env []string
 	// SessionsDir holds sessions/<session_id>; LogDir holds agents/<id>.log.
 	SessionsDir, LogDir string
+	// LogMaxBytes and LogBackups bound each agent's log (log.max_bytes,
+	// log.backups; proc.Spec): it rotates while the runtime runs.
+	// LogMaxBytes 0 means the defaults.
+	LogMaxBytes int64
+	LogBackups  int
 
 	StartTimeout time.Duration // readiness bound (runtime.start_timeout)
 	IdleTimeout  time.Duration // reaping after inactivity (runtime.idle_timeout)

@@ -88,15 +88,17 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		env = append(env, "SHARD_AGENT_SYSTEM_PROMPT="+a.m.SystemPrompt)
 	}
 	spec := proc.Spec{
-		Epoch:      a.epoch,
-		Path:       prof.Path,
-		Args:       prof.Args,
-		Dir:        a.m.Cwd,
-		Env:        env,
-		StderrPath: filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),
-		Sweep:      []string{"SHARD_AGENT_ID=" + a.m.AgentID, "SHARD_RUNTIME_ID=" + runtimeID},
-		Sweeper:    rc.Sweeper,
-		Forks:      rc.Forks,
+		Epoch:       a.epoch,
+		Path:        prof.Path,
+		Args:        prof.Args,
+		Dir:         a.m.Cwd,
+		Env:         env,
+		StderrPath:  filepath.Join(rc.LogDir, "agents", a.m.AgentID+".log"),
+		LogMaxBytes: rc.LogMaxBytes,
+		LogBackups:  rc.LogBackups,
+		Sweep:       []string{"SHARD_AGENT_ID=" + a.m.AgentID, "SHARD_RUNTIME_ID=" + runtimeID},
+		Sweeper:     rc.Sweeper,
+		Forks:       rc.Forks,
 	}
 	spec.Nice, spec.Idle = rc.priorityFor(a.m)
 	if rc.Track != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/internal/actorref"
+	"github.com/shard-dev/shard/internal/logfile"
 	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
@@ -33,12 +34,8 @@ const stdinQueueMax = 1024
 // cost (the relay benchmark gains nothing from a larger buffer).
 const stdoutBuffer = 4 << 10
 
-// maxLogBytes bounds an agent's stderr log (logs/agents/<id>.log) as a
-// runtime generation starts (see openLog).
-const maxLogBytes = 10 << 20
-
-// drainBound is how long the exit path waits for stdout to reach EOF after
-// the process and its group are gone.
+// drainBound is how long the exit path waits for stdout and stderr to
+// reach EOF after the process and its group are gone.
 const drainBound = 2 * time.Second
 
 // Actor owns one child process. Its parent is the agent actor, which
@@ -117,7 +114,7 @@ func (a *Actor) start(c actor.Context) {
 		c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: -1, Reason: "spawn: " + err.Error()})
 	}
 
-	stderr, err := openLog(a.spec.StderrPath)
+	stderr, errR, err := openLog(a.spec.StderrPath)
 	if err != nil {
 		fail(err)
 		return
@@ -126,6 +123,7 @@ func (a *Actor) start(c actor.Context) {
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
+		closeIf(errR)
 		fail(err)
 		return
 	}
@@ -142,12 +140,14 @@ func (a *Actor) start(c actor.Context) {
 	if err != nil {
 		outR.Close()
 		outW.Close()
+		closeIf(errR)
 		fail(err)
 		return
 	}
 	if err := a.spec.Forks.Start(cmd); err != nil {
 		outR.Close()
 		outW.Close()
+		closeIf(errR)
 		fail(err)
 		return
 	}
@@ -180,6 +180,14 @@ func (a *Actor) start(c actor.Context) {
 	}
 	a.stdin = newStdinQueue(stdinW, a.goroutines)
 
+	stderrDone := make(chan struct{})
+	if errR == nil {
+		close(stderrDone)
+	} else if !a.goroutines.Go(func() { a.copyStderr(errR, stderrDone) }) {
+		errR.Close()
+		a.refuse(c, outR)
+		return
+	}
 	readerDone := make(chan struct{})
 	if !a.goroutines.Go(func() { a.readStdout(sys, outR, readerDone) }) {
 		// The daemon is stopping (its goroutines are closed): no runtime
@@ -200,12 +208,22 @@ func (a *Actor) start(c actor.Context) {
 		} else {
 			procs.KillWithEnv(a.spec.Sweep...)
 		}
+		// Both outputs drain within one bound. The stderr copy ends before
+		// Exited too, so that the next generation's copy never writes the
+		// same log file alongside this one's.
 		drain := time.NewTimer(drainBound)
 		select {
 		case <-readerDone:
 		case <-drain.C:
 			outR.Close()
+			closeIf(errR)
 			<-readerDone
+		}
+		select {
+		case <-stderrDone:
+		case <-drain.C:
+			closeIf(errR)
+			<-stderrDone
 		}
 		drain.Stop()
 		code, reason := describeExit(cmd, err)
@@ -321,26 +339,46 @@ func describeExit(cmd *exec.Cmd, err error) (int, string) {
 	return st.ExitCode(), st.String()
 }
 
-func openLog(path string) (*os.File, error) {
+// openLog returns what the child's stderr is: /dev/null when path is "",
+// else the write end of a pipe whose read end (r) copyStderr copies into
+// the rotating log at path. The child never holds the file itself, so the
+// daemon rotates it by size while the runtime runs (log.max_bytes,
+// log.backups); the copy is I/O in a goroutine of its own, and the pipe's
+// buffer absorbs bursts, so neither the runtime nor an actor waits on the
+// disk.
+func openLog(path string) (w, r *os.File, err error) {
 	if path == "" {
-		return os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		w, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		return w, nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("runtime log dir: %w", err)
+		return nil, nil, fmt.Errorf("runtime log dir: %w", err)
 	}
-	// The child writes its stderr straight into the file, so the bound is
-	// applied here, once per generation: a log past maxLogBytes becomes
-	// <id>.log.1 (replacing the previous one) and the new generation starts
-	// a fresh file. An agent's logs thus stay within about twice the bound
-	// plus what one generation writes.
-	if fi, err := os.Stat(path); err == nil && fi.Size() > maxLogBytes {
-		_ = os.Rename(path, path+".1") // on failure the file keeps growing
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	r, w, err = os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("runtime log: %w", err)
+		return nil, nil, fmt.Errorf("runtime log: %w", err)
 	}
-	return f, nil
+	return w, r, nil
+}
+
+// copyStderr copies the child's stderr into its log until every holder of
+// the write end is gone, then closes done.
+func (a *Actor) copyStderr(r *os.File, done chan<- struct{}) {
+	defer close(done)
+	maxBytes, keep := a.spec.LogMaxBytes, a.spec.LogBackups
+	if maxBytes <= 0 {
+		maxBytes, keep = logfile.DefaultMaxBytes, logfile.DefaultBackups
+	}
+	if err := logfile.Copy(a.spec.StderrPath, maxBytes, keep, r); err != nil && !errors.Is(err, os.ErrClosed) {
+		a.logger.Warn("runtime log", "epoch", a.spec.Epoch, "err", err)
+	}
+}
+
+// closeIf closes f when it is set.
+func closeIf(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
 }
 
 // starvedShare is the part of the time since the last check that a

@@ -337,3 +337,52 @@ func TestRefusedGoroutinesKillTheProcess(t *testing.T) {
 		t.Fatalf("exited = %+v", ex)
 	}
 }
+
+// TestStderrLogRotatesWhileTheRuntimeRuns: the child's stderr reaches its
+// log through the actor's copy, which rotates it by size while the child
+// is still running, keeps LogBackups old files, and holds each within
+// LogMaxBytes.
+func TestStderrLogRotatesWhileTheRuntimeRuns(t *testing.T) {
+	const maxBytes, backups = 4096, 2
+	// 256 KiB of 64-byte lines to stderr, then a mark on stdout, then the
+	// child waits on stdin (still running) until it is told to end.
+	script := `i=0; while [ $i -lt 4096 ]; do printf '%063d\n' $i >&2; i=$((i+1)); done; echo written; read l; echo last >&2`
+	sys, rt, p, logPath := spawnWith(t, script, func(s *proc.Spec) { s.LogMaxBytes, s.LogBackups = maxBytes, backups })
+	if got := recv(t, p.out); got != "written" {
+		t.Fatalf("output %q, want written", got)
+	}
+	// The child's writes returned, so all but a pipe's buffer (64 KiB) and
+	// one read (4 KiB) of its 256 KiB went into the log: it rotated more
+	// than `backups` times already, while the child runs.
+	for i := 1; i <= backups; i++ {
+		if _, err := os.Stat(fmt.Sprintf("%s.%d", logPath, i)); err != nil {
+			t.Fatalf("backup %d while running: %v", i, err)
+		}
+	}
+	sys.Root.Send(rt, &proc.Write{Line: []byte("go")})
+	if ex := recv(t, p.exited); ex.ExitCode != 0 {
+		t.Fatalf("exited = %+v", ex)
+	}
+	// Exited comes after the copy ended: the last line is in the live log.
+	entries, err := os.ReadDir(filepath.Dir(logPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() > maxBytes {
+			t.Errorf("%s has %d bytes, over the %d-byte bound", e.Name(), fi.Size(), maxBytes)
+		}
+	}
+	if want := []string{"a.log", "a.log.1", "a.log.2"}; strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("log files %v, want %v", names, want)
+	}
+	if b, _ := os.ReadFile(logPath); !strings.HasSuffix(string(b), "last\n") {
+		t.Fatalf("live log ends %q, want the child's last line", b[max(0, len(b)-80):])
+	}
+}

@@ -32,8 +32,15 @@ type Spec struct {
 	Dir string
 	// Env is the full environment of the child.
 	Env []string
-	// StderrPath receives the child's stderr (appended, mode 0600).
+	// StderrPath receives the child's stderr (appended, mode 0600),
+	// through a pipe the actor copies into it, rotated by size while the
+	// runtime runs; "" discards it.
 	StderrPath string
+	// LogMaxBytes and LogBackups bound StderrPath's file (log.max_bytes,
+	// log.backups; see logfile.Open). LogMaxBytes 0 means both defaults
+	// (logfile.DefaultMaxBytes, logfile.DefaultBackups).
+	LogMaxBytes int64
+	LogBackups  int
 	// Track, when set, is told about the process so that a later daemon can
 	// kill what this one leaves behind after a crash.
 	Track Tracker

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/shard-dev/shard/internal/logfile"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -127,7 +128,7 @@ func (r *Actor) live(e *entry) (kind, reason string) {
 // onRemoved forgets what the store deleted and finishes the removal.
 func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 	var pids []*actor.PID
-	var dirs []string
+	var dirs, logs []string
 	for _, rr := range res.results {
 		e := r.agents[rr.AgentID]
 		if e == nil || !e.removing {
@@ -144,6 +145,10 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 		}
 		r.deps.Metrics.AgentState(e.info.RuntimeState, "")
 		pids = append(pids, e.pid)
+		// Its stderr log and the log's rotated files go with it.
+		if rt := r.deps.Agent.Runtime; rt.LogDir != "" {
+			logs = append(logs, filepath.Join(rt.LogDir, "agents", m.AgentID+".log"))
+		}
 		// Its session directory (an adopted fork's is under its source's
 		// forks/); never a path outside sessions/.
 		if dir, ok := m.SessionPath(r.deps.Agent.Runtime.SessionsDir); ok && (m.SessionDir != "" || sessionIDPattern.MatchString(m.SessionID)) {
@@ -165,7 +170,7 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 			}
 		}
 	}
-	sys, log := c.ActorSystem(), r.deps.Logger
+	sys, log, logBackups := c.ActorSystem(), r.deps.Logger, r.deps.Agent.Runtime.LogBackups
 	data := protocol.AgentRemoveData{Results: res.results}
 	finish := func() {
 		for _, pid := range pids {
@@ -174,6 +179,12 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 		for _, d := range dirs {
 			if err := removeKeeping(d, keep); err != nil {
 				log.Error("registry: delete session directory", "err", err)
+			}
+		}
+		for _, l := range logs {
+			// After the stops: a stopped runtime's log copy has ended.
+			if err := logfile.Remove(l, logBackups); err != nil {
+				log.Error("registry: delete agent log", "err", err)
 			}
 		}
 		res.answer(data, nil)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/internal/daemon"
+	"github.com/shard-dev/shard/internal/logfile"
 )
 
 func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -181,8 +182,8 @@ func runtimeCommand(cfg *config.Config) (string, []string, error) {
 	return exe, []string{"agent", "--headless"}, nil
 }
 
-// newLogger logs JSON to $SHARD_HOME/logs/shardd.log (rotated by size, see
-// logMaxBytes), and text to stderr too when running in the foreground
+// newLogger logs JSON to $SHARD_HOME/logs/shardd.log (rotated by size:
+// log.max_bytes, log.backups), and text to stderr too when running in the foreground
 // (--foreground: containers, where stderr is the log and is no terminal) or
 // on a terminal.
 func newLogger(cfg *config.Config, stderr io.Writer) (*slog.Logger, func(), error) {
@@ -193,7 +194,7 @@ func newLogger(cfg *config.Config, stderr io.Writer) (*slog.Logger, func(), erro
 	if err := os.MkdirAll(cfg.LogDir(), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create log dir: %w", err)
 	}
-	f, err := openRotating(filepath.Join(cfg.LogDir(), "shardd.log"), logMaxBytes, logBackups)
+	f, err := logfile.Open(filepath.Join(cfg.LogDir(), "shardd.log"), int64(cfg.Log.MaxBytes), cfg.Log.Backups)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -229,6 +229,8 @@ func (d *Daemon) Start() error {
 				Env:            d.runtimeEnv(),
 				SessionsDir:    cfg.SessionsDir(),
 				LogDir:         cfg.LogDir(),
+				LogMaxBytes:    int64(cfg.Log.MaxBytes),
+				LogBackups:     cfg.Log.Backups,
 				StartTimeout:   cfg.Runtime.StartTimeout,
 				IdleTimeout:    cfg.Runtime.IdleTimeout,
 				AbortGrace:     cfg.Kill.AbortGrace,

@@ -73,6 +73,17 @@ func TestAgentRemoveFinishedSubagent(t *testing.T) {
 		return agentsByID(t, c)[child].RuntimeState == protocol.RuntimeStopped
 	})
 	before := sessionDirs(t, h.cfg.SessionsDir())
+	// Its stderr log, and a rotated file of it, go with it; the parent's
+	// log stays.
+	childLog, parentLog := h.cfg.AgentLogPath(child), h.cfg.AgentLogPath(parent)
+	for _, p := range []string{childLog, parentLog} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("agent log before remove: %v", err)
+		}
+	}
+	if err := os.WriteFile(childLog+".1", []byte("older\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// The report is deleted just after its delivery: until then the
 	// removal is refused as report_pending, which is also a refusal to test.
@@ -90,6 +101,14 @@ func TestAgentRemoveFinishedSubagent(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(h.cfg.SessionsDir(), ev.SessionID)); !os.IsNotExist(err) {
 		t.Fatalf("session directory after remove: %v", err)
+	}
+	for _, p := range []string{childLog, childLog + ".1"} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s after remove: %v", filepath.Base(p), err)
+		}
+	}
+	if _, err := os.Stat(parentLog); err != nil {
+		t.Fatalf("the parent's log after its child's remove: %v", err)
 	}
 	if a, ok := agentsByID(t, c)[child]; ok {
 		t.Fatalf("agent.list still has the removed child: %+v", a)

@@ -1,4 +1,4 @@
-package main
+package logfile
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 	"testing"
 )
 
-func TestRotatingFileRotatesBySizeAndKeepsBackups(t *testing.T) {
+func TestFileRotatesBySizeAndKeepsBackups(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "shardd.log")
-	r, err := openRotating(path, 100, 3)
+	r, err := Open(path, 100, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,13 +58,13 @@ func TestRotatingFileRotatesBySizeAndKeepsBackups(t *testing.T) {
 	}
 }
 
-func TestRotatingFileReopensAnOversizedFileAtFirstWrite(t *testing.T) {
+func TestFileRotatesAnOversizedFileAtOpen(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "shardd.log")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("o"), 500), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := openRotating(path, 100, 1)
+	r, err := Open(path, 100, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +83,10 @@ func TestRotatingFileReopensAnOversizedFileAtFirstWrite(t *testing.T) {
 	}
 }
 
-func TestRotatingFileOversizedRecordAndConcurrentWriters(t *testing.T) {
+func TestFileOversizedRecordAndConcurrentWriters(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "shardd.log")
-	r, err := openRotating(path, 64, 2)
+	r, err := Open(path, 64, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,5 +129,59 @@ func TestRotatingFileOversizedRecordAndConcurrentWriters(t *testing.T) {
 	}
 	if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
 		t.Errorf("a third backup exists with keep=2: %v", err)
+	}
+}
+
+// Copy writes what it reads into a rotating file, each read within the
+// bound, and closes both ends at EOF.
+func TestCopyRotatesWhatItReads(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.log")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Copy(path, 1024, 1, pr) }()
+	payload := bytes.Repeat([]byte("0123456789abcde\n"), 300) // 4800 bytes
+	if _, err := pw.Write(payload); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	live, _ := os.ReadFile(path)
+	old, _ := os.ReadFile(path + ".1")
+	if len(live) == 0 || len(live) > 1024 || len(old) == 0 || len(old) > 1024 {
+		t.Fatalf("live %d bytes, backup %d bytes: want both in 1..1024", len(live), len(old))
+	}
+	if !bytes.HasSuffix(payload, append(old, live...)) {
+		t.Fatal("backup then live log are not the end of what was written")
+	}
+	if _, err := os.Stat(path + ".2"); !os.IsNotExist(err) {
+		t.Fatalf("a second backup with keep=1: %v", err)
+	}
+}
+
+// Remove deletes a log and every rotated file, including ones a larger
+// keep left behind.
+func TestRemoveDeletesTheLogAndItsBackups(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.log")
+	for _, name := range []string{"a.log", "a.log.1", "a.log.2", "a.log.3", "a.log.4", "b.log"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Remove(path, 2); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "b.log" {
+		t.Fatalf("left %v, want only b.log", entries)
+	}
+	if err := Remove(path, 2); err != nil {
+		t.Fatalf("removing again: %v", err)
 	}
 }
