@@ -534,6 +534,8 @@ func plotHistory(dir string, phases []historyPhase) ([]string, error) {
 		return nil, err
 	}
 
+	rss.Y.Max = max(rss.Y.Max, base+historyTargetRSS) * 1.08
+
 	start := newPlot("history: shardd start to ready (daemon.status answered) vs finished jobs", "seconds")
 	var s plotter.XYs
 	for _, p := range hist {
@@ -548,6 +550,8 @@ func plotHistory(dir string, phases []historyPhase) ([]string, error) {
 	if err := level(start, fmt.Sprintf("target ≤ %g s at %d jobs", historyTargetStart, historyTargetJobs), historyTargetStart, red, dash); err != nil {
 		return nil, err
 	}
+
+	start.Y.Max = max(start.Y.Max, historyTargetStart) * 1.08
 
 	files := []string{filepath.Join(dir, "history-rss.png"), filepath.Join(dir, "history-start.png")}
 	for i, p := range []*plot.Plot{rss, start} {
