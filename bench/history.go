@@ -65,7 +65,11 @@ type historyPhase struct {
 	FillSeconds float64 `json:"fill_s"`
 	// StartSeconds: shardd exec'd → its socket answered daemon.status.
 	StartSeconds float64 `json:"start_to_ready_s"`
-	LiveSeconds  float64 `json:"live_create_s"`
+	// JobsReadySeconds: shardd exec'd → its first jobs.list (limit 1)
+	// answered. The jobs coordinator reads its jobs once started, while
+	// the socket already serves: a jobs command waits for that read.
+	JobsReadySeconds float64 `json:"start_to_jobs_list_s"`
+	LiveSeconds      float64 `json:"live_create_s"`
 
 	// Settled is the daemon after the live agents were created and it
 	// idled historySettle.
@@ -129,8 +133,8 @@ func runHistory(o *options) (*report, error) {
 			ph.RSSOverEmptyMiB = float64(ph.Settled.RSSKiB-phases[0].Settled.RSSKiB) / 1024
 		}
 		// The phase's figures now, so that a long run shows them as it goes.
-		line := fmt.Sprintf("bench history: %d jobs: fill %.1f s, start %.3f s, RSS %.1f MiB, heap %.1f MiB",
-			n, ph.FillSeconds, ph.StartSeconds, float64(ph.Settled.RSSKiB)/1024, ph.Settled.HeapInuse/1024)
+		line := fmt.Sprintf("bench history: %d jobs: fill %.1f s, start %.3f s (jobs.list %.3f s), RSS %.1f MiB, heap %.1f MiB",
+			n, ph.FillSeconds, ph.StartSeconds, ph.JobsReadySeconds, float64(ph.Settled.RSSKiB)/1024, ph.Settled.HeapInuse/1024)
 		for _, l := range ph.Lists {
 			line += fmt.Sprintf(", %s p99 %.2f ms (n %d)", l.Name, l.Lat.P99, l.Lat.N)
 		}
@@ -143,7 +147,7 @@ func runHistory(o *options) (*report, error) {
 	for _, l := range phases[len(phases)-1].Lists {
 		names = append(names, l.Name)
 	}
-	rep := &report{Header: append([]string{"jobs", "agents", "fill s", "db MiB", "start s", "RSS MiB", "over empty MiB", "heap MiB", "goroutines"},
+	rep := &report{Header: append([]string{"jobs", "agents", "fill s", "db MiB", "start s", "jobs.list ready s", "RSS MiB", "over empty MiB", "heap MiB", "goroutines"},
 		func() []string {
 			var h []string
 			for _, n := range names {
@@ -158,7 +162,7 @@ func runHistory(o *options) (*report, error) {
 	}
 	mib := func(kib float64) string { return f2(kib / 1024) }
 	for _, p := range phases {
-		row := []string{fmt.Sprint(p.Jobs), fmt.Sprint(p.Agents), f2(p.FillSeconds), f2(float64(p.DBSize) / (1 << 20)), f3(p.StartSeconds),
+		row := []string{fmt.Sprint(p.Jobs), fmt.Sprint(p.Agents), f2(p.FillSeconds), f2(float64(p.DBSize) / (1 << 20)), f3(p.StartSeconds), f3(p.JobsReadySeconds),
 			mib(float64(p.Settled.RSSKiB)), f2(p.RSSOverEmptyMiB), mib(p.Settled.HeapInuse), f0(p.Settled.Goroutines)}
 		for _, n := range names {
 			cell := "–"
@@ -207,7 +211,7 @@ func runHistory(o *options) (*report, error) {
 	rep.Notes = append(notes,
 		fmt.Sprintf("each phase: a fresh home filled through the store package (fsync off; jobs of one finished run each: every child agent's first job a create, its next %d relaunches; children spread over ≤ %d stopped parents), then shardd started on it (fsync %v), %d live agents created through agent.create, %s idle, then a memory snapshot and sequential requests of each list on one connection (≤ %d each, ≤ %s per list)",
 			historyRunsPerAgent-1, historyParents, !o.noSync, live, historySettle, samples, budget),
-		"start to ready: shardd exec'd → the socket completed a hello (polled every 20 ms) and answered daemon.status",
+		"start to ready: shardd exec'd → the socket completed a hello (polled every 20 ms) and answered daemon.status; jobs.list ready: → then its first jobs.list (limit 1) answered, once the jobs coordinator has read the store (it reads after the socket serves)",
 		"RSS is VmRSS of shardd alone; heap is go_memstats_heap_inuse_bytes and goroutines go_goroutines from /metrics",
 		"lists: agent.list (every agent); jobs.list of one parent (no limit, ~1/100 of the jobs); jobs.list limit 20; jobs.show of a random job id and of a random child's alias (unique across parents)")
 	rep.plot = func(dir string) ([]string, error) { return plotHistory(dir, phases) }
@@ -263,6 +267,13 @@ func historyRun(o *options, n, live, samples int, budget time.Duration) (history
 		return ph, fmt.Errorf("daemon.status: %w", err)
 	}
 	ph.StartSeconds = time.Since(t0).Seconds()
+	ctx, cancel := context.WithTimeout(context.Background(), historyReqTimeout)
+	err = ctl.Call(ctx, &protocol.JobsList{Header: protocol.Header{Type: protocol.TypeJobsList}, Limit: 1}, nil)
+	cancel()
+	if err != nil {
+		return ph, fmt.Errorf("first jobs.list: %w", err)
+	}
+	ph.JobsReadySeconds = time.Since(t0).Seconds()
 	drain(ctl)
 
 	// The live agents: created through the daemon, each with a running
@@ -567,12 +578,19 @@ func plotHistory(dir string, phases []historyPhase) ([]string, error) {
 
 	rss.Y.Max = max(rss.Y.Max, base+historyTargetRSS) * 1.08
 
-	start := newPlot("history: shardd start to ready (daemon.status answered) vs finished jobs", "seconds")
+	start := newPlot("history: shardd start to ready vs finished jobs", "seconds")
 	var s plotter.XYs
 	for _, p := range hist {
 		s = append(s, plotter.XY{X: float64(p.Jobs), Y: p.StartSeconds})
 	}
-	if err := line(start, 0, "start to ready", s); err != nil {
+	if err := line(start, 0, "start to ready (daemon.status answered)", s); err != nil {
+		return nil, err
+	}
+	var js plotter.XYs
+	for _, p := range hist {
+		js = append(js, plotter.XY{X: float64(p.Jobs), Y: p.JobsReadySeconds})
+	}
+	if err := line(start, 1, "start to first jobs.list answered", js); err != nil {
 		return nil, err
 	}
 	if err := level(start, fmt.Sprintf("empty store (%.3f s)", empty.StartSeconds), empty.StartSeconds, color.Gray{Y: 0x40}, dash); err != nil {
