@@ -201,7 +201,8 @@ func runHistory(o *options) (*report, error) {
 	for _, p := range phases {
 		for _, l := range p.Lists {
 			if l.TimedOut {
-				notes = append(notes, fmt.Sprintf("%d jobs: a %s request went unanswered for %s; its sampling stopped after %d answers", p.Jobs, l.Name, historyReqTimeout, l.Lat.N))
+				notes = append(notes, fmt.Sprintf("%d jobs: %s went unanswered for %s (a response over the client's %d MiB record limit never arrives: the client drops it); its sampling stopped after %d answers",
+					p.Jobs, l.Name, historyReqTimeout, protocol.DefaultMaxRecord>>20, l.Lat.N))
 			}
 			if l.Capped {
 				notes = append(notes, fmt.Sprintf("%d jobs: %s sampled %d times, not %d: the %s budget per list ran out", p.Jobs, l.Name, l.Lat.N, samples, budget))
