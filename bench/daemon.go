@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -61,7 +62,12 @@ func startDaemon(o *options, env []string, extra ...string) (*daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	home := filepath.Join(dir, "home")
+	return startDaemonAt(o, filepath.Join(dir, "home"), env, extra...)
+}
+
+// startDaemonAt is startDaemon on a given home, which may hold a store
+// already (the history scenario fills one before the daemon starts).
+func startDaemonAt(o *options, home string, env []string, extra ...string) (*daemon, error) {
 	args := []string{"--web-port", "0"}
 	if o.noSync {
 		args = append(args, "--store.no-sync")
@@ -86,7 +92,7 @@ func startDaemon(o *options, env []string, extra ...string) (*daemon, error) {
 	}
 	d := &daemon{Daemon: sd, home: home, stderr: out}
 	atCleanup(d.stop)
-	if err := d.WaitReady(readyTimeout); err != nil {
+	if err := d.WaitReady(cmp.Or(o.readyTimeout, readyTimeout)); err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, d.stderr.String())
 	}
 	return d, nil

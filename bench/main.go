@@ -45,11 +45,22 @@
 //	        repository of --files files (default 10,000; quick 50),
 //	        --samples pairs (default 50; quick 5).
 //
+//	history  start-up, memory and list latency against history: for the
+//	        empty store and each of --history finished-job counts (default
+//	        1000,10000,100000; quick 1000; 1000000 opt-in) a fresh home
+//	        filled through the store package (no daemon: one finished run
+//	        per job, a child agent per 10 jobs, 100 stopped parents), then
+//	        shardd on it: start to ready (daemon.status answered), RSS and
+//	        heap after --live agents (default 100) were created, and p50/p99
+//	        of agent.list, jobs.list (one parent; limit 20) and jobs.show
+//	        (id; alias) over --samples sequential requests.
+//
 // --quick shrinks every scenario to a smoke run of well under 20 s
 // (scale: under a minute).
 //
 // --plots DIR (default .) receives the PNG plots a scenario draws (fanout:
-// latency CDF and tail; scale: RSS vs agents). --cpuprofile FILE makes each
+// latency CDF and tail; scale: RSS vs agents; history: RSS and start time
+// vs history size). --cpuprofile FILE makes each
 // daemon write a CPU profile (SHARD_CPUPROFILE; a tag such as c10-unix is
 // inserted before the extension when a scenario runs several daemons);
 // the driver stops the daemon gracefully after the measured phase so the
@@ -107,6 +118,12 @@ type options struct {
 	waitSamples int
 	runs        string
 	maxActive   int
+	// history: finished-job counts and live agents
+	history string
+	live    int
+	// readyTimeout, when set, bounds a daemon's start instead of
+	// readyTimeout (history: a large store loads for long today).
+	readyTimeout time.Duration
 
 	rate       int
 	transports string
@@ -134,6 +151,7 @@ var scenarios = []scenario{
 	{"resync", runResync},
 	{"scale", runScale},
 	{"workspace", runWorkspace},
+	{"history", runHistory},
 }
 
 // report is a scenario's outcome: the printed table and the JSON results.
@@ -216,7 +234,9 @@ func realMain(args []string) int {
 	fs.IntVar(&o.maxActive, "max-active", 0, "jobs: the daemon's --jobs.max-active, to hold runs back while creates are measured (default: the daemon's own, 16)")
 	fs.StringVar(&o.runs, "runs", "", "jobs: comma-separated run-record counts to reconcile (default 10000,100000; quick 1000,10000)")
 	fs.StringVar(&o.windows, "windows", "", "resync: comma-separated live-window sizes in messages (default 10,1000; quick 10,100)")
-	fs.IntVar(&o.samples, "samples", 0, "resync: attach samples per window (default 200; quick 100); workspace: create/retire pairs (default 50; quick 5)")
+	fs.IntVar(&o.samples, "samples", 0, "resync: attach samples per window (default 200; quick 100); workspace: create/retire pairs (default 50; quick 5); history: requests per list (default 300; quick 50)")
+	fs.StringVar(&o.history, "history", "", "history: comma-separated finished-job counts, each on a fresh store beside an empty one (default 1000,10000,100000; quick 1000; the target's is 1000000)")
+	fs.IntVar(&o.live, "live", 0, "history: live agents created through the daemon in every phase (default 100; quick 3)")
 	fs.IntVar(&o.files, "files", 0, "workspace: files in the benchmark repository (default 10000; quick 50)")
 	fs.StringVar(&o.compare, "compare", "", "an earlier result file of the same scenario: print each metric's change against it")
 	fs.Usage = func() { usage(fs) }

@@ -30,6 +30,9 @@ var smokeSizes = map[string][]string{
 	"jobs":   {"--creates", "20", "--parents", "1,2", "--wait-samples", "6", "--runs", "100,400"},
 	"resync": {"--windows", "10,40", "--samples", "10"},
 	"scale":  {"--agents", "4,8", "--idle-timeout", "2s"},
+	// history fills stores of 50 and 200 jobs: the filler, the daemon on
+	// it, the lists and the plot, at a size that takes seconds.
+	"history": {"--history", "50,200", "--live", "1", "--samples", "5"},
 }
 
 // TestQuickScenarios is the CI smoke run of the driver: every scenario in
