@@ -109,13 +109,27 @@ type Unknown struct {
 }
 
 // NewResponse builds a successful response record. data may be nil.
+//
+// An answer that would not fit in one record (DefaultMaxRecord, what every
+// client reads) is answered as an INTERNAL_ERROR naming its size instead:
+// a client would skip an oversized record and wait for its answer forever
+// (docs/protocol.md §2). A list that large is read in pages (§13).
 func NewResponse(id, command string, data any) []byte {
 	r := Response{Header: Header{ID: id, Type: TypeResponse}, Command: command, Success: true}
 	if data != nil {
 		r.Data = MustMarshal(data)
 	}
+	if len(r.Data) > DefaultMaxRecord-maxResponseEnvelope {
+		return NewErrorResponse(id, command, Errorf(CodeInternal,
+			"the answer to %.64s is %d bytes, over the %d-byte record limit; ask for it in pages (limit, cursor)", command, len(r.Data), DefaultMaxRecord))
+	}
 	return MustMarshal(r)
 }
+
+// maxResponseEnvelope bounds what a response adds around its data: the
+// header, the command and the field names (the id and command are bounded
+// by their own limits, limits.go).
+const maxResponseEnvelope = 4 << 10
 
 // NewErrorResponse builds a failed response record from err (see AsError).
 func NewErrorResponse(id, command string, err error) []byte {

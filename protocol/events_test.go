@@ -491,3 +491,29 @@ func TestPeekTypeOfAnEventAllocatesNothing(t *testing.T) {
 		t.Errorf("a command's type: %q", got)
 	}
 }
+
+// TestNewResponseOverTheRecordLimit: an answer too large for one record is
+// answered as an error naming its size, itself well within the limit, so a
+// client is never left waiting for a record it would skip (docs/protocol.md
+// §2).
+func TestNewResponseOverTheRecordLimit(t *testing.T) {
+	big := strings.Repeat("x", protocol.DefaultMaxRecord)
+	rec := protocol.NewResponse("r-1", "agent.list", map[string]string{"blob": big})
+	if len(rec) > 1<<10 {
+		t.Fatalf("oversized answer is %d bytes, want a short error", len(rec))
+	}
+	var r protocol.Response
+	if err := json.Unmarshal(rec, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Success || r.ID != "r-1" || r.Command != "agent.list" || r.Error == nil || r.Error.Code != protocol.CodeInternal ||
+		!strings.Contains(r.Error.Message, "record limit") || !strings.Contains(r.Error.Message, "pages") {
+		t.Fatalf("oversized answer = %s", rec)
+	}
+	// Just under the limit is answered as it is.
+	fits := strings.Repeat("x", protocol.DefaultMaxRecord-8<<10)
+	var ok protocol.Response
+	if err := json.Unmarshal(protocol.NewResponse("r-2", "agent.list", fits), &ok); err != nil || !ok.Success {
+		t.Fatalf("an answer under the limit was refused: %+v, %v", ok.Error, err)
+	}
+}
