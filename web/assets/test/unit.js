@@ -404,21 +404,26 @@ test("component: a create form's model field: the daemon's catalog, default pres
 
 test("store: a poll takes provider and model, but not over a model_changed it predates", async () => {
   const st = new Store();
-  const answers = [];
-  st.conn.call = (msg) => msg.type === "agent.list" ? new Promise((res) => answers.push(res)) : Promise.reject(new Error("offline"));
+  // One answer per poll: every agent.list page a poll asks (the live and
+  // the recent agents) waits for it.
+  let gate;
+  const nextPoll = () => { let answer; gate = { p: new Promise((res) => { answer = res; }) }; gate.answer = answer; };
+  st.conn.call = (msg) => msg.type === "agent.list" ? gate.p : Promise.reject(new Error("offline"));
   const info = (id, provider, model) => ({ agent_id: id, provider, model, status: "idle", cwd: "/" });
   st.set({ selected: "a1", agents: { a1: info("a1", "sim", "sim"), a2: info("a2", "sim", "sim") } });
   // A poll is asked; then a model_changed of the attached agent arrives;
   // then the poll's answer, read before the switch.
+  nextPoll();
   const p1 = st.refreshAgents(true);
   st.onEvent({ type: "model_changed", agent_id: "a1", previous: { id: "sim/sim", provider: "sim", model: "sim" }, active: { id: "local/qwen3", provider: "local", model: "qwen3" } });
-  answers.shift()({ agents: [info("a1", "sim", "sim"), info("a2", "local", "llama")] });
+  gate.answer({ agents: [info("a1", "sim", "sim"), info("a2", "local", "llama")] });
   await p1;
   const runs = () => ["a1", "a2"].map((id) => st.state.agents[id].provider + "/" + st.state.agents[id].model);
   eq(runs(), ["local/qwen3", "local/llama"], "the event's switch kept; another agent's switch from the poll");
   // The next poll, read after the switch, is the daemon's word.
+  nextPoll();
   const p2 = st.refreshAgents(true);
-  answers.shift()({ agents: [info("a1", "anthropic", "claude"), info("a2", "local", "llama")] });
+  gate.answer({ agents: [info("a1", "anthropic", "claude"), info("a2", "local", "llama")] });
   await p2;
   eq(runs(), ["anthropic/claude", "local/llama"], "a later poll");
 });
@@ -442,8 +447,12 @@ test("component: the title with the id secondary, and rename", async () => {
 });
 
 const out = { pass: 0, fail: 0, failures: [] };
+// A test that never settles fails by name instead of holding the page at
+// "running…" (the Go side then sees which one).
+const TEST_LIMIT_MS = 10000;
+const settled = (p) => Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(`did not settle within ${TEST_LIMIT_MS} ms`)), TEST_LIMIT_MS))]);
 for (const t of tests) {
-  try { await t.fn(); out.pass++; } catch (e) { out.fail++; out.failures.push(t.name + ": " + e.message); }
+  try { await settled(Promise.resolve().then(t.fn)); out.pass++; } catch (e) { out.fail++; out.failures.push(t.name + ": " + e.message); }
 }
 document.getElementById("results").textContent = JSON.stringify(out);
 document.body.dataset.done = "1";
