@@ -87,7 +87,7 @@ candidate was refused.`,
 // when each one's last run ended.
 func (o *agentsPruneOptions) candidates(ctx context.Context, conn *client.Conn) ([]protocol.AgentInfo, map[string]int64, error) {
 	var list protocol.AgentListData
-	if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &list); err != nil {
+	if err := readAllAgents(ctx, conn, &list); err != nil {
 		return nil, nil, err
 	}
 	var jobs protocol.JobsListData

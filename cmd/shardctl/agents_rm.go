@@ -46,7 +46,7 @@ response's {"results":[...]}. Exit 1 if any agent was not removed.`,
 			}
 			return o.g.oneShot(cmd.Context(), func(ctx context.Context, conn *client.Conn) error {
 				var list protocol.AgentListData
-				if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &list); err != nil {
+				if err := readAllAgents(ctx, conn, &list); err != nil {
 					return err
 				}
 				ids := make([]string, 0, len(args))

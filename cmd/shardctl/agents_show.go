@@ -81,7 +81,7 @@ func (o *agentsShowOptions) run(ctx context.Context, conn *client.Conn, id strin
 	}
 	v := agentView{Agent: st.Agents[0], Children: []string{}, Jobs: []protocol.OpJob{}}
 	var all protocol.AgentListData
-	if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &all); err != nil {
+	if err := readAllAgents(ctx, conn, &all); err != nil {
 		return err
 	}
 	for _, a := range all.Agents {

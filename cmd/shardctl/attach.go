@@ -178,7 +178,7 @@ func (o *attachOptions) session(ctx context.Context, conn *client.Conn, agentID 
 func agentNames(ctx context.Context, conn *client.Conn) map[string]string {
 	names := map[string]string{}
 	var data protocol.AgentListData
-	if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &data); err == nil {
+	if err := readAllAgents(ctx, conn, &data); err == nil {
 		for _, a := range data.Agents {
 			if n := agentName(a); n != "-" {
 				names[a.AgentID] = n

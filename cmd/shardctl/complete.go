@@ -42,7 +42,7 @@ func completeAgents(g *globalOptions, many bool) completer {
 		}
 		return askForCompletion(cmd, g, func(ctx context.Context, conn *client.Conn) []string {
 			var data protocol.AgentListData
-			if conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &data) != nil {
+			if readAllAgents(ctx, conn, &data) != nil {
 				return nil
 			}
 			var out []string

@@ -52,7 +52,7 @@ func resolveAgent(ctx context.Context, conn *client.Conn, handle string) (string
 		return handle, nil
 	}
 	var data protocol.AgentListData
-	if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &data); err != nil {
+	if err := readAllAgents(ctx, conn, &data); err != nil {
 		return "", fmt.Errorf("resolve %q: %w", handle, err)
 	}
 	return matchAgent(data.Agents, handle)
@@ -123,7 +123,7 @@ const minShortID = 12
 // names no agent is NOT_FOUND rather than a filter that matches nothing.
 func resolveKnownAgent(ctx context.Context, conn *client.Conn, handle string) (string, error) {
 	var data protocol.AgentListData
-	if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &data); err != nil {
+	if err := readAllAgents(ctx, conn, &data); err != nil {
 		return "", fmt.Errorf("resolve %q: %w", handle, err)
 	}
 	id, err := matchAgent(data.Agents, handle)

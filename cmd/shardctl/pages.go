@@ -75,3 +75,21 @@ func fetchAgents(ctx context.Context, conn *client.Conn, q protocol.AgentList, k
 		q.Cursor = page.NextCursor
 	}
 }
+
+// readAllAgents reads every agent into out, page by page (agent.list with
+// a limit, following next_cursor), so that resolving a name or listing
+// questions works however many agents the daemon has: one unpaged answer
+// stops fitting in a record at some 90,000 agents (docs/protocol.md §2).
+// A daemon without paging answers everything at once.
+func readAllAgents(ctx context.Context, conn *client.Conn, out *protocol.AgentListData) error {
+	data, _, err := fetchAgents(ctx, conn, protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}},
+		func(protocol.AgentInfo) bool { return true }, 0, allAgentsPage)
+	if err != nil {
+		return err
+	}
+	*out = data
+	return nil
+}
+
+// allAgentsPage is the page size of readAllAgents.
+const allAgentsPage = 1000

@@ -108,7 +108,7 @@ meanwhile elsewhere is reported as such.`,
 // openQuestions collects the open requests of every waiting agent.
 func openQuestions(ctx context.Context, conn *client.Conn) ([]openQuestion, error) {
 	var list protocol.AgentListData
-	if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &list); err != nil {
+	if err := readAllAgents(ctx, conn, &list); err != nil {
 		return nil, err
 	}
 	qs := []openQuestion{}

@@ -263,7 +263,7 @@ func (o *watchOptions) watchAll(ctx context.Context, conn *client.Conn, w io.Wri
 			_ = conn.Call(ctx, msg, nil)
 		}
 		var agents protocol.AgentListData
-		if err := conn.Call(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &agents); err == nil {
+		if err := readAllAgents(ctx, conn, &agents); err == nil {
 			for _, a := range agents.Agents {
 				o.learn(a)
 				subscribe(a.ParentAgentID)
