@@ -22,11 +22,19 @@ import (
 
 // Main is a TestMain body for packages whose tests run the real runtime:
 // it builds ./cmd/shardd once into a temporary directory, stores its path
-// in *bin for the tests, runs them under a home of their own
-// (testhost.WithHome) and, when they passed, checks that no
+// in *bin for the tests, runs the build and them under a home of their own
+// (testhost.IsolateHome) and, when they passed, checks that no
 // goroutine outlives them (the actors, runtime actors and their process
 // watchers all stopped by the tests' cleanups). It returns the exit code.
 func Main(m *testing.M, bin *string) int {
+	// The home first: the go command that builds shardd reads the home
+	// too (git's ~/.gitconfig for the VCS stamp, go env, telemetry).
+	removeHome, err := testhost.IsolateHome()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "actortest:", err)
+		return 1
+	}
+	defer removeHome()
 	dir, err := os.MkdirTemp("", "actortest-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "actortest:", err)
@@ -43,7 +51,7 @@ func Main(m *testing.M, bin *string) int {
 		fmt.Fprintln(os.Stderr, "actortest: build shardd:", err)
 		return 1
 	}
-	code := testhost.WithHome(m).Run() // no runtime reads the developer's home
+	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(LeakOptions()...); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

@@ -35,9 +35,17 @@ func TestMain(m *testing.M) {
 		runFakeACP()
 		os.Exit(0)
 	}
+	// No test, nor the daemon's git, nor the go command that builds the
+	// runtime reads the developer's home.
+	removeHome, err := testhost.IsolateHome()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "shardbin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
+		removeHome()
 		os.Exit(1)
 	}
 	runtimeBin = filepath.Join(dir, "shardd")
@@ -48,10 +56,12 @@ func TestMain(m *testing.M) {
 	unlock()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build shardd:", err)
+		removeHome()
 		os.Exit(1)
 	}
-	code := testhost.WithHome(m).Run() // no test (nor the daemon's git) reads the developer's home
+	code := m.Run()
 	os.RemoveAll(dir)
+	removeHome()
 	if code == 0 {
 		// Every daemon a test started has shut down: nothing of it may be
 		// left running (actors, gateway goroutines, timers' sends).
