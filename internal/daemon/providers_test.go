@@ -258,8 +258,9 @@ func TestProvidersSubagentInherits(t *testing.T) {
 		}
 	}
 
-	// Right after a switch, before the store may have it, a child inherits
-	// what the parent runs now.
+	// A child created right after its parent switched runs on the new
+	// model. (The window where the store still lags the switch is too short
+	// to hit from here; jobs TestChildInheritsWhatTheParentRunsNow pins it.)
 	attach(t, c, parent, "")
 	if _, err := c.Request(ctx(t), &protocol.SetModel{Header: protocol.Header{Type: protocol.TypeSetModel, AgentID: parent}, Model: "local/llama"}); err != nil {
 		t.Fatalf("set_model: %v", err)
