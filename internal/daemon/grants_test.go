@@ -15,13 +15,6 @@ func bashCall(command string) fakellm.ToolCall {
 	return fakellm.ToolCall{Name: "bash", Args: string(protocol.MustMarshal(map[string]string{"command": command}))}
 }
 
-// runTurn prompts text and returns the turn's events up to turn_end.
-func runTurn(t *testing.T, c *client.Conn, id, text string) []client.Event {
-	t.Helper()
-	prompt(t, c, id, text)
-	return collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
-}
-
 // askedPermission returns the turn's permission_request, nil when none.
 func askedPermission(evs []client.Event) *protocol.PermissionRequest {
 	for _, e := range evs {

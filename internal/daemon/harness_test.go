@@ -216,6 +216,13 @@ func prompt(t *testing.T, c *client.Conn, id, text string) {
 	}
 }
 
+// runTurn prompts text and returns the turn's events up to turn_end.
+func runTurn(t *testing.T, c *client.Conn, id, text string) []client.Event {
+	t.Helper()
+	prompt(t, c, id, text)
+	return collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
+}
+
 // waitFor reads events until pred matches, failing after 15 s.
 func waitFor(t *testing.T, c *client.Conn, pred func(client.Event) bool) client.Event {
 	t.Helper()

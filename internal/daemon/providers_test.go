@@ -67,17 +67,13 @@ func wantRuns(t *testing.T, c *client.Conn, id, provider, model, when string) {
 // turn prompts id (attached on c) and returns the text of its answer.
 func turn(t *testing.T, c *client.Conn, id, text string) string {
 	t.Helper()
-	prompt(t, c, id, text)
-	var answer string
-	waitFor(t, c, func(e client.Event) bool {
-		if m, ok := e.Msg.(*protocol.MessageComplete); ok && m.AgentID == id {
-			for _, b := range m.Message.Content {
-				answer += b.Text
-			}
+	var answer strings.Builder
+	for _, m := range turnMessages(t, c, id, text) {
+		for _, b := range m.Content {
+			answer.WriteString(b.Text)
 		}
-		return isType(protocol.TypeTurnEnd, id)(e)
-	})
-	return answer
+	}
+	return answer.String()
 }
 
 // lastRequest is the body of f's last request, checking its key.

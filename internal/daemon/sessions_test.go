@@ -12,9 +12,8 @@ import (
 // completed, in order.
 func turnMessages(t *testing.T, c *client.Conn, id, text string) []protocol.Message {
 	t.Helper()
-	prompt(t, c, id, text)
 	var msgs []protocol.Message
-	for _, e := range collectUntil(t, c, isType(protocol.TypeTurnEnd, id)) {
+	for _, e := range runTurn(t, c, id, text) {
 		if mc, ok := e.Msg.(*protocol.MessageComplete); ok && mc.AgentID == id {
 			msgs = append(msgs, mc.Message)
 		}

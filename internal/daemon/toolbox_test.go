@@ -57,13 +57,6 @@ func startModel(t *testing.T, answer func(fakellm.Prompt) fakellm.Turn) (*harnes
 	return h, log
 }
 
-// turnEvents prompts agent id and returns the events up to its turn_end.
-func turnEvents(t *testing.T, c *client.Conn, id, text string) []client.Event {
-	t.Helper()
-	prompt(t, c, id, text)
-	return collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
-}
-
 // toolResults are the tool_result events of evs.
 func toolResults(evs []client.Event) []*protocol.ToolResult {
 	var out []*protocol.ToolResult
@@ -114,7 +107,7 @@ func TestAgentToolsLimitWhatTheModelHas(t *testing.T) {
 	cwd := shortTemp(t)
 	id := h.create(c, func(m *protocol.AgentCreate) { m.Cwd, m.Tools = cwd, []string{"read", "ls"} })
 	attach(t, c, id, "")
-	evs := turnEvents(t, c, id, "write x.txt")
+	evs := runTurn(t, c, id, "write x.txt")
 
 	for _, e := range evs {
 		if e.Msg.Head().Type == protocol.TypePermissionRequest {
@@ -137,7 +130,7 @@ func TestAgentToolsLimitWhatTheModelHas(t *testing.T) {
 	// Without tools the agent has every tool, recall included.
 	all := h.create(c, nil)
 	attach(t, c, all, "")
-	turnEvents(t, c, all, "write y.txt")
+	runTurn(t, c, all, "write y.txt")
 	offered := log.find(func(p fakellm.Prompt) bool { return !p.ToolOutput && p.LastUser == "write y.txt" })
 	if len(offered) != 1 || !slices.Contains(offered[0].Tools, "write") || !slices.Contains(offered[0].Tools, "recall") {
 		t.Fatalf("default tools %v", offered)
@@ -175,7 +168,7 @@ func TestAgentSkillsAndProjectInstructions(t *testing.T) {
 		m.Cwd, m.Tools, m.Skills = cwd, []string{"read"}, []string{"deploy", "review"}
 	})
 	attach(t, c, id, "")
-	evs := turnEvents(t, c, id, "deploy it")
+	evs := runTurn(t, c, id, "deploy it")
 	res := toolResults(evs)
 	if len(res) != 1 || res[0].IsError || !strings.Contains(res[0].Content.Text, "DEPLOY-BODY: run make ship.") {
 		t.Fatalf("skill tool results %+v", res)
@@ -201,7 +194,7 @@ func TestAgentSkillsAndProjectInstructions(t *testing.T) {
 	writeFile(t, filepath.Join(claude, "CLAUDE.md"), "CLAUDE-ONLY-RULE")
 	other := h.create(c, func(m *protocol.AgentCreate) { m.Cwd = claude })
 	attach(t, c, other, "")
-	turnEvents(t, c, other, "hello there")
+	runTurn(t, c, other, "hello there")
 	got := log.find(func(p fakellm.Prompt) bool { return p.LastUser == "hello there" })
 	if len(got) != 1 || !strings.Contains(got[0].System, "CLAUDE-ONLY-RULE") || slices.Contains(got[0].Tools, "skill") {
 		t.Fatalf("CLAUDE.md agent: %+v", got)
@@ -291,8 +284,8 @@ func TestRecallReadsBackACompactedRange(t *testing.T) {
 	c := h.dial()
 	id := h.create(c, nil)
 	attach(t, c, id, "")
-	turnEvents(t, c, id, "FIRST-PROMPT alpha")
-	turnEvents(t, c, id, "SECOND-PROMPT beta")
+	runTurn(t, c, id, "FIRST-PROMPT alpha")
+	runTurn(t, c, id, "SECOND-PROMPT beta")
 
 	keep := int64(1)
 	var cd struct {
@@ -308,7 +301,7 @@ func TestRecallReadsBackACompactedRange(t *testing.T) {
 		t.Fatalf("compact answered %+v", cd)
 	}
 
-	evs := turnEvents(t, c, id, "what did I say first?")
+	evs := runTurn(t, c, id, "what did I say first?")
 	res := toolResults(evs)
 	if len(res) != 1 || res[0].IsError {
 		t.Fatalf("recall results %+v", res)
