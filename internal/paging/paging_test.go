@@ -74,7 +74,13 @@ func TestPageSurvivesRemoval(t *testing.T) {
 func TestDescendingID(t *testing.T) {
 	items := []item{{0, "j-3"}, {0, "j-2"}, {0, "j-1"}}
 	page, next := paging.Page(items, nil, 1, key, paging.DescendingID)
-	c, _ := protocol.DecodeCursor(protocol.CursorAgents, next)
+	if fmt.Sprint(page) != fmt.Sprint(items[:1]) || next == "" {
+		t.Fatalf("first page %v next %q", page, next)
+	}
+	c, err := protocol.DecodeCursor(protocol.CursorAgents, next)
+	if err != nil {
+		t.Fatal(err)
+	}
 	page, next = paging.Page(items, &c, 5, key, paging.DescendingID)
 	if fmt.Sprint(page) != fmt.Sprint(items[1:]) || next != "" {
 		t.Fatalf("page %v next %q", page, next)
