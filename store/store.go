@@ -164,6 +164,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if opts.ReadOnly {
 		st := &Store{db: db, path: path}
+		st.dropResident()
 		if v, err := st.SchemaVersion(); err != nil || v > SchemaVersion {
 			_ = db.Close()
 			if err == nil {
@@ -177,7 +178,9 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close() // the schema error is the one worth reporting
 		return nil, wrapOp(err, "open %s", path)
 	}
-	return &Store{db: db, path: path, onCommit: opts.OnCommit, beforeCommit: opts.BeforeCommit, spare: opts.Spare}, nil
+	st := &Store{db: db, path: path, onCommit: opts.OnCommit, beforeCommit: opts.BeforeCommit, spare: opts.Spare}
+	st.dropResident()
+	return st, nil
 }
 
 // initSchema checks the schema version of an existing file, or stamps a
