@@ -153,7 +153,9 @@ func Open(path string, opts Options) (*Store, error) {
 	// runs bbolt) but rebuilt from the pages at open, in a map: a commit
 	// writes its own pages only, however fragmented the file has become
 	// (shorter commits, the jobs benchmark's), for a scan of the pages at
-	// open. Crash safety is unchanged: the freelist is derived.
+	// open. Crash safety is unchanged: the freelist is derived. The scan
+	// reads every page; Open gives them back to the kernel once it is done
+	// (dropResident), so they do not stay in the daemon's RSS.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, ReadOnly: opts.ReadOnly,
 		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if errors.Is(err, berrors.ErrTimeout) {
