@@ -253,7 +253,9 @@ func (co *Coordinator) load(c actor.Context) {
 		}
 		count(&j)
 		if view.Terminal(&j) {
-			continue // not written by putJob's callers (a job ends with its last run); read on demand
+			// Not written today (a job ends in the transaction of its last
+			// run's end); such a job needs no actor and is read on demand.
+			continue
 		}
 		co.idx.addLive(&j)
 		co.spawnJob(c, j)
