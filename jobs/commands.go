@@ -204,7 +204,7 @@ func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *proto
 		fail(cmd, err)
 		return
 	}
-	if run := co.idx.currentRun(agentID); run != nil && !run.State.Terminal() {
+	if run := co.idx.liveRun(agentID); run != nil {
 		fail(cmd, protocol.Errorf(protocol.CodeConflict, "agent %s already has run %s (%s)", agentID, run.RunID, run.State))
 		return
 	}
@@ -226,7 +226,7 @@ func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *proto
 			Workspace: ws,
 		}}}
 	// Index now so a concurrent relaunch of the same agent conflicts.
-	co.idx.put(&job)
+	co.idx.addLive(&job)
 	co.commit(c, cmd, job, nil, nil, nil)
 }
 
@@ -293,7 +293,7 @@ func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
 		}
 	}
 	if m.err != nil {
-		co.idx.forget(&m.job)
+		co.idx.forget(m.job.JobID)
 		switch {
 		case errors.Is(m.err, store.ErrExists) && m.existing != "" && co.idx.job(m.existing) != nil:
 			j := co.idx.job(m.existing)
@@ -310,7 +310,7 @@ func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
 		}
 		return
 	}
-	co.idx.put(&m.job)
+	co.idx.addLive(&m.job)
 	for _, r := range m.job.Runs {
 		co.deps.Metrics.RunState("", r.State)
 	}
@@ -370,10 +370,8 @@ func (co *Coordinator) status(cmd *registry.Command, m *protocol.SubagentStatus)
 		reply(cmd, data)
 		return
 	}
-	mine := co.idx.newest(func(j *store.Job) bool { return j.ParentAgentID == m.ParentAgentID })
-	if len(mine) > 50 {
-		mine = mine[:50]
-	}
+	// The parent's 50 newest jobs: a walk of its index that stops there.
+	mine := co.idx.parentJobs(m.ParentAgentID, 50)
 	seen := map[string]bool{}
 	for _, j := range mine {
 		data.Jobs = append(data.Jobs, view.JobSnapshot(j, true))
@@ -383,7 +381,13 @@ func (co *Coordinator) status(cmd *registry.Command, m *protocol.SubagentStatus)
 			}
 			seen[r.AgentID] = true
 			cur := co.idx.currentRun(r.AgentID)
+			if cur == nil {
+				continue
+			}
 			cj, _ := co.idx.run(cur.RunID)
+			if cj == nil {
+				continue
+			}
 			snap := view.RunSnapshot(cj, cur, true)
 			data.Agents = append(data.Agents, protocol.SubagentAgentStatus{AgentID: r.AgentID, Alias: r.Alias,
 				DefinitionName: r.Name, DisplayName: view.DisplayName(r.Name, r.Alias), ParentAgentID: j.ParentAgentID, Run: &snap})
@@ -418,7 +422,7 @@ func (co *Coordinator) stop(c actor.Context, cmd *registry.Command, m *protocol.
 	h := m.Handle
 	var jobID string
 	var runIDs []string
-	if j := co.idx.job(h); ids.HasPrefix(h, "job") && j != nil && j.ParentAgentID == m.ParentAgentID {
+	if j := co.idx.job(h); j != nil && j.ParentAgentID == m.ParentAgentID {
 		jobID = h
 	} else {
 		resolved, err := co.idx.resolveRuns(m.ParentAgentID, []string{h})

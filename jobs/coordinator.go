@@ -186,6 +186,8 @@ func (co *Coordinator) Receive(c actor.Context) {
 		co.deliverPending(c)
 	case *retentionTick:
 		co.sweep(c)
+	case *pruneChosen:
+		co.onPruneChosen(c, m)
 	case *jobsDeleted:
 		co.onJobsDeleted(c, m)
 	case *registry.AgentStatesResult:
@@ -219,21 +221,50 @@ func (co *Coordinator) after(d time.Duration, m Message) clock.Timer {
 	return co.deps.Clock.AfterFunc(d, func() { sys.Root.Send(self, m) })
 }
 
-// load indexes every job and starts an actor for each nonterminal one. It
-// runs after startup reconciliation, so no run is starting or active.
+// load indexes the jobs that have not ended (the store's open-jobs index,
+// so its cost follows the unfinished work, not the history) and starts an
+// actor for each. It runs after startup reconciliation, so no run is
+// starting or active. Finished jobs stay in the store, read on demand.
+//
+// shard_runs_by_state starts from the runs of those jobs and of the jobs
+// whose completion reports wait for delivery (the ones reconciliation just
+// ended among them); every run created or moved later joins it. Counting
+// every run ever would mean reading every job at start.
 func (co *Coordinator) load(c actor.Context) {
-	all, err := co.deps.Store.Jobs()
+	open, err := co.deps.Store.OpenJobs()
 	if err != nil {
 		co.deps.Logger.Error("jobs: load", "err", err)
 		return
 	}
-	for i := range all {
-		co.idx.put(&all[i])
-		for _, r := range all[i].Runs {
-			co.deps.Metrics.RunState("", r.State)
+	counted := map[string]bool{}
+	count := func(j *store.Job) {
+		if !counted[j.JobID] {
+			counted[j.JobID] = true
+			for _, r := range j.Runs {
+				co.deps.Metrics.RunState("", r.State)
+			}
 		}
-		if !view.Terminal(&all[i]) {
-			co.spawnJob(c, all[i])
+	}
+	for _, id := range open {
+		j, err := co.deps.Store.GetJob(id)
+		if err != nil {
+			co.deps.Logger.Error("jobs: load", "job_id", id, "err", err)
+			continue
+		}
+		count(&j)
+		if view.Terminal(&j) {
+			// Not written today (a job ends in the transaction of its last
+			// run's end); such a job needs no actor and is read on demand.
+			continue
+		}
+		co.idx.addLive(&j)
+		co.spawnJob(c, j)
+	}
+	if reports, err := co.deps.Store.Reports(); err == nil {
+		for _, r := range reports {
+			if j := co.idx.job(r.JobID); j != nil {
+				count(j)
+			}
 		}
 	}
 	co.deliverPending(c)
@@ -267,6 +298,7 @@ func (co *Coordinator) onFinished(c actor.Context, m *finished) {
 		return
 	}
 	delete(co.actors, m.jobID)
+	co.idx.retire(m.jobID)
 	c.Poison(pid)
 }
 

@@ -14,8 +14,9 @@
 // The coordinator is the registry's sibling under the root: the registry
 // forwards it subagent.* and jobs.* commands (*registry.Command) and routes
 // its leases and reports to agent actors (agent.Route). Its state is split
-// by responsibility: the job index (index.go) and the alias allocator
-// (alias.go) are pure and unit-tested; waiters.go, reports.go and
+// by responsibility: the job index (index.go: the live jobs in memory, a
+// small LRU of finished ones, every other job read from the store on
+// demand) and the alias allocator (alias.go) are pure and unit-tested; waiters.go, reports.go and
 // commands.go hold the coordinator's handlers; messages.go the family's
 // sealed messages. Its timers run on an injected clock and its goroutines
 // in the daemon's xsync.Group.

@@ -9,49 +9,49 @@ import (
 	"github.com/shard-dev/shard/store"
 )
 
-// fakeDir is a directory over maps: manifests by id and a fakeBinder.
-type fakeDir struct {
-	fakeBinder
-	agents map[string]store.Agent
-}
-
-func (d *fakeDir) GetAgent(id string) (store.Agent, error) {
-	a, ok := d.agents[id]
-	if !ok {
-		return store.Agent{}, fmt.Errorf("%w: agent %q", store.ErrNotFound, id)
+// indexFixture stores, in a real store: parent p has children agent-a
+// (alias ada; an old completed run and a live one) and agent-b (alias
+// grace; one failed run); parent q has agent-c (alias ada too). job-1 has
+// ended; job-2 and job-3 are live, indexed as load indexes them.
+func indexFixture(t *testing.T) (*index, *store.Store) {
+	t.Helper()
+	st := openTestStore(t)
+	for _, p := range []string{"agent-p", "agent-q"} {
+		putParent(t, st, p)
 	}
-	return a, nil
-}
-
-// indexFixture: parent p has children agent-a (alias ada; an old completed
-// run and a live one) and agent-b (alias grace; one failed run); parent q
-// has agent-c (alias ada too).
-func indexFixture() (*index, *fakeDir) {
-	d := &fakeDir{agents: map[string]store.Agent{
-		"agent-p": {AgentID: "agent-p"}, "agent-q": {AgentID: "agent-q"},
-		"agent-a": {AgentID: "agent-a", ParentAgentID: "agent-p"},
-		"agent-b": {AgentID: "agent-b", ParentAgentID: "agent-p"},
-		"agent-c": {AgentID: "agent-c", ParentAgentID: "agent-q"},
-	}}
-	d.bind("agent-p", "ada", "agent-a")
-	d.bind("agent-p", "grace", "agent-b")
-	d.bind("agent-q", "ada", "agent-c")
-	x := newIndex(d)
-	x.put(&store.Job{JobID: "job-1", ParentAgentID: "agent-p", RequestID: "req", Runs: []store.Run{
-		{RunID: "run-1a", AgentID: "agent-a", State: protocol.RunCompleted},
-		{RunID: "run-1b", AgentID: "agent-b", State: protocol.RunFailed},
-	}})
-	x.put(&store.Job{JobID: "job-2", ParentAgentID: "agent-p", Runs: []store.Run{
-		{RunID: "run-2a", AgentID: "agent-a", State: protocol.RunActive},
-	}})
-	x.put(&store.Job{JobID: "job-3", ParentAgentID: "agent-q", Runs: []store.Run{
-		{RunID: "run-3c", AgentID: "agent-c", State: protocol.RunQueued},
-	}})
-	return x, d
+	child := func(id, parent string) store.Agent {
+		return store.Agent{AgentID: id, SessionID: "sess-" + id, Cwd: "/w", ParentAgentID: parent, Depth: 1}
+	}
+	jobs := []struct {
+		job     store.Job
+		agents  []store.Agent
+		aliases map[string]string
+	}{
+		{store.Job{JobID: "job-1", ParentAgentID: "agent-p", RequestID: "req", EndedAt: 5, Runs: []store.Run{
+			{RunID: "run-1a", AgentID: "agent-a", State: protocol.RunCompleted, Task: "secret"},
+			{RunID: "run-1b", AgentID: "agent-b", State: protocol.RunFailed},
+		}}, []store.Agent{child("agent-a", "agent-p"), child("agent-b", "agent-p")}, map[string]string{"ada": "agent-a", "grace": "agent-b"}},
+		{store.Job{JobID: "job-2", ParentAgentID: "agent-p", Runs: []store.Run{
+			{RunID: "run-2a", AgentID: "agent-a", State: protocol.RunActive},
+		}}, nil, nil},
+		{store.Job{JobID: "job-3", ParentAgentID: "agent-q", Runs: []store.Run{
+			{RunID: "run-3c", AgentID: "agent-c", State: protocol.RunQueued},
+		}}, []store.Agent{child("agent-c", "agent-q")}, map[string]string{"ada": "agent-c"}},
+	}
+	x := newIndex(st)
+	for _, j := range jobs {
+		if _, err := st.CreateJob(j.job, j.agents, j.aliases); err != nil {
+			t.Fatal(err)
+		}
+		if j.job.EndedAt == 0 {
+			x.addLive(&j.job)
+		}
+	}
+	return x, st
 }
 
 func TestIndexResolveRuns(t *testing.T) {
-	x, _ := indexFixture()
+	x, _ := indexFixture(t)
 	for _, tt := range []struct {
 		name    string
 		parent  string
@@ -87,8 +87,8 @@ func TestIndexResolveRuns(t *testing.T) {
 	}
 }
 
-func TestIndexPutForgetAndCurrentRun(t *testing.T) {
-	x, _ := indexFixture()
+func TestIndexLiveRecentAndStored(t *testing.T) {
+	x, _ := indexFixture(t)
 	if r := x.currentRun("agent-a"); r == nil || r.RunID != "run-2a" {
 		t.Fatalf("currentRun(agent-a) = %+v, want run-2a (nonterminal)", r)
 	}
@@ -98,19 +98,37 @@ func TestIndexPutForgetAndCurrentRun(t *testing.T) {
 	if j := x.byRequest("agent-q", "req"); j != nil {
 		t.Fatalf("byRequest of another parent = %+v", j)
 	}
-	// An update replaces the record and does not add its runs again.
+	// Only live jobs are held: job-1 was read from the store, into the LRU.
+	if len(x.live) != 2 || x.live["job-1"] != nil || x.recent.get("job-1") == nil {
+		t.Fatalf("live = %v, recent has job-1: %v; want job-2 and job-3 live, job-1 recent", x.live, x.recent.get("job-1") != nil)
+	}
+	// An update of a live job replaces its record and does not add its runs again.
 	x.put(&store.Job{JobID: "job-2", ParentAgentID: "agent-p", Runs: []store.Run{
 		{RunID: "run-2a", AgentID: "agent-a", State: protocol.RunCompleted},
 	}})
-	if got := x.agentRuns["agent-a"]; !reflect.DeepEqual(got, []string{"run-1a", "run-2a"}) {
-		t.Fatalf("agentRuns after an update = %v", got)
+	if got := x.liveAgent["agent-a"]; !reflect.DeepEqual(got, []string{"run-2a"}) {
+		t.Fatalf("live runs of agent-a after an update = %v", got)
+	}
+	if r := x.liveRun("agent-a"); r != nil {
+		t.Fatalf("liveRun after completion = %+v, want none", r)
+	}
+	// It ends: out of the live set, still found (LRU), as updated.
+	x.retire("job-2")
+	if x.live["job-2"] != nil || x.liveRuns["run-2a"] != "" || len(x.liveAgent["agent-a"]) != 0 {
+		t.Fatal("a retired job is still live")
 	}
 	if r := x.currentRun("agent-a"); r == nil || r.RunID != "run-2a" || r.State != protocol.RunCompleted {
-		t.Fatalf("currentRun after completion = %+v, want the latest run-2a", r)
+		t.Fatalf("currentRun after completion = %+v, want the latest run-2a, completed", r)
 	}
-	// The index keeps its own copy.
+	// Evicted from the LRU, it is read again from the store.
+	x.recent.remove("job-2")
+	if r := x.currentRun("agent-a"); r == nil || r.RunID != "run-2a" {
+		t.Fatalf("currentRun from the store = %+v, want run-2a", r)
+	}
+	// A live job not stored yet (a relaunch committing) is its agent's
+	// current run; the index keeps its own copy.
 	j := store.Job{JobID: "job-4", ParentAgentID: "agent-p", Runs: []store.Run{{RunID: "run-4b", AgentID: "agent-b", State: protocol.RunQueued}}}
-	x.put(&j)
+	x.addLive(&j)
 	j.ParentAgentID = "changed"
 	if x.job("job-4").ParentAgentID != "agent-p" {
 		t.Fatal("the index shares the caller's record")
@@ -118,33 +136,50 @@ func TestIndexPutForgetAndCurrentRun(t *testing.T) {
 	if r := x.currentRun("agent-b"); r == nil || r.RunID != "run-4b" {
 		t.Fatalf("currentRun(agent-b) = %+v, want run-4b", r)
 	}
-	// forget (a failed commit) undoes put entirely.
-	x.forget(x.job("job-4"))
+	if got := x.parentJobs("agent-p", 50); len(got) != 3 || got[0].JobID != "job-4" || got[2].JobID != "job-1" {
+		t.Fatalf("parentJobs = %v; want job-4 (live), job-2, job-1", got)
+	}
+	// forget (a failed commit) undoes addLive entirely.
+	x.forget("job-4")
 	if x.job("job-4") != nil || x.jobOf("run-4b") != "" {
 		t.Fatal("forgotten job still indexed")
 	}
 	if r := x.currentRun("agent-b"); r == nil || r.RunID != "run-1b" {
 		t.Fatalf("currentRun(agent-b) after forget = %+v, want run-1b", r)
 	}
-	x.forget(x.job("job-1"))
-	if x.byRequest("agent-p", "req") != nil {
-		t.Fatal("forgotten job still answers its request id")
+	if b := x.aliasBindings("ADA"); len(b) != 2 {
+		t.Fatalf("aliasBindings(ADA) = %v; want agent-p's and agent-q's", b)
 	}
-	if got := x.newest(nil); len(got) != 2 || got[0].JobID != "job-3" || got[1].JobID != "job-2" {
-		t.Fatalf("newest = %v", got)
+}
+
+// The LRU of finished jobs is bounded: reading more jobs than it holds
+// keeps the most recent, and the others are read again on demand.
+func TestIndexRecentIsBounded(t *testing.T) {
+	x := newIndex(openTestStore(t))
+	for i := range recentJobs + 10 {
+		x.put(&store.Job{JobID: fmt.Sprintf("job-%05d", i)})
+	}
+	if n := x.recent.len(); n != recentJobs {
+		t.Fatalf("LRU holds %d jobs, want %d", n, recentJobs)
+	}
+	if x.recent.get("job-00000") != nil || x.recent.get(fmt.Sprintf("job-%05d", recentJobs+9)) == nil {
+		t.Fatal("the LRU evicted the wrong end")
 	}
 }
 
 // TestIndexKeepsNoTaskText: the index's copy of a job leaves the runs'
-// task text out (only job actors read it, from their own record), and the
-// record it was given keeps it.
+// task text out (only job actors read it, from their own record), whether
+// given live or read from the store, and the record given keeps it.
 func TestIndexKeepsNoTaskText(t *testing.T) {
-	x := newIndex(&fakeDir{})
-	j := store.Job{JobID: "job-1", ParentAgentID: "agent-p", Runs: []store.Run{
-		{RunID: "run-1", AgentID: "agent-a", Task: "a long task", FinalText: "done"},
+	x, _ := indexFixture(t)
+	if got := x.job("job-1"); got.Runs[0].Task != "" {
+		t.Errorf("task of a job read from the store = %q, want none", got.Runs[0].Task)
+	}
+	j := store.Job{JobID: "job-9", ParentAgentID: "agent-p", Runs: []store.Run{
+		{RunID: "run-9", AgentID: "agent-a", Task: "a long task", FinalText: "done"},
 	}}
-	x.put(&j)
-	got := x.job("job-1")
+	x.addLive(&j)
+	got := x.job("job-9")
 	if got.Runs[0].Task != "" {
 		t.Errorf("indexed task = %q, want none", got.Runs[0].Task)
 	}

@@ -150,7 +150,7 @@ func (co *Coordinator) workspaceOf(am store.Agent) (*protocol.RunWorkspace, erro
 func (co *Coordinator) runsInFlight(m *workspaces.RunsInFlight) *workspaces.RunsInFlightResult {
 	out := &workspaces.RunsInFlightResult{Runs: map[string]string{}}
 	for _, a := range m.AgentIDs {
-		if r := co.idx.currentRun(a); r != nil && !r.State.Terminal() {
+		if r := co.idx.liveRun(a); r != nil {
 			out.Runs[a] = r.RunID
 		}
 	}

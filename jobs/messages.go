@@ -57,10 +57,20 @@ type (
 	retryReports struct{}
 	// retentionTick: time for a retention sweep (Deps.Retention).
 	retentionTick struct{}
-	// jobsDeleted: the store deleted these finished jobs (retention).
+	// pruneChosen: the store's walk chose these finished jobs to prune
+	// (retention; see pruneState for runs and refs).
+	pruneChosen struct {
+		jobs []string
+		runs map[string][]store.Run
+		refs map[string][]string
+		err  error
+	}
+	// jobsDeleted: the store deleted these finished jobs (retention); free
+	// are their children no stored job names any more.
 	jobsDeleted struct {
-		ids []string
-		err error
+		ids  []string
+		free []string
+		err  error
 	}
 )
 
@@ -77,3 +87,4 @@ func (*waitTimeout) isJobsMessage()   {}
 func (*retryReports) isJobsMessage()  {}
 func (*retentionTick) isJobsMessage() {}
 func (*jobsDeleted) isJobsMessage()   {}
+func (*pruneChosen) isJobsMessage()   {}

@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"time"
+
 	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/internal/paging"
@@ -12,6 +14,15 @@ import (
 // opList answers jobs.list: every parent's jobs, newest first (job_id
 // descending, which is creation order: job ids are ULIDs), filtered, then
 // one page (docs/protocol.md §13 "Paged lists").
+//
+// It is served from the store, off the mailbox: the walk visits the jobs
+// bbolt holds (one parent's through its index when parent_agent_id is
+// given) and stops as soon as the page is full, one past it to know a
+// next page exists, or at the first job created before since_ms. A job
+// actor persists every change before it tells the coordinator, so the
+// store is never behind what the coordinator holds; a relaunch whose
+// commit is in flight is not listed until it committed, as its ack is not
+// sent before.
 func (co *Coordinator) opList(cmd *registry.Command, m *protocol.JobsList) {
 	var cur *protocol.Cursor
 	if m.Cursor != "" {
@@ -22,37 +33,63 @@ func (co *Coordinator) opList(cmd *registry.Command, m *protocol.JobsList) {
 		}
 		cur = &c
 	}
-	now := co.deps.Clock.Now()
-	var kept []protocol.OpJob
-	for _, j := range co.idx.newest(nil) {
-		if cur != nil && j.JobID >= cur.ID {
-			// At or before the cursor: an earlier page held it.
-			continue
+	st, now, log := co.deps.Store, co.deps.Clock.Now(), co.deps.Logger
+	if !co.deps.Group.Go(func() {
+		page, next, err := listJobs(st, m, cur, now)
+		if err != nil {
+			log.Error("jobs: list", "err", err)
+			fail(cmd, protocol.Errorf(protocol.CodeInternal, "could not read the jobs"))
+			return
 		}
-		if m.ParentAgentID != "" && j.ParentAgentID != m.ParentAgentID {
-			continue
-		}
+		reply(cmd, protocol.JobsListData{Jobs: page, NextCursor: next})
+	}) {
+		fail(cmd, errStopping)
+	}
+}
+
+// jobWalker is what jobs.list reads; *store.Store is one.
+type jobWalker interface {
+	WalkJobs(before string, fn func(*store.Job) bool) error
+	WalkParentJobs(parent, before string, fn func(*store.Job) bool) error
+}
+
+// listJobs walks the store for one page of jobs.list.
+//
+// since_ms ends the walk at the first job created before it: the walk is
+// in job-id order, and a job's id and created_at are taken from the same
+// clock at its create, so every later job in the walk is older still.
+func listJobs(st jobWalker, m *protocol.JobsList, cur *protocol.Cursor, now time.Time) ([]protocol.OpJob, string, error) {
+	before := ""
+	if cur != nil {
+		before = cur.ID // an earlier page held it and everything newer
+	}
+	kept := []protocol.OpJob{}
+	visit := func(j *store.Job) bool {
 		if m.SinceMs != 0 && j.CreatedAt < m.SinceMs {
-			continue
+			return false
 		}
 		v := view.OpView(j, now)
 		if m.State != "" && v.State != m.State {
-			continue
+			return true
 		}
 		if m.Stuck && !view.AnyStuck(v) {
-			continue
+			return true
 		}
 		kept = append(kept, v)
-		if m.Limit > 0 && len(kept) > m.Limit {
-			// One past the page: enough to know a next page exists.
-			break
-		}
+		// One past the page: enough to know a next page exists.
+		return m.Limit <= 0 || len(kept) <= m.Limit
+	}
+	var err error
+	if m.ParentAgentID != "" {
+		err = st.WalkParentJobs(m.ParentAgentID, before, visit)
+	} else {
+		err = st.WalkJobs(before, visit)
+	}
+	if err != nil {
+		return nil, "", err
 	}
 	page, next := paging.Page(kept, nil, m.Limit, jobKey, paging.DescendingID)
-	if page == nil {
-		page = []protocol.OpJob{}
-	}
-	reply(cmd, protocol.JobsListData{Jobs: page, NextCursor: next})
+	return page, next, nil
 }
 
 // jobKey is a job's place in jobs.list's order.
@@ -75,16 +112,12 @@ func (co *Coordinator) opShow(cmd *registry.Command, m *protocol.JobsShow) {
 			job, _ = co.idx.run(r.RunID)
 		}
 	default:
+		// Every parent that binds the alias, through the store's reverse
+		// index: no scan of the parents.
 		var found []*store.Job
-		seen := map[string]bool{}
-		for _, j := range co.idx.newest(nil) {
-			if seen[j.ParentAgentID] {
-				continue
-			}
-			if id, ok := co.idx.alias(j.ParentAgentID, h); ok {
-				seen[j.ParentAgentID] = true
-				if r := co.idx.currentRun(id); r != nil {
-					rj, _ := co.idx.run(r.RunID)
+		for _, b := range co.idx.aliasBindings(h) {
+			if r := co.idx.currentRun(b.AgentID); r != nil {
+				if rj, _ := co.idx.run(r.RunID); rj != nil {
 					found = append(found, rj)
 				}
 			}

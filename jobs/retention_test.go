@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -121,5 +122,53 @@ func TestRetentionOffByDefault(t *testing.T) {
 	}
 	if _, err := st.GetJob("job-old"); err != nil {
 		t.Fatalf("job with retention off: %v; want it kept", err)
+	}
+}
+
+// A jobs.prune while another is under way is CONFLICT, and the first one
+// goes on to its answer. The registry holds the first prune at its live
+// check until the second was answered.
+func TestSecondPruneWhileOneRunsIsConflict(t *testing.T) {
+	st := openTestStore(t)
+	putParent(t, st, "agent-p")
+	clk := clock.NewManual(time.Unix(1_000_000, 0))
+	putFinishedJob(t, st, "job-old", "agent-p", clk.Now().Add(-2*time.Hour))
+	asked := make(chan struct{})
+	release := make(chan struct{})
+	reg := actor.PropsFromFunc(func(c actor.Context) {
+		switch m := c.Message().(type) {
+		case *registry.AgentStates:
+			close(asked)
+			<-release // holds the first prune at its live check
+			res := &registry.AgentStatesResult{}
+			for _, id := range m.AgentIDs {
+				res.Infos = append(res.Infos, protocol.AgentInfo{AgentID: id, RuntimeState: protocol.RuntimeStopped})
+			}
+			c.Respond(res)
+		case *registry.RemoveAgents:
+			res := &registry.RemoveAgentsResult{}
+			for _, id := range m.AgentIDs {
+				_, err := st.DeleteAgent(id)
+				res.Data.Results = append(res.Data.Results, protocol.AgentRemoveResult{AgentID: id, Removed: err == nil})
+			}
+			c.Respond(res)
+		}
+	})
+	h := startCoordinatorWith(t, st, reg, clk, Limits{})
+	h.send("first", protocol.TypeJobsPrune, &protocol.JobsPrune{OlderThanMs: time.Hour.Milliseconds()})
+	<-asked
+	h.send("second", protocol.TypeJobsPrune, &protocol.JobsPrune{OlderThanMs: time.Hour.Milliseconds(), DryRun: true})
+	second := h.responses("second")["second"]
+	if second.Error == nil || second.Error.Code != protocol.CodeConflict {
+		t.Fatalf("second prune = %+v; want CONFLICT", second)
+	}
+	close(release)
+	first := h.responses("first")["first"]
+	var data protocol.JobsPruneData
+	if first.Error != nil || json.Unmarshal(first.Data, &data) != nil {
+		t.Fatalf("first prune = %+v", first)
+	}
+	if len(data.JobIDs) != 1 || data.JobIDs[0] != "job-old" || len(data.AgentIDs) != 1 || data.AgentIDs[0] != "agent-job-old" {
+		t.Fatalf("first prune = %+v; want job-old and its child", data)
 	}
 }

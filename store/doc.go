@@ -11,6 +11,11 @@
 // its own write is durable. A "meta" bucket carries the schema version: Open
 // writes it into a new file and refuses a file written by a newer build.
 //
+// Jobs are indexed in buckets written in the transactions that write them
+// (open jobs, a parent's jobs, a run's job, an agent's runs, idempotency
+// keys, alias bindings by alias), so the jobs coordinator, which holds only
+// unfinished jobs in memory, reads any other one by key (jobindex.go).
+//
 // The security records (security.go: principals, enrolled browsers,
 // browser sessions, API credentials) hold SHA-256 hashes and metadata only;
 // no raw cookie, token, code or ticket is ever written.

@@ -177,6 +177,9 @@ func createJobOp(j Job, agents []Agent, aliases map[string]string, workspaces []
 			if err := al.Put(key, []byte(agentID)); err != nil {
 				return err
 			}
+			if err := tx.Bucket([]byte(bucketAliasParents)).Put([]byte(scoped(norm, j.ParentAgentID)), []byte(agentID)); err != nil {
+				return err
+			}
 		}
 		for _, a := range agents {
 			if taken, err := exists(tx, bucketAgents, a.AgentID); err != nil || taken {
@@ -212,6 +215,9 @@ func createJobOp(j Job, agents []Agent, aliases map[string]string, workspaces []
 			return err
 		}
 		if err := pj.Put([]byte(scoped(j.ParentAgentID, j.JobID)), nil); err != nil {
+			return err
+		}
+		if err := indexRuns(tx, &j); err != nil {
 			return err
 		}
 		return putJob(tx, &j)
@@ -307,12 +313,16 @@ func (s *Store) UpdateJob(id string, fn func(*Job) ([]Report, error)) (Job, erro
 		if !found {
 			return fmt.Errorf("%w: job %q", ErrNotFound, id)
 		}
+		before := Job{Runs: runRefs(&j)}
 		reports, err := fn(&j)
 		if err != nil {
 			return err
 		}
 		if j.JobID != id {
 			return fmt.Errorf("%w: job_id may not change", ErrInvalid)
+		}
+		if !sameRuns(&before, &j) {
+			return fmt.Errorf("%w: a job's runs (ids and agents) may not change", ErrInvalid)
 		}
 		for _, r := range reports {
 			if err := putJSON(tx, bucketReports, r.RunID, r); err != nil {
@@ -325,7 +335,9 @@ func (s *Store) UpdateJob(id string, fn func(*Job) ([]Report, error)) (Job, erro
 }
 
 // putJob writes j and keeps the open-jobs index in step with it: a job is
-// indexed until it has ended.
+// indexed until it has ended. The run indexes (run_jobs, agent_runs) are
+// written once, at the create (createJobOp): a job's runs are fixed then
+// (a relaunch is a new job), and UpdateJob refuses a change to them.
 func putJob(tx *bolt.Tx, j *Job) error {
 	open, err := bucket(tx, bucketOpenJobs)
 	if err != nil {
@@ -468,6 +480,9 @@ func (s *Store) DeleteJobs(ids []string) ([]string, error) {
 						return err
 					}
 				}
+			}
+			if err := unindexRuns(tx, &j); err != nil {
+				return err
 			}
 			for _, name := range []string{bucketParentJobs, bucketOpenJobs, bucketJobs} {
 				b, err := bucket(tx, name)

@@ -60,8 +60,16 @@ func (s *Store) DeleteAgent(id string) (Agent, error) {
 				drop = append(drop, bytes.Clone(k))
 			}
 		}
+		ap, err := bucket(tx, bucketAliasParents)
+		if err != nil {
+			return err
+		}
 		for _, k := range drop {
 			if err := al.Delete(k); err != nil {
+				return err
+			}
+			// The reverse entry: normalized alias \x00 parent.
+			if err := ap.Delete([]byte(scoped(string(k[len(prefix):]), a.ParentAgentID))); err != nil {
 				return err
 			}
 		}

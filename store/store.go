@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,10 @@ import (
 // Version 2 added the open_jobs index. It is a version and not just a new
 // bucket because an older build would create jobs without indexing them,
 // and a later open could not tell: an older build must refuse the file.
-const SchemaVersion = 2
+// Version 3 added the run_jobs, agent_runs and alias_parents indexes, for
+// the same reason: the jobs coordinator reads finished jobs through them
+// on demand, so a job an older build wrote unindexed would be lost to it.
+const SchemaVersion = 3
 
 // DefaultLockTimeout is the lock wait Open uses when Options.Timeout is 0.
 const DefaultLockTimeout = 2 * time.Second
@@ -42,6 +46,16 @@ const (
 	// that startup reconciliation reads the unfinished jobs only and costs
 	// the same after 100 jobs or 100,000 (schema version 2).
 	bucketOpenJobs = "open_jobs" // key job_id: empty, while the job has not ended
+	// The jobs coordinator keeps only unfinished jobs in memory and reads
+	// the others on demand, each lookup one keyed read (schema version 3):
+	// a run's job, an agent's runs in creation order (run ids sort by
+	// time), and every parent that binds a normalized alias (jobs.show
+	// resolves an alias across parents). Written with the job (createJobOp;
+	// a job's runs are fixed at its create), removed with it (DeleteJobs)
+	// or with the agent (DeleteAgent, for aliases).
+	bucketRunJobs      = "run_jobs"      // key run_id: job_id
+	bucketAgentRuns    = "agent_runs"    // key agent_id \x00 run_id: job_id
+	bucketAliasParents = "alias_parents" // key normalized alias \x00 parent_agent_id: agent_id
 
 	// The security store (docs/protocol.md §4.1): hashes and metadata only,
 	// never a raw code, cookie, ticket or token. See security.go.
@@ -62,6 +76,7 @@ const (
 // their bucket here.
 func allBuckets() []string {
 	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports, bucketRuntimes, bucketOpenJobs,
+		bucketRunJobs, bucketAgentRuns, bucketAliasParents,
 		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials, bucketWorkspaces, bucketWorkspacePaths}
 }
 
@@ -138,7 +153,9 @@ func Open(path string, opts Options) (*Store, error) {
 	// runs bbolt) but rebuilt from the pages at open, in a map: a commit
 	// writes its own pages only, however fragmented the file has become
 	// (shorter commits, the jobs benchmark's), for a scan of the pages at
-	// open. Crash safety is unchanged: the freelist is derived.
+	// open. Crash safety is unchanged: the freelist is derived. The scan
+	// reads every page; Open gives them back to the kernel once it is done
+	// (dropResident), so they do not stay in the daemon's RSS.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync, ReadOnly: opts.ReadOnly,
 		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if errors.Is(err, berrors.ErrTimeout) {
@@ -149,6 +166,7 @@ func Open(path string, opts Options) (*Store, error) {
 	}
 	if opts.ReadOnly {
 		st := &Store{db: db, path: path}
+		st.dropResident()
 		if v, err := st.SchemaVersion(); err != nil || v > SchemaVersion {
 			_ = db.Close()
 			if err == nil {
@@ -162,7 +180,9 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close() // the schema error is the one worth reporting
 		return nil, wrapOp(err, "open %s", path)
 	}
-	return &Store{db: db, path: path, onCommit: opts.OnCommit, beforeCommit: opts.BeforeCommit, spare: opts.Spare}, nil
+	st := &Store{db: db, path: path, onCommit: opts.OnCommit, beforeCommit: opts.BeforeCommit, spare: opts.Spare}
+	st.dropResident()
+	return st, nil
 }
 
 // initSchema checks the schema version of an existing file, or stamps a
@@ -211,7 +231,7 @@ func migrate(tx *bolt.Tx, from int) error {
 			EndedAt int64 `json:"ended_at"`
 		}
 		open := tx.Bucket([]byte(bucketOpenJobs))
-		return tx.Bucket([]byte(bucketJobs)).ForEach(func(k, v []byte) error {
+		if err := tx.Bucket([]byte(bucketJobs)).ForEach(func(k, v []byte) error {
 			head.EndedAt = 0
 			if err := json.Unmarshal(v, &head); err != nil {
 				return fmt.Errorf("job %q: %w", k, err)
@@ -220,6 +240,40 @@ func migrate(tx *bolt.Tx, from int) error {
 				return nil
 			}
 			return open.Put(k, nil)
+		}); err != nil {
+			return err
+		}
+	}
+	if from < 3 {
+		// Version 3: index every job's runs and every alias binding. Only
+		// the ids are decoded, not the runs' texts.
+		var head struct {
+			JobID string `json:"job_id"`
+			Runs  []struct {
+				RunID   string `json:"run_id"`
+				AgentID string `json:"agent_id"`
+			} `json:"runs"`
+		}
+		if err := tx.Bucket([]byte(bucketJobs)).ForEach(func(k, v []byte) error {
+			head.JobID, head.Runs = "", head.Runs[:0]
+			if err := json.Unmarshal(v, &head); err != nil {
+				return fmt.Errorf("job %q: %w", k, err)
+			}
+			j := Job{JobID: string(k)}
+			for _, r := range head.Runs {
+				j.Runs = append(j.Runs, Run{RunID: r.RunID, AgentID: r.AgentID})
+			}
+			return indexRuns(tx, &j)
+		}); err != nil {
+			return err
+		}
+		ap := tx.Bucket([]byte(bucketAliasParents))
+		return tx.Bucket([]byte(bucketAliases)).ForEach(func(k, v []byte) error {
+			parent, norm, ok := bytes.Cut(k, []byte{0})
+			if !ok {
+				return nil // not a key this store writes
+			}
+			return ap.Put([]byte(scoped(string(norm), string(parent))), v)
 		})
 	}
 	return nil
