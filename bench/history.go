@@ -300,15 +300,27 @@ func historyRun(o *options, n, live, samples int, budget time.Duration) (history
 		name string
 		msg  func() protocol.Typed
 	}
+	// The lists a person looks at, as the page and shardctl ask them: the
+	// overview's live agents and those of the last 7 days (a page of 200,
+	// web/assets/js/store.js), a first page of every agent, a parent's
+	// jobs and everyone's (a page of 20), one job by id and by alias.
+	// Unpaged lists of everything are not timed: at a million jobs one
+	// answer is over the record limit (docs/protocol.md §2).
+	agentsPage := func(m protocol.AgentList) func() protocol.Typed {
+		return func() protocol.Typed {
+			m.Header = protocol.Header{Type: protocol.TypeAgentList}
+			return &m
+		}
+	}
 	lists := []list{
-		{"agent.list", func() protocol.Typed {
-			return &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}
-		}},
+		{"agent.list active", agentsPage(protocol.AgentList{Active: true, Limit: 200})},
+		{"agent.list recent", agentsPage(protocol.AgentList{SinceMs: time.Now().Add(-7 * 24 * time.Hour).UnixMilli(), Limit: 200})},
+		{"agent.list limit 200", agentsPage(protocol.AgentList{Limit: 200})},
 	}
 	if n > 0 {
 		lists = append(lists,
-			list{"jobs.list parent", func() protocol.Typed {
-				return &protocol.JobsList{Header: protocol.Header{Type: protocol.TypeJobsList}, ParentAgentID: fill.parent}
+			list{"jobs.list parent limit 20", func() protocol.Typed {
+				return &protocol.JobsList{Header: protocol.Header{Type: protocol.TypeJobsList}, ParentAgentID: fill.parent, Limit: 20}
 			}},
 			list{"jobs.list limit 20", func() protocol.Typed {
 				return &protocol.JobsList{Header: protocol.Header{Type: protocol.TypeJobsList}, Limit: 20}

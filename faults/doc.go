@@ -27,9 +27,10 @@
 //	                            trace, the daemon survives SIGXFSZ and keeps serving, and after a
 //	                            crash and a restart without the limit every acknowledged record
 //	                            is there and nothing runs untracked
-//	TestSoak                    -soak <duration> only: a mixed workload with daemon SIGKILLs,
-//	                            watching RSS, goroutines and open fds for unbounded growth
-//	                            (growthRule, pinned by TestGrowthRule)
+//	TestSoak                    -soak <duration> only: a mixed workload with daemon SIGKILLs and
+//	                            jobs.retention on (-soak-retention), watching RSS, goroutines
+//	                            and open fds for unbounded growth within each daemon lifetime
+//	                            and across them (growthRule, pinned by TestGrowthRule)
 //
 // The bounded versions run in `go test ./...`. Longer runs:
 //

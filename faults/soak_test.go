@@ -31,6 +31,9 @@ var (
 	soakHeapFlag    = flag.String("soak-heap", "", "TestSoak: the last daemon writes its heap profile here when the soak stops it (SHARD_HEAPPROFILE)")
 	soakWorkersFlag = flag.String("soak-workers", "", "TestSoak: comma-separated workers to run (jobs, prompts, kills, slow, storms, malformed; default all), to find which one a growth comes from")
 	soakCSVFlag     = flag.String("soak-csv", "", "TestSoak: write every sample to this CSV file (elapsed_s, pid, RSS, goroutines, fds, anonymous and file-backed RSS, heap in use)")
+	// The soak runs with retention on, as a daemon kept for months would:
+	// its memory must follow live work, not the history it removes.
+	soakRetentionFlag = flag.Duration("soak-retention", 10*time.Minute, "TestSoak: the daemon's jobs.retention (0: keep every job)")
 )
 
 // sample is one reading of the daemon's resources.
@@ -145,6 +148,26 @@ func TestGrowthRule(t *testing.T) {
 			t.Errorf("%s: %d violations %q, want %d", c.name, len(got), got, c.want)
 		}
 	}
+	// Across lifetimes: each lifetime's last window against the first's.
+	window := 20 * time.Second
+	settled := lastWindow(flat, window)
+	if len(settled) != 21 || !settled[0].at.Equal(flat[79].at) {
+		t.Fatalf("lastWindow kept %d samples from %v", len(settled), settled[0].at)
+	}
+	higher := lastWindow(series(100, func(int) sample { return sample{rss: 300 << 20, goroutines: 50, fds: 30} }), window)
+	for _, c := range []struct {
+		name      string
+		lifetimes [][]sample
+		want      int
+	}{
+		{"one lifetime judges nothing", [][]sample{settled}, 0},
+		{"flat across restarts", [][]sample{settled, settled, settled}, 0},
+		{"history reloaded at each restart", [][]sample{settled, settled, higher}, 1},
+	} {
+		if got := acrossLifetimes(c.lifetimes); len(got) != c.want {
+			t.Errorf("%s: %d violations %q, want %d", c.name, len(got), got, c.want)
+		}
+	}
 }
 
 // soak is the state of TestSoak shared by its workers.
@@ -155,8 +178,12 @@ type soak struct {
 	direct  []string
 	cur     atomic.Pointer[daemon]
 
-	mu       sync.Mutex
-	acked    map[string]protocol.SubagentCreateData
+	mu    sync.Mutex
+	acked map[string]protocol.SubagentCreateData
+	// ackedAt is when each acknowledged job was acknowledged: retention
+	// may remove it only once it has been finished for longer than
+	// -soak-retention, so not before then (removable).
+	ackedAt  map[string]time.Time
 	children map[string][]string // parent → its children
 	errs     []string
 	counts   map[string]int
@@ -226,7 +253,7 @@ func TestSoak(t *testing.T) {
 	home := newHome(t)
 	d := startDaemon(t, home, soakOpts())
 	s := &soak{home: home, socket: d.socket(), acked: map[string]protocol.SubagentCreateData{},
-		children: map[string][]string{}, counts: map[string]int{}}
+		ackedAt: map[string]time.Time{}, children: map[string][]string{}, counts: map[string]int{}}
 	s.cur.Store(d)
 	{
 		c := d.dial()
@@ -269,6 +296,10 @@ func TestSoak(t *testing.T) {
 	defer stopWorkers()
 
 	var samples []sample
+	// lifetimes holds each ended daemon lifetime's last window of samples:
+	// with retention on, the history a daemon starts from stops growing,
+	// and so must what it settles at (checked at the end).
+	var lifetimes [][]sample
 	born := time.Now()
 	began := born
 	out := soakCSV(t)
@@ -334,30 +365,52 @@ func TestSoak(t *testing.T) {
 		before := slices.DeleteFunc(procsWithEnv(d.homeEnv()), func(p procInfo) bool { return p.pid == d.pid() })
 		d.sigkill()
 		s.mu.Lock()
-		acked := cloneMap(s.acked)
+		acked, ackedAt := cloneMap(s.acked), cloneMap(s.ackedAt)
 		s.mu.Unlock()
 		onDisk := map[string]store.Job{}
 		for _, j := range offlineJobs(t, home) {
 			onDisk[j.JobID] = j
 		}
+		killedAt := time.Now()
 		for id, job := range acked {
+			if _, ok := onDisk[id]; !ok && removable(ackedAt[id], killedAt) {
+				inv["acknowledged jobs removed by retention"]++
+				continue
+			}
 			checkAcked(t, 0, job, onDisk[id])
+			inv["acknowledged jobs found durable"]++
 		}
 		inv["SIGKILL restarts"]++
-		inv["acknowledged jobs found durable"] += len(acked)
 		d = startDaemon(t, home, soakOpts())
 		s.cur.Store(d)
 		waitGone(t, "processes of the killed daemon", before)
 		if st := d.strays(); len(st) > 0 {
 			t.Fatalf("processes of the home outside the new daemon:%s", describe(st))
 		}
-		checkReconciled(t, 0, d, onDisk)
-		inv["jobs reconciled after a restart"] += len(onDisk)
+		// The restarted daemon sweeps at start: the jobs it may remove
+		// while they are checked (finished within a minute of the cut-off)
+		// are left out; every unfinished one is checked.
+		kept := map[string]store.Job{}
+		for id, j := range onDisk {
+			if j.EndedAt == 0 || *soakRetentionFlag <= 0 || time.UnixMilli(j.EndedAt).After(time.Now().Add(time.Minute-*soakRetentionFlag)) {
+				kept[id] = j
+			}
+		}
+		checkReconciled(t, 0, d, kept)
+		inv["jobs reconciled after a restart"] += len(kept)
 		inv["stray-process checks"]++
 		t.Logf("restarted after SIGKILL: %d jobs on disk, %d acknowledged; work so far: %v", len(onDisk), len(acked), s.snapshotCounts())
+		lifetimes = append(lifetimes, lastWindow(samples, window))
 		samples, born = nil, time.Now()
 	}
 	stopWorkers()
+	lifetimes = append(lifetimes, lastWindow(samples, window))
+	if *soakRetentionFlag > 0 {
+		if v := acrossLifetimes(lifetimes); len(v) > 0 {
+			t.Fatalf("RSS grows across daemon lifetimes with retention on:\n%s", strings.Join(v, "\n"))
+		}
+		inv["lifetimes flat across restarts"] = len(lifetimes)
+	}
 	d = s.cur.Load()
 	d.stop()
 	if st := doctor(t, home); st["store"] != "ok" || st["orphans"] != "ok" {
@@ -366,6 +419,48 @@ func TestSoak(t *testing.T) {
 	inv["doctor after the soak"]++
 	t.Logf("work done: %v", s.snapshotCounts())
 	t.Logf("invariants held: %v", inv)
+}
+
+// removable reports whether retention may have removed a job acknowledged
+// at ackedAt by now: only a job finished for longer than -soak-retention
+// goes, and it cannot have finished before it was acknowledged.
+func removable(ackedAt, now time.Time) bool {
+	return *soakRetentionFlag > 0 && !ackedAt.IsZero() && ackedAt.Before(now.Add(-*soakRetentionFlag))
+}
+
+// lastWindow is the samples of the last window of a lifetime.
+func lastWindow(samples []sample, window time.Duration) []sample {
+	if len(samples) == 0 {
+		return nil
+	}
+	end := samples[len(samples)-1].at
+	i := len(samples)
+	for i > 0 && !samples[i-1].at.Before(end.Add(-window)) {
+		i--
+	}
+	return samples[i:]
+}
+
+// acrossLifetimes applies the growth rules to whole daemon lifetimes: the
+// median of the last lifetime's last window against the first's. Each
+// restart reloads the history the daemon keeps; with retention on that
+// history stops growing, so a later lifetime may not settle higher than
+// the first by more than the rule allows. Fewer than two lifetimes judge
+// nothing.
+func acrossLifetimes(lifetimes [][]sample) []string {
+	if len(lifetimes) < 2 || len(lifetimes[0]) == 0 || len(lifetimes[len(lifetimes)-1]) == 0 {
+		return nil
+	}
+	first, last := lifetimes[0], lifetimes[len(lifetimes)-1]
+	var out []string
+	for _, r := range growthRules {
+		a, b := median(first, r.get), median(last, r.get)
+		if b > r.factor*a+r.slack {
+			out = append(out, fmt.Sprintf("%s: the first lifetime settled at a median of %.0f, the last (of %d) at %.0f (limit %.1f× + %.0f)",
+				r.name, a, len(lifetimes), b, r.factor, r.slack))
+		}
+	}
+	return out
 }
 
 // soakWorker is one part of the soak's workload, named for -soak-workers.
@@ -378,7 +473,7 @@ type soakWorker struct {
 // of -soak-heap, which only the last daemon writes (the SIGTERM at the end;
 // the others are SIGKILLed).
 func soakOpts() daemonOpts {
-	o := daemonOpts{flags: soakFlags}
+	o := daemonOpts{flags: append(slices.Clone(soakFlags), "--jobs.retention", soakRetentionFlag.String())}
 	if *soakHeapFlag != "" {
 		o.env = []string{"SHARD_HEAPPROFILE=" + *soakHeapFlag}
 	}
@@ -452,7 +547,7 @@ func (s *soak) jobs(ctx context.Context, rng *rand.Rand) {
 				s.check("subagent.create", err)
 				if err == nil {
 					s.mu.Lock()
-					s.acked[data.JobID] = data
+					s.acked[data.JobID], s.ackedAt[data.JobID] = data, time.Now()
 					for _, r := range data.Runs {
 						s.children[parent] = append(s.children[parent], r.AgentID)
 					}
@@ -473,11 +568,22 @@ func (s *soak) jobs(ctx context.Context, rng *rand.Rand) {
 				kid := kids[rng.IntN(len(kids))]
 				var data protocol.SubagentRelaunchData
 				err := tryCall(c, &protocol.SubagentRelaunch{Header: hdr(protocol.TypeSubagentRelaunch, ""), ParentAgentID: parent, Target: kid, Task: task}, &data)
+				if pe := protoErr(err); pe != nil && pe.Code == protocol.CodeNotFound && *soakRetentionFlag > 0 {
+					// Retention removed the child with its last job: it
+					// is no longer one of the parent's.
+					s.mu.Lock()
+					s.children[parent] = slices.DeleteFunc(s.children[parent], func(id string) bool { return id == kid })
+					kids = slices.Clone(s.children[parent])
+					s.mu.Unlock()
+					s.count("child removed by retention")
+					continue
+				}
 				s.check("subagent.relaunch", err, protocol.CodeConflict) // busy child
 				if err == nil {
 					s.mu.Lock()
 					s.acked[data.JobID] = protocol.SubagentCreateData{JobID: data.JobID, Strategy: protocol.StrategySingle,
 						Runs: []protocol.CreatedRun{{RunID: data.RunID, AgentID: data.AgentID}}}
+					s.ackedAt[data.JobID] = time.Now()
 					s.mu.Unlock()
 					s.count("relaunch")
 				}

@@ -90,8 +90,10 @@ func (o *agentsPruneOptions) candidates(ctx context.Context, conn *client.Conn) 
 	if err := readAllAgents(ctx, conn, &list); err != nil {
 		return nil, nil, err
 	}
-	var jobs protocol.JobsListData
-	if err := conn.Call(ctx, &protocol.JobsList{Header: protocol.Header{Type: protocol.TypeJobsList}}, &jobs); err != nil {
+	// Every job, page by page: one unpaged answer stops fitting in a
+	// record long before a daemon's history ends (docs/protocol.md §2).
+	jobs, _, err := fetchJobs(ctx, conn, protocol.JobsList{Header: protocol.Header{Type: protocol.TypeJobsList}}, 0, allAgentsPage)
+	if err != nil {
 		return nil, nil, err
 	}
 	// The last run of each agent: the one queued last. A live run anywhere

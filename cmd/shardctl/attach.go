@@ -188,6 +188,40 @@ func agentNames(ctx context.Context, conn *client.Conn) map[string]string {
 	return names
 }
 
+// agentNamesOf maps the named agents among ids to their names, asking
+// agent.status for each distinct one: a jobs table names only its
+// parents, and reading every agent to name a page of them costs as much
+// as the daemon's history (unknown or removed ids stay unnamed).
+func agentNamesOf(ctx context.Context, conn *client.Conn, ids []string) map[string]string {
+	names := map[string]string{}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		var data protocol.AgentListData
+		q := &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: id}}
+		if err := conn.Call(ctx, q, &data); err != nil || len(data.Agents) != 1 {
+			continue
+		}
+		if n := agentName(data.Agents[0]); n != "-" {
+			names[id] = n
+		}
+	}
+	return names
+}
+
+// parentsOf lists the parents of jobs, in order (agentNamesOf drops
+// repeats).
+func parentsOf(jobs []protocol.OpJob) []string {
+	out := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, j.ParentAgentID)
+	}
+	return out
+}
+
 // maxQueuedCommands bounds the commands typed but not yet answered; more
 // are refused with a line rather than blocking the session.
 const maxQueuedCommands = 64

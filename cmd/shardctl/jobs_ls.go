@@ -115,7 +115,7 @@ stopped).`,
 					if err != nil {
 						return nil, err
 					}
-					o.names = agentNames(ctx, conn)
+					o.names = agentNamesOf(ctx, conn, parentsOf(data.Jobs))
 					var parents []string
 					for _, j := range data.Jobs {
 						parents = append(parents, j.ParentAgentID)
@@ -137,7 +137,7 @@ stopped).`,
 					return err
 				}
 				o.more = more
-				o.names = agentNames(ctx, conn)
+				o.names = agentNamesOf(ctx, conn, parentsOf(data.Jobs))
 				return o.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), data)
 			})
 		},

@@ -63,7 +63,7 @@ stopped).`,
 				if err != nil {
 					return err
 				}
-				o.names = agentNames(ctx, conn)
+				o.names = agentNamesOf(ctx, conn, []string{job.ParentAgentID})
 				return o.print(cmd.OutOrStdout(), job)
 			})
 		},

@@ -98,12 +98,22 @@ func jobsDaemon(t *testing.T, wait func(m protocol.SubagentWait) protocol.Subage
 		}
 		return protocol.OpJob{}, false
 	}
+	jobsAgents := []protocol.AgentInfo{{AgentID: "agent-p1", Name: "boss"}, {AgentID: "agent-p2", Name: "twin"}, {AgentID: "agent-p3", Name: "twin"}}
 	return newFakeDaemon(t, func(c *daemonConn, h protocol.Header, rec []byte) {
 		switch h.Type {
 		case protocol.TypeJobsList:
 			c.respond(h, protocol.JobsListData{Jobs: sampleOpJobs})
 		case protocol.TypeAgentList:
-			c.respond(h, protocol.AgentListData{Agents: []protocol.AgentInfo{{AgentID: "agent-p1", Name: "boss"}, {AgentID: "agent-p2", Name: "twin"}, {AgentID: "agent-p3", Name: "twin"}}})
+			c.respond(h, protocol.AgentListData{Agents: jobsAgents})
+		case protocol.TypeAgentStatus:
+			// The tables name their parents one agent.status each.
+			for _, a := range jobsAgents {
+				if a.AgentID == h.AgentID {
+					c.respond(h, protocol.AgentListData{Agents: []protocol.AgentInfo{a}})
+					return
+				}
+			}
+			c.respondError(h, protocol.CodeNotFound, "no agent "+h.AgentID)
 		case protocol.TypeJobsShow:
 			var m protocol.JobsShow
 			mustUnmarshal(t, rec, &m)

@@ -58,9 +58,12 @@ queue_depth, stuck_runs and workspaces_by_state.`,
 // statusView is what status prints: daemon.status plus the job counts.
 type statusView struct {
 	protocol.DaemonStatusData
-	// Jobs is the number of jobs the daemon knows.
+	// Jobs is the number of jobs live now or created within
+	// statusJobsWindow: the history before that is left out, so that
+	// status costs the same on day 90 as on day 1 (shardctl jobs ls
+	// --all lists it).
 	Jobs int `json:"jobs"`
-	// RunsByState counts runs per state.
+	// RunsByState counts the runs of those jobs per state.
 	RunsByState map[protocol.RunState]int `json:"runs_by_state"`
 	// QueueDepth is the number of queued runs.
 	QueueDepth int `json:"queue_depth"`
@@ -82,17 +85,17 @@ func (o *statusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer)
 	if err := conn.Call(ctx, &protocol.DaemonStatus{Header: protocol.Header{Type: protocol.TypeDaemonStatus}}, &v.DaemonStatusData); err != nil {
 		return err
 	}
-	var jobs protocol.JobsListData
-	if err := conn.Call(ctx, &protocol.JobsList{Header: protocol.Header{Type: protocol.TypeJobsList}}, &jobs); err != nil {
+	jobs, err := statusJobs(ctx, conn, o.g.clock.now())
+	if err != nil {
 		var pe *protocol.Error
 		if !errors.As(err, &pe) {
 			return err
 		}
 		v.JobsError = fmt.Sprintf("%s: %s", pe.Code, pe.Message)
 	}
-	v.Jobs = len(jobs.Jobs)
+	v.Jobs = len(jobs)
 	v.RunsByState = map[protocol.RunState]int{}
-	for _, j := range jobs.Jobs {
+	for _, j := range jobs {
 		for _, r := range j.Runs {
 			v.RunsByState[r.State]++
 			if r.Stuck {
@@ -146,7 +149,7 @@ func (o *statusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer)
 	if v.JobsError != "" {
 		row("Jobs", "unknown ("+v.JobsError+")")
 	} else {
-		row("Jobs", fmt.Sprint(v.Jobs))
+		row("Jobs", fmt.Sprintf("%d live or from the last %s", v.Jobs, statusJobsWindowText))
 	}
 	row("Runs", fmt.Sprintf("%d total%s", runs, counts(v.RunsByState, p.runState)))
 	row("Queue depth", fmt.Sprint(v.QueueDepth))
@@ -165,6 +168,38 @@ func (o *statusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer)
 		return fmt.Errorf("write status: %w", err)
 	}
 	return nil
+}
+
+// statusJobsWindow is how far back status counts finished jobs.
+const (
+	statusJobsWindow     = 24 * time.Hour
+	statusJobsWindowText = "24h"
+)
+
+// statusJobs reads the jobs status counts: the live ones (queued or
+// running, however old) and those created within statusJobsWindow, each
+// once, page by page.
+func statusJobs(ctx context.Context, conn *client.Conn, now time.Time) ([]protocol.OpJob, error) {
+	var out []protocol.OpJob
+	seen := map[string]bool{}
+	for _, q := range []protocol.JobsList{
+		{State: protocol.JobQueued},
+		{State: protocol.JobRunning},
+		{SinceMs: now.Add(-statusJobsWindow).UnixMilli()},
+	} {
+		q.Header = protocol.Header{Type: protocol.TypeJobsList}
+		data, _, err := fetchJobs(ctx, conn, q, 0, listPageSize)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range data.Jobs {
+			if !seen[j.JobID] {
+				seen[j.JobID] = true
+				out = append(out, j)
+			}
+		}
+	}
+	return out, nil
 }
 
 // counts renders a per-state count map as ": a 1, b 2" in key order, or ""

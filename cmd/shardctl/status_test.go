@@ -22,17 +22,42 @@ var sampleStatus = protocol.DaemonStatusData{
 	StoreBytes:           1536,
 }
 
-// sampleJobs is what the status daemon's jobs.list answers: one job with a
-// completed and a queued run, one with an active run stuck stopping.
+// sampleJobs is what the status daemon holds: a running job with a
+// completed and a queued run, created now; a running job with an active
+// run stuck stopping, created two days ago (live, so counted however old);
+// and a job that completed two days ago (history: not counted).
 var sampleJobs = protocol.JobsListData{Jobs: []protocol.OpJob{
-	{JobID: "job-02", ParentAgentID: "agent-01", Strategy: protocol.StrategyParallel, State: protocol.JobRunning, Runs: []protocol.OpRun{
+	{JobID: "job-03", ParentAgentID: "agent-01", Strategy: protocol.StrategyParallel, State: protocol.JobRunning, CreatedAt: statusNow, Runs: []protocol.OpRun{
 		{RunSnapshot: protocol.RunSnapshot{RunID: "run-03", State: protocol.RunCompleted}},
 		{RunSnapshot: protocol.RunSnapshot{RunID: "run-04", State: protocol.RunQueued}},
 	}},
-	{JobID: "job-01", ParentAgentID: "agent-01", Strategy: protocol.StrategySingle, State: protocol.JobRunning, Runs: []protocol.OpRun{
+	{JobID: "job-02", ParentAgentID: "agent-01", Strategy: protocol.StrategySingle, State: protocol.JobRunning, CreatedAt: statusNow - 2*statusDay, Runs: []protocol.OpRun{
 		{RunSnapshot: protocol.RunSnapshot{RunID: "run-01", State: protocol.RunActive}, Stuck: true},
 	}},
+	{JobID: "job-01", ParentAgentID: "agent-01", Strategy: protocol.StrategySingle, State: protocol.JobCompleted, CreatedAt: statusNow - 2*statusDay, Runs: []protocol.OpRun{
+		{RunSnapshot: protocol.RunSnapshot{RunID: "run-00", State: protocol.RunCompleted}},
+	}},
 }}
+
+// statusNow is the test clock's now (testNow) in epoch ms; statusDay a
+// day in ms.
+var statusNow = testNow.UnixMilli()
+
+const statusDay = int64(24 * 60 * 60 * 1000)
+
+// answerJobs answers a jobs.list from sampleJobs by its state and since_ms
+// filters, as the daemon would, one page of everything.
+func answerJobs(raw []byte) protocol.JobsListData {
+	var q protocol.JobsList
+	_ = json.Unmarshal(raw, &q)
+	out := protocol.JobsListData{Jobs: []protocol.OpJob{}}
+	for _, j := range sampleJobs.Jobs {
+		if (q.State == "" || j.State == q.State) && j.CreatedAt >= q.SinceMs {
+			out.Jobs = append(out.Jobs, j)
+		}
+	}
+	return out
+}
 
 // statusWorkspaces is what the status daemon's workspace.list answers.
 var statusWorkspaces = protocol.WorkspaceListData{Workspaces: []protocol.WorkspaceInfo{
@@ -43,12 +68,12 @@ var statusWorkspaces = protocol.WorkspaceListData{Workspaces: []protocol.Workspa
 }}
 
 func statusDaemon(t *testing.T) *fakeDaemon {
-	return newFakeDaemon(t, func(c *daemonConn, h protocol.Header, _ []byte) {
+	return newFakeDaemon(t, func(c *daemonConn, h protocol.Header, raw []byte) {
 		switch h.Type {
 		case protocol.TypeDaemonStatus:
 			c.respond(h, sampleStatus)
 		case protocol.TypeJobsList:
-			c.respond(h, sampleJobs)
+			c.respond(h, answerJobs(raw))
 		case protocol.TypeWorkspaceList:
 			c.respond(h, statusWorkspaces)
 		}
@@ -72,7 +97,7 @@ func TestStatusTable(t *testing.T) {
 		"Agents:", "5 total: running 2, stopped 3",
 		"Agent status:", "idle 4, streaming 1",
 		"Store:", "1.5 KiB",
-		"Jobs:", "2",
+		"Jobs:", "2 live or from the last 24h",
 		"Runs:", "3 total: active 1, completed 1, queued 1",
 		"Queue depth:", "1",
 		"Stuck runs:", "1 (shardctl jobs ls --stuck)",
