@@ -51,6 +51,14 @@ func (co *Coordinator) opList(cmd *registry.Command, m *protocol.JobsList) {
 type jobWalker interface {
 	WalkJobs(before string, fn func(*store.Job) bool) error
 	WalkParentJobs(parent, before string, fn func(*store.Job) bool) error
+	WalkOpenJobs(before string, fn func(*store.Job) bool) error
+}
+
+// liveOnly reports whether only jobs that have not ended can match m: a
+// queued or running job, or a stuck run, has a run that is not terminal.
+// Those lists (shardctl status, jobs ls --stuck) walk the open jobs only.
+func liveOnly(m *protocol.JobsList) bool {
+	return m.Stuck || m.State == protocol.JobQueued || m.State == protocol.JobRunning
 }
 
 // listJobs walks the store for one page of jobs.list.
@@ -80,9 +88,12 @@ func listJobs(st jobWalker, m *protocol.JobsList, cur *protocol.Cursor, now time
 		return m.Limit <= 0 || len(kept) <= m.Limit
 	}
 	var err error
-	if m.ParentAgentID != "" {
+	switch {
+	case m.ParentAgentID != "":
 		err = st.WalkParentJobs(m.ParentAgentID, before, visit)
-	} else {
+	case liveOnly(m):
+		err = st.WalkOpenJobs(before, visit)
+	default:
 		err = st.WalkJobs(before, visit)
 	}
 	if err != nil {

@@ -304,3 +304,44 @@ func (s *Store) WalkParentJobs(parent, before string, fn func(*Job) bool) error 
 	})
 	return wrapOp(err, "walk jobs of %q", parent)
 }
+
+// WalkOpenJobs is WalkJobs over the jobs that have not ended only, through
+// the open_jobs index: what jobs.list's queued, running and stuck filters
+// can match (a job with a run that is not terminal has not ended), read
+// without visiting the finished history.
+func (s *Store) WalkOpenJobs(before string, fn func(*Job) bool) error {
+	err := s.db.View(func(tx *bolt.Tx) error {
+		open, err := bucket(tx, bucketOpenJobs)
+		if err != nil {
+			return err
+		}
+		jb, err := bucket(tx, bucketJobs)
+		if err != nil {
+			return err
+		}
+		c := open.Cursor()
+		var k []byte
+		if before == "" {
+			k, _ = c.Last()
+		} else if k, _ = c.Seek([]byte(before)); k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+		for ; k != nil; k, _ = c.Prev() {
+			raw := jb.Get(k)
+			if raw == nil {
+				continue
+			}
+			var j Job
+			if err := json.Unmarshal(raw, &j); err != nil {
+				return fmt.Errorf("decode %s record %q: %w", bucketJobs, k, err)
+			}
+			if !fn(&j) {
+				return nil
+			}
+		}
+		return nil
+	})
+	return wrapOp(err, "walk open jobs")
+}

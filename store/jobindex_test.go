@@ -243,3 +243,36 @@ func TestOpenMigratesVersion2(t *testing.T) {
 		t.Fatalf("the migration changed the job: %+v", got)
 	}
 }
+
+// WalkOpenJobs visits the jobs that have not ended only, newest first,
+// after a cursor as WalkJobs does.
+func TestWalkOpenJobs(t *testing.T) {
+	s := jobIndexFixture(t)
+	if _, err := s.UpdateJob("job-2", func(j *Job) ([]Report, error) {
+		j.Runs[0].State = protocol.RunCompleted
+		j.EndedAt = 5
+		return nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		before string
+		max    int
+		want   []string
+	}{
+		{"open ones, newest first", "", 0, []string{"job-3", "job-1"}},
+		{"stops when told", "", 1, []string{"job-3"}},
+		{"before an id", "job-3", 0, []string{"job-1"}},
+		{"before an ended id", "job-2", 0, []string{"job-1"}},
+		{"before past the end", "job-9", 0, []string{"job-3", "job-1"}},
+		{"before the first", "job-1", 0, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			walk := func(fn func(*Job) bool) error { return s.WalkOpenJobs(tt.before, fn) }
+			if got := walkIDs(t, tt.max, walk); !slices.Equal(got, tt.want) {
+				t.Fatalf("walk = %v; want %v", got, tt.want)
+			}
+		})
+	}
+}
