@@ -22,7 +22,11 @@ import (
 // Version 2 added the open_jobs index. It is a version and not just a new
 // bucket because an older build would create jobs without indexing them,
 // and a later open could not tell: an older build must refuse the file.
-const SchemaVersion = 2
+//
+// Version 4 added the agent indexes and count (agentindex.go), a version
+// for the same reason. (Version 3 is the jobs indexes'; a file of either
+// is migrated step by step, see migrate.)
+const SchemaVersion = 4
 
 // DefaultLockTimeout is the lock wait Open uses when Options.Timeout is 0.
 const DefaultLockTimeout = 2 * time.Second
@@ -62,7 +66,8 @@ const (
 // their bucket here.
 func allBuckets() []string {
 	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports, bucketRuntimes, bucketOpenJobs,
-		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials, bucketWorkspaces, bucketWorkspacePaths}
+		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials, bucketWorkspaces, bucketWorkspacePaths,
+		bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions}
 }
 
 const schemaVersionKey = "schema_version"
@@ -206,7 +211,22 @@ func initSchema(tx *bolt.Tx, path string) error {
 // next open migrates again.
 func migrate(tx *bolt.Tx, from int) error {
 	if from < 2 {
-		// Version 2: index every job that has not ended.
+		if err := indexOpenJobs(tx); err != nil {
+			return err
+		}
+	}
+	if from < 4 {
+		// Version 4: index every agent (agentindex.go).
+		if err := indexAgents(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// indexOpenJobs indexes every job that has not ended (version 2).
+func indexOpenJobs(tx *bolt.Tx) error {
+	{
 		var head struct {
 			EndedAt int64 `json:"ended_at"`
 		}
@@ -222,7 +242,6 @@ func migrate(tx *bolt.Tx, from int) error {
 			return open.Put(k, nil)
 		})
 	}
-	return nil
 }
 
 // parseVersion decodes a stored schema version. string(raw) copies, so
