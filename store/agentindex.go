@@ -31,6 +31,10 @@ const (
 	// (the agent id is in the key): two manifests of one session, which
 	// older builds could leave, are both found and each removed alone.
 	bucketAgentSessions = "agent_sessions" // key session_id \x00 agent_id: empty
+	// bucketAgentForks lists the agents whose session directory is not
+	// <session_id> (an adopted fork's, Agent.SessionDir), so that removing
+	// an agent keeps the forks others adopted under its directory.
+	bucketAgentForks = "agent_forks" // key session_dir \x00 agent_id: empty
 	// agentCountKey in the meta bucket is the number of stored agents.
 	agentCountKey = "agent_count"
 )
@@ -66,10 +70,11 @@ type indexHead struct {
 	SessionID     string `json:"session_id"`
 	ParentAgentID string `json:"parent_agent_id,omitempty"`
 	CreatedAt     int64  `json:"created_at"`
+	SessionDir    string `json:"session_dir,omitempty"`
 }
 
 func headOf(a *Agent) indexHead {
-	return indexHead{AgentID: a.AgentID, SessionID: a.SessionID, ParentAgentID: a.ParentAgentID, CreatedAt: a.CreatedAt}
+	return indexHead{AgentID: a.AgentID, SessionID: a.SessionID, ParentAgentID: a.ParentAgentID, CreatedAt: a.CreatedAt, SessionDir: a.SessionDir}
 }
 
 // putAgent stores a (new or replacing) manifest and keeps the indexes and
@@ -136,6 +141,11 @@ func addAgentIndexes(tx *bolt.Tx, h indexHead) error {
 			return err
 		}
 	}
+	if h.SessionDir != "" {
+		if err := tx.Bucket([]byte(bucketAgentForks)).Put(sessionKey(h.SessionDir, h.AgentID), nil); err != nil {
+			return err
+		}
+	}
 	if h.SessionID != "" {
 		return tx.Bucket([]byte(bucketAgentSessions)).Put(sessionKey(h.SessionID, h.AgentID), nil)
 	}
@@ -148,6 +158,11 @@ func removeAgentIndexes(tx *bolt.Tx, h indexHead) error {
 	}
 	if h.ParentAgentID != "" {
 		if err := tx.Bucket([]byte(bucketAgentChildren)).Delete(childKey(h.ParentAgentID, h.CreatedAt, h.AgentID)); err != nil {
+			return err
+		}
+	}
+	if h.SessionDir != "" {
+		if err := tx.Bucket([]byte(bucketAgentForks)).Delete(sessionKey(h.SessionDir, h.AgentID)); err != nil {
 			return err
 		}
 	}
@@ -180,7 +195,7 @@ func addAgentCount(tx *bolt.Tx, d int) error {
 // indexAgents rebuilds the agent indexes and the count from the agents
 // bucket (the migration to schema version 4).
 func indexAgents(tx *bolt.Tx) error {
-	for _, name := range []string{bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions} {
+	for _, name := range []string{bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions, bucketAgentForks} {
 		if err := tx.DeleteBucket([]byte(name)); err != nil {
 			return err
 		}
@@ -230,6 +245,28 @@ func (s *Store) SessionAdopted(sessionID string) (agentID string, ok bool, err e
 		return nil
 	})
 	return agentID, ok, wrapOp(err, "session %q", sessionID)
+}
+
+// SessionDirsUnder returns the session directories (Agent.SessionDir,
+// relative to the sessions directory) of the stored agents that live at
+// rel or under it.
+func (s *Store) SessionDirsUnder(rel string) ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketAgentForks)
+		if err != nil {
+			return err
+		}
+		cur := b.Cursor()
+		for k, _ := cur.Seek([]byte(rel)); k != nil && bytes.HasPrefix(k, []byte(rel)); k, _ = cur.Next() {
+			dir, _, _ := bytes.Cut(k, []byte{0})
+			if string(dir) == rel || bytes.HasPrefix(dir, []byte(rel+"/")) {
+				out = append(out, string(dir))
+			}
+		}
+		return nil
+	})
+	return out, wrapOp(err, "session directories under %q", rel)
 }
 
 // AgentQuery selects a page of stored agents in agent.list's order

@@ -106,7 +106,7 @@ func TestOpenMigratesAgentIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	kid := agent("agent-k", 3)
-	kid.ParentAgentID = "agent-p"
+	kid.ParentAgentID, kid.SessionDir = "agent-p", "sess-agent-p/forks/f1"
 	for _, a := range []Agent{agent("agent-p", 2), kid, agent("agent-o", 1)} {
 		if err := s.CreateAgent(a); err != nil {
 			t.Fatal(err)
@@ -121,7 +121,7 @@ func TestOpenMigratesAgentIndexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range []string{bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions} {
+		for _, b := range []string{bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions, bucketAgentForks} {
 			if err := tx.DeleteBucket([]byte(b)); err != nil {
 				return err
 			}
@@ -149,5 +149,10 @@ func TestOpenMigratesAgentIndexes(t *testing.T) {
 	}
 	if id, ok, _ := s.SessionAdopted("sess-agent-o"); !ok || id != "agent-o" {
 		t.Fatalf("SessionAdopted = %q, %v; want agent-o", id, ok)
+	}
+	for rel, want := range map[string][]string{"sess-agent-p": {"sess-agent-p/forks/f1"}, "sess-agent": nil, "sess-agent-p/forks/f1": {"sess-agent-p/forks/f1"}} {
+		if got, err := s.SessionDirsUnder(rel); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("SessionDirsUnder(%q) = %v, %v; want %v", rel, got, err, want)
+		}
 	}
 }

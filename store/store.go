@@ -67,7 +67,7 @@ const (
 func allBuckets() []string {
 	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports, bucketRuntimes, bucketOpenJobs,
 		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials, bucketWorkspaces, bucketWorkspacePaths,
-		bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions}
+		bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions, bucketAgentForks}
 }
 
 const schemaVersionKey = "schema_version"

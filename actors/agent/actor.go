@@ -223,6 +223,11 @@ type Actor struct {
 	attached  map[uint64]*attachment
 	nAttached int
 
+	// saves counts the selection and usage saves in flight (goSave);
+	// reportedIdle is the Idle the registry last heard (reportIdle).
+	saves        int
+	reportedIdle bool
+
 	// timers are the pending timer of each kind; arming one replaces the
 	// previous one of its kind, and all are stopped when the actor stops.
 	timers [numTimers]clock.Timer
@@ -340,6 +345,7 @@ func Props(m store.Agent, deps Deps) *actor.Props {
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(c actor.Context) {
+	defer a.reportIdle(c) // runs last: after countAttachments
 	defer a.countAttachments(c)
 	switch m := c.Message().(type) {
 	case *actor.Started:
@@ -392,6 +398,10 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case *titleSaved:
 		a.onTitleSaved(c, m)
+	case *saveDone:
+		a.saves--
+	case *Passivate:
+		a.onPassivate(c)
 	case *actor.Stopping:
 		a.stopTimers()
 		a.failAll(protocol.Errorf(protocol.CodeInternal, "agent stopped"))
