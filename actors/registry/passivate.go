@@ -162,6 +162,7 @@ func (r *Actor) onPassivateBusy(c actor.Context, m *agent.PassivateBusy) {
 		return
 	}
 	e.passivating = false
+	r.deps.Logger.Debug("registry: agent busy; not passivated", "agent_id", m.AgentID, "held", len(e.held))
 	held := e.held
 	e.held = nil
 	for _, h := range held {
@@ -183,6 +184,7 @@ func (r *Actor) passivated(c actor.Context, e *entry) {
 	r.forget(id)
 	r.deps.Metrics.AgentState(e.info.RuntimeState, "")
 	r.deps.Metrics.AgentState("", protocol.RuntimeStopped)
+	r.deps.Logger.Debug("registry: agent passivated", "agent_id", id, "held", len(e.held))
 	if r.draining {
 		for _, h := range e.held {
 			r.undelivered(c, id, h.msg, h.sender, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))

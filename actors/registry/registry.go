@@ -166,6 +166,14 @@ func (r *Actor) Receive(c actor.Context) {
 		})
 	case *AgentStates:
 		r.agentStates(c, m)
+	case *LiveAgents:
+		res := &LiveAgentsResult{AgentIDs: make([]string, 0, len(r.agents))}
+		for id := range r.agents {
+			res.AgentIDs = append(res.AgentIDs, id)
+		}
+		if c.Sender() != nil {
+			c.Respond(res)
+		}
 	case *Command:
 		r.onCommand(c, m)
 	case *createResult:
