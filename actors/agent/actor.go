@@ -222,6 +222,12 @@ type Actor struct {
 	// telemetry.
 	attached  map[uint64]*attachment
 	nAttached int
+	// routed are the connections that send this agent's commands to it
+	// directly (it answered their agent.attach with Routed), by connection
+	// id, until they detach or stop: attached or not (an attach that
+	// failed leaves the route), the agent is not idle while one may still
+	// send (passivate.go).
+	routed map[uint64]*actor.PID
 
 	// saves counts the selection and usage saves in flight (goSave);
 	// reportedIdle is the Idle the registry last heard (reportIdle).
@@ -337,6 +343,7 @@ func Props(m store.Agent, deps Deps) *actor.Props {
 			projection:   projection{status: protocol.StatusIdle, rstate: protocol.RuntimeStopped, mode: m.Mode, usage: UsageOf(m), usageTurns: usageTurns(m)},
 			generation:   generation{epoch: -1},
 			attached:     make(map[uint64]*attachment),
+			routed:       make(map[uint64]*actor.PID),
 			dispatch:     dispatch{inflight: make(map[string]*inflight)},
 			requestState: requestState{open: make(map[string]*openRequest), foreign: make(map[string]*foreignRequest), delegated: make(map[string]*actor.PID)},
 		}
@@ -413,6 +420,9 @@ func (a *Actor) Receive(c actor.Context) {
 			if att.client.PID != nil {
 				c.Unwatch(att.client.PID)
 			}
+		}
+		for _, pid := range a.routed {
+			c.Unwatch(pid)
 		}
 		clear(a.attached)   // gone with the actor (for the attachments gauge)
 		actorref.Release(c) // connections and jobs may hold this agent's PID

@@ -11,7 +11,9 @@ import "github.com/asynkron/protoactor-go/actor"
 // nothing arrived meanwhile and stops itself, or answers PassivateBusy and
 // the registry sends on what it held. Nothing but the registry addresses
 // an idle agent (an attached connection or a delegation makes it busy), so
-// no message can reach it once it decided to stop.
+// no message can reach it once it decided to stop. A connection whose
+// attach failed still sends to the agent directly until it detaches or
+// stops (Actor.routed): the agent is busy until then.
 
 // Passivate asks an idle agent to stop itself (see above).
 type Passivate struct{}
@@ -32,13 +34,14 @@ func (saveDone) agentMessage()      {}
 
 // idle reports whether nothing of the agent is in flight, so that its
 // actor may stop and be served again from the manifest alone: no runtime
-// (stopped or failed, and not stopping), no client attached or attaching,
+// (stopped or failed, and not stopping), no client attached or attaching
+// or routing to it directly,
 // no command, request, lease, report, kill, title or save pending, no
 // drain. The manifest has everything the actor would be rebuilt with then:
 // its selection, usage and title are saved before the agent is idle
 // (saves counts those in flight).
 func (a *Actor) idle() bool {
-	return a.rt == nil && !a.stopping && a.esc == nil && len(a.attached) == 0 &&
+	return a.rt == nil && !a.stopping && a.esc == nil && len(a.attached) == 0 && len(a.routed) == 0 &&
 		len(a.pendingAttach) == 0 && len(a.startWaiters) == 0 && len(a.queued) == 0 &&
 		len(a.inflight) == 0 && len(a.open) == 0 && len(a.foreign) == 0 && len(a.delegated) == 0 &&
 		a.lease == nil && len(a.injects) == 0 && len(a.killWaiters) == 0 && len(a.titles) == 0 &&
