@@ -214,7 +214,7 @@ func runHistory(o *options) (*report, error) {
 			historyRunsPerAgent-1, historyParents, !o.noSync, live, historySettle, samples, budget),
 		"start to ready: shardd exec'd → the socket completed a hello (polled every 20 ms) and answered daemon.status; jobs.list ready: → then its first jobs.list (limit 1) answered, once the jobs coordinator has read the store (it reads after the socket serves)",
 		"RSS is VmRSS of shardd alone; heap is go_memstats_heap_inuse_bytes and goroutines go_goroutines from /metrics",
-		"lists: agent.list (every agent); jobs.list of one parent (no limit, ~1/100 of the jobs); jobs.list limit 20; jobs.show of a random job id and of a random child's alias (unique across parents)")
+		"lists: agent.list (every agent; active, limit 200; since a week ago, limit 200); jobs.list of one parent (no limit, ~1/100 of the jobs); jobs.list limit 20; jobs.show of a random job id and of a random child's alias (unique across parents)")
 	rep.plot = func(dir string) ([]string, error) { return plotHistory(dir, phases) }
 	return rep, nil
 }
@@ -303,6 +303,15 @@ func historyRun(o *options, n, live, samples int, budget time.Duration) (history
 	lists := []list{
 		{"agent.list", func() protocol.Typed {
 			return &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}
+		}},
+		// The page's overview: the live agents, then the last week's, in
+		// pages of 200 (web/assets/js/store.js overviewAgents).
+		{"agent.list active", func() protocol.Typed {
+			return &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}, Active: true, Limit: 200}
+		}},
+		{"agent.list recent", func() protocol.Typed {
+			return &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}, Limit: 200,
+				SinceMs: time.Now().Add(-7 * 24 * time.Hour).UnixMilli()}
 		}},
 	}
 	if n > 0 {
