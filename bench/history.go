@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,10 +40,6 @@ const (
 )
 
 const (
-	// historyRunsPerAgent is how many jobs each child agent ran: one
-	// subagent.create (which made the agent), then relaunches. 1,000,000
-	// jobs make 100,000 child agents, the target's shape.
-	historyRunsPerAgent = 10
 	// historyParents is how many top-level parents the children are
 	// spread over (fewer for tiny histories).
 	historyParents = 100
@@ -103,7 +100,20 @@ const historySettle = 3 * time.Second
 // runHistory: for the empty store and each history size, fill a fresh
 // home through the store package, start shardd on it, time it to ready,
 // create the live agents, snapshot its memory and time the lists.
+// historyRunsPerAgent is how many jobs each child agent ran: one
+// subagent.create (which made the agent), then relaunches. 1,000,000 jobs
+// make 100,000 child agents, the target's shape; --runs-per-agent 1 gives
+// that many agents with a tenth of the jobs.
+var historyRunsPerAgent = 10
+
+// historyUnpagedAgents is the most agents the unpaged agent.list is timed
+// for: its answer for more is over the record limit.
+const historyUnpagedAgents = 40_000
+
 func runHistory(o *options) (*report, error) {
+	if o.runsPerAgent > 0 {
+		historyRunsPerAgent = o.runsPerAgent
+	}
 	def := []int{1000, 10000, 100000}
 	if o.quick {
 		def = []int{1000}
@@ -143,9 +153,13 @@ func runHistory(o *options) (*report, error) {
 	}
 	o.profileTag = ""
 
-	names := []string{}
-	for _, l := range phases[len(phases)-1].Lists {
-		names = append(names, l.Name)
+	names := []string{} // every list any phase timed, in order
+	for _, p := range phases {
+		for _, l := range p.Lists {
+			if !slices.Contains(names, l.Name) {
+				names = append(names, l.Name)
+			}
+		}
 	}
 	rep := &report{Header: append([]string{"jobs", "agents", "fill s", "db MiB", "start s", "jobs.list ready s", "RSS MiB", "over empty MiB", "heap MiB", "goroutines"},
 		func() []string {
@@ -301,6 +315,8 @@ func historyRun(o *options, n, live, samples int, budget time.Duration) (history
 		msg  func() protocol.Typed
 	}
 	lists := []list{
+		// Every agent, unpaged (the form for small stores: from some 50,000
+		// agents on the answer is over the record limit).
 		{"agent.list", func() protocol.Typed {
 			return &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}
 		}},
@@ -313,6 +329,9 @@ func historyRun(o *options, n, live, samples int, budget time.Duration) (history
 			return &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}, Limit: 200,
 				SinceMs: time.Now().Add(-7 * 24 * time.Hour).UnixMilli()}
 		}},
+	}
+	if ph.Agents+live > historyUnpagedAgents {
+		lists = lists[1:]
 	}
 	if n > 0 {
 		lists = append(lists,
