@@ -14,6 +14,7 @@ import (
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
+	"github.com/shard-dev/shard/telemetry"
 )
 
 // grace is the passivation grace period of these tests, run on a manual
@@ -25,16 +26,46 @@ const grace = time.Minute
 // passivation. Its log goes to logs.
 func startStored(t *testing.T, agents []store.Agent, logs chan string) (*harness, *clock.Manual) {
 	t.Helper()
+	h, clk, _ := startStoredMetrics(t, agents, logs)
+	return h, clk
+}
+
+// startStoredMetrics is startStored with the registry's metrics.
+func startStoredMetrics(t *testing.T, agents []store.Agent, logs chan string) (*harness, *clock.Manual, *telemetry.Metrics) {
+	t.Helper()
 	clk := clock.NewManual(time.UnixMilli(1_000_000))
+	m := telemetry.New("test")
 	h := startWith(t, slog.New(logSignal{logs}), func(d *registry.Deps) {
 		for _, a := range agents {
 			if err := d.Store.CreateAgent(a); err != nil {
 				t.Fatal(err)
 			}
 		}
-		d.Clock, d.PassivateAfter = clk, grace
+		d.Clock, d.PassivateAfter, d.Metrics = clk, grace, m
 	})
-	return h, clk
+	return h, clk, m
+}
+
+// stoppedGauge reads shard_agents_by_runtime_state{runtime_state="stopped"}.
+func stoppedGauge(t *testing.T, m *telemetry.Metrics) float64 {
+	t.Helper()
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "shard_agents_by_runtime_state" {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "runtime_state" && l.GetValue() == string(protocol.RuntimeStopped) {
+					return mt.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // stored is a stopped agent's manifest.
@@ -88,7 +119,7 @@ func listIDs(l protocol.AgentListData) []string {
 // and listed and counted as before.
 func TestStoppedAgentsLiveOnlyWhileAddressed(t *testing.T) {
 	logs := make(chan string, 1000)
-	h, clk := startStored(t, []store.Agent{stored(t, "agent-a", 10, ""), stored(t, "agent-b", 20, ""), stored(t, "agent-c", 30, "agent-a")}, logs)
+	h, clk, metrics := startStoredMetrics(t, []store.Agent{stored(t, "agent-a", 10, ""), stored(t, "agent-b", 20, ""), stored(t, "agent-c", 30, "agent-a")}, logs)
 	if got := h.live(); len(got) != 0 {
 		t.Fatalf("live agents after a start = %v, want none", got)
 	}
@@ -111,6 +142,9 @@ func TestStoppedAgentsLiveOnlyWhileAddressed(t *testing.T) {
 	if st := status(); st.AgentsByRuntimeState[protocol.RuntimeStopped] != 3 || st.AgentsByStatus[protocol.StatusIdle] != 3 {
 		t.Fatalf("daemon.status counts = %v %v, want 3 stopped and idle", st.AgentsByRuntimeState, st.AgentsByStatus)
 	}
+	if g := stoppedGauge(t, metrics); g != 3 {
+		t.Fatalf("stopped gauge after a start = %v, want 3", g)
+	}
 	one := ok[protocol.AgentListData](t, h.call(&protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: "agent-b"}}))
 	if len(one.Agents) != 1 || one.Agents[0].AgentID != "agent-b" {
 		t.Fatalf("agent.status agent-b = %+v", one.Agents)
@@ -124,6 +158,9 @@ func TestStoppedAgentsLiveOnlyWhileAddressed(t *testing.T) {
 	if got := h.live(); !slices.Equal(got, []string{"agent-b"}) {
 		t.Fatalf("live agents after a command to agent-b = %v", got)
 	}
+	if st := status(); st.AgentsByRuntimeState[protocol.RuntimeStopped] != 3 || stoppedGauge(t, metrics) != 3 {
+		t.Fatalf("counts with agent-b live = %v, gauge %v; want 3 stopped", st.AgentsByRuntimeState, stoppedGauge(t, metrics))
+	}
 	// Its live projection is the one the store gave.
 	if after := listCmd(protocol.AgentList{}); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("agent.list with agent-b live = %+v, want %+v", after, before)
@@ -133,8 +170,8 @@ func TestStoppedAgentsLiveOnlyWhileAddressed(t *testing.T) {
 	if got := h.live(); len(got) != 0 {
 		t.Fatalf("live agents after the grace period = %v, want none", got)
 	}
-	if st := status(); st.AgentsByRuntimeState[protocol.RuntimeStopped] != 3 {
-		t.Fatalf("daemon.status after passivation = %v", st.AgentsByRuntimeState)
+	if st := status(); st.AgentsByRuntimeState[protocol.RuntimeStopped] != 3 || stoppedGauge(t, metrics) != 3 {
+		t.Fatalf("daemon.status after passivation = %v, gauge %v", st.AgentsByRuntimeState, stoppedGauge(t, metrics))
 	}
 	if after := listCmd(protocol.AgentList{}); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("agent.list after passivation = %+v, want %+v", after, before)
@@ -266,7 +303,7 @@ func TestListPagesFromTheStore(t *testing.T) {
 // broadcast); AgentStates reports such agents from their manifests.
 func TestRemoveAndStatesOfStoredAgents(t *testing.T) {
 	logs := make(chan string, 1000)
-	h, _ := startStored(t, []store.Agent{stored(t, "agent-a", 10, ""), stored(t, "agent-b", 20, "")}, logs)
+	h, _, metrics := startStoredMetrics(t, []store.Agent{stored(t, "agent-a", 10, ""), stored(t, "agent-b", 20, "")}, logs)
 	watcher := outbox.New(outbox.Limits{})
 	h.hub.Add(watcher)
 	defer h.hub.Remove(watcher)
@@ -297,7 +334,7 @@ func TestRemoveAndStatesOfStoredAgents(t *testing.T) {
 	}
 	failed(t, h.call(&protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: "agent-a"}}), protocol.CodeNotFound)
 	st2 := ok[protocol.DaemonStatusData](t, h.call(&protocol.DaemonStatus{Header: protocol.Header{Type: protocol.TypeDaemonStatus}}))
-	if st2.AgentsByRuntimeState[protocol.RuntimeStopped] != 1 {
-		t.Fatalf("daemon.status after the removal = %v", st2.AgentsByRuntimeState)
+	if st2.AgentsByRuntimeState[protocol.RuntimeStopped] != 1 || stoppedGauge(t, metrics) != 1 {
+		t.Fatalf("daemon.status after the removal = %v, gauge %v; want 1 stopped", st2.AgentsByRuntimeState, stoppedGauge(t, metrics))
 	}
 }
