@@ -335,13 +335,21 @@ type batch struct {
 
 // Props returns the props of the actor for manifest m.
 func Props(m store.Agent, deps Deps) *actor.Props {
+	return PropsAfter(m, deps, -1)
+}
+
+// PropsAfter is Props for an agent whose runtimes so far in this daemon
+// ran up to generation epoch (InfoChanged.Epoch of its previous actor):
+// its next runtime is epoch+1, so that runtime_epoch keeps increasing for
+// the connections that saw the earlier ones (docs/protocol.md §6.4).
+func PropsAfter(m store.Agent, deps Deps, epoch int64) *actor.Props {
 	deps.Clock = clock.Or(deps.Clock)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Actor{
 			deps:         deps,
 			m:            m,
 			projection:   projection{status: protocol.StatusIdle, rstate: protocol.RuntimeStopped, mode: m.Mode, usage: UsageOf(m), usageTurns: usageTurns(m)},
-			generation:   generation{epoch: -1},
+			generation:   generation{epoch: epoch},
 			attached:     make(map[uint64]*attachment),
 			routed:       make(map[uint64]*actor.PID),
 			dispatch:     dispatch{inflight: make(map[string]*inflight)},

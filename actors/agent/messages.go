@@ -107,6 +107,9 @@ type InfoChanged struct {
 	// passivate it (passivate.go). InfoChanged is also sent when only this
 	// changed.
 	Idle bool
+	// Epoch is the current runtime generation (-1 before the first): a
+	// passivated agent's next actor continues from it (PropsAfter).
+	Epoch int64
 }
 
 // Drained is sent to the parent when a Shutdown has completed.

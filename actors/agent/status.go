@@ -74,7 +74,7 @@ func (a *Actor) broadcastStatus(c actor.Context) {
 func (a *Actor) notifyInfo(c actor.Context) {
 	if p := c.Parent(); p != nil {
 		a.reportedIdle = a.idle()
-		c.Send(p, &InfoChanged{Info: a.Info(), Attachments: len(a.attached), Idle: a.reportedIdle})
+		c.Send(p, &InfoChanged{Info: a.Info(), Attachments: len(a.attached), Idle: a.reportedIdle, Epoch: a.epoch})
 	}
 }
 

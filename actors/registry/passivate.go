@@ -57,6 +57,8 @@ type passivation struct {
 	// gone: the actor stopped for a passivation while a removal of the
 	// agent was being committed; onRemoved finishes it.
 	gone bool
+	// epoch is the agent's runtime generation as it last reported.
+	epoch int64
 }
 
 // heldMsg is a message for an agent that is passivating, and who sent it.
@@ -101,7 +103,12 @@ func (r *Actor) served(c actor.Context, id string) (*entry, error) {
 		return nil, protocol.Errorf(protocol.CodeInternal, "agent %s could not be read", id)
 	}
 	r.respawns++
-	e := r.spawnNamed(c, m, id+"~"+strconv.Itoa(r.respawns))
+	epoch, ran := r.epochs[id]
+	if !ran {
+		epoch = -1
+	}
+	e := r.spawnNamed(c, m, id+"~"+strconv.Itoa(r.respawns), epoch)
+	delete(r.epochs, id) // the entry has it now
 	if e == nil {
 		return nil, protocol.Errorf(protocol.CodeInternal, "agent actor could not be started")
 	}
@@ -182,6 +189,9 @@ func (r *Actor) passivated(c actor.Context, e *entry) {
 		return
 	}
 	r.forget(id)
+	if e.epoch >= 0 {
+		r.epochs[id] = e.epoch
+	}
 	r.deps.Metrics.AgentState(e.info.RuntimeState, "")
 	r.deps.Metrics.AgentState("", protocol.RuntimeStopped)
 	r.deps.Logger.Debug("registry: agent passivated", "agent_id", id, "held", len(e.held))

@@ -93,6 +93,11 @@ type Actor struct {
 	ndrained int
 	// respawns numbers the respawned agent actors' names.
 	respawns int
+	// epochs is the last runtime generation of each passivated agent that
+	// ran one in this daemon (passivate.go): its next actor continues
+	// from it. It grows with the agents run since the start, not with the
+	// history, and loses an agent when it is removed.
+	epochs map[string]int64
 	// jobs is the jobs coordinator, a sibling handed over by AttachJobs;
 	// nil before that, after DetachJobs or a Drain, and once it stopped.
 	jobs *actor.PID
@@ -114,7 +119,7 @@ func Props(deps Deps) *actor.Props {
 		panic("registry: Deps.Group is required")
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{deps: deps, agents: make(map[string]*entry), reserved: make(map[string]string)}
+		return &Actor{deps: deps, agents: make(map[string]*entry), reserved: make(map[string]string), epochs: make(map[string]int64)}
 	}, actor.WithSupervisor(supervisor.StopOnFailure()))
 }
 
@@ -183,7 +188,7 @@ func (r *Actor) Receive(c actor.Context) {
 	case *agent.InfoChanged:
 		if e := r.agents[m.Info.AgentID]; e != nil {
 			r.deps.Metrics.AgentState(e.info.RuntimeState, m.Info.RuntimeState)
-			e.info, e.attachments, e.idle = m.Info, m.Attachments, m.Idle
+			e.info, e.attachments, e.idle, e.epoch = m.Info, m.Attachments, m.Idle, m.Epoch
 			r.considerIdle(c, e)
 		}
 	case *passivateTick:
@@ -219,20 +224,22 @@ func (r *Actor) load(_ actor.Context) {
 }
 
 func (r *Actor) spawn(c actor.Context, m store.Agent) *entry {
-	return r.spawnNamed(c, m, m.AgentID)
+	return r.spawnNamed(c, m, m.AgentID, -1)
 }
 
 // spawnNamed spawns m's actor under name: its agent ID, or for a respawn
 // that ID and "~n" (respawn). The name starts with the agent ID, so that
 // a Terminated names its entry (onTerminated).
-func (r *Actor) spawnNamed(c actor.Context, m store.Agent, name string) *entry {
+// epoch is the last runtime generation its actors ran (-1: none).
+func (r *Actor) spawnNamed(c actor.Context, m store.Agent, name string, epoch int64) *entry {
 	m = r.deps.Agent.Models.Fill(m)
-	pid, err := c.SpawnNamed(agent.Props(m, r.deps.Agent), name)
+	pid, err := c.SpawnNamed(agent.PropsAfter(m, r.deps.Agent, epoch), name)
 	if err != nil {
 		r.deps.Logger.Error("registry: spawn agent actor", "agent_id", m.AgentID, "err", err)
 		return nil
 	}
 	e := &entry{pid: pid, m: m, info: agent.InfoOf(m, protocol.StatusIdle, protocol.RuntimeStopped, m.Mode, agent.UsageOf(m))}
+	e.epoch = epoch
 	r.agents[m.AgentID] = e
 	r.deps.Metrics.AgentState("", e.info.RuntimeState)
 	return e
@@ -295,7 +302,7 @@ func (r *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
 	// exit, a Terminated) would otherwise reach the new ones, and the new
 	// actor took its runtime for dead before it was ready.
 	r.respawns++
-	r.spawnNamed(c, e.m, e.m.AgentID+"~"+strconv.Itoa(r.respawns))
+	r.spawnNamed(c, e.m, e.m.AgentID+"~"+strconv.Itoa(r.respawns), e.epoch)
 }
 
 // markDrained marks e drained, once.

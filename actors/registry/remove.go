@@ -153,6 +153,7 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 			continue
 		}
 		r.forget(rr.AgentID) // before the stop, so Terminated does not respawn it
+		delete(r.epochs, rr.AgentID)
 		r.deps.Metrics.AgentState(e.info.RuntimeState, "")
 		if !e.gone {
 			pids = append(pids, e.pid)
