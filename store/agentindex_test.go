@@ -3,6 +3,7 @@ package store
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,3 +157,40 @@ func TestOpenMigratesAgentIndexes(t *testing.T) {
 		}
 	}
 }
+
+// An order key parses back to what made it, and keys sort as agent.list
+// orders agents (created_at, then agent_id); a short key is refused.
+func FuzzCreatedKey(f *testing.F) {
+	f.Add(int64(0), "agent-a", int64(1), "agent-b")
+	f.Add(int64(-5), "", int64(-5), "x")
+	f.Add(int64(1<<62), "agent-z", int64(-(1 << 62)), "agent-a")
+	f.Fuzz(func(t *testing.T, at1 int64, id1 string, at2 int64, id2 string) {
+		k1, k2 := createdKey(at1, id1), createdKey(at2, id2)
+		if at, id, ok := parseCreatedKey(k1); !ok || at != at1 || id != id1 {
+			t.Fatalf("parseCreatedKey(createdKey(%d, %q)) = %d, %q, %v", at1, id1, at, id, ok)
+		}
+		want := cmpOrder(at1, id1, at2, id2)
+		if got := bytesCompare(k1, k2); got != want {
+			t.Fatalf("keys of (%d, %q) and (%d, %q) compare %d, want %d", at1, id1, at2, id2, got, want)
+		}
+		if _, _, ok := parseCreatedKey(k1[:min(len(k1), 7)]); ok {
+			t.Fatal("a key shorter than its time parsed")
+		}
+	})
+}
+
+func cmpOrder(at1 int64, id1 string, at2 int64, id2 string) int {
+	switch {
+	case at1 < at2:
+		return -1
+	case at1 > at2:
+		return 1
+	case id1 < id2:
+		return -1
+	case id1 > id2:
+		return 1
+	}
+	return 0
+}
+
+func bytesCompare(a, b []byte) int { return strings.Compare(string(a), string(b)) }
