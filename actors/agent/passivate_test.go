@@ -8,6 +8,7 @@ import (
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/internal/actortest"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
 )
 
 // An agent reports whether it is idle (InfoChanged.Idle) as that changes;
@@ -47,4 +48,26 @@ func TestActorLevelPassivate(t *testing.T) {
 	if !actortest.None[*agent.PassivateBusy](f.parent) {
 		t.Fatal("an idle agent answered PassivateBusy")
 	}
+}
+
+// A connection whose agent.attach failed (here: the runtime cannot start)
+// was told Routed and still sends to the agent directly: the agent stays
+// busy until that connection detaches.
+func TestActorLevelPassivateWaitsForARoutedConnection(t *testing.T) {
+	f := newAgent(t, func(d *agent.Deps, _ *store.Agent) { d.Runtime.Path, d.Runtime.Args = "/bin/false", nil })
+	c := f.conn("unix")
+	resp := f.call(c, &protocol.AgentAttach{Header: f.header(protocol.TypeAgentAttach, "a1")})
+	if resp.Success {
+		t.Fatal("agent.attach with a runtime that cannot start succeeded")
+	}
+	f.info(runtimeState(protocol.RuntimeFailed))
+	f.parent.Send(f.pid, &agent.Passivate{})
+	actortest.Expect(t, f.parent, func(*agent.PassivateBusy) bool { return true })
+
+	if resp := f.call(c, &protocol.AgentDetach{Header: f.header(protocol.TypeAgentDetach, "d1")}); !resp.Success {
+		t.Fatalf("agent.detach: %+v", resp.Error)
+	}
+	actortest.Expect(t, f.parent, func(m *agent.InfoChanged) bool { return m.Idle })
+	f.parent.Send(f.pid, &agent.Passivate{})
+	actortest.Expect(t, f.parent, func(m *actor.Terminated) bool { return m.Who.Equal(f.pid) })
 }
