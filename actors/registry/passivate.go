@@ -33,11 +33,12 @@ import (
 // connection, whose commands go to the agent directly, makes it busy).
 //
 // The grace period keeps the actor of an agent that is used in bursts
-// (a person's attach and detach, a job's child between its adoption and
-// its lease, a list followed by a prompt) instead of rebuilding it for
-// each command, and keeps a failed runtime's state visible for a while:
-// a passivated agent is projected as after a daemon restart (restingInfo),
-// idle and stopped.
+// (a person's detach and next attach, a job's child between its adoption
+// and its lease, shardctl commands one after another) instead of
+// rebuilding it for each command, and keeps a failed runtime's state
+// visible for a while: a passivated agent is projected as after a daemon
+// restart (restingInfo), idle and stopped. Its runtime_epoch is not reset:
+// its next actor continues from the last one (epochs).
 
 // DefaultPassivateAfter is Deps.PassivateAfter's default.
 const DefaultPassivateAfter = 30 * time.Second
