@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -39,10 +40,6 @@ const (
 )
 
 const (
-	// historyRunsPerAgent is how many jobs each child agent ran: one
-	// subagent.create (which made the agent), then relaunches. 1,000,000
-	// jobs make 100,000 child agents, the target's shape.
-	historyRunsPerAgent = 10
 	// historyParents is how many top-level parents the children are
 	// spread over (fewer for tiny histories).
 	historyParents = 100
@@ -103,7 +100,22 @@ const historySettle = 3 * time.Second
 // runHistory: for the empty store and each history size, fill a fresh
 // home through the store package, start shardd on it, time it to ready,
 // create the live agents, snapshot its memory and time the lists.
+// defaultRunsPerAgent is how many jobs each child agent ran: one
+// subagent.create (which made the agent), then relaunches. 1,000,000 jobs
+// make 100,000 child agents, the target's shape; --runs-per-agent 1 gives
+// that many agents with a tenth of the jobs.
+const defaultRunsPerAgent = 10
+
+// historyRunsPerAgent is --runs-per-agent, or defaultRunsPerAgent.
+func (o *options) historyRunsPerAgent() int {
+	if o.runsPerAgent > 0 {
+		return o.runsPerAgent
+	}
+	return defaultRunsPerAgent
+}
+
 func runHistory(o *options) (*report, error) {
+	historyRunsPerAgent := o.historyRunsPerAgent()
 	def := []int{1000, 10000, 100000}
 	if o.quick {
 		def = []int{1000}
@@ -143,9 +155,13 @@ func runHistory(o *options) (*report, error) {
 	}
 	o.profileTag = ""
 
-	names := []string{}
-	for _, l := range phases[len(phases)-1].Lists {
-		names = append(names, l.Name)
+	names := []string{} // every list any phase timed, in order
+	for _, p := range phases {
+		for _, l := range p.Lists {
+			if !slices.Contains(names, l.Name) {
+				names = append(names, l.Name)
+			}
+		}
 	}
 	rep := &report{Header: append([]string{"jobs", "agents", "fill s", "db MiB", "start s", "jobs.list ready s", "RSS MiB", "over empty MiB", "heap MiB", "goroutines"},
 		func() []string {
@@ -214,7 +230,7 @@ func runHistory(o *options) (*report, error) {
 			historyRunsPerAgent-1, historyParents, !o.noSync, live, historySettle, samples, budget),
 		"start to ready: shardd exec'd → the socket completed a hello (polled every 20 ms) and answered daemon.status; jobs.list ready: → then its first jobs.list (limit 1) answered, once the jobs coordinator has read the store (it reads after the socket serves)",
 		"RSS is VmRSS of shardd alone; heap is go_memstats_heap_inuse_bytes and goroutines go_goroutines from /metrics",
-		"lists: agent.list (every agent); jobs.list of one parent (no limit, ~1/100 of the jobs); jobs.list limit 20; jobs.show of a random job id and of a random child's alias (unique across parents)")
+		"lists: agent.list (every agent; active, limit 200; since a week ago, limit 200); jobs.list of one parent (no limit, ~1/100 of the jobs); jobs.list limit 20; jobs.show of a random job id and of a random child's alias (unique across parents)")
 	rep.plot = func(dir string) ([]string, error) { return plotHistory(dir, phases) }
 	return rep, nil
 }
@@ -245,7 +261,7 @@ func historyRun(o *options, n, live, samples int, budget time.Duration) (history
 	var fill historyFill
 	if n > 0 {
 		t0 := time.Now()
-		if fill, err = fillHistory(filepath.Join(home, "shard.db"), cwd, n); err != nil {
+		if fill, err = fillHistory(filepath.Join(home, "shard.db"), cwd, n, o.historyRunsPerAgent()); err != nil {
 			return ph, fmt.Errorf("fill: %w", err)
 		}
 		ph.FillSeconds = time.Since(t0).Seconds()
@@ -432,7 +448,7 @@ func historyLive(d *daemon, cwd string, live int) error {
 // one finished run per job (9 in 10 completed, the rest failed or
 // cancelled), spread over up to historyParents stopped parents. Records
 // are shaped as the jobs coordinator writes them (jobs/commands.go).
-func fillHistory(path, cwd string, n int) (historyFill, error) {
+func fillHistory(path, cwd string, n, historyRunsPerAgent int) (historyFill, error) {
 	st, err := store.Open(path, store.Options{NoSync: true})
 	if err != nil {
 		return historyFill{}, err

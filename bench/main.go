@@ -120,7 +120,9 @@ type options struct {
 	maxActive   int
 	// history: finished-job counts and live agents
 	history string
-	live    int
+	// runsPerAgent: history's jobs per child agent (0: 10).
+	runsPerAgent int
+	live         int
 	// readyTimeout, when set, bounds a daemon's start instead of
 	// readyTimeout (history: a large store loads for long today).
 	readyTimeout time.Duration
@@ -236,6 +238,7 @@ func realMain(args []string) int {
 	fs.StringVar(&o.windows, "windows", "", "resync: comma-separated live-window sizes in messages (default 10,1000; quick 10,100)")
 	fs.IntVar(&o.samples, "samples", 0, "resync: attach samples per window (default 200; quick 100); workspace: create/retire pairs (default 50; quick 5); history: requests per list (default 300; quick 50)")
 	fs.StringVar(&o.history, "history", "", "history: comma-separated finished-job counts, each on a fresh store beside an empty one (default 1000,10000,100000; quick 1000; the target's is 1000000)")
+	fs.IntVar(&o.runsPerAgent, "runs-per-agent", 0, "history: jobs per child agent (default 10; 1 makes an agent per job)")
 	fs.IntVar(&o.live, "live", 0, "history: live agents created through the daemon in every phase (default 100; quick 3)")
 	fs.IntVar(&o.files, "files", 0, "workspace: files in the benchmark repository (default 10000; quick 50)")
 	fs.StringVar(&o.compare, "compare", "", "an earlier result file of the same scenario: print each metric's change against it")

@@ -295,6 +295,10 @@ func (a *connActor) onInbound(c actor.Context, m *inbound) {
 //     safe without waiting: whatever was sent to X directly is in X's
 //     mailbox before anything this connection sends the registry next,
 //     which the registry can only forward later.
+//   - X's actor does not stop under a route for a passivation: an agent
+//     counts every connection it answered with Routed as keeping it busy
+//     until that connection detaches or stops (actors/agent/passivate.go),
+//     so only a failure ends it while a connection routes to it.
 //
 // Held commands are the ones that would otherwise wait in the registry's
 // and the agent's mailboxes: holding them adds no bound of its own beyond

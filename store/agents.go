@@ -115,7 +115,7 @@ func (s *Store) CreateAgent(a Agent) error {
 		if taken {
 			return fmt.Errorf("%w: agent %q", ErrExists, a.AgentID)
 		}
-		return putJSON(tx, bucketAgents, a.AgentID, a)
+		return putAgent(tx, &a)
 	})
 	return wrapOp(err, "create agent %q", a.AgentID)
 }
@@ -181,7 +181,7 @@ func (s *Store) UpdateAgent(id string, fn func(*Agent) error) error {
 		if err := a.validate(); err != nil {
 			return err
 		}
-		return putJSON(tx, bucketAgents, id, a)
+		return putAgent(tx, &a)
 	})
 	return wrapOp(err, "update agent %q", id)
 }

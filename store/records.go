@@ -50,8 +50,22 @@ func getJSON(tx *bolt.Tx, name, key string, v any) (bool, error) {
 }
 
 // putJSON encodes v and stores it at key in the named bucket. tx must be
-// writable.
+// writable. A manifest for the agents bucket goes through putAgent, which
+// keeps the agent indexes (agentindex.go) whoever writes it.
 func putJSON(tx *bolt.Tx, name, key string, v any) error {
+	if name == bucketAgents {
+		switch a := v.(type) {
+		case Agent:
+			if a.AgentID == key {
+				return putAgent(tx, &a)
+			}
+		case *Agent:
+			if a.AgentID == key {
+				return putAgent(tx, a)
+			}
+		}
+		return fmt.Errorf("%w: agents record %q is not its manifest", ErrInvalid, key)
+	}
 	b, err := bucket(tx, name)
 	if err != nil {
 		return err

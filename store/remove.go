@@ -73,11 +73,7 @@ func (s *Store) DeleteAgent(id string) (Agent, error) {
 				return err
 			}
 		}
-		b, err := bucket(tx, bucketAgents)
-		if err != nil {
-			return err
-		}
-		return b.Delete([]byte(id))
+		return deleteAgent(tx, &a)
 	})
 	if err != nil {
 		return Agent{}, wrapOp(err, "delete agent %q", id)

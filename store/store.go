@@ -26,7 +26,11 @@ import (
 // Version 3 added the run_jobs, agent_runs and alias_parents indexes, for
 // the same reason: the jobs coordinator reads finished jobs through them
 // on demand, so a job an older build wrote unindexed would be lost to it.
-const SchemaVersion = 3
+//
+// Version 4 added the agent indexes and count (agentindex.go), a version
+// for the same reason: the registry reads stopped agents through them.
+// A file of any older version is migrated step by step (see migrate).
+const SchemaVersion = 4
 
 // DefaultLockTimeout is the lock wait Open uses when Options.Timeout is 0.
 const DefaultLockTimeout = 2 * time.Second
@@ -77,7 +81,8 @@ const (
 func allBuckets() []string {
 	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports, bucketRuntimes, bucketOpenJobs,
 		bucketRunJobs, bucketAgentRuns, bucketAliasParents,
-		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials, bucketWorkspaces, bucketWorkspacePaths}
+		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials, bucketWorkspaces, bucketWorkspacePaths,
+		bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions, bucketAgentForks}
 }
 
 const schemaVersionKey = "schema_version"
@@ -226,57 +231,73 @@ func initSchema(tx *bolt.Tx, path string) error {
 // next open migrates again.
 func migrate(tx *bolt.Tx, from int) error {
 	if from < 2 {
-		// Version 2: index every job that has not ended.
-		var head struct {
-			EndedAt int64 `json:"ended_at"`
-		}
-		open := tx.Bucket([]byte(bucketOpenJobs))
-		if err := tx.Bucket([]byte(bucketJobs)).ForEach(func(k, v []byte) error {
-			head.EndedAt = 0
-			if err := json.Unmarshal(v, &head); err != nil {
-				return fmt.Errorf("job %q: %w", k, err)
-			}
-			if head.EndedAt != 0 {
-				return nil
-			}
-			return open.Put(k, nil)
-		}); err != nil {
+		if err := indexOpenJobs(tx); err != nil {
 			return err
 		}
 	}
 	if from < 3 {
-		// Version 3: index every job's runs and every alias binding. Only
-		// the ids are decoded, not the runs' texts.
-		var head struct {
-			JobID string `json:"job_id"`
-			Runs  []struct {
-				RunID   string `json:"run_id"`
-				AgentID string `json:"agent_id"`
-			} `json:"runs"`
-		}
-		if err := tx.Bucket([]byte(bucketJobs)).ForEach(func(k, v []byte) error {
-			head.JobID, head.Runs = "", head.Runs[:0]
-			if err := json.Unmarshal(v, &head); err != nil {
-				return fmt.Errorf("job %q: %w", k, err)
-			}
-			j := Job{JobID: string(k)}
-			for _, r := range head.Runs {
-				j.Runs = append(j.Runs, Run{RunID: r.RunID, AgentID: r.AgentID})
-			}
-			return indexRuns(tx, &j)
-		}); err != nil {
+		if err := indexJobRuns(tx); err != nil {
 			return err
 		}
-		ap := tx.Bucket([]byte(bucketAliasParents))
-		return tx.Bucket([]byte(bucketAliases)).ForEach(func(k, v []byte) error {
-			parent, norm, ok := bytes.Cut(k, []byte{0})
-			if !ok {
-				return nil // not a key this store writes
-			}
-			return ap.Put([]byte(scoped(string(norm), string(parent))), v)
-		})
+	}
+	if from < 4 {
+		// Version 4: index every agent (agentindex.go).
+		if err := indexAgents(tx); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// indexOpenJobs indexes every job that has not ended (version 2).
+func indexOpenJobs(tx *bolt.Tx) error {
+	var head struct {
+		EndedAt int64 `json:"ended_at"`
+	}
+	open := tx.Bucket([]byte(bucketOpenJobs))
+	return tx.Bucket([]byte(bucketJobs)).ForEach(func(k, v []byte) error {
+		head.EndedAt = 0
+		if err := json.Unmarshal(v, &head); err != nil {
+			return fmt.Errorf("job %q: %w", k, err)
+		}
+		if head.EndedAt != 0 {
+			return nil
+		}
+		return open.Put(k, nil)
+	})
+}
+
+// indexJobRuns indexes every job's runs and every alias binding (version
+// 3). Only the ids are decoded, not the runs' texts.
+func indexJobRuns(tx *bolt.Tx) error {
+	var head struct {
+		JobID string `json:"job_id"`
+		Runs  []struct {
+			RunID   string `json:"run_id"`
+			AgentID string `json:"agent_id"`
+		} `json:"runs"`
+	}
+	if err := tx.Bucket([]byte(bucketJobs)).ForEach(func(k, v []byte) error {
+		head.JobID, head.Runs = "", head.Runs[:0]
+		if err := json.Unmarshal(v, &head); err != nil {
+			return fmt.Errorf("job %q: %w", k, err)
+		}
+		j := Job{JobID: string(k)}
+		for _, r := range head.Runs {
+			j.Runs = append(j.Runs, Run{RunID: r.RunID, AgentID: r.AgentID})
+		}
+		return indexRuns(tx, &j)
+	}); err != nil {
+		return err
+	}
+	ap := tx.Bucket([]byte(bucketAliasParents))
+	return tx.Bucket([]byte(bucketAliases)).ForEach(func(k, v []byte) error {
+		parent, norm, ok := bytes.Cut(k, []byte{0})
+		if !ok {
+			return nil // not a key this store writes
+		}
+		return ap.Put([]byte(scoped(string(norm), string(parent))), v)
+	})
 }
 
 // parseVersion decodes a stored schema version. string(raw) copies, so

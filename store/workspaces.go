@@ -435,7 +435,7 @@ func (s *Store) CreateWorkspaceAgent(id string, a Agent) (Workspace, error) {
 		if taken {
 			return fmt.Errorf("%w: agent %q", ErrExists, a.AgentID)
 		}
-		if err := putJSON(tx, bucketAgents, a.AgentID, a); err != nil {
+		if err := putAgent(tx, &a); err != nil {
 			return err
 		}
 		old := w

@@ -225,6 +225,15 @@ func (m *Metrics) AgentState(from, to protocol.RuntimeState) {
 	}
 }
 
+// AgentsAdd moves shard_agents_by_runtime_state's count of state by n:
+// the registry counts the agents it serves one by one (AgentState) and
+// the stored agents it has no actor for in bulk.
+func (m *Metrics) AgentsAdd(state protocol.RuntimeState, n int) {
+	if m != nil && n != 0 {
+		m.agents.WithLabelValues(string(state)).Add(float64(n))
+	}
+}
+
 // RuntimeStarted counts a runtime generation started.
 func (m *Metrics) RuntimeStarted() {
 	if m != nil {

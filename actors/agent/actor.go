@@ -222,6 +222,17 @@ type Actor struct {
 	// telemetry.
 	attached  map[uint64]*attachment
 	nAttached int
+	// routed are the connections that send this agent's commands to it
+	// directly (it answered their agent.attach with Routed), by connection
+	// id, until they detach or stop: attached or not (an attach that
+	// failed leaves the route), the agent is not idle while one may still
+	// send (passivate.go).
+	routed map[uint64]*actor.PID
+
+	// saves counts the selection and usage saves in flight (goSave);
+	// reportedIdle is the Idle the registry last heard (reportIdle).
+	saves        int
+	reportedIdle bool
 
 	// timers are the pending timer of each kind; arming one replaces the
 	// previous one of its kind, and all are stopped when the actor stops.
@@ -324,14 +335,23 @@ type batch struct {
 
 // Props returns the props of the actor for manifest m.
 func Props(m store.Agent, deps Deps) *actor.Props {
+	return PropsAfter(m, deps, -1)
+}
+
+// PropsAfter is Props for an agent whose runtimes so far in this daemon
+// ran up to generation epoch (InfoChanged.Epoch of its previous actor):
+// its next runtime is epoch+1, so that runtime_epoch keeps increasing for
+// the connections that saw the earlier ones (docs/protocol.md §6.4).
+func PropsAfter(m store.Agent, deps Deps, epoch int64) *actor.Props {
 	deps.Clock = clock.Or(deps.Clock)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &Actor{
 			deps:         deps,
 			m:            m,
 			projection:   projection{status: protocol.StatusIdle, rstate: protocol.RuntimeStopped, mode: m.Mode, usage: UsageOf(m), usageTurns: usageTurns(m)},
-			generation:   generation{epoch: -1},
+			generation:   generation{epoch: epoch},
 			attached:     make(map[uint64]*attachment),
+			routed:       make(map[uint64]*actor.PID),
 			dispatch:     dispatch{inflight: make(map[string]*inflight)},
 			requestState: requestState{open: make(map[string]*openRequest), foreign: make(map[string]*foreignRequest), delegated: make(map[string]*actor.PID)},
 		}
@@ -340,6 +360,7 @@ func Props(m store.Agent, deps Deps) *actor.Props {
 
 // Receive implements actor.Actor.
 func (a *Actor) Receive(c actor.Context) {
+	defer a.reportIdle(c) // runs last: after countAttachments
 	defer a.countAttachments(c)
 	switch m := c.Message().(type) {
 	case *actor.Started:
@@ -392,6 +413,10 @@ func (a *Actor) Receive(c actor.Context) {
 		}
 	case *titleSaved:
 		a.onTitleSaved(c, m)
+	case *saveDone:
+		a.saves--
+	case *Passivate:
+		a.onPassivate(c)
 	case *actor.Stopping:
 		a.stopTimers()
 		a.failAll(protocol.Errorf(protocol.CodeInternal, "agent stopped"))
@@ -403,6 +428,9 @@ func (a *Actor) Receive(c actor.Context) {
 			if att.client.PID != nil {
 				c.Unwatch(att.client.PID)
 			}
+		}
+		for _, pid := range a.routed {
+			c.Unwatch(pid)
 		}
 		clear(a.attached)   // gone with the actor (for the attachments gauge)
 		actorref.Release(c) // connections and jobs may hold this agent's PID

@@ -80,6 +80,10 @@ func (a *Actor) onRequest(c actor.Context, r *Request) {
 func (a *Actor) attach(c actor.Context, r *Request) {
 	if r.Client.PID != nil {
 		c.Send(r.Client.PID, &Routed{AgentID: a.m.AgentID, PID: a.self})
+		if a.routed[r.Client.ID] == nil {
+			c.Watch(r.Client.PID)
+		}
+		a.routed[r.Client.ID] = r.Client.PID
 	}
 	role := r.Cmd.(*protocol.AgentAttach).Role
 	if role == "" {
@@ -102,10 +106,13 @@ func (a *Actor) attach(c actor.Context, r *Request) {
 }
 
 func (a *Actor) detach(c actor.Context, cl *Client) {
-	if _, ok := a.attached[cl.ID]; !ok {
+	_, attached := a.attached[cl.ID]
+	_, routed := a.routed[cl.ID]
+	if !attached && !routed {
 		return
 	}
 	delete(a.attached, cl.ID)
+	delete(a.routed, cl.ID) // the connection takes the registry again (gateway's direct routing)
 	c.Unwatch(cl.PID)
 }
 
@@ -114,6 +121,11 @@ func (a *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
 		// The runtime actor died without reporting an exit (a panic).
 		a.onExited(c, &proc.Exited{Epoch: a.epoch, ExitCode: -1, Reason: "runtime actor failed"})
 		return
+	}
+	for id, pid := range a.routed {
+		if pid.Equal(m.Who) {
+			delete(a.routed, id)
+		}
 	}
 	for id, att := range a.attached {
 		if att.client.PID.Equal(m.Who) {

@@ -103,6 +103,13 @@ type InfoChanged struct {
 	// not part of the wire projection, but what the workspace actor asks
 	// the registry before it retires a worktree an agent is watched in.
 	Attachments int
+	// Idle: nothing of the agent is in flight, and the registry may
+	// passivate it (passivate.go). InfoChanged is also sent when only this
+	// changed.
+	Idle bool
+	// Epoch is the current runtime generation (-1 before the first): a
+	// passivated agent's next actor continues from it (PropsAfter).
+	Epoch int64
 }
 
 // Drained is sent to the parent when a Shutdown has completed.

@@ -73,7 +73,8 @@ func (a *Actor) broadcastStatus(c actor.Context) {
 
 func (a *Actor) notifyInfo(c actor.Context) {
 	if p := c.Parent(); p != nil {
-		c.Send(p, &InfoChanged{Info: a.Info(), Attachments: len(a.attached)})
+		a.reportedIdle = a.idle()
+		c.Send(p, &InfoChanged{Info: a.Info(), Attachments: len(a.attached), Idle: a.reportedIdle, Epoch: a.epoch})
 	}
 }
 
@@ -112,7 +113,7 @@ func (a *Actor) saveSelection() {
 		return
 	}
 	id, prov, model, mode, save := a.m.AgentID, a.m.Provider, a.m.Model, a.m.Mode, a.deps.SaveSelection
-	if !a.deps.Goroutines.Go(func() { save(id, prov, model, mode) }) {
+	if !a.goSave(func() { save(id, prov, model, mode) }) {
 		a.log.Warn("model/mode selection not saved: the daemon is stopping", "model", model, "mode", mode)
 	}
 }
@@ -143,7 +144,7 @@ func (a *Actor) saveUsage() {
 	rec := store.Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite,
 		Cost: u.Cost, ContextTokens: u.ContextTokens, Model: u.Model, Turns: a.usageTurns}
 	id, save := a.m.AgentID, a.deps.SaveUsage
-	if !a.deps.Goroutines.Go(func() { save(id, rec) }) {
+	if !a.goSave(func() { save(id, rec) }) {
 		a.log.Warn("usage totals not saved: the daemon is stopping")
 	}
 }

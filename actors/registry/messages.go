@@ -97,6 +97,14 @@ type RemoveAgentsResult struct {
 	Err  error
 }
 
+// LiveAgents asks the registry which agents it runs an actor for (the
+// live ones, passivate.go): for tests and diagnostics. It responds to the
+// sender with *LiveAgentsResult.
+type LiveAgents struct{}
+
+// LiveAgentsResult answers LiveAgents, the agent ids in no order.
+type LiveAgentsResult struct{ AgentIDs []string }
+
 // createResult carries the outcome of agent.create's I/O back to the actor.
 type createResult struct {
 	cmd *Command
@@ -114,3 +122,4 @@ func (*AttachWorkspaces) isRegistryMessage() {}
 func (*DetachWorkspaces) isRegistryMessage() {}
 func (*AgentStates) isRegistryMessage()      {}
 func (*RemoveAgents) isRegistryMessage()     {}
+func (*LiveAgents) isRegistryMessage()       {}

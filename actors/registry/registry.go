@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -53,8 +54,13 @@ type Deps struct {
 	// Metrics keeps shard_agents_by_runtime_state from the projections the
 	// registry holds; nil records nothing.
 	Metrics *telemetry.Metrics
+	// PassivateAfter is how long an agent stays idle before its actor is
+	// passivated (passivate.go); 0 is DefaultPassivateAfter. Timed on Clock.
+	PassivateAfter time.Duration
 }
 
+// entry is a live agent: one the registry runs an actor for (see
+// passivate.go for which agents are live and when they stop being).
 type entry struct {
 	pid  *actor.PID
 	m    store.Agent
@@ -66,13 +72,18 @@ type entry struct {
 	// removing: an agent.remove of it is being committed; commands to
 	// it are refused meanwhile (remove.go).
 	removing bool
+	passivation
 }
 
-// Actor is the registry actor.
+// Actor is the registry actor. It serves every stored agent, and runs an
+// actor only for the live ones (agents); the others are read from the
+// store when they are listed or addressed.
 type Actor struct {
-	deps     Deps
-	agents   map[string]*entry
-	sessions map[string]string // session_id → agent_id, including reservations
+	deps   Deps
+	agents map[string]*entry
+	// reserved holds the session ids of the agent.creates being committed
+	// (session_id → agent_id): the store's index has the committed ones.
+	reserved map[string]string
 	draining bool
 	force    bool
 	drainers []chan<- struct{}
@@ -82,6 +93,11 @@ type Actor struct {
 	ndrained int
 	// respawns numbers the respawned agent actors' names.
 	respawns int
+	// epochs is the last runtime generation of each passivated agent that
+	// ran one in this daemon (passivate.go): its next actor continues
+	// from it. It grows with the agents run since the start, not with the
+	// history, and loses an agent when it is removed.
+	epochs map[string]int64
 	// jobs is the jobs coordinator, a sibling handed over by AttachJobs;
 	// nil before that, after DetachJobs or a Drain, and once it stopped.
 	jobs *actor.PID
@@ -96,11 +112,14 @@ func Props(deps Deps) *actor.Props {
 	if deps.DefaultMode == "" {
 		deps.DefaultMode = "build"
 	}
+	if deps.PassivateAfter <= 0 {
+		deps.PassivateAfter = DefaultPassivateAfter
+	}
 	if deps.Group == nil {
 		panic("registry: Deps.Group is required")
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &Actor{deps: deps, agents: make(map[string]*entry), sessions: make(map[string]string)}
+		return &Actor{deps: deps, agents: make(map[string]*entry), reserved: make(map[string]string), epochs: make(map[string]int64)}
 	}, actor.WithSupervisor(supervisor.StopOnFailure()))
 }
 
@@ -151,19 +170,11 @@ func (r *Actor) Receive(c actor.Context) {
 			}
 		})
 	case *AgentStates:
-		res := &AgentStatesResult{}
-		for _, id := range m.AgentIDs {
-			if e := r.agents[id]; e != nil {
-				res.Infos = append(res.Infos, e.info)
-				if e.attachments > 0 {
-					if res.Attachments == nil {
-						res.Attachments = map[string]int{}
-					}
-					res.Attachments[id] = e.attachments
-				}
-			} else {
-				res.Unknown = append(res.Unknown, id)
-			}
+		r.agentStates(c, m)
+	case *LiveAgents:
+		res := &LiveAgentsResult{AgentIDs: make([]string, 0, len(r.agents))}
+		for id := range r.agents {
+			res.AgentIDs = append(res.AgentIDs, id)
 		}
 		if c.Sender() != nil {
 			c.Respond(res)
@@ -177,8 +188,13 @@ func (r *Actor) Receive(c actor.Context) {
 	case *agent.InfoChanged:
 		if e := r.agents[m.Info.AgentID]; e != nil {
 			r.deps.Metrics.AgentState(e.info.RuntimeState, m.Info.RuntimeState)
-			e.info, e.attachments = m.Info, m.Attachments
+			e.info, e.attachments, e.idle, e.epoch = m.Info, m.Attachments, m.Idle, m.Epoch
+			r.considerIdle(c, e)
 		}
+	case *passivateTick:
+		r.onPassivateTick(c, m)
+	case *agent.PassivateBusy:
+		r.onPassivateBusy(c, m)
 	case *agent.Drained:
 		if e := r.agents[m.AgentID]; e != nil {
 			r.markDrained(e)
@@ -194,40 +210,38 @@ func (r *Actor) Receive(c actor.Context) {
 	}
 }
 
-// load spawns an agent actor for every durable Agent. It runs before the
-// gateway accepts connections.
-func (r *Actor) load(c actor.Context) {
-	all, err := r.deps.Store.ListAgents()
+// load counts the stored agents. No agent is live at a start (no runtime
+// outlives the daemon), so none gets an actor until it is addressed
+// (served): a start costs the same whatever the history.
+func (r *Actor) load(_ actor.Context) {
+	n, err := r.deps.Store.CountAgents()
 	if err != nil {
-		r.deps.Logger.Error("registry: list agents", "err", err)
+		r.deps.Logger.Error("registry: count agents", "err", err)
 		return
 	}
-	for _, m := range all {
-		r.spawn(c, m)
-	}
-	r.deps.Logger.Info("registry loaded", "agents", len(all))
+	r.deps.Metrics.AgentsAdd(protocol.RuntimeStopped, n)
+	r.deps.Logger.Info("registry loaded", "agents", n)
 }
 
 func (r *Actor) spawn(c actor.Context, m store.Agent) *entry {
-	return r.spawnNamed(c, m, m.AgentID)
+	return r.spawnNamed(c, m, m.AgentID, -1)
 }
 
 // spawnNamed spawns m's actor under name: its agent ID, or for a respawn
 // that ID and "~n" (respawn). The name starts with the agent ID, so that
 // a Terminated names its entry (onTerminated).
-func (r *Actor) spawnNamed(c actor.Context, m store.Agent, name string) *entry {
+// epoch is the last runtime generation its actors ran (-1: none).
+func (r *Actor) spawnNamed(c actor.Context, m store.Agent, name string, epoch int64) *entry {
 	m = r.deps.Agent.Models.Fill(m)
-	pid, err := c.SpawnNamed(agent.Props(m, r.deps.Agent), name)
+	pid, err := c.SpawnNamed(agent.PropsAfter(m, r.deps.Agent, epoch), name)
 	if err != nil {
 		r.deps.Logger.Error("registry: spawn agent actor", "agent_id", m.AgentID, "err", err)
 		return nil
 	}
 	e := &entry{pid: pid, m: m, info: agent.InfoOf(m, protocol.StatusIdle, protocol.RuntimeStopped, m.Mode, agent.UsageOf(m))}
+	e.epoch = epoch
 	r.agents[m.AgentID] = e
 	r.deps.Metrics.AgentState("", e.info.RuntimeState)
-	if m.SessionID != "" {
-		r.sessions[m.SessionID] = m.AgentID
-	}
 	return e
 }
 
@@ -269,6 +283,10 @@ func (r *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
 	if !ok || e == nil || !e.pid.Equal(m.Who) {
 		return
 	}
+	if e.passivating {
+		r.passivated(c, e)
+		return
+	}
 	if r.draining {
 		r.markDrained(e)
 		r.checkDrained()
@@ -284,7 +302,7 @@ func (r *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
 	// exit, a Terminated) would otherwise reach the new ones, and the new
 	// actor took its runtime for dead before it was ready.
 	r.respawns++
-	r.spawnNamed(c, e.m, e.m.AgentID+"~"+strconv.Itoa(r.respawns))
+	r.spawnNamed(c, e.m, e.m.AgentID+"~"+strconv.Itoa(r.respawns), e.epoch)
 }
 
 // markDrained marks e drained, once.
@@ -297,8 +315,11 @@ func (r *Actor) markDrained(e *entry) {
 
 // forget deletes agent id's entry, keeping the drained count.
 func (r *Actor) forget(id string) {
-	if e := r.agents[id]; e != nil && e.drained {
-		r.ndrained--
+	if e := r.agents[id]; e != nil {
+		if e.drained {
+			r.ndrained--
+		}
+		e.stopTimer()
 	}
 	delete(r.agents, id)
 }
@@ -319,24 +340,24 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 		if m == nil {
 			m = &protocol.AgentList{}
 		}
-		data, err := listAgents(r.infos(), m)
-		if err != nil {
-			fail(cmd, err)
-			return
-		}
-		reply(cmd, data)
+		r.list(cmd, m)
 		return
 	case protocol.TypeAgentStatus:
 		if id := cmd.Header.AgentID; id != "" {
-			e := r.agents[id]
-			if e == nil {
+			info, found, err := r.infoOf(id)
+			switch {
+			case err != nil:
+				fail(cmd, protocol.Errorf(protocol.CodeInternal, "agent %s could not be read", id))
+			case !found:
 				fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", id))
-				return
+			default:
+				reply(cmd, protocol.AgentListData{Agents: []protocol.AgentInfo{info}})
 			}
-			reply(cmd, protocol.AgentListData{Agents: []protocol.AgentInfo{e.info}})
 			return
 		}
-		reply(cmd, protocol.AgentListData{Agents: r.infos()})
+		// Every agent, as agent.list without filters (docs/protocol.md
+		// §13 "Paged lists": the unpaged form is for small stores).
+		r.list(cmd, &protocol.AgentList{})
 		return
 	case protocol.TypeAgentCreate:
 		r.create(c, cmd)
@@ -392,6 +413,8 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 				return
 			}
 			if m, ok := cmd.Cmd.(*protocol.SubagentCreate); ok {
+				// A live parent's projection; the coordinator reads the
+				// manifest of one that is not (it has nothing unsaved).
 				if e := r.agents[m.ParentAgentID]; e != nil {
 					cmd.Parent = e.info
 				}
@@ -413,7 +436,14 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 			return
 		}
 	}
-	e := r.agents[cmd.Header.AgentID]
+	e, err := r.served(c, cmd.Header.AgentID)
+	if err != nil {
+		if typ == protocol.TypeAgentAttach && cmd.Client.PID != nil {
+			c.Send(cmd.Client.PID, &agent.Routed{AgentID: cmd.Header.AgentID})
+		}
+		fail(cmd, err)
+		return
+	}
 	if e != nil && e.removing {
 		if typ == protocol.TypeAgentAttach && cmd.Client.PID != nil {
 			c.Send(cmd.Client.PID, &agent.Routed{AgentID: cmd.Header.AgentID})
@@ -428,31 +458,47 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", cmd.Header.AgentID))
 		return
 	}
-	c.Send(e.pid, &agent.Request{Client: cmd.Client, Header: cmd.Header, Cmd: cmd.Cmd, Raw: cmd.Raw})
+	r.deliver(c, e, &agent.Request{Client: cmd.Client, Header: cmd.Header, Cmd: cmd.Cmd, Raw: cmd.Raw}, nil)
 }
 
 // toAgent delivers a message to an agent actor for another actor (the jobs
 // subsystem, a child agent delegating up), keeping the sender so replies
 // reach it.
 func (r *Actor) toAgent(c actor.Context, m *agent.Route) {
-	e := r.agents[m.AgentID]
-	if e == nil || e.removing { // one being removed is as good as gone
-		err := protocol.Errorf(protocol.CodeNotFound, "no agent %s", m.AgentID)
-		switch msg := m.Msg.(type) {
-		case *agent.LeaseStart:
-			c.Send(msg.Holder, &agent.LeaseEnded{RunID: msg.RunID, AgentID: m.AgentID, Error: err.Message})
-		case *agent.Inject:
-			if c.Sender() != nil {
-				c.Send(c.Sender(), &agent.Injected{Key: msg.Key, Err: err})
-			}
-		case *agent.Delegate:
-			c.Send(msg.Origin, &agent.DelegateResult{RequestID: msg.RequestID})
-		}
+	e, err := r.served(c, m.AgentID)
+	if err == nil && (e == nil || e.removing) { // one being removed is as good as gone
+		err = protocol.Errorf(protocol.CodeNotFound, "no agent %s", m.AgentID)
+	}
+	if err != nil {
+		r.undelivered(c, m.AgentID, m.Msg, c.Sender(), err)
 		return
 	}
-	c.RequestWithCustomSender(e.pid, m.Msg, c.Sender())
+	r.deliver(c, e, m.Msg, c.Sender())
 }
 
+// undelivered answers for a message that cannot reach agent id (it has
+// none, or is being removed, or the daemon is shutting down) with err,
+// as the agent would have refused it: the sender waits for an answer.
+func (r *Actor) undelivered(c actor.Context, id string, msg any, sender *actor.PID, err error) {
+	perr := protocol.AsError(err)
+	switch msg := msg.(type) {
+	case *agent.Request:
+		if msg.Header.Type == protocol.TypeAgentAttach && msg.Client.PID != nil {
+			c.Send(msg.Client.PID, &agent.Routed{AgentID: id}) // the connection stops holding
+		}
+		msg.Client.Send(protocol.NewErrorResponse(msg.Header.ID, msg.Header.Type, perr))
+	case *agent.LeaseStart:
+		c.Send(msg.Holder, &agent.LeaseEnded{RunID: msg.RunID, AgentID: id, Error: perr.Message})
+	case *agent.Inject:
+		if sender != nil {
+			c.Send(sender, &agent.Injected{Key: msg.Key, Err: perr})
+		}
+	case *agent.Delegate:
+		c.Send(msg.Origin, &agent.DelegateResult{RequestID: msg.RequestID})
+	}
+}
+
+// infos is the live agents' projections in agent.list's order.
 func (r *Actor) infos() []protocol.AgentInfo {
 	out := make([]protocol.AgentInfo, 0, len(r.agents))
 	for _, e := range r.agents {
@@ -478,6 +524,12 @@ func (r *Actor) status() protocol.DaemonStatusData {
 	for _, e := range r.agents {
 		st.AgentsByRuntimeState[e.info.RuntimeState]++
 		st.AgentsByStatus[e.info.Status]++
+	}
+	// Every stored agent without an actor is idle with its runtime
+	// stopped (restingInfo).
+	if n, err := r.deps.Store.CountAgents(); err == nil && n > len(r.agents) {
+		st.AgentsByRuntimeState[protocol.RuntimeStopped] += n - len(r.agents)
+		st.AgentsByStatus[protocol.StatusIdle] += n - len(r.agents)
 	}
 	if n, err := r.deps.Store.Size(); err == nil {
 		st.StoreBytes = n
@@ -508,9 +560,11 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		fail(cmd, err)
 		return
 	}
-	if req.ParentAgentID != "" && r.agents[req.ParentAgentID] == nil {
-		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no parent agent %s", req.ParentAgentID))
-		return
+	if req.ParentAgentID != "" {
+		if _, found, err := r.infoOf(req.ParentAgentID); err != nil || !found {
+			fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no parent agent %s", req.ParentAgentID))
+			return
+		}
 	}
 	// The manifest names what runs: the provider and model resolved
 	// against the configured ones, or NOT_FOUND before anything is stored
@@ -548,14 +602,24 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 			fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "session_id": not a session id`))
 			return
 		}
-		if _, taken := r.sessions[m.SessionID]; taken {
+		// Adopted by an agent being created, or by a stored one (live or
+		// not: the store's session index has them all).
+		_, taken := r.reserved[m.SessionID]
+		if !taken {
+			var err error
+			if _, taken, err = r.deps.Store.SessionAdopted(m.SessionID); err != nil {
+				fail(cmd, protocol.Errorf(protocol.CodeInternal, "the store could not be read"))
+				return
+			}
+		}
+		if taken {
 			fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, "session is already adopted"))
 			return
 		}
 	} else {
 		m.SessionID = ids.New("sess")
 	}
-	r.sessions[m.SessionID] = m.AgentID // reserved until the commit resolves
+	r.reserved[m.SessionID] = m.AgentID // until the commit resolves
 
 	sys, self := c.ActorSystem(), c.Self()
 	st, sessionsDir, rc := r.deps.Store, r.deps.Agent.Runtime.SessionsDir, r.deps.Agent.Runtime
@@ -576,7 +640,7 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		sys.Root.Send(self, &createResult{cmd: cmd, m: m, err: err})
 	})
 	if !started {
-		delete(r.sessions, m.SessionID)
+		delete(r.reserved, m.SessionID)
 		fail(cmd, protocol.Errorf(protocol.CodeConflict, "daemon is shutting down"))
 	}
 }
@@ -701,8 +765,8 @@ func forkSessionID(path string) string {
 }
 
 func (r *Actor) onCreated(c actor.Context, res *createResult) {
+	delete(r.reserved, res.m.SessionID) // the store's index has it now, if committed
 	if res.err != nil {
-		delete(r.sessions, res.m.SessionID)
 		if protocol.CodeOf(res.err) == protocol.CodeInternal {
 			r.deps.Logger.Error("registry: agent.create failed", "err", res.err)
 		}
@@ -741,6 +805,7 @@ func (r *Actor) onDrain(c actor.Context, m *Drain) {
 	r.detachJobs(c)
 	r.detachWorkspaces(c)
 	for _, e := range r.agents {
+		e.stopTimer() // no passivation starts from now on
 		if !e.drained {
 			c.Send(e.pid, &agent.Shutdown{Force: m.Force})
 		}
@@ -752,7 +817,7 @@ func (r *Actor) checkDrained() {
 	if !r.draining {
 		return
 	}
-	if r.ndrained < len(r.agents) {
+	if r.ndrained < len(r.agents) { // passivated agents have left agents: nothing to drain
 		return
 	}
 	for _, ch := range r.drainers {

@@ -54,6 +54,13 @@ func start(t *testing.T) *harness {
 // startLogging is start with the registry's logger.
 func startLogging(t *testing.T, log *slog.Logger) *harness {
 	t.Helper()
+	return startWith(t, log, nil)
+}
+
+// startWith is startLogging with setup, which may change the registry's
+// deps and fill the store before the registry starts.
+func startWith(t *testing.T, log *slog.Logger, setup func(*registry.Deps)) *harness {
+	t.Helper()
 	home := t.TempDir()
 	st, err := store.Open(filepath.Join(home, "shard.db"), store.Options{NoSync: true, Timeout: time.Second})
 	if err != nil {
@@ -70,6 +77,9 @@ func startLogging(t *testing.T, log *slog.Logger) *harness {
 	deps := registry.Deps{
 		Store: st, Hub: hub, Logger: log, Group: group,
 		Agent: agent.Deps{Hub: hub, Logger: discard, Goroutines: group, Runtime: rc},
+	}
+	if setup != nil {
+		setup(&deps)
 	}
 	reg, err := sys.Root.SpawnNamed(registry.Props(deps), "registry")
 	if err != nil {

@@ -59,7 +59,14 @@ func (r *Actor) removeIDs(c actor.Context, ids []string, answer func(protocol.Ag
 			continue
 		}
 		seen[id] = true
-		e := r.agents[id]
+		// An agent without an actor gets one (from its manifest): the
+		// removal then goes as for any other, and no command can start
+		// it meanwhile.
+		e, err := r.served(c, id)
+		if err != nil {
+			results[i].Error, results[i].Reason = protocol.CodeOf(err), "the agent could not be read"
+			continue
+		}
 		if e == nil {
 			results[i].Error, results[i].Reason = protocol.CodeNotFound, "no agent "+id
 			continue
@@ -137,14 +144,20 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 		e.removing = false
 		m, ok := res.removed[rr.AgentID]
 		if !ok {
-			continue // refused by the store: it stays served
+			// Refused by the store: it stays served, and may go idle.
+			if e.gone {
+				r.passivated(c, e)
+			} else {
+				r.considerIdle(c, e)
+			}
+			continue
 		}
 		r.forget(rr.AgentID) // before the stop, so Terminated does not respawn it
-		if r.sessions[m.SessionID] == m.AgentID {
-			delete(r.sessions, m.SessionID)
-		}
+		delete(r.epochs, rr.AgentID)
 		r.deps.Metrics.AgentState(e.info.RuntimeState, "")
-		pids = append(pids, e.pid)
+		if !e.gone {
+			pids = append(pids, e.pid)
+		}
 		// Its stderr log and the log's rotated files go with it.
 		if rt := r.deps.Agent.Runtime; rt.LogDir != "" {
 			logs = append(logs, filepath.Join(rt.LogDir, "agents", m.AgentID+".log"))
@@ -158,23 +171,32 @@ func (r *Actor) onRemoved(c actor.Context, res *removeResult) {
 		r.deps.Hub.Broadcast(protocol.MustMarshal(protocol.AgentRemoved{
 			Header: protocol.Header{Type: protocol.TypeAgentRemoved, AgentID: m.AgentID}, SessionID: m.SessionID}))
 	}
-	// An agent still served may have adopted a fork that lives under a
-	// removed agent's directory (docs/protocol.md §10.1): that fork stays.
-	var keep []string
-	if len(dirs) > 0 {
-		for _, e := range r.agents {
-			if e.m.SessionDir != "" {
-				if dir, ok := e.m.SessionPath(r.deps.Agent.Runtime.SessionsDir); ok {
-					keep = append(keep, dir)
-				}
-			}
-		}
-	}
 	sys, log, logBackups := c.ActorSystem(), r.deps.Logger, r.deps.Agent.Runtime.LogBackups
+	st, sessionsDir := r.deps.Store, r.deps.Agent.Runtime.SessionsDir
 	data := protocol.AgentRemoveData{Results: res.results}
 	finish := func() {
 		for _, pid := range pids {
 			_ = sys.Root.StopFuture(pid).Wait() // the future times out by itself (10 s)
+		}
+		// An agent still stored may have adopted a fork that lives under
+		// a removed agent's directory (docs/protocol.md §10.1): that fork
+		// stays. The store's index of forks finds them.
+		var keep []string
+		dirs := dirs
+		for _, d := range dirs {
+			rel, err := filepath.Rel(sessionsDir, d)
+			if err != nil {
+				continue
+			}
+			forks, err := st.SessionDirsUnder(rel)
+			if err != nil {
+				log.Error("registry: list adopted forks; session directories kept", "err", err)
+				dirs = nil // rather than delete a fork in use
+				break
+			}
+			for _, f := range forks {
+				keep = append(keep, filepath.Join(sessionsDir, f))
+			}
 		}
 		for _, d := range dirs {
 			if err := removeKeeping(d, keep); err != nil {

@@ -65,6 +65,11 @@ type Options struct {
 	// pass a manual clock to expire a ticket without waiting. Default nil:
 	// the wall clock.
 	GatewayClock clock.Clock
+	// RegistryClock is the registry's clock: it stamps created agents and
+	// times the passivation of idle ones (registry.Deps.Clock). Tests pass
+	// a manual clock to passivate without waiting. Default nil: the wall
+	// clock.
+	RegistryClock clock.Clock
 }
 
 // Daemon is one running shardd.
@@ -248,6 +253,7 @@ func (d *Daemon) Start() error {
 		},
 		DaemonStatus: d.status,
 		Group:        d.group,
+		Clock:        d.opts.RegistryClock,
 		OnShutdown: func(force bool) {
 			// Shutdown waits for the registry to stop, so it cannot run on
 			// the registry's mailbox, nor in d.group, which it closes: it
