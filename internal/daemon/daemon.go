@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,6 +140,13 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 		}
 		return nil, fmt.Errorf("daemon: open store in %s: %w", cfg.Home, err)
 	}
+	// Opening the store built bbolt's freelist by walking every page of
+	// the file (store.Open: the freelist is not synced), through a map of
+	// every reachable page: tens of MiB of garbage for a long history,
+	// which the collector would otherwise keep until the heap doubles
+	// again, and the process's RSS with it. Hand it back once, now, so the
+	// daemon's memory follows its live work, not its history.
+	debug.FreeOSMemory()
 	// Holding the store lock, this is the only daemon on the home: a
 	// daemon.json left behind is stale (a crash, a kill -9).
 	replaceStaleDiscovery(cfg.DiscoveryPath(), opts.Logger)
