@@ -230,7 +230,7 @@ func runHistory(o *options) (*report, error) {
 			historyRunsPerAgent-1, historyParents, !o.noSync, live, historySettle, samples, budget),
 		"start to ready: shardd exec'd → the socket completed a hello (polled every 20 ms) and answered daemon.status; jobs.list ready: → then its first jobs.list (limit 1) answered, once the jobs coordinator has read the store (it reads after the socket serves)",
 		"RSS is VmRSS of shardd alone; heap is go_memstats_heap_inuse_bytes and goroutines go_goroutines from /metrics",
-		"lists: agent.list (every agent; active, limit 200; since a week ago, limit 200); jobs.list of one parent (no limit, ~1/100 of the jobs); jobs.list limit 20; jobs.show of a random job id and of a random child's alias (unique across parents)")
+		"lists: agent.list active (limit 200), since a week ago (limit 200) and a first page of every agent (limit 200); jobs.list of one parent (limit 20) and of all (limit 20); jobs.show of a random job id and of a random child's alias (unique across parents)")
 	rep.plot = func(dir string) ([]string, error) { return plotHistory(dir, phases) }
 	return rep, nil
 }

@@ -20,6 +20,7 @@ import (
 type jobsResults struct {
 	Create    []jobsPhase      `json:"create,omitempty"`
 	Wait      *waitPhase       `json:"wait,omitempty"`
+	Stop      *stopPhase       `json:"stop,omitempty"`
 	Reconcile []reconcilePhase `json:"reconcile,omitempty"`
 }
 
@@ -47,6 +48,7 @@ type jobsPhase struct {
 //	           say ok"); its runs execute meanwhile under the daemon's
 //	           default jobs.max_active limits, as they would in real use.
 //	wait       wait wake-up latency (jobs_wait.go).
+//	stop       subagent.stop of executing runs (jobs_stop.go).
 //	reconcile  startup reconciliation of stores of --runs run records
 //	           (jobs_reconcile.go).
 func runJobs(o *options) (*report, error) {
@@ -54,10 +56,10 @@ func runJobs(o *options) (*report, error) {
 	for _, p := range strings.Split(o.phases, ",") {
 		switch p = strings.TrimSpace(p); p {
 		case "":
-		case "create", "wait", "reconcile":
+		case "create", "wait", "stop", "reconcile":
 			phases[p] = true
 		default:
-			return nil, fmt.Errorf("unknown jobs phase %q (want create, wait, reconcile)", p)
+			return nil, fmt.Errorf("unknown jobs phase %q (want create, wait, stop, reconcile)", p)
 		}
 	}
 	all := len(phases) == 0
@@ -99,6 +101,20 @@ func runJobs(o *options) (*report, error) {
 			f2(w.Latency.P50), f2(w.Latency.P99), f2(w.Latency.Max), f3(w.Seconds), fmt.Sprint(w.Commits), f2(w.CommitMeanMs), f2(w.CPU.Daemon), f2(w.CPU.Children)})
 		rep.Notes = append(rep.Notes, fmt.Sprintf("wait: each sample is a one-task job (\"sim: sleep %d\") with an observer connection attached to its child agent and a subagent.wait on the run pending on the parent's connection; latency = the observer receives the child's turn_end for the run → the wait response arrives (both timestamped by the driver); %d streams (parent + observer connection each) run samples concurrently on one daemon; samples whose wait was sent after the turn_end (%d) are dropped; fsync %s",
 			w.SleepMs, w.Streams, w.Late, sync))
+	}
+	if all || phases["stop"] {
+		mark := cleanupMark()
+		sp, err := stopPhaseRun(o)
+		if err != nil {
+			return nil, fmt.Errorf("stop: %w", err)
+		}
+		runCleanupsFrom(mark)
+		res.Stop = &sp
+		rep.Rows = append(rep.Rows,
+			[]string{fmt.Sprintf("stop ack, %d streams", sp.Streams), fmt.Sprint(sp.Ack.N), "",
+				f2(sp.Ack.P50), f2(sp.Ack.P99), f2(sp.Ack.Max), f3(sp.Seconds), fmt.Sprint(sp.Commits), f2(sp.CommitMeanMs), f2(sp.CPU.Daemon), f2(sp.CPU.Children)},
+			[]string{"stop → cancelled", fmt.Sprint(sp.Cancelled.N), "", f2(sp.Cancelled.P50), f2(sp.Cancelled.P99), f2(sp.Cancelled.Max), "", "", "", "", ""})
+		rep.Notes = append(rep.Notes, fmt.Sprintf("stop: each sample is a one-task job whose child sleeps (\"sim: sleep 60000\"), stopped once the parent's connection saw its run active; ack = subagent.stop sent → its response; cancelled = subagent.stop sent → the parent's connection receives the run's subagent_run_changed to cancelled (the abort stage ends the turn at once); %d streams (a parent and its connection each) on one daemon; fsync %s", sp.Streams, sync))
 	}
 	if all || phases["reconcile"] {
 		sizes, err := ints(o.runs, nil)

@@ -116,6 +116,7 @@ type options struct {
 	// jobs: which phases, wait samples, reconcile sizes, daemon's cap
 	phases      string
 	waitSamples int
+	stopSamples int
 	runs        string
 	maxActive   int
 	// history: finished-job counts and live agents
@@ -233,6 +234,7 @@ func realMain(args []string) int {
 	fs.StringVar(&o.parents, "parents", "", "jobs: comma-separated concurrent parent counts (default 1,16)")
 	fs.StringVar(&o.phases, "phases", "", "jobs: comma-separated phases to run: create, wait, reconcile (default all)")
 	fs.IntVar(&o.waitSamples, "wait-samples", 0, "jobs: subagent.wait wake-up samples (default 100; quick 24)")
+	fs.IntVar(&o.stopSamples, "stop-samples", 0, "jobs: subagent.stop samples (default 100; quick 16)")
 	fs.IntVar(&o.maxActive, "max-active", 0, "jobs: the daemon's --jobs.max-active, to hold runs back while creates are measured (default: the daemon's own, 16)")
 	fs.StringVar(&o.runs, "runs", "", "jobs: comma-separated run-record counts to reconcile (default 10000,100000; quick 1000,10000)")
 	fs.StringVar(&o.windows, "windows", "", "resync: comma-separated live-window sizes in messages (default 10,1000; quick 10,100)")
