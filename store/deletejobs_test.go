@@ -45,9 +45,10 @@ func TestDeleteJobsOnlyFinished(t *testing.T) {
 			t.Fatalf("GetJob(%s) = %v; want it kept", id, err)
 		}
 	}
-	pj, err := s.ParentJobs("agent-p", 0)
+	var pj []string
+	err = s.WalkParentJobs("agent-p", "", func(j *Job) bool { pj = append(pj, j.JobID); return true })
 	if err != nil || len(pj) != 2 {
-		t.Fatalf("ParentJobs = %d jobs, %v; want the 2 kept", len(pj), err)
+		t.Fatalf("jobs of agent-p = %v, %v; want the 2 kept", pj, err)
 	}
 	// The request id is free again: a new create with it is a new job.
 	again := testJob("job-again", "agent-p", protocol.RunQueued)

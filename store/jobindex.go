@@ -106,11 +106,9 @@ func (s *Store) AgentRuns(agentID string) ([]RunRef, error) {
 		if b == nil {
 			return nil
 		}
-		prefix := []byte(scoped(agentID, ""))
-		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			out = append(out, RunRef{RunID: string(k[len(prefix):]), JobID: string(v)})
-		}
+		eachWithPrefix(b, scoped(agentID, ""), func(rest, v []byte) {
+			out = append(out, RunRef{RunID: string(rest), JobID: string(v)})
+		})
 		return nil
 	})
 	return out, wrapOp(err, "runs of agent %q", agentID)
@@ -132,6 +130,18 @@ func (s *Store) LatestRun(agentID string) (RunRef, bool, error) {
 		return nil
 	})
 	return ref, ref.RunID != "", wrapOp(err, "latest run of agent %q", agentID)
+}
+
+// eachWithPrefix calls fn, in key order, with every key of b that starts
+// with prefix (the rest of the key after it) and its value. The slices
+// are bbolt's: valid only inside the transaction, so fn copies what it
+// keeps.
+func eachWithPrefix(b *bolt.Bucket, prefix string, fn func(rest, v []byte)) {
+	p := []byte(prefix)
+	c := b.Cursor()
+	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+		fn(k[len(p):], v)
+	}
 }
 
 // lastWithPrefix positions c on the last key with prefix and returns it, or
@@ -174,11 +184,9 @@ func (s *Store) AliasBindings(norm string) ([]AliasBinding, error) {
 		if b == nil {
 			return nil
 		}
-		prefix := []byte(scoped(norm, ""))
-		c := b.Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			out = append(out, AliasBinding{ParentAgentID: string(k[len(prefix):]), AgentID: string(v)})
-		}
+		eachWithPrefix(b, scoped(norm, ""), func(rest, v []byte) {
+			out = append(out, AliasBinding{ParentAgentID: string(rest), AgentID: string(v)})
+		})
 		return nil
 	})
 	return out, wrapOp(err, "bindings of alias %q", norm)
@@ -190,21 +198,15 @@ func (s *Store) AliasBindings(norm string) ([]AliasBinding, error) {
 func (s *Store) AgentJobs(agentID string) ([]string, error) {
 	var out []string
 	err := s.db.View(func(tx *bolt.Tx) error {
-		prefix := []byte(scoped(agentID, ""))
+		prefix := scoped(agentID, "")
 		if b := tx.Bucket([]byte(bucketAgentRuns)); b != nil {
-			c := b.Cursor()
-			for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-				out = append(out, string(v))
-			}
+			eachWithPrefix(b, prefix, func(_, job []byte) { out = append(out, string(job)) })
 		}
 		pj, err := bucket(tx, bucketParentJobs)
 		if err != nil {
 			return err
 		}
-		c := pj.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			out = append(out, string(k[len(prefix):]))
-		}
+		eachWithPrefix(pj, prefix, func(job, _ []byte) { out = append(out, string(job)) })
 		return nil
 	})
 	return out, wrapOp(err, "jobs of agent %q", agentID)

@@ -1,9 +1,7 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
-	"sort"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -246,37 +244,6 @@ func (s *Store) Jobs() ([]Job, error) {
 		return err
 	})
 	return out, wrapOp(err, "list jobs")
-}
-
-// ParentJobs returns up to limit jobs of parent, newest first.
-func (s *Store) ParentJobs(parent string, limit int) ([]Job, error) {
-	var out []Job
-	err := s.db.View(func(tx *bolt.Tx) error {
-		pj, err := bucket(tx, bucketParentJobs)
-		if err != nil {
-			return err
-		}
-		prefix := []byte(scoped(parent, ""))
-		var ids []string
-		c := pj.Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			ids = append(ids, string(k[len(prefix):]))
-		}
-		sort.Sort(sort.Reverse(sort.StringSlice(ids)))
-		if limit > 0 && len(ids) > limit {
-			ids = ids[:limit]
-		}
-		for _, id := range ids {
-			var j Job
-			if found, err := getJSON(tx, bucketJobs, id, &j); err != nil {
-				return err
-			} else if found {
-				out = append(out, j)
-			}
-		}
-		return nil
-	})
-	return out, wrapOp(err, "list jobs of %q", parent)
 }
 
 // Alias returns the agent bound to a parent's normalized alias.
