@@ -271,9 +271,6 @@ func memAvailableKiB() (int64, error) {
 	return 0, errors.New("no MemAvailable in /proc/meminfo")
 }
 
-// webURL reads the web listener's base URL from $SHARD_HOME/daemon.json.
-func (d *daemon) webURL() (string, error) { return d.WebURL() }
-
 // metrics scrapes the daemon's /metrics into sample name (labels included:
 // `shard_agents_by_runtime_state{runtime_state="stopped"}`) → value.
 func (d *daemon) metrics() (map[string]float64, error) { return d.Metrics(10 * time.Second) }

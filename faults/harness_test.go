@@ -93,7 +93,6 @@ func startDaemon(t testing.TB, home string, o daemonOpts) *daemon {
 func (d *daemon) pid() int        { return d.PID() }
 func (d *daemon) socket() string  { return d.Socket() }
 func (d *daemon) dbPath() string  { return filepath.Join(d.home, "shard.db") }
-func (d *daemon) logPath() string { return d.LogPath() }
 func (d *daemon) homeEnv() string { return d.HomeEnv() }
 func (d *daemon) exited() bool    { return d.Exited() }
 

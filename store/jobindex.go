@@ -150,8 +150,8 @@ func eachWithPrefix(b *bolt.Bucket, prefix string, fn func(rest, v []byte)) {
 func lastWithPrefix(c *bolt.Cursor, prefix []byte) ([]byte, []byte) {
 	end := bytes.Clone(prefix)
 	end[len(end)-1]++
-	k, v := c.Seek(end)
-	if k == nil {
+	var k, v []byte
+	if sk, _ := c.Seek(end); sk == nil {
 		k, v = c.Last()
 	} else {
 		k, v = c.Prev()
@@ -222,13 +222,13 @@ func (s *Store) WalkJobs(before string, fn func(*Job) bool) error {
 			return err
 		}
 		c := b.Cursor()
-		var k, v []byte
-		if before == "" {
-			k, v = c.Last()
-		} else if k, v = c.Seek([]byte(before)); k == nil {
-			k, v = c.Last()
-		} else {
-			k, v = c.Prev()
+		k, v := c.Last()
+		if before != "" {
+			if sk, _ := c.Seek([]byte(before)); sk != nil {
+				k, v = c.Prev()
+			} else {
+				k, v = c.Last()
+			}
 		}
 		for ; k != nil; k, v = c.Prev() {
 			var j Job

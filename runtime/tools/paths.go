@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,16 +67,6 @@ func (e Env) display(abs string) string {
 // isBinary reports whether the start of a file marks it as binary.
 func isBinary(head []byte) bool {
 	return bytes.IndexByte(head, 0) >= 0
-}
-
-// sniff reads the first sniffLen bytes of r.
-func sniff(r io.Reader) ([]byte, error) {
-	buf := make([]byte, sniffLen)
-	n, err := io.ReadFull(r, buf)
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		err = nil
-	}
-	return buf[:n], err
 }
 
 // skipDir reports whether a directory walk skips a directory of this name.
