@@ -98,11 +98,15 @@ func (r *File) rotateLocked() error {
 		r.size = 0
 		return nil
 	}
-	if err := os.Remove(backup(r.keep)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, err)
-	}
+	// Each rename replaces its target at once (rename(2)), so a backup
+	// that exists never disappears for a reader, even in the middle of a
+	// rotation: the oldest is removed only when nothing moves over it.
 	for i := r.keep - 1; i >= 1; i-- {
-		if err := os.Rename(backup(i), backup(i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		err := os.Rename(backup(i), backup(i+1))
+		if errors.Is(err, fs.ErrNotExist) && i == r.keep-1 {
+			err = os.Remove(backup(r.keep))
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

@@ -145,6 +145,11 @@ func (m *Mux) Close() error {
 func (m *Mux) stop(r *muxReg) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.stopLocked(r)
+}
+
+// stopLocked is stop. mu must be held.
+func (m *Mux) stopLocked(r *muxReg) {
 	if r.stopped {
 		return
 	}
