@@ -1,7 +1,9 @@
 // Package logfile is the daemon's size-bounded log file: logs/shardd.log
 // and each agent runtime's stderr log (logs/agents/<agent_id>.log) are
 // Files, rotated past log.max_bytes with log.backups older files kept, so
-// that a daemon running for months holds a bounded amount of logs.
+// that a daemon running for months holds a bounded amount of logs. A
+// runtime writes its stderr into a pipe; the daemon's one Mux copies every
+// such pipe into its File, so a live runtime's log costs no goroutine.
 package logfile
 
 import (
@@ -143,8 +145,9 @@ var copyBuf = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 // Copy copies r into the File at path (opened as by Open) until r ends,
 // then closes both. Each read goes whole into one file, and reads are at
 // most maxBytes (and 32 KiB), so a file stays within maxBytes. It is the
-// goroutine behind a child's stderr pipe: the child never writes to the
-// file itself, so its log is rotated while it runs. When r is a pipe or
+// goroutine behind a child's stderr pipe where there is no Mux (a nil
+// *Mux, or off Linux): the child never writes to the file itself, so its
+// log is rotated while it runs. When r is a pipe or
 // socket (a syscall.Conn), Copy waits for input without a buffer and takes
 // one from a pool only to read what is there: a copy for each live
 // runtime costs its goroutine only. A failed write drops what was read
