@@ -364,12 +364,12 @@ func testStderrLogRotates(t *testing.T, edit func(*proc.Spec)) {
 	}
 	// The child's writes returned, so all but a pipe's buffer (64 KiB) and
 	// one read (4 KiB) of its 256 KiB went into the log: it rotated more
-	// than `backups` times already, while the child runs. The copy may
-	// still be rotating: the oldest backup is the one that, once there,
-	// stays there throughout a rotation (path.1 is missing between two
-	// renames), and it is there only after `backups` rotations.
-	if _, err := os.Stat(fmt.Sprintf("%s.%d", logPath, backups)); err != nil {
-		t.Fatalf("backup %d while running: %v", backups, err)
+	// than `backups` times already, while the child runs (and may still
+	// be rotating: a backup, once there, stays there throughout).
+	for i := 1; i <= backups; i++ {
+		if _, err := os.Stat(fmt.Sprintf("%s.%d", logPath, i)); err != nil {
+			t.Fatalf("backup %d while running: %v", i, err)
+		}
 	}
 	sys.Root.Send(rt, &proc.Write{Line: []byte("go")})
 	if ex := recv(t, p.exited); ex.ExitCode != 0 {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -100,11 +101,14 @@ func (r *File) rotateLocked() error {
 		r.size = 0
 		return nil
 	}
-	// Each rename replaces its target at once (rename(2)), so a backup
-	// that exists never disappears for a reader, even in the middle of a
-	// rotation: the oldest is removed only when nothing moves over it.
+	// Every name is replaced by rename(2), which is atomic, over a hard
+	// link made first under a temporary name: path and every backup that
+	// exists stay there throughout a rotation, for whoever lists or reads
+	// the directory meanwhile (tail -F, a test). The oldest is removed only
+	// when nothing moves over it.
+	tmp := rotatingPath(r.path)
 	for i := r.keep - 1; i >= 1; i-- {
-		err := os.Rename(backup(i), backup(i+1))
+		err := shift(tmp, backup(i), backup(i+1))
 		if errors.Is(err, fs.ErrNotExist) && i == r.keep-1 {
 			err = os.Remove(backup(r.keep))
 		}
@@ -112,18 +116,60 @@ func (r *File) rotateLocked() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := os.Rename(r.path, backup(1)); err != nil {
+	if err := shift(tmp, r.path, backup(1)); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 	old := r.f
-	if err := r.openLocked(); err != nil {
-		// Keep appending to the renamed file rather than drop records, and
-		// try again only after another max bytes.
+	if err := r.replaceLocked(tmp); err != nil {
+		// Keep appending to the file now path.1 rather than drop
+		// records, and try again only after another max bytes.
 		r.size = 0
 		return errors.Join(append(errs, err)...)
 	}
 	old.Close()
 	return errors.Join(errs...)
+}
+
+// rotatingPath is the name a rotation of path links and creates files
+// under before renaming them into place: hidden, beside path.
+func rotatingPath(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".rotating")
+}
+
+// shift makes from's file to's, replacing to at once: a hard link at tmp
+// renamed over to, then from's name is left (the caller renames over it
+// next). Where hard links fail (a file system without them) it renames
+// from to to, leaving from missing until it is replaced.
+func shift(tmp, from, to string) error {
+	_ = os.Remove(tmp)
+	if err := os.Link(from, tmp); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return os.Rename(from, to)
+	}
+	if err := os.Rename(tmp, to); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// replaceLocked puts a new empty file at path, created at tmp and renamed
+// over path at once, and writes there from now on. mu must be held.
+func (r *File) replaceLocked(tmp string) error {
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	if err := os.Rename(tmp, r.path); err != nil {
+		f.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("open log: %w", err)
+	}
+	r.f, r.size = f, 0
+	return nil
 }
 
 // Close closes the file; later writes fail.
@@ -214,12 +260,15 @@ func readable(r io.Reader) func() error {
 }
 
 // Remove removes the log at path and its rotated files path.1 … path.keep
-// (and any beyond, left by a larger keep earlier, up to a gap). A missing
+// (and any beyond, left by a larger keep earlier, up to a gap), and the
+// temporary file a rotation cut short (a crash) may have left. A missing
 // file is not an error.
 func Remove(path string, keep int) error {
 	var errs []error
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, err)
+	for _, p := range []string{path, rotatingPath(path)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
 	for i := 1; ; i++ {
 		err := os.Remove(fmt.Sprintf("%s.%d", path, i))
