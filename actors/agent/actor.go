@@ -13,6 +13,7 @@ import (
 	"github.com/shard-dev/shard/actors/proc"
 	"github.com/shard-dev/shard/internal/actorref"
 	"github.com/shard-dev/shard/internal/clock"
+	"github.com/shard-dev/shard/internal/logfile"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/internal/xsync"
@@ -58,6 +59,9 @@ type RuntimeConfig struct {
 	// Forks is the gate all runtimes start through (proc.Spec); nil:
 	// each starts at once.
 	Forks *procs.ForkGate
+	// Logs copies every runtime's stderr into its log (proc.Spec); nil:
+	// each runtime's copy runs in a goroutine of its own.
+	Logs *logfile.Mux
 	// Track, when set, returns the tracker recording an agent's runtime
 	// processes (see proc.Tracker).
 	Track func(agentID string) proc.Tracker

@@ -99,6 +99,7 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		Sweep:       []string{"SHARD_AGENT_ID=" + a.m.AgentID, "SHARD_RUNTIME_ID=" + runtimeID},
 		Sweeper:     rc.Sweeper,
 		Forks:       rc.Forks,
+		Logs:        rc.Logs,
 	}
 	spec.Nice, spec.Idle = rc.priorityFor(a.m)
 	if rc.Track != nil {

@@ -114,7 +114,7 @@ func (a *Actor) start(c actor.Context) {
 		c.Send(a.agent, &Exited{Epoch: a.spec.Epoch, ExitCode: -1, Reason: "spawn: " + err.Error()})
 	}
 
-	stderr, errR, err := openLog(a.spec.StderrPath)
+	stderr, logs, err := a.openLog()
 	if err != nil {
 		fail(err)
 		return
@@ -123,7 +123,7 @@ func (a *Actor) start(c actor.Context) {
 
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		closeIf(errR)
+		logs.Close()
 		fail(err)
 		return
 	}
@@ -140,14 +140,14 @@ func (a *Actor) start(c actor.Context) {
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		closeIf(errR)
+		logs.Close()
 		fail(err)
 		return
 	}
 	if err := a.spec.Forks.Start(cmd); err != nil {
 		outR.Close()
 		outW.Close()
-		closeIf(errR)
+		logs.Close()
 		fail(err)
 		return
 	}
@@ -180,18 +180,11 @@ func (a *Actor) start(c actor.Context) {
 	}
 	a.stdin = newStdinQueue(stdinW, a.goroutines)
 
-	stderrDone := make(chan struct{})
-	if errR == nil {
-		close(stderrDone)
-	} else if !a.goroutines.Go(func() { a.copyStderr(errR, stderrDone) }) {
-		errR.Close()
-		a.refuse(c, outR)
-		return
-	}
 	readerDone := make(chan struct{})
 	if !a.goroutines.Go(func() { a.readStdout(sys, outR, readerDone) }) {
 		// The daemon is stopping (its goroutines are closed): no runtime
 		// may start. The process is killed; nothing waits for it.
+		logs.Close()
 		a.refuse(c, outR)
 		return
 	}
@@ -216,16 +209,19 @@ func (a *Actor) start(c actor.Context) {
 		case <-readerDone:
 		case <-drain.C:
 			outR.Close()
-			closeIf(errR)
+			logs.Close()
 			<-readerDone
 		}
 		select {
-		case <-stderrDone:
+		case <-logs.Done():
 		case <-drain.C:
-			closeIf(errR)
-			<-stderrDone
+			logs.Close()
+			<-logs.Done()
 		}
 		drain.Stop()
+		if err := logs.Err(); err != nil {
+			a.logger.Warn("runtime log", "epoch", a.spec.Epoch, "err", err)
+		}
 		code, reason := describeExit(cmd, err)
 		sys.Root.Send(self, &procExited{code: code, reason: reason})
 	})
@@ -339,46 +335,31 @@ func describeExit(cmd *exec.Cmd, err error) (int, string) {
 	return st.ExitCode(), st.String()
 }
 
-// openLog returns what the child's stderr is: /dev/null when path is "",
-// else the write end of a pipe whose read end (r) copyStderr copies into
-// the rotating log at path. The child never holds the file itself, so the
-// daemon rotates it by size while the runtime runs (log.max_bytes,
-// log.backups); the copy is I/O in a goroutine of its own, and the pipe's
-// buffer absorbs bursts, so neither the runtime nor an actor waits on the
-// disk.
-func openLog(path string) (w, r *os.File, err error) {
+// openLog returns what the child's stderr is: /dev/null when the spec has
+// no StderrPath (logs is then a stream already ended), else the write end
+// of a pipe that spec.Logs copies into the rotating log at StderrPath
+// (logs). The child never holds the file itself, so the daemon rotates it
+// by size while the runtime runs (log.max_bytes, log.backups); the copy is
+// I/O off the mailbox, and the pipe's buffer absorbs bursts, so neither
+// the runtime nor an actor waits on the disk.
+func (a *Actor) openLog() (w *os.File, logs *logfile.Stream, err error) {
+	path := a.spec.StderrPath
 	if path == "" {
 		w, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-		return w, nil, err
+		return w, logfile.Ended(), err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("runtime log dir: %w", err)
 	}
-	r, w, err = os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("runtime log: %w", err)
-	}
-	return w, r, nil
-}
-
-// copyStderr copies the child's stderr into its log until every holder of
-// the write end is gone, then closes done.
-func (a *Actor) copyStderr(r *os.File, done chan<- struct{}) {
-	defer close(done)
 	maxBytes, keep := a.spec.LogMaxBytes, a.spec.LogBackups
 	if maxBytes <= 0 {
 		maxBytes, keep = logfile.DefaultMaxBytes, logfile.DefaultBackups
 	}
-	if err := logfile.Copy(a.spec.StderrPath, maxBytes, keep, r); err != nil && !errors.Is(err, os.ErrClosed) {
-		a.logger.Warn("runtime log", "epoch", a.spec.Epoch, "err", err)
+	w, logs, err = a.spec.Logs.Add(path, maxBytes, keep)
+	if err != nil {
+		return nil, nil, fmt.Errorf("runtime log: %w", err)
 	}
-}
-
-// closeIf closes f when it is set.
-func closeIf(f *os.File) {
-	if f != nil {
-		f.Close()
-	}
+	return w, logs, nil
 }
 
 // starvedShare is the part of the time since the last check that a

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/shard-dev/shard/actors/proc"
+	"github.com/shard-dev/shard/internal/logfile"
 	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/internal/xsync"
 )
@@ -54,7 +55,11 @@ func spawnWith(t *testing.T, script string, edit func(*proc.Spec)) (*actor.Actor
 	agentPID := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "logs", "a.log")
-	spec := proc.Spec{Epoch: 3, Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}, StderrPath: logPath}
+	logs, err := logfile.NewMux()
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := proc.Spec{Epoch: 3, Path: "/bin/sh", Args: []string{"-c", script}, Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}, StderrPath: logPath, Logs: logs}
 	edit(&spec)
 	var rt *actor.PID
 	// The runtime is the probe's child in the daemon; here a root actor
@@ -66,6 +71,7 @@ func spawnWith(t *testing.T, script string, edit func(*proc.Spec)) (*actor.Actor
 		_ = sys.Root.StopFuture(rt).Wait()
 		sys.Shutdown()
 		g.Close() // the runtime is killed: its goroutines end
+		logs.Close()
 	})
 	return sys, rt, p, logPath
 }
@@ -339,21 +345,27 @@ func TestRefusedGoroutinesKillTheProcess(t *testing.T) {
 }
 
 // TestStderrLogRotatesWhileTheRuntimeRuns: the child's stderr reaches its
-// log through the actor's copy, which rotates it by size while the child
-// is still running, keeps LogBackups old files, and holds each within
-// LogMaxBytes.
+// log through the copy (the daemon's Mux, or a goroutine of the runtime's
+// own without one), which rotates it by size while the child is still
+// running, keeps LogBackups old files, and holds each within LogMaxBytes.
 func TestStderrLogRotatesWhileTheRuntimeRuns(t *testing.T) {
+	t.Run("mux", func(t *testing.T) { testStderrLogRotates(t, func(*proc.Spec) {}) })
+	t.Run("goroutine", func(t *testing.T) { testStderrLogRotates(t, func(s *proc.Spec) { s.Logs = nil }) })
+}
+
+func testStderrLogRotates(t *testing.T, edit func(*proc.Spec)) {
 	const maxBytes, backups = 4096, 2
 	// 256 KiB of 64-byte lines to stderr, then a mark on stdout, then the
 	// child waits on stdin (still running) until it is told to end.
 	script := `i=0; while [ $i -lt 4096 ]; do printf '%063d\n' $i >&2; i=$((i+1)); done; echo written; read l; echo last >&2`
-	sys, rt, p, logPath := spawnWith(t, script, func(s *proc.Spec) { s.LogMaxBytes, s.LogBackups = maxBytes, backups })
+	sys, rt, p, logPath := spawnWith(t, script, func(s *proc.Spec) { s.LogMaxBytes, s.LogBackups = maxBytes, backups; edit(s) })
 	if got := recv(t, p.out); got != "written" {
 		t.Fatalf("output %q, want written", got)
 	}
 	// The child's writes returned, so all but a pipe's buffer (64 KiB) and
 	// one read (4 KiB) of its 256 KiB went into the log: it rotated more
-	// than `backups` times already, while the child runs.
+	// than `backups` times already, while the child runs (and may still
+	// be rotating: a backup, once there, stays there throughout).
 	for i := 1; i <= backups; i++ {
 		if _, err := os.Stat(fmt.Sprintf("%s.%d", logPath, i)); err != nil {
 			t.Fatalf("backup %d while running: %v", i, err)

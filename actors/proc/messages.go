@@ -3,6 +3,7 @@ package proc
 import (
 	"time"
 
+	"github.com/shard-dev/shard/internal/logfile"
 	"github.com/shard-dev/shard/internal/procs"
 )
 
@@ -33,9 +34,13 @@ type Spec struct {
 	// Env is the full environment of the child.
 	Env []string
 	// StderrPath receives the child's stderr (appended, mode 0600),
-	// through a pipe the actor copies into it, rotated by size while the
+	// through a pipe Logs copies into it, rotated by size while the
 	// runtime runs; "" discards it.
 	StderrPath string
+	// Logs is the daemon's one copier of every runtime's stderr pipe
+	// (logfile.Mux: one goroutine for all, instead of one per live
+	// runtime); nil copies this runtime's in a goroutine of its own.
+	Logs *logfile.Mux
 	// LogMaxBytes and LogBackups bound StderrPath's file (log.max_bytes,
 	// log.backups; see logfile.Open). LogMaxBytes 0 means both defaults
 	// (logfile.DefaultMaxBytes, logfile.DefaultBackups).

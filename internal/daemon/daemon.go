@@ -23,6 +23,7 @@ import (
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/gateway"
 	"github.com/shard-dev/shard/internal/clock"
+	"github.com/shard-dev/shard/internal/logfile"
 	"github.com/shard-dev/shard/internal/mailrun"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/procs"
@@ -93,8 +94,12 @@ type Daemon struct {
 	// it is closed once the actor system is down (every runtime child
 	// gone), before the store they may write to.
 	group *xsync.Group
-	hub   *outbox.Hub
-	gw    *gateway.Gateway
+	// logs copies every runtime's stderr pipe into its log, one goroutine
+	// for all; closed after group (the runtimes' exit waits have seen
+	// their copies end).
+	logs *logfile.Mux
+	hub  *outbox.Hub
+	gw   *gateway.Gateway
 
 	// commits and forks are the bursts of one sparep.Lender: the store's
 	// group commits and the fork gate's starts, which park Ps in system
@@ -198,6 +203,11 @@ func (d *Daemon) Start() error {
 	// Every process the daemon starts (runtimes, git, the workspace setup
 	// command) goes through one gate: one fork at a time (procs.ForkGate).
 	forks := &procs.ForkGate{Spare: d.forks}
+	logs, err := logfile.NewMux()
+	if err != nil {
+		return fmt.Errorf("daemon: %w", err)
+	}
+	d.logs = logs
 	deps := registry.Deps{
 		Store:   d.store,
 		Hub:     d.hub,
@@ -253,6 +263,7 @@ func (d *Daemon) Start() error {
 				ChildIdle:      cfg.Jobs.SchedIdle,
 				Sweeper:        &procs.Sweeper{},
 				Forks:          forks,
+				Logs:           logs,
 				Track: func(agentID string) proc.Tracker {
 					return storeTracker{st: d.store, agentID: agentID, log: d.log}
 				},
@@ -283,6 +294,7 @@ func (d *Daemon) Start() error {
 	pid, err := d.sys.Root.SpawnNamed(registry.Props(deps).Configure(actor.WithGuardian(supervisor.StopOnFailure()), actor.WithDispatcher(d.mailboxes)), "registry")
 	if err != nil {
 		d.group.Close()
+		d.logs.Close()
 		return fmt.Errorf("daemon: spawn registry: %w", err)
 	}
 	d.registry = pid
@@ -615,6 +627,7 @@ func (d *Daemon) stopActors() {
 	// which kill their child on the way out: the goroutines waiting for a
 	// child or reading its output end (within the proc drain bound).
 	d.group.Close()
+	d.logs.Close()
 }
 
 // The mailbox pool's settings. A mailbox yields its goroutine after 300

@@ -1,7 +1,9 @@
 // Package logfile is the daemon's size-bounded log file: logs/shardd.log
 // and each agent runtime's stderr log (logs/agents/<agent_id>.log) are
 // Files, rotated past log.max_bytes with log.backups older files kept, so
-// that a daemon running for months holds a bounded amount of logs.
+// that a daemon running for months holds a bounded amount of logs. A
+// runtime writes its stderr into a pipe; the daemon's one Mux copies every
+// such pipe into its File, so a live runtime's log costs no goroutine.
 package logfile
 
 import (
@@ -10,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 
@@ -98,26 +101,75 @@ func (r *File) rotateLocked() error {
 		r.size = 0
 		return nil
 	}
-	if err := os.Remove(backup(r.keep)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, err)
-	}
+	// Every name is replaced by rename(2), which is atomic, over a hard
+	// link made first under a temporary name: path and every backup that
+	// exists stay there throughout a rotation, for whoever lists or reads
+	// the directory meanwhile (tail -F, a test). The oldest is removed only
+	// when nothing moves over it.
+	tmp := rotatingPath(r.path)
 	for i := r.keep - 1; i >= 1; i-- {
-		if err := os.Rename(backup(i), backup(i+1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		err := shift(tmp, backup(i), backup(i+1))
+		if errors.Is(err, fs.ErrNotExist) && i == r.keep-1 {
+			err = os.Remove(backup(r.keep))
+		}
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	if err := os.Rename(r.path, backup(1)); err != nil {
+	if err := shift(tmp, r.path, backup(1)); err != nil {
 		return errors.Join(append(errs, err)...)
 	}
 	old := r.f
-	if err := r.openLocked(); err != nil {
-		// Keep appending to the renamed file rather than drop records, and
-		// try again only after another max bytes.
+	if err := r.replaceLocked(tmp); err != nil {
+		// Keep appending to the file now path.1 rather than drop
+		// records, and try again only after another max bytes.
 		r.size = 0
 		return errors.Join(append(errs, err)...)
 	}
 	old.Close()
 	return errors.Join(errs...)
+}
+
+// rotatingPath is the name a rotation of path links and creates files
+// under before renaming them into place: hidden, beside path.
+func rotatingPath(path string) string {
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".rotating")
+}
+
+// shift makes from's file to's, replacing to at once: a hard link at tmp
+// renamed over to, then from's name is left (the caller renames over it
+// next). Where hard links fail (a file system without them) it renames
+// from to to, leaving from missing until it is replaced.
+func shift(tmp, from, to string) error {
+	_ = os.Remove(tmp)
+	if err := os.Link(from, tmp); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return os.Rename(from, to)
+	}
+	if err := os.Rename(tmp, to); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// replaceLocked puts a new empty file at path, created at tmp and renamed
+// over path at once, and writes there from now on. mu must be held.
+func (r *File) replaceLocked(tmp string) error {
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	if err := os.Rename(tmp, r.path); err != nil {
+		f.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("open log: %w", err)
+	}
+	r.f, r.size = f, 0
+	return nil
 }
 
 // Close closes the file; later writes fail.
@@ -139,8 +191,9 @@ var copyBuf = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }
 // Copy copies r into the File at path (opened as by Open) until r ends,
 // then closes both. Each read goes whole into one file, and reads are at
 // most maxBytes (and 32 KiB), so a file stays within maxBytes. It is the
-// goroutine behind a child's stderr pipe: the child never writes to the
-// file itself, so its log is rotated while it runs. When r is a pipe or
+// goroutine behind a child's stderr pipe where there is no Mux (a nil
+// *Mux, or off Linux): the child never writes to the file itself, so its
+// log is rotated while it runs. When r is a pipe or
 // socket (a syscall.Conn), Copy waits for input without a buffer and takes
 // one from a pool only to read what is there: a copy for each live
 // runtime costs its goroutine only. A failed write drops what was read
@@ -207,12 +260,15 @@ func readable(r io.Reader) func() error {
 }
 
 // Remove removes the log at path and its rotated files path.1 … path.keep
-// (and any beyond, left by a larger keep earlier, up to a gap). A missing
+// (and any beyond, left by a larger keep earlier, up to a gap), and the
+// temporary file a rotation cut short (a crash) may have left. A missing
 // file is not an error.
 func Remove(path string, keep int) error {
 	var errs []error
-	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, err)
+	for _, p := range []string{path, rotatingPath(path)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
 	for i := 1; ; i++ {
 		err := os.Remove(fmt.Sprintf("%s.%d", path, i))

@@ -185,3 +185,48 @@ func TestRemoveDeletesTheLogAndItsBackups(t *testing.T) {
 		t.Fatalf("removing again: %v", err)
 	}
 }
+
+// While a log rotates, over and over, the live file and every backup that
+// exists stay there for a reader: each name is replaced at once.
+func TestFileNamesNeverVanishDuringRotation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.log")
+	r, err := Open(path, 10, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// Two rotations make both backups.
+	for i := 0; i < 3; i++ {
+		if _, err := r.Write([]byte("0123456789")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		for i := 0; i < 2000; i++ {
+			_, _ = r.Write([]byte("0123456789")) // each write rotates
+		}
+		close(stop)
+	}()
+	names := []string{path, path + ".1", path + ".2"}
+	for reads := 0; ; reads++ {
+		for _, name := range names {
+			if _, err := os.Stat(name); err != nil {
+				<-written
+				t.Fatalf("after %d reads: %v", reads, err)
+			}
+		}
+		select {
+		case <-stop:
+			<-written
+			if entries, _ := os.ReadDir(dir); len(entries) != len(names) {
+				t.Fatalf("%d files left, want %d (no temporary one)", len(entries), len(names))
+			}
+			return
+		default:
+		}
+	}
+}
