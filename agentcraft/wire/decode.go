@@ -120,7 +120,7 @@ func server[T ServerMessage](m T, err error) (ServerMessage, error) {
 // unknownType is the error for a type this direction does not have;
 // other says whether it is a message of the other direction.
 func unknownType(typ Type, id string, other bool) error {
-	detail := strconv.Quote(string(typ))
+	detail := strconv.Quote(clip(string(typ)))
 	if other {
 		detail += " is a message of the other direction"
 	}
@@ -174,12 +174,17 @@ func peek(data []byte) (top map[string]json.RawMessage, typ Type, id string, err
 	if !ok || isNull(rawV) {
 		return nil, typ, id, &DecodeError{Code: CodeMissingField, Type: typ, Field: "v", ID: id}
 	}
-	var v json.Number
+	var v any
 	if err := json.Unmarshal(rawV, &v); err != nil {
 		return nil, typ, id, &DecodeError{Code: CodeWrongType, Type: typ, Field: "v", ID: id, Detail: "want number", Err: err}
 	}
-	if v.String() != "1" {
-		return nil, typ, id, &DecodeError{Code: CodeBadVersion, Type: typ, Field: "v", ID: id, Detail: "v " + v.String() + ", want 1"}
+	if _, ok := v.(float64); !ok {
+		return nil, typ, id, &DecodeError{Code: CodeWrongType, Type: typ, Field: "v", ID: id, Detail: "want number"}
+	}
+	// Choice: the literal must be 1 exactly (1.0 and 1e0 are refused);
+	// the dialect's senders write it so.
+	if lit := string(bytes.TrimSpace(rawV)); lit != "1" {
+		return nil, typ, id, &DecodeError{Code: CodeBadVersion, Type: typ, Field: "v", ID: id, Detail: "v " + clip(lit) + ", want 1"}
 	}
 	if typ == "" {
 		return nil, "", id, &DecodeError{Code: CodeMissingField, Field: "type", ID: id}
@@ -293,7 +298,7 @@ func leaf(raw json.RawMessage, t reflect.Type, path string) (json.RawMessage, er
 	}
 	if t.Implements(enumType) {
 		if e := v.Elem().Interface().(Enum); !e.Valid() {
-			return nil, &DecodeError{Code: CodeBadEnum, Field: path, Detail: strconv.Quote(v.Elem().String())}
+			return nil, &DecodeError{Code: CodeBadEnum, Field: path, Detail: strconv.Quote(clip(v.Elem().String()))}
 		}
 	}
 	return raw, nil
@@ -326,3 +331,13 @@ func kindName(t reflect.Type) string {
 
 // isNull reports whether raw is the JSON null.
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// clip shortens a client-supplied value echoed in an error message, so
+// that a large frame does not come back whole.
+func clip(s string) string {
+	const limit = 64
+	if len(s) <= limit {
+		return s
+	}
+	return s[:limit] + "…"
+}
