@@ -28,14 +28,21 @@ const (
 	CodeBadEnum Code = "bad_enum"
 )
 
-// The sentinels a *DecodeError matches with errors.Is, one per Code.
+// The sentinels a *DecodeError matches with errors.Is, one per Code, so
+// that callers test the kind of failure without reading its text.
 var (
-	ErrBadJSON      = errors.New("agentcraft wire: not a JSON object")
-	ErrBadVersion   = errors.New("agentcraft wire: unsupported version")
-	ErrUnknownType  = errors.New("agentcraft wire: unknown message type")
+	// ErrBadJSON is CodeBadJSON's sentinel.
+	ErrBadJSON = errors.New("agentcraft wire: not a JSON object")
+	// ErrBadVersion is CodeBadVersion's sentinel.
+	ErrBadVersion = errors.New("agentcraft wire: unsupported version")
+	// ErrUnknownType is CodeUnknownType's sentinel.
+	ErrUnknownType = errors.New("agentcraft wire: unknown message type")
+	// ErrMissingField is CodeMissingField's sentinel.
 	ErrMissingField = errors.New("agentcraft wire: missing required field")
-	ErrWrongType    = errors.New("agentcraft wire: wrong field type")
-	ErrBadEnum      = errors.New("agentcraft wire: bad enum value")
+	// ErrWrongType is CodeWrongType's sentinel.
+	ErrWrongType = errors.New("agentcraft wire: wrong field type")
+	// ErrBadEnum is CodeBadEnum's sentinel.
+	ErrBadEnum = errors.New("agentcraft wire: bad enum value")
 )
 
 // DecodeError is why a frame did not decode. It carries what a server
@@ -43,6 +50,7 @@ var (
 // the frame's correlation id (ID) when it could be read, for Error.Re and
 // the failed Ack.
 type DecodeError struct {
+	// Code is what was wrong.
 	Code Code
 	// Type is the frame's "type" when it could be read.
 	Type Type

@@ -310,8 +310,11 @@ type DecisionAnswerMsg struct {
 // 0-based index into Decision.Options. Exactly one of its forms is set:
 // IsIndex tells which.
 type OptionRef struct {
-	Label   string
-	Index   int
+	// Label is the option's label when IsIndex is false.
+	Label string
+	// Index is the 0-based index into Decision.Options when IsIndex is true.
+	Index int
+	// IsIndex tells an index (a JSON integer) from a label (a JSON string).
 	IsIndex bool
 }
 

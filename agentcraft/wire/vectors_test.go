@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// vector is one JSON example of docs/agentcraft.md's source document,
-// copied verbatim into testdata/<type>.json.
+// vector is one JSON example the dialect gives (one per message type,
+// docs/agentcraft.md §4 and §5), copied verbatim into testdata/<type>.json.
 type vector struct {
 	file   string
 	client bool // a Mod -> Foreman message, decoded with DecodeClient
