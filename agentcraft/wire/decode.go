@@ -93,7 +93,7 @@ func DecodeServer(data []byte) (ServerMessage, error) {
 	case TypeError:
 		return server(decodeAs[Error](top, typ, id))
 	}
-	return nil, unknownType(typ, id, !isServerType(typ) && typ != "" && isClientType(typ))
+	return nil, unknownType(typ, id, isClientType(typ))
 }
 
 // Encode produces the frame of a server message: one JSON object with "v",
