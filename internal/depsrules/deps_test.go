@@ -56,6 +56,15 @@ func rules() []rule {
 		notLink: []string{"...", "github.com/asynkron/protoactor-go/...", "go.etcd.io/bbolt/...", "github.com/spf13/viper/..."},
 		except:  []string{"protocol"},
 	}, {
+		// The AgentCraft v1 dialect's wire types are a leaf like protocol:
+		// a Go client or tool can speak the dialect without the daemon,
+		// and the server that will serve it depends on them, not the
+		// other way round.
+		name:    "agentcraft/wire imports nothing of Shard, protoactor, bbolt or viper",
+		pkgs:    []string{"agentcraft/wire"},
+		notLink: []string{"...", "github.com/asynkron/protoactor-go/...", "go.etcd.io/bbolt/...", "github.com/spf13/viper/..."},
+		except:  []string{"agentcraft/wire"},
+	}, {
 		// The dashboard and the enrollment page are files; the gateway
 		// serves one, internal/daemon mounts the other.
 		name:    "web imports nothing of Shard",
