@@ -822,6 +822,8 @@ func goalTasks(tx *bolt.Tx, goalID string) ([]Task, error) {
 
 // ReadyTasks returns the tasks of goal id the scheduler may start: todo,
 // with every dependency done. Higher Priority first, then creation order.
+// A task whose dependency was cancelled or is blocked is not ready: what
+// becomes of it is the lead's (or the person's) call, not the store's.
 func (s *Store) ReadyTasks(goalID string) ([]Task, error) {
 	all, err := s.ListTasks(goalID)
 	if err != nil {
@@ -880,8 +882,9 @@ func (s *Store) UpdateTask(id string, fn func(*Task) error) (Task, error) {
 
 // ---- decisions ----
 
-// CreateDecision stores a new decision of an existing goal, minting its id
-// when empty, and returns it as stored (state defaults to open; an open
+// CreateDecision stores a new decision of an existing goal (and, when
+// TaskID is set, about a task of that goal: else ErrInvalid), minting its
+// id when empty, and returns it as stored (state defaults to open; an open
 // decision is indexed in team_open_decisions).
 func (s *Store) CreateDecision(d Decision) (Decision, error) {
 	if d.DecisionID == "" {
@@ -903,6 +906,9 @@ func (s *Store) CreateDecision(d Decision) (Decision, error) {
 	err := s.update(func(tx *bolt.Tx) error {
 		if err := goalExists(tx, d.GoalID); err != nil {
 			return err
+		}
+		if d.TaskID != "" && tx.Bucket([]byte(bucketTasks)).Get(scopedKey(d.GoalID, d.TaskID)) == nil {
+			return fmt.Errorf("%w: decision %q is about %q, which is not a task of goal %q", ErrInvalid, d.DecisionID, d.TaskID, d.GoalID)
 		}
 		taken, err := exists(tx, bucketDecisions, d.DecisionID)
 		if err != nil {

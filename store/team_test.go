@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func mustGoal(t *testing.T, s *Store) Goal {
@@ -392,5 +394,82 @@ func TestAnswerDecisionFirstWins(t *testing.T) {
 	stored, err := s.GetDecision(d.DecisionID)
 	if err != nil || stored.State != DecisionAnswered || *stored.Answer.Index != winner%3 || stored.Answer.By != won[winner].Answer.By {
 		t.Fatalf("stored %+v (winner %d), %v", stored, winner, err)
+	}
+}
+
+// A file from before the team buckets, opened read-only (nothing is
+// created), reads as having no team records; opened for writing, it gets
+// the buckets without a schema bump.
+func TestTeamBucketsMissingReadOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shard.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, b := range []string{bucketGoals, bucketTasks, bucketTaskGoals, bucketDecisions, bucketGoalDecisions,
+			bucketOpenDecisions, bucketMemory, bucketMemoryIDs, bucketMemoryKeys, bucketFeed} {
+			if err := tx.DeleteBucket([]byte(b)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ro, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err := ro.ListGoals(); err != nil || len(g) != 0 {
+		t.Errorf("ListGoals = %v, %v", g, err)
+	}
+	if ts, err := ro.ReadyTasks("goal-1"); err != nil || len(ts) != 0 {
+		t.Errorf("ReadyTasks = %v, %v", ts, err)
+	}
+	if ds, err := ro.OpenDecisions(); err != nil || len(ds) != 0 {
+		t.Errorf("OpenDecisions = %v, %v", ds, err)
+	}
+	if ds, err := ro.ListDecisions("goal-1"); err != nil || len(ds) != 0 {
+		t.Errorf("ListDecisions = %v, %v", ds, err)
+	}
+	if ms, err := ro.ListMemory(MemoryScopeShared); err != nil || len(ms) != 0 {
+		t.Errorf("ListMemory = %v, %v", ms, err)
+	}
+	if fs, _, err := ro.Feed("goal-1", "", 5); err != nil || len(fs) != 0 {
+		t.Errorf("Feed = %v, %v", fs, err)
+	}
+	for name, err := range map[string]error{
+		"goal":     func() error { _, err := ro.GetGoal("goal-1"); return err }(),
+		"task":     func() error { _, err := ro.GetTask("task-1"); return err }(),
+		"decision": func() error { _, err := ro.GetDecision("decision-1"); return err }(),
+		"memory":   func() error { _, err := ro.GetMemory("memory-1"); return err }(),
+	} {
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get %s = %v, want ErrNotFound", name, err)
+		}
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	rw := openAt(t, path)
+	if v, err := rw.SchemaVersion(); err != nil || v != SchemaVersion {
+		t.Errorf("schema version = %d, %v; want %d (new buckets are no bump)", v, err, SchemaVersion)
+	}
+	g := mustGoal(t, rw)
+	if _, err := rw.CreateDecision(Decision{GoalID: g.GoalID, TaskID: "task-elsewhere", Kind: DecisionMerge, Prompt: "merge?"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("decision about a task of no goal: %v, want ErrInvalid", err)
 	}
 }
