@@ -85,7 +85,7 @@ func allBuckets() []string {
 		bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions, bucketAgentForks,
 		// The team buckets (team.go) need no schema bump: see there.
 		bucketGoals, bucketTasks, bucketTaskGoals, bucketDecisions, bucketGoalDecisions,
-		bucketOpenDecisions, bucketMemory, bucketMemoryIDs, bucketMemoryKeys, bucketFeed}
+		bucketOpenDecisions, bucketMemory, bucketMemoryIDs, bucketMemoryKeys, bucketFeed, bucketFeedAll}
 }
 
 const schemaVersionKey = "schema_version"

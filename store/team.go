@@ -35,7 +35,9 @@ import (
 //	team_memory          scope \x00 memory_id → MemoryEntry
 //	team_memory_ids      memory_id → scope
 //	team_memory_keys     scope \x00 key → memory_id (a key is unique in its scope)
-//	team_feed            goal_id \x00 feed_id → FeedItem (feed ids sort by time)
+//	team_feed            goal_id \x00 feed_id → FeedItem (feed ids sort by time;
+//	                     goal_id "" holds the team-wide items)
+//	team_feed_all        feed_id → goal_id (every item, for the team's latest)
 //
 // No schema version bump: these buckets are new, so no older build ever
 // wrote a team record it left unindexed (the reason versions 2 to 4 were
@@ -53,6 +55,7 @@ const (
 	bucketMemoryIDs     = "team_memory_ids"
 	bucketMemoryKeys    = "team_memory_keys"
 	bucketFeed          = "team_feed"
+	bucketFeedAll       = "team_feed_all"
 )
 
 // GoalStatus is where a goal stands; the values are AgentCraft's
@@ -337,9 +340,9 @@ func (k FeedKind) Valid() bool {
 // FeedItem is one line of a goal's activity feed; items are appended,
 // never changed.
 type FeedItem struct {
-	FeedID  string   `json:"feed_id"` // idgen.Feed; the store mints it, so it sorts by append time
-	GoalID  string   `json:"goal_id"` // required; the goal must exist
-	Kind    FeedKind `json:"kind"`    // required
+	FeedID  string   `json:"feed_id"`           // idgen.Feed; the store mints it, so it sorts by append time
+	GoalID  string   `json:"goal_id,omitempty"` // the goal, which must exist; "" for a team-wide item
+	Kind    FeedKind `json:"kind"`              // required
 	Text    string   `json:"text"`
 	AgentID string   `json:"agent_id,omitempty"` // who it is about or from
 	TaskID  string   `json:"task_id,omitempty"`
@@ -627,7 +630,14 @@ func (s *Store) DeleteGoal(id string) error {
 		if err != nil {
 			return err
 		}
+		all, err := bucket(tx, bucketFeedAll)
+		if err != nil {
+			return err
+		}
 		for _, k := range prefixKeys(feed, prefix) {
+			if err := all.Delete(k[len(prefix):]); err != nil {
+				return err
+			}
 			if err := feed.Delete(k); err != nil {
 				return err
 			}
@@ -1249,15 +1259,18 @@ func (s *Store) DeleteMemory(id string) error {
 
 // ---- feed ----
 
-// AppendFeed appends an item to its goal's feed and returns it as stored:
-// the store mints FeedID (any given one is ErrInvalid), so ids sort by
-// append order; At defaults to now.
+// AppendFeed appends an item to its goal's feed (GoalID "": the team-wide
+// feed, for what belongs to no goal) and returns it as stored: the store
+// mints FeedID (any given one is ErrInvalid), so ids sort by append order;
+// At defaults to now. A missing goal is ErrNotFound.
 func (s *Store) AppendFeed(f FeedItem) (FeedItem, error) {
 	if f.FeedID != "" {
 		return FeedItem{}, fmt.Errorf("%w: feed item has id %q; the store mints it", ErrInvalid, f.FeedID)
 	}
-	if err := checkID(idgen.Goal, "goal", f.GoalID); err != nil {
-		return FeedItem{}, fmt.Errorf("feed item: %w", err)
+	if f.GoalID != "" {
+		if err := checkID(idgen.Goal, "goal", f.GoalID); err != nil {
+			return FeedItem{}, fmt.Errorf("feed item: %w", err)
+		}
 	}
 	if !f.Kind.Valid() {
 		return FeedItem{}, fmt.Errorf("%w: feed item has kind %q", ErrInvalid, f.Kind)
@@ -1266,12 +1279,17 @@ func (s *Store) AppendFeed(f FeedItem) (FeedItem, error) {
 		f.At = now()
 	}
 	err := s.update(func(tx *bolt.Tx) error {
-		if err := goalExists(tx, f.GoalID); err != nil {
-			return err
+		if f.GoalID != "" {
+			if err := goalExists(tx, f.GoalID); err != nil {
+				return err
+			}
 		}
 		// Minted inside the transaction, which commits in queue order, so
-		// the keys of one goal sort as the items were appended.
+		// the keys sort as the items were appended.
 		f.FeedID = idgen.New(idgen.Feed)
+		if err := tx.Bucket([]byte(bucketFeedAll)).Put([]byte(f.FeedID), []byte(f.GoalID)); err != nil {
+			return err
+		}
 		return putJSON(tx, bucketFeed, string(scopedKey(f.GoalID, f.FeedID)), f)
 	})
 	if err != nil {
@@ -1328,6 +1346,48 @@ func (s *Store) Feed(goalID, before string, limit int) (items []FeedItem, next s
 	})
 	if err != nil {
 		return nil, "", wrapOp(err, "feed of goal %q", goalID)
+	}
+	return items, next, nil
+}
+
+// RecentFeed returns up to limit items of every goal's feed and the
+// team-wide one, newest first, older than the item before ("" starts at
+// the newest), through team_feed_all: what a client's snapshot shows.
+// next and limit are as Feed's.
+func (s *Store) RecentFeed(before string, limit int) (items []FeedItem, next string, err error) {
+	if limit <= 0 {
+		return nil, "", fmt.Errorf("%w: feed limit %d", ErrInvalid, limit)
+	}
+	items = []FeedItem{}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		all := optionalBucket(tx, bucketFeedAll)
+		if all == nil {
+			return nil
+		}
+		c := all.Cursor()
+		var k, v []byte
+		if before == "" {
+			k, v = c.Last()
+		} else if k, v = c.Seek([]byte(before)); k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		for ; k != nil; k, v = c.Prev() {
+			if len(items) == limit {
+				next = items[len(items)-1].FeedID
+				return nil
+			}
+			var f FeedItem
+			if err := getTeam(tx, bucketFeed, string(scopedKey(string(v), string(k))), "feed item", &f); err != nil {
+				return err
+			}
+			items = append(items, f)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", wrapOp(err, "recent feed")
 	}
 	return items, next, nil
 }

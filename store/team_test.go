@@ -324,6 +324,35 @@ func TestTeamIndexesFollowUpdatesAndDeletes(t *testing.T) {
 		t.Fatalf("feed pages = %v, want %v", paged, appended)
 	}
 
+	// The team's latest, across goals and the team-wide feed, pages too.
+	team, err := s.AppendFeed(FeedItem{Kind: FeedUser, Text: "hello team"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recent := func() []string {
+		t.Helper()
+		var out []string
+		for cursor := ""; ; {
+			items, next, err := s.RecentFeed(cursor, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range items {
+				out = append(out, f.FeedID)
+			}
+			if next == "" {
+				return out
+			}
+			cursor = next
+		}
+	}
+	if got := recent(); len(got) != 7 || got[0] != team.FeedID || !slices.Equal(got[2:], appended) {
+		t.Fatalf("RecentFeed = %v; want %s, the other goal's item, then %v", got, team.FeedID, appended)
+	}
+	if items, _, _ := s.Feed("", "", 10); len(items) != 1 || items[0].Text != "hello team" {
+		t.Fatalf("team-wide feed = %v", items)
+	}
+
 	// Deleting a goal removes its tasks, decisions and feed, not another's.
 	if err := s.DeleteGoal(g.GoalID); err != nil {
 		t.Fatal(err)
@@ -351,6 +380,9 @@ func TestTeamIndexesFollowUpdatesAndDeletes(t *testing.T) {
 	}
 	if items, _, _ := s.Feed(keep.GoalID, "", 10); len(items) != 5 {
 		t.Fatalf("the other goal's feed: %v", items)
+	}
+	if got := recent(); len(got) != 6 || got[0] != team.FeedID || !slices.Equal(got[1:], appended) {
+		t.Fatalf("RecentFeed after delete = %v", got)
 	}
 	if err := s.DeleteGoal(g.GoalID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("second delete: %v", err)
@@ -415,7 +447,7 @@ func TestTeamBucketsMissingReadOnly(t *testing.T) {
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
 		for _, b := range []string{bucketGoals, bucketTasks, bucketTaskGoals, bucketDecisions, bucketGoalDecisions,
-			bucketOpenDecisions, bucketMemory, bucketMemoryIDs, bucketMemoryKeys, bucketFeed} {
+			bucketOpenDecisions, bucketMemory, bucketMemoryIDs, bucketMemoryKeys, bucketFeed, bucketFeedAll} {
 			if err := tx.DeleteBucket([]byte(b)); err != nil {
 				return err
 			}
@@ -449,6 +481,9 @@ func TestTeamBucketsMissingReadOnly(t *testing.T) {
 	}
 	if fs, _, err := ro.Feed("goal-1", "", 5); err != nil || len(fs) != 0 {
 		t.Errorf("Feed = %v, %v", fs, err)
+	}
+	if fs, _, err := ro.RecentFeed("", 5); err != nil || len(fs) != 0 {
+		t.Errorf("RecentFeed = %v, %v", fs, err)
 	}
 	for name, err := range map[string]error{
 		"goal":     func() error { _, err := ro.GetGoal("goal-1"); return err }(),
