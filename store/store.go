@@ -84,7 +84,7 @@ func allBuckets() []string {
 		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials, bucketWorkspaces, bucketWorkspacePaths,
 		bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions, bucketAgentForks,
 		// The team buckets (team.go) need no schema bump: see there.
-		bucketGoals, bucketTasks, bucketTaskGoals, bucketDecisions, bucketGoalDecisions,
+		bucketGoals, bucketOpenGoals, bucketTasks, bucketTaskGoals, bucketDecisions, bucketGoalDecisions,
 		bucketOpenDecisions, bucketMemory, bucketMemoryIDs, bucketMemoryKeys, bucketFeed, bucketFeedAll}
 }
 

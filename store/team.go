@@ -27,6 +27,7 @@ import (
 // Every read is keyed, never a scan of history:
 //
 //	team_goals           goal_id → Goal
+//	team_open_goals      goal_id → empty, while the goal is planning or active
 //	team_tasks           goal_id \x00 task_id → Task (a goal's board, in creation order)
 //	team_task_goals      task_id → goal_id
 //	team_decisions       decision_id → Decision
@@ -46,6 +47,7 @@ import (
 // file opened read-only) as empty, as the workspaces buckets do.
 const (
 	bucketGoals         = "team_goals"
+	bucketOpenGoals     = "team_open_goals"
 	bucketTasks         = "team_tasks"
 	bucketTaskGoals     = "team_task_goals"
 	bucketDecisions     = "team_decisions"
@@ -83,7 +85,7 @@ func (s GoalStatus) Valid() bool {
 
 // Goal is what the person asked a team for, and the team working on it.
 type Goal struct {
-	GoalID string     `json:"goal_id"` // required; idgen.Goal; the key; never changes
+	GoalID string     `json:"goal_id"` // required; a "goal-" id (internal/ids); the key; never changes
 	Text   string     `json:"text"`    // required
 	Status GoalStatus `json:"status"`  // required
 	// LeadAgentID is the durable agent that plans the goal.
@@ -173,7 +175,7 @@ type DiffStats struct {
 
 // Task is one card of a goal's board.
 type Task struct {
-	TaskID      string `json:"task_id"` // required; idgen.Task; never changes
+	TaskID      string `json:"task_id"` // required; a "task-" id (internal/ids); never changes
 	GoalID      string `json:"goal_id"` // required; the goal must exist; never changes
 	Title       string `json:"title"`   // required
 	Description string `json:"description,omitempty"`
@@ -257,7 +259,7 @@ func (s DecisionState) Valid() bool {
 
 // Decision is one entry of the decisions queue.
 type Decision struct {
-	DecisionID string       `json:"decision_id"` // required; idgen.Decision; never changes
+	DecisionID string       `json:"decision_id"` // required; a "decision-" id (internal/ids); never changes
 	GoalID     string       `json:"goal_id"`     // required; the goal must exist; never changes
 	TaskID     string       `json:"task_id,omitempty"`
 	AgentID    string       `json:"agent_id,omitempty"` // the agent waiting on it
@@ -299,7 +301,7 @@ const MemoryScopeShared = "shared"
 
 // MemoryEntry is one markdown note of the team's memory.
 type MemoryEntry struct {
-	MemoryID string `json:"memory_id"` // required; idgen.Memory; never changes
+	MemoryID string `json:"memory_id"` // required; a "memory-" id (internal/ids); never changes
 	Scope    string `json:"scope"`     // required; MemoryScopeShared or an agent id; never changes
 	// Key is the entry's slug, unique within its scope (AgentCraft's id
 	// is "<scope>/<key>").
@@ -340,7 +342,7 @@ func (k FeedKind) Valid() bool {
 // FeedItem is one line of a goal's activity feed; items are appended,
 // never changed.
 type FeedItem struct {
-	FeedID  string   `json:"feed_id"`           // idgen.Feed; the store mints it, so it sorts by append time
+	FeedID  string   `json:"feed_id"`           // a "feed-" id (internal/ids); the store mints it, so it sorts by append time
 	GoalID  string   `json:"goal_id,omitempty"` // the goal, which must exist; "" for a team-wide item
 	Kind    FeedKind `json:"kind"`              // required
 	Text    string   `json:"text"`
@@ -496,7 +498,7 @@ func (s *Store) CreateGoal(g Goal) (Goal, error) {
 		if taken {
 			return fmt.Errorf("%w: goal %q", ErrExists, g.GoalID)
 		}
-		return putJSON(tx, bucketGoals, g.GoalID, g)
+		return putGoal(tx, &g)
 	})
 	if err != nil {
 		return Goal{}, wrapOp(err, "create goal %q", g.GoalID)
@@ -532,8 +534,52 @@ func getTeam(tx *bolt.Tx, name, key, what string, v any) error {
 	return nil
 }
 
+// Open reports whether the goal is still under way (planning or active).
+func (g *Goal) Open() bool { return g.Status == GoalPlanning || g.Status == GoalActive }
+
+// putGoal writes g and keeps the open-goals index in step.
+func putGoal(tx *bolt.Tx, g *Goal) error {
+	open := tx.Bucket([]byte(bucketOpenGoals))
+	var err error
+	if g.Open() {
+		err = open.Put([]byte(g.GoalID), nil)
+	} else {
+		err = open.Delete([]byte(g.GoalID))
+	}
+	if err != nil {
+		return err
+	}
+	return putJSON(tx, bucketGoals, g.GoalID, g)
+}
+
+// OpenGoals returns the goals under way (planning or active), oldest
+// first, through team_open_goals: what startup reconciles (doing tasks go
+// back to the board) costs the live goals, not the history.
+func (s *Store) OpenGoals() ([]Goal, error) {
+	out := []Goal{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := optionalBucket(tx, bucketOpenGoals)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			var g Goal
+			if err := getTeam(tx, bucketGoals, string(k), "goal", &g); err != nil {
+				return err
+			}
+			out = append(out, g)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, wrapOp(err, "open goals")
+	}
+	return out, nil
+}
+
 // ListGoals returns every goal, oldest first (goal ids sort by creation
-// time). Goals are few: one per thing a person asked.
+// time), finished ones included: a history listing. Startup and the
+// scheduler read OpenGoals instead.
 func (s *Store) ListGoals() ([]Goal, error) {
 	out := []Goal{}
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -578,7 +624,7 @@ func (s *Store) UpdateGoal(id string, fn func(*Goal) error) (Goal, error) {
 		if err := g.validate(); err != nil {
 			return err
 		}
-		return putJSON(tx, bucketGoals, id, g)
+		return putGoal(tx, &g)
 	})
 	if err != nil {
 		return Goal{}, wrapOp(err, "update goal %q", id)
@@ -641,6 +687,9 @@ func (s *Store) DeleteGoal(id string) error {
 			if err := feed.Delete(k); err != nil {
 				return err
 			}
+		}
+		if err := tx.Bucket([]byte(bucketOpenGoals)).Delete([]byte(id)); err != nil {
+			return err
 		}
 		return tx.Bucket([]byte(bucketGoals)).Delete([]byte(id))
 	})

@@ -262,6 +262,32 @@ func TestTeamIndexesFollowUpdatesAndDeletes(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The open-goals index follows the status and the delete.
+	openGoals := func() []string {
+		t.Helper()
+		gs, err := s.OpenGoals()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, x := range gs {
+			out = append(out, x.GoalID)
+		}
+		return out
+	}
+	if got := openGoals(); !slices.Equal(got, []string{g.GoalID, keep.GoalID}) {
+		t.Fatalf("OpenGoals = %v", got)
+	}
+	if _, err := s.UpdateGoal(keep.GoalID, func(x *Goal) error { x.Status, x.EndedAt = GoalDone, 9; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := openGoals(); !slices.Equal(got, []string{g.GoalID}) {
+		t.Fatalf("OpenGoals after done = %v", got)
+	}
+	if _, err := s.UpdateGoal(keep.GoalID, func(x *Goal) error { x.Status = GoalActive; return nil }); err != nil {
+		t.Fatal(err)
+	}
+
 	// Memory: scope and key indexes follow a rename and a delete.
 	m, _ := s.PutMemory(MemoryEntry{Scope: "agent-w", Key: "notes", Body: "one"})
 	if again, err := s.PutMemory(MemoryEntry{Scope: "agent-w", Key: "notes", Body: "two"}); err != nil || again.MemoryID != m.MemoryID {
@@ -381,6 +407,9 @@ func TestTeamIndexesFollowUpdatesAndDeletes(t *testing.T) {
 	if items, _, _ := s.Feed(keep.GoalID, "", 10); len(items) != 5 {
 		t.Fatalf("the other goal's feed: %v", items)
 	}
+	if got := openGoals(); !slices.Equal(got, []string{keep.GoalID}) {
+		t.Fatalf("OpenGoals after delete = %v", got)
+	}
 	if got := recent(); len(got) != 6 || got[0] != team.FeedID || !slices.Equal(got[1:], appended) {
 		t.Fatalf("RecentFeed after delete = %v", got)
 	}
@@ -446,7 +475,7 @@ func TestTeamBucketsMissingReadOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		for _, b := range []string{bucketGoals, bucketTasks, bucketTaskGoals, bucketDecisions, bucketGoalDecisions,
+		for _, b := range []string{bucketGoals, bucketOpenGoals, bucketTasks, bucketTaskGoals, bucketDecisions, bucketGoalDecisions,
 			bucketOpenDecisions, bucketMemory, bucketMemoryIDs, bucketMemoryKeys, bucketFeed, bucketFeedAll} {
 			if err := tx.DeleteBucket([]byte(b)); err != nil {
 				return err
@@ -466,6 +495,9 @@ func TestTeamBucketsMissingReadOnly(t *testing.T) {
 	}
 	if g, err := ro.ListGoals(); err != nil || len(g) != 0 {
 		t.Errorf("ListGoals = %v, %v", g, err)
+	}
+	if g, err := ro.OpenGoals(); err != nil || len(g) != 0 {
+		t.Errorf("OpenGoals = %v, %v", g, err)
 	}
 	if ts, err := ro.ReadyTasks("goal-1"); err != nil || len(ts) != 0 {
 		t.Errorf("ReadyTasks = %v, %v", ts, err)
