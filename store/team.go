@@ -16,10 +16,10 @@ import (
 
 // The records of a team: goals, their task boards, the decisions queue,
 // memory and the activity feed. They are what the AgentCraft v1 dialect
-// and Shard's team commands serve, so each carries what the dialect's
-// entity of the same name needs (Goal, Task, Decision, MemoryEntry,
-// FeedItem), with the same enum spellings; the store keeps its own types so
-// that the stored format does not follow a wire dialect. Every write
+// (docs/agentcraft.md) and Shard's team commands serve, so each carries
+// what the dialect's entity of the same name needs (Goal, Task, Decision,
+// MemoryEntry, FeedItem), with the same enum spellings; the store keeps
+// its own types so that the stored format does not follow a wire dialect. Every write
 // commits (group commit, commit.go) before it returns, so a caller
 // acknowledges only what is durable. The JSON field names are the stored
 // format: add fields with omitempty and never rename one.
