@@ -82,7 +82,10 @@ func allBuckets() []string {
 	return []string{bucketMeta, bucketAgents, bucketJobs, bucketParentJobs, bucketAliases, bucketRequests, bucketReports, bucketRuntimes, bucketOpenJobs,
 		bucketRunJobs, bucketAgentRuns, bucketAliasParents,
 		bucketPrincipals, bucketBrowsers, bucketWebSessions, bucketCredentials, bucketWorkspaces, bucketWorkspacePaths,
-		bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions, bucketAgentForks}
+		bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions, bucketAgentForks,
+		// The team buckets (team.go) need no schema bump: see there.
+		bucketGoals, bucketOpenGoals, bucketTasks, bucketTaskGoals, bucketDecisions, bucketGoalDecisions,
+		bucketOpenDecisions, bucketMemory, bucketMemoryIDs, bucketMemoryKeys, bucketFeed, bucketFeedAll}
 }
 
 const schemaVersionKey = "schema_version"

@@ -65,6 +65,14 @@ func rules() []rule {
 		notLink: []string{"...", "github.com/asynkron/protoactor-go/...", "go.etcd.io/bbolt/...", "github.com/spf13/viper/..."},
 		except:  []string{"agentcraft/wire"},
 	}, {
+		// The sim lead's goal grammar is pure text to plan: the team
+		// coordinator that will use it depends on it, not the other way
+		// round, and it can be fuzzed alone.
+		name:    "team/plan imports nothing of Shard",
+		pkgs:    []string{"team/plan"},
+		notLink: []string{"...", "github.com/asynkron/protoactor-go/...", "go.etcd.io/bbolt/...", "github.com/spf13/viper/..."},
+		except:  []string{"team/plan"},
+	}, {
 		// The dashboard and the enrollment page are files; the gateway
 		// serves one, internal/daemon mounts the other.
 		name:    "web imports nothing of Shard",

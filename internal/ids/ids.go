@@ -15,6 +15,12 @@ const (
 	Run     = "run"   // one run of a job
 	// Workspace is a git-worktree workspace.
 	Workspace = "workspace"
+	// The records of a team (store/team.go).
+	Goal     = "goal"     // what the person asked a team for
+	Task     = "task"     // one card of a goal's task board
+	Decision = "decision" // a question, permission or merge waiting on the person
+	Memory   = "memory"   // one markdown memory entry
+	Feed     = "feed"     // one item of a goal's activity feed (ids sort by time)
 )
 
 // New returns a fresh id: prefix, "-", then a lowercase ULID whose time part
