@@ -319,7 +319,18 @@ func TestRestartInterruptsActiveRunsAndReportsThem(t *testing.T) {
 
 	h2 := startWith(t, h.cfg)
 	c2 := h2.dial()
-	attach(t, c2, parent, "")
+	// The restarted daemon delivers the reports as soon as it starts, so
+	// a report's turn may be over before this attach: those are in the
+	// sync's window, the later ones arrive as events.
+	isReport := func(m protocol.Message) bool {
+		return m.Role == "assistant" && strings.Contains(textOf(m), "[subagent report]")
+	}
+	reports := 0
+	for _, m := range attach(t, c2, parent, "").LiveWindow.Messages {
+		if isReport(m) {
+			reports++
+		}
+	}
 	res := waitRuns(t, c2, parent, []string{job.JobID}, "all", secs(0))
 	if res.TimedOut || res.Runs[0].State != protocol.RunInterrupted || res.Runs[1].State != protocol.RunCancelled {
 		t.Fatalf("after restart = %+v", res)
@@ -328,13 +339,11 @@ func TestRestartInterruptsActiveRunsAndReportsThem(t *testing.T) {
 		t.Errorf("the chain step after the interrupted one was started: %v", pids)
 	}
 	// Each ended run is reported to the parent once.
-	reports := 0
 	deadline := time.After(10 * time.Second)
 	for reports < 2 {
 		select {
 		case e := <-c2.Events():
-			if m, ok := e.Msg.(*protocol.MessageComplete); ok && m.AgentID == parent && m.Message.Role == "assistant" &&
-				strings.Contains(textOf(m.Message), "[subagent report]") {
+			if m, ok := e.Msg.(*protocol.MessageComplete); ok && m.AgentID == parent && isReport(m.Message) {
 				reports++
 			}
 		case <-deadline:
