@@ -128,6 +128,32 @@ func newCommand(typ string) Command {
 		return &WorkspaceDiff{}
 	case TypeWorkspaceMerge:
 		return &WorkspaceMerge{}
+	case TypeTeamGoalSubmit:
+		return &TeamGoalSubmit{}
+	case TypeTeamGoalList:
+		return &TeamGoalList{}
+	case TypeTeamGoalShow:
+		return &TeamGoalShow{}
+	case TypeTeamGoalCancel:
+		return &TeamGoalCancel{}
+	case TypeTeamTaskCreate:
+		return &TeamTaskCreate{}
+	case TypeTeamTaskAction:
+		return &TeamTaskAction{}
+	case TypeTeamDecisionList:
+		return &TeamDecisionList{}
+	case TypeTeamDecisionAnswer:
+		return &TeamDecisionAnswer{}
+	case TypeTeamMemoryList:
+		return &TeamMemoryList{}
+	case TypeTeamMemoryPut:
+		return &TeamMemoryPut{}
+	case TypeTeamMemoryDelete:
+		return &TeamMemoryDelete{}
+	case TypeTeamFeed:
+		return &TeamFeed{}
+	case TypeTeamMessage:
+		return &TeamMessage{}
 	case TypeSubagentCreate:
 		return &SubagentCreate{}
 	case TypeSubagentWait:

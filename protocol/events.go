@@ -69,6 +69,16 @@ func newEvent(typ string) Typed {
 		return &WorkspaceRetired{}
 	case TypeWorkspaceConflict:
 		return &WorkspaceConflict{}
+	case TypeTeamGoalChanged:
+		return &TeamGoalChanged{}
+	case TypeTeamTaskChanged:
+		return &TeamTaskChanged{}
+	case TypeTeamDecisionChanged:
+		return &TeamDecisionChanged{}
+	case TypeTeamMemoryChanged:
+		return &TeamMemoryChanged{}
+	case TypeTeamFeedAdded:
+		return &TeamFeedAdded{}
 	}
 	return nil
 }
