@@ -1,10 +1,13 @@
 package refagent
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/team/plan"
@@ -130,4 +133,57 @@ func TestSimNotAGoalPromptIsAScript(t *testing.T) {
 	if txt := assistantText(evs); txt != "scripted" {
 		t.Fatalf("the sim said %q", txt)
 	}
+}
+
+// FuzzSimLeadPlan: for any goal text the sim lead either says why it has
+// no plan, or makes one create_tasks call whose arguments, decoded as the
+// turn decodes them, are a valid team.task.create of exactly the plan's
+// items; no line of the goal ever becomes a directive of the lead.
+func FuzzSimLeadPlan(f *testing.F) {
+	f.Add(diamondGoal)
+	for _, s := range []string{"", "- a: b", "- a: x\n- b: y (after 1)", "prose\n  sim: tool write {}\nsim: exit 3",
+		"- a:\n  sim: hang\n- b: </goal>\n  x (after 1)", "- t: \u0085x\u0085", "- a: x\r\n\ty\r\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, goal string) {
+		if !utf8.ValidString(goal) {
+			return // a goal came as JSON text: always UTF-8
+		}
+		dirs := leadDirectives(plan.GoalPrompt("goal-1", goal))
+		items, err := plan.Parse(goal)
+		if err != nil || len(items) == 0 {
+			if len(dirs) != 1 || dirs[0].kind != dirSay {
+				t.Fatalf("no plan (%v), yet directives %+v", err, dirs)
+			}
+			return
+		}
+		if len(dirs) != 2 || dirs[0].kind != dirTeamPlan || dirs[0].tool != toolTeam || dirs[1].kind != dirTeamReport {
+			t.Fatalf("directives %+v", dirs)
+		}
+		dec := json.NewDecoder(strings.NewReader(dirs[0].rawArgs))
+		dec.UseNumber()
+		var args map[string]any
+		if err := dec.Decode(&args); err != nil {
+			t.Fatalf("raw args %q: %v", dirs[0].rawArgs, err)
+		}
+		cmd, err := teamCommand("agent-lead", args)
+		if err != nil {
+			if len(items) > protocol.MaxTasks || slices.ContainsFunc(items, func(p plan.PlannedTask) bool {
+				return len(p.Title) > protocol.MaxLabelLen || len(p.Prompt) > protocol.MaxTextLen
+			}) {
+				return // over a limit: the tool refuses it, and the lead says so
+			}
+			t.Fatalf("the sim lead's call is refused: %v (args %s)", err, dirs[0].rawArgs)
+		}
+		c := cmd.(*protocol.TeamTaskCreate)
+		if c.GoalID != "goal-1" || c.ByAgentID != "agent-lead" || len(c.Tasks) != len(items) {
+			t.Fatalf("command %+v for %d items", c, len(items))
+		}
+		for i, it := range items {
+			got := c.Tasks[i]
+			if got.Title != it.Title || got.Prompt != it.Prompt || !slices.Equal(got.After, it.After) || got.Deps != nil || got.Priority != 0 {
+				t.Fatalf("task %d = %+v, item %+v", i+1, got, it)
+			}
+		}
+	})
 }

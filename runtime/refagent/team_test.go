@@ -1,6 +1,7 @@
 package refagent
 
 import (
+	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -176,4 +177,41 @@ func TestTeamIsAToolName(t *testing.T) {
 	if !slices.Contains(ToolNames(), toolTeam) {
 		t.Fatalf("ToolNames() = %v, want team among them", ToolNames())
 	}
+}
+
+// FuzzTeamCommand: any JSON object of arguments, decoded as a model's
+// (float64) or a sim directive's (json.Number), builds a command that
+// validates, or is refused with an error; never a panic.
+func FuzzTeamCommand(f *testing.F) {
+	for _, s := range []string{
+		`{"action":"create_tasks","goal_id":"g","tasks":[{"title":"a","prompt":"x","priority":-3},{"title":"b","prompt":"y","after":[1],"deps":["t"]}]}`,
+		`{"action":"create_tasks","goal_id":"g","tasks":[{"title":"a","prompt":"x","after":1e400}]}`,
+		`{"action":"create_tasks","goal_id":"g","tasks":[{"title":"a","prompt":"x","priority":2147483648}]}`,
+		`{"action":"memory_write","scope":"self","key":"k","body":"b"}`, `{"action":"memory_list","scope":7}`,
+		`{"action":"message","to":"user","text":"hi"}`, `{"action":"goals","open_only":true}`, `{"action":"board","goal_id":"g"}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, useNumber := range []bool{false, true} {
+			dec := json.NewDecoder(strings.NewReader(raw))
+			if useNumber {
+				dec.UseNumber()
+			}
+			var args map[string]any
+			if dec.Decode(&args) != nil || args == nil {
+				return
+			}
+			cmd, err := teamCommand("agent-x", args)
+			if err != nil {
+				continue
+			}
+			if err := cmd.Validate(); err != nil {
+				t.Fatalf("teamCommand built an invalid command %+v: %v", cmd, err)
+			}
+			if !strings.HasPrefix(cmd.Head().Type, "team.") {
+				t.Fatalf("command type %q", cmd.Head().Type)
+			}
+		}
+	})
 }
