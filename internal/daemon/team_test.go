@@ -345,3 +345,69 @@ func TestTeamGoalRunsToDone(t *testing.T) {
 		t.Fatalf("a task's prompt is in the feed: %s", raw)
 	}
 }
+
+// TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt: a daemon
+// stopped while a worker runs comes back with the board intact: the task
+// whose run the restart interrupted is blocked "interrupted by a daemon
+// restart", never replayed by itself; retry runs it again (the same
+// worker, in its workspace) through review to done.
+func TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt(t *testing.T) {
+	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "one file", Cwd: repo}).Goal
+	lead := waitTeam(t, c, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
+		return e.Goal.GoalID == g.GoalID && e.Goal.LeadAgentID != ""
+	}).Goal.LeadAgentID
+	// An interactive client of the lead that answers nothing: the worker
+	// waits on its permission, mid-run.
+	holder := h.dial()
+	attach(t, holder, lead, "")
+	task := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{{Title: "file r", Prompt: writeTool("r.txt", "R")}}}).Tasks[0]
+	waitFor(t, holder, isType(protocol.TypePermissionRequest, ""))
+	doing := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Tasks[0]
+	if doing.State != protocol.TaskDoing || doing.RunID == "" {
+		t.Fatalf("task mid-run = %+v", doing)
+	}
+	h.d.Shutdown(true) // the run is cut short: on disk it is still active
+
+	h2 := startWith(t, h.cfg)
+	c2 := h2.dial()
+	blocked := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Tasks[0]
+	if blocked.State != protocol.TaskBlocked {
+		blocked = waitTeam(t, c2, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool {
+			return e.Task.TaskID == task.TaskID && e.Task.State == protocol.TaskBlocked
+		}).Task
+	}
+	if blocked.BlockedReason != "interrupted by a daemon restart" || blocked.Assignee != doing.Assignee || blocked.WorkspaceID != doing.WorkspaceID {
+		t.Fatalf("task after the restart = %+v", blocked)
+	}
+	if pids := runtimePIDs(t, doing.Assignee); len(pids) != 0 {
+		t.Fatalf("the interrupted worker was replayed: %v", pids)
+	}
+	goal := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Goal
+	if goal.Status != protocol.GoalActive || goal.LeadAgentID != lead {
+		t.Fatalf("goal after the restart = %+v", goal)
+	}
+
+	allowPermissions(t, h2, lead)
+	retried := teamCall[protocol.TeamTaskData](t, c2, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction), TaskID: task.TaskID, Action: protocol.TaskActionRetry}).Task
+	if retried.State != protocol.TaskTodo && retried.State != protocol.TaskDoing {
+		t.Fatalf("retried = %+v", retried)
+	}
+	d := openMerge(t, c2, task.TaskID)
+	again := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Tasks[0]
+	if again.Assignee != doing.Assignee || again.WorkspaceID != doing.WorkspaceID || again.RunID == doing.RunID {
+		t.Fatalf("retried task = %+v, want the same worker and workspace, a new run", again)
+	}
+	answer(t, c2, d.DecisionID, protocol.OptionMerge, "")
+	waitTeam(t, c2, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
+		return e.Goal.GoalID == g.GoalID && e.Goal.Status == protocol.GoalDone
+	})
+	if got, err := os.ReadFile(filepath.Join(repo, "r.txt")); err != nil || string(got) != "R" {
+		t.Fatalf("main checkout r.txt = %q, %v", got, err)
+	}
+}
