@@ -1,6 +1,7 @@
 package attend
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -148,6 +149,9 @@ func resolvedQuestion(r Request, m *protocol.UIResolved) Resolved {
 // decodeValue reads a ui value: a string, a []string, or nil (null,
 // absent, or a shape the protocol does not have).
 func decodeValue(raw json.RawMessage) any {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return nil // null would decode as "" and nil as a list
+	}
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s

@@ -43,11 +43,13 @@ type Options struct {
 	// at a time; Stopped is the last. Required.
 	//
 	// It must return quickly and never block on the Watcher: while it
-	// runs, nothing more is read from the daemon (responses included,
-	// so a command of this Watcher would wait on it), and a client that
-	// stops reading is dropped by the daemon (docs/protocol.md §6.2).
+	// runs, the daemon's records pile up in the connection's buffer
+	// (client.EventBuffer); once that is full nothing more is read,
+	// responses included (so this Watcher's commands wait), and the
+	// daemon drops a client that stops reading (docs/protocol.md §6.2).
 	// Forward the event (to an actor's mailbox) and return; never call a
-	// Watcher method that waits (a command, Close) from it.
+	// Watcher method that waits (a command, Close) from it. A panic in it
+	// stops the Watcher, with the panic as Stopped.Err.
 	Events func(Event)
 	// MinBackoff and MaxBackoff pace reattaching: the first attempt after
 	// a loss is at once, the next after MinBackoff, then doubling up to
@@ -84,6 +86,7 @@ type Watcher struct {
 	recent   []Resolved
 	everSync bool  // a sync was handled: later ones are Reattached
 	err      error // why the Watcher stopped
+	panicked error // a panic that stops the Watcher
 }
 
 // link is one connection's attachment.
@@ -119,6 +122,7 @@ func Watch(ctx context.Context, o Options) (*Watcher, error) {
 		opts: o, cancel: cancel, done: make(chan struct{}),
 		linked: make(chan struct{}), open: map[string]*openRequest{},
 	}
+	w.group.OnPanic = w.fail
 	w.group.Go(func() { w.run(ctx) })
 	return w, nil
 }
@@ -157,7 +161,7 @@ func (w *Watcher) run(ctx context.Context) {
 		if permanent(err) {
 			break
 		}
-		w.opts.Events(Detached{Err: err})
+		w.emit(Detached{Err: err})
 		if synced {
 			wait = 0
 		}
@@ -168,10 +172,34 @@ func (w *Watcher) run(ctx context.Context) {
 		wait = min(max(2*wait, w.opts.MinBackoff), w.opts.MaxBackoff)
 	}
 	w.mu.Lock()
+	if w.panicked != nil {
+		err = w.panicked
+	}
 	w.err = err
 	w.mu.Unlock()
 	close(w.done)
-	w.opts.Events(Stopped{Err: err})
+	w.emit(Stopped{Err: err})
+}
+
+// emit hands ev to Options.Events. A panic there stops the Watcher, with
+// the panic as its Err, rather than the process.
+func (w *Watcher) emit(ev Event) {
+	defer func() {
+		if v := recover(); v != nil {
+			w.fail(fmt.Errorf("attend: Events panicked on %T: %v", ev, v))
+		}
+	}()
+	w.opts.Events(ev)
+}
+
+// fail stops the Watcher because of err (the first one counts).
+func (w *Watcher) fail(err error) {
+	w.mu.Lock()
+	if w.panicked == nil {
+		w.panicked = err
+	}
+	w.mu.Unlock()
+	w.cancel()
 }
 
 // permanent reports whether an attach failure ends the Watcher: the agent
@@ -335,12 +363,12 @@ func (w *Watcher) onSync(lk *link, s *protocol.Sync) {
 	w.mu.Unlock()
 
 	slices.SortFunc(missed, func(a, b Resolved) int { return cmp.Compare(a.RequestID, b.RequestID) })
-	w.opts.Events(Synced{AgentID: w.opts.AgentID, Status: s.Status, RuntimeEpoch: s.RuntimeEpoch, Reattached: reattached})
+	w.emit(Synced{AgentID: w.opts.AgentID, Status: s.Status, RuntimeEpoch: s.RuntimeEpoch, Reattached: reattached})
 	for _, res := range missed {
-		w.opts.Events(res)
+		w.emit(res)
 	}
 	for _, r := range reqs {
-		w.opts.Events(r)
+		w.emit(r)
 	}
 }
 
@@ -351,35 +379,35 @@ func (w *Watcher) handle(msg protocol.Typed) {
 	case *protocol.PermissionRequest:
 		r := permissionRequest(cmp.Or(m.AgentID, lead), m)
 		w.track(r, m)
-		w.opts.Events(r)
+		w.emit(r)
 	case *protocol.UIRequest:
 		if m.Kind == protocol.UINotify {
-			w.opts.Events(Notice{AgentID: cmp.Or(m.AgentID, lead), RequestID: m.RequestID,
+			w.emit(Notice{AgentID: cmp.Or(m.AgentID, lead), RequestID: m.RequestID,
 				Title: m.Title, Message: m.Message, NotifyType: m.NotifyType})
 			return
 		}
 		r := questionRequest(cmp.Or(m.AgentID, lead), m)
 		w.track(r, nil)
-		w.opts.Events(r)
+		w.emit(r)
 	case *protocol.PermissionResolved:
 		if res, ok := w.resolve(m.RequestID, func(o *openRequest) Resolved { return resolvedPermission(o.req, m) }); ok {
-			w.opts.Events(res)
+			w.emit(res)
 		}
 	case *protocol.UIResolved:
 		if res, ok := w.resolve(m.RequestID, func(o *openRequest) Resolved { return resolvedQuestion(o.req, m) }); ok {
-			w.opts.Events(res)
+			w.emit(res)
 		}
 	case *protocol.SubagentRunChanged:
 		if m.ParentAgentID == lead {
-			w.opts.Events(RunChanged{SubagentRunChanged: *m})
+			w.emit(RunChanged{SubagentRunChanged: *m})
 		}
 	case *protocol.UsageEvent:
 		if m.AgentID == lead {
-			w.opts.Events(Usage{AgentID: lead, Usage: m.Usage})
+			w.emit(Usage{AgentID: lead, Usage: m.Usage})
 		}
 	case *protocol.Status:
 		if m.AgentID == lead {
-			w.opts.Events(Status{AgentID: lead, Status: m.Status, Detail: m.Detail})
+			w.emit(Status{AgentID: lead, Status: m.Status, Detail: m.Detail})
 		}
 	}
 }
