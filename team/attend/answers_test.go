@@ -2,6 +2,7 @@ package attend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -161,4 +162,29 @@ func TestEventsPanicStopsTheWatcher(t *testing.T) {
 	if !errors.Is(w.Err(), s.Err) {
 		t.Fatalf("Err = %v", w.Err())
 	}
+}
+
+// FuzzDecodeValue: whatever a ui_resolved carries, its value reads as nil,
+// a string or a list of strings, and a string or a list reads back the
+// same once encoded again.
+func FuzzDecodeValue(f *testing.F) {
+	for _, seed := range []string{`"yes"`, `["a","b"]`, `[]`, `null`, ``, ` null `, `true`, `{"a":1}`, `[1,2]`, `"\u00e9"`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		v := decodeValue(raw)
+		switch v := v.(type) {
+		case nil:
+		case string, []string:
+			b, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if again := decodeValue(b); !reflect.DeepEqual(again, v) {
+				t.Fatalf("%q read %#v, encoded %s, read back %#v", raw, v, b, again)
+			}
+		default:
+			t.Fatalf("%q read as %T", raw, v)
+		}
+	})
 }
