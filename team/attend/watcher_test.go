@@ -304,3 +304,61 @@ func dialWebSocket(t *testing.T, c *client.Conn) *client.Conn {
 	drain(t, ws)
 	return ws
 }
+
+// TestWatcherReportsRequestsOpenAtAttach: a request opened while another
+// client was the lead's responder, left open when it went, is in the
+// Watcher's first sync and reported (Resync) as any other; the Watcher's
+// answer lets the write happen.
+func TestWatcherReportsRequestsOpenAtAttach(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	c := dial(t, d)
+	lead, cwd := createAgent(t, c)
+
+	ctx := ctxFor(t)
+	first, err := client.Dial(ctx, d.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Request(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: lead}, Role: protocol.RoleInteractive}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Request(ctx, &protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, AgentID: lead},
+		Message: `sim: tool write {"path":"early.txt","content":"before the watcher"}`}); err != nil {
+		t.Fatal(err)
+	}
+	var asked string
+	for asked == "" {
+		select {
+		case ev, ok := <-first.Events():
+			if !ok {
+				t.Fatalf("connection lost: %v", first.Err())
+			}
+			if p, isPerm := ev.Msg.(*protocol.PermissionRequest); isPerm {
+				asked = p.RequestID
+			}
+		case <-ctx.Done():
+			t.Fatal("no permission request")
+		}
+	}
+	first.Close()
+
+	x := startWatch(t, d, lead)
+	if s := x.nextSynced(); s.Reattached || s.Status != protocol.StatusWaitingForPermission {
+		t.Fatalf("first sync = %+v", s)
+	}
+	req := x.nextRequest(attend.KindPermission)
+	if req.RequestID != asked || !req.Resync || req.AgentID != lead || req.Summary != "early.txt" {
+		t.Fatalf("request = %+v, want %s from the sync", req, asked)
+	}
+	if err := x.AnswerPermission(ctxFor(t), req.RequestID, protocol.OptionAllowOnce, ""); err != nil {
+		t.Fatalf("AnswerPermission: %v", err)
+	}
+	x.next("the lead idle", func(ev attend.Event) bool {
+		s, ok := ev.(attend.Status)
+		return ok && s.Status == protocol.StatusIdle
+	})
+	if b, err := os.ReadFile(filepath.Join(cwd, "early.txt")); err != nil || string(b) != "before the watcher" {
+		t.Fatalf("early.txt = %q, %v", b, err)
+	}
+}
