@@ -149,8 +149,10 @@ type Detached struct {
 }
 
 // Stopped is the last event: the Watcher ended, because its context did
-// (Err is the context's error) or because the agent is gone (Err carries
-// NOT_FOUND). Nothing follows it.
+// (Err is the context's error), because the daemon refused the attach for
+// good (Err carries its code: NOT_FOUND, the agent is gone;
+// PERMISSION_DENIED), or because Options.Events panicked. Nothing follows
+// it.
 type Stopped struct {
 	Err error
 }

@@ -109,8 +109,8 @@ type openRequest struct {
 // Watch attaches to o.AgentID as an interactive client, in the
 // background: it returns at once, and the attachment is reported to
 // o.Events (Synced, then the open requests). The Watcher runs until ctx
-// ends, Close is called, or the agent turns out not to exist; Stopped is
-// then its last event. Watch fails only on incomplete Options.
+// ends, Close is called, or the daemon refuses the attach for good (the
+// agent does not exist); Stopped is then its last event. Watch fails only on incomplete Options.
 func Watch(ctx context.Context, o Options) (*Watcher, error) {
 	if o.Dial == nil || o.AgentID == "" || o.Events == nil {
 		return nil, fmt.Errorf("%w: Dial, AgentID and Events are required", ErrInvalidOptions)
@@ -138,8 +138,7 @@ func (w *Watcher) Close() {
 // Done is closed once the Watcher has stopped.
 func (w *Watcher) Done() <-chan struct{} { return w.done }
 
-// Err is why the Watcher stopped (the context's error, or the attach's
-// NOT_FOUND), nil while it runs.
+// Err is why the Watcher stopped (as Stopped.Err), nil while it runs.
 func (w *Watcher) Err() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -158,7 +157,7 @@ func (w *Watcher) run(ctx context.Context) {
 			err = ctx.Err()
 			break
 		}
-		if permanent(err) {
+		if errors.Is(err, errGone) {
 			break
 		}
 		w.emit(Detached{Err: err})
@@ -202,14 +201,19 @@ func (w *Watcher) fail(err error) {
 	w.cancel()
 }
 
-// permanent reports whether an attach failure ends the Watcher: the agent
-// does not exist (any more), or this connection may not attach to it.
-func permanent(err error) bool {
-	var pe *protocol.Error
-	if !errors.As(err, &pe) {
-		return false
+// errGone marks an attach refusal that ends the Watcher: the agent does
+// not exist (any more), or this connection may not attach to it. Other
+// failures (a dial, a runtime that did not start) are tried again.
+var errGone = errors.New("attend: the agent cannot be attached")
+
+// refusal is err, marked errGone when the daemon refused an attach for
+// good.
+func refusal(err error) error {
+	switch protocol.CodeOf(err) {
+	case protocol.CodeNotFound, protocol.CodePermissionDenied:
+		return fmt.Errorf("%w: %w", errGone, err)
 	}
-	return pe.Code == protocol.CodeNotFound || pe.Code == protocol.CodePermissionDenied
+	return err
 }
 
 // sleep waits d (0: not at all); false when ctx ended first.
@@ -274,11 +278,11 @@ func (w *Watcher) attach(ctx context.Context, conn *client.Conn) error {
 		Role:   protocol.RoleInteractive,
 	}
 	if _, err := conn.Request(ctx, att); err != nil {
-		return fmt.Errorf("attend: attach %s: %w", w.opts.AgentID, err)
+		return refusal(fmt.Errorf("attend: attach %s: %w", w.opts.AgentID, err))
 	}
 	st := &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: w.opts.AgentID}
 	if _, err := conn.Request(ctx, st); err != nil {
-		return fmt.Errorf("attend: subagent.status of %s: %w", w.opts.AgentID, err)
+		return refusal(fmt.Errorf("attend: subagent.status of %s: %w", w.opts.AgentID, err))
 	}
 	return nil
 }
