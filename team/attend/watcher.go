@@ -110,7 +110,8 @@ type openRequest struct {
 // background: it returns at once, and the attachment is reported to
 // o.Events (Synced, then the open requests). The Watcher runs until ctx
 // ends, Close is called, or the daemon refuses the attach for good (the
-// agent does not exist); Stopped is then its last event. Watch fails only on incomplete Options.
+// agent does not exist); Stopped is then its last event. Watch fails only
+// on incomplete Options.
 func Watch(ctx context.Context, o Options) (*Watcher, error) {
 	if o.Dial == nil || o.AgentID == "" || o.Events == nil {
 		return nil, fmt.Errorf("%w: Dial, AgentID and Events are required", ErrInvalidOptions)
