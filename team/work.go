@@ -75,6 +75,7 @@ func (co *Coordinator) ensureLead(ctx context.Context, goalID string, spec leadS
 		return "", err
 	}
 	if g.LeadAgentID != "" && co.agentExists(ctx, g.LeadAgentID) {
+		co.watchLead(g.LeadAgentID)
 		return g.LeadAgentID, nil
 	}
 	lead := ""
@@ -116,6 +117,7 @@ func (co *Coordinator) ensureLead(ctx context.Context, goalID string, spec leadS
 	case !errors.Is(err, errUnchanged):
 		return "", err
 	}
+	co.watchLead(lead)
 	return lead, nil
 }
 
@@ -488,6 +490,22 @@ func (co *Coordinator) stopRun(ctx context.Context, lead string, t store.Task) {
 // without a lead gets one.
 func (co *Coordinator) recover(c actor.Context) {
 	co.goWork(co.deps.Timeout, func(ctx context.Context) {
+		if ds, err := co.deps.Store.OpenDecisions(); err == nil {
+			for _, d := range ds {
+				if d.Kind == store.DecisionMerge {
+					continue
+				}
+				if d, err := co.deps.Store.UpdateDecision(d.DecisionID, func(d *store.Decision) error {
+					if d.State != store.DecisionOpen {
+						return errUnchanged
+					}
+					d.State = store.DecisionCancelled
+					return nil
+				}); err == nil {
+					co.emit(decisionEvent(d))
+				}
+			}
+		}
 		var doing []string
 		gs, err := co.deps.Store.OpenGoals()
 		if err != nil {
@@ -506,22 +524,7 @@ func (co *Coordinator) recover(c actor.Context) {
 			if g.Status == store.GoalPlanning && g.LeadAgentID == "" && co.deps.Link != nil {
 				co.startLead(g, leadSpec{})
 			}
-		}
-		if ds, err := co.deps.Store.OpenDecisions(); err == nil {
-			for _, d := range ds {
-				if d.Kind == store.DecisionMerge {
-					continue
-				}
-				if d, err := co.deps.Store.UpdateDecision(d.DecisionID, func(d *store.Decision) error {
-					if d.State != store.DecisionOpen {
-						return errUnchanged
-					}
-					d.State = store.DecisionCancelled
-					return nil
-				}); err == nil {
-					co.emit(decisionEvent(d))
-				}
-			}
+			co.watchLead(g.LeadAgentID)
 		}
 		co.tell(&recovered{taskIDs: doing})
 	})

@@ -327,6 +327,20 @@ func TestTeamGoalRunsToDone(t *testing.T) {
 			t.Fatalf("task = %+v (branch left: %v)", task, branchExists(t, repo, task.Branch))
 		}
 	}
+	// The workers' permissions, answered by the test's client of the lead
+	// first, are decisions answered with that answer.
+	perms := 0
+	for _, d := range show.Decisions {
+		if d.Kind == protocol.DecisionKindPermission {
+			perms++
+			if d.State != protocol.DecisionAnswered || d.Answer.Option != protocol.OptionAllowOnce || d.Answer.By == "user" {
+				t.Fatalf("permission decision = %+v (answer %+v)", d, d.Answer)
+			}
+		}
+	}
+	if perms != 4 {
+		t.Fatalf("%d permission decisions, want 4 (one per run)", perms)
+	}
 	feed := teamCall[protocol.TeamFeedData](t, c, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed), GoalID: g.GoalID, Limit: 200})
 	kinds := map[string]int{}
 	for _, it := range feed.Items {
@@ -368,6 +382,7 @@ func TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt(t *testing.T) {
 	task := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
 		Tasks: []protocol.TeamTaskSpec{{Title: "file r", Prompt: writeTool("r.txt", "R")}}}).Tasks[0]
 	waitFor(t, holder, isType(protocol.TypePermissionRequest, ""))
+	asked := openDecision(t, c, protocol.DecisionKindPermission, task.TaskID)
 	doing := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Tasks[0]
 	if doing.State != protocol.TaskDoing || doing.RunID == "" {
 		t.Fatalf("task mid-run = %+v", doing)
@@ -388,9 +403,14 @@ func TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt(t *testing.T) {
 	if pids := runtimePIDs(t, doing.Assignee); len(pids) != 0 {
 		t.Fatalf("the interrupted worker was replayed: %v", pids)
 	}
-	goal := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Goal
-	if goal.Status != protocol.GoalActive || goal.LeadAgentID != lead {
+	after := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if goal := after.Goal; goal.Status != protocol.GoalActive || goal.LeadAgentID != lead {
 		t.Fatalf("goal after the restart = %+v", goal)
+	}
+	// The permission's request died with the runtime: its decision is
+	// cancelled, not left open.
+	if len(after.Decisions) != 1 || after.Decisions[0].DecisionID != asked.DecisionID || after.Decisions[0].State != protocol.DecisionCancelled {
+		t.Fatalf("decisions after the restart = %+v", after.Decisions)
 	}
 
 	allowPermissions(t, h2, lead)
@@ -409,5 +429,67 @@ func TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt(t *testing.T) {
 	})
 	if got, err := os.ReadFile(filepath.Join(repo, "r.txt")); err != nil || string(got) != "R" {
 		t.Fatalf("main checkout r.txt = %q, %v", got, err)
+	}
+}
+
+// openDecision waits for an open decision of kind for task id.
+func openDecision(t *testing.T, c *client.Conn, kind, taskID string) protocol.TeamDecision {
+	t.Helper()
+	return waitTeam(t, c, protocol.TypeTeamDecisionChanged, func(e protocol.TeamDecisionChanged) bool {
+		return e.Decision.TaskID == taskID && e.Decision.Kind == kind && e.Decision.State == protocol.DecisionOpen
+	}).Decision
+}
+
+// TestTeamRequestsBecomeDecisions: the daemon attends each lead as an
+// interactive client, so a worker's permission request (delegated to the
+// lead) and its question become decisions of the goal, naming the worker
+// and its task with the spec's options; answering a decision answers the
+// request (by label or by index), first answer wins, and the worker goes
+// on to review.
+func TestTeamRequestsBecomeDecisions(t *testing.T) {
+	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "ask", Cwd: repo}).Goal
+	ts := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{
+			{Title: "write", Prompt: writeTool("p.txt", "P")},
+			{Title: "ask", Prompt: "sim: ask select Colour red blue"},
+		}}).Tasks
+
+	perm := openDecision(t, c, protocol.DecisionKindPermission, ts[0].TaskID)
+	want := []string{protocol.OptionAllowOnce, protocol.OptionAlwaysAllow, protocol.OptionDeny}
+	if perm.Tool != "write" || perm.RequestID == "" || perm.AgentID == "" || perm.Context != "p.txt" || len(perm.Options) != 3 ||
+		perm.Options[0] != want[0] || perm.Options[1] != want[1] || perm.Options[2] != want[2] {
+		t.Fatalf("permission decision = %+v", perm)
+	}
+	zero := 0
+	got := teamCall[protocol.TeamDecisionData](t, c, &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer),
+		DecisionID: perm.DecisionID, Index: &zero}).Decision
+	if got.State != protocol.DecisionAnswered || got.Answer.Option != protocol.OptionAllowOnce {
+		t.Fatalf("answered permission = %+v", got)
+	}
+	if _, err := c.Request(ctx(t), &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer), DecisionID: perm.DecisionID, Option: protocol.OptionDeny}); protocol.CodeOf(err) != protocol.CodeConflict {
+		t.Fatalf("second answer: %v, want CONFLICT", err)
+	}
+
+	q := openDecision(t, c, protocol.DecisionKindQuestion, ts[1].TaskID)
+	if q.Question != "Colour" || len(q.Options) != 2 || q.Options[1] != "blue" {
+		t.Fatalf("question decision = %+v", q)
+	}
+	if a := answer(t, c, q.DecisionID, "blue", ""); a.State != protocol.DecisionAnswered || a.Answer.Option != "blue" {
+		t.Fatalf("answered question = %+v", a)
+	}
+
+	// Both workers finish: their tasks reach review.
+	openMerge(t, c, ts[0].TaskID)
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if b, err := os.ReadFile(filepath.Join(show.Tasks[0].Worktree, "p.txt")); err != nil || string(b) != "P" {
+		t.Fatalf("the allowed write: %q, %v", b, err)
+	}
+	if show.Tasks[1].State != protocol.TaskReview {
+		openMerge(t, c, ts[1].TaskID)
 	}
 }
