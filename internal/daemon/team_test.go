@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/shard-dev/shard/client"
@@ -492,4 +493,144 @@ func TestTeamRequestsBecomeDecisions(t *testing.T) {
 	if show.Tasks[1].State != protocol.TaskReview {
 		openMerge(t, c, ts[1].TaskID)
 	}
+}
+
+// mergeOf returns the open merge decision of task id: from the board when
+// it is there already, else the event that opens it.
+func mergeOf(t *testing.T, c *client.Conn, goalID, taskID string) protocol.TeamDecision {
+	t.Helper()
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: goalID})
+	for _, d := range show.Decisions {
+		if d.TaskID == taskID && d.Kind == protocol.DecisionKindMerge && d.State == protocol.DecisionOpen {
+			return d
+		}
+	}
+	return openMerge(t, c, taskID)
+}
+
+func taskOf(t *testing.T, c *client.Conn, goalID, taskID string) protocol.TeamTask {
+	t.Helper()
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: goalID})
+	for _, task := range show.Tasks {
+		if task.TaskID == taskID {
+			return task
+		}
+	}
+	t.Fatalf("no task %s", taskID)
+	return protocol.TeamTask{}
+}
+
+// TestTeamMergeRefusedThenRejectAndCancel: a merge the main checkout
+// refuses (it is dirty) leaves the decision open again with the reason,
+// and the task in review; answered again once the checkout is clean, it
+// merges. Reject abandons a task's branch (its workspace retired, the
+// branch deleted): the task is cancelled and the task after it blocked, so
+// the goal is not done; cancelling the goal cancels what is left.
+func TestTeamMergeRefusedThenRejectAndCancel(t *testing.T) {
+	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "x y z", Cwd: repo}).Goal
+	lead := waitTeam(t, c, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
+		return e.Goal.GoalID == g.GoalID && e.Goal.LeadAgentID != ""
+	}).Goal.LeadAgentID
+	allowPermissions(t, h, lead)
+	ts := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{
+			{Title: "x", Prompt: writeTool("x.txt", "X")},
+			{Title: "y", Prompt: writeTool("y.txt", "Y")},
+			{Title: "z", Prompt: writeTool("z.txt", "Z"), After: []int{2}},
+		}}).Tasks
+	x, y, z := ts[0], ts[1], ts[2]
+
+	dx := mergeOf(t, c, g.GoalID, x.TaskID)
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("local edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused := answer(t, c, dx.DecisionID, protocol.OptionMerge, "")
+	if refused.State != protocol.DecisionOpen || refused.Answer != nil || !strings.Contains(refused.RefusedReason, string(protocol.RefusalMainDirty)) {
+		t.Fatalf("refused merge = %+v", refused)
+	}
+	if task := taskOf(t, c, g.GoalID, x.TaskID); task.State != protocol.TaskReview {
+		t.Fatalf("task after a refused merge = %+v", task)
+	}
+	runGit(t, repo, "checkout", "--", "README")
+	if m := answer(t, c, dx.DecisionID, protocol.OptionMerge, ""); m.State != protocol.DecisionAnswered || m.RefusedReason == "" {
+		t.Fatalf("merge after the refusal = %+v", m)
+	}
+	if task := taskOf(t, c, g.GoalID, x.TaskID); task.State != protocol.TaskDone {
+		t.Fatalf("merged task = %+v", task)
+	}
+
+	dy := mergeOf(t, c, g.GoalID, y.TaskID)
+	ty := taskOf(t, c, g.GoalID, y.TaskID)
+	answer(t, c, dy.DecisionID, protocol.OptionReject, "")
+	if task := taskOf(t, c, g.GoalID, y.TaskID); task.State != protocol.TaskCancelled {
+		t.Fatalf("rejected task = %+v", task)
+	}
+	if branchExists(t, repo, ty.Branch) {
+		t.Fatalf("the rejected branch %s is still there", ty.Branch)
+	}
+	if ws := wsStatus(t, c, ty.WorkspaceID); ws.State != protocol.WorkspaceStateRetired {
+		t.Fatalf("the rejected workspace = %+v", ws)
+	}
+	tz := taskOf(t, c, g.GoalID, z.TaskID)
+	if tz.State != protocol.TaskBlocked || !strings.Contains(tz.BlockedReason, `"y"`) {
+		t.Fatalf("the task after the rejected one = %+v", tz)
+	}
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if show.Goal.Status != protocol.GoalActive || show.Goal.Progress != 0.5 {
+		t.Fatalf("goal with a blocked task = %+v", show.Goal)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "y.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the rejected change reached the main checkout: %v", err)
+	}
+	cancelled := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalCancel{Header: teamHdr(protocol.TypeTeamGoalCancel), GoalID: g.GoalID}).Goal
+	if cancelled.Status != protocol.GoalCancelled {
+		t.Fatalf("cancelled goal = %+v", cancelled)
+	}
+	if task := taskOf(t, c, g.GoalID, z.TaskID); task.State != protocol.TaskCancelled {
+		t.Fatalf("blocked task after the goal's cancel = %+v", task)
+	}
+	if task := taskOf(t, c, g.GoalID, x.TaskID); task.State != protocol.TaskDone {
+		t.Fatalf("done task after the goal's cancel = %+v", task)
+	}
+}
+
+// TestTeamCancelStopsTheRun: cancelling a doing task stops its worker's
+// run (subagent.stop): the run ends cancelled and the task stays
+// cancelled, not blocked; a retry runs it again.
+func TestTeamCancelStopsTheRun(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "slow", Cwd: repo}).Goal
+	task := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{{Title: "slow", Prompt: "sim: sleep 30000"}}}).Tasks[0]
+	doing := waitTeam(t, c, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool {
+		return e.Task.TaskID == task.TaskID && e.Task.State == protocol.TaskDoing
+	}).Task
+	got := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction), TaskID: task.TaskID, Action: protocol.TaskActionCancel}).Task
+	if got.State != protocol.TaskCancelled {
+		t.Fatalf("cancelled task = %+v", got)
+	}
+	var job protocol.OpJob
+	if err := c.Call(ctx(t), &protocol.JobsShow{Header: hdr(protocol.TypeJobsShow), Handle: doing.RunID}, &job); err != nil {
+		t.Fatal(err)
+	}
+	if st := job.Runs[0].State; st != protocol.RunCancelled {
+		t.Fatalf("the cancelled task's run = %s, want cancelled", st)
+	}
+	if task := taskOf(t, c, g.GoalID, task.TaskID); task.State != protocol.TaskCancelled {
+		t.Fatalf("task after its run ended = %+v", task)
+	}
+	retried := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction), TaskID: task.TaskID, Action: protocol.TaskActionRetry}).Task
+	if retried.State != protocol.TaskTodo && retried.State != protocol.TaskDoing {
+		t.Fatalf("retried = %+v", retried)
+	}
+	waitTeam(t, c, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool {
+		return e.Task.TaskID == task.TaskID && e.Task.State == protocol.TaskDoing && e.Task.RunID != doing.RunID
+	})
 }
