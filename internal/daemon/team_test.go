@@ -156,8 +156,20 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 		t.Fatalf("message item = %+v", msg.Item)
 	}
 	feed := teamCall[protocol.TeamFeedData](t, c, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed), GoalID: g.GoalID, Limit: 2})
-	if len(feed.Items) != 2 || feed.Items[0].FeedID != msg.Item.FeedID || feed.NextBefore == "" {
+	if len(feed.Items) != 2 || feed.NextBefore == "" || feed.Items[0].FeedID <= feed.Items[1].FeedID {
 		t.Fatalf("feed page = %+v", feed)
+	}
+	older := teamCall[protocol.TeamFeedData](t, c, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed), GoalID: g.GoalID, Before: feed.NextBefore})
+	if len(older.Items) == 0 || older.Items[0].FeedID >= feed.NextBefore {
+		t.Fatalf("the next page = %+v", older)
+	}
+	all := teamCall[protocol.TeamFeedData](t, c, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed), GoalID: g.GoalID, Limit: 200})
+	found := false
+	for _, it := range all.Items {
+		found = found || it.FeedID == msg.Item.FeedID
+	}
+	if !found {
+		t.Fatalf("the message is not in the goal's feed: %+v", all)
 	}
 	decs := teamCall[protocol.TeamDecisionListData](t, c, &protocol.TeamDecisionList{Header: teamHdr(protocol.TypeTeamDecisionList), OpenOnly: true})
 	if len(decs.Decisions) != 0 {
@@ -255,7 +267,7 @@ func TestTeamGoalRunsToDone(t *testing.T) {
 	a, b, cc := ts[0], ts[1], ts[2]
 
 	// Both parallel tasks reach review, each with a merge decision.
-	da := openMerge(t, c, a.TaskID)
+	da := mergeOf(t, c, g.GoalID, a.TaskID)
 	if len(da.Options) != 3 || da.Options[0] != protocol.OptionMerge || da.Options[1] != protocol.OptionRequestChanges || da.Options[2] != protocol.OptionReject {
 		t.Fatalf("merge decision = %+v", da)
 	}
@@ -284,7 +296,7 @@ func TestTeamGoalRunsToDone(t *testing.T) {
 	if _, err := c.Request(ctx(t), &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer), DecisionID: da.DecisionID, Option: protocol.OptionMerge}); protocol.CodeOf(err) != protocol.CodeConflict {
 		t.Fatalf("a second answer: %v, want CONFLICT", err)
 	}
-	da2 := openMerge(t, c, a.TaskID)
+	da2 := mergeOf(t, c, g.GoalID, a.TaskID)
 	if da2.DecisionID == da.DecisionID {
 		t.Fatal("no new merge decision after the changes")
 	}
@@ -300,12 +312,12 @@ func TestTeamGoalRunsToDone(t *testing.T) {
 	if m := answer(t, c, da2.DecisionID, protocol.OptionMerge, ""); m.State != protocol.DecisionAnswered {
 		t.Fatalf("merge a = %+v", m)
 	}
-	db := openMerge(t, c2, b.TaskID)
+	db := mergeOf(t, c2, g.GoalID, b.TaskID)
 	if m := answer(t, c2, db.DecisionID, protocol.OptionMerge, ""); m.State != protocol.DecisionAnswered {
 		t.Fatalf("merge b = %+v", m)
 	}
 	// The dependent task starts after both merges, on a branch holding them.
-	dc := openMerge(t, c, cc.TaskID)
+	dc := mergeOf(t, c, g.GoalID, cc.TaskID)
 	answer(t, c, dc.DecisionID, protocol.OptionMerge, "")
 	done := waitTeam(t, c, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
 		return e.Goal.GoalID == g.GoalID && e.Goal.Status == protocol.GoalDone
@@ -383,7 +395,7 @@ func TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt(t *testing.T) {
 	task := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
 		Tasks: []protocol.TeamTaskSpec{{Title: "file r", Prompt: writeTool("r.txt", "R")}}}).Tasks[0]
 	waitFor(t, holder, isType(protocol.TypePermissionRequest, ""))
-	asked := openDecision(t, c, protocol.DecisionKindPermission, task.TaskID)
+	asked := decisionOf(t, c, g.GoalID, protocol.DecisionKindPermission, task.TaskID)
 	doing := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Tasks[0]
 	if doing.State != protocol.TaskDoing || doing.RunID == "" {
 		t.Fatalf("task mid-run = %+v", doing)
@@ -419,7 +431,7 @@ func TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt(t *testing.T) {
 	if retried.State != protocol.TaskTodo && retried.State != protocol.TaskDoing {
 		t.Fatalf("retried = %+v", retried)
 	}
-	d := openMerge(t, c2, task.TaskID)
+	d := mergeOf(t, c2, g.GoalID, task.TaskID)
 	again := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Tasks[0]
 	if again.Assignee != doing.Assignee || again.WorkspaceID != doing.WorkspaceID || again.RunID == doing.RunID {
 		t.Fatalf("retried task = %+v, want the same worker and workspace, a new run", again)
@@ -460,7 +472,7 @@ func TestTeamRequestsBecomeDecisions(t *testing.T) {
 			{Title: "ask", Prompt: "sim: ask select Colour red blue"},
 		}}).Tasks
 
-	perm := openDecision(t, c, protocol.DecisionKindPermission, ts[0].TaskID)
+	perm := decisionOf(t, c, g.GoalID, protocol.DecisionKindPermission, ts[0].TaskID)
 	want := []string{protocol.OptionAllowOnce, protocol.OptionAlwaysAllow, protocol.OptionDeny}
 	if perm.Tool != "write" || perm.RequestID == "" || perm.AgentID == "" || perm.Context != "p.txt" || len(perm.Options) != 3 ||
 		perm.Options[0] != want[0] || perm.Options[1] != want[1] || perm.Options[2] != want[2] {
@@ -476,7 +488,7 @@ func TestTeamRequestsBecomeDecisions(t *testing.T) {
 		t.Fatalf("second answer: %v, want CONFLICT", err)
 	}
 
-	q := openDecision(t, c, protocol.DecisionKindQuestion, ts[1].TaskID)
+	q := decisionOf(t, c, g.GoalID, protocol.DecisionKindQuestion, ts[1].TaskID)
 	if q.Question != "Colour" || len(q.Options) != 2 || q.Options[1] != "blue" {
 		t.Fatalf("question decision = %+v", q)
 	}
@@ -485,13 +497,10 @@ func TestTeamRequestsBecomeDecisions(t *testing.T) {
 	}
 
 	// Both workers finish: their tasks reach review.
-	openMerge(t, c, ts[0].TaskID)
-	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
-	if b, err := os.ReadFile(filepath.Join(show.Tasks[0].Worktree, "p.txt")); err != nil || string(b) != "P" {
+	mergeOf(t, c, g.GoalID, ts[0].TaskID)
+	mergeOf(t, c, g.GoalID, ts[1].TaskID)
+	if b, err := os.ReadFile(filepath.Join(taskOf(t, c, g.GoalID, ts[0].TaskID).Worktree, "p.txt")); err != nil || string(b) != "P" {
 		t.Fatalf("the allowed write: %q, %v", b, err)
-	}
-	if show.Tasks[1].State != protocol.TaskReview {
-		openMerge(t, c, ts[1].TaskID)
 	}
 }
 
@@ -499,13 +508,21 @@ func TestTeamRequestsBecomeDecisions(t *testing.T) {
 // it is there already, else the event that opens it.
 func mergeOf(t *testing.T, c *client.Conn, goalID, taskID string) protocol.TeamDecision {
 	t.Helper()
+	return decisionOf(t, c, goalID, protocol.DecisionKindMerge, taskID)
+}
+
+// decisionOf returns the open decision of kind of task id: from the board
+// when it is there already (its event may have gone by while the test
+// waited for another), else the event that opens it.
+func decisionOf(t *testing.T, c *client.Conn, goalID, kind, taskID string) protocol.TeamDecision {
+	t.Helper()
 	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: goalID})
 	for _, d := range show.Decisions {
-		if d.TaskID == taskID && d.Kind == protocol.DecisionKindMerge && d.State == protocol.DecisionOpen {
+		if d.TaskID == taskID && d.Kind == kind && d.State == protocol.DecisionOpen {
 			return d
 		}
 	}
-	return openMerge(t, c, taskID)
+	return openDecision(t, c, kind, taskID)
 }
 
 func taskOf(t *testing.T, c *client.Conn, goalID, taskID string) protocol.TeamTask {
