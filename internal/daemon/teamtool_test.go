@@ -1,9 +1,14 @@
 package daemon_test
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -33,5 +38,103 @@ func TestTeamToolIsOfferedUnderTheDaemon(t *testing.T) {
 		if len(got) != 1 || !tc.check(got[0].Tools) {
 			t.Fatalf("%q: the model was offered %v", tc.prompt, got)
 		}
+	}
+}
+
+// simLeadGoal is a goal the sim lead plans: two parallel items, one with a
+// multi-line prompt whose continuation line is a `sim: tool write` (the
+// worker's script, never the lead's), and a third after both.
+const simLeadGoal = "Three notes, the last after both.\n\n" +
+	"- left note: sim: say left\n" +
+	"  sim: tool write {\"path\":\"lead-wrote-this.txt\",\"content\":\"no\"}\n" +
+	"- right note: sim: say right\n" +
+	"- join: sim: say join (after 1, 2)\n"
+
+// TestSimLeadPlansASubmittedGoal: team.goal.submit with a sim goal text →
+// the lead's team tool creates the three tasks on the board, in order, the
+// third depending on the first two, created by the lead; the lead says
+// "planned 3 tasks" and ran none of the goal's lines itself.
+func TestSimLeadPlansASubmittedGoal(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit),
+		Text: simLeadGoal, Cwd: repo}).Goal
+	third := waitTeam(t, c, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool {
+		return e.Task.GoalID == g.GoalID && e.Task.Title == "join"
+	}).Task
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	lead := show.Goal.LeadAgentID
+	if lead == "" || len(show.Tasks) != 3 {
+		t.Fatalf("board = %+v", show)
+	}
+	for i, title := range []string{"left note", "right note", "join"} {
+		tk := show.Tasks[i]
+		if tk.Title != title || tk.CreatedBy != lead {
+			t.Fatalf("task %d = %+v, want %q created by the lead %s", i+1, tk, title, lead)
+		}
+	}
+	if deps := show.Tasks[2].Deps; len(deps) != 2 || deps[0] != show.Tasks[0].TaskID || deps[1] != show.Tasks[1].TaskID || third.TaskID != show.Tasks[2].TaskID {
+		t.Fatalf("join's deps %v, want the first two tasks %s %s", deps, show.Tasks[0].TaskID, show.Tasks[1].TaskID)
+	}
+	if len(show.Tasks[0].Deps) != 0 || len(show.Tasks[1].Deps) != 0 {
+		t.Fatalf("the first two tasks depend on %v and %v, want nothing", show.Tasks[0].Deps, show.Tasks[1].Deps)
+	}
+
+	// The lead's own transcript: one team call and the line about it.
+	lc := h.dial()
+	sync := attach(t, lc, lead, "")
+	said := func(m protocol.Message) bool { return m.Role == "assistant" && textOf(m) == "planned 3 tasks" }
+	if !slices.ContainsFunc(sync.LiveWindow.Messages, said) {
+		waitFor(t, lc, func(e client.Event) bool {
+			mc, ok := e.Msg.(*protocol.MessageComplete)
+			return ok && mc.AgentID == lead && said(mc.Message)
+		})
+	}
+	sync = attach(t, h.dial(), lead, "") // now it holds the whole turn
+	var calls []string
+	for _, m := range sync.LiveWindow.Messages {
+		for _, b := range m.Content {
+			if b.Type == protocol.BlockToolCall {
+				calls = append(calls, b.Name)
+			}
+		}
+	}
+	if !slices.Equal(calls, []string{"team"}) {
+		t.Fatalf("the lead called %v, want one team call", calls)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "lead-wrote-this.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the lead ran a worker's directive: %v", err)
+	}
+}
+
+// TestTeamToolMemoryAndMessagesOverTheWire: an agent under the daemon
+// writes a shared memory note and messages the person with its team tool;
+// the daemon records both with the agent as author and sender.
+func TestTeamToolMemoryAndMessagesOverTheWire(t *testing.T) {
+	h := start(t, nil)
+	c := h.dial()
+	id := h.create(c, nil)
+	attach(t, c, id, "")
+	runTurn(t, c, id, `sim: tool team {"action":"memory_write","key":"conventions","title":"How we work","body":"# Tabs"}`+"\n"+
+		`sim: tool team {"action":"message","to":"user","text":"the plan is ready"}`)
+
+	mem := teamCall[protocol.TeamMemoryListData](t, c, &protocol.TeamMemoryList{Header: teamHdr(protocol.TypeTeamMemoryList), Scope: protocol.MemoryScopeShared})
+	if len(mem.Entries) != 1 || mem.Entries[0].Key != "conventions" || mem.Entries[0].Body != "# Tabs" || mem.Entries[0].Author != id {
+		t.Fatalf("memory = %+v, want the note by %s", mem.Entries, id)
+	}
+	feed := teamCall[protocol.TeamFeedData](t, c, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed)})
+	if !slices.ContainsFunc(feed.Items, func(it protocol.TeamFeedItem) bool {
+		return it.Kind == protocol.FeedUser && it.AgentID == id && it.To == "user" && it.Text == "the plan is ready"
+	}) {
+		t.Fatalf("feed = %+v, want the message from %s", feed.Items, id)
+	}
+
+	// A refusal reaches the model as a tool error with its code.
+	evs := runTurn(t, c, id, `sim: tool team {"action":"board","goal_id":"goal-nope"}`)
+	res := toolResults(evs)
+	if len(res) != 1 || !res[0].IsError || !strings.HasPrefix(res[0].Content.Message, "team.goal.show failed: NOT_FOUND: ") {
+		t.Fatalf("tool results %+v", res)
 	}
 }
