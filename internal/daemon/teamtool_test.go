@@ -107,6 +107,24 @@ func TestSimLeadPlansASubmittedGoal(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, "lead-wrote-this.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the lead ran a worker's directive: %v", err)
 	}
+
+	// The continuation line reached the first task's worker, whose write
+	// asks the person; allowed, it lands in the worker's worktree only.
+	perm := decisionOf(t, c, g.GoalID, protocol.DecisionKindPermission, show.Tasks[0].TaskID)
+	if perm.Tool != "write" || perm.Context != "lead-wrote-this.txt" || perm.AgentID == lead {
+		t.Fatalf("permission decision = %+v, want the worker's write", perm)
+	}
+	if a := answer(t, c, perm.DecisionID, protocol.OptionAllowOnce, ""); a.State != protocol.DecisionAnswered {
+		t.Fatalf("answered = %+v", a)
+	}
+	mergeOf(t, c, g.GoalID, show.Tasks[0].TaskID)
+	wt := taskOf(t, c, g.GoalID, show.Tasks[0].TaskID).Worktree
+	if b, err := os.ReadFile(filepath.Join(wt, "lead-wrote-this.txt")); err != nil || string(b) != "no" {
+		t.Fatalf("the worker's write in %s: %q, %v", wt, b, err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "lead-wrote-this.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the write reached the main checkout: %v", err)
+	}
 }
 
 // TestTeamToolMemoryAndMessagesOverTheWire: an agent under the daemon
