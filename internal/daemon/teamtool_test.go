@@ -11,6 +11,7 @@ import (
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/internal/fakellm"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/team/plan"
 )
 
 // TestTeamToolIsOfferedUnderTheDaemon: a real model's agent under the
@@ -154,5 +155,40 @@ func TestTeamToolMemoryAndMessagesOverTheWire(t *testing.T) {
 	res := toolResults(evs)
 	if len(res) != 1 || !res[0].IsError || !strings.HasPrefix(res[0].Content.Message, "team.goal.show failed: NOT_FOUND: ") {
 		t.Fatalf("tool results %+v", res)
+	}
+}
+
+// TestModelLeadPlansWithTheTeamTool: a lead on a real model's wire format
+// (the fake OpenAI-compatible service) is offered the team tool, reads its
+// goal id from the goal prompt and plans with create_tasks; the board gets
+// the tasks, the second after the first.
+func TestModelLeadPlansWithTheTeamTool(t *testing.T) {
+	repo := gitRepo(t)
+	h, log := startModel(t, func(p fakellm.Prompt) fakellm.Turn {
+		goalID, _, ok := plan.ReadGoalPrompt(p.LastUser)
+		if !ok || p.ToolOutput {
+			return fakellm.Turn{Text: "ok"}
+		}
+		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "team", Args: `{"action":"create_tasks","goal_id":"` + goalID + `",` +
+			`"tasks":[{"title":"schema","prompt":"add the table","priority":2},{"title":"api","prompt":"serve it","description":"the endpoint","after":[1]}]}`}}}
+	})
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit),
+		Text: "Store and serve the reports.", Cwd: repo}).Goal
+	waitTeam(t, c, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool {
+		return e.Task.GoalID == g.GoalID && e.Task.Title == "api"
+	})
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if len(show.Tasks) != 2 {
+		t.Fatalf("board = %+v", show.Tasks)
+	}
+	s, a := show.Tasks[0], show.Tasks[1]
+	if s.Title != "schema" || s.Priority != 2 || a.Title != "api" || a.Description != "the endpoint" ||
+		!slices.Equal(a.Deps, []string{s.TaskID}) || s.CreatedBy != show.Goal.LeadAgentID {
+		t.Fatalf("board = %+v", show.Tasks)
+	}
+	leads := log.find(func(p fakellm.Prompt) bool { return strings.HasPrefix(p.LastUser, "[team goal "+g.GoalID+"]") && !p.ToolOutput })
+	if len(leads) != 1 || !slices.Contains(leads[0].Tools, "team") {
+		t.Fatalf("the lead's model requests %+v: want one, offered the team tool", leads)
 	}
 }
