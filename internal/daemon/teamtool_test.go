@@ -187,7 +187,9 @@ func TestModelLeadPlansWithTheTeamTool(t *testing.T) {
 		!slices.Equal(a.Deps, []string{s.TaskID}) || s.CreatedBy != show.Goal.LeadAgentID {
 		t.Fatalf("board = %+v", show.Tasks)
 	}
-	leads := log.find(func(p fakellm.Prompt) bool { return strings.HasPrefix(p.LastUser, "[team goal "+g.GoalID+"]") && !p.ToolOutput })
+	leads := log.find(func(p fakellm.Prompt) bool {
+		return strings.HasPrefix(p.LastUser, "[team goal "+g.GoalID+"]") && !p.ToolOutput
+	})
 	if len(leads) != 1 || !slices.Contains(leads[0].Tools, "team") {
 		t.Fatalf("the lead's model requests %+v: want one, offered the team tool", leads)
 	}
