@@ -233,7 +233,7 @@ func (co *Coordinator) runTask(ctx context.Context, taskID string) {
 	}
 	switch t.State {
 	case store.TaskTodo:
-		if !g.Open() {
+		if !g.Open() || (g.CostLimit != nil && g.Cost >= *g.CostLimit) {
 			return
 		}
 		var ok bool
@@ -249,6 +249,7 @@ func (co *Coordinator) runTask(ctx context.Context, taskID string) {
 		return
 	}
 	co.runEnded(ctx, t, snap)
+	co.refreshCost(ctx, t.GoalID)
 }
 
 // workerText is a task's worker prompt with the team's shared memory after
