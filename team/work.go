@@ -493,8 +493,8 @@ func (co *Coordinator) recover(c actor.Context) {
 	co.goWork(co.deps.Timeout, func(ctx context.Context) {
 		if ds, err := co.deps.Store.OpenDecisions(); err == nil {
 			for _, d := range ds {
-				if d.Kind == store.DecisionMerge {
-					continue
+				if d.Kind == store.DecisionMerge || isBudget(d) {
+					continue // not a runtime's request: still a person's to answer
 				}
 				if d, err := co.deps.Store.UpdateDecision(d.DecisionID, func(d *store.Decision) error {
 					if d.State != store.DecisionOpen {

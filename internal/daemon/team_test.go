@@ -699,3 +699,29 @@ func TestTeamBudgetStopsNewWorkers(t *testing.T) {
 		t.Fatalf("goal after lifting the limit = %+v", goal)
 	}
 }
+
+// TestTeamMessageReachesTheLead: team.message to "lead" is a feed item of
+// the goal and a prompt of its lead, which answers it.
+func TestTeamMessageReachesTheLead(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "talk", Cwd: repo}).Goal
+	lead := waitTeam(t, c, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
+		return e.Goal.GoalID == g.GoalID && e.Goal.LeadAgentID != ""
+	}).Goal.LeadAgentID
+	obs := h.dial()
+	attach(t, obs, lead, protocol.RoleObserver)
+	item := teamCall[protocol.TeamFeedItemData](t, c, &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: g.GoalID,
+		To: "lead", Text: "sim: say heard-you"}).Item
+	if item.Kind != protocol.FeedMessage || item.To != lead || item.GoalID != g.GoalID {
+		t.Fatalf("message item = %+v", item)
+	}
+	waitFor(t, obs, func(e client.Event) bool {
+		m, ok := e.Msg.(*protocol.MessageComplete)
+		return ok && m.AgentID == lead && strings.Contains(textOf(m.Message), "heard-you")
+	})
+	if _, err := c.Request(ctx(t), &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: "goal-nope", To: "lead", Text: "x"}); protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("a message to an unknown goal: %v, want NOT_FOUND", err)
+	}
+}
