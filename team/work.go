@@ -233,7 +233,7 @@ func (co *Coordinator) runTask(ctx context.Context, taskID string) {
 	}
 	switch t.State {
 	case store.TaskTodo:
-		if !g.Open() {
+		if !g.Open() || (g.CostLimit != nil && g.Cost >= *g.CostLimit) {
 			return
 		}
 		var ok bool
@@ -249,6 +249,7 @@ func (co *Coordinator) runTask(ctx context.Context, taskID string) {
 		return
 	}
 	co.runEnded(ctx, t, snap)
+	co.refreshCost(ctx, t.GoalID)
 }
 
 // workerText is a task's worker prompt with the team's shared memory after
@@ -492,8 +493,8 @@ func (co *Coordinator) recover(c actor.Context) {
 	co.goWork(co.deps.Timeout, func(ctx context.Context) {
 		if ds, err := co.deps.Store.OpenDecisions(); err == nil {
 			for _, d := range ds {
-				if d.Kind == store.DecisionMerge {
-					continue
+				if d.Kind == store.DecisionMerge || isBudget(d) {
+					continue // not a runtime's request: still a person's to answer
 				}
 				if d, err := co.deps.Store.UpdateDecision(d.DecisionID, func(d *store.Decision) error {
 					if d.State != store.DecisionOpen {
