@@ -307,6 +307,27 @@ func firstLine(s string) string {
 	return s
 }
 
+// humanBoard escapes the control characters of a board for people (see
+// sanitize.go), keeping the line breaks of the texts printed on lines of
+// their own: the goal's text and the decisions' questions and contexts.
+func humanBoard(b *protocol.TeamGoalShowData) {
+	text := safeText(b.Goal.Text)
+	humanDecisions(b.Decisions)
+	safeAll(&b.Goal)
+	safeAll(&b.Tasks)
+	b.Goal.Text = text
+}
+
+// humanDecisions is humanBoard for decisions.
+func humanDecisions(ds []protocol.TeamDecision) {
+	for i := range ds {
+		d := &ds[i]
+		q, c := safeText(d.Question), safeText(d.Context)
+		safeAll(d)
+		d.Question, d.Context = q, c
+	}
+}
+
 // completeTeam completes ids of one kind for the first argument.
 func completeTeam(g *globalOptions, kind string) completer {
 	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {

@@ -170,7 +170,9 @@ func (o *teamAnswerOptions) run(ctx context.Context, conn *client.Conn, args []s
 // explain prints an open decision for a person who gave no answer, with a
 // hint on stderr, and fails as a usage error (exit 2).
 func (o *teamAnswerOptions) explain(stdout, stderr io.Writer, d protocol.TeamDecision, why string) error {
-	safeAll(&d)
+	one := []protocol.TeamDecision{d}
+	humanDecisions(one)
+	d = one[0]
 	p := newPalette(stdout, o.g.noColor)
 	what := d.Kind
 	if d.TaskID != "" {

@@ -64,10 +64,13 @@ them; with --all every decision, with its STATE and ANSWER.
 						ds[i].Options = []string{}
 					}
 				}
-				o.output.human(&ds)
 				if o.output.structured() {
 					return o.output.write(cmd.OutOrStdout(), protocol.TeamDecisionListData{Decisions: ds})
 				}
+				for i := range ds {
+					ds[i].Question = firstLine(ds[i].Question)
+				}
+				safeAll(&ds)
 				if len(ds) == 0 {
 					if o.all {
 						fmt.Fprintln(cmd.ErrOrStderr(), "No decisions.")
@@ -103,7 +106,7 @@ func (o *teamDecisionsOptions) print(w io.Writer, ds []protocol.TeamDecision) er
 		fmt.Fprintln(tw, "ID\tKIND\tGOAL\tTASK\tAGE\tQUESTION\tOPTIONS")
 	}
 	for _, d := range ds {
-		q := fit(firstLine(d.Question), 50, width)
+		q := fit(d.Question, 50, width)
 		if o.all {
 			answer := numberedOptions(d.Options)
 			if d.State != protocol.DecisionOpen {

@@ -55,7 +55,6 @@ and the goal's first line. --open keeps the planning and active ones.
 				if goals == nil {
 					goals = []protocol.TeamGoal{}
 				}
-				o.output.human(&goals)
 				if o.output.structured() {
 					return o.output.write(cmd.OutOrStdout(), protocol.TeamGoalListData{Goals: goals})
 				}
@@ -65,6 +64,8 @@ and the goal's first line. --open keeps the planning and active ones.
 				}
 				rows := make([]goalRow, len(goals))
 				for i, gl := range goals {
+					gl.Text = firstLine(gl.Text)
+					safeAll(&gl)
 					rows[i].goal = gl
 					// The counts cost one goal.show each: cheap on a local
 					// socket; a goal gone meanwhile shows "-".
@@ -118,7 +119,7 @@ func (o *teamGoalsOptions) print(w io.Writer, rows []goalRow) error {
 			tasks = fmt.Sprintf("%d/%d", r.done, r.total)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", idf.id(gl.GoalID), p.goalState(gl.Status), percent(gl.Progress),
-			tasks, goalCost(gl), st.agent(gl.LeadAgentID), st.when(o.g.clock, gl.CreatedAt), fit(firstLine(gl.Text), 50, width))
+			tasks, goalCost(gl), st.agent(gl.LeadAgentID), st.when(o.g.clock, gl.CreatedAt), fit(gl.Text, 50, width))
 	}
 	return tw.Flush()
 }

@@ -69,10 +69,13 @@ func (o *teamMemoryOptions) run(cmd *cobra.Command, _ []string) error {
 		if es == nil {
 			es = []protocol.TeamMemoryEntry{}
 		}
-		o.output.human(&es)
 		if o.output.structured() {
 			return o.output.write(cmd.OutOrStdout(), protocol.TeamMemoryListData{Entries: es})
 		}
+		for i := range es {
+			es[i].Body = firstLine(es[i].Body)
+		}
+		safeAll(&es)
 		if len(es) == 0 {
 			fmt.Fprintln(cmd.ErrOrStderr(), "No memory notes.")
 			return nil
@@ -109,7 +112,7 @@ func (o *teamMemoryOptions) print(w io.Writer, es []protocol.TeamMemoryEntry) er
 			author = st.agent(e.Author)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", idf.id(e.MemoryID), scope, e.Key, orDash(fit(e.Title, 30, width)),
-			author, st.when(o.g.clock, e.Updated), orDash(fit(firstLine(e.Body), 50, width)))
+			author, st.when(o.g.clock, e.Updated), orDash(fit(e.Body, 50, width)))
 	}
 	return tw.Flush()
 }

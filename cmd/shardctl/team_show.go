@@ -57,10 +57,10 @@ answer" takes them (--all: every decision, with its answer).
 					return err
 				}
 				normalizeBoard(&b)
-				o.output.human(&b)
 				if o.output.structured() {
 					return o.output.write(cmd.OutOrStdout(), b)
 				}
+				humanBoard(&b)
 				bv := boardView{clock: o.g.clock, p: newPalette(cmd.OutOrStdout(), o.g.noColor), wide: o.output.format == formatWide,
 					all: o.all, width: termWidth(cmd.OutOrStdout()), names: boardNames(ctx, conn, b)}
 				return bv.write(cmd.OutOrStdout(), b)

@@ -149,7 +149,7 @@ func (o *teamWatchOptions) draw(ctx context.Context, conn *client.Conn, goal str
 			return err
 		}
 		normalizeBoard(&b)
-		safeAll(&b)
+		humanBoard(&b)
 		bv.names = boardNames(ctx, conn, b)
 		for _, d := range b.Decisions {
 			if d.State == protocol.DecisionOpen {
@@ -165,9 +165,10 @@ func (o *teamWatchOptions) draw(ctx context.Context, conn *client.Conn, goal str
 		if err != nil {
 			return err
 		}
-		safeAll(&goals)
 		rows := make([]goalRow, len(goals))
 		for i, gl := range goals {
+			gl.Text = firstLine(gl.Text)
+			safeAll(&gl)
 			rows[i].goal = gl
 			if b, err := showGoal(ctx, conn, gl.GoalID); err == nil {
 				rows[i].done, rows[i].total = taskCounts(b.Tasks)
@@ -177,8 +178,13 @@ func (o *teamWatchOptions) draw(ctx context.Context, conn *client.Conn, goal str
 		if open, err = listDecisions(ctx, conn, "", true); err != nil {
 			return err
 		}
-		safeAll(&open)
+		humanDecisions(open)
 		o.ring(w, open)
+		var agents []string
+		for _, d := range open {
+			agents = append(agents, d.AgentID)
+		}
+		bv.names = agentNamesOf(ctx, conn, agents)
 		if len(rows) == 0 {
 			fmt.Fprintln(w, p.dim("No open goals."))
 		} else {
