@@ -117,6 +117,8 @@ func (o *teamAnswerOptions) run(ctx context.Context, conn *client.Conn, args []s
 	case d == nil:
 		// Unknown here: sent as given, for the daemon to answer.
 		msg.Option = choice
+	case choice == "" && o.text == "" && d.State != protocol.DecisionOpen:
+		return o.explain(stdout, stderr, *d, "is "+d.State+", not open")
 	case len(d.Options) == 0:
 		// A free-text question: the answer is the text.
 		if choice != "" && o.text != "" {
@@ -167,8 +169,9 @@ func (o *teamAnswerOptions) run(ctx context.Context, conn *client.Conn, args []s
 	return err
 }
 
-// explain prints an open decision for a person who gave no answer, with a
-// hint on stderr, and fails as a usage error (exit 2).
+// explain prints a decision for a person who gave no answer, with why on
+// stderr: an open one fails as a usage error (exit 2) with how to answer
+// it, a closed one as a failure (exit 1).
 func (o *teamAnswerOptions) explain(stdout, stderr io.Writer, d protocol.TeamDecision, why string) error {
 	one := []protocol.TeamDecision{d}
 	humanDecisions(one)
@@ -181,6 +184,9 @@ func (o *teamAnswerOptions) explain(stdout, stderr io.Writer, d protocol.TeamDec
 	fmt.Fprintf(stdout, "%s  %s  %s\n", d.DecisionID, what, d.State)
 	writeDecisionBody(stdout, d, p, "  ")
 	fmt.Fprintf(stderr, "shardctl: %s %s\n", d.DecisionID, why)
+	if d.State != protocol.DecisionOpen {
+		return exitWith(exitFailed, fmt.Errorf("%s %s", d.DecisionID, why), true)
+	}
 	fmt.Fprintf(stderr, "Run 'shardctl team answer %s <option> [--text …]'.\n", d.DecisionID)
 	return exitWith(exitUsage, fmt.Errorf("%s %s", d.DecisionID, why), true)
 }

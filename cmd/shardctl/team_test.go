@@ -339,6 +339,11 @@ func TestTeamAnswer(t *testing.T) {
 	if m.Option != "" || m.Index != nil || m.Text != "the Usage section" {
 		t.Errorf("free text sent %+v", m)
 	}
+	// A closed decision asked about: printed with its answer, exit 1.
+	r = runCtl(t, nil, f.path, "", "team", "answer", decD(4))
+	if r.code != exitFailed || !strings.Contains(r.stdout, "answered: Merge (by user)") || !strings.Contains(r.stderr, decD(4)+" is answered, not open") {
+		t.Errorf("closed: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
 	// An unknown decision goes to the daemon as given.
 	wantFail(t, runCtl(t, nil, f.path, "", "team", "answer", "decision-nope", "Merge"), exitFailed, "shardctl: NOT_FOUND: no decision decision-nope\n")
 	if r := runCtl(t, nil, f.path, "", "team", "answer"); r.code != exitUsage {
