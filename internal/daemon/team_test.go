@@ -1,10 +1,14 @@
 package daemon_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -20,11 +24,19 @@ func teamCall[T any](t *testing.T, c *client.Conn, cmd protocol.Typed) T {
 
 func teamHdr(typ string) protocol.Header { return protocol.Header{Type: typ} }
 
+// privateMarker is in worker prompts: no event a client that is not
+// attached to the worker sees may carry it (task prompts are private,
+// docs/protocol.md §10.4).
+const privateMarker = "zebra-marker"
+
 // waitTeam waits for a team_* event whose payload satisfies pred.
 func waitTeam[T any](t *testing.T, c *client.Conn, typ string, pred func(T) bool) T {
 	t.Helper()
 	var out T
 	waitFor(t, c, func(e client.Event) bool {
+		if bytes.Contains(e.Raw, []byte(privateMarker)) {
+			t.Fatalf("a task's prompt reached a client: %s", e.Raw)
+		}
 		if e.Msg.Head().Type != typ {
 			return false
 		}
@@ -163,5 +175,239 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 		if task.State != protocol.TaskCancelled {
 			t.Fatalf("task after the goal's cancel = %+v", task)
 		}
+	}
+}
+
+// allowPermissions attaches a client to the lead as an interactive one and
+// allows every permission request that reaches it (the workers' requests
+// delegate up to the lead, docs/protocol.md §6.3) until the test ends.
+// Errors go to the returned channel, read by the test at its end.
+func allowPermissions(t *testing.T, h *harness, lead string) <-chan error {
+	t.Helper()
+	p := h.dial()
+	attach(t, p, lead, "")
+	errs := make(chan error, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for e := range p.Events() {
+			req, ok := e.Msg.(*protocol.PermissionRequest)
+			if !ok {
+				continue
+			}
+			if err := p.Send(permResponse(req.AgentID, req.RequestID, protocol.DecisionAllow, "")); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { p.Close(); <-done })
+	return errs
+}
+
+// openMerge waits for an open merge decision of task id.
+func openMerge(t *testing.T, c *client.Conn, taskID string) protocol.TeamDecision {
+	t.Helper()
+	return waitTeam(t, c, protocol.TypeTeamDecisionChanged, func(e protocol.TeamDecisionChanged) bool {
+		return e.Decision.TaskID == taskID && e.Decision.Kind == protocol.DecisionKindMerge && e.Decision.State == protocol.DecisionOpen
+	}).Decision
+}
+
+func answer(t *testing.T, c *client.Conn, id, option, text string) protocol.TeamDecision {
+	t.Helper()
+	return teamCall[protocol.TeamDecisionData](t, c, &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer),
+		DecisionID: id, Option: option, Text: text}).Decision
+}
+
+func writeTool(path, content string) string {
+	return `sim: tool write {"path":"` + path + `","content":"` + content + `"}`
+}
+
+// TestTeamGoalRunsToDone: a goal of three tasks, two in parallel and one
+// after both, goes from submission to done over the wire: each worker
+// edits a file in its own worktree, its changes are committed there and
+// CI runs; a merge decision answered "Request changes" sends the feedback
+// to the same worker on the same branch and comes back; merges answered
+// from two clients land every file in the main checkout; every worktree is
+// retired; the dependent task starts after both merges; the goal ends done
+// with its progress at 1; no task prompt appears in what clients see.
+func TestTeamGoalRunsToDone(t *testing.T) {
+	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, func(cfg *config.Config) { cfg.Team.CICommand = "test -f a.txt || test -f b.txt; echo ci-ran" })
+	c := h.dial()
+	c2 := h.dial()
+
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "three files", Cwd: repo}).Goal
+	lead := waitTeam(t, c, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
+		return e.Goal.GoalID == g.GoalID && e.Goal.LeadAgentID != ""
+	}).Goal.LeadAgentID
+	errs := allowPermissions(t, h, lead)
+
+	ts := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{
+			{Title: "file a", Prompt: "sim: say " + privateMarker + "\n" + writeTool("a.txt", "A1")},
+			{Title: "file b", Prompt: "sim: say " + privateMarker + "\n" + writeTool("b.txt", "B")},
+			{Title: "file c", Prompt: writeTool("c.txt", "C"), After: []int{1, 2}},
+		}}).Tasks
+	a, b, cc := ts[0], ts[1], ts[2]
+
+	// Both parallel tasks reach review, each with a merge decision.
+	da := openMerge(t, c, a.TaskID)
+	if len(da.Options) != 3 || da.Options[0] != protocol.OptionMerge || da.Options[1] != protocol.OptionRequestChanges || da.Options[2] != protocol.OptionReject {
+		t.Fatalf("merge decision = %+v", da)
+	}
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	ta := show.Tasks[0]
+	if ta.State != protocol.TaskReview || ta.Branch == "" || ta.Worktree == "" || ta.WorkspaceID == "" || ta.Assignee == "" || ta.RunID == "" ||
+		ta.Diff == nil || ta.Diff.Files != 1 || ta.Diff.Ahead != 1 || ta.CI.Status != protocol.CIPass || ta.CI.Summary != "ci-ran" {
+		t.Fatalf("task a in review = %+v (diff %+v)", ta, ta.Diff)
+	}
+	if show.Tasks[2].State != protocol.TaskTodo {
+		t.Fatalf("the dependent task = %+v, want todo", show.Tasks[2])
+	}
+	// The worker's change is committed on its branch, not in the main checkout.
+	if got := runGit(t, ta.Worktree, "log", "-1", "--format=%s"); got != "file a" {
+		t.Fatalf("worktree head = %q, want the task's title", got)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "a.txt")); !os.IsNotExist(err) {
+		t.Fatalf("a.txt in the main checkout before the merge: %v", err)
+	}
+
+	// Request changes: the same worker, same branch, back to review.
+	re := answer(t, c, da.DecisionID, protocol.OptionRequestChanges, writeTool("a.txt", "A2"))
+	if re.State != protocol.DecisionAnswered || re.Answer.Option != protocol.OptionRequestChanges {
+		t.Fatalf("request changes answer = %+v", re)
+	}
+	if _, err := c.Request(ctx(t), &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer), DecisionID: da.DecisionID, Option: protocol.OptionMerge}); protocol.CodeOf(err) != protocol.CodeConflict {
+		t.Fatalf("a second answer: %v, want CONFLICT", err)
+	}
+	da2 := openMerge(t, c, a.TaskID)
+	if da2.DecisionID == da.DecisionID {
+		t.Fatal("no new merge decision after the changes")
+	}
+	show = teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if t2 := show.Tasks[0]; t2.Assignee != ta.Assignee || t2.Branch != ta.Branch || t2.Diff == nil || t2.Diff.Ahead != 2 {
+		t.Fatalf("task a after the changes = %+v, want the same worker and branch, two commits ahead", t2)
+	}
+	if _, err := c.Request(ctx(t), &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer), DecisionID: da2.DecisionID, Option: "Ship it"}); protocol.CodeOf(err) != protocol.CodeInvalidRequest {
+		t.Fatalf("an option not offered: %v, want INVALID_REQUEST", err)
+	}
+
+	// Merges from two clients.
+	if m := answer(t, c, da2.DecisionID, protocol.OptionMerge, ""); m.State != protocol.DecisionAnswered {
+		t.Fatalf("merge a = %+v", m)
+	}
+	db := openMerge(t, c2, b.TaskID)
+	if m := answer(t, c2, db.DecisionID, protocol.OptionMerge, ""); m.State != protocol.DecisionAnswered {
+		t.Fatalf("merge b = %+v", m)
+	}
+	// The dependent task starts after both merges, on a branch holding them.
+	dc := openMerge(t, c, cc.TaskID)
+	answer(t, c, dc.DecisionID, protocol.OptionMerge, "")
+	done := waitTeam(t, c, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
+		return e.Goal.GoalID == g.GoalID && e.Goal.Status == protocol.GoalDone
+	}).Goal
+	if done.Progress != 1 || done.EndedAt == 0 {
+		t.Fatalf("goal done = %+v", done)
+	}
+	for path, want := range map[string]string{"a.txt": "A2", "b.txt": "B", "c.txt": "C"} {
+		if got, err := os.ReadFile(filepath.Join(repo, path)); err != nil || string(got) != want {
+			t.Fatalf("main checkout %s = %q, %v; want %q", path, got, err, want)
+		}
+	}
+	var wl protocol.WorkspaceListData
+	if err := c.Call(ctx(t), &protocol.WorkspaceList{Header: hdr(protocol.TypeWorkspaceList)}, &wl); err != nil || len(wl.Workspaces) != 0 {
+		t.Fatalf("workspaces not retired: %+v, %v", wl.Workspaces, err)
+	}
+	show = teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	for _, task := range show.Tasks {
+		if task.State != protocol.TaskDone || branchExists(t, repo, task.Branch) {
+			t.Fatalf("task = %+v (branch left: %v)", task, branchExists(t, repo, task.Branch))
+		}
+	}
+	feed := teamCall[protocol.TeamFeedData](t, c, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed), GoalID: g.GoalID, Limit: 200})
+	kinds := map[string]int{}
+	for _, it := range feed.Items {
+		kinds[it.Kind]++
+	}
+	if kinds[protocol.FeedMerge] != 3 || kinds[protocol.FeedCI] != 4 || kinds[protocol.FeedDecision] < 4 || kinds[protocol.FeedGoal] < 2 {
+		t.Fatalf("feed kinds = %v", kinds)
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("answering permissions: %v", err)
+	default:
+	}
+	raw, _ := json.Marshal(feed)
+	if bytes.Contains(raw, []byte(privateMarker)) {
+		t.Fatalf("a task's prompt is in the feed: %s", raw)
+	}
+}
+
+// TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt: a daemon
+// stopped while a worker runs comes back with the board intact: the task
+// whose run the restart interrupted is blocked "interrupted by a daemon
+// restart", never replayed by itself; retry runs it again (the same
+// worker, in its workspace) through review to done.
+func TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt(t *testing.T) {
+	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "one file", Cwd: repo}).Goal
+	lead := waitTeam(t, c, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
+		return e.Goal.GoalID == g.GoalID && e.Goal.LeadAgentID != ""
+	}).Goal.LeadAgentID
+	// An interactive client of the lead that answers nothing: the worker
+	// waits on its permission, mid-run.
+	holder := h.dial()
+	attach(t, holder, lead, "")
+	task := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{{Title: "file r", Prompt: writeTool("r.txt", "R")}}}).Tasks[0]
+	waitFor(t, holder, isType(protocol.TypePermissionRequest, ""))
+	doing := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Tasks[0]
+	if doing.State != protocol.TaskDoing || doing.RunID == "" {
+		t.Fatalf("task mid-run = %+v", doing)
+	}
+	h.d.Shutdown(true) // the run is cut short: on disk it is still active
+
+	h2 := startWith(t, h.cfg)
+	c2 := h2.dial()
+	blocked := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Tasks[0]
+	if blocked.State != protocol.TaskBlocked {
+		blocked = waitTeam(t, c2, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool {
+			return e.Task.TaskID == task.TaskID && e.Task.State == protocol.TaskBlocked
+		}).Task
+	}
+	if blocked.BlockedReason != "interrupted by a daemon restart" || blocked.Assignee != doing.Assignee || blocked.WorkspaceID != doing.WorkspaceID {
+		t.Fatalf("task after the restart = %+v", blocked)
+	}
+	if pids := runtimePIDs(t, doing.Assignee); len(pids) != 0 {
+		t.Fatalf("the interrupted worker was replayed: %v", pids)
+	}
+	goal := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Goal
+	if goal.Status != protocol.GoalActive || goal.LeadAgentID != lead {
+		t.Fatalf("goal after the restart = %+v", goal)
+	}
+
+	allowPermissions(t, h2, lead)
+	retried := teamCall[protocol.TeamTaskData](t, c2, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction), TaskID: task.TaskID, Action: protocol.TaskActionRetry}).Task
+	if retried.State != protocol.TaskTodo && retried.State != protocol.TaskDoing {
+		t.Fatalf("retried = %+v", retried)
+	}
+	d := openMerge(t, c2, task.TaskID)
+	again := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Tasks[0]
+	if again.Assignee != doing.Assignee || again.WorkspaceID != doing.WorkspaceID || again.RunID == doing.RunID {
+		t.Fatalf("retried task = %+v, want the same worker and workspace, a new run", again)
+	}
+	answer(t, c2, d.DecisionID, protocol.OptionMerge, "")
+	waitTeam(t, c2, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
+		return e.Goal.GoalID == g.GoalID && e.Goal.Status == protocol.GoalDone
+	})
+	if got, err := os.ReadFile(filepath.Join(repo, "r.txt")); err != nil || string(got) != "R" {
+		t.Fatalf("main checkout r.txt = %q, %v", got, err)
 	}
 }
