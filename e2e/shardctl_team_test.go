@@ -117,6 +117,37 @@ func (w *teamEvents) mergeDecision(t *testing.T, taskID, skip string) protocol.T
 	return m.(*protocol.TeamDecisionChanged).Decision
 }
 
+// allowPermissions attaches to the lead as an interactive client that
+// allows every permission request reaching it (the workers' requests
+// delegate up to their parent, docs/protocol.md §6.3), until the test ends.
+func allowPermissions(t *testing.T, d *daemon, lead string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	c, err := client.Dial(ctx, d.socket())
+	if err != nil {
+		t.Fatalf("dial %s: %v", d.socket(), err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		c.Close()
+		<-done
+	})
+	// The events are read from the start, the attach's sync included.
+	go func() {
+		defer close(done)
+		for ev := range c.Events() {
+			if req, ok := ev.Msg.(*protocol.PermissionRequest); ok {
+				_ = c.Send(&protocol.PermissionResponse{Header: protocol.Header{Type: protocol.TypePermissionResponse, AgentID: req.AgentID},
+					RequestID: req.RequestID, Decision: protocol.DecisionAllow})
+			}
+		}
+	}()
+	if err := c.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: lead}, Role: protocol.RoleInteractive}, nil); err != nil {
+		t.Fatalf("attach to the lead: %v", err)
+	}
+}
+
 // TestShardctlTeamGoalToMerge drives a team through shardctl against the
 // real daemon, its sim runtime and a real repository: a goal submitted in
 // the repository gets a lead; a task (created over the wire, as the
@@ -142,10 +173,11 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 	if !strings.HasPrefix(goal, "goal-") {
 		t.Fatalf("submit printed %q", r.stdout)
 	}
-	w.wait(t, "the goal's lead", func(m protocol.Typed) bool {
+	lead := w.wait(t, "the goal's lead", func(m protocol.Typed) bool {
 		e, ok := m.(*protocol.TeamGoalChanged)
 		return ok && e.Goal.GoalID == goal && e.Goal.LeadAgentID != ""
-	})
+	}).(*protocol.TeamGoalChanged).Goal.LeadAgentID
+	allowPermissions(t, d, lead)
 
 	var created protocol.TeamTasksData
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)

@@ -159,8 +159,8 @@ func (o *teamAnswerOptions) run(ctx context.Context, conn *client.Conn, args []s
 	got := data.Decision
 	if got.State == protocol.DecisionOpen && got.RefusedReason != "" {
 		// A refused merge: the daemon left the decision open again.
-		fmt.Fprintf(stderr, "shardctl: refused: %s\n%s is open again: answer it once the cause is fixed\n", got.RefusedReason, got.DecisionID)
-		return exitWith(exitFailed, errors.New("refused: "+got.RefusedReason), true)
+		fmt.Fprintf(stderr, "shardctl: %s reopened: %s\nAnswer it again once the cause is fixed.\n", got.DecisionID, got.RefusedReason)
+		return exitWith(exitFailed, errors.New(got.DecisionID+" reopened: "+got.RefusedReason), true)
 	}
 	if o.output.structured() {
 		return nil

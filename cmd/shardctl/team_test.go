@@ -312,7 +312,7 @@ func TestTeamAnswer(t *testing.T) {
 	f = newTeamFake(t)
 	f.refuseMerge = "merge_conflict: README.md"
 	r = runCtl(t, nil, f.path, "", "team", "answer", decD(1), "merge")
-	wantFail(t, r, exitFailed, "shardctl: refused: merge_conflict: README.md\n"+decD(1)+" is open again: answer it once the cause is fixed\n")
+	wantFail(t, r, exitFailed, "shardctl: "+decD(1)+" reopened: merge_conflict: README.md\nAnswer it again once the cause is fixed.\n")
 
 	// Without an option: the decision, its options numbered, exit 2.
 	r = runCtl(t, nil, f.path, "", "team", "answer", decD(1))
