@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,6 +179,8 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 		return ok && e.Goal.GoalID == goal && e.Goal.LeadAgentID != ""
 	}).(*protocol.TeamGoalChanged).Goal.LeadAgentID
 	allowPermissions(t, d, lead)
+	watch := startProc(t, d.ctlCmd("team", "watch", goal))
+	follow := startProc(t, d.ctlCmd("team", "feed", "--follow", "--goal", goal))
 
 	var created protocol.TeamTasksData
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
@@ -240,7 +243,28 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 		t.Errorf("team goals:\n%s", r.stdout)
 	}
 	r = d.mustCtl("", "team", "feed", "--goal", goal)
-	if !strings.Contains(r.stdout, "add a.txt") {
+	if !strings.Contains(r.stdout, "add a.txt: ready for review") {
 		t.Errorf("team feed:\n%s", r.stdout)
+	}
+
+	// The live views saw it all: the watch rang when each merge decision
+	// opened and drew the board done; the feed followed every step.
+	eventually(t, 10*time.Second, "the watch drew the task done", func() bool {
+		out := watch.stdout.String()
+		return strings.Count(out, "\a") >= 2 && strings.Contains(out, "DONE (1)")
+	})
+	eventually(t, 10*time.Second, "the feed followed the merge", func() bool {
+		return strings.Contains(follow.stdout.String(), "merge")
+	})
+	for name, p := range map[string]*proc{"watch": watch, "feed --follow": follow} {
+		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if st := p.waitExit(t, 10*time.Second); st.ExitCode() != 0 {
+			t.Errorf("%s: %v; stderr %s", name, st, p.stderr.String())
+		}
+	}
+	if out := follow.stdout.String(); strings.Count(out, "add a.txt: ready for review") != 2 || strings.Contains(out, "sim:") {
+		t.Errorf("feed --follow:\n%s", out)
 	}
 }
