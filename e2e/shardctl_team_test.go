@@ -268,3 +268,95 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 		t.Errorf("feed --follow:\n%s", out)
 	}
 }
+
+// TestShardctlTeamSteering drives the rest of the team's verbs against the
+// real daemon: memory notes written (one from stdin), listed and removed;
+// a message to the lead lands in the feed; a task whose worker fails is
+// blocked with the reason, prioritized and retried (back to the board);
+// a task waiting on it is cancelled; the goal is cancelled, and what was
+// cancelled stays on the board (--all).
+func TestShardctlTeamSteering(t *testing.T) {
+	t.Parallel()
+	repo := wsRepo(t)
+	d := startDaemon(t)
+	w := watchTeam(t, d)
+	goal := strings.TrimSpace(d.mustCtl("", "team", "submit", "--cwd", repo, "Steer me").stdout)
+
+	id := strings.TrimSpace(d.mustCtl("", "team", "memory", "put", "style", "--title", "Style", "--body", "Tabs, not spaces.").stdout)
+	d.mustCtl("Use make.\nNever go build by hand.\n", "team", "memory", "put", "build", "-f", "-")
+	r := d.mustCtl("", "team", "memory")
+	for _, want := range []string{"style", "Tabs, not spaces.", "build", "Use make. …"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("team memory lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	var mem protocol.TeamMemoryListData
+	decode(t, d.mustCtl("", "team", "memory", "--scope", "shared", "-o", "json"), &mem)
+	if len(mem.Entries) != 2 {
+		t.Errorf("memory = %+v", mem)
+	}
+	d.mustCtl("", "team", "memory", "rm", id)
+	if r := d.mustCtl("", "team", "memory"); strings.Contains(r.stdout, "Tabs") {
+		t.Errorf("removed note still listed:\n%s", r.stdout)
+	}
+
+	item := strings.TrimSpace(d.mustCtl("", "team", "message", "user", "a note for the person", "--goal", goal).stdout)
+	if !strings.HasPrefix(item, "feed-") {
+		t.Errorf("message printed %q", item)
+	}
+
+	var created protocol.TeamTasksData
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	if err := w.c.Call(ctx, &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, GoalID: goal,
+		Tasks: []protocol.TeamTaskSpec{{Title: "doomed", Prompt: "sim: fail the compiler exploded"}, {Title: "after it", Prompt: "sim: say later", After: []int{1}}}}, &created); err != nil {
+		t.Fatalf("team.task.create: %v", err)
+	}
+	doomed, after := created.Tasks[0].TaskID, created.Tasks[1].TaskID
+	blocked := func(m protocol.Typed) bool {
+		e, ok := m.(*protocol.TeamTaskChanged)
+		return ok && e.Task.TaskID == doomed && e.Task.State == protocol.TaskBlocked
+	}
+	w.wait(t, "the failing task blocked", blocked)
+	r = d.mustCtl("", "team", "show", goal)
+	if !strings.Contains(r.stdout, "BLOCKED (1)") || !strings.Contains(r.stdout, "compiler exploded") || !strings.Contains(r.stdout, "TODO (1)") {
+		t.Errorf("team show:\n%s", r.stdout)
+	}
+	r = d.mustCtl("", "team", "task", doomed, "prioritize", "5")
+	if !strings.Contains(r.stdout, "priority 5") {
+		t.Errorf("prioritize printed %q", r.stdout)
+	}
+	r = d.mustCtl("", "team", "task", doomed, "retry")
+	if !strings.HasPrefix(r.stdout, doomed+" todo") && !strings.HasPrefix(r.stdout, doomed+" doing") {
+		t.Errorf("retry printed %q", r.stdout)
+	}
+	r = d.ctlCode(1, "team", "task", after, "retry")
+	if !strings.HasPrefix(r.stderr, "shardctl: CONFLICT: ") {
+		t.Errorf("retry of a todo task: %q", r.stderr)
+	}
+	r = d.mustCtl("", "team", "task", after, "cancel")
+	if !strings.HasPrefix(r.stdout, after+" cancelled") {
+		t.Errorf("cancel printed %q", r.stdout)
+	}
+
+	r = d.mustCtl("", "team", "cancel", goal)
+	if r.stdout != goal+" cancelled\n" {
+		t.Errorf("cancel printed %q", r.stdout)
+	}
+	r = d.ctlCode(1, "team", "cancel", goal)
+	if !strings.HasPrefix(r.stderr, "shardctl: CONFLICT: ") {
+		t.Errorf("a second cancel: %q", r.stderr)
+	}
+	r = d.mustCtl("", "team", "show", goal, "--all")
+	if !strings.Contains(r.stdout, "Status:      cancelled") || !strings.Contains(r.stdout, "CANCELLED (") || !strings.Contains(r.stdout, "after it") {
+		t.Errorf("team show --all:\n%s", r.stdout)
+	}
+	r = d.mustCtl("", "team", "feed", "--goal", goal, "-n", "200")
+	if !strings.Contains(r.stdout, "user -> user a note for the person") && !strings.Contains(r.stdout, "a note for the person") {
+		t.Errorf("team feed:\n%s", r.stdout)
+	}
+	if r := d.mustCtl("", "team", "goals", "--open"); strings.Contains(r.stdout, goal[:len("goal-")+12]) {
+		t.Errorf("a cancelled goal listed open:\n%s", r.stdout)
+	}
+	d.ctlCode(1, "team", "show", "goal-nope")
+}
