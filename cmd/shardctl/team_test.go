@@ -575,3 +575,21 @@ func TestTeamCompletion(t *testing.T) {
 		t.Errorf("memory: %q", r.stdout)
 	}
 }
+
+func TestTeamUsageAndUnreachable(t *testing.T) {
+	f := newTeamFake(t)
+	if r := runCtl(t, nil, f.path, "", "team", "bogus"); r.code != exitUsage || !strings.Contains(r.stderr, `unknown command "bogus" for "shardctl team"`) {
+		t.Errorf("unknown verb: exit %d stderr %q", r.code, r.stderr)
+	}
+	if r := runCtl(t, nil, f.path, "", "team", "goals", "-o", "xml"); r.code != exitUsage {
+		t.Errorf("-o xml: exit %d", r.code)
+	}
+	r := ok(t, runCtl(t, nil, f.path, "", "team", "show", goalA, "-o", "yaml"))
+	if !strings.Contains(r.stdout, "goal_id: "+goalA) || !strings.Contains(r.stdout, "options:\n      - Merge\n") {
+		t.Errorf("yaml:\n%s", r.stdout)
+	}
+	r = runCtl(t, nil, "/nonexistent/daemon.sock", "", "team", "goals")
+	if r.code != exitUnreachable || !strings.Contains(r.stderr, "cannot reach the daemon") {
+		t.Errorf("no daemon: exit %d stderr %q", r.code, r.stderr)
+	}
+}
