@@ -59,13 +59,13 @@ shown.`,
 	return cmd
 }
 
-// hdr is the header of a team command of type typ.
-func hdr(typ string) protocol.Header { return protocol.Header{Type: typ} }
+// teamHeader is the header of a team command of type typ.
+func teamHeader(typ string) protocol.Header { return protocol.Header{Type: typ} }
 
 // listGoals reads team.goal.list.
 func listGoals(ctx context.Context, conn *client.Conn, openOnly bool) ([]protocol.TeamGoal, error) {
 	var data protocol.TeamGoalListData
-	if err := conn.Call(ctx, &protocol.TeamGoalList{Header: hdr(protocol.TypeTeamGoalList), OpenOnly: openOnly}, &data); err != nil {
+	if err := conn.Call(ctx, &protocol.TeamGoalList{Header: teamHeader(protocol.TypeTeamGoalList), OpenOnly: openOnly}, &data); err != nil {
 		return nil, err
 	}
 	return data.Goals, nil
@@ -74,14 +74,14 @@ func listGoals(ctx context.Context, conn *client.Conn, openOnly bool) ([]protoco
 // showGoal reads team.goal.show.
 func showGoal(ctx context.Context, conn *client.Conn, goalID string) (protocol.TeamGoalShowData, error) {
 	var data protocol.TeamGoalShowData
-	err := conn.Call(ctx, &protocol.TeamGoalShow{Header: hdr(protocol.TypeTeamGoalShow), GoalID: goalID}, &data)
+	err := conn.Call(ctx, &protocol.TeamGoalShow{Header: teamHeader(protocol.TypeTeamGoalShow), GoalID: goalID}, &data)
 	return data, err
 }
 
 // listDecisions reads team.decision.list.
 func listDecisions(ctx context.Context, conn *client.Conn, goalID string, openOnly bool) ([]protocol.TeamDecision, error) {
 	var data protocol.TeamDecisionListData
-	q := &protocol.TeamDecisionList{Header: hdr(protocol.TypeTeamDecisionList), GoalID: goalID, OpenOnly: openOnly}
+	q := &protocol.TeamDecisionList{Header: teamHeader(protocol.TypeTeamDecisionList), GoalID: goalID, OpenOnly: openOnly}
 	if err := conn.Call(ctx, q, &data); err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func listDecisions(ctx context.Context, conn *client.Conn, goalID string, openOn
 // listMemory reads team.memory.list.
 func listMemory(ctx context.Context, conn *client.Conn, scope string) ([]protocol.TeamMemoryEntry, error) {
 	var data protocol.TeamMemoryListData
-	if err := conn.Call(ctx, &protocol.TeamMemoryList{Header: hdr(protocol.TypeTeamMemoryList), Scope: scope}, &data); err != nil {
+	if err := conn.Call(ctx, &protocol.TeamMemoryList{Header: teamHeader(protocol.TypeTeamMemoryList), Scope: scope}, &data); err != nil {
 		return nil, err
 	}
 	return data.Entries, nil

@@ -104,7 +104,7 @@ func (o *teamAnswerOptions) run(ctx context.Context, conn *client.Conn, args []s
 	if err != nil {
 		return err
 	}
-	msg := &protocol.TeamDecisionAnswer{Header: hdr(protocol.TypeTeamDecisionAnswer), DecisionID: id, Text: o.text}
+	msg := &protocol.TeamDecisionAnswer{Header: teamHeader(protocol.TypeTeamDecisionAnswer), DecisionID: id, Text: o.text}
 	var d *protocol.TeamDecision
 	if i := slices.IndexFunc(ds, func(d protocol.TeamDecision) bool { return d.DecisionID == id }); i >= 0 {
 		d = &ds[i]

@@ -37,7 +37,7 @@ the board, the branches and the feed stay. Prints the goal's id and status;
 					return err
 				}
 				var data protocol.TeamGoalData
-				if err := conn.Call(ctx, &protocol.TeamGoalCancel{Header: hdr(protocol.TypeTeamGoalCancel), GoalID: id}, &data); err != nil {
+				if err := conn.Call(ctx, &protocol.TeamGoalCancel{Header: teamHeader(protocol.TypeTeamGoalCancel), GoalID: id}, &data); err != nil {
 					return err
 				}
 				o.output.human(&data)

@@ -80,7 +80,7 @@ func (o *teamFeedOptions) run(ctx context.Context, conn *client.Conn, stdout, st
 	if err != nil {
 		return err
 	}
-	q := &protocol.TeamFeed{Header: hdr(protocol.TypeTeamFeed), GoalID: goal, Before: o.before, Limit: o.limit}
+	q := &protocol.TeamFeed{Header: teamHeader(protocol.TypeTeamFeed), GoalID: goal, Before: o.before, Limit: o.limit}
 	resp, err := requestDraining(ctx, conn, q, &backlog)
 	if err != nil {
 		return err
@@ -154,7 +154,7 @@ func (o *teamFeedOptions) resolveGoal(ctx context.Context, conn *client.Conn, ba
 	if o.goal == "" || wholeID(o.goal, ids.Goal) {
 		return o.goal, nil
 	}
-	resp, err := requestDraining(ctx, conn, &protocol.TeamGoalList{Header: hdr(protocol.TypeTeamGoalList)}, backlog)
+	resp, err := requestDraining(ctx, conn, &protocol.TeamGoalList{Header: teamHeader(protocol.TypeTeamGoalList)}, backlog)
 	if err != nil {
 		return "", err
 	}

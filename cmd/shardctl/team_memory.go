@@ -167,7 +167,7 @@ prints {"entry": TeamMemoryEntry}.`,
 			if body == "" {
 				return usageErrorf("no body: give --body or --file")
 			}
-			msg := &protocol.TeamMemoryPut{Header: hdr(protocol.TypeTeamMemoryPut), Scope: o.scope, Key: args[0], Title: o.title, Body: body}
+			msg := &protocol.TeamMemoryPut{Header: teamHeader(protocol.TypeTeamMemoryPut), Scope: o.scope, Key: args[0], Title: o.title, Body: body}
 			if err := msg.Validate(); err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
@@ -209,7 +209,7 @@ func newTeamMemoryRmCommand(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := conn.Call(ctx, &protocol.TeamMemoryDelete{Header: hdr(protocol.TypeTeamMemoryDelete), MemoryID: id}, nil); err != nil {
+				if err := conn.Call(ctx, &protocol.TeamMemoryDelete{Header: teamHeader(protocol.TypeTeamMemoryDelete), MemoryID: id}, nil); err != nil {
 					return err
 				}
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), id)

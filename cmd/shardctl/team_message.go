@@ -45,7 +45,7 @@ prompt, and is a feed item. Prints the feed item's id; -o json|yaml prints
 			if err := o.output.validate(); err != nil {
 				return err
 			}
-			msg := &protocol.TeamMessage{Header: hdr(protocol.TypeTeamMessage), To: args[0], Text: strings.Join(args[1:], " ")}
+			msg := &protocol.TeamMessage{Header: teamHeader(protocol.TypeTeamMessage), To: args[0], Text: strings.Join(args[1:], " ")}
 			if err := msg.Validate(); err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}

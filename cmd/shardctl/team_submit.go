@@ -95,7 +95,7 @@ func (o *teamSubmitOptions) message(cmd *cobra.Command, args []string) (*protoco
 		return nil, err
 	}
 	msg := &protocol.TeamGoalSubmit{
-		Header: hdr(protocol.TypeTeamGoalSubmit), Text: text, Cwd: abs,
+		Header: teamHeader(protocol.TypeTeamGoalSubmit), Text: text, Cwd: abs,
 		Runtime: o.runtime, Provider: o.provider, Model: o.model, RequestID: o.requestID,
 	}
 	if cmd.Flags().Changed("cost-limit") {

@@ -40,7 +40,7 @@ Prints the task's id, state and priority; -o json|yaml prints
 			if err := o.output.validate(); err != nil {
 				return err
 			}
-			msg := &protocol.TeamTaskAction{Header: hdr(protocol.TypeTeamTaskAction), TaskID: args[0], Action: args[1]}
+			msg := &protocol.TeamTaskAction{Header: teamHeader(protocol.TypeTeamTaskAction), TaskID: args[0], Action: args[1]}
 			if len(args) == 3 {
 				msg.Arg = args[2]
 			}

@@ -511,12 +511,12 @@ func TestTeamWatchGoal(t *testing.T) {
 			f.state.decisions = append(f.state.decisions, d)
 			f.state.tasks[2].State = protocol.TaskReview
 			// Another goal's change and a feed item draw nothing.
-			c.send(protocol.TeamTaskChanged{Header: hdr(protocol.TypeTeamTaskChanged), Task: f.state.tasks[6]})
-			c.send(protocol.TeamFeedAdded{Header: hdr(protocol.TypeTeamFeedAdded), Item: protocol.TeamFeedItem{GoalID: goalA}})
-			c.send(protocol.TeamDecisionChanged{Header: hdr(protocol.TypeTeamDecisionChanged), Decision: d})
+			c.send(protocol.TeamTaskChanged{Header: teamHeader(protocol.TypeTeamTaskChanged), Task: f.state.tasks[6]})
+			c.send(protocol.TeamFeedAdded{Header: teamHeader(protocol.TypeTeamFeedAdded), Item: protocol.TeamFeedItem{GoalID: goalA}})
+			c.send(protocol.TeamDecisionChanged{Header: teamHeader(protocol.TypeTeamDecisionChanged), Decision: d})
 		case 2:
 			f.state.tasks[3].Priority = 9
-			c.send(protocol.TeamTaskChanged{Header: hdr(protocol.TypeTeamTaskChanged), Task: f.state.tasks[3]})
+			c.send(protocol.TeamTaskChanged{Header: teamHeader(protocol.TypeTeamTaskChanged), Task: f.state.tasks[3]})
 		default:
 			c.close()
 		}
