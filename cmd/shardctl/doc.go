@@ -4,8 +4,9 @@
 // describes subagent jobs and their runs, stops, relaunches and waits for
 // them; sends a prompt and streams the reply; watches the daemon's or some
 // agents' events; attaches to an agent as an interactive terminal client;
-// checks a Shard home (doctor); prints shell completions; and shuts the
-// daemon down.
+// checks a Shard home (doctor); gives a team goals, shows its board,
+// answers its decisions and steers its tasks (team); prints shell
+// completions; and shuts the daemon down.
 //
 // It exists so that an operator (or a script, with -o json or -o yaml) can
 // inspect and steer the daemon without the web dashboard. It speaks the

@@ -212,6 +212,7 @@ func newRoot(clk clock) *cobra.Command {
 		newWebCommand(g),
 		newTokenCommand(g),
 		newWorkspaceCommand(g),
+		newTeamCommand(g),
 		newVersionCommand(g),
 		newQuestionsCommand(g),
 		newLogsCommand(g),

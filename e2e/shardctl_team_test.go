@@ -1,0 +1,362 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// teamTimeout bounds a team's step: a worker's run, its review, a merge.
+const teamTimeout = 60 * time.Second
+
+// teamEvents records a connection's events from the moment it is dialled,
+// so a test can wait for a team_* event it learns it needs later while the
+// client's reader never stalls.
+type teamEvents struct {
+	c       *client.Conn
+	mu      sync.Mutex
+	evs     []protocol.Typed
+	changed chan struct{}
+	done    chan struct{}
+}
+
+// watchTeam dials d and records its events until the test ends.
+func watchTeam(t *testing.T, d *daemon) *teamEvents {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, d.socket())
+	if err != nil {
+		t.Fatalf("dial %s: %v", d.socket(), err)
+	}
+	w := &teamEvents{c: c, changed: make(chan struct{}, 1), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for ev := range c.Events() {
+			w.mu.Lock()
+			w.evs = append(w.evs, ev.Msg)
+			w.mu.Unlock()
+			select {
+			case w.changed <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		c.Close()
+		<-w.done
+	})
+	return w
+}
+
+// wait returns the first recorded event that match accepts, waiting for
+// it as events come.
+func (w *teamEvents) wait(t *testing.T, what string, match func(protocol.Typed) bool) protocol.Typed {
+	t.Helper()
+	timer := time.NewTimer(teamTimeout)
+	defer timer.Stop()
+	seen := 0
+	for {
+		w.mu.Lock()
+		evs := w.evs[seen:]
+		w.mu.Unlock()
+		for _, m := range evs {
+			if match(m) {
+				return m
+			}
+		}
+		seen += len(evs)
+		select {
+		case <-w.changed:
+		case <-w.done:
+			t.Fatalf("connection lost waiting for %s: %v", what, w.c.Err())
+		case <-timer.C:
+			t.Fatalf("no %s within %s; the team's events:\n%s", what, teamTimeout, w.dump())
+		}
+	}
+}
+
+// dump lists the team events recorded, one line each, for a failure.
+func (w *teamEvents) dump() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	for _, m := range w.evs {
+		switch e := m.(type) {
+		case *protocol.TeamGoalChanged:
+			fmt.Fprintf(&b, "goal %s %s lead=%s\n", e.Goal.GoalID, e.Goal.Status, e.Goal.LeadAgentID)
+		case *protocol.TeamTaskChanged:
+			fmt.Fprintf(&b, "task %s %s %q %s\n", e.Task.TaskID, e.Task.State, e.Task.BlockedReason, e.Task.Branch)
+		case *protocol.TeamDecisionChanged:
+			fmt.Fprintf(&b, "decision %s %s %s %q\n", e.Decision.DecisionID, e.Decision.Kind, e.Decision.State, e.Decision.RefusedReason)
+		case *protocol.TeamFeedAdded:
+			fmt.Fprintf(&b, "feed %s %q\n", e.Item.Kind, e.Item.Text)
+		}
+	}
+	return b.String()
+}
+
+// mergeDecision waits for an open merge decision of task other than skip.
+func (w *teamEvents) mergeDecision(t *testing.T, taskID, skip string) protocol.TeamDecision {
+	t.Helper()
+	m := w.wait(t, "a merge decision of "+taskID, func(m protocol.Typed) bool {
+		e, ok := m.(*protocol.TeamDecisionChanged)
+		return ok && e.Decision.TaskID == taskID && e.Decision.Kind == protocol.DecisionKindMerge &&
+			e.Decision.State == protocol.DecisionOpen && e.Decision.DecisionID != skip
+	})
+	return m.(*protocol.TeamDecisionChanged).Decision
+}
+
+// allowPermissions attaches to the lead as an interactive client that
+// allows every permission request reaching it (the workers' requests
+// delegate up to their parent, docs/protocol.md §6.3), until the test ends.
+func allowPermissions(t *testing.T, d *daemon, lead string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	c, err := client.Dial(ctx, d.socket())
+	if err != nil {
+		t.Fatalf("dial %s: %v", d.socket(), err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		c.Close()
+		<-done
+	})
+	// The events are read from the start, the attach's sync included.
+	go func() {
+		defer close(done)
+		for ev := range c.Events() {
+			if req, ok := ev.Msg.(*protocol.PermissionRequest); ok {
+				_ = c.Send(&protocol.PermissionResponse{Header: protocol.Header{Type: protocol.TypePermissionResponse, AgentID: req.AgentID},
+					RequestID: req.RequestID, Decision: protocol.DecisionAllow})
+			}
+		}
+	}()
+	if err := c.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: lead}, Role: protocol.RoleInteractive}, nil); err != nil {
+		t.Fatalf("attach to the lead: %v", err)
+	}
+}
+
+// TestShardctlTeamGoalToMerge drives a team through shardctl against the
+// real daemon, its sim runtime and a real repository: a goal submitted in
+// the repository gets a lead; a task (created over the wire, as the
+// lead's team tool does) runs in a worktree of its own and comes to review;
+// "team show" prints the board and the merge decision; the decision asked
+// without an option is printed with its options (exit 2); "Request
+// changes" sends the feedback back to the same worker, which comes back
+// with a new merge decision; answered by its number, it merges into the
+// main checkout and the task is done; a second answer is CONFLICT.
+func TestShardctlTeamGoalToMerge(t *testing.T) {
+	t.Parallel()
+	repo := wsRepo(t)
+	d := startDaemon(t)
+	w := watchTeam(t, d)
+
+	// Outside a repository: the daemon's refusal, exit 1.
+	r := d.ctlCode(1, "team", "submit", "--cwd", shortTemp(t), "nothing")
+	if !strings.HasPrefix(r.stderr, "shardctl: INVALID_REQUEST: ") {
+		t.Errorf("submit outside a repository: %q", r.stderr)
+	}
+	r = d.mustCtl("", "team", "submit", "--cwd", repo, "Add a file called a.txt")
+	goal := strings.TrimSpace(r.stdout)
+	if !strings.HasPrefix(goal, "goal-") {
+		t.Fatalf("submit printed %q", r.stdout)
+	}
+	lead := w.wait(t, "the goal's lead", func(m protocol.Typed) bool {
+		e, ok := m.(*protocol.TeamGoalChanged)
+		return ok && e.Goal.GoalID == goal && e.Goal.LeadAgentID != ""
+	}).(*protocol.TeamGoalChanged).Goal.LeadAgentID
+	allowPermissions(t, d, lead)
+	watch := startProc(t, d.ctlCmd("team", "watch", goal))
+	follow := startProc(t, d.ctlCmd("team", "feed", "--follow", "--goal", goal))
+
+	var created protocol.TeamTasksData
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	if err := w.c.Call(ctx, &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, GoalID: goal,
+		Tasks: []protocol.TeamTaskSpec{{Title: "add a.txt", Prompt: `sim: tool write {"path":"a.txt","content":"first\n"}`}}}, &created); err != nil {
+		t.Fatalf("team.task.create: %v", err)
+	}
+	task := created.Tasks[0].TaskID
+	first := w.mergeDecision(t, task, "")
+
+	r = d.mustCtl("", "team", "show", goal)
+	for _, want := range []string{"Goal:        " + goal, "REVIEW (1)", "add a.txt", "OPEN DECISIONS (1)",
+		"merge of #1", `Merge "add a.txt"?`, "options: 1) Merge, 2) Request changes, 3) Reject"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("team show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = d.mustCtl("", "team", "decisions")
+	if !strings.Contains(r.stdout, first.DecisionID[:len("decision-")+12]) || !strings.Contains(r.stdout, "1) Merge, 2) Request changes, 3) Reject") {
+		t.Errorf("team decisions:\n%s", r.stdout)
+	}
+	r = d.ctlCode(2, "team", "answer", first.DecisionID)
+	if !strings.Contains(r.stdout, "options: 1) Merge, 2) Request changes, 3) Reject") || !strings.Contains(r.stderr, "needs an option") {
+		t.Errorf("answer without an option: stdout %q stderr %q", r.stdout, r.stderr)
+	}
+
+	// Request changes: the words go back to the same worker, on its branch.
+	r = d.mustCtl("", "team", "answer", first.DecisionID, "request changes", "--text", `sim: tool write {"path":"a.txt","content":"second\n"}`)
+	if !strings.Contains(r.stdout, first.DecisionID+" answered: Request changes") {
+		t.Errorf("request changes printed %q", r.stdout)
+	}
+	second := w.mergeDecision(t, task, first.DecisionID)
+
+	// Merge, by its number, with the decision's id shortened.
+	r = d.mustCtl("", "team", "answer", second.DecisionID[:len("decision-")+20], "1")
+	if !strings.Contains(r.stdout, second.DecisionID+" answered: Merge") {
+		t.Errorf("merge printed %q", r.stdout)
+	}
+	w.wait(t, "the task done", func(m protocol.Typed) bool {
+		e, ok := m.(*protocol.TeamTaskChanged)
+		return ok && e.Task.TaskID == task && e.Task.State == protocol.TaskDone
+	})
+	if b, err := os.ReadFile(filepath.Join(repo, "a.txt")); err != nil || string(b) != "second\n" {
+		t.Errorf("main checkout's a.txt = %q, %v", b, err)
+	}
+	r = d.ctlCode(1, "team", "answer", second.DecisionID, "Merge")
+	if !strings.HasPrefix(r.stderr, "shardctl: CONFLICT: ") {
+		t.Errorf("a second answer: %q", r.stderr)
+	}
+
+	r = d.mustCtl("", "team", "show", goal, "--all")
+	for _, want := range []string{"DONE (1)", "add a.txt", "answered: Request changes", "answered: Merge", "No open decisions."} {
+		if !strings.Contains(r.stdout, want) && !(want == "No open decisions." && strings.Contains(r.stdout, "DECISIONS (2)")) {
+			t.Errorf("team show --all lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = d.mustCtl("", "team", "goals")
+	if !strings.Contains(r.stdout, "1/1") {
+		t.Errorf("team goals:\n%s", r.stdout)
+	}
+	r = d.mustCtl("", "team", "feed", "--goal", goal)
+	if !strings.Contains(r.stdout, "add a.txt: ready for review") {
+		t.Errorf("team feed:\n%s", r.stdout)
+	}
+
+	// The live views saw it all: the watch rang when each merge decision
+	// opened and drew the board done; the feed followed every step.
+	eventually(t, 10*time.Second, "the watch drew the task done", func() bool {
+		out := watch.stdout.String()
+		return strings.Count(out, "\a") >= 2 && strings.Contains(out, "DONE (1)")
+	})
+	eventually(t, 10*time.Second, "the feed followed the merge", func() bool {
+		return strings.Contains(follow.stdout.String(), "merge")
+	})
+	for name, p := range map[string]*proc{"watch": watch, "feed --follow": follow} {
+		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		if st := p.waitExit(t, 10*time.Second); st.ExitCode() != 0 {
+			t.Errorf("%s: %v; stderr %s", name, st, p.stderr.String())
+		}
+	}
+	if out := follow.stdout.String(); strings.Count(out, "add a.txt: ready for review") != 2 || strings.Contains(out, "sim:") {
+		t.Errorf("feed --follow:\n%s", out)
+	}
+}
+
+// TestShardctlTeamSteering drives the rest of the team's verbs against the
+// real daemon: memory notes written (one from stdin), listed and removed;
+// a message to the lead lands in the feed; a task whose worker fails is
+// blocked with the reason, prioritized and retried (back to the board);
+// a task waiting on it is cancelled; the goal is cancelled, and what was
+// cancelled stays on the board (--all).
+func TestShardctlTeamSteering(t *testing.T) {
+	t.Parallel()
+	repo := wsRepo(t)
+	d := startDaemon(t)
+	w := watchTeam(t, d)
+	goal := strings.TrimSpace(d.mustCtl("", "team", "submit", "--cwd", repo, "Steer me").stdout)
+
+	id := strings.TrimSpace(d.mustCtl("", "team", "memory", "put", "style", "--title", "Style", "--body", "Tabs, not spaces.").stdout)
+	d.mustCtl("Use make.\nNever go build by hand.\n", "team", "memory", "put", "build", "-f", "-")
+	r := d.mustCtl("", "team", "memory")
+	for _, want := range []string{"style", "Tabs, not spaces.", "build", "Use make. …"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("team memory lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	var mem protocol.TeamMemoryListData
+	decode(t, d.mustCtl("", "team", "memory", "--scope", "shared", "-o", "json"), &mem)
+	if len(mem.Entries) != 2 {
+		t.Errorf("memory = %+v", mem)
+	}
+	d.mustCtl("", "team", "memory", "rm", id)
+	if r := d.mustCtl("", "team", "memory"); strings.Contains(r.stdout, "Tabs") {
+		t.Errorf("removed note still listed:\n%s", r.stdout)
+	}
+
+	item := strings.TrimSpace(d.mustCtl("", "team", "message", "user", "a note for the person", "--goal", goal).stdout)
+	if !strings.HasPrefix(item, "feed-") {
+		t.Errorf("message printed %q", item)
+	}
+
+	var created protocol.TeamTasksData
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	if err := w.c.Call(ctx, &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, GoalID: goal,
+		Tasks: []protocol.TeamTaskSpec{{Title: "doomed", Prompt: "sim: fail the compiler exploded"}, {Title: "after it", Prompt: "sim: say later", After: []int{1}}}}, &created); err != nil {
+		t.Fatalf("team.task.create: %v", err)
+	}
+	doomed, after := created.Tasks[0].TaskID, created.Tasks[1].TaskID
+	blocked := func(m protocol.Typed) bool {
+		e, ok := m.(*protocol.TeamTaskChanged)
+		return ok && e.Task.TaskID == doomed && e.Task.State == protocol.TaskBlocked
+	}
+	w.wait(t, "the failing task blocked", blocked)
+	r = d.mustCtl("", "team", "show", goal)
+	if !strings.Contains(r.stdout, "BLOCKED (1)") || !strings.Contains(r.stdout, "compiler exploded") || !strings.Contains(r.stdout, "TODO (1)") {
+		t.Errorf("team show:\n%s", r.stdout)
+	}
+	r = d.mustCtl("", "team", "task", doomed, "prioritize", "5")
+	if !strings.Contains(r.stdout, "priority 5") {
+		t.Errorf("prioritize printed %q", r.stdout)
+	}
+	r = d.mustCtl("", "team", "task", doomed, "retry")
+	if !strings.HasPrefix(r.stdout, doomed+" todo") && !strings.HasPrefix(r.stdout, doomed+" doing") {
+		t.Errorf("retry printed %q", r.stdout)
+	}
+	r = d.ctlCode(1, "team", "task", after, "retry")
+	if !strings.HasPrefix(r.stderr, "shardctl: CONFLICT: ") {
+		t.Errorf("retry of a todo task: %q", r.stderr)
+	}
+	r = d.mustCtl("", "team", "task", after, "cancel")
+	if !strings.HasPrefix(r.stdout, after+" cancelled") {
+		t.Errorf("cancel printed %q", r.stdout)
+	}
+
+	r = d.mustCtl("", "team", "cancel", goal)
+	if r.stdout != goal+" cancelled\n" {
+		t.Errorf("cancel printed %q", r.stdout)
+	}
+	r = d.ctlCode(1, "team", "cancel", goal)
+	if !strings.HasPrefix(r.stderr, "shardctl: CONFLICT: ") {
+		t.Errorf("a second cancel: %q", r.stderr)
+	}
+	r = d.mustCtl("", "team", "show", goal, "--all")
+	if !strings.Contains(r.stdout, "Status:      cancelled") || !strings.Contains(r.stdout, "CANCELLED (") || !strings.Contains(r.stdout, "after it") {
+		t.Errorf("team show --all:\n%s", r.stdout)
+	}
+	r = d.mustCtl("", "team", "feed", "--goal", goal, "-n", "200")
+	if !strings.Contains(r.stdout, "user -> user a note for the person") && !strings.Contains(r.stdout, "a note for the person") {
+		t.Errorf("team feed:\n%s", r.stdout)
+	}
+	if r := d.mustCtl("", "team", "goals", "--open"); strings.Contains(r.stdout, goal[:len("goal-")+12]) {
+		t.Errorf("a cancelled goal listed open:\n%s", r.stdout)
+	}
+	d.ctlCode(1, "team", "show", "goal-nope")
+}
