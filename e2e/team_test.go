@@ -385,4 +385,3 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
-
