@@ -84,6 +84,11 @@ func (co *Coordinator) ensureLead(ctx context.Context, goalID string, spec leadS
 		return "", err
 	}
 	for _, o := range slices.Backward(gs) {
+		if spec != (leadSpec{}) {
+			// A submit that says what its lead runs on gets a lead of
+			// its own rather than one that runs on something else.
+			break
+		}
 		if o.GoalID == g.GoalID || o.Cwd != g.Cwd || o.LeadAgentID == "" {
 			continue
 		}

@@ -88,8 +88,14 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	sub := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit),
 		Text: "Add two files", Cwd: repo, RequestID: "req-1"})
 	g := sub.Goal
-	if g.Status != protocol.GoalPlanning || g.Cwd != repo || g.GoalID == "" {
+	if g.Status != protocol.GoalPlanning || g.Cwd != repo || g.GoalID == "" || g.LeadAgentID == "" {
 		t.Fatalf("submitted goal = %+v", g)
+	}
+	// A lead the daemon refuses is the submit's error; the goal is kept,
+	// failed.
+	_, err = c.Request(ctx(t), &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "y", Cwd: repo, Provider: "nope"})
+	if protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("submit with an unknown provider: %v, want NOT_FOUND", err)
 	}
 	again := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit),
 		Text: "Add two files", Cwd: repo, RequestID: "req-1"})
@@ -129,6 +135,10 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	list := teamCall[protocol.TeamGoalListData](t, c, &protocol.TeamGoalList{Header: teamHdr(protocol.TypeTeamGoalList), OpenOnly: true})
 	if len(list.Goals) != 1 || list.Goals[0].GoalID != g.GoalID {
 		t.Fatalf("list = %+v", list)
+	}
+	list = teamCall[protocol.TeamGoalListData](t, c, &protocol.TeamGoalList{Header: teamHdr(protocol.TypeTeamGoalList)})
+	if len(list.Goals) != 2 || list.Goals[1].GoalID != g.GoalID || list.Goals[0].Status != protocol.GoalFailed {
+		t.Fatalf("list of every goal, newest first = %+v", list)
 	}
 
 	prio := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction),
@@ -188,6 +198,11 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 		if task.State != protocol.TaskCancelled {
 			t.Fatalf("task after the goal's cancel = %+v", task)
 		}
+	}
+	// The next goal of the repository has the same lead.
+	next := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "more", Cwd: repo}).Goal
+	if next.LeadAgentID != lead {
+		t.Fatalf("next goal's lead = %s, want the last goal's %s", next.LeadAgentID, lead)
 	}
 }
 
