@@ -740,3 +740,84 @@ func TestTeamMessageReachesTheLead(t *testing.T) {
 		t.Fatalf("a message to an unknown goal: %v, want NOT_FOUND", err)
 	}
 }
+
+// diamondGoal is a goal the sim lead plans as three tasks, two in
+// parallel and one after both, each writing one file.
+const diamondGoal = `Add three files.
+
+- file a: sim: tool write {"path":"a.txt","content":"A1"}
+- file b: sim: tool write {"path":"b.txt","content":"B"}
+- file c: sim: tool write {"path":"c.txt","content":"C"} (after 1, 2)
+`
+
+// allowDecision answers the open permission decision of task id, Allow
+// once.
+func allowDecision(t *testing.T, c *client.Conn, goalID, taskID string) {
+	t.Helper()
+	d := decisionOf(t, c, goalID, protocol.DecisionKindPermission, taskID)
+	if a := answer(t, c, d.DecisionID, protocol.OptionAllowOnce, ""); a.State != protocol.DecisionAnswered {
+		t.Fatalf("permission answer = %+v", a)
+	}
+}
+
+// TestTeamSimGoalToDoneAcrossARestart is the whole loop as a person runs
+// it, with nothing but decisions: a goal the sim lead plans as three tasks
+// (two parallel, one after both); every worker's write is a permission
+// decision; one merge is answered "Request changes" before it is merged;
+// the daemon is killed with merge decisions open and comes back with the
+// board intact; the merges are answered from two clients; the main
+// checkout holds the three changes, every worktree is retired, the goal is
+// done.
+func TestTeamSimGoalToDoneAcrossARestart(t *testing.T) {
+	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: diamondGoal, Cwd: repo}).Goal
+	waitTeam(t, c, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool { return e.Task.GoalID == g.GoalID && e.Task.Title == "file c" })
+	board := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if len(board.Tasks) != 3 || len(board.Tasks[2].Deps) != 2 {
+		t.Fatalf("planned board = %+v", board)
+	}
+	a, b, cc := board.Tasks[0], board.Tasks[1], board.Tasks[2]
+
+	allowDecision(t, c, g.GoalID, a.TaskID)
+	allowDecision(t, c, g.GoalID, b.TaskID)
+	da := mergeOf(t, c, g.GoalID, a.TaskID)
+	answer(t, c, da.DecisionID, protocol.OptionRequestChanges, writeTool("a.txt", "A2"))
+	allowDecision(t, c, g.GoalID, a.TaskID) // the changes write again
+	mergeOf(t, c, g.GoalID, a.TaskID)
+	mergeOf(t, c, g.GoalID, b.TaskID)
+	before := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+
+	h.d.Shutdown(true) // killed with two merge decisions open
+	h2 := startWith(t, h.cfg)
+	c1, c2 := h2.dial(), h2.dial()
+	after := teamCall[protocol.TeamGoalShowData](t, c1, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if len(after.Tasks) != 3 || len(after.Decisions) != len(before.Decisions) {
+		t.Fatalf("board after the restart = %+v, before %+v", after, before)
+	}
+	for i, task := range after.Tasks {
+		if was := before.Tasks[i]; task.State != was.State || task.Branch != was.Branch || task.WorkspaceID != was.WorkspaceID {
+			t.Fatalf("task %d after the restart = %+v, before %+v", i, task, was)
+		}
+	}
+	answer(t, c1, mergeOf(t, c1, g.GoalID, a.TaskID).DecisionID, protocol.OptionMerge, "")
+	answer(t, c2, mergeOf(t, c2, g.GoalID, b.TaskID).DecisionID, protocol.OptionMerge, "")
+	allowDecision(t, c1, g.GoalID, cc.TaskID)
+	answer(t, c1, mergeOf(t, c1, g.GoalID, cc.TaskID).DecisionID, protocol.OptionMerge, "")
+	show := teamCall[protocol.TeamGoalShowData](t, c1, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if show.Goal.Status != protocol.GoalDone || show.Goal.Progress != 1 {
+		t.Fatalf("goal = %+v", show.Goal)
+	}
+	for path, want := range map[string]string{"a.txt": "A2", "b.txt": "B", "c.txt": "C"} {
+		if got, err := os.ReadFile(filepath.Join(repo, path)); err != nil || string(got) != want {
+			t.Fatalf("main checkout %s = %q, %v; want %q", path, got, err, want)
+		}
+	}
+	var wl protocol.WorkspaceListData
+	if err := c1.Call(ctx(t), &protocol.WorkspaceList{Header: hdr(protocol.TypeWorkspaceList)}, &wl); err != nil || len(wl.Workspaces) != 0 {
+		t.Fatalf("workspaces not retired: %+v, %v", wl.Workspaces, err)
+	}
+}
