@@ -69,6 +69,9 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	if _, err := c.Request(ctx(t), &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "x"}); protocol.CodeOf(err) != protocol.CodeInvalidRequest {
 		t.Fatalf("submit without cwd: %v, want INVALID_REQUEST", err)
 	}
+	if _, err := c.Request(ctx(t), &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "x", Cwd: "relative/dir"}); protocol.CodeOf(err) != protocol.CodeInvalidRequest {
+		t.Fatalf("submit with a relative cwd: %v, want INVALID_REQUEST", err)
+	}
 	_, err := c.Request(ctx(t), &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "x", Cwd: shortTemp(t)})
 	if r, ok := protocol.WorkspaceRefusalOf(err); protocol.CodeOf(err) != protocol.CodeInvalidRequest || !ok || r.Kind != protocol.RefusalNotARepository {
 		t.Fatalf("submit outside a repository: %v, want INVALID_REQUEST not_a_repository", err)
@@ -149,6 +152,15 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	if _, err := c.Request(ctx(t), &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction),
 		TaskID: created.Tasks[1].TaskID, Action: protocol.TaskActionRetry}); protocol.CodeOf(err) != protocol.CodeConflict {
 		t.Fatalf("retry of a todo task: %v, want CONFLICT", err)
+	}
+	if _, err := c.Request(ctx(t), &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction),
+		TaskID: created.Tasks[1].TaskID, Action: protocol.TaskActionReassign, Arg: "agent-nope"}); protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("reassign to no agent: %v, want NOT_FOUND", err)
+	}
+	re := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction),
+		TaskID: created.Tasks[1].TaskID, Action: protocol.TaskActionReassign, Arg: lead})
+	if re.Task.Assignee != lead {
+		t.Fatalf("reassigned = %+v", re.Task)
 	}
 
 	put := teamCall[protocol.TeamMemoryData](t, c, &protocol.TeamMemoryPut{Header: teamHdr(protocol.TypeTeamMemoryPut),
@@ -738,6 +750,9 @@ func TestTeamMessageReachesTheLead(t *testing.T) {
 	})
 	if _, err := c.Request(ctx(t), &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: "goal-nope", To: "lead", Text: "x"}); protocol.CodeOf(err) != protocol.CodeNotFound {
 		t.Fatalf("a message to an unknown goal: %v, want NOT_FOUND", err)
+	}
+	if _, err := c.Request(ctx(t), &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: g.GoalID, To: "agent-nope", Text: "x"}); protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("a message to an unknown agent: %v, want NOT_FOUND", err)
 	}
 }
 
