@@ -314,6 +314,15 @@ func (co *Coordinator) startWorker(ctx context.Context, g store.Goal, t store.Ta
 		co.block(t, "the worker could not start: "+protocol.AsError(err).Message)
 		return t, false
 	}
+	// The workspace's branch and worktree are recorded with the job (the
+	// worktree is made when the run starts): the card shows them at once.
+	var ws protocol.WorkspaceStatusData
+	if workspaceID != "" {
+		if err := co.deps.Link.Call(ctx, &protocol.WorkspaceStatus{Header: protocol.Header{Type: protocol.TypeWorkspaceStatus},
+			WorkspaceID: workspaceID}, &ws); err != nil {
+			co.deps.Logger.Debug("team: read a worker's workspace", "workspace", workspaceID, "err", err)
+		}
+	}
 	t2, ok := co.setTask(t.TaskID, func(x *store.Task) error {
 		if x.State != store.TaskTodo {
 			return errUnchanged
@@ -322,6 +331,9 @@ func (co *Coordinator) startWorker(ctx context.Context, g store.Goal, t store.Ta
 		x.JobID, x.RunID, x.Assignee = jobID, runID, agentID
 		if workspaceID != "" {
 			x.WorkspaceID = workspaceID
+		}
+		if w := ws.Workspace; w.WorkspaceID == workspaceID && workspaceID != "" {
+			x.Branch, x.Worktree = cmp.Or(w.Branch, x.Branch), cmp.Or(w.Cwd, x.Worktree)
 		}
 		x.CI = nil
 		return nil

@@ -656,6 +656,9 @@ func TestTeamCancelStopsTheRun(t *testing.T) {
 	doing := waitTeam(t, c, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool {
 		return e.Task.TaskID == task.TaskID && e.Task.State == protocol.TaskDoing
 	}).Task
+	if doing.JobID == "" || doing.RunID == "" || doing.Assignee == "" || doing.WorkspaceID == "" || doing.Branch == "" || doing.Worktree == "" {
+		t.Fatalf("doing task = %+v, want its job, run, worker, workspace, branch and worktree", doing)
+	}
 	got := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction), TaskID: task.TaskID, Action: protocol.TaskActionCancel}).Task
 	if got.State != protocol.TaskCancelled {
 		t.Fatalf("cancelled task = %+v", got)
