@@ -51,7 +51,7 @@ func (co *Coordinator) startLead(g store.Goal, spec leadSpec) {
 			co.feed(store.FeedItem{GoalID: g.GoalID, Kind: store.FeedError, Text: "the lead could not start: " + protocol.AsError(err).Message})
 			return
 		}
-		if err := co.deps.Link.Prompt(ctx, lead, plan.GoalPrompt(g.GoalID, g.Text)); err != nil {
+		if err := co.deps.Link.Prompt(ctx, lead, plan.GoalPrompt(g.GoalID, g.Text), "team-goal:"+g.GoalID); err != nil {
 			co.deps.Logger.Warn("team: prompt the lead", "goal", g.GoalID, "err", err)
 			co.feed(store.FeedItem{GoalID: g.GoalID, Kind: store.FeedError, AgentID: lead, Text: "the goal could not be given to the lead: " + protocol.AsError(err).Message})
 			return
@@ -586,7 +586,10 @@ func (co *Coordinator) recover(c actor.Context) {
 					co.recoverReview(t)
 				}
 			}
-			if g.Status == store.GoalPlanning && g.LeadAgentID == "" && co.deps.Link != nil {
+			if g.Status == store.GoalPlanning && len(ts) == 0 && co.deps.Link != nil {
+				// A goal the crash caught before its plan: its lead is
+				// started and prompted again (the prompt's dedupe key
+				// keeps a lead that had it from getting it twice).
 				co.startLead(g, leadSpec{})
 			}
 			co.watchLead(g.LeadAgentID)

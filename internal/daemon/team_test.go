@@ -839,3 +839,41 @@ func TestTeamSimGoalToDoneAcrossARestart(t *testing.T) {
 		t.Fatalf("workspaces not retired: %+v, %v", wl.Workspaces, err)
 	}
 }
+
+// TestTeamGoalWithoutPlanIsGivenAgainOnce: a goal still planning, with no
+// task, after a restart is given to its lead again, and the prompt's dedupe
+// key keeps the lead from getting it twice.
+func TestTeamGoalWithoutPlanIsGivenAgainOnce(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "think about it", Cwd: repo}).Goal
+	isPlanItem := func(e protocol.TeamFeedAdded) bool {
+		return e.Item.GoalID == g.GoalID && e.Item.Kind == protocol.FeedPlan
+	}
+	waitTeam(t, c, protocol.TypeTeamFeedAdded, isPlanItem)
+	h.d.Shutdown(true)
+
+	h2 := startWith(t, h.cfg)
+	c2 := h2.dial()
+	feed := teamCall[protocol.TeamFeedData](t, c2, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed), GoalID: g.GoalID, Limit: 200})
+	plans := 0
+	for _, it := range feed.Items {
+		if it.Kind == protocol.FeedPlan {
+			plans++
+		}
+	}
+	if plans < 2 {
+		waitTeam(t, c2, protocol.TypeTeamFeedAdded, isPlanItem)
+	}
+	sync := attach(t, c2, g.LeadAgentID, protocol.RoleObserver)
+	given := 0
+	for _, m := range sync.LiveWindow.Messages {
+		if m.Role == "user" && strings.Contains(textOf(m), "[team goal "+g.GoalID+"]") {
+			given++
+		}
+	}
+	if given != 1 {
+		t.Fatalf("the lead was given the goal %d times, want once", given)
+	}
+}
