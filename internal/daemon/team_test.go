@@ -757,6 +757,28 @@ func TestTeamMessageReachesTheLead(t *testing.T) {
 	if _, err := c.Request(ctx(t), &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: g.GoalID, To: "agent-nope", Text: "x"}); protocol.CodeOf(err) != protocol.CodeNotFound {
 		t.Fatalf("a message to an unknown agent: %v, want NOT_FOUND", err)
 	}
+
+	// Once no open goal has it, the daemon stops attending the lead: it
+	// can be removed like any agent (an attached client would refuse it).
+	if err := obs.Call(ctx(t), &protocol.AgentDetach{Header: protocol.Header{Type: protocol.TypeAgentDetach, AgentID: lead}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalCancel{Header: teamHdr(protocol.TypeTeamGoalCancel), GoalID: g.GoalID})
+	if _, err := c.Request(ctx(t), &protocol.AgentKill{Header: protocol.Header{Type: protocol.TypeAgentKill, AgentID: lead}}); err != nil {
+		t.Fatalf("agent.kill of the lead: %v", err)
+	}
+	// The watcher's connection is closed; the daemon sees it go a moment
+	// later.
+	eventually(t, "the lead removed", func() bool {
+		var rm protocol.AgentRemoveData
+		if err := c.Call(ctx(t), &protocol.AgentRemove{Header: hdr(protocol.TypeAgentRemove), AgentIDs: []string{lead}}, &rm); err != nil {
+			t.Fatal(err)
+		}
+		if r := rm.Results[0]; !r.Removed && r.Kind != "attached" {
+			t.Fatalf("removing the lead of a cancelled goal = %+v", r)
+		}
+		return rm.Results[0].Removed
+	})
 }
 
 // diamondGoal is a goal the sim lead plans as three tasks, two in
