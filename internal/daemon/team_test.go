@@ -899,3 +899,38 @@ func TestTeamGoalWithoutPlanIsGivenAgainOnce(t *testing.T) {
 		t.Fatalf("the lead was given the goal %d times, want once", given)
 	}
 }
+
+// TestTeamMessageToAllRoutesByName: a message to "all" goes to the lead,
+// unless its text starts with "@name" naming a worker of the goal (its
+// alias), which gets it instead.
+func TestTeamMessageToAllRoutesByName(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "names", Cwd: repo}).Goal
+	task := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{{Title: "named", Prompt: "sim: say done"}}}).Tasks[0]
+	mergeOf(t, c, g.GoalID, task.TaskID)
+	worker := taskOf(t, c, g.GoalID, task.TaskID).Assignee
+	var st protocol.AgentListData
+	if err := c.Call(ctx(t), &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: worker}}, &st); err != nil || st.Agents[0].Alias == "" {
+		t.Fatalf("worker = %+v, %v", st, err)
+	}
+	alias := st.Agents[0].Alias
+
+	toLead := teamCall[protocol.TeamFeedItemData](t, c, &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: g.GoalID, To: "all", Text: "hello all"}).Item
+	if toLead.To != g.LeadAgentID {
+		t.Fatalf("a message to all without a name went to %s, want the lead %s", toLead.To, g.LeadAgentID)
+	}
+	obs := h.dial()
+	attach(t, obs, worker, protocol.RoleObserver)
+	named := teamCall[protocol.TeamFeedItemData](t, c, &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: g.GoalID, To: "all",
+		Text: "@" + alias + " sim: say routed"}).Item
+	if named.To != worker {
+		t.Fatalf("a message to @%s went to %s, want the worker %s", alias, named.To, worker)
+	}
+	waitFor(t, obs, func(e client.Event) bool {
+		m, ok := e.Msg.(*protocol.MessageComplete)
+		return ok && m.AgentID == worker && strings.Contains(textOf(m.Message), "routed")
+	})
+}
