@@ -3,6 +3,7 @@ package team
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,15 +41,30 @@ func (co *Coordinator) decisionAnswer(ctx context.Context, m *protocol.TeamDecis
 	if m.Index != nil && *m.Index >= len(d.Options) {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "index: decision %s has %d option(s)", d.DecisionID, len(d.Options))
 	}
+	if d.Kind != store.DecisionMerge && d.RequestID != "" && !isBudget(d) {
+		// The request is answered first: its answer is what wins.
+		if err := co.answerRequest(ctx, d, m); err != nil {
+			return nil, err
+		}
+	}
 	d, err = co.deps.Store.AnswerDecision(d.DecisionID, store.DecisionAnswer{Index: m.Index, Option: m.Option, Text: m.Text, By: byUser})
+	if errors.Is(err, store.ErrConflict) && d.Kind != store.DecisionMerge {
+		// The resolution of the request this answer won recorded it first.
+		if d, err = co.deps.Store.GetDecision(m.DecisionID); err == nil {
+			return protocol.TeamDecisionData{Decision: decisionView(d)}, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	co.emit(decisionEvent(d))
 	co.feed(store.FeedItem{GoalID: d.GoalID, TaskID: d.TaskID, Kind: store.FeedDecision,
 		Text: fmt.Sprintf("%s answered: %s", d.Prompt, cmp.Or(d.Answer.Option, "(text)"))})
-	if d.Kind == store.DecisionMerge {
+	switch {
+	case d.Kind == store.DecisionMerge:
 		d = co.carryMerge(ctx, d)
+	case isBudget(d):
+		co.carryBudget(ctx, d)
 	}
 	return protocol.TeamDecisionData{Decision: decisionView(d)}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/shard-dev/shard/client"
@@ -87,8 +88,14 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	sub := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit),
 		Text: "Add two files", Cwd: repo, RequestID: "req-1"})
 	g := sub.Goal
-	if g.Status != protocol.GoalPlanning || g.Cwd != repo || g.GoalID == "" {
+	if g.Status != protocol.GoalPlanning || g.Cwd != repo || g.GoalID == "" || g.LeadAgentID == "" {
 		t.Fatalf("submitted goal = %+v", g)
+	}
+	// A lead the daemon refuses is the submit's error; the goal is kept,
+	// failed.
+	_, err = c.Request(ctx(t), &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "y", Cwd: repo, Provider: "nope"})
+	if protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("submit with an unknown provider: %v, want NOT_FOUND", err)
 	}
 	again := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit),
 		Text: "Add two files", Cwd: repo, RequestID: "req-1"})
@@ -129,6 +136,10 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	if len(list.Goals) != 1 || list.Goals[0].GoalID != g.GoalID {
 		t.Fatalf("list = %+v", list)
 	}
+	list = teamCall[protocol.TeamGoalListData](t, c, &protocol.TeamGoalList{Header: teamHdr(protocol.TypeTeamGoalList)})
+	if len(list.Goals) != 2 || list.Goals[1].GoalID != g.GoalID || list.Goals[0].Status != protocol.GoalFailed {
+		t.Fatalf("list of every goal, newest first = %+v", list)
+	}
 
 	prio := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction),
 		TaskID: created.Tasks[1].TaskID, Action: protocol.TaskActionPrioritize, Arg: "7"})
@@ -155,8 +166,20 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 		t.Fatalf("message item = %+v", msg.Item)
 	}
 	feed := teamCall[protocol.TeamFeedData](t, c, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed), GoalID: g.GoalID, Limit: 2})
-	if len(feed.Items) != 2 || feed.Items[0].FeedID != msg.Item.FeedID || feed.NextBefore == "" {
+	if len(feed.Items) != 2 || feed.NextBefore == "" || feed.Items[0].FeedID <= feed.Items[1].FeedID {
 		t.Fatalf("feed page = %+v", feed)
+	}
+	older := teamCall[protocol.TeamFeedData](t, c, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed), GoalID: g.GoalID, Before: feed.NextBefore})
+	if len(older.Items) == 0 || older.Items[0].FeedID >= feed.NextBefore {
+		t.Fatalf("the next page = %+v", older)
+	}
+	all := teamCall[protocol.TeamFeedData](t, c, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed), GoalID: g.GoalID, Limit: 200})
+	found := false
+	for _, it := range all.Items {
+		found = found || it.FeedID == msg.Item.FeedID
+	}
+	if !found {
+		t.Fatalf("the message is not in the goal's feed: %+v", all)
 	}
 	decs := teamCall[protocol.TeamDecisionListData](t, c, &protocol.TeamDecisionList{Header: teamHdr(protocol.TypeTeamDecisionList), OpenOnly: true})
 	if len(decs.Decisions) != 0 {
@@ -175,6 +198,11 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 		if task.State != protocol.TaskCancelled {
 			t.Fatalf("task after the goal's cancel = %+v", task)
 		}
+	}
+	// The next goal of the repository has the same lead.
+	next := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "more", Cwd: repo}).Goal
+	if next.LeadAgentID != lead {
+		t.Fatalf("next goal's lead = %s, want the last goal's %s", next.LeadAgentID, lead)
 	}
 }
 
@@ -254,7 +282,7 @@ func TestTeamGoalRunsToDone(t *testing.T) {
 	a, b, cc := ts[0], ts[1], ts[2]
 
 	// Both parallel tasks reach review, each with a merge decision.
-	da := openMerge(t, c, a.TaskID)
+	da := mergeOf(t, c, g.GoalID, a.TaskID)
 	if len(da.Options) != 3 || da.Options[0] != protocol.OptionMerge || da.Options[1] != protocol.OptionRequestChanges || da.Options[2] != protocol.OptionReject {
 		t.Fatalf("merge decision = %+v", da)
 	}
@@ -283,7 +311,7 @@ func TestTeamGoalRunsToDone(t *testing.T) {
 	if _, err := c.Request(ctx(t), &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer), DecisionID: da.DecisionID, Option: protocol.OptionMerge}); protocol.CodeOf(err) != protocol.CodeConflict {
 		t.Fatalf("a second answer: %v, want CONFLICT", err)
 	}
-	da2 := openMerge(t, c, a.TaskID)
+	da2 := mergeOf(t, c, g.GoalID, a.TaskID)
 	if da2.DecisionID == da.DecisionID {
 		t.Fatal("no new merge decision after the changes")
 	}
@@ -299,12 +327,12 @@ func TestTeamGoalRunsToDone(t *testing.T) {
 	if m := answer(t, c, da2.DecisionID, protocol.OptionMerge, ""); m.State != protocol.DecisionAnswered {
 		t.Fatalf("merge a = %+v", m)
 	}
-	db := openMerge(t, c2, b.TaskID)
+	db := mergeOf(t, c2, g.GoalID, b.TaskID)
 	if m := answer(t, c2, db.DecisionID, protocol.OptionMerge, ""); m.State != protocol.DecisionAnswered {
 		t.Fatalf("merge b = %+v", m)
 	}
 	// The dependent task starts after both merges, on a branch holding them.
-	dc := openMerge(t, c, cc.TaskID)
+	dc := mergeOf(t, c, g.GoalID, cc.TaskID)
 	answer(t, c, dc.DecisionID, protocol.OptionMerge, "")
 	done := waitTeam(t, c, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
 		return e.Goal.GoalID == g.GoalID && e.Goal.Status == protocol.GoalDone
@@ -326,6 +354,20 @@ func TestTeamGoalRunsToDone(t *testing.T) {
 		if task.State != protocol.TaskDone || branchExists(t, repo, task.Branch) {
 			t.Fatalf("task = %+v (branch left: %v)", task, branchExists(t, repo, task.Branch))
 		}
+	}
+	// The workers' permissions, answered by the test's client of the lead
+	// first, are decisions answered with that answer.
+	perms := 0
+	for _, d := range show.Decisions {
+		if d.Kind == protocol.DecisionKindPermission {
+			perms++
+			if d.State != protocol.DecisionAnswered || d.Answer.Option != protocol.OptionAllowOnce || d.Answer.By == "user" {
+				t.Fatalf("permission decision = %+v (answer %+v)", d, d.Answer)
+			}
+		}
+	}
+	if perms != 4 {
+		t.Fatalf("%d permission decisions, want 4 (one per run)", perms)
 	}
 	feed := teamCall[protocol.TeamFeedData](t, c, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed), GoalID: g.GoalID, Limit: 200})
 	kinds := map[string]int{}
@@ -368,6 +410,7 @@ func TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt(t *testing.T) {
 	task := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
 		Tasks: []protocol.TeamTaskSpec{{Title: "file r", Prompt: writeTool("r.txt", "R")}}}).Tasks[0]
 	waitFor(t, holder, isType(protocol.TypePermissionRequest, ""))
+	asked := decisionOf(t, c, g.GoalID, protocol.DecisionKindPermission, task.TaskID)
 	doing := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Tasks[0]
 	if doing.State != protocol.TaskDoing || doing.RunID == "" {
 		t.Fatalf("task mid-run = %+v", doing)
@@ -388,9 +431,14 @@ func TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt(t *testing.T) {
 	if pids := runtimePIDs(t, doing.Assignee); len(pids) != 0 {
 		t.Fatalf("the interrupted worker was replayed: %v", pids)
 	}
-	goal := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Goal
-	if goal.Status != protocol.GoalActive || goal.LeadAgentID != lead {
+	after := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if goal := after.Goal; goal.Status != protocol.GoalActive || goal.LeadAgentID != lead {
 		t.Fatalf("goal after the restart = %+v", goal)
+	}
+	// The permission's request died with the runtime: its decision is
+	// cancelled, not left open.
+	if len(after.Decisions) != 1 || after.Decisions[0].DecisionID != asked.DecisionID || after.Decisions[0].State != protocol.DecisionCancelled {
+		t.Fatalf("decisions after the restart = %+v", after.Decisions)
 	}
 
 	allowPermissions(t, h2, lead)
@@ -398,7 +446,7 @@ func TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt(t *testing.T) {
 	if retried.State != protocol.TaskTodo && retried.State != protocol.TaskDoing {
 		t.Fatalf("retried = %+v", retried)
 	}
-	d := openMerge(t, c2, task.TaskID)
+	d := mergeOf(t, c2, g.GoalID, task.TaskID)
 	again := teamCall[protocol.TeamGoalShowData](t, c2, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Tasks[0]
 	if again.Assignee != doing.Assignee || again.WorkspaceID != doing.WorkspaceID || again.RunID == doing.RunID {
 		t.Fatalf("retried task = %+v, want the same worker and workspace, a new run", again)
@@ -409,5 +457,286 @@ func TestTeamRestartBlocksInterruptedTaskAndRetryCompletesIt(t *testing.T) {
 	})
 	if got, err := os.ReadFile(filepath.Join(repo, "r.txt")); err != nil || string(got) != "R" {
 		t.Fatalf("main checkout r.txt = %q, %v", got, err)
+	}
+}
+
+// openDecision waits for an open decision of kind for task id.
+func openDecision(t *testing.T, c *client.Conn, kind, taskID string) protocol.TeamDecision {
+	t.Helper()
+	return waitTeam(t, c, protocol.TypeTeamDecisionChanged, func(e protocol.TeamDecisionChanged) bool {
+		return e.Decision.TaskID == taskID && e.Decision.Kind == kind && e.Decision.State == protocol.DecisionOpen
+	}).Decision
+}
+
+// TestTeamRequestsBecomeDecisions: the daemon attends each lead as an
+// interactive client, so a worker's permission request (delegated to the
+// lead) and its question become decisions of the goal, naming the worker
+// and its task with the spec's options; answering a decision answers the
+// request (by label or by index), first answer wins, and the worker goes
+// on to review.
+func TestTeamRequestsBecomeDecisions(t *testing.T) {
+	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "ask", Cwd: repo}).Goal
+	ts := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{
+			{Title: "write", Prompt: writeTool("p.txt", "P")},
+			{Title: "ask", Prompt: "sim: ask select Colour red blue"},
+		}}).Tasks
+
+	perm := decisionOf(t, c, g.GoalID, protocol.DecisionKindPermission, ts[0].TaskID)
+	want := []string{protocol.OptionAllowOnce, protocol.OptionAlwaysAllow, protocol.OptionDeny}
+	if perm.Tool != "write" || perm.RequestID == "" || perm.AgentID == "" || perm.Context != "p.txt" || len(perm.Options) != 3 ||
+		perm.Options[0] != want[0] || perm.Options[1] != want[1] || perm.Options[2] != want[2] {
+		t.Fatalf("permission decision = %+v", perm)
+	}
+	zero := 0
+	got := teamCall[protocol.TeamDecisionData](t, c, &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer),
+		DecisionID: perm.DecisionID, Index: &zero}).Decision
+	if got.State != protocol.DecisionAnswered || got.Answer.Option != protocol.OptionAllowOnce {
+		t.Fatalf("answered permission = %+v", got)
+	}
+	if _, err := c.Request(ctx(t), &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer), DecisionID: perm.DecisionID, Option: protocol.OptionDeny}); protocol.CodeOf(err) != protocol.CodeConflict {
+		t.Fatalf("second answer: %v, want CONFLICT", err)
+	}
+
+	q := decisionOf(t, c, g.GoalID, protocol.DecisionKindQuestion, ts[1].TaskID)
+	if q.Question != "Colour" || len(q.Options) != 2 || q.Options[1] != "blue" {
+		t.Fatalf("question decision = %+v", q)
+	}
+	if a := answer(t, c, q.DecisionID, "blue", ""); a.State != protocol.DecisionAnswered || a.Answer.Option != "blue" {
+		t.Fatalf("answered question = %+v", a)
+	}
+
+	// Both workers finish: their tasks reach review.
+	mergeOf(t, c, g.GoalID, ts[0].TaskID)
+	mergeOf(t, c, g.GoalID, ts[1].TaskID)
+	if b, err := os.ReadFile(filepath.Join(taskOf(t, c, g.GoalID, ts[0].TaskID).Worktree, "p.txt")); err != nil || string(b) != "P" {
+		t.Fatalf("the allowed write: %q, %v", b, err)
+	}
+}
+
+// mergeOf returns the open merge decision of task id: from the board when
+// it is there already, else the event that opens it.
+func mergeOf(t *testing.T, c *client.Conn, goalID, taskID string) protocol.TeamDecision {
+	t.Helper()
+	return decisionOf(t, c, goalID, protocol.DecisionKindMerge, taskID)
+}
+
+// decisionOf returns the open decision of kind of task id: from the board
+// when it is there already (its event may have gone by while the test
+// waited for another), else the event that opens it.
+func decisionOf(t *testing.T, c *client.Conn, goalID, kind, taskID string) protocol.TeamDecision {
+	t.Helper()
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: goalID})
+	for _, d := range show.Decisions {
+		if d.TaskID == taskID && d.Kind == kind && d.State == protocol.DecisionOpen {
+			return d
+		}
+	}
+	return openDecision(t, c, kind, taskID)
+}
+
+func taskOf(t *testing.T, c *client.Conn, goalID, taskID string) protocol.TeamTask {
+	t.Helper()
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: goalID})
+	for _, task := range show.Tasks {
+		if task.TaskID == taskID {
+			return task
+		}
+	}
+	t.Fatalf("no task %s", taskID)
+	return protocol.TeamTask{}
+}
+
+// TestTeamMergeRefusedThenRejectAndCancel: a merge the main checkout
+// refuses (it is dirty) leaves the decision open again with the reason,
+// and the task in review; answered again once the checkout is clean, it
+// merges. Reject abandons a task's branch (its workspace retired, the
+// branch deleted): the task is cancelled and the task after it blocked, so
+// the goal is not done; cancelling the goal cancels what is left.
+func TestTeamMergeRefusedThenRejectAndCancel(t *testing.T) {
+	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "x y z", Cwd: repo}).Goal
+	lead := waitTeam(t, c, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
+		return e.Goal.GoalID == g.GoalID && e.Goal.LeadAgentID != ""
+	}).Goal.LeadAgentID
+	allowPermissions(t, h, lead)
+	ts := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{
+			{Title: "x", Prompt: writeTool("x.txt", "X")},
+			{Title: "y", Prompt: writeTool("y.txt", "Y")},
+			{Title: "z", Prompt: writeTool("z.txt", "Z"), After: []int{2}},
+		}}).Tasks
+	x, y, z := ts[0], ts[1], ts[2]
+
+	dx := mergeOf(t, c, g.GoalID, x.TaskID)
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("local edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused := answer(t, c, dx.DecisionID, protocol.OptionMerge, "")
+	if refused.State != protocol.DecisionOpen || refused.Answer != nil || !strings.Contains(refused.RefusedReason, string(protocol.RefusalMainDirty)) {
+		t.Fatalf("refused merge = %+v", refused)
+	}
+	if task := taskOf(t, c, g.GoalID, x.TaskID); task.State != protocol.TaskReview {
+		t.Fatalf("task after a refused merge = %+v", task)
+	}
+	runGit(t, repo, "checkout", "--", "README")
+	if m := answer(t, c, dx.DecisionID, protocol.OptionMerge, ""); m.State != protocol.DecisionAnswered || m.RefusedReason == "" {
+		t.Fatalf("merge after the refusal = %+v", m)
+	}
+	if task := taskOf(t, c, g.GoalID, x.TaskID); task.State != protocol.TaskDone {
+		t.Fatalf("merged task = %+v", task)
+	}
+
+	dy := mergeOf(t, c, g.GoalID, y.TaskID)
+	ty := taskOf(t, c, g.GoalID, y.TaskID)
+	answer(t, c, dy.DecisionID, protocol.OptionReject, "")
+	if task := taskOf(t, c, g.GoalID, y.TaskID); task.State != protocol.TaskCancelled {
+		t.Fatalf("rejected task = %+v", task)
+	}
+	if branchExists(t, repo, ty.Branch) {
+		t.Fatalf("the rejected branch %s is still there", ty.Branch)
+	}
+	if ws := wsStatus(t, c, ty.WorkspaceID); ws.State != protocol.WorkspaceStateRetired {
+		t.Fatalf("the rejected workspace = %+v", ws)
+	}
+	tz := taskOf(t, c, g.GoalID, z.TaskID)
+	if tz.State != protocol.TaskBlocked || !strings.Contains(tz.BlockedReason, `"y"`) {
+		t.Fatalf("the task after the rejected one = %+v", tz)
+	}
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if show.Goal.Status != protocol.GoalActive || show.Goal.Progress != 0.5 {
+		t.Fatalf("goal with a blocked task = %+v", show.Goal)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "y.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the rejected change reached the main checkout: %v", err)
+	}
+	cancelled := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalCancel{Header: teamHdr(protocol.TypeTeamGoalCancel), GoalID: g.GoalID}).Goal
+	if cancelled.Status != protocol.GoalCancelled {
+		t.Fatalf("cancelled goal = %+v", cancelled)
+	}
+	if task := taskOf(t, c, g.GoalID, z.TaskID); task.State != protocol.TaskCancelled {
+		t.Fatalf("blocked task after the goal's cancel = %+v", task)
+	}
+	if task := taskOf(t, c, g.GoalID, x.TaskID); task.State != protocol.TaskDone {
+		t.Fatalf("done task after the goal's cancel = %+v", task)
+	}
+}
+
+// TestTeamCancelStopsTheRun: cancelling a doing task stops its worker's
+// run (subagent.stop): the run ends cancelled and the task stays
+// cancelled, not blocked; a retry runs it again.
+func TestTeamCancelStopsTheRun(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "slow", Cwd: repo}).Goal
+	task := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{{Title: "slow", Prompt: "sim: sleep 30000"}}}).Tasks[0]
+	doing := waitTeam(t, c, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool {
+		return e.Task.TaskID == task.TaskID && e.Task.State == protocol.TaskDoing
+	}).Task
+	got := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction), TaskID: task.TaskID, Action: protocol.TaskActionCancel}).Task
+	if got.State != protocol.TaskCancelled {
+		t.Fatalf("cancelled task = %+v", got)
+	}
+	var job protocol.OpJob
+	if err := c.Call(ctx(t), &protocol.JobsShow{Header: hdr(protocol.TypeJobsShow), Handle: doing.RunID}, &job); err != nil {
+		t.Fatal(err)
+	}
+	if st := job.Runs[0].State; st != protocol.RunCancelled {
+		t.Fatalf("the cancelled task's run = %s, want cancelled", st)
+	}
+	if task := taskOf(t, c, g.GoalID, task.TaskID); task.State != protocol.TaskCancelled {
+		t.Fatalf("task after its run ended = %+v", task)
+	}
+	retried := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction), TaskID: task.TaskID, Action: protocol.TaskActionRetry}).Task
+	if retried.State != protocol.TaskTodo && retried.State != protocol.TaskDoing {
+		t.Fatalf("retried = %+v", retried)
+	}
+	waitTeam(t, c, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool {
+		return e.Task.TaskID == task.TaskID && e.Task.State == protocol.TaskDoing && e.Task.RunID != doing.RunID
+	})
+}
+
+// TestTeamBudgetStopsNewWorkers: a goal with cost_limit_usd counts what
+// its agents spent (AgentInfo.usage.cost); past the limit no new worker
+// starts and the goal asks the person with a question decision; lifting
+// the limit lets the next worker start.
+func TestTeamBudgetStopsNewWorkers(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, func(cfg *config.Config) {
+		cfg.Provider.Prices = "sim=1000000/2000000" // $1 and $2 a token
+		cfg.Team.MaxWorkers = 1
+	})
+	c := h.dial()
+	limit := 0.5
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "costly", Cwd: repo, CostLimitUSD: &limit}).Goal
+	if g.CostLimitUSD == nil || *g.CostLimitUSD != limit {
+		t.Fatalf("goal = %+v", g)
+	}
+	ts := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{{Title: "first", Prompt: "sim: say one"}, {Title: "second", Prompt: "sim: say two"}}}).Tasks
+	ask := waitTeam(t, c, protocol.TypeTeamDecisionChanged, func(e protocol.TeamDecisionChanged) bool {
+		return e.Decision.GoalID == g.GoalID && e.Decision.Kind == protocol.DecisionKindQuestion && e.Decision.State == protocol.DecisionOpen
+	}).Decision
+	if len(ask.Options) != 2 || ask.Options[0] != "Continue without a limit" || ask.Options[1] != "Cancel the goal" {
+		t.Fatalf("budget decision = %+v", ask)
+	}
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if show.Goal.CostUSD < limit {
+		t.Fatalf("goal cost = %v, want past %v", show.Goal.CostUSD, limit)
+	}
+	started := 0
+	for _, task := range show.Tasks {
+		if task.State != protocol.TaskTodo {
+			started++
+		}
+	}
+	if started != 1 {
+		t.Fatalf("tasks past the budget = %+v, want one started and one todo", show.Tasks)
+	}
+	waiting := ts[1].TaskID
+	if show.Tasks[1].State != protocol.TaskTodo {
+		waiting = ts[0].TaskID
+	}
+	answer(t, c, ask.DecisionID, "Continue without a limit", "")
+	mergeOf(t, c, g.GoalID, waiting)
+	if goal := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Goal; goal.CostLimitUSD != nil {
+		t.Fatalf("goal after lifting the limit = %+v", goal)
+	}
+}
+
+// TestTeamMessageReachesTheLead: team.message to "lead" is a feed item of
+// the goal and a prompt of its lead, which answers it.
+func TestTeamMessageReachesTheLead(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "talk", Cwd: repo}).Goal
+	lead := waitTeam(t, c, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
+		return e.Goal.GoalID == g.GoalID && e.Goal.LeadAgentID != ""
+	}).Goal.LeadAgentID
+	obs := h.dial()
+	attach(t, obs, lead, protocol.RoleObserver)
+	item := teamCall[protocol.TeamFeedItemData](t, c, &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: g.GoalID,
+		To: "lead", Text: "sim: say heard-you"}).Item
+	if item.Kind != protocol.FeedMessage || item.To != lead || item.GoalID != g.GoalID {
+		t.Fatalf("message item = %+v", item)
+	}
+	waitFor(t, obs, func(e client.Event) bool {
+		m, ok := e.Msg.(*protocol.MessageComplete)
+		return ok && m.AgentID == lead && strings.Contains(textOf(m.Message), "heard-you")
+	})
+	if _, err := c.Request(ctx(t), &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: "goal-nope", To: "lead", Text: "x"}); protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("a message to an unknown goal: %v, want NOT_FOUND", err)
 	}
 }
