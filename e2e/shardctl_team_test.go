@@ -107,57 +107,30 @@ func (w *teamEvents) dump() string {
 	return b.String()
 }
 
-// mergeDecision waits for an open merge decision of task other than skip.
-func (w *teamEvents) mergeDecision(t *testing.T, taskID, skip string) protocol.TeamDecision {
+// openDecision waits for an open decision of kind of task, other than
+// skip.
+func (w *teamEvents) openDecision(t *testing.T, taskID, kind, skip string) protocol.TeamDecision {
 	t.Helper()
-	m := w.wait(t, "a merge decision of "+taskID, func(m protocol.Typed) bool {
+	m := w.wait(t, "a "+kind+" decision of "+taskID, func(m protocol.Typed) bool {
 		e, ok := m.(*protocol.TeamDecisionChanged)
-		return ok && e.Decision.TaskID == taskID && e.Decision.Kind == protocol.DecisionKindMerge &&
+		return ok && e.Decision.TaskID == taskID && e.Decision.Kind == kind &&
 			e.Decision.State == protocol.DecisionOpen && e.Decision.DecisionID != skip
 	})
 	return m.(*protocol.TeamDecisionChanged).Decision
 }
 
-// allowPermissions attaches to the lead as an interactive client that
-// allows every permission request reaching it (the workers' requests
-// delegate up to their parent, docs/protocol.md §6.3), until the test ends.
-func allowPermissions(t *testing.T, d *daemon, lead string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
-	defer cancel()
-	c, err := client.Dial(ctx, d.socket())
-	if err != nil {
-		t.Fatalf("dial %s: %v", d.socket(), err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() {
-		c.Close()
-		<-done
-	})
-	// The events are read from the start, the attach's sync included.
-	go func() {
-		defer close(done)
-		for ev := range c.Events() {
-			if req, ok := ev.Msg.(*protocol.PermissionRequest); ok {
-				_ = c.Send(&protocol.PermissionResponse{Header: protocol.Header{Type: protocol.TypePermissionResponse, AgentID: req.AgentID},
-					RequestID: req.RequestID, Decision: protocol.DecisionAllow})
-			}
-		}
-	}()
-	if err := c.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: lead}, Role: protocol.RoleInteractive}, nil); err != nil {
-		t.Fatalf("attach to the lead: %v", err)
-	}
-}
-
 // TestShardctlTeamGoalToMerge drives a team through shardctl against the
 // real daemon, its sim runtime and a real repository: a goal submitted in
 // the repository gets a lead; a task (created over the wire, as the
-// lead's team tool does) runs in a worktree of its own and comes to review;
-// "team show" prints the board and the merge decision; the decision asked
-// without an option is printed with its options (exit 2); "Request
-// changes" sends the feedback back to the same worker, which comes back
-// with a new merge decision; answered by its number, it merges into the
-// main checkout and the task is done; a second answer is CONFLICT.
+// lead's team tool does) runs in a worktree of its own; its worker's write
+// is a permission decision answered with "team answer … 'Allow once'"; the
+// task comes to review; "team show" prints the board and the merge
+// decision; the decision asked without an option is printed with its
+// options (exit 2); "Request changes" sends the feedback back to the same
+// worker, which asks again (allowed by number) and comes back with a new
+// merge decision; answered by its number, it merges into the main checkout
+// and the task is done; a second answer is CONFLICT. "team watch" rang at
+// each decision and "team feed --follow" followed every step.
 func TestShardctlTeamGoalToMerge(t *testing.T) {
 	t.Parallel()
 	repo := wsRepo(t)
@@ -174,11 +147,10 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 	if !strings.HasPrefix(goal, "goal-") {
 		t.Fatalf("submit printed %q", r.stdout)
 	}
-	lead := w.wait(t, "the goal's lead", func(m protocol.Typed) bool {
+	w.wait(t, "the goal's lead", func(m protocol.Typed) bool {
 		e, ok := m.(*protocol.TeamGoalChanged)
 		return ok && e.Goal.GoalID == goal && e.Goal.LeadAgentID != ""
-	}).(*protocol.TeamGoalChanged).Goal.LeadAgentID
-	allowPermissions(t, d, lead)
+	})
 	watch := startProc(t, d.ctlCmd("team", "watch", goal))
 	follow := startProc(t, d.ctlCmd("team", "feed", "--follow", "--goal", goal))
 
@@ -190,7 +162,18 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 		t.Fatalf("team.task.create: %v", err)
 	}
 	task := created.Tasks[0].TaskID
-	first := w.mergeDecision(t, task, "")
+
+	// The worker's write asks: a permission decision, answered by label.
+	perm := w.openDecision(t, task, protocol.DecisionKindPermission, "")
+	r = d.mustCtl("", "team", "decisions", "--goal", goal)
+	if !strings.Contains(r.stdout, "permission") || !strings.Contains(r.stdout, "1) Allow once, 2) Always allow for this agent, 3) Deny") {
+		t.Errorf("team decisions:\n%s", r.stdout)
+	}
+	r = d.mustCtl("", "team", "answer", perm.DecisionID, "Allow once")
+	if !strings.Contains(r.stdout, perm.DecisionID+" answered: Allow once") {
+		t.Errorf("allow printed %q", r.stdout)
+	}
+	first := w.openDecision(t, task, protocol.DecisionKindMerge, "")
 
 	r = d.mustCtl("", "team", "show", goal)
 	for _, want := range []string{"Goal:        " + goal, "REVIEW (1)", "add a.txt", "OPEN DECISIONS (1)",
@@ -213,7 +196,10 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 	if !strings.Contains(r.stdout, first.DecisionID+" answered: Request changes") {
 		t.Errorf("request changes printed %q", r.stdout)
 	}
-	second := w.mergeDecision(t, task, first.DecisionID)
+	// The worker writes again: asked again, allowed by number.
+	perm2 := w.openDecision(t, task, protocol.DecisionKindPermission, perm.DecisionID)
+	d.mustCtl("", "team", "answer", perm2.DecisionID, "1")
+	second := w.openDecision(t, task, protocol.DecisionKindMerge, first.DecisionID)
 
 	// Merge, by its number, with the decision's id shortened.
 	r = d.mustCtl("", "team", "answer", second.DecisionID[:len("decision-")+20], "1")
@@ -233,8 +219,9 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 	}
 
 	r = d.mustCtl("", "team", "show", goal, "--all")
-	for _, want := range []string{"DONE (1)", "add a.txt", "answered: Request changes", "answered: Merge", "No open decisions."} {
-		if !strings.Contains(r.stdout, want) && !(want == "No open decisions." && strings.Contains(r.stdout, "DECISIONS (2)")) {
+	for _, want := range []string{"Status:      done, 100% done (1/1 tasks)", "DONE (1)", "add a.txt", "DECISIONS (4)", "answered: Allow once",
+		"answered: Request changes", "answered: Merge"} {
+		if !strings.Contains(r.stdout, want) {
 			t.Errorf("team show --all lacks %q:\n%s", want, r.stdout)
 		}
 	}
