@@ -107,6 +107,15 @@ func (w *teamEvents) dump() string {
 	return b.String()
 }
 
+// task waits for the task titled title of goal to be on the board.
+func (w *teamEvents) task(t *testing.T, goal, title string) protocol.TeamTask {
+	t.Helper()
+	return w.wait(t, "task "+title, func(m protocol.Typed) bool {
+		e, ok := m.(*protocol.TeamTaskChanged)
+		return ok && e.Task.GoalID == goal && e.Task.Title == title
+	}).(*protocol.TeamTaskChanged).Task
+}
+
 // openDecision waits for an open decision of kind of task, other than
 // skip.
 func (w *teamEvents) openDecision(t *testing.T, taskID, kind, skip string) protocol.TeamDecision {
@@ -121,8 +130,8 @@ func (w *teamEvents) openDecision(t *testing.T, taskID, kind, skip string) proto
 
 // TestShardctlTeamGoalToMerge drives a team through shardctl against the
 // real daemon, its sim runtime and a real repository: a goal submitted in
-// the repository gets a lead; a task (created over the wire, as the
-// lead's team tool does) runs in a worktree of its own; its worker's write
+// the repository gets a lead, which plans its task (the sim lead reads it
+// out of the goal's text); the task runs in a worktree of its own; its worker's write
 // is a permission decision answered with "team answer … 'Allow once'"; the
 // task comes to review; "team show" prints the board and the merge
 // decision; the decision asked without an option is printed with its
@@ -142,26 +151,16 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 	if !strings.HasPrefix(r.stderr, "shardctl: INVALID_REQUEST: ") {
 		t.Errorf("submit outside a repository: %q", r.stderr)
 	}
-	r = d.mustCtl("", "team", "submit", "--cwd", repo, "Add a file called a.txt")
+	// The sim lead plans the goal's "- title: prompt" lines as tasks.
+	r = d.mustCtl("", "team", "submit", "--cwd", repo, "Add a file called a.txt.\n\n"+
+		`- add a.txt: sim: tool write {"path":"a.txt","content":"first\n"}`)
 	goal := strings.TrimSpace(r.stdout)
 	if !strings.HasPrefix(goal, "goal-") {
 		t.Fatalf("submit printed %q", r.stdout)
 	}
-	w.wait(t, "the goal's lead", func(m protocol.Typed) bool {
-		e, ok := m.(*protocol.TeamGoalChanged)
-		return ok && e.Goal.GoalID == goal && e.Goal.LeadAgentID != ""
-	})
 	watch := startProc(t, d.ctlCmd("team", "watch", goal))
 	follow := startProc(t, d.ctlCmd("team", "feed", "--follow", "--goal", goal))
-
-	var created protocol.TeamTasksData
-	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
-	defer cancel()
-	if err := w.c.Call(ctx, &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, GoalID: goal,
-		Tasks: []protocol.TeamTaskSpec{{Title: "add a.txt", Prompt: `sim: tool write {"path":"a.txt","content":"first\n"}`}}}, &created); err != nil {
-		t.Fatalf("team.task.create: %v", err)
-	}
-	task := created.Tasks[0].TaskID
+	task := w.task(t, goal, "add a.txt").TaskID
 
 	// The worker's write asks: a permission decision, answered by label.
 	perm := w.openDecision(t, task, protocol.DecisionKindPermission, "")
@@ -267,7 +266,9 @@ func TestShardctlTeamSteering(t *testing.T) {
 	repo := wsRepo(t)
 	d := startDaemon(t)
 	w := watchTeam(t, d)
-	goal := strings.TrimSpace(d.mustCtl("", "team", "submit", "--cwd", repo, "Steer me").stdout)
+	// The plan from stdin: the second task waits on the first, which fails.
+	goal := strings.TrimSpace(d.mustCtl("Steer me.\n- doomed: sim: fail the compiler exploded\n- after it: sim: say later (after 1)\n",
+		"team", "submit", "--cwd", repo, "-f", "-").stdout)
 
 	id := strings.TrimSpace(d.mustCtl("", "team", "memory", "put", "style", "--title", "Style", "--body", "Tabs, not spaces.").stdout)
 	d.mustCtl("Use make.\nNever go build by hand.\n", "team", "memory", "put", "build", "-f", "-")
@@ -292,14 +293,7 @@ func TestShardctlTeamSteering(t *testing.T) {
 		t.Errorf("message printed %q", item)
 	}
 
-	var created protocol.TeamTasksData
-	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
-	defer cancel()
-	if err := w.c.Call(ctx, &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, GoalID: goal,
-		Tasks: []protocol.TeamTaskSpec{{Title: "doomed", Prompt: "sim: fail the compiler exploded"}, {Title: "after it", Prompt: "sim: say later", After: []int{1}}}}, &created); err != nil {
-		t.Fatalf("team.task.create: %v", err)
-	}
-	doomed, after := created.Tasks[0].TaskID, created.Tasks[1].TaskID
+	doomed, after := w.task(t, goal, "doomed").TaskID, w.task(t, goal, "after it").TaskID
 	blocked := func(m protocol.Typed) bool {
 		e, ok := m.(*protocol.TeamTaskChanged)
 		return ok && e.Task.TaskID == doomed && e.Task.State == protocol.TaskBlocked
