@@ -341,3 +341,54 @@ func TestShardctlTeamSteering(t *testing.T) {
 	}
 	d.ctlCode(1, "team", "show", "goal-nope")
 }
+
+// TestShardctlTeamWatchSurvivesSIGKILL: "team watch" follows the board
+// across a daemon killed with SIGKILL mid-run: it reconnects to the
+// restarted daemon and draws the board as it came back — the task whose
+// run the crash interrupted blocked with the reason, never replayed — and
+// "team task retry" puts it back on the board.
+func TestShardctlTeamWatchSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
+	repo := wsRepo(t)
+	home := newHome(t)
+	d := startDaemonAt(t, home)
+	w := watchTeam(t, d)
+	goal := strings.TrimSpace(d.mustCtl("", "team", "submit", "--cwd", repo, "Be slow.\n- slow: sim: sleep 60000").stdout)
+	task := w.task(t, goal, "slow").TaskID
+	w.wait(t, "the task doing", func(m protocol.Typed) bool {
+		e, ok := m.(*protocol.TeamTaskChanged)
+		return ok && e.Task.TaskID == task && e.Task.State == protocol.TaskDoing
+	})
+	watch := startProc(t, d.ctlCmd("team", "watch", goal))
+	eventually(t, 10*time.Second, "the watch drew the task doing", func() bool {
+		return strings.Contains(watch.stdout.String(), "DOING (1)")
+	})
+
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	d.waitExit(t, 10*time.Second)
+	eventually(t, 10*time.Second, "the watch saw the connection lost", func() bool {
+		return strings.Contains(watch.stderr.String(), "reconnecting")
+	})
+	d2 := startDaemonAt(t, home)
+	eventually(t, 30*time.Second, "the watch drew the board after the restart", func() bool {
+		return strings.Contains(watch.stderr.String(), "shardctl: reconnected") &&
+			strings.Contains(watch.stdout.String(), "interrupted by a daemon restart")
+	})
+	r := d2.mustCtl("", "team", "show", goal)
+	if !strings.Contains(r.stdout, "BLOCKED (1)") || !strings.Contains(r.stdout, "slow") {
+		t.Errorf("team show after the restart:\n%s", r.stdout)
+	}
+	r = d2.mustCtl("", "team", "task", task, "retry")
+	if !strings.HasPrefix(r.stdout, task+" todo") && !strings.HasPrefix(r.stdout, task+" doing") {
+		t.Errorf("retry printed %q", r.stdout)
+	}
+	if err := watch.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if st := watch.waitExit(t, 10*time.Second); st.ExitCode() != 0 {
+		t.Errorf("watch: %v; stderr %s", st, watch.stderr.String())
+	}
+	d2.mustCtl("", "team", "cancel", goal)
+}

@@ -522,7 +522,7 @@ func TestTeamWatchGoal(t *testing.T) {
 			c.close()
 		}
 	})
-	r := runCtl(t, nil, f.path, "", "team", "watch", goalA)
+	r := runCtl(t, nil, f.path, "", "team", "watch", "--reconnect", "0", goalA)
 	if r.code != exitFailed || r.stderr != "shardctl: the daemon closed the connection\n" {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
@@ -543,7 +543,7 @@ func TestTeamWatchAll(t *testing.T) {
 			c.close()
 		}
 	})
-	r := runCtl(t, nil, f.path, "", "team", "watch")
+	r := runCtl(t, nil, f.path, "", "team", "watch", "--reconnect", "0")
 	if r.code != exitFailed {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
@@ -592,5 +592,35 @@ func TestTeamUsageAndUnreachable(t *testing.T) {
 	r = runCtl(t, nil, "/nonexistent/daemon.sock", "", "team", "goals")
 	if r.code != exitUnreachable || !strings.Contains(r.stderr, "cannot reach the daemon") {
 		t.Errorf("no daemon: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestTeamWatchReconnects: a lost connection is reconnected and the view
+// drawn again, without a second bell for the decisions it knew; a daemon
+// that stays away ends the watch once --reconnect passed (exit 1).
+func TestTeamWatchReconnects(t *testing.T) {
+	f := newTeamFake(t)
+	var shows atomic.Int32
+	f.setAfter(func(c *daemonConn, h protocol.Header) {
+		if h.Type != protocol.TypeTeamGoalShow {
+			return
+		}
+		if shows.Add(1) == 2 {
+			f.ln.Close() // the daemon stays away
+		}
+		c.close()
+	})
+	r := runCtl(t, nil, f.path, "", "team", "watch", "--reconnect", "300ms", goalA)
+	if r.code != exitFailed {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+	for _, want := range []string{"shardctl: the daemon closed the connection; reconnecting (for up to 300ms)…\nshardctl: reconnected\n",
+		"shardctl: connection to the daemon lost, and no reconnect within 300ms: "} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if n := strings.Count(r.stdout, "Goal:  "); n != 2 || strings.Count(r.stdout, bell) != 1 {
+		t.Errorf("%d views, %d bells, want 2 and 1:\n%s", n, strings.Count(r.stdout, bell), r.stdout)
 	}
 }
