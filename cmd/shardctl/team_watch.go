@@ -20,8 +20,8 @@ const bell = "\a"
 
 // teamWatchOptions are the options of shardctl team watch.
 type teamWatchOptions struct {
-	g      *globalOptions
-	output outputOptions
+	g         *globalOptions
+	output    outputOptions
 	all       bool
 	reconnect time.Duration
 	// open are the decisions open at the last redraw.
