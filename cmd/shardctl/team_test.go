@@ -499,6 +499,12 @@ func TestTeamWatchGoal(t *testing.T) {
 	f := newTeamFake(t)
 	var shows atomic.Int32
 	f.setAfter(func(c *daemonConn, h protocol.Header) {
+		// A view ends with the names of its agents, agent-w3's last: the
+		// third view's end closes the connection (while shardctl sends
+		// nothing).
+		if h.Type == protocol.TypeAgentStatus && h.AgentID == "agent-w3" && shows.Load() == 3 {
+			c.close()
+		}
 		if h.Type != protocol.TypeTeamGoalShow {
 			return
 		}
@@ -518,8 +524,6 @@ func TestTeamWatchGoal(t *testing.T) {
 		case 2:
 			f.state.tasks[3].Priority = 9
 			c.send(protocol.TeamTaskChanged{Header: teamHeader(protocol.TypeTeamTaskChanged), Task: f.state.tasks[3]})
-		default:
-			c.close()
 		}
 	})
 	r := runCtl(t, nil, f.path, "", "team", "watch", "--reconnect", "0", goalA)
@@ -539,8 +543,8 @@ func TestTeamWatchGoal(t *testing.T) {
 func TestTeamWatchAll(t *testing.T) {
 	f := newTeamFake(t)
 	f.setAfter(func(c *daemonConn, h protocol.Header) {
-		if h.Type == protocol.TypeTeamDecisionList {
-			c.close()
+		if h.Type == protocol.TypeAgentStatus && h.AgentID == "agent-w3" {
+			c.close() // the view's last call
 		}
 	})
 	r := runCtl(t, nil, f.path, "", "team", "watch", "--reconnect", "0")
@@ -602,13 +606,17 @@ func TestTeamWatchReconnects(t *testing.T) {
 	f := newTeamFake(t)
 	var shows atomic.Int32
 	f.setAfter(func(c *daemonConn, h protocol.Header) {
-		if h.Type != protocol.TypeTeamGoalShow {
-			return
+		switch {
+		case h.Type == protocol.TypeTeamGoalShow:
+			shows.Add(1)
+		case h.Type == protocol.TypeAgentStatus && h.AgentID == "agent-w3":
+			// A view's last call: the connection ends; after the second
+			// view the daemon stays away.
+			if shows.Load() == 2 {
+				f.ln.Close()
+			}
+			c.close()
 		}
-		if shows.Add(1) == 2 {
-			f.ln.Close() // the daemon stays away
-		}
-		c.close()
 	})
 	r := runCtl(t, nil, f.path, "", "team", "watch", "--reconnect", "300ms", goalA)
 	if r.code != exitFailed {
