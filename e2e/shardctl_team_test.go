@@ -168,6 +168,11 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 	if !strings.Contains(r.stdout, "permission") || !strings.Contains(r.stdout, "1) Allow once, 2) Always allow for this agent, 3) Deny") {
 		t.Errorf("team decisions:\n%s", r.stdout)
 	}
+	// The watch surfaced it (the bell, and how to answer) before it is answered.
+	eventually(t, 10*time.Second, "the watch surfaced the permission decision", func() bool {
+		out := watch.stdout.String()
+		return strings.Contains(out, "\a") && strings.Contains(out, "1 decision waits on you: shardctl team answer "+perm.DecisionID)
+	})
 	r = d.mustCtl("", "team", "answer", perm.DecisionID, "Allow once")
 	if !strings.Contains(r.stdout, perm.DecisionID+" answered: Allow once") {
 		t.Errorf("allow printed %q", r.stdout)
@@ -233,11 +238,10 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 		t.Errorf("team feed:\n%s", r.stdout)
 	}
 
-	// The live views saw it all: the watch rang when each merge decision
-	// opened and drew the board done; the feed followed every step.
+	// The live views saw it all: the watch drew the board done; the feed
+	// followed every step.
 	eventually(t, 10*time.Second, "the watch drew the task done", func() bool {
-		out := watch.stdout.String()
-		return strings.Count(out, "\a") >= 2 && strings.Contains(out, "DONE (1)")
+		return strings.Contains(watch.stdout.String(), "DONE (1)")
 	})
 	eventually(t, 10*time.Second, "the feed followed the merge", func() bool {
 		return strings.Contains(follow.stdout.String(), "merge")
