@@ -110,7 +110,7 @@ func (o *teamDecisionsOptions) print(w io.Writer, ds []protocol.TeamDecision) er
 		if o.all {
 			answer := numberedOptions(d.Options)
 			if d.State != protocol.DecisionOpen {
-				answer = orDash(trimAnswer(answerText(d.Answer)))
+				answer = orDash(fit(trimAnswer(answerText(d.Answer)), 50, width))
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", idf.id(d.DecisionID), d.Kind, idf.id(d.GoalID), idf.id(d.TaskID),
 				st.when(o.g.clock, d.CreatedAt), decisionState(p, d.State), q, answer)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,7 +42,8 @@ func newTeamFeedCommand(g *globalOptions) *cobra.Command {
 		Use:   "feed [--goal GOAL] [--limit N] [--follow]",
 		Short: "Print the team's activity feed",
 		Long: `Print the team's feed (team.feed): every step of the team, one line each,
-oldest first — "<time> <kind> <agent> [-> <to>] <text>". The newest --limit
+oldest first — "<time> <kind> <agent> [-> <to>] <text>", the agent by its
+name (-o wide: the date too, and agent ids). The newest --limit
 items (50 by default); when older ones remain, the --before that pages to
 them is printed on stderr. --goal keeps one goal's items.
 
@@ -103,9 +105,10 @@ func (o *teamFeedOptions) run(ctx context.Context, conn *client.Conn, stdout, st
 	}
 	items := slices.Clone(data.Items)
 	slices.Reverse(items) // oldest first
+	names := feedNames{conn: conn, backlog: &backlog, names: map[string]string{}}
 	last := ""
 	for _, it := range items {
-		if err := o.printItem(stdout, it); err != nil {
+		if err := o.printItem(ctx, stdout, it, &names); err != nil {
 			return err
 		}
 		last = max(last, it.FeedID)
@@ -119,34 +122,61 @@ func (o *teamFeedOptions) run(ctx context.Context, conn *client.Conn, stdout, st
 		}
 		return nil
 	}
-	take := func(ev client.Event) error {
+	// The events are taken from backlog first (those that came while the
+	// page and the names were read), then from the connection.
+	for {
+		var ev client.Event
+		if len(backlog) > 0 {
+			ev, backlog = backlog[0], backlog[1:]
+		} else {
+			select {
+			case e, ok := <-conn.Events():
+				if !ok {
+					return failed(connEnded(conn))
+				}
+				ev = e
+			case <-ctx.Done():
+				return nil
+			}
+		}
 		m, ok := ev.Msg.(*protocol.TeamFeedAdded)
 		if !ok || (goal != "" && m.Item.GoalID != goal) || m.Item.FeedID <= last {
-			return nil
+			continue
 		}
 		it := m.Item
 		o.output.human(&it)
 		last = it.FeedID
-		return o.printItem(stdout, it)
-	}
-	for _, ev := range backlog {
-		if err := take(ev); err != nil {
+		if err := o.printItem(ctx, stdout, it, &names); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 	}
-	for {
-		select {
-		case ev, ok := <-conn.Events():
-			if !ok {
-				return failed(connEnded(conn))
+}
+
+// feedNames names the agents of feed lines, asking agent.status once per
+// agent, while the events that come meanwhile are kept in backlog.
+type feedNames struct {
+	conn    *client.Conn
+	backlog *[]client.Event
+	names   map[string]string // agent id → name; "" once asked without one
+}
+
+// of is the agent's name, or its id when it has none (or is gone).
+func (n *feedNames) of(ctx context.Context, id string) string {
+	name, ok := n.names[id]
+	if !ok {
+		resp, err := requestDraining(ctx, n.conn, &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: id}}, n.backlog)
+		var data protocol.AgentListData
+		if err == nil && resp.Error == nil && json.Unmarshal(resp.Data, &data) == nil && len(data.Agents) == 1 {
+			if name = agentName(data.Agents[0]); name == "-" {
+				name = ""
 			}
-			if err := take(ev); err != nil {
-				return err
-			}
-		case <-ctx.Done():
-			return nil
 		}
+		n.names[id] = safe(name)
 	}
+	return cmp.Or(n.names[id], id)
 }
 
 // resolveGoal resolves --goal while keeping the events that come meanwhile.
@@ -172,8 +202,9 @@ func (o *teamFeedOptions) resolveGoal(ctx context.Context, conn *client.Conn, ba
 	return matchTeamID(ids.Goal, o.goal, all)
 }
 
-// printItem prints one item: a line, or with -o json one JSON line.
-func (o *teamFeedOptions) printItem(w io.Writer, it protocol.TeamFeedItem) error {
+// printItem prints one item: a line (its agent named), or with -o json
+// one JSON line.
+func (o *teamFeedOptions) printItem(ctx context.Context, w io.Writer, it protocol.TeamFeedItem, names *feedNames) error {
 	if o.output.format == formatJSON {
 		b, err := json.Marshal(it)
 		if err != nil {
@@ -181,6 +212,9 @@ func (o *teamFeedOptions) printItem(w io.Writer, it protocol.TeamFeedItem) error
 		}
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
+	}
+	if it.AgentID != "" && o.output.format != formatWide {
+		it.AgentID = names.of(ctx, it.AgentID)
 	}
 	_, err := fmt.Fprintln(w, feedLine(it, o.g.clock, newPalette(w, o.g.noColor), o.output.format == formatWide))
 	return err

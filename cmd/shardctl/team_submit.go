@@ -56,7 +56,7 @@ The goal is the arguments joined by spaces, or the contents of --file
 not_a_repository). -o json|yaml prints {"goal": TeamGoal}.`,
 		Example: `  shardctl team submit "add a --version flag; split the work"
   shardctl team submit --file goal.md --cost-limit 5
-  echo "- a: sim: say a" | shardctl team submit -f - --runtime sim`,
+  printf "Two files.\n- a: sim: say a\n- b: sim: say b (after 1)\n" | shardctl team submit -f -`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			msg, err := o.message(cmd, args)

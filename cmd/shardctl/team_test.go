@@ -439,7 +439,8 @@ func TestTeamFeedFollow(t *testing.T) {
 		c.close()
 	})
 	r := runCtl(t, nil, f.path, "", "team", "feed", "--follow", "--goal", goalA)
-	if r.code != exitFailed || r.stderr != "shardctl: the daemon closed the connection\n" {
+	// The connection ends before the agents are named: ids, then the loss.
+	if r.code != exitFailed || !strings.HasPrefix(r.stderr, "shardctl: ") || !strings.Contains(r.stderr, "connection") {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
 	want := []string{
@@ -498,6 +499,12 @@ func TestTeamWatchGoal(t *testing.T) {
 	f := newTeamFake(t)
 	var shows atomic.Int32
 	f.setAfter(func(c *daemonConn, h protocol.Header) {
+		// A view ends with the names of its agents, agent-w3's last: the
+		// third view's end closes the connection (while shardctl sends
+		// nothing).
+		if h.Type == protocol.TypeAgentStatus && h.AgentID == "agent-w3" && shows.Load() == 3 {
+			c.close()
+		}
 		if h.Type != protocol.TypeTeamGoalShow {
 			return
 		}
@@ -517,11 +524,9 @@ func TestTeamWatchGoal(t *testing.T) {
 		case 2:
 			f.state.tasks[3].Priority = 9
 			c.send(protocol.TeamTaskChanged{Header: teamHeader(protocol.TypeTeamTaskChanged), Task: f.state.tasks[3]})
-		default:
-			c.close()
 		}
 	})
-	r := runCtl(t, nil, f.path, "", "team", "watch", goalA)
+	r := runCtl(t, nil, f.path, "", "team", "watch", "--reconnect", "0", goalA)
 	if r.code != exitFailed || r.stderr != "shardctl: the daemon closed the connection\n" {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
@@ -538,11 +543,11 @@ func TestTeamWatchGoal(t *testing.T) {
 func TestTeamWatchAll(t *testing.T) {
 	f := newTeamFake(t)
 	f.setAfter(func(c *daemonConn, h protocol.Header) {
-		if h.Type == protocol.TypeTeamDecisionList {
-			c.close()
+		if h.Type == protocol.TypeAgentStatus && h.AgentID == "agent-w3" {
+			c.close() // the view's last call
 		}
 	})
-	r := runCtl(t, nil, f.path, "", "team", "watch")
+	r := runCtl(t, nil, f.path, "", "team", "watch", "--reconnect", "0")
 	if r.code != exitFailed {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
@@ -591,5 +596,39 @@ func TestTeamUsageAndUnreachable(t *testing.T) {
 	r = runCtl(t, nil, "/nonexistent/daemon.sock", "", "team", "goals")
 	if r.code != exitUnreachable || !strings.Contains(r.stderr, "cannot reach the daemon") {
 		t.Errorf("no daemon: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestTeamWatchReconnects: a lost connection is reconnected and the view
+// drawn again, without a second bell for the decisions it knew; a daemon
+// that stays away ends the watch once --reconnect passed (exit 1).
+func TestTeamWatchReconnects(t *testing.T) {
+	f := newTeamFake(t)
+	var shows atomic.Int32
+	f.setAfter(func(c *daemonConn, h protocol.Header) {
+		switch {
+		case h.Type == protocol.TypeTeamGoalShow:
+			shows.Add(1)
+		case h.Type == protocol.TypeAgentStatus && h.AgentID == "agent-w3":
+			// A view's last call: the connection ends; after the second
+			// view the daemon stays away.
+			if shows.Load() == 2 {
+				f.ln.Close()
+			}
+			c.close()
+		}
+	})
+	r := runCtl(t, nil, f.path, "", "team", "watch", "--reconnect", "300ms", goalA)
+	if r.code != exitFailed {
+		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
+	}
+	for _, want := range []string{"shardctl: the daemon closed the connection; reconnecting (for up to 300ms)…\nshardctl: reconnected\n",
+		"shardctl: connection to the daemon lost, and no reconnect within 300ms: "} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if n := strings.Count(r.stdout, "Goal:  "); n != 2 || strings.Count(r.stdout, bell) != 1 {
+		t.Errorf("%d views, %d bells, want 2 and 1:\n%s", n, strings.Count(r.stdout, bell), r.stdout)
 	}
 }

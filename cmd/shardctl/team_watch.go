@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,11 +20,14 @@ const bell = "\a"
 
 // teamWatchOptions are the options of shardctl team watch.
 type teamWatchOptions struct {
-	g      *globalOptions
-	output outputOptions
-	all    bool
+	g         *globalOptions
+	output    outputOptions
+	all       bool
+	reconnect time.Duration
 	// open are the decisions open at the last redraw.
 	open map[string]bool
+	// drawn is set once a view was drawn (the next is set apart).
+	drawn bool
 }
 
 func newTeamWatchCommand(g *globalOptions) *cobra.Command {
@@ -40,7 +45,12 @@ the views are separated by a blank line.
 When a decision opens (and at the start, when some are open) the terminal
 bell rings and the view ends with how to answer.
 
-Runs until Ctrl-C (exit 0); the connection's loss exits 1.`,
+When the connection is lost (the daemon stopped, restarted or died), watch
+says so on stderr and reconnects with backoff for up to --reconnect, then
+draws the view again (the board is durable: it comes back as it was).
+
+Runs until Ctrl-C (exit 0); exits 1 when the connection is lost and does not
+come back within --reconnect.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.output.validate(); err != nil {
@@ -53,32 +63,81 @@ Runs until Ctrl-C (exit 0); the connection's loss exits 1.`,
 			if len(args) == 1 {
 				goal = args[0]
 			}
-			return o.run(cmd.Context(), goal, cmd.OutOrStdout())
+			return o.run(cmd.Context(), goal, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.ValidArgsFunction = completeTeam(g, ids.Goal)
 	o.output.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVarP(&o.all, "all", "a", false, "also show cancelled tasks and closed decisions (with GOAL)")
+	cmd.Flags().DurationVar(&o.reconnect, "reconnect", defaultReconnect, "when the connection is lost, keep reconnecting (with backoff) for this long; 0 exits at once")
 	return cmd
 }
 
-// run connects, then draws and redraws until ctx ends or the connection
-// is lost.
-func (o *teamWatchOptions) run(ctx context.Context, goal string, w io.Writer) error {
-	conn, err := o.g.connect(ctx)
-	if err != nil {
-		return err
+// run connects, then draws and redraws until ctx ends; a lost connection
+// is reconnected (with backoff, for up to --reconnect) and the view drawn
+// again, the decisions it knew still known (no second bell for them).
+func (o *teamWatchOptions) run(ctx context.Context, goal string, w, errw io.Writer) error {
+	o.open = map[string]bool{}
+	var rc reconnector
+	id, resolved := goal, false
+	for attempt := 0; ; attempt++ {
+		conn, err := o.g.connect(ctx)
+		if err != nil {
+			if attempt == 0 || ctx.Err() != nil {
+				return err // never connected: exit 3, as every command
+			}
+			if werr := rc.wait(ctx, o.reconnect); werr != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				// %v, not %w: a lost connection (exit 1), not an
+				// unreachable daemon at the start (exit 3).
+				return failed(fmt.Errorf("connection to the daemon lost, and no reconnect within %s: %v", o.reconnect, err))
+			}
+			continue
+		}
+		if attempt > 0 {
+			fmt.Fprintln(errw, "shardctl: reconnected")
+			rc.reset()
+		}
+		if !resolved {
+			// The goal is resolved first, before events are read: a few
+			// calls, while the events of a short moment wait in the
+			// client's buffer.
+			if id, err = resolveTeamID(ctx, conn, ids.Goal, goal); err != nil {
+				conn.Close()
+				return err
+			}
+			resolved = true
+		}
+		err = o.session(ctx, conn, id, w)
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil // Ctrl-C
+		}
+		var lost *errConnLost
+		if !errors.As(err, &lost) {
+			return err
+		}
+		if o.reconnect <= 0 {
+			return failed(lost.err)
+		}
+		fmt.Fprintf(errw, "shardctl: %v; reconnecting (for up to %s)…\n", lost.err, o.reconnect)
+		if werr := rc.wait(ctx, o.reconnect); werr != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return failed(lost.err)
+		}
 	}
-	defer conn.Close()
-	// The goal is resolved first (a few calls, while the events of a
-	// short moment wait in the client's buffer).
-	id, err := resolveTeamID(ctx, conn, ids.Goal, goal)
-	if err != nil {
-		return err
-	}
-	// Then pump takes the events off the connection, so the client's
-	// reader never stalls behind a full event buffer while a redraw waits
-	// for responses; a burst of changes becomes one token in changed.
+}
+
+// session draws over one connection until it is lost (*errConnLost), ctx
+// ends (nil) or a command fails.
+func (o *teamWatchOptions) session(ctx context.Context, conn *client.Conn, id string, w io.Writer) error {
+	// pump takes the events off the connection, so the client's reader
+	// never stalls behind a full event buffer while a redraw waits for
+	// responses; a burst of changes becomes one token in changed.
 	changed := make(chan struct{}, 1)
 	pumped := make(chan struct{})
 	go func() {
@@ -96,28 +155,28 @@ func (o *teamWatchOptions) run(ctx context.Context, goal string, w io.Writer) er
 		conn.Close()
 		<-pumped
 	}()
-	o.open = map[string]bool{}
 	tty := isTerminal(w)
-	for first := true; ; first = false {
+	for {
 		switch {
 		case tty:
 			io.WriteString(w, "\x1b[H\x1b[2J")
-		case !first:
+		case o.drawn:
 			fmt.Fprintln(w)
 		}
+		o.drawn = true
 		if err := o.draw(ctx, conn, id, w); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			if conn.Err() != nil {
-				return failed(connEnded(conn))
+				return connEnded(conn)
 			}
 			return err
 		}
 		select {
 		case <-changed:
 		case <-pumped:
-			return failed(connEnded(conn))
+			return connEnded(conn)
 		case <-ctx.Done():
 			return nil
 		}
