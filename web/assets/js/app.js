@@ -11,6 +11,7 @@ import { AgentView } from "./agent.js";
 import { Dialogs } from "./dialogs.js";
 import { Side } from "./side.js";
 import { StoreCtx } from "./ctx.js";
+import { ViewNav, TeamView } from "./teamview.js";
 
 function useStore(store) {
   const [s, set] = useState(store.state);
@@ -93,6 +94,8 @@ function App({ store }) {
         if (p) { e.preventDefault(); p.focus(); }
       } else if (e.key === "Escape" && store.state.diff) {
         store.set({ diff: null });
+      } else if (e.key === "v") {
+        store.setView(store.state.view === "team" ? "agents" : "team");
       } else if (e.key === "t") {
         document.getElementById("theme")?.click();
       } else if (e.key === "n") {
@@ -107,15 +110,16 @@ function App({ store }) {
   if (s.conn === State.incompatible) return html`<${Incompatible} s=${s} />`;
   return html`<div class="app" data-conn=${s.conn}>
     <header class="top"><span class="logo">shard</span>
+      <${ViewNav} s=${s} store=${store} />
       <span id="conn-state" class=${"conn " + s.conn}>${s.conn}</span>
       <span class="notice" id="notice" aria-live="polite">${s.notice}</span>
-      <span class="grow"></span><span class="keys">j/k select · / prompt · n new · t theme</span> <${Theme} /></header>
+      <span class="grow"></span><span class="keys">j/k select · / prompt · n new · v view · t theme</span> <${Theme} /></header>
     <${Banner} s=${s} store=${store} />
-    <div class="cols">
+    ${s.view === "team" ? html`<${TeamView} s=${s} store=${store} />` : html`<div class="cols">
       <nav class="overview" aria-label="Agents"><${Overview} s=${s} store=${store} /><${CreateForm} s=${s} store=${store} /></nav>
       <main class="main">${s.selected ? html`<${AgentView} s=${s} store=${store} />` : html`<p class="empty">Select an agent, or create one.</p>`}</main>
       <aside class="side"><${Side} s=${s} store=${store} /></aside>
-    </div>
+    </div>`}
     <${Dialogs} s=${s} store=${store} />
   </div>`;
 }
