@@ -97,8 +97,7 @@ function Goals({ s, store }) {
         <button class="pick" aria-current=${sel ? "true" : undefined} onClick=${() => store.selectGoal(g.goal_id)}>
           <span class="gtext" title=${g.text}>${firstLine(g.text)}</span>
           <span class="gmeta"><span class="state">${g.status}</span>
-            <meter min="0" max="1" value=${g.progress || 0} aria-label="progress"></meter> <span class="progress">${Math.round((g.progress || 0) * 100)}%</span>
-            · <span class=${"cost" + (c.over ? " over" : "")} title="spent / limit">${c.text}</span></span>
+            <meter min="0" max="1" value=${g.progress || 0} aria-label="progress"></meter> <span class="progress">${Math.round((g.progress || 0) * 100)}%</span>${" · "}<span class=${"cost" + (c.over ? " over" : "")} title="spent / limit">${c.text}</span></span>
         </button>
       </li>`;
     })}</ul></section>`;
