@@ -242,7 +242,7 @@ function Decision({ s, store, d }) {
   };
   const words = opts.length === 0;
   const box = d.kind === "merge" ? "Feedback (sent with Request changes)" : d.kind === "permission" ? "Reason (optional, sent with the answer)" : words ? "Your answer" : "A note (optional)";
-  return html`<li class=${"decision k-" + d.kind} data-decision=${d.decision_id} data-kind=${d.kind} role="group" aria-label=${d.kind + " decision"}>
+  return html`<li class=${"decision k-" + d.kind} data-decision=${d.decision_id} data-kind=${d.kind} data-task=${d.task_id || ""} role="group" aria-label=${d.kind + " decision"}>
     <div class="dhead"><span class=${"kind k-" + d.kind}>${d.kind}</span>
       ${goal ? html` <a class="dgoal" href=${"#team=" + goal.goal_id} title=${goal.text}>${firstLine(goal.text, 40)}</a>` : null}
       ${task ? html` · <span class="dtask">${task.title}</span>` : null}

@@ -1,0 +1,176 @@
+//go:build linux
+
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/shardtest"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// wire connects a Go client to the daemon's socket: another client than
+// the page (shardctl, a second browser would be the same), closed when the
+// test ends; its events are drained.
+func (d *daemon) wire() *client.Conn {
+	d.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	c, err := client.Dial(ctx, d.sd.Socket())
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { c.Close() })
+	go func() {
+		for range c.Events() {
+		}
+	}()
+	return c
+}
+
+// call sends a command over the wire and decodes its answer into a T.
+func call[T any](t *testing.T, c *client.Conn, msg protocol.Typed) T {
+	t.Helper()
+	var out T
+	ctx, cancel := context.WithTimeout(context.Background(), stepTimeout)
+	defer cancel()
+	if err := c.Call(ctx, msg, &out); err != nil {
+		t.Fatalf("%s: %v", msg.Head().Type, err)
+	}
+	return out
+}
+
+// notifySpy stands in for the browser's Notification with the person's
+// permission granted (headless Chromium shows none): window.__notified
+// lists what the page raised.
+const notifySpy = `(() => { window.__notified = []; window.Notification = class {
+	static permission = "granted"; static requestPermission() { return Promise.resolve("granted"); }
+	constructor(title, o) { window.__notified.push([title, o.body, o.tag]); } }; return true; })()`
+
+// cardIn names the page's card of a task: which column holds it.
+func cardIn(col, task string) string {
+	return fmt.Sprintf(`!!document.querySelector('[data-col=%q] [data-task=%q]')`, col, task)
+}
+
+// openMerge names the open merge decision of a task on the page.
+func openMerge(task string) string {
+	return fmt.Sprintf(`document.querySelector('#team-decisions .decision[data-kind="merge"][data-task=%q]')`, task)
+}
+
+// TestDashboardTeamBoard drives a team from the page against the real
+// daemon: the page submits a goal for a real repository; the tasks the
+// test creates over the wire (two in parallel, a third after both) appear
+// in their columns with their "after" chips and arrows and move live as
+// their workers run; a merge decision shows its task's diff and is
+// answered from the page "Request changes" with feedback, then Merge, which
+// lands the change in the main checkout; a merge another client answers
+// disappears from the page live; each new decision raises a browser
+// notification and the navigation's badge counts them on every view.
+func TestDashboardTeamBoard(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
+	p := b.newPage("owner")
+	p.enroll(d)
+	p.run("1440 px", chromedp.EmulateViewport(1440, 900))
+	repo := newRepo(t)
+	w := d.wire()
+	p.until("spy", notifySpy)
+
+	p.clickWhen("team view", `document.querySelector("#view-team")`)
+	p.until("the goal form", `!!document.querySelector("#team-goal-form")`)
+	p.run("submit a goal", chromedp.SendKeys(chromedp.CSS("#team-goal-text"), "Add a version flag, in three tasks."),
+		chromedp.SendKeys(chromedp.CSS("#team-goal-cwd"), repo), chromedp.SendKeys(chromedp.CSS("#team-goal-limit"), "5"),
+		chromedp.Click(chromedp.CSS("#team-goal-go")))
+	p.until("the goal on its board", `!!document.querySelector("#team-board")?.dataset.goal`)
+	goalID := eval[string](p, `document.querySelector("#team-board").dataset.goal`)
+	goals := call[protocol.TeamGoalListData](t, w, &protocol.TeamGoalList{Header: protocol.Header{Type: protocol.TypeTeamGoalList}})
+	if len(goals.Goals) != 1 || goals.Goals[0].GoalID != goalID || goals.Goals[0].Cwd != repo || goals.Goals[0].CostLimitUSD == nil || *goals.Goals[0].CostLimitUSD != 5 {
+		t.Fatalf("goals after the page's submit: %+v", goals.Goals)
+	}
+
+	write := func(name, text string) string {
+		return fmt.Sprintf(`sim: tool write {"path":%q,"content":%q}`+"\nsim: say wrote %s", name, text, name)
+	}
+	created := call[protocol.TeamTasksData](t, w, &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, GoalID: goalID,
+		Tasks: []protocol.TeamTaskSpec{
+			{Title: "version constant", Prompt: write("version.txt", "1.0\n")},
+			{Title: "flag", Prompt: write("flag.txt", "--version\n")},
+			{Title: "docs", Prompt: write("docs.txt", "prints the version\n"), After: []int{1, 2}},
+		}})
+	if len(created.Tasks) != 3 {
+		t.Fatalf("tasks created: %+v", created.Tasks)
+	}
+	t1, t2, t3 := created.Tasks[0].TaskID, created.Tasks[1].TaskID, created.Tasks[2].TaskID
+	p.until("three cards", fmt.Sprintf(`[%q, %q, %q].every(id => !!document.querySelector('#team-board [data-task="' + id + '"]'))`, t1, t2, t3))
+	p.until("the third waits on both: chips and arrows", fmt.Sprintf(`document.querySelector('[data-task=%q] .after')?.textContent === "after: #1, #2"
+		&& [...document.querySelectorAll("svg.deps path.dep")].map(e => e.dataset.from + ">" + e.dataset.to).sort().join() === [%q, %q].sort().join()`,
+		t3, t1+">"+t3, t2+">"+t3))
+	p.until("the third in todo", cardIn("todo", t3))
+
+	// The two parallel tasks run and reach review, each with a merge
+	// decision showing its diff; the badge counts them on every view.
+	p.until("both in review", cardIn("review", t1)+" && "+cardIn("review", t2))
+	p.until("two merge decisions with their diffs", fmt.Sprintf(`[%s, %s].every(d => !!d && d.querySelectorAll(".dl.add").length > 0)`, openMerge(t1), openMerge(t2)))
+	p.until("their files in the diffs", `(t => t.includes("version.txt") && t.includes("flag.txt"))(document.querySelector("#team-decisions").textContent)`)
+	p.until("badge 2", `document.querySelector("#team-badge")?.textContent === "2"`)
+	p.screenshot("web-team")
+	p.clickWhen("agents view", `document.querySelector("#view-agents")`)
+	p.until("the badge on the agents view", `!document.querySelector("#team-view") && document.querySelector("#team-badge")?.textContent === "2"`)
+	p.clickWhen("team view again", `document.querySelector("#view-team")`)
+	p.until("notified of both", `window.__notified.filter(n => n[0] === "Shard: a decision waits (merge)").length >= 2`)
+
+	// The first is sent back with feedback: the worker runs again on its
+	// branch and comes back to review with a new merge decision.
+	first := eval[string](p, openMerge(t1)+`.dataset.decision`)
+	p.run("request changes", chromedp.SendKeys(chromedp.CSS(`[data-decision="`+first+`"] textarea`), "sim: say changes done"),
+		chromedp.Click(chromedp.CSS(`[data-decision="`+first+`"] button[data-option="Request changes"]`)))
+	p.until("the first decision closed", `!document.querySelector('[data-decision="`+first+`"]')`)
+	decs := call[protocol.TeamDecisionListData](t, w, &protocol.TeamDecisionList{Header: protocol.Header{Type: protocol.TypeTeamDecisionList}, GoalID: goalID})
+	var answered *protocol.TeamDecision
+	for i := range decs.Decisions {
+		if decs.Decisions[i].DecisionID == first {
+			answered = &decs.Decisions[i]
+		}
+	}
+	if answered == nil || answered.State != protocol.DecisionAnswered || answered.Answer == nil || answered.Answer.Option != protocol.OptionRequestChanges || answered.Answer.Text != "sim: say changes done" {
+		t.Fatalf("the page's Request changes, as the daemon has it: %+v", answered)
+	}
+
+	// Another client merges the second: it leaves the page live.
+	second := eval[string](p, openMerge(t2)+`.dataset.decision`)
+	call[protocol.TeamDecisionData](t, w, &protocol.TeamDecisionAnswer{Header: protocol.Header{Type: protocol.TypeTeamDecisionAnswer}, DecisionID: second, Option: protocol.OptionMerge})
+	p.until("the second gone, with a note", `!document.querySelector('[data-decision="`+second+`"]') && !!document.querySelector('[data-closed-decision="`+second+`"]')`)
+	p.until("the second done", cardIn("done", t2))
+
+	// The first is back in review with a new decision: merged from the page.
+	p.until("the first back with a new decision", `(d => !!d && d.dataset.decision !== "`+first+`")(`+openMerge(t1)+`)`)
+	again := eval[string](p, openMerge(t1)+`.dataset.decision`)
+	p.clickWhen("merge", `document.querySelector('[data-decision="`+again+`"] button[data-option="Merge"]:not([disabled])')`)
+	p.until("the first done", cardIn("done", t1))
+	for _, f := range []string{"version.txt", "flag.txt"} {
+		if _, err := os.Stat(filepath.Join(repo, f)); err != nil {
+			t.Fatalf("the main checkout after the merges: %v", err)
+		}
+	}
+
+	// The third starts once both are done; merged from the page, the goal
+	// is done.
+	p.until("the third in review", cardIn("review", t3)+" && !!"+openMerge(t3))
+	third := eval[string](p, openMerge(t3)+`.dataset.decision`)
+	p.clickWhen("merge the third", `document.querySelector('[data-decision="`+third+`"] button[data-option="Merge"]:not([disabled])')`)
+	p.until("the goal done", cardIn("done", t3)+fmt.Sprintf(` && document.querySelector('[data-goal=%q]')?.dataset.status === "done" && !document.querySelector("#team-badge")`, goalID))
+	if _, err := os.Stat(filepath.Join(repo, "docs.txt")); err != nil {
+		t.Fatalf("the main checkout after the third merge: %v", err)
+	}
+	p.until("the feed followed", `document.querySelectorAll("#team-feed .feed-item").length > 0`)
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
+}
