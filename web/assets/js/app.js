@@ -12,6 +12,7 @@ import { Dialogs } from "./dialogs.js";
 import { Side } from "./side.js";
 import { StoreCtx } from "./ctx.js";
 import { ViewNav, TeamView } from "./teamview.js";
+import { openDecisions } from "./team.js";
 
 function useStore(store) {
   const [s, set] = useState(store.state);
@@ -75,8 +76,16 @@ function Theme() {
   return html`<button id="theme" title="Theme (t)" onClick=${() => setTheme(next)}>Theme: ${theme}</button>`;
 }
 
+// The tab's title counts the decisions waiting on a person, so a page in a
+// background tab says so too.
+function useTitle(s) {
+  const n = openDecisions(s.team).length;
+  useEffect(() => { document.title = n > 0 ? "(" + n + ") Shard" : "Shard"; }, [n]);
+}
+
 function App({ store }) {
   const s = useStore(store);
+  useTitle(s);
   useEffect(() => {
     const onKey = (e) => {
       if (e.target instanceof HTMLElement && /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName)) {

@@ -57,6 +57,7 @@ export class Store {
       teamGoal: "",      // the goal whose board the team view shows
       teamAvail: null,   // whether the daemon answers team.*: null until asked
       teamClosed: [],    // decisions another client answered first: {decision_id, text}
+      feedBefore: "",    // team.feed next_before: older items remain
     };
     // the decisions this page answered (a close it caused is no news)
     this.answered = new Set();
@@ -161,9 +162,18 @@ export class Store {
     // The memory list is the whole memory: entries deleted while away go.
     if (mem.status === "fulfilled") t = { ...t, memory: Object.fromEntries((mem.value.entries || []).map((e) => [e.memory_id, e])) };
     if (feed.status === "fulfilled") t = addFeed(t, feed.value.items);
-    this.setTeam(t);
+    this.set({ team: t, feedBefore: feed.status === "fulfilled" ? feed.value.next_before || "" : "" });
     const g = this.state.teamGoal || (goalsNewestFirst(t)[0] || {}).goal_id;
     if (g) this.selectGoal(g);
+  }
+
+  // olderFeed reads the page of the feed before the oldest item read.
+  olderFeed() {
+    const before = this.state.feedBefore;
+    if (!before) return Promise.resolve();
+    return this.conn.call({ type: "team.feed", before, limit: 100 }).then((d) => {
+      this.set({ team: addFeed(this.state.team, d.items), feedBefore: d.next_before || "" });
+    }, this.fail("team.feed"));
   }
 
   // onTeamEvent folds a team_* event in. A decision that opens is news for
@@ -175,7 +185,7 @@ export class Store {
     const patch = { team: next };
     if (m.type === "team_decision_changed" && m.decision) {
       const d = m.decision, was = before.decisions[d.decision_id];
-      if (d.state === "open" && (!was || was.state !== "open")) notifyDecision(d);
+      if (d.state === "open" && (!was || was.state !== "open")) notifyDecision(d, () => this.setView("team"));
       if (d.state !== "open" && was && was.state === "open" && !this.answered.has(d.decision_id)) {
         const a = d.answer || {};
         const text = d.state === "answered"
@@ -567,12 +577,13 @@ export class Store {
  * "granted"; the page asks only from the team view's button). One per
  * decision: the tag replaces an earlier one of the same decision.
  */
-export function notifyDecision(d) {
+export function notifyDecision(d, onOpen) {
   const N = globalThis.Notification;
   if (!N || N.permission !== "granted") return false;
   try {
-    // eslint-disable-next-line no-new
-    new N("Shard: a decision waits (" + d.kind + ")", { body: d.question || "", tag: "shard-decision-" + d.decision_id });
+    const n = new N("Shard: a decision waits (" + d.kind + ")", { body: d.question || "", tag: "shard-decision-" + d.decision_id });
+    // A click brings the page forward on its team view.
+    n.onclick = () => { globalThis.focus && globalThis.focus(); if (onOpen) onOpen(); };
     return true;
   } catch {
     return false; // a browser that notifies only from a service worker

@@ -296,7 +296,8 @@ function Feed({ s, store, goal }) {
     <ol class="feed">${items.map((x) => html`<li key=${x.feed_id} class=${"feed-item fk-" + x.kind} data-feed=${x.feed_id} data-kind=${x.kind}>
       <time datetime=${new Date(x.at).toISOString()} title=${new Date(x.at).toLocaleString()}>${ago(x.at)}</time>
       <span class="fkind">${x.kind}</span>${x.agent_id ? html` <a class="fagent" href=${"#agent=" + x.agent_id}>${agentName(s, x.agent_id)}</a>` : null}
-      <span class="ftext">${x.text}</span></li>`)}</ol></section>`;
+      <span class="ftext">${x.text}</span></li>`)}</ol>
+    ${s.feedBefore ? html`<button id="team-feed-older" onClick=${() => store.olderFeed()}>Older</button>` : null}</section>`;
 }
 
 const blankMem = { scope: "shared", key: "", title: "", body: "" };

@@ -495,6 +495,34 @@ test("team: the queue is the open decisions, newest last; options by kind; cost 
     [{ text: "$0.0120 / $5.00", over: false }, { text: "$2.00", over: false }, true], "cost");
 });
 
+test("store: a decision that opens notifies (when allowed); one another client closes leaves a note, the page's own answer none", async () => {
+  const real = globalThis.Notification;
+  const seen = [];
+  globalThis.Notification = class { static permission = "granted"; constructor(title, o) { seen.push([title, o.tag]); } };
+  try {
+    const st = new Store();
+    st.conn.call = (msg) => msg.type === "team.decision.answer"
+      ? Promise.resolve({ decision: dec(msg.decision_id, "merge", { state: "answered", updated_at: 2 }) }) : Promise.reject(new Error("offline"));
+    const ev = (d) => st.onEvent({ type: "team_decision_changed", decision: d });
+    ev(dec("d1", "merge"));
+    ev(dec("d1", "merge", { updated_at: 2, refused_reason: "dirty" })); // still open: no second notice
+    ev(dec("d2", "permission"));
+    eq(seen, [["Shard: a decision waits (merge)", "shard-decision-d1"], ["Shard: a decision waits (permission)", "shard-decision-d2"]], "one notification per opening");
+    eq(openDecisions(st.state.team).map((d) => d.decision_id), ["d1", "d2"], "queue");
+    ev(dec("d2", "permission", { state: "answered", updated_at: 3, answer: { option: "Deny", by: "shardctl", at: 3 } }));
+    eq(st.state.teamClosed.map((c) => [c.decision_id, c.text]), [["d2", "Answered elsewhere by shardctl: Deny — Q d2"]], "note");
+    const { answerDecision } = await import("../js/team.js");
+    await answerDecision(st, st.state.team.decisions.d1, "Merge", "");
+    ev(dec("d1", "merge", { state: "answered", updated_at: 4 }));
+    eq([st.state.teamClosed.length, openDecisions(st.state.team).length], [1, 0], "the page's own answer: no note");
+    globalThis.Notification = class { static permission = "default"; constructor() { seen.push("asked"); } };
+    ev(dec("d3", "question"));
+    eq(seen.length, 2, "not allowed: no notification");
+  } finally {
+    globalThis.Notification = real;
+  }
+});
+
 function teamStore(team, extra = {}) {
   const calls = [];
   return { calls, state: { team }, answered: new Set(), note: () => {}, setTeam: () => {}, loadGoal: () => {},
