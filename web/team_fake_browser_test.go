@@ -400,9 +400,9 @@ func TestDashboardTeamFakeWire(t *testing.T) {
 	p.until("the note listed", `document.querySelector('[data-memory="mem-shared-style"] .mbody')?.textContent === "gofmt everything"`)
 	f.addFeed(protocol.TeamFeedItem{GoalID: "goal-1", Kind: protocol.FeedMerge, Text: "merged team/flag into main"})
 	p.until("the feed", `document.querySelector('#team-feed .feed-item[data-kind="merge"] .ftext')?.textContent === "merged team/flag into main"`)
-	// On a phone the view stacks: the board's columns two by two.
+	// On a phone the view stacks, the decisions first.
 	p.run("phone", chromedp.EmulateViewport(400, 800))
-	p.until("stacked", `document.querySelector(".team-right").getBoundingClientRect().top > document.querySelector(".team-left").getBoundingClientRect().top`)
+	p.until("stacked", `(([l, r]) => Math.abs(l.left - r.left) < 1 && r.top < l.top)([".team-left", ".team-right"].map(q => document.querySelector(q).getBoundingClientRect()))`)
 	p.screenshot("web-team-phone")
 	if errs := p.consoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %q", errs)
