@@ -41,6 +41,7 @@ var briefKeys = []string{
 	"workspaces.root",
 	"workspaces.copy_files",
 	"workspaces.setup_command",
+	"team.repo", "team.max_workers", "team.ci_command", "team.ci_timeout",
 }
 
 // fixture is one Load call's inputs: a user home, an optional config.yaml
@@ -99,6 +100,7 @@ func TestDefault(t *testing.T) {
 		Sim:        SimConfig{ContextWindow: 200000},
 		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10, SchedIdle: true},
 		Compaction: CompactionConfig{Enabled: true},
+		Team:       TeamConfig{MaxWorkers: 3, CITimeout: 10 * time.Minute},
 		Runtimes:   map[string]RuntimeProfile{DefaultRuntime: {Kind: KindShard}},
 	}
 	got := Default("/h")
@@ -221,6 +223,8 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return "false"
 	case "workspaces.root":
 		return filepath.Join(dir, "altworktrees")
+	case "team.repo":
+		return filepath.Join(dir, "altrepo")
 	case "jobs.nice":
 		return "3"
 	case "jobs.sched_idle":
