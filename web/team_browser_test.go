@@ -75,7 +75,7 @@ func openMerge(task string) string {
 // notification and the navigation's badge counts them on every view.
 func TestDashboardTeamBoard(t *testing.T) {
 	b := newBrowser(t)
-	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
+	d := startDaemonWith(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0, "--team.ci-command", "test -f version.txt || test -f flag.txt || test -f docs.txt")
 	p := b.newPage("owner")
 	p.enroll(d)
 	p.run("1440 px", chromedp.EmulateViewport(1440, 900))
@@ -113,6 +113,16 @@ func TestDashboardTeamBoard(t *testing.T) {
 		&& [...document.querySelectorAll("svg.deps path.dep")].map(e => e.dataset.from + ">" + e.dataset.to).sort().join() === [%q, %q].sort().join()`,
 		t3, t1+">"+t3, t2+">"+t3))
 	p.until("the third in todo", cardIn("todo", t3))
+
+	// Each worker's write asks permission: the request reaches the lead,
+	// which the daemon attends, so it is a permission decision in the
+	// queue with the three options in order. The page allows each worker
+	// for good.
+	for i := 0; i < 2; i++ {
+		p.until("a permission decision", `[...document.querySelectorAll('#team-decisions .decision[data-kind="permission"]')].some(d =>
+			[...d.querySelectorAll("button.option")].map(b => b.textContent).join("|") === "Allow once|Always allow for this agent|Deny")`)
+		p.clickWhen("allow the worker", `document.querySelector('#team-decisions .decision[data-kind="permission"] button[data-option="Always allow for this agent"]:not([disabled])')`)
+	}
 
 	// The two parallel tasks run and reach review, each with a merge
 	// decision showing its diff; the badge counts them on every view.
@@ -162,6 +172,7 @@ func TestDashboardTeamBoard(t *testing.T) {
 
 	// The third starts once both are done; merged from the page, the goal
 	// is done.
+	p.clickWhen("allow the third's worker once", `document.querySelector('#team-decisions .decision[data-kind="permission"] button[data-option="Allow once"]:not([disabled])')`)
 	p.until("the third in review", cardIn("review", t3)+" && !!"+openMerge(t3))
 	third := eval[string](p, openMerge(t3)+`.dataset.decision`)
 	p.clickWhen("merge the third", `document.querySelector('[data-decision="`+third+`"] button[data-option="Merge"]:not([disabled])')`)
