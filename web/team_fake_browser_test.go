@@ -338,7 +338,7 @@ func TestDashboardTeamFakeWire(t *testing.T) {
 	p.until("the merge decision with its diff", `[...document.querySelectorAll('[data-decision="d1"] button.option')].map(b => b.dataset.option).join() === "Merge,Request changes,Reject"
 		&& [...document.querySelectorAll('#team-diff-d1 .dl.add')].some(e => e.textContent.includes("var version"))`)
 	p.until("the badge", `document.querySelector("#team-badge")?.textContent === "1"`)
-	p.screenshot("web-team")
+	p.screenshot("web-team-fake")
 
 	p.run("request changes", chromedp.SendKeys(chromedp.CSS(`[data-decision="d1"] textarea`), "also print the commit"),
 		chromedp.Click(chromedp.CSS(`[data-decision="d1"] button[data-option="Request changes"]`)))
@@ -395,6 +395,7 @@ func TestDashboardTeamFakeWire(t *testing.T) {
 	if a := f.next(protocol.TypeTeamTaskAction); a["task_id"] != "t2" || a["action"] != "cancel" {
 		t.Fatalf("task action sent %v", a)
 	}
+	p.clickWhen("open the note form", `document.querySelector("#team-mem-new")`)
 	p.run("a note", chromedp.SendKeys(chromedp.CSS("#team-mem-key"), "style"), chromedp.SendKeys(chromedp.CSS("#team-mem-body"), "gofmt everything"),
 		chromedp.Click(chromedp.CSS("#team-mem-save")))
 	p.until("the note listed", `document.querySelector('[data-memory="mem-shared-style"] .mbody')?.textContent === "gofmt everything"`)

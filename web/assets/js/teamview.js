@@ -129,7 +129,7 @@ function Card({ x, n, nums, s, store, tasks }) {
       ${x.priority ? html` <span class="prio" title="priority">p${x.priority}</span>` : null}</div>
     <div class="card-meta">
       ${x.assignee ? html`<a class="assignee" href=${"#agent=" + x.assignee} title=${x.assignee}>${agentName(s, x.assignee)}</a>` : html`<span class="assignee none">unassigned</span>`}
-      ${x.branch ? html` · <code class="branch">${x.branch}</code>` : null}
+      ${x.branch ? html` · <code class="branch" title=${x.branch}>${x.branch}</code>` : null}
       ${x.diff ? html` · <span class="dstat" title="files, additions, deletions">${x.diff.files} files <span class="add">+${x.diff.additions}</span> <span class="del">−${x.diff.deletions}</span></span>` : null}
       ${" "}<span class=${"ci ci-" + ci} data-ci=${ci} title=${(x.ci && x.ci.summary) || "CI: " + ci}>CI ${ci}</span>
     </div>
@@ -306,14 +306,16 @@ const blankMem = { scope: "shared", key: "", title: "", body: "" };
 export function Memory({ s, store }) {
   const [f, setF] = useState(blankMem);
   const [editing, setEditing] = useState("");
+  const [open, setOpen] = useState(false); // the form shows on "Add a note…" or Edit
   const [err, setErr] = useState("");
   const entries = Object.values(s.team.memory).sort((a, b) => (a.scope + "\u0000" + a.key < b.scope + "\u0000" + b.key ? -1 : 1));
   const field = (k) => (e) => setF({ ...f, [k]: e.target.value });
   const save = (e) => {
     e.preventDefault();
-    putMemory(store, f).then((r) => { if (r.ok) { setF(blankMem); setEditing(""); setErr(""); } else setErr(r.text); });
+    putMemory(store, f).then((r) => { if (r.ok) { setF(blankMem); setEditing(""); setErr(""); setOpen(false); } else setErr(r.text); });
   };
-  const edit = (m) => { setEditing(m.memory_id); setF({ scope: m.scope, key: m.key, title: m.title || "", body: m.body || "" }); };
+  const edit = (m) => { setEditing(m.memory_id); setOpen(true); setF({ scope: m.scope, key: m.key, title: m.title || "", body: m.body || "" }); };
+  const close = () => { setEditing(""); setF(blankMem); setErr(""); setOpen(false); };
   return html`<section id="team-memory" aria-label="Memory"><h2>Memory <span class="count">${entries.length}</span></h2>
     ${entries.length === 0 ? html`<p class="empty">No notes.</p>` : null}
     <ul class="mems">${entries.map((m) => html`<li key=${m.memory_id} class="mem" data-memory=${m.memory_id} data-key=${m.key} data-scope=${m.scope}>
@@ -322,15 +324,16 @@ export function Memory({ s, store }) {
       <div class="wbtns"><button class="m-edit" aria-label=${"Edit " + m.key} onClick=${() => edit(m)}>Edit</button>
         <button class="m-del danger" aria-label=${"Delete " + m.key} onClick=${() => deleteMemory(store, m)}>Delete</button></div>
     </li>`)}</ul>
-    <form id="team-mem-form" class="team-form" onSubmit=${save}>
+    ${open ? null : html`<button id="team-mem-new" onClick=${() => setOpen(true)}>Add a note…</button>`}
+    ${open ? html`<form id="team-mem-form" class="team-form" onSubmit=${save}>
       <label for="team-mem-scope">Scope</label><input id="team-mem-scope" value=${f.scope} onInput=${field("scope")} placeholder="shared, or an agent id" required />
       <label for="team-mem-key">Key</label><input id="team-mem-key" value=${f.key} onInput=${field("key")} required disabled=${!!editing} />
       <label for="team-mem-title">Title</label><input id="team-mem-title" value=${f.title} onInput=${field("title")} />
       <label for="team-mem-body">Note (markdown)</label><textarea id="team-mem-body" rows="3" value=${f.body} onInput=${field("body")} required></textarea>
       <div class="wbtns"><button id="team-mem-save" type="submit">${editing ? "Save note" : "Add note"}</button>
-        ${editing ? html`<button type="button" onClick=${() => { setEditing(""); setF(blankMem); }}>Cancel</button>` : null}</div>
+        <button type="button" id="team-mem-cancel" onClick=${close}>Cancel</button></div>
       ${err ? html`<p class="err">${err}</p>` : null}
-    </form></section>`;
+    </form>` : null}</section>`;
 }
 
 /** TeamView is the whole team view. */

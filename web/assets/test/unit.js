@@ -578,6 +578,7 @@ test("component: the navigation counts the open decisions on every view; memory 
   eq(st.calls, [["view", "team"]], "switch");
   m.done();
   m = await mount(html`<${Memory} s=${teamS(team)} store=${st} />`);
+  eq([!!m.q("#team-mem-form"), !!m.q("#team-mem-new")], [false, true], "the form behind a button");
   m.q(".m-edit").click();
   await tick();
   eq([m.q("#team-mem-key").value, m.q("#team-mem-body").value], ["style", "tabs"], "edit fills the form");
