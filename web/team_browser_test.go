@@ -185,3 +185,109 @@ func TestDashboardTeamBoard(t *testing.T) {
 		t.Fatalf("console errors: %q", errs)
 	}
 }
+
+// TestDashboardTeamActionsMemoryAndRefusal: the board's card actions, the
+// memory panel and a refused merge, from the page against the real daemon
+// (one worker at a time). Prioritize puts a waiting task before an older
+// one, and it is the next to start once the running task is cancelled;
+// the cancelled card hides until "Show cancelled", and Retry puts it back
+// on the board. A merge the dirty main checkout refuses stays open with its
+// reason, and merges once the checkout is clean. Notes are added, edited
+// and deleted from the page, and a note another client writes shows live;
+// a message to the lead is in the feed; the goal is cancelled from the page.
+func TestDashboardTeamActionsMemoryAndRefusal(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemonWith(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0, "--team.max-workers", "1")
+	p := b.newPage("owner")
+	p.enroll(d)
+	p.run("1440 px", chromedp.EmulateViewport(1440, 900))
+	repo := newRepo(t)
+	w := d.wire()
+
+	goal := call[protocol.TeamGoalData](t, w, &protocol.TeamGoalSubmit{Header: protocol.Header{Type: protocol.TypeTeamGoalSubmit}, Text: "slow, x and y", Cwd: repo}).Goal
+	created := call[protocol.TeamTasksData](t, w, &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, GoalID: goal.GoalID,
+		Tasks: []protocol.TeamTaskSpec{
+			{Title: "slow", Prompt: "sim: sleep 30000"},
+			{Title: "x", Prompt: `sim: tool write {"path":"x.txt","content":"X"}`},
+			{Title: "y", Prompt: `sim: tool write {"path":"y.txt","content":"Y"}`},
+		}}).Tasks
+	slow, x, y := created[0].TaskID, created[1].TaskID, created[2].TaskID
+	p.run("the goal's board", chromedp.Navigate(d.url()+"/#team="+goal.GoalID))
+	p.online()
+	p.until("slow doing, x and y waiting", cardIn("doing", slow)+" && "+cardIn("todo", x)+" && "+cardIn("todo", y))
+
+	// Prioritize y: it goes before x in its column, and the daemon has it.
+	p.clickWhen("prioritize y", fmt.Sprintf(`document.querySelector('[data-task=%q] .t-prio')`, y))
+	p.until("y first in todo", fmt.Sprintf(`[...document.querySelectorAll('[data-col="todo"] .card')].map(e => e.dataset.task).join() === [%q, %q].join()`, y, x))
+	show := call[protocol.TeamGoalShowData](t, w, &protocol.TeamGoalShow{Header: protocol.Header{Type: protocol.TypeTeamGoalShow}, GoalID: goal.GoalID})
+	if show.Tasks[2].Priority <= show.Tasks[1].Priority {
+		t.Fatalf("priorities after the page's prioritize: x %d, y %d", show.Tasks[1].Priority, show.Tasks[2].Priority)
+	}
+
+	// Cancel the running task: y starts next; the cancelled card shows on
+	// request, and Retry puts it back.
+	p.clickWhen("cancel slow", fmt.Sprintf(`document.querySelector('[data-task=%q] .t-cancel')`, slow))
+	p.until("slow hidden, y doing", fmt.Sprintf(`!document.querySelector('#team-board [data-task=%q]')`, slow)+" && "+cardIn("doing", y)+" && "+cardIn("todo", x))
+	p.clickWhen("show cancelled", `document.querySelector("#team-show-cancelled")`)
+	p.until("slow cancelled", cardIn("cancelled", slow))
+	p.clickWhen("retry slow", fmt.Sprintf(`document.querySelector('[data-task=%q] .t-retry')`, slow))
+	p.until("slow back on the board", cardIn("todo", slow))
+
+	// y's write asks; the page allows it once; y comes to review. The main
+	// checkout is dirty: Merge is refused with the reason, and stays open.
+	p.clickWhen("allow y's write", `document.querySelector('#team-decisions .decision[data-kind="permission"] button[data-option="Allow once"]:not([disabled])')`)
+	p.until("y in review", cardIn("review", y)+" && !!"+openMerge(y))
+	dy := eval[string](p, openMerge(y)+".dataset.decision")
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("local edit\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.clickWhen("merge y", `document.querySelector('[data-decision="`+dy+`"] button[data-option="Merge"]:not([disabled])')`)
+	p.until("refused, with the reason", `document.querySelector('[data-decision="`+dy+`"] .refused')?.textContent.includes("`+string(protocol.RefusalMainDirty)+`")`)
+	p.screenshot("web-team-refused")
+	gitIn(t, repo, "checkout", "--", "README")
+	p.clickWhen("merge y again", `document.querySelector('[data-decision="`+dy+`"] button[data-option="Merge"]:not([disabled])')`)
+	p.until("y done", cardIn("done", y)+` && !document.querySelector('[data-decision="`+dy+`"]')`)
+	if b, err := os.ReadFile(filepath.Join(repo, "y.txt")); err != nil || string(b) != "Y" {
+		t.Fatalf("y.txt in the main checkout: %q, %v", b, err)
+	}
+
+	// Memory: add, edit and delete from the page; another client's note
+	// shows live.
+	memory := func() map[string]string {
+		l := call[protocol.TeamMemoryListData](t, w, &protocol.TeamMemoryList{Header: protocol.Header{Type: protocol.TypeTeamMemoryList}})
+		out := map[string]string{}
+		for _, e := range l.Entries {
+			out[e.Scope+"/"+e.Key] = e.Body
+		}
+		return out
+	}
+	p.clickWhen("add a note", `document.querySelector("#team-mem-new")`)
+	p.run("the note", chromedp.SendKeys(chromedp.CSS("#team-mem-key"), "style"), chromedp.SendKeys(chromedp.CSS("#team-mem-body"), "gofmt"),
+		chromedp.Click(chromedp.CSS("#team-mem-save")))
+	p.until("listed", `[...document.querySelectorAll('.mem[data-key="style"] .mbody')].some(e => e.textContent === "gofmt")`)
+	if m := memory(); m["shared/style"] != "gofmt" {
+		t.Fatalf("memory after the page's add: %v", m)
+	}
+	p.clickWhen("edit", `document.querySelector('.mem[data-key="style"] .m-edit')`)
+	p.run("edit the body", chromedp.SendKeys(chromedp.CSS("#team-mem-body"), " -s"), chromedp.Click(chromedp.CSS("#team-mem-save")))
+	p.until("edited", `document.querySelector('.mem[data-key="style"] .mbody')?.textContent === "gofmt -s"`)
+	if m := memory(); m["shared/style"] != "gofmt -s" || len(m) != 1 {
+		t.Fatalf("memory after the page's edit: %v", m)
+	}
+	call[protocol.TeamMemoryData](t, w, &protocol.TeamMemoryPut{Header: protocol.Header{Type: protocol.TypeTeamMemoryPut}, Scope: protocol.MemoryScopeShared, Key: "wire", Body: "from another client"})
+	p.until("another client's note, live", `document.querySelector('.mem[data-key="wire"] .mbody')?.textContent === "from another client"`)
+	p.clickWhen("delete", `document.querySelector('.mem[data-key="style"] .m-del')`)
+	p.until("deleted", `!document.querySelector('.mem[data-key="style"]')`)
+	if m := memory(); len(m) != 1 || m["shared/wire"] == "" {
+		t.Fatalf("memory after the page's delete: %v", m)
+	}
+
+	// A message to the lead lands in the feed; the goal is cancelled.
+	p.run("message the lead", chromedp.SendKeys(chromedp.CSS("#team-message"), "keep it small"), chromedp.Click(chromedp.CSS("#team-feed .feed-send button")))
+	p.until("in the feed", `[...document.querySelectorAll("#team-feed .feed-item .ftext")].some(e => e.textContent.includes("keep it small"))`)
+	p.clickWhen("cancel the goal", `document.querySelector("#team-goal-cancel")`)
+	p.until("cancelled", fmt.Sprintf(`document.querySelector('[data-goal=%q]')?.dataset.status === "cancelled" && !document.querySelector("#team-goal-cancel")`, goal.GoalID)+" && "+cardIn("cancelled", x))
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
+}
