@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
 	"github.com/shard-dev/shard/client"
@@ -47,9 +48,9 @@ func call[T any](t *testing.T, c *client.Conn, msg protocol.Typed) T {
 	return out
 }
 
-// notifySpy stands in for the browser's Notification with the person's
-// permission granted (headless Chromium shows none): window.__notified
-// lists what the page raised.
+// notifySpy stands in for the browser's Notification once the person
+// granted it (headless Chromium shows none): window.__notified lists what
+// the page raised.
 const notifySpy = `(() => { window.__notified = []; window.Notification = class {
 	static permission = "granted"; static requestPermission() { return Promise.resolve("granted"); }
 	constructor(title, o) { window.__notified.push([title, o.body, o.tag]); } }; return true; })()`
@@ -81,10 +82,22 @@ func TestDashboardTeamBoard(t *testing.T) {
 	p.run("1440 px", chromedp.EmulateViewport(1440, 900))
 	repo := newRepo(t)
 	w := d.wire()
-	p.until("spy", notifySpy)
 
 	p.clickWhen("team view", `document.querySelector("#view-team")`)
 	p.until("the goal form", `!!document.querySelector("#team-goal-form")`)
+	// The page never asks for notifications by itself: a button does. The
+	// person allows them (the browser's permission, granted here through
+	// DevTools as a click on the browser's prompt would).
+	p.until("asked only from a button", `!!document.querySelector("#team-notify") && Notification.permission === "default"`)
+	p.run("grant notifications", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.CallBrowser(ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+			Permission: &cdpbrowser.PermissionDescriptor{Name: "notifications"}, Setting: cdpbrowser.PermissionSettingGranted,
+			Origin: d.url(), BrowserContextID: chromedp.FromContext(ctx).BrowserContextID})
+		return err
+	}))
+	p.clickWhen("notify me", `document.querySelector("#team-notify")`)
+	p.until("notifications on", `document.querySelector("#team-notify-state")?.textContent === "notifications on"`)
+	p.until("spy", notifySpy)
 	p.run("submit a goal", chromedp.SendKeys(chromedp.CSS("#team-goal-text"), "Add a version flag, in three tasks."),
 		chromedp.SendKeys(chromedp.CSS("#team-goal-cwd"), repo), chromedp.SendKeys(chromedp.CSS("#team-goal-limit"), "5"),
 		chromedp.Click(chromedp.CSS("#team-goal-go")))
