@@ -304,3 +304,52 @@ func TestDashboardTeamActionsMemoryAndRefusal(t *testing.T) {
 		t.Fatalf("console errors: %q", errs)
 	}
 }
+
+// TestDashboardTeamQuestions: a worker's questions (its ask tool, through
+// the lead the daemon attends) are question decisions on the page: one
+// with options is answered by its button, one asked in words by the text
+// box; the daemon has the answers and the workers go on.
+func TestDashboardTeamQuestions(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
+	p := b.newPage("owner")
+	p.enroll(d)
+	repo := newRepo(t)
+	w := d.wire()
+	goal := call[protocol.TeamGoalData](t, w, &protocol.TeamGoalSubmit{Header: protocol.Header{Type: protocol.TypeTeamGoalSubmit}, Text: "questions", Cwd: repo}).Goal
+	ts := call[protocol.TeamTasksData](t, w, &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, GoalID: goal.GoalID,
+		Tasks: []protocol.TeamTaskSpec{
+			{Title: "colour", Prompt: "sim: ask select Colour red blue"},
+			{Title: "name", Prompt: "sim: ask input Your name"},
+		}}).Tasks
+	p.run("the team view", chromedp.Navigate(d.url()+"/#team="+goal.GoalID))
+	p.online()
+
+	q := func(task string) string {
+		return fmt.Sprintf(`document.querySelector('#team-decisions .decision[data-kind="question"][data-task=%q]')`, task)
+	}
+	p.until("the select question with its options", q(ts[0].TaskID)+`?.querySelector(".question")?.textContent === "Colour" && [...`+q(ts[0].TaskID)+`.querySelectorAll("button.option")].map(b => b.textContent).join() === "red,blue"`)
+	p.until("the question in words: a text box and Answer", q(ts[1].TaskID)+`?.querySelector(".question")?.textContent === "Your name" && `+q(ts[1].TaskID)+`.querySelector('button.option[data-option=""]')?.disabled === true`)
+	p.clickWhen("blue", q(ts[0].TaskID)+`?.querySelector('button[data-option="blue"]')`)
+	p.run("the name", chromedp.SendKeys(chromedp.CSS(`#team-decisions .decision[data-task="`+ts[1].TaskID+`"] textarea`), "Ada"))
+	p.clickWhen("answer", q(ts[1].TaskID)+`?.querySelector('button.option[data-option=""]:not([disabled])')`)
+	p.until("both closed", `!document.querySelector('#team-decisions .decision[data-kind="question"]')`)
+
+	decs := call[protocol.TeamDecisionListData](t, w, &protocol.TeamDecisionList{Header: protocol.Header{Type: protocol.TypeTeamDecisionList}, GoalID: goal.GoalID})
+	got := map[string]string{}
+	for _, dd := range decs.Decisions {
+		if dd.Kind == protocol.DecisionKindQuestion && dd.Answer != nil {
+			got[dd.TaskID] = dd.State + ":" + dd.Answer.Option
+			if dd.Answer.Option == "" {
+				got[dd.TaskID] += "/" + dd.Answer.Text
+			}
+		}
+	}
+	if got[ts[0].TaskID] != "answered:blue" || got[ts[1].TaskID] != "answered:/Ada" {
+		t.Fatalf("the page's answers, as the daemon has them: %v", got)
+	}
+	p.until("the workers went on", fmt.Sprintf(`!document.querySelector('[data-col="doing"] [data-task=%q]') && !document.querySelector('[data-col="doing"] [data-task=%q]')`, ts[0].TaskID, ts[1].TaskID))
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
+}
