@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,6 +96,10 @@ func (co *Coordinator) submit(ctx context.Context, m *protocol.TeamGoalSubmit) (
 	if cwd == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "cwd: required (no team.repo is configured)")
 	}
+	if !filepath.IsAbs(cwd) {
+		// The daemon has no meaningful cwd to resolve it against.
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "cwd: must be an absolute path")
+	}
 	repo, err := co.deps.Git.Inspect(ctx, cwd)
 	if err != nil {
 		if errors.Is(err, git.ErrNotRepository) || errors.Is(err, git.ErrBareRepository) {
@@ -113,7 +118,27 @@ func (co *Coordinator) submit(ctx context.Context, m *protocol.TeamGoalSubmit) (
 	}
 	co.emit(goalEvent(g))
 	co.feed(store.FeedItem{GoalID: g.GoalID, Kind: store.FeedGoal, Text: "goal submitted"})
-	co.startLead(g, leadSpec{runtime: m.Runtime, provider: m.Provider, model: m.Model})
+	if co.deps.Link == nil {
+		return protocol.TeamGoalData{Goal: goalView(g)}, nil
+	}
+	// The lead is started (or found) before the answer, so that a lead
+	// the daemon refuses (an unknown runtime, provider or model) is the
+	// submit's error, and the answer names the lead; the goal is then
+	// failed, kept for the record. The prompt follows the answer.
+	if _, err := co.ensureLead(ctx, g.GoalID, leadSpec{runtime: m.Runtime, provider: m.Provider, model: m.Model}); err != nil {
+		if failed, ferr := co.deps.Store.UpdateGoal(g.GoalID, func(g *store.Goal) error {
+			g.Status, g.EndedAt = store.GoalFailed, time.Now().UnixMilli()
+			return nil
+		}); ferr == nil {
+			co.emit(goalEvent(failed))
+		}
+		co.feed(store.FeedItem{GoalID: g.GoalID, Kind: store.FeedError, Text: "the lead could not start: " + protocol.AsError(err).Message})
+		return nil, err
+	}
+	if g, err = co.deps.Store.GetGoal(g.GoalID); err != nil {
+		return nil, err
+	}
+	co.startLead(g, leadSpec{})
 	return protocol.TeamGoalData{Goal: goalView(g)}, nil
 }
 
@@ -269,6 +294,9 @@ func (co *Coordinator) taskAction(ctx context.Context, m *protocol.TeamTaskActio
 		}
 		fn = func(t *store.Task) error { t.Priority = p; return nil }
 	case protocol.TaskActionReassign:
+		if co.deps.Link != nil && !co.agentExists(ctx, m.Arg) {
+			return nil, protocol.Errorf(protocol.CodeNotFound, "arg: no agent %s", m.Arg)
+		}
 		fn = func(t *store.Task) error {
 			if t.State == store.TaskDoing || t.State == store.TaskReview {
 				return fmt.Errorf("%w: task %s is %s; reassign it once it is not", store.ErrConflict, t.TaskID, t.State)

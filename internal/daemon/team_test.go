@@ -69,6 +69,9 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	if _, err := c.Request(ctx(t), &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "x"}); protocol.CodeOf(err) != protocol.CodeInvalidRequest {
 		t.Fatalf("submit without cwd: %v, want INVALID_REQUEST", err)
 	}
+	if _, err := c.Request(ctx(t), &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "x", Cwd: "relative/dir"}); protocol.CodeOf(err) != protocol.CodeInvalidRequest {
+		t.Fatalf("submit with a relative cwd: %v, want INVALID_REQUEST", err)
+	}
 	_, err := c.Request(ctx(t), &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "x", Cwd: shortTemp(t)})
 	if r, ok := protocol.WorkspaceRefusalOf(err); protocol.CodeOf(err) != protocol.CodeInvalidRequest || !ok || r.Kind != protocol.RefusalNotARepository {
 		t.Fatalf("submit outside a repository: %v, want INVALID_REQUEST not_a_repository", err)
@@ -88,8 +91,14 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	sub := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit),
 		Text: "Add two files", Cwd: repo, RequestID: "req-1"})
 	g := sub.Goal
-	if g.Status != protocol.GoalPlanning || g.Cwd != repo || g.GoalID == "" {
+	if g.Status != protocol.GoalPlanning || g.Cwd != repo || g.GoalID == "" || g.LeadAgentID == "" {
 		t.Fatalf("submitted goal = %+v", g)
+	}
+	// A lead the daemon refuses is the submit's error; the goal is kept,
+	// failed.
+	_, err = c.Request(ctx(t), &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "y", Cwd: repo, Provider: "nope"})
+	if protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("submit with an unknown provider: %v, want NOT_FOUND", err)
 	}
 	again := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit),
 		Text: "Add two files", Cwd: repo, RequestID: "req-1"})
@@ -130,6 +139,10 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	if len(list.Goals) != 1 || list.Goals[0].GoalID != g.GoalID {
 		t.Fatalf("list = %+v", list)
 	}
+	list = teamCall[protocol.TeamGoalListData](t, c, &protocol.TeamGoalList{Header: teamHdr(protocol.TypeTeamGoalList)})
+	if len(list.Goals) != 2 || list.Goals[1].GoalID != g.GoalID || list.Goals[0].Status != protocol.GoalFailed {
+		t.Fatalf("list of every goal, newest first = %+v", list)
+	}
 
 	prio := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction),
 		TaskID: created.Tasks[1].TaskID, Action: protocol.TaskActionPrioritize, Arg: "7"})
@@ -139,6 +152,15 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	if _, err := c.Request(ctx(t), &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction),
 		TaskID: created.Tasks[1].TaskID, Action: protocol.TaskActionRetry}); protocol.CodeOf(err) != protocol.CodeConflict {
 		t.Fatalf("retry of a todo task: %v, want CONFLICT", err)
+	}
+	if _, err := c.Request(ctx(t), &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction),
+		TaskID: created.Tasks[1].TaskID, Action: protocol.TaskActionReassign, Arg: "agent-nope"}); protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("reassign to no agent: %v, want NOT_FOUND", err)
+	}
+	re := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction),
+		TaskID: created.Tasks[1].TaskID, Action: protocol.TaskActionReassign, Arg: lead})
+	if re.Task.Assignee != lead {
+		t.Fatalf("reassigned = %+v", re.Task)
 	}
 
 	put := teamCall[protocol.TeamMemoryData](t, c, &protocol.TeamMemoryPut{Header: teamHdr(protocol.TypeTeamMemoryPut),
@@ -188,6 +210,11 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 		if task.State != protocol.TaskCancelled {
 			t.Fatalf("task after the goal's cancel = %+v", task)
 		}
+	}
+	// The next goal of the repository has the same lead.
+	next := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "more", Cwd: repo}).Goal
+	if next.LeadAgentID != lead {
+		t.Fatalf("next goal's lead = %s, want the last goal's %s", next.LeadAgentID, lead)
 	}
 }
 
@@ -723,5 +750,89 @@ func TestTeamMessageReachesTheLead(t *testing.T) {
 	})
 	if _, err := c.Request(ctx(t), &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: "goal-nope", To: "lead", Text: "x"}); protocol.CodeOf(err) != protocol.CodeNotFound {
 		t.Fatalf("a message to an unknown goal: %v, want NOT_FOUND", err)
+	}
+	if _, err := c.Request(ctx(t), &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: g.GoalID, To: "agent-nope", Text: "x"}); protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("a message to an unknown agent: %v, want NOT_FOUND", err)
+	}
+}
+
+// diamondGoal is a goal the sim lead plans as three tasks, two in
+// parallel and one after both, each writing one file.
+const diamondGoal = `Add three files.
+
+- file a: sim: tool write {"path":"a.txt","content":"A1"}
+- file b: sim: tool write {"path":"b.txt","content":"B"}
+- file c: sim: tool write {"path":"c.txt","content":"C"} (after 1, 2)
+`
+
+// allowDecision answers the open permission decision of task id, Allow
+// once.
+func allowDecision(t *testing.T, c *client.Conn, goalID, taskID string) {
+	t.Helper()
+	d := decisionOf(t, c, goalID, protocol.DecisionKindPermission, taskID)
+	if a := answer(t, c, d.DecisionID, protocol.OptionAllowOnce, ""); a.State != protocol.DecisionAnswered {
+		t.Fatalf("permission answer = %+v", a)
+	}
+}
+
+// TestTeamSimGoalToDoneAcrossARestart is the whole loop as a person runs
+// it, with nothing but decisions: a goal the sim lead plans as three tasks
+// (two parallel, one after both); every worker's write is a permission
+// decision; one merge is answered "Request changes" before it is merged;
+// the daemon is killed with merge decisions open and comes back with the
+// board intact; the merges are answered from two clients; the main
+// checkout holds the three changes, every worktree is retired, the goal is
+// done.
+func TestTeamSimGoalToDoneAcrossARestart(t *testing.T) {
+	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: diamondGoal, Cwd: repo}).Goal
+	waitTeam(t, c, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool { return e.Task.GoalID == g.GoalID && e.Task.Title == "file c" })
+	board := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if len(board.Tasks) != 3 || len(board.Tasks[2].Deps) != 2 {
+		t.Fatalf("planned board = %+v", board)
+	}
+	a, b, cc := board.Tasks[0], board.Tasks[1], board.Tasks[2]
+
+	allowDecision(t, c, g.GoalID, a.TaskID)
+	allowDecision(t, c, g.GoalID, b.TaskID)
+	da := mergeOf(t, c, g.GoalID, a.TaskID)
+	answer(t, c, da.DecisionID, protocol.OptionRequestChanges, writeTool("a.txt", "A2"))
+	allowDecision(t, c, g.GoalID, a.TaskID) // the changes write again
+	mergeOf(t, c, g.GoalID, a.TaskID)
+	mergeOf(t, c, g.GoalID, b.TaskID)
+	before := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+
+	h.d.Shutdown(true) // killed with two merge decisions open
+	h2 := startWith(t, h.cfg)
+	c1, c2 := h2.dial(), h2.dial()
+	after := teamCall[protocol.TeamGoalShowData](t, c1, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if len(after.Tasks) != 3 || len(after.Decisions) != len(before.Decisions) {
+		t.Fatalf("board after the restart = %+v, before %+v", after, before)
+	}
+	for i, task := range after.Tasks {
+		if was := before.Tasks[i]; task.State != was.State || task.Branch != was.Branch || task.WorkspaceID != was.WorkspaceID {
+			t.Fatalf("task %d after the restart = %+v, before %+v", i, task, was)
+		}
+	}
+	answer(t, c1, mergeOf(t, c1, g.GoalID, a.TaskID).DecisionID, protocol.OptionMerge, "")
+	answer(t, c2, mergeOf(t, c2, g.GoalID, b.TaskID).DecisionID, protocol.OptionMerge, "")
+	allowDecision(t, c1, g.GoalID, cc.TaskID)
+	answer(t, c1, mergeOf(t, c1, g.GoalID, cc.TaskID).DecisionID, protocol.OptionMerge, "")
+	show := teamCall[protocol.TeamGoalShowData](t, c1, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if show.Goal.Status != protocol.GoalDone || show.Goal.Progress != 1 {
+		t.Fatalf("goal = %+v", show.Goal)
+	}
+	for path, want := range map[string]string{"a.txt": "A2", "b.txt": "B", "c.txt": "C"} {
+		if got, err := os.ReadFile(filepath.Join(repo, path)); err != nil || string(got) != want {
+			t.Fatalf("main checkout %s = %q, %v; want %q", path, got, err, want)
+		}
+	}
+	var wl protocol.WorkspaceListData
+	if err := c1.Call(ctx(t), &protocol.WorkspaceList{Header: hdr(protocol.TypeWorkspaceList)}, &wl); err != nil || len(wl.Workspaces) != 0 {
+		t.Fatalf("workspaces not retired: %+v, %v", wl.Workspaces, err)
 	}
 }
