@@ -353,3 +353,50 @@ func TestDashboardTeamQuestions(t *testing.T) {
 		t.Fatalf("console errors: %q", errs)
 	}
 }
+
+// TestDashboardTeamBoardSurvivesRestart: shardd is killed (SIGKILL) with
+// one task in review and one running; started again on the same origin,
+// the page reconnects and reads the board again: the reviewed task keeps
+// its open merge decision (and the badge), the interrupted one is blocked
+// with the reason, never rerun by itself; Retry from the page runs it
+// again, and Merge from the page lands the first.
+func TestDashboardTeamBoardSurvivesRestart(t *testing.T) {
+	b := newBrowser(t)
+	home := filepath.Join(shardtest.ShortTemp(t, "wb"), "home")
+	port := freePort(t)
+	d := startDaemon(t, home, port)
+	p := b.newPage("owner")
+	p.enroll(d)
+	repo := newRepo(t)
+	w := d.wire()
+	goal := call[protocol.TeamGoalData](t, w, &protocol.TeamGoalSubmit{Header: protocol.Header{Type: protocol.TypeTeamGoalSubmit}, Text: "survive", Cwd: repo}).Goal
+	ts := call[protocol.TeamTasksData](t, w, &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, GoalID: goal.GoalID,
+		Tasks: []protocol.TeamTaskSpec{
+			{Title: "quick", Prompt: `sim: tool write {"path":"quick.txt","content":"Q"}`},
+			{Title: "long", Prompt: "sim: sleep 600000"},
+		}}).Tasks
+	quick, long := ts[0].TaskID, ts[1].TaskID
+	p.run("the team view", chromedp.Navigate(d.url()+"/#team="+goal.GoalID))
+	p.online()
+	p.clickWhen("allow the write", `document.querySelector('#team-decisions .decision[data-kind="permission"] button[data-option="Allow once"]:not([disabled])')`)
+	p.until("quick in review, long doing", cardIn("review", quick)+" && !!"+openMerge(quick)+" && "+cardIn("doing", long))
+	decision := eval[string](p, openMerge(quick)+".dataset.decision")
+
+	d.sd.Reap() // SIGKILL
+	p.until("disconnected", `document.querySelector("#conn-state")?.textContent !== "online"`)
+	startDaemon(t, home, port)
+	p.online()
+	p.until("the board read again", cardIn("blocked", long)+fmt.Sprintf(` && /restart/.test(document.querySelector('[data-task=%q] .why')?.textContent || "")`, long)+
+		" && "+cardIn("review", quick)+` && !!document.querySelector('[data-decision="`+decision+`"]') && document.querySelector("#team-badge")?.textContent === "1"`)
+
+	p.clickWhen("retry long", fmt.Sprintf(`document.querySelector('[data-task=%q] .t-retry')`, long))
+	p.until("long runs again", cardIn("doing", long))
+	p.clickWhen("merge quick", `document.querySelector('[data-decision="`+decision+`"] button[data-option="Merge"]:not([disabled])')`)
+	p.until("quick done", cardIn("done", quick)+` && !document.querySelector("#team-badge")`)
+	if b, err := os.ReadFile(filepath.Join(repo, "quick.txt")); err != nil || string(b) != "Q" {
+		t.Fatalf("quick.txt in the main checkout: %q, %v", b, err)
+	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
+}
