@@ -290,7 +290,8 @@ func (f *fakeTeamWire) next(typ string) map[string]any {
 }
 
 // TestDashboardTeamFakeWire (FALLBACK: a fake §10.4 server, not the
-// daemon): the page submits a goal with its repository and cost limit;
+// daemon): the page submits a goal with its repository, cost limit and
+// the lead's model (typed: the fake has no model catalog);
 // tasks appear in their columns with "after" chips and arrows and move
 // live; a merge decision shows its task's diff, is answered "Request
 // changes" with feedback, a refused Merge shows the reason and stays, and
@@ -309,9 +310,9 @@ func TestDashboardTeamFakeWire(t *testing.T) {
 
 	p.run("write the goal", chromedp.SendKeys(chromedp.CSS("#team-goal-text"), "add a --version flag"),
 		chromedp.SendKeys(chromedp.CSS("#team-goal-cwd"), "/repo"), chromedp.SendKeys(chromedp.CSS("#team-goal-limit"), "2.5"),
-		chromedp.Click(chromedp.CSS("#team-goal-go")))
+		chromedp.SendKeys(chromedp.CSS("#team-goal-model"), "local/qwen3"), chromedp.Click(chromedp.CSS("#team-goal-go")))
 	sub := f.next(protocol.TypeTeamGoalSubmit)
-	if sub["text"] != "add a --version flag" || sub["cwd"] != "/repo" || sub["cost_limit_usd"] != 2.5 || sub["request_id"] == "" {
+	if sub["text"] != "add a --version flag" || sub["cwd"] != "/repo" || sub["cost_limit_usd"] != 2.5 || sub["model"] != "local/qwen3" || sub["request_id"] == "" {
 		t.Fatalf("team.goal.submit sent %v", sub)
 	}
 	p.until("the goal selected", `document.querySelector("#team-board")?.dataset.goal === "goal-1" && document.querySelector('[data-goal="goal-1"] .cost').textContent === "$0.00 / $2.50"`)

@@ -200,10 +200,14 @@ function outcome(store, what, p, ok) {
 }
 
 /** submitGoal sends team.goal.submit and selects the goal it made; a
- * request_id makes a resent submit answer the same goal. */
-export function submitGoal(store, { text, cwd, limit }) {
+ * request_id makes a resent submit answer the same goal. The model is what
+ * a new lead runs on (the lead of the repository's last goal is reused). */
+export function submitGoal(store, { text, cwd, limit, model }) {
   const msg = { type: "team.goal.submit", text, request_id: "web-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 8) };
   if (cwd) msg.cwd = cwd;
+  // A model picked in the form (a descriptor id names its provider, as on
+  // agent.create); none picked: the daemon's default.
+  if (model) msg.model = model;
   if (limit !== "" && limit !== undefined && limit !== null && !Number.isNaN(Number(limit))) msg.cost_limit_usd = Number(limit);
   return outcome(store, "goal", store.conn.call(msg), (d) => {
     store.setTeam(upsertGoals(store.state.team, [d.goal]));

@@ -7,7 +7,7 @@
 
 import { useEffect, useLayoutEffect, useRef, useState } from "../vendor/hooks.mjs";
 import { html } from "./html.js";
-import { agentLabel } from "./overview.js";
+import { agentLabel, ModelChoice } from "./overview.js";
 import { Diff } from "./side.js";
 import { errText } from "./orch.js";
 import {
@@ -61,6 +61,7 @@ export function GoalForm({ s, store }) {
   const [text, setText] = useState("");
   const [cwd, setCwd] = useState(null); // null: follow defaultCwd
   const [limit, setLimit] = useState("");
+  const [model, setModel] = useState(""); // "": the daemon's default for a new lead
   const [busy, setBusy] = useState(false);
   const [err, setErr] = useState("");
   const where = cwd === null ? defaultCwd(s) : cwd;
@@ -68,7 +69,7 @@ export function GoalForm({ s, store }) {
     if (e) e.preventDefault();
     if (!text.trim() || busy) return;
     setBusy(true);
-    submitGoal(store, { text, cwd: where.trim(), limit: limit.trim() }).then((r) => {
+    submitGoal(store, { text, cwd: where.trim(), limit: limit.trim(), model }).then((r) => {
       setBusy(false);
       if (r.ok) { setText(""); setErr(""); } else setErr(r.text);
     });
@@ -81,6 +82,7 @@ export function GoalForm({ s, store }) {
     <input id="team-goal-cwd" placeholder="the daemon's team.repo" value=${where} onInput=${(e) => setCwd(e.target.value)} />
     <label for="team-goal-limit">Cost limit, USD (optional)</label>
     <input id="team-goal-limit" type="number" min="0" step="0.01" placeholder="no limit" value=${limit} onInput=${(e) => setLimit(e.target.value)} />
+    <div class="team-model" title="what a new lead runs on (a repository's lead, once started, is reused)"><${ModelChoice} id="team-goal-model" catalog=${s.catalog} value=${model} onChange=${setModel} /></div>
     <button id="team-goal-go" type="submit" class="primary" disabled=${busy || !text.trim()}>Submit goal</button>
     ${err ? html`<p class="err" id="team-goal-err">${err}</p>` : null}
   </form>`;
