@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/coder/websocket"
 
 	"github.com/shard-dev/shard/protocol"
@@ -381,9 +382,18 @@ func TestDashboardTeamFakeWire(t *testing.T) {
 		Options: []string{protocol.OptionAllowOnce, protocol.OptionAlwaysAllow, protocol.OptionDeny}, State: protocol.DecisionOpen})
 	p.until("notified", `JSON.stringify(window.__notified) === JSON.stringify([["Shard: a decision waits (permission)", "Run make release?", "shard-decision-d3"]])`)
 	p.until("permission options", `[...document.querySelectorAll('[data-decision="d3"] button.option')].map(b => b.textContent).join("|") === "Allow once|Always allow for this agent|Deny" && document.querySelector("#team-badge")?.textContent === "1"`)
-	p.clickWhen("agents view", `document.querySelector("#view-agents")`)
+	// Keys: d focuses the oldest decision's first option, v switches the
+	// view (the badge stays), n focuses the goal's text.
+	p.until("nothing focused", `(document.activeElement?.blur(), true)`)
+	p.run("d", chromedp.KeyEvent("d"))
+	p.until("the decision focused", `document.activeElement?.dataset.option === "Allow once" && !!document.activeElement.closest('[data-decision="d3"]')`)
+	p.run("v", chromedp.KeyEvent("v"))
 	p.until("the badge on the agents view", `!document.querySelector("#team-view") && document.querySelector("#team-badge")?.textContent === "1"`)
 	p.clickWhen("team view", `document.querySelector("#view-team")`)
+	p.until("nothing focused", `(document.activeElement?.blur(), true)`)
+	p.run("n", chromedp.KeyEvent("n"))
+	p.until("the goal's text focused", `document.activeElement?.id === "team-goal-text"`)
+	p.run("escape", chromedp.KeyEvent(kb.Escape))
 
 	// Another client answers first: the decision goes live, with a note.
 	d3 := f.decision("d3")

@@ -108,8 +108,14 @@ function App({ store }) {
       } else if (e.key === "t") {
         document.getElementById("theme")?.click();
       } else if (e.key === "n") {
-        const c = document.getElementById("create-cwd");
+        // the new-agent form, or on the team view the goal's text
+        const c = document.getElementById("create-cwd") || document.getElementById("team-goal-text");
         if (c) { e.preventDefault(); c.focus(); }
+      } else if (e.key === "d") {
+        // the oldest open decision's first option
+        const d = document.querySelector("#team-decisions .decision");
+        const b = d && (d.querySelector("button.option:not([disabled])") || d.querySelector("textarea"));
+        if (b) { e.preventDefault(); b.focus(); }
       }
     };
     addEventListener("keydown", onKey);
@@ -122,7 +128,7 @@ function App({ store }) {
       <${ViewNav} s=${s} store=${store} />
       <span id="conn-state" class=${"conn " + s.conn}>${s.conn}</span>
       <span class="notice" id="notice" aria-live="polite">${s.notice}</span>
-      <span class="grow"></span><span class="keys">j/k select · / prompt · n new · v view · t theme</span> <${Theme} /></header>
+      <span class="grow"></span><span class="keys">${s.view === "team" ? "n new goal · d decision · v view · t theme" : "j/k select · / prompt · n new · v view · t theme"}</span> <${Theme} /></header>
     <${Banner} s=${s} store=${store} />
     ${s.view === "team" ? html`<${TeamView} s=${s} store=${store} />` : html`<div class="cols">
       <nav class="overview" aria-label="Agents"><${Overview} s=${s} store=${store} /><${CreateForm} s=${s} store=${store} /></nav>

@@ -137,6 +137,7 @@ function Card({ x, n, nums, s, store, tasks }) {
     </div>
     ${deps.length ? html`<div class="after" aria-label="Depends on">after: ${deps.map((d, i) => html`${i ? ", " : ""}<span class="chip" data-dep=${d}>${nums[d] ? "#" + nums[d] : d}</span>`)}</div>` : null}
     ${x.blocked_reason && (x.state === "blocked" || x.state === "cancelled") ? html`<div class="why">${x.blocked_reason}</div>` : null}
+    ${x.summary ? html`<div class="summary" title=${x.summary}>${x.summary}</div>` : null}
     <div class="card-acts">
       ${x.state !== "done" && x.state !== "cancelled" ? html`<button class="t-cancel" aria-label=${"Cancel task #" + n} onClick=${() => act("cancel")}>Cancel</button>` : null}
       ${x.state === "blocked" || x.state === "cancelled" ? html`<button class="t-retry" aria-label=${"Retry task #" + n} onClick=${() => act("retry")}>Retry</button>` : null}
