@@ -412,6 +412,9 @@ func TestDashboardTeamFakeWire(t *testing.T) {
 	p.until("the note listed", `document.querySelector('[data-memory="mem-shared-style"] .mbody')?.textContent === "gofmt everything"`)
 	f.addFeed(protocol.TeamFeedItem{GoalID: "goal-1", Kind: protocol.FeedMerge, Text: "merged team/flag into main"})
 	p.until("the feed", `document.querySelector('#team-feed .feed-item[data-kind="merge"] .ftext')?.textContent === "merged team/flag into main"`)
+	p.clickWhen("dark theme", `document.querySelector("#theme")`)
+	p.until("dark", `document.documentElement.dataset.theme === "dark"`)
+	p.screenshot("web-team-fake-dark")
 	// On a phone the view stacks, the decisions first.
 	p.run("phone", chromedp.EmulateViewport(400, 800))
 	p.until("stacked", `(([l, r]) => Math.abs(l.left - r.left) < 1 && r.top < l.top)([".team-left", ".team-right"].map(q => document.querySelector(q).getBoundingClientRect()))`)
