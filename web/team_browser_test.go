@@ -193,6 +193,18 @@ func TestDashboardTeamBoard(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, "docs.txt")); err != nil {
 		t.Fatalf("the main checkout after the third merge: %v", err)
 	}
+	// Every task's worktree is retired with its merge.
+	wss := call[protocol.WorkspaceListData](t, w, &protocol.WorkspaceList{Header: protocol.Header{Type: protocol.TypeWorkspaceList}, IncludeRetired: true})
+	retired := 0
+	for _, ws := range wss.Workspaces {
+		if ws.State != protocol.WorkspaceStateRetired {
+			t.Errorf("workspace %s (%s) is %s after the goal", ws.WorkspaceID, ws.Branch, ws.State)
+		}
+		retired++
+	}
+	if retired != 3 {
+		t.Errorf("%d workspaces after the goal, want the three tasks' retired", retired)
+	}
 	p.until("the feed followed", `document.querySelectorAll("#team-feed .feed-item").length > 0`)
 	if errs := p.consoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %q", errs)
