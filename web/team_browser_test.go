@@ -215,6 +215,7 @@ func TestDashboardTeamBoard(t *testing.T) {
 // memory panel and a refused merge, from the page against the real daemon
 // (one worker at a time). Prioritize puts a waiting task before an older
 // one, and it is the next to start once the running task is cancelled;
+// Reassign gives a waiting task to another agent;
 // the cancelled card hides until "Show cancelled", and Retry puts it back
 // on the board. A merge the dirty main checkout refuses stays open with its
 // reason, and merges once the checkout is clean. Notes are added, edited
@@ -248,6 +249,17 @@ func TestDashboardTeamActionsMemoryAndRefusal(t *testing.T) {
 	if show.Tasks[2].Priority <= show.Tasks[1].Priority {
 		t.Fatalf("priorities after the page's prioritize: x %d, y %d", show.Tasks[1].Priority, show.Tasks[2].Priority)
 	}
+
+	// Reassign x to the lead (any agent the page knows).
+	lead := show.Goal.LeadAgentID
+	if lead == "" {
+		t.Fatalf("the goal has no lead: %+v", show.Goal)
+	}
+	p.clickWhen("reassign x", fmt.Sprintf(`document.querySelector('[data-task=%q] .t-reassign')`, x))
+	p.until("pick the lead", fmt.Sprintf(`(sel => !!sel && [...sel.options].some(o => o.value === %q) && (sel.value = %q, sel.dispatchEvent(new Event("change", {bubbles: true})), true))(document.querySelector('[data-task=%q] .reassign select'))`,
+		lead, lead, x))
+	p.clickWhen("reassign", fmt.Sprintf(`document.querySelector('[data-task=%q] .reassign button[type=submit]:not([disabled])')`, x))
+	p.until("x assigned to the lead", fmt.Sprintf(`document.querySelector('[data-task=%q] .assignee')?.getAttribute("href") === "#agent=%s" && !document.querySelector('[data-task=%q] .reassign')`, x, lead, x))
 
 	// Cancel the running task: y starts next; the cancelled card shows on
 	// request, and Retry puts it back.

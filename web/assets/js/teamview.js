@@ -121,9 +121,17 @@ function arrowPath(a, b) {
   return `M${x1},${y1} C${x1 + 28},${y1} ${x2 + 28},${y2} ${x2},${y2}`;
 }
 
+// The agents a task may be given to (reassign): every agent the page
+// knows, by label.
+function agentChoices(s) {
+  return Object.values(s.agents).sort((a, b) => agentLabel(a).localeCompare(agentLabel(b)));
+}
+
 function Card({ x, n, nums, s, store, tasks }) {
   const [out, setOut] = useState("");
-  const act = (action, arg) => taskAction(store, x, action, arg).then((r) => setOut(r.ok ? "" : r.text));
+  const [to, setTo] = useState(null); // the reassign picker's agent id; null: closed
+  const act = (action, arg) => taskAction(store, x, action, arg).then((r) => { setOut(r.ok ? "" : r.text); if (r.ok) setTo(null); });
+  const waiting = x.state === "todo" || x.state === "blocked" || x.state === "cancelled";
   const deps = x.deps || [];
   const ci = (x.ci && x.ci.status) || "unknown";
   return html`<li class=${"card ts-" + x.state} data-task=${x.task_id} data-state=${x.state} data-num=${n}>
@@ -142,7 +150,13 @@ function Card({ x, n, nums, s, store, tasks }) {
       ${x.state !== "done" && x.state !== "cancelled" ? html`<button class="t-cancel" aria-label=${"Cancel task #" + n} onClick=${() => act("cancel")}>Cancel</button>` : null}
       ${x.state === "blocked" || x.state === "cancelled" ? html`<button class="t-retry" aria-label=${"Retry task #" + n} onClick=${() => act("retry")}>Retry</button>` : null}
       ${x.state === "todo" || x.state === "blocked" ? html`<button class="t-prio" aria-label=${"Prioritize task #" + n} title="start it before the others" onClick=${() => act("prioritize", prioritizeArg(x, tasks))}>Prioritize</button>` : null}
+      ${waiting && to === null ? html`<button class="t-reassign" aria-label=${"Reassign task #" + n} title="the agent that works on it" onClick=${() => setTo(x.assignee || "")}>Reassign…</button>` : null}
     </div>
+    ${waiting && to !== null ? html`<form class="reassign" onSubmit=${(e) => { e.preventDefault(); if (to) act("reassign", to); }}>
+      <select aria-label=${"Agent for task #" + n} value=${to} onChange=${(e) => setTo(e.target.value)}>
+        <option value="">agent…</option>
+        ${agentChoices(s).map((a) => html`<option value=${a.agent_id}>${agentLabel(a)}</option>`)}</select>
+      <button type="submit" disabled=${!to}>Reassign</button> <button type="button" onClick=${() => setTo(null)}>Cancel</button></form>` : null}
     ${out ? html`<div class="card-out err">${out}</div>` : null}
   </li>`;
 }
