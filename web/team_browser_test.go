@@ -11,6 +11,7 @@ import (
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/internal/shardtest"
@@ -73,7 +74,9 @@ func openMerge(task string) string {
 // answered from the page "Request changes" with feedback, then Merge, which
 // lands the change in the main checkout; a merge another client answers
 // disappears from the page live; each new decision raises a browser
-// notification and the navigation's badge counts them on every view.
+// notification (asked for from a button) and the navigation's badge counts
+// them on every view; the lead runs on the model the form picked; the
+// keys reach the goal and the decisions.
 func TestDashboardTeamBoard(t *testing.T) {
 	b := newBrowser(t)
 	d := startDaemonWith(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0, "--team.ci-command", "test -f version.txt || test -f flag.txt || test -f docs.txt")
@@ -98,6 +101,9 @@ func TestDashboardTeamBoard(t *testing.T) {
 	p.clickWhen("notify me", `document.querySelector("#team-notify")`)
 	p.until("notifications on", `document.querySelector("#team-notify-state")?.textContent === "notifications on"`)
 	p.until("spy", notifySpy)
+	// The lead runs on the model picked from the daemon's catalog.
+	p.until("pick sim-think", `(sel => !!sel && sel.tagName === "SELECT" && (o => !!o && (sel.value = o.value, sel.dispatchEvent(new Event("change", {bubbles: true})), true))(
+		[...sel.options].find(o => o.value.endsWith("sim-think"))))(document.querySelector("#team-goal-model"))`)
 	p.run("submit a goal", chromedp.SendKeys(chromedp.CSS("#team-goal-text"), "Add a version flag, in three tasks."),
 		chromedp.SendKeys(chromedp.CSS("#team-goal-cwd"), repo), chromedp.SendKeys(chromedp.CSS("#team-goal-limit"), "5"),
 		chromedp.Click(chromedp.CSS("#team-goal-go")))
@@ -121,6 +127,11 @@ func TestDashboardTeamBoard(t *testing.T) {
 		t.Fatalf("tasks created: %+v", created.Tasks)
 	}
 	t1, t2, t3 := created.Tasks[0].TaskID, created.Tasks[1].TaskID, created.Tasks[2].TaskID
+	lead := call[protocol.TeamGoalShowData](t, w, &protocol.TeamGoalShow{Header: protocol.Header{Type: protocol.TypeTeamGoalShow}, GoalID: goalID}).Goal.LeadAgentID
+	st := call[protocol.AgentListData](t, w, &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: lead}})
+	if len(st.Agents) != 1 || st.Agents[0].Model != "sim-think" {
+		t.Fatalf("the lead (%s) after the page's goal with sim-think: %+v", lead, st.Agents)
+	}
 	p.until("three cards", fmt.Sprintf(`[%q, %q, %q].every(id => !!document.querySelector('#team-board [data-task="' + id + '"]'))`, t1, t2, t3))
 	p.until("the third waits on both: chips and arrows", fmt.Sprintf(`document.querySelector('[data-task=%q] .after')?.textContent === "after: #1, #2"
 		&& [...document.querySelectorAll("svg.deps path.dep")].map(e => e.dataset.from + ">" + e.dataset.to).sort().join() === [%q, %q].sort().join()`,
@@ -144,9 +155,18 @@ func TestDashboardTeamBoard(t *testing.T) {
 	p.until("their files in the diffs", `(t => t.includes("version.txt") && t.includes("flag.txt"))(document.querySelector("#team-decisions").textContent)`)
 	p.until("badge 2", `document.querySelector("#team-badge")?.textContent === "2"`)
 	p.screenshot("web-team")
-	p.clickWhen("agents view", `document.querySelector("#view-agents")`)
+	// Keys: d focuses the oldest decision's first option, v switches the
+	// view (the badge stays on every view), n focuses the goal's text.
+	p.until("nothing focused", `(document.activeElement?.blur(), true)`)
+	p.run("d", chromedp.KeyEvent("d"))
+	p.until("the oldest decision focused", `document.activeElement?.dataset.option === "Merge" && document.activeElement.closest(".decision") === document.querySelector("#team-decisions .decision")`)
+	p.run("v", chromedp.KeyEvent("v"))
 	p.until("the badge on the agents view", `!document.querySelector("#team-view") && document.querySelector("#team-badge")?.textContent === "2"`)
 	p.clickWhen("team view again", `document.querySelector("#view-team")`)
+	p.until("nothing focused", `(document.activeElement?.blur(), true)`)
+	p.run("n", chromedp.KeyEvent("n"))
+	p.until("the goal's text focused", `document.activeElement?.id === "team-goal-text"`)
+	p.run("leave it", chromedp.KeyEvent(kb.Escape))
 	p.until("notified of both", `window.__notified.filter(n => n[0] === "Shard: a decision waits (merge)").length >= 2`)
 
 	// The first is sent back with feedback: the worker runs again on its
@@ -155,6 +175,9 @@ func TestDashboardTeamBoard(t *testing.T) {
 	p.run("request changes", chromedp.SendKeys(chromedp.CSS(`[data-decision="`+first+`"] textarea`), "sim: say changes done"),
 		chromedp.Click(chromedp.CSS(`[data-decision="`+first+`"] button[data-option="Request changes"]`)))
 	p.until("the first decision closed", `!document.querySelector('[data-decision="`+first+`"]')`)
+	if n := eval[int](p, `document.querySelectorAll('[data-closed-decision="`+first+`"]').length`); n != 0 {
+		t.Fatalf("the page's own answer left %d notes", n)
+	}
 	decs := call[protocol.TeamDecisionListData](t, w, &protocol.TeamDecisionList{Header: protocol.Header{Type: protocol.TypeTeamDecisionList}, GoalID: goalID})
 	var answered *protocol.TeamDecision
 	for i := range decs.Decisions {
@@ -332,7 +355,8 @@ func TestDashboardTeamActionsMemoryAndRefusal(t *testing.T) {
 // TestDashboardTeamQuestions: a worker's questions (its ask tool, through
 // the lead the daemon attends) are question decisions on the page: one
 // with options is answered by its button, one asked in words by the text
-// box; the daemon has the answers and the workers go on.
+// box; the daemon has the answers and the workers go on. In the dark theme
+// on a phone the view stacks with the decisions first.
 func TestDashboardTeamQuestions(t *testing.T) {
 	b := newBrowser(t)
 	d := startDaemon(t, filepath.Join(shardtest.ShortTemp(t, "wb"), "home"), 0)
@@ -373,6 +397,13 @@ func TestDashboardTeamQuestions(t *testing.T) {
 		t.Fatalf("the page's answers, as the daemon has them: %v", got)
 	}
 	p.until("the workers went on", fmt.Sprintf(`!document.querySelector('[data-col="doing"] [data-task=%q]') && !document.querySelector('[data-col="doing"] [data-task=%q]')`, ts[0].TaskID, ts[1].TaskID))
+
+	// Dark, and on a phone: the view stacks, the decisions first.
+	p.clickWhen("dark theme", `document.querySelector("#theme")`)
+	p.until("dark", `document.documentElement.dataset.theme === "dark"`)
+	p.run("phone", chromedp.EmulateViewport(400, 800))
+	p.until("stacked, decisions first", `(([l, r]) => Math.abs(l.left - r.left) < 1 && r.top < l.top)([".team-left", ".team-right"].map(q => document.querySelector(q).getBoundingClientRect()))`)
+	p.screenshot("web-team-phone")
 	if errs := p.consoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %q", errs)
 	}
