@@ -107,7 +107,7 @@ func TestDashboardTeamBoard(t *testing.T) {
 	p.run("submit a goal", chromedp.SendKeys(chromedp.CSS("#team-goal-text"), "Add a version flag, in three tasks."),
 		chromedp.SendKeys(chromedp.CSS("#team-goal-cwd"), repo), chromedp.SendKeys(chromedp.CSS("#team-goal-limit"), "5"),
 		chromedp.Click(chromedp.CSS("#team-goal-go")))
-	p.until("the goal on its board", `!!document.querySelector("#team-board")?.dataset.goal`)
+	p.until("the goal on its board, its cost against its limit", `!!document.querySelector("#team-board")?.dataset.goal && / \/ \$5\.00$/.test(document.querySelector("#team-goal-cost")?.textContent)`)
 	goalID := eval[string](p, `document.querySelector("#team-board").dataset.goal`)
 	goals := call[protocol.TeamGoalListData](t, w, &protocol.TeamGoalList{Header: protocol.Header{Type: protocol.TypeTeamGoalList}})
 	if len(goals.Goals) != 1 || goals.Goals[0].GoalID != goalID || goals.Goals[0].Cwd != repo || goals.Goals[0].CostLimitUSD == nil || *goals.Goals[0].CostLimitUSD != 5 {

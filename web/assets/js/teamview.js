@@ -202,6 +202,8 @@ export function Board({ s, store, goal }) {
     <div class="board-head">
       <h2>Board <span class="count">${tasks.length}</span></h2>
       <span class="state">${goal.status}</span>
+      <span class="progress" title="tasks done">${Math.round((goal.progress || 0) * 100)}% done</span>
+      <span id="team-goal-cost" class=${"cost" + (goalCost(goal).over ? " over" : "")} title="spent / limit">${goalCost(goal).text}</span>
       ${goal.lead_agent_id ? html`<a class="lead" href=${"#agent=" + goal.lead_agent_id}>lead: ${agentName(s, goal.lead_agent_id)}</a>` : null}
       <label class="toggle"><input type="checkbox" id="team-show-cancelled" checked=${showCancelled} onChange=${(e) => setShow(e.target.checked)} /> Show cancelled (${cancelled})</label>
       ${openGoal.has(goal.status) ? html`<button id="team-goal-cancel" class="danger" onClick=${() => cancelGoal(store, goal)}>Cancel goal</button>` : null}
