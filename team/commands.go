@@ -209,6 +209,7 @@ func (co *Coordinator) goalCancel(ctx context.Context, m *protocol.TeamGoalCance
 	}
 	co.cancelDecisions(g.GoalID, "")
 	co.feed(store.FeedItem{GoalID: g.GoalID, Kind: store.FeedGoal, Text: "goal cancelled"})
+	co.unwatchIdle(g.LeadAgentID)
 	return protocol.TeamGoalData{Goal: goalView(g)}, nil
 }
 
@@ -541,5 +542,6 @@ func (co *Coordinator) refreshGoal(goalID string) {
 	co.emit(goalEvent(g))
 	if finished {
 		co.feed(store.FeedItem{GoalID: goalID, Kind: store.FeedGoal, Text: "goal done"})
+		co.unwatchIdle(g.LeadAgentID)
 	}
 }

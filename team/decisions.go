@@ -285,5 +285,5 @@ func (co *Coordinator) deliver(ctx context.Context, g store.Goal, to, text strin
 			}
 		}
 	}
-	return co.deps.Link.Prompt(ctx, to, text)
+	return co.deps.Link.Prompt(ctx, to, text, "")
 }

@@ -656,6 +656,9 @@ func TestTeamCancelStopsTheRun(t *testing.T) {
 	doing := waitTeam(t, c, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool {
 		return e.Task.TaskID == task.TaskID && e.Task.State == protocol.TaskDoing
 	}).Task
+	if doing.JobID == "" || doing.RunID == "" || doing.Assignee == "" || doing.WorkspaceID == "" || doing.Branch == "" || doing.Worktree == "" {
+		t.Fatalf("doing task = %+v, want its job, run, worker, workspace, branch and worktree", doing)
+	}
 	got := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction), TaskID: task.TaskID, Action: protocol.TaskActionCancel}).Task
 	if got.State != protocol.TaskCancelled {
 		t.Fatalf("cancelled task = %+v", got)
@@ -754,6 +757,28 @@ func TestTeamMessageReachesTheLead(t *testing.T) {
 	if _, err := c.Request(ctx(t), &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: g.GoalID, To: "agent-nope", Text: "x"}); protocol.CodeOf(err) != protocol.CodeNotFound {
 		t.Fatalf("a message to an unknown agent: %v, want NOT_FOUND", err)
 	}
+
+	// Once no open goal has it, the daemon stops attending the lead: it
+	// can be removed like any agent (an attached client would refuse it).
+	if err := obs.Call(ctx(t), &protocol.AgentDetach{Header: protocol.Header{Type: protocol.TypeAgentDetach, AgentID: lead}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalCancel{Header: teamHdr(protocol.TypeTeamGoalCancel), GoalID: g.GoalID})
+	if _, err := c.Request(ctx(t), &protocol.AgentKill{Header: protocol.Header{Type: protocol.TypeAgentKill, AgentID: lead}}); err != nil {
+		t.Fatalf("agent.kill of the lead: %v", err)
+	}
+	// The watcher's connection is closed; the daemon sees it go a moment
+	// later.
+	eventually(t, "the lead removed", func() bool {
+		var rm protocol.AgentRemoveData
+		if err := c.Call(ctx(t), &protocol.AgentRemove{Header: hdr(protocol.TypeAgentRemove), AgentIDs: []string{lead}}, &rm); err != nil {
+			t.Fatal(err)
+		}
+		if r := rm.Results[0]; !r.Removed && r.Kind != "attached" {
+			t.Fatalf("removing the lead of a cancelled goal = %+v", r)
+		}
+		return rm.Results[0].Removed
+	})
 }
 
 // diamondGoal is a goal the sim lead plans as three tasks, two in
@@ -835,4 +860,77 @@ func TestTeamSimGoalToDoneAcrossARestart(t *testing.T) {
 	if err := c1.Call(ctx(t), &protocol.WorkspaceList{Header: hdr(protocol.TypeWorkspaceList)}, &wl); err != nil || len(wl.Workspaces) != 0 {
 		t.Fatalf("workspaces not retired: %+v, %v", wl.Workspaces, err)
 	}
+}
+
+// TestTeamGoalWithoutPlanIsGivenAgainOnce: a goal still planning, with no
+// task, after a restart is given to its lead again, and the prompt's dedupe
+// key keeps the lead from getting it twice.
+func TestTeamGoalWithoutPlanIsGivenAgainOnce(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "think about it", Cwd: repo}).Goal
+	isPlanItem := func(e protocol.TeamFeedAdded) bool {
+		return e.Item.GoalID == g.GoalID && e.Item.Kind == protocol.FeedPlan
+	}
+	waitTeam(t, c, protocol.TypeTeamFeedAdded, isPlanItem)
+	h.d.Shutdown(true)
+
+	h2 := startWith(t, h.cfg)
+	c2 := h2.dial()
+	feed := teamCall[protocol.TeamFeedData](t, c2, &protocol.TeamFeed{Header: teamHdr(protocol.TypeTeamFeed), GoalID: g.GoalID, Limit: 200})
+	plans := 0
+	for _, it := range feed.Items {
+		if it.Kind == protocol.FeedPlan {
+			plans++
+		}
+	}
+	if plans < 2 {
+		waitTeam(t, c2, protocol.TypeTeamFeedAdded, isPlanItem)
+	}
+	sync := attach(t, c2, g.LeadAgentID, protocol.RoleObserver)
+	given := 0
+	for _, m := range sync.LiveWindow.Messages {
+		if m.Role == "user" && strings.Contains(textOf(m), "[team goal "+g.GoalID+"]") {
+			given++
+		}
+	}
+	if given != 1 {
+		t.Fatalf("the lead was given the goal %d times, want once", given)
+	}
+}
+
+// TestTeamMessageToAllRoutesByName: a message to "all" goes to the lead,
+// unless its text starts with "@name" naming a worker of the goal (its
+// alias), which gets it instead.
+func TestTeamMessageToAllRoutesByName(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "names", Cwd: repo}).Goal
+	task := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{{Title: "named", Prompt: "sim: say done"}}}).Tasks[0]
+	mergeOf(t, c, g.GoalID, task.TaskID)
+	worker := taskOf(t, c, g.GoalID, task.TaskID).Assignee
+	var st protocol.AgentListData
+	if err := c.Call(ctx(t), &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: worker}}, &st); err != nil || st.Agents[0].Alias == "" {
+		t.Fatalf("worker = %+v, %v", st, err)
+	}
+	alias := st.Agents[0].Alias
+
+	toLead := teamCall[protocol.TeamFeedItemData](t, c, &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: g.GoalID, To: "all", Text: "hello all"}).Item
+	if toLead.To != g.LeadAgentID {
+		t.Fatalf("a message to all without a name went to %s, want the lead %s", toLead.To, g.LeadAgentID)
+	}
+	obs := h.dial()
+	attach(t, obs, worker, protocol.RoleObserver)
+	named := teamCall[protocol.TeamFeedItemData](t, c, &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: g.GoalID, To: "all",
+		Text: "@" + alias + " sim: say routed"}).Item
+	if named.To != worker {
+		t.Fatalf("a message to @%s went to %s, want the worker %s", alias, named.To, worker)
+	}
+	waitFor(t, obs, func(e client.Event) bool {
+		m, ok := e.Msg.(*protocol.MessageComplete)
+		return ok && m.AgentID == worker && strings.Contains(textOf(m.Message), "routed")
+	})
 }
