@@ -31,6 +31,7 @@ func TestPureModules(t *testing.T) {
 	p.run("open the test page", chromedp.Navigate(srv.URL+"/test/"))
 	p.until("tests done", `document.body.dataset.done === "1"`)
 	res := eval[map[string]any](p, `JSON.parse(document.getElementById("results").textContent)`)
+	t.Logf("unit tests: %v", res)
 	if res["fail"].(float64) != 0 || res["pass"].(float64) < 20 {
 		t.Fatalf("unit tests: %v", res)
 	}

@@ -10,7 +10,9 @@
 // other client: agent.list (the live and the recent agents, paged) and
 // agent_activity for the overview, one interactive agent.attach for the
 // selected agent and observer attachments for the rest, sync then live
-// events for the transcript (§6.4).
+// events for the transcript (§6.4). The team view reads the team.* lists
+// and follows the daemon-wide team_* events (§10.4), which need no
+// attachment.
 //
 // The page's logic that needs no DOM (the transcript reducer, the resync
 // merge, the reconnect backoff) lives in pure modules under assets/js/

@@ -104,11 +104,18 @@ type daemon struct {
 
 func startDaemon(t *testing.T, home string, port int) *daemon {
 	t.Helper()
+	return startDaemonWith(t, home, port)
+}
+
+// startDaemonWith is startDaemon with more flags (config keys, e.g.
+// --team.ci-command).
+func startDaemonWith(t *testing.T, home string, port int, args ...string) *daemon {
+	t.Helper()
 	shardd, _ := built(t)
 	d := &daemon{t: t, home: home, port: port, stderr: &shardtest.Buffer{}}
 	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
 		Shardd: shardd, Home: home, Stderr: d.stderr,
-		Args: []string{"--web-port", strconv.Itoa(port), "--store.no-sync"},
+		Args: append([]string{"--web-port", strconv.Itoa(port), "--store.no-sync"}, args...),
 	})
 	if err != nil {
 		t.Fatal(err)

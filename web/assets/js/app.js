@@ -11,6 +11,8 @@ import { AgentView } from "./agent.js";
 import { Dialogs } from "./dialogs.js";
 import { Side } from "./side.js";
 import { StoreCtx } from "./ctx.js";
+import { ViewNav, TeamView } from "./teamview.js";
+import { openDecisions } from "./team.js";
 
 function useStore(store) {
   const [s, set] = useState(store.state);
@@ -74,8 +76,16 @@ function Theme() {
   return html`<button id="theme" title="Theme (t)" onClick=${() => setTheme(next)}>Theme: ${theme}</button>`;
 }
 
+// The tab's title counts the decisions waiting on a person, so a page in a
+// background tab says so too.
+function useTitle(s) {
+  const n = openDecisions(s.team).length;
+  useEffect(() => { document.title = n > 0 ? "(" + n + ") Shard" : "Shard"; }, [n]);
+}
+
 function App({ store }) {
   const s = useStore(store);
+  useTitle(s);
   useEffect(() => {
     const onKey = (e) => {
       if (e.target instanceof HTMLElement && /^(INPUT|TEXTAREA|SELECT)$/.test(e.target.tagName)) {
@@ -93,11 +103,19 @@ function App({ store }) {
         if (p) { e.preventDefault(); p.focus(); }
       } else if (e.key === "Escape" && store.state.diff) {
         store.set({ diff: null });
+      } else if (e.key === "v") {
+        store.setView(store.state.view === "team" ? "agents" : "team");
       } else if (e.key === "t") {
         document.getElementById("theme")?.click();
       } else if (e.key === "n") {
-        const c = document.getElementById("create-cwd");
+        // the new-agent form, or on the team view the goal's text
+        const c = document.getElementById("create-cwd") || document.getElementById("team-goal-text");
         if (c) { e.preventDefault(); c.focus(); }
+      } else if (e.key === "d") {
+        // the oldest open decision's first option
+        const d = document.querySelector("#team-decisions .decision");
+        const b = d && (d.querySelector("button.option:not([disabled])") || d.querySelector("textarea"));
+        if (b) { e.preventDefault(); b.focus(); }
       }
     };
     addEventListener("keydown", onKey);
@@ -107,15 +125,16 @@ function App({ store }) {
   if (s.conn === State.incompatible) return html`<${Incompatible} s=${s} />`;
   return html`<div class="app" data-conn=${s.conn}>
     <header class="top"><span class="logo">shard</span>
+      <${ViewNav} s=${s} store=${store} />
       <span id="conn-state" class=${"conn " + s.conn}>${s.conn}</span>
       <span class="notice" id="notice" aria-live="polite">${s.notice}</span>
-      <span class="grow"></span><span class="keys">j/k select · / prompt · n new · t theme</span> <${Theme} /></header>
+      <span class="grow"></span><span class="keys">${s.view === "team" ? "n new goal · d decision · v view · t theme" : "j/k select · / prompt · n new · v view · t theme"}</span> <${Theme} /></header>
     <${Banner} s=${s} store=${store} />
-    <div class="cols">
+    ${s.view === "team" ? html`<${TeamView} s=${s} store=${store} />` : html`<div class="cols">
       <nav class="overview" aria-label="Agents"><${Overview} s=${s} store=${store} /><${CreateForm} s=${s} store=${store} /></nav>
       <main class="main">${s.selected ? html`<${AgentView} s=${s} store=${store} />` : html`<p class="empty">Select an agent, or create one.</p>`}</main>
       <aside class="side"><${Side} s=${s} store=${store} /></aside>
-    </div>
+    </div>`}
     <${Dialogs} s=${s} store=${store} />
   </div>`;
 }

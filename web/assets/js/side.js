@@ -88,11 +88,17 @@ function Jobs({ s, store }) {
     </li>`)}</ul></section>`;
 }
 
-function Diff({ d, onClose }) {
+/**
+ * Diff draws a workspace.diff answer (docs/protocol.md §10.1a), unified or
+ * side by side, with syntax tokens. The workspaces panel shows it as an
+ * overlay; the team's merge decisions show it inline (id and className
+ * given, onClose omitted: no Close button).
+ */
+export function Diff({ d, onClose, id = "ws-diff", className = "wsdiff" }) {
   const [split, setSplit] = useState(false);
-  return html`<div class="wsdiff" id="ws-diff">
+  return html`<div class=${className} id=${id}>
     <div class="wsdiff-head"><b>${d.branch}</b> → ${d.integration_target} · ${d.stats.files} files +${d.stats.additions} −${d.stats.deletions}${d.truncated ? " (truncated)" : ""}
-      <button onClick=${() => setSplit(!split)}>${split ? "Unified" : "Side by side"}</button> <button onClick=${onClose}>Close</button></div>
+      <button onClick=${() => setSplit(!split)}>${split ? "Unified" : "Side by side"}</button>${onClose ? html` <button onClick=${onClose}>Close</button>` : null}</div>
     ${d.files.map((f) => { const lang = langOf(f.path); return html`<div class="dfile" data-lang=${lang}><div class="r-path">${f.status} ${f.old_path ? f.old_path + " → " : ""}${f.path}${f.binary ? " (binary)" : ""}</div>
       ${f.hunks.map((h) => html`<div class="hunk"><div class="dl hdr">${h.header}</div>
         ${split

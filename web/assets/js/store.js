@@ -10,6 +10,7 @@
 import { Conn, State } from "./conn.js";
 import { initial, reduce, addLocalPrompt, dropQueued, needsInput } from "./transcript.js";
 import { wireImage, setImageSource } from "./images.js";
+import { emptyTeam, applyTeamEvent, upsertGoals, upsertTasks, upsertDecisions, addFeed, replaceOpenDecisions, goalsNewestFirst } from "./team.js";
 
 /** How often the overview re-reads agent.list (attached clients, cost). */
 const AGENT_POLL_MS = 3000;
@@ -51,7 +52,15 @@ export class Store {
       closed: [],        // dialogs closed by another client: {request_id, text}
       attached: "",      // the agent this page is attached to now (its session_ops may be sent)
       forked: null,      // the last session_op fork's answer, so the fork list re-reads
+      view: "agents",    // the main view: "agents" or "team" (docs/protocol.md §10.4)
+      team: emptyTeam(), // goals, tasks, decisions, memory, feed by id (team.js)
+      teamGoal: "",      // the goal whose board the team view shows
+      teamAvail: null,   // whether the daemon answers team.*: null until asked
+      teamClosed: [],    // decisions another client answered first: {decision_id, text}
+      feedBefore: "",    // team.feed next_before: older items remain
     };
+    // the decisions this page answered (a close it caused is no news)
+    this.answered = new Set();
     // agent_id -> how many model_changed events this page has applied
     // (refreshAgents: an agent.list read before one is older than it)
     this.modelSeq = {};
@@ -81,10 +90,112 @@ export class Store {
       const m = /^#agent=([A-Za-z0-9_-]+)$/.exec(location.hash);
       return m ? m[1] : "";
     };
+    const teamHash = () => {
+      const m = /^#team(?:=([A-Za-z0-9_-]+))?$/.exec(location.hash);
+      return m ? { goal: m[1] || "" } : null;
+    };
     this.state.selected = fromHash();
-    // A link or the address bar can pick the agent: #agent=<id>.
-    addEventListener("hashchange", () => { const id = fromHash(); if (id) this.select(id); });
+    const t0 = teamHash();
+    if (t0) { this.state.view = "team"; this.state.teamGoal = t0.goal; }
+    // A link or the address bar can pick the agent (#agent=<id>) or the
+    // team view and a goal (#team, #team=<goal_id>).
+    addEventListener("hashchange", () => {
+      const id = fromHash();
+      if (id) { this.setView("agents"); this.select(id); return; }
+      const t = teamHash();
+      if (t) { this.setView("team"); if (t.goal) this.selectGoal(t.goal); }
+    });
     this.conn.start();
+  }
+
+  // setView switches the main view; the address says which.
+  setView(view) {
+    if (this.state.view === view) return;
+    this.set({ view });
+    if (view === "team") history.replaceState(null, "", "#team" + (this.state.teamGoal ? "=" + this.state.teamGoal : ""));
+    else history.replaceState(null, "", this.state.selected ? "#agent=" + this.state.selected : location.pathname);
+  }
+
+  setTeam(team) { this.set({ team }); }
+
+  // selectGoal shows a goal's board: its tasks and decisions are read with
+  // team.goal.show, then follow from the events.
+  selectGoal(id) {
+    if (this.state.teamGoal !== id) {
+      this.set({ teamGoal: id });
+      if (this.state.view === "team") history.replaceState(null, "", "#team" + (id ? "=" + id : ""));
+    }
+    if (id && this.state.conn === State.online) this.loadGoal(id);
+  }
+
+  loadGoal(id) {
+    return this.conn.call({ type: "team.goal.show", goal_id: id }).then((d) => {
+      let t = upsertGoals(this.state.team, [d.goal]);
+      t = upsertTasks(t, d.tasks);
+      t = upsertDecisions(t, d.decisions);
+      this.setTeam(t);
+    }, this.fail("team.goal.show"));
+  }
+
+  // refreshTeam reads the team on every connection: the goals, the open
+  // decisions of every goal (the queue and the badge every view shows),
+  // memory and the newest feed; then the selected goal's board (the
+  // newest goal when none is). A daemon without team.* leaves the view
+  // saying so.
+  async refreshTeam() {
+    let goals;
+    try {
+      goals = await this.conn.call({ type: "team.goal.list" });
+    } catch (e) {
+      if (e && e.code) this.set({ teamAvail: false });
+      return;
+    }
+    let t = upsertGoals(this.state.team, goals.goals);
+    this.set({ teamAvail: true, team: t });
+    const [dec, mem, feed] = await Promise.allSettled([
+      this.conn.call({ type: "team.decision.list", open_only: true }),
+      this.conn.call({ type: "team.memory.list" }),
+      this.conn.call({ type: "team.feed", limit: 100 }),
+    ]);
+    t = this.state.team;
+    if (dec.status === "fulfilled") t = replaceOpenDecisions(t, dec.value.decisions);
+    // The memory list is the whole memory: entries deleted while away go.
+    if (mem.status === "fulfilled") t = { ...t, memory: Object.fromEntries((mem.value.entries || []).map((e) => [e.memory_id, e])) };
+    if (feed.status === "fulfilled") t = addFeed(t, feed.value.items);
+    this.set({ team: t, feedBefore: feed.status === "fulfilled" ? feed.value.next_before || "" : "" });
+    const g = this.state.teamGoal || (goalsNewestFirst(t)[0] || {}).goal_id;
+    if (g) this.selectGoal(g);
+  }
+
+  // olderFeed reads the page of the feed before the oldest item read.
+  olderFeed() {
+    const before = this.state.feedBefore;
+    if (!before) return Promise.resolve();
+    return this.conn.call({ type: "team.feed", before, limit: 100 }).then((d) => {
+      this.set({ team: addFeed(this.state.team, d.items), feedBefore: d.next_before || "" });
+    }, this.fail("team.feed"));
+  }
+
+  // onTeamEvent folds a team_* event in. A decision that opens is news for
+  // a person: the browser notifies when the person allowed it (the page
+  // asks from a button, never by itself). A decision another client closed
+  // leaves a note where it was.
+  onTeamEvent(m, next) {
+    const before = this.state.team;
+    const patch = { team: next };
+    if (m.type === "team_decision_changed" && m.decision) {
+      const d = m.decision, was = before.decisions[d.decision_id];
+      if (d.state === "open" && (!was || was.state !== "open")) notifyDecision(d, () => this.setView("team"));
+      if (d.state !== "open" && was && was.state === "open" && !this.answered.has(d.decision_id)) {
+        const a = d.answer || {};
+        const text = d.state === "answered"
+          ? "Answered elsewhere" + (a.by ? " by " + a.by : "") + ": " + (a.option || a.text || "") + " — " + d.question
+          : "Cancelled: " + d.question;
+        patch.teamClosed = [...this.state.teamClosed, { decision_id: d.decision_id, text }].slice(-5);
+      }
+    }
+    if (m.type === "team_goal_changed" && m.goal && !this.state.teamGoal) patch.teamGoal = m.goal.goal_id;
+    this.set(patch);
   }
 
   note(text) { this.set({ notice: text }); }
@@ -100,6 +211,7 @@ export class Store {
     if (this.state.selected) this.attach(this.state.selected);
     this.refreshSide();
     this.refreshCatalog();
+    this.refreshTeam().catch(() => {});
     // Attached-client counts and costs change without an event of their
     // own (docs/protocol.md): re-read agent.list while online.
     if (!this.poll) {
@@ -241,7 +353,7 @@ export class Store {
     const prev = this.state.selected;
     if (prev === id) return;
     if (prev) this.conn.call({ type: "agent.detach", agent_id: prev }).catch(() => {});
-    history.replaceState(null, "", id ? "#agent=" + id : location.pathname);
+    if (this.state.view !== "team") history.replaceState(null, "", id ? "#agent=" + id : location.pathname);
     this.catKey = "";
     this.set({ selected: id, transcript: initial(), modes: [], models: [], closed: [], catalogEpoch: null, activeModel: null, reasoning: null });
     if (id && this.state.conn === State.online) this.attach(id);
@@ -249,6 +361,8 @@ export class Store {
 
   onEvent(m) {
     const t = this.state;
+    const team = applyTeamEvent(t.team, m);
+    if (team) { this.onTeamEvent(m, team); return; }
     switch (m.type) {
       case "agent_spawned":
       case "agent_updated": { // a new title (agent.update, or automatic)
@@ -454,6 +568,25 @@ export class Store {
   merge(ws, strategy) {
     return this.cmd({ type: "workspace.merge", workspace_id: ws.workspace_id, strategy }, "merge")
       .then(() => this.refreshSide(), () => {});
+  }
+}
+
+/**
+ * notifyDecision raises a browser notification for a decision waiting on a
+ * person, when the person allowed notifications (Notification.permission
+ * "granted"; the page asks only from the team view's button). One per
+ * decision: the tag replaces an earlier one of the same decision.
+ */
+export function notifyDecision(d, onOpen) {
+  const N = globalThis.Notification;
+  if (!N || N.permission !== "granted") return false;
+  try {
+    const n = new N("Shard: a decision waits (" + d.kind + ")", { body: d.question || "", tag: "shard-decision-" + d.decision_id });
+    // A click brings the page forward on its team view.
+    n.onclick = () => { globalThis.focus && globalThis.focus(); if (onOpen) onOpen(); };
+    return true;
+  } catch {
+    return false; // a browser that notifies only from a service worker
   }
 }
 

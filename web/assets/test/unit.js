@@ -12,6 +12,8 @@ import { Entry, Title, ModelPicker, agentUsage, contextFill, fmtTokens, runsOn }
 import { UI, Permission } from "../js/dialogs.js";
 import { RunSteers } from "../js/side.js";
 import { checkAdd, MAX_IMAGES, MAX_IMAGE_BYTES, setImageSource } from "../js/images.js";
+import { emptyTeam, applyTeamEvent, upsertTasks, boardColumns, depEdges, goalTasks, taskNumbers, openDecisions, replaceOpenDecisions, goalCost, decisionOptions, prioritizeArg, addFeed } from "../js/team.js";
+import { Board, Decisions, Memory, ViewNav, defaultCwd } from "../js/teamview.js";
 import { render } from "../vendor/preact.mjs";
 import { html } from "../js/html.js";
 
@@ -444,6 +446,152 @@ test("component: the title with the id secondary, and rename", async () => {
   m = await mount(html`<${Title} a=${{ agent_id: "agent-01abc" }} store=${st} />`);
   eq([m.q("#agent-title").textContent, !!m.q("#agent-id")], ["agent-01abc", false], "no title: the id, once");
   m.done();
+});
+
+
+// ---- the team view (docs/protocol.md §10.4) ----
+
+const task = (id, state, extra = {}) => ({ task_id: id, goal_id: "g1", title: "T " + id, state, priority: 0, deps: [], ci: { status: "unknown" }, created_at: Number(id.slice(1)), updated_at: 1, revision: 1, ...extra });
+const dec = (id, kind, extra = {}) => ({ decision_id: id, goal_id: "g1", kind, question: "Q " + id, options: [], state: "open", created_at: Number(id.slice(1)), updated_at: 1, ...extra });
+
+test("team: events upsert by id; an older record never replaces a newer one", () => {
+  let t = emptyTeam();
+  t = applyTeamEvent(t, { type: "team_goal_changed", goal: { goal_id: "g1", text: "x", status: "planning", updated_at: 1 } });
+  t = applyTeamEvent(t, { type: "team_task_changed", task: task("t1", "todo", { revision: 2 }) });
+  t = applyTeamEvent(t, { type: "team_task_changed", task: task("t1", "doing", { revision: 3 }) });
+  t = upsertTasks(t, [task("t1", "todo", { revision: 2 })]); // a list answered before the event
+  eq(t.tasks.t1.state, "doing", "the later revision stays");
+  t = applyTeamEvent(t, { type: "team_memory_changed", entry: { memory_id: "m1", scope: "shared", key: "k", body: "b", updated: 1 } });
+  eq(Object.keys(t.memory), ["m1"], "memory written");
+  t = applyTeamEvent(t, { type: "team_memory_changed", entry: { memory_id: "m1", scope: "shared", key: "k", body: "", updated: 2 }, deleted: true });
+  eq(Object.keys(t.memory), [], "memory deleted");
+  t = applyTeamEvent(t, { type: "team_feed_added", item: { feed_id: "f1", kind: "goal", text: "a", at: 1 } });
+  t = applyTeamEvent(t, { type: "team_feed_added", item: { feed_id: "f2", kind: "plan", text: "b", at: 2 } });
+  t = addFeed(t, [{ feed_id: "f1", kind: "goal", text: "a", at: 1 }]);
+  eq(t.feed.map((x) => x.feed_id), ["f2", "f1"], "feed newest first, once each");
+  eq(applyTeamEvent(t, { type: "agent_spawned" }), null, "not a team event");
+});
+
+test("team: columns by state and priority; cancelled hidden unless asked; arrows between shown cards", () => {
+  let t = upsertTasks(emptyTeam(), [task("t1", "done"), task("t2", "todo", { deps: ["t1"] }), task("t3", "todo", { priority: 5, deps: ["t1", "t2"] }), task("t4", "cancelled"), task("t5", "todo", { deps: ["t4"] })]);
+  const tasks = goalTasks(t, "g1");
+  eq(taskNumbers(tasks), { t1: 1, t2: 2, t3: 3, t4: 4, t5: 5 }, "numbers in creation order");
+  const cols = boardColumns(tasks, false);
+  eq(Object.keys(cols), ["todo", "doing", "review", "done", "blocked"], "columns");
+  eq(cols.todo.map((x) => x.task_id), ["t3", "t2", "t5"], "priority first, then creation order");
+  eq(boardColumns(tasks, true).cancelled.map((x) => x.task_id), ["t4"], "cancelled on request");
+  const shown = new Set(Object.values(cols).flat().map((x) => x.task_id));
+  eq(depEdges(tasks, shown), [{ from: "t1", to: "t2" }, { from: "t1", to: "t3" }, { from: "t2", to: "t3" }], "no arrow from a hidden card");
+  eq(prioritizeArg(tasks[1], tasks), "6", "one above the highest waiting task");
+});
+
+test("team: the queue is the open decisions, newest last; options by kind; cost against the limit", () => {
+  let t = { ...emptyTeam(), decisions: { d2: dec("d2", "merge"), d1: dec("d1", "question", { options: ["yes", "no"] }), d3: dec("d3", "permission", { state: "answered" }) } };
+  eq(openDecisions(t).map((d) => d.decision_id), ["d1", "d2"], "open, oldest first");
+  eq([decisionOptions(t.decisions.d2), decisionOptions(t.decisions.d1), decisionOptions(dec("d9", "question"))], [["Merge", "Request changes", "Reject"], ["yes", "no"], []], "options");
+  t = replaceOpenDecisions(t, [dec("d2", "merge"), dec("d4", "permission")]);
+  eq(Object.keys(t.decisions).sort(), ["d2", "d3", "d4"], "an open decision the list lacks was closed away");
+  eq([goalCost({ cost_usd: 0.012, cost_limit_usd: 5 }), goalCost({ cost_usd: 2 }), goalCost({ cost_usd: 6, cost_limit_usd: 5 }).over],
+    [{ text: "$0.0120 / $5.00", over: false }, { text: "$2.00", over: false }, true], "cost");
+});
+
+test("store: a decision that opens notifies (when allowed); one another client closes leaves a note, the page's own answer none", async () => {
+  const real = globalThis.Notification;
+  const seen = [];
+  globalThis.Notification = class { static permission = "granted"; constructor(title, o) { seen.push([title, o.tag]); } };
+  try {
+    const st = new Store();
+    st.conn.call = (msg) => msg.type === "team.decision.answer"
+      ? Promise.resolve({ decision: dec(msg.decision_id, "merge", { state: "answered", updated_at: 2 }) }) : Promise.reject(new Error("offline"));
+    const ev = (d) => st.onEvent({ type: "team_decision_changed", decision: d });
+    ev(dec("d1", "merge"));
+    ev(dec("d1", "merge", { updated_at: 2, refused_reason: "dirty" })); // still open: no second notice
+    ev(dec("d2", "permission"));
+    eq(seen, [["Shard: a decision waits (merge)", "shard-decision-d1"], ["Shard: a decision waits (permission)", "shard-decision-d2"]], "one notification per opening");
+    eq(openDecisions(st.state.team).map((d) => d.decision_id), ["d1", "d2"], "queue");
+    ev(dec("d2", "permission", { state: "answered", updated_at: 3, answer: { option: "Deny", by: "shardctl", at: 3 } }));
+    eq(st.state.teamClosed.map((c) => [c.decision_id, c.text]), [["d2", "Answered elsewhere by shardctl: Deny — Q d2"]], "note");
+    const { answerDecision } = await import("../js/team.js");
+    await answerDecision(st, st.state.team.decisions.d1, "Merge", "");
+    ev(dec("d1", "merge", { state: "answered", updated_at: 4 }));
+    eq([st.state.teamClosed.length, openDecisions(st.state.team).length], [1, 0], "the page's own answer: no note");
+    globalThis.Notification = class { static permission = "default"; constructor() { seen.push("asked"); } };
+    ev(dec("d3", "question"));
+    eq(seen.length, 2, "not allowed: no notification");
+  } finally {
+    globalThis.Notification = real;
+  }
+});
+
+function teamStore(team, extra = {}) {
+  const calls = [];
+  return { calls, state: { team }, answered: new Set(), note: () => {}, setTeam: () => {}, loadGoal: () => {},
+    setView: (v) => calls.push(["view", v]),
+    conn: { call: (msg) => { calls.push(msg); return Promise.resolve(extra[msg.type] || {}); } } };
+}
+const teamS = (team, more = {}) => ({ team, agents: {}, selected: "", teamGoal: "g1", teamClosed: [], view: "team", ...more });
+
+test("component: the board draws a card per task with its chips, and an arrow per dependency", async () => {
+  const team = upsertTasks({ ...emptyTeam(), goals: { g1: { goal_id: "g1", text: "goal", status: "active" } } },
+    [task("t1", "done", { branch: "team/t1", assignee: "agent-w", diff: { files: 2, additions: 5, deletions: 1, ahead: 1 }, ci: { status: "pass" } }), task("t2", "doing", { deps: ["t1"] }), task("t3", "todo", { deps: ["t1", "t2"] })]);
+  const st = teamStore(team);
+  const m = await mount(html`<${Board} s=${teamS(team)} store=${st} goal=${team.goals.g1} />`);
+  await settle(() => m.qa("path.dep").length === 3, "three arrows");
+  eq(m.qa('[data-col="done"] .card').map((e) => e.dataset.task), ["t1"], "done column");
+  eq(m.q('[data-task="t3"] .after').textContent, "after: #1, #2", "chips");
+  const c1 = m.q('[data-task="t1"]').textContent;
+  eq([c1.includes("team/t1"), c1.includes("+5"), m.q('[data-task="t1"] .ci').dataset.ci], [true, true, "pass"], "branch, diff stat, CI");
+  eq(m.qa("path.dep").map((p) => p.dataset.from + ">" + p.dataset.to), ["t1>t2", "t1>t3", "t2>t3"], "arrows");
+  m.q('[data-task="t3"] .t-prio').click();
+  await tick();
+  eq(st.calls.filter((c) => c.type).map((c) => [c.type, c.task_id, c.action, c.arg]), [["team.task.action", "t3", "prioritize", "1"]], "prioritize");
+  m.done();
+});
+
+test("component: a decision's options answer in order; a merge sends its feedback; a question in words", async () => {
+  const team = { ...emptyTeam(), decisions: { d1: dec("d1", "merge", { options: ["Merge", "Request changes", "Reject"], refused_reason: "conflict in a.txt" }), d2: dec("d2", "question") } };
+  const st = teamStore(team, { "team.decision.answer": { decision: dec("d1", "merge", { state: "answered" }) } });
+  const m = await mount(html`<${Decisions} s=${teamS(team)} store=${st} />`);
+  const d1 = '[data-decision="d1"]';
+  eq(m.qa(d1 + " button.option").map((b) => b.dataset.option), ["Merge", "Request changes", "Reject"], "merge options in order");
+  eq(m.q(d1 + " .refused").textContent, "Refused: conflict in a.txt", "refused reason");
+  input(m.q(d1 + " textarea"), "rename the flag");
+  await tick();
+  m.q(d1 + ' button[data-option="Request changes"]').click();
+  await tick();
+  input(m.q('[data-decision="d2"] textarea'), "blue");
+  await tick();
+  m.q('[data-decision="d2"] button.option').click();
+  await tick();
+  const sent = st.calls.filter((c) => c.type === "team.decision.answer").map((c) => [c.decision_id, c.option || "", c.text || ""]);
+  eq(sent, [["d1", "Request changes", "rename the flag"], ["d2", "", "blue"]], "answers");
+  m.done();
+});
+
+test("component: the navigation counts the open decisions on every view; memory writes and deletes", async () => {
+  const team = { ...emptyTeam(), decisions: { d1: dec("d1", "merge"), d2: dec("d2", "permission"), d3: dec("d3", "question", { state: "cancelled" }) },
+    memory: { m1: { memory_id: "m1", scope: "shared", key: "style", title: "Style", body: "tabs", updated: 1 } } };
+  const st = teamStore(team, { "team.memory.put": { entry: {} } });
+  let m = await mount(html`<${ViewNav} s=${teamS(team, { view: "agents" })} store=${st} />`);
+  eq(m.q("#team-badge").textContent, "2", "badge");
+  m.q("#view-team").click();
+  eq(st.calls, [["view", "team"]], "switch");
+  m.done();
+  m = await mount(html`<${Memory} s=${teamS(team)} store=${st} />`);
+  eq([!!m.q("#team-mem-form"), !!m.q("#team-mem-new")], [false, true], "the form behind a button");
+  m.q(".m-edit").click();
+  await tick();
+  eq([m.q("#team-mem-key").value, m.q("#team-mem-body").value], ["style", "tabs"], "edit fills the form");
+  input(m.q("#team-mem-body"), "spaces");
+  await tick();
+  m.q("#team-mem-save").click();
+  await tick();
+  m.q(".m-del").click();
+  await tick();
+  eq(st.calls.filter((c) => c.type).map((c) => [c.type, c.key || c.memory_id, c.body || ""]), [["team.memory.put", "style", "spaces"], ["team.memory.delete", "m1", ""]], "put, delete");
+  m.done();
+  eq(defaultCwd(teamS({ ...emptyTeam(), goals: { g1: { goal_id: "g1", cwd: "/repo", created_at: 1 } } })), "/repo", "the goal's repository");
+  eq(defaultCwd(teamS(emptyTeam(), { selected: "a", agents: { a: { agent_id: "a", cwd: "/w" } } })), "/w", "else the agent's directory");
 });
 
 const out = { pass: 0, fail: 0, failures: [] };
