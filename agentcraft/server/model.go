@@ -198,6 +198,9 @@ func displayName(a *agentRec) string {
 // ids.
 var palette = [...]string{"#2E78C6", "#C6492E", "#3E9A4F", "#8E5CC2", "#D19A1E", "#2AA198", "#B8487F", "#6B7A8F"}
 
+// accent is every agent's second color.
+const accent = "#F4EFE6"
+
 // colorOf picks a color from the id, so it is the same after a restart.
 func colorOf(id string) string {
 	h := uint32(2166136261)
@@ -323,7 +326,7 @@ func (m *model) agentEntity(shardID string, leads map[string]bool) wire.Agent {
 	}
 	lk := derive(a, task, m.waitingOn(shardID), lead)
 	out := wire.Agent{
-		ID: id, Name: displayName(a), Role: wire.RoleWorker, Color: colorOf(id), Skin: id,
+		ID: id, Name: displayName(a), Role: wire.RoleWorker, Color: colorOf(id), Accent: accent, Skin: id,
 		State: lk.state, Station: lk.station, Activity: cut(lk.activity),
 		Paused: a.paused, Active: !a.stopped && m.activeAgent(shardID, lead, task),
 	}

@@ -43,8 +43,6 @@ type Config struct {
 	// Heartbeat is how often each connection is pinged. Default
 	// wire.Heartbeat (15 s).
 	Heartbeat time.Duration
-	// OnPong, when set, is called each time a ping was answered (tests).
-	OnPong func()
 	// OutboxMessages bounds each connection's queue of frames not yet
 	// written; a client that falls that far behind is disconnected with
 	// StatusPolicyViolation. Default 4096.
@@ -229,11 +227,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		// The Origin rule above is stricter than the library's: any
 		// Origin at all was refused already.
 		InsecureSkipVerify: true,
-		OnPongReceived: func(context.Context, []byte) {
-			if s.cfg.OnPong != nil {
-				s.cfg.OnPong()
-			}
-		},
 	})
 	if err != nil {
 		return // Accept answered the request
