@@ -21,7 +21,7 @@ type conn struct {
 
 	out  chan []byte             // frames to write (done ends the writer)
 	in   chan wire.ClientMessage // messages to handle (done ends the worker)
-	done chan struct{} // closed by kill
+	done chan struct{}           // closed by kill
 	once sync.Once
 }
 

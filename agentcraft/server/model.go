@@ -38,8 +38,8 @@ type agentRec struct {
 // repoRec is one registered repository.
 type repoRec struct {
 	id, name, path string
-	branch, head    string
-	dirty           bool
+	branch, head   string
+	dirty          bool
 	// last is the Repo most recently sent.
 	last *wire.Repo
 }
