@@ -75,9 +75,11 @@ func (c *conn) run() {
 		c.heartbeat()
 	}()
 	c.read()
-	c.s.drop(c)
 	c.kill(websocket.StatusNormalClosure, "")
 	wg.Wait()
+	// After the worker ended, so that a hello it was handling cannot
+	// register the connection again.
+	c.s.drop(c)
 }
 
 // write writes queued frames until the connection ends.
