@@ -41,6 +41,7 @@ type Config struct {
 	Compaction CompactionConfig `mapstructure:"compaction"` // compaction.*: runtime context compaction
 	Workspaces WorkspacesConfig `mapstructure:"workspaces"` // workspaces.*: git-worktree workspaces
 	AgentCraft AgentCraftConfig `mapstructure:"agentcraft"` // agentcraft.*: the AgentCraft v1 endpoint
+	Team       TeamConfig       `mapstructure:"team"`       // team.*: teams (docs/protocol.md §10.4)
 	// Runtimes are the runtime profiles by name (the config file's
 	// `runtimes:` mapping); the "shard" profile (the reference
 	// runtime) is always there. Read from the file only.
@@ -80,6 +81,22 @@ type AgentCraftConfig struct {
 	// container's interface behind a port forward, say). Default false.
 	// Requests whose Host is not a loopback name are refused either way.
 	AllowNonLoopback bool `mapstructure:"allow_non_loopback"`
+}
+
+// TeamConfig configures teams (docs/protocol.md §10.4): where goals run,
+// how many workers build at once and the repository's test command.
+type TeamConfig struct {
+	// Repo is the main checkout a goal submitted without a cwd works in.
+	// Default "": a goal must name its cwd. Absolute when set.
+	Repo string `mapstructure:"repo"`
+	// MaxWorkers caps the tasks doing at once across every goal. Default 3.
+	MaxWorkers int `mapstructure:"max_workers"`
+	// CICommand is run with `sh -c` in a task's worktree when its worker
+	// finishes; its exit status is the task's CI. Default "": none (CI
+	// unknown).
+	CICommand string `mapstructure:"ci_command"`
+	// CITimeout bounds one CI run; past it the CI fails. Default 10m.
+	CITimeout time.Duration `mapstructure:"ci_timeout"`
 }
 
 // CompactionConfig tunes the runtime's context compaction (docs/protocol.md
@@ -400,6 +417,7 @@ func Default(home string) *Config {
 		Store:      StoreConfig{LockTimeout: 2 * time.Second},
 		Provider:   ProviderConfig{Name: "sim"},
 		Sim:        SimConfig{ContextWindow: 200000},
+		Team:       TeamConfig{MaxWorkers: 3, CITimeout: 10 * time.Minute},
 		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10, SchedIdle: true},
 		Compaction: CompactionConfig{Enabled: true},
 		AgentCraft: AgentCraftConfig{Listen: "127.0.0.1:7878"},

@@ -42,6 +42,7 @@ var briefKeys = []string{
 	"workspaces.copy_files",
 	"workspaces.setup_command",
 	"agentcraft.enabled", "agentcraft.listen", "agentcraft.allow_non_loopback",
+	"team.repo", "team.max_workers", "team.ci_command", "team.ci_timeout",
 }
 
 // fixture is one Load call's inputs: a user home, an optional config.yaml
@@ -101,6 +102,7 @@ func TestDefault(t *testing.T) {
 		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10, SchedIdle: true},
 		Compaction: CompactionConfig{Enabled: true},
 		AgentCraft: AgentCraftConfig{Listen: "127.0.0.1:7878"},
+		Team:       TeamConfig{MaxWorkers: 3, CITimeout: 10 * time.Minute},
 		Runtimes:   map[string]RuntimeProfile{DefaultRuntime: {Kind: KindShard}},
 	}
 	got := Default("/h")
@@ -223,6 +225,8 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return "false"
 	case "workspaces.root":
 		return filepath.Join(dir, "altworktrees")
+	case "team.repo":
+		return filepath.Join(dir, "altrepo")
 	case "jobs.nice":
 		return "3"
 	case "jobs.sched_idle":

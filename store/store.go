@@ -85,7 +85,7 @@ func allBuckets() []string {
 		bucketAgentsByCreated, bucketAgentChildren, bucketAgentSessions, bucketAgentForks,
 		// The team buckets (team.go) need no schema bump: see there.
 		bucketGoals, bucketOpenGoals, bucketTasks, bucketTaskGoals, bucketDecisions, bucketGoalDecisions,
-		bucketOpenDecisions, bucketMemory, bucketMemoryIDs, bucketMemoryKeys, bucketFeed, bucketFeedAll}
+		bucketOpenDecisions, bucketMemory, bucketMemoryIDs, bucketMemoryKeys, bucketFeed, bucketFeedAll, bucketGoalRequests}
 }
 
 const schemaVersionKey = "schema_version"

@@ -25,6 +25,7 @@ import (
 //
 //	team_goals           goal_id → Goal
 //	team_open_goals      goal_id → empty, while the goal is planning or active
+//	team_goal_requests   request_id → goal_id (a retried team.goal.submit)
 //	team_tasks           goal_id \x00 task_id → Task (a goal's board, in creation order)
 //	team_task_goals      task_id → goal_id
 //	team_decisions       decision_id → Decision
@@ -45,6 +46,7 @@ import (
 const (
 	bucketGoals         = "team_goals"
 	bucketOpenGoals     = "team_open_goals"
+	bucketGoalRequests  = "team_goal_requests"
 	bucketTasks         = "team_tasks"
 	bucketTaskGoals     = "team_task_goals"
 	bucketDecisions     = "team_decisions"

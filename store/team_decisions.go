@@ -63,9 +63,12 @@ type Decision struct {
 	// free-text question. Labels are unique.
 	Options []string `json:"options,omitempty"`
 	// Tool names the tool of a permission decision.
-	Tool   string          `json:"tool,omitempty"`
-	State  DecisionState   `json:"state"` // required
-	Answer *DecisionAnswer `json:"answer,omitempty"`
+	Tool string `json:"tool,omitempty"`
+	// RequestID is the permission_request or ui_request a permission or
+	// question decision answers.
+	RequestID string          `json:"request_id,omitempty"`
+	State     DecisionState   `json:"state"` // required
+	Answer    *DecisionAnswer `json:"answer,omitempty"`
 	// RefusedReason is why the last merge answered was refused; the
 	// decision is open again (ReopenDecision).
 	RefusedReason string `json:"refused_reason,omitempty"`

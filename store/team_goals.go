@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -55,6 +56,9 @@ type Goal struct {
 	EndedAt   int64   `json:"ended_at,omitempty"`   // epoch milliseconds; once done, failed or cancelled
 	Revision  int64   `json:"revision"`             // the store counts every write, from 1
 	CreatedBy string  `json:"created_by,omitempty"` // a principal or "user"
+	// RequestID is the submit's request_id: a repeat answers this goal
+	// (CreateGoalOnce).
+	RequestID string `json:"request_id,omitempty"`
 }
 
 func (g *Goal) validate() error {
@@ -104,6 +108,53 @@ func (s *Store) CreateGoal(g Goal) (Goal, error) {
 		return Goal{}, wrapOp(err, "create goal %q", g.GoalID)
 	}
 	return g, nil
+}
+
+// CreateGoalOnce is CreateGoal for a goal with a RequestID: when a goal was
+// created with that request id before, it returns that goal and created
+// false, writing nothing (a retried team.goal.submit). Without a RequestID
+// it is CreateGoal.
+func (s *Store) CreateGoalOnce(g Goal) (out Goal, created bool, err error) {
+	if g.RequestID == "" || strings.ContainsRune(g.RequestID, 0) {
+		out, err = s.CreateGoal(g)
+		return out, err == nil, err
+	}
+	if g.GoalID == "" {
+		g.GoalID = idgen.New(idgen.Goal)
+	}
+	if g.CreatedAt == 0 {
+		g.CreatedAt = now()
+	}
+	if g.UpdatedAt == 0 {
+		g.UpdatedAt = g.CreatedAt
+	}
+	g.Revision = 1
+	if err := g.validate(); err != nil {
+		return Goal{}, false, err
+	}
+	err = s.update(func(tx *bolt.Tx) error {
+		out, created = g, true
+		reqs := tx.Bucket([]byte(bucketGoalRequests))
+		if prev := string(reqs.Get([]byte(g.RequestID))); prev != "" {
+			created = false
+			return getTeam(tx, bucketGoals, prev, "goal", &out)
+		}
+		taken, err := exists(tx, bucketGoals, g.GoalID)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return fmt.Errorf("%w: goal %q", ErrExists, g.GoalID)
+		}
+		if err := reqs.Put([]byte(g.RequestID), []byte(g.GoalID)); err != nil {
+			return err
+		}
+		return putGoal(tx, &g)
+	})
+	if err != nil {
+		return Goal{}, false, wrapOp(err, "create goal %q", g.GoalID)
+	}
+	return out, created, nil
 }
 
 // GetGoal returns goal id, or an error wrapping ErrNotFound.
@@ -274,6 +325,15 @@ func (s *Store) DeleteGoal(id string) error {
 		}
 		if err := tx.Bucket([]byte(bucketOpenGoals)).Delete([]byte(id)); err != nil {
 			return err
+		}
+		var g Goal
+		if _, err := getJSON(tx, bucketGoals, id, &g); err != nil {
+			return err
+		}
+		if g.RequestID != "" {
+			if err := tx.Bucket([]byte(bucketGoalRequests)).Delete([]byte(g.RequestID)); err != nil {
+				return err
+			}
 		}
 		return tx.Bucket([]byte(bucketGoals)).Delete([]byte(id))
 	})

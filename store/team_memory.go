@@ -149,6 +149,30 @@ func (s *Store) ListMemory(scope string) ([]MemoryEntry, error) {
 	return out, nil
 }
 
+// AllMemory returns every memory entry, by scope, each scope's oldest
+// first (team.memory.list without a scope).
+func (s *Store) AllMemory() ([]MemoryEntry, error) {
+	out := []MemoryEntry{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := optionalBucket(tx, bucketMemory)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var m MemoryEntry
+			if err := json.Unmarshal(v, &m); err != nil {
+				return fmt.Errorf("decode memory %q: %w", k, err)
+			}
+			out = append(out, m)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, wrapOp(err, "list memory")
+	}
+	return out, nil
+}
+
 // UpdateMemory reads entry id, lets fn modify it and writes the result in
 // one transaction (fn's contract as UpdateGoal's). MemoryID and Scope may
 // not change; a Key another entry of the scope holds is ErrConflict.

@@ -17,8 +17,9 @@ type Message interface{ isRegistryMessage() }
 // Command is a decoded client command for the registry: an orchestrator
 // command, or a per-agent command to route by its agent_id. The registry
 // forwards subagent.* and jobs.* commands unchanged to the jobs coordinator
-// it was handed (AttachJobs), and workspace.* commands to the workspace
-// actor (AttachWorkspaces); each answers the client itself.
+// it was handed (AttachJobs), workspace.* commands to the workspace
+// actor (AttachWorkspaces) and team.* commands to the team coordinator
+// (AttachTeam); each answers the client itself.
 type Command struct {
 	Client *agent.Client
 	Header protocol.Header
@@ -66,6 +67,17 @@ type AttachWorkspaces struct{ PID *actor.PID }
 // DetachWorkspaces stops forwarding to the workspace actor and closes Done
 // once it has; the daemon sends it before it stops that actor.
 type DetachWorkspaces struct{ Done chan<- struct{} }
+
+// AttachTeam hands the registry the team coordinator, its sibling under
+// the root, to which it forwards team.* commands (docs/protocol.md §10.4;
+// the coordinator answers the client itself). Like AttachJobs, the
+// registry watches it: once it stops, team.* is answered with CONFLICT,
+// never lost.
+type AttachTeam struct{ PID *actor.PID }
+
+// DetachTeam stops forwarding to the team coordinator and closes Done once
+// it has; the daemon sends it before it stops the coordinator.
+type DetachTeam struct{ Done chan<- struct{} }
 
 // AgentStates asks the registry for the runtime projections of the given
 // agents (the workspace actor refuses to retire a workspace one of whose
@@ -121,5 +133,7 @@ func (*createResult) isRegistryMessage()     {}
 func (*AttachWorkspaces) isRegistryMessage() {}
 func (*DetachWorkspaces) isRegistryMessage() {}
 func (*AgentStates) isRegistryMessage()      {}
+func (*AttachTeam) isRegistryMessage()       {}
+func (*DetachTeam) isRegistryMessage()       {}
 func (*RemoveAgents) isRegistryMessage()     {}
 func (*LiveAgents) isRegistryMessage()       {}

@@ -104,6 +104,8 @@ type Actor struct {
 	// workspaces is the workspace actor (AttachWorkspaces), handled like
 	// jobs.
 	workspaces *actor.PID
+	// team is the team coordinator (AttachTeam), handled like jobs.
+	team *actor.PID
 }
 
 // Props returns the registry's props.
@@ -159,6 +161,20 @@ func (r *Actor) Receive(c actor.Context) {
 		c.Watch(m.PID)
 	case *DetachWorkspaces:
 		r.detachWorkspaces(c)
+		if m.Done != nil {
+			close(m.Done)
+		}
+	case *AttachTeam:
+		if r.draining || m.PID == nil {
+			return
+		}
+		r.team = m.PID
+		c.Watch(m.PID)
+	case *DetachTeam:
+		if r.team != nil {
+			c.Unwatch(r.team)
+			r.team = nil
+		}
 		if m.Done != nil {
 			close(m.Done)
 		}
@@ -262,6 +278,11 @@ func (r *Actor) detachWorkspaces(c actor.Context) {
 }
 
 func (r *Actor) onTerminated(c actor.Context, m *actor.Terminated) {
+	if r.team != nil && r.team.Equal(m.Who) {
+		r.deps.Logger.Error("registry: team coordinator stopped; teams are unavailable")
+		r.team = nil
+		return
+	}
 	if r.workspaces != nil && r.workspaces.Equal(m.Who) {
 		r.deps.Logger.Error("registry: workspace actor stopped; workspaces are unavailable")
 		r.workspaces = nil
@@ -429,6 +450,17 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 				return
 			}
 			c.Send(r.workspaces, cmd) // the workspace actor answers the client
+			return
+		case protocol.TypeTeamGoalSubmit, protocol.TypeTeamGoalList, protocol.TypeTeamGoalShow,
+			protocol.TypeTeamGoalCancel, protocol.TypeTeamTaskCreate, protocol.TypeTeamTaskAction,
+			protocol.TypeTeamDecisionList, protocol.TypeTeamDecisionAnswer, protocol.TypeTeamMemoryList,
+			protocol.TypeTeamMemoryPut, protocol.TypeTeamMemoryDelete, protocol.TypeTeamFeed,
+			protocol.TypeTeamMessage:
+			if r.team == nil || r.draining {
+				fail(cmd, protocol.Errorf(protocol.CodeConflict, "teams are not available (daemon shutting down)"))
+				return
+			}
+			c.Send(r.team, cmd) // the team coordinator answers the client
 			return
 		case protocol.TypeAgentAttach, protocol.TypeAgentDetach, protocol.TypeAgentTerminate, protocol.TypeAgentKill, protocol.TypeAgentUpdate:
 		default:
@@ -804,6 +836,10 @@ func (r *Actor) onDrain(c actor.Context, m *Drain) {
 	// at the next start; a drain without it only stops forwarding.
 	r.detachJobs(c)
 	r.detachWorkspaces(c)
+	if r.team != nil {
+		c.Unwatch(r.team)
+		r.team = nil
+	}
 	for _, e := range r.agents {
 		e.stopTimer() // no passivation starts from now on
 		if !e.drained {

@@ -534,6 +534,44 @@ func TestWorkspaceCommandsGoToTheWorkspacePID(t *testing.T) {
 	}
 }
 
+// team.* goes to the team coordinator's PID, like workspace.* to the
+// workspace actor: CONFLICT ("teams are not available") before it is
+// attached and after DetachTeam.
+func TestTeamCommandsGoToTheTeamPID(t *testing.T) {
+	h := start(t)
+	list := func() protocol.Command {
+		return &protocol.TeamGoalList{Header: protocol.Header{Type: protocol.TypeTeamGoalList}}
+	}
+	failed(t, h.call(list()), protocol.CodeConflict)
+
+	got := make(chan *registry.Command, 10)
+	tm := h.sys.Root.Spawn(jobsProbe(got))
+	h.sys.Root.Send(h.reg, &registry.AttachTeam{PID: tm})
+	for _, cmd := range []protocol.Command{
+		list(),
+		&protocol.TeamGoalShow{Header: protocol.Header{Type: protocol.TypeTeamGoalShow}, GoalID: "goal-x"},
+		&protocol.TeamFeed{Header: protocol.Header{Type: protocol.TypeTeamFeed}},
+	} {
+		id := h.send(cmd)
+		fwd := recv(t, got)
+		if fwd.Header.ID != id || fwd.Client != h.client || fwd.Header.Type != cmd.Head().Type {
+			t.Fatalf("forwarded %+v for %s", fwd.Header, id)
+		}
+	}
+	detached := make(chan struct{})
+	h.sys.Root.Send(h.reg, &registry.DetachTeam{Done: detached})
+	recv(t, detached)
+	e := failed(t, h.call(list()), protocol.CodeConflict)
+	if e.Message != "teams are not available (daemon shutting down)" {
+		t.Fatalf("CONFLICT message = %q", e.Message)
+	}
+	select {
+	case fwd := <-got:
+		t.Fatalf("forwarded %+v after DetachTeam", fwd.Header)
+	default:
+	}
+}
+
 // A drain waits for every agent, however many: each adopted agent (no
 // runtime) reports drained once, and Done closes after the last.
 func TestDrainWaitsForEveryAgent(t *testing.T) {

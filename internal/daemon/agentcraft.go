@@ -48,5 +48,10 @@ func (d *Daemon) startAgentCraft() {
 }
 
 // agentCraftRepos are the repositories the configuration names for the
-// team (none until the team's config key exists).
-func agentCraftRepos(*config.Config) []string { return nil }
+// team: team.repo, when set.
+func agentCraftRepos(cfg *config.Config) []string {
+	if cfg.Team.Repo == "" {
+		return nil
+	}
+	return []string{cfg.Team.Repo}
+}

@@ -35,6 +35,7 @@ import (
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
+	"github.com/shard-dev/shard/team"
 	"github.com/shard-dev/shard/telemetry"
 	"github.com/shard-dev/shard/web"
 	"github.com/shard-dev/shard/workspaces"
@@ -90,6 +91,8 @@ type Daemon struct {
 	jobs *actor.PID
 	// workspaces is the workspace actor, the registry's other sibling.
 	workspaces *actor.PID
+	// team is the team coordinator, a sibling too (docs/protocol.md §10.4).
+	team *actor.PID
 	// group owns the goroutines every actor starts off its mailbox (store
 	// commits, selection saves, a runtime child's reader and exit wait);
 	// it is closed once the actor system is down (every runtime child
@@ -361,6 +364,31 @@ func (d *Daemon) Start() error {
 	d.sys.Root.Send(d.registry, &registry.AttachJobs{PID: d.jobs})
 	d.sys.Root.Send(d.workspaces, &workspaces.AttachJobs{PID: d.jobs})
 
+	// The team coordinator is the last sibling: it acts on the others
+	// through the daemon's own socket (team.SocketLink), so it needs no
+	// PID of theirs; it is attached before the gateway serves and told
+	// Ready once it does (its restart reconciliation uses the link).
+	td := team.Deps{
+		Store:      d.store,
+		Group:      d.group,
+		Hub:        d.hub,
+		Logger:     d.log.With("component", "team"),
+		Link:       team.SocketLink{Path: cfg.SocketPath()},
+		Forks:      forks,
+		Repo:       cfg.Team.Repo,
+		MaxWorkers: cfg.Team.MaxWorkers,
+		CICommand:  cfg.Team.CICommand,
+		CITimeout:  cfg.Team.CITimeout,
+	}
+	tpid, err := d.sys.Root.SpawnNamed(team.Props(td).Configure(actor.WithGuardian(supervisor.StopOnFailure()), actor.WithDispatcher(d.mailboxes)), "team")
+	if err != nil {
+		d.stopActors()
+		d.closeStore()
+		return fmt.Errorf("daemon: spawn team coordinator: %w", err)
+	}
+	d.team = tpid
+	d.sys.Root.Send(d.registry, &registry.AttachTeam{PID: d.team})
+
 	d.gw = gateway.New(gateway.Config{
 		SocketPath:   cfg.SocketPath(),
 		WebAddr:      cfg.WebAddr(),
@@ -397,6 +425,7 @@ func (d *Daemon) Start() error {
 		return err
 	}
 	d.gw.Serve()
+	d.sys.Root.Send(d.team, &team.Ready{})
 	if cfg.Web.Remote() && cfg.Web.AllowInsecureRemote {
 		d.log.Warn("web: insecure remote mode: plaintext HTTP reaches the network, so session cookies and tickets can be read on the way; use only on a trusted network, a VPN or an SSH tunnel",
 			"public_host", cfg.Web.PublicHost)
@@ -513,6 +542,7 @@ func (d *Daemon) Shutdown(force bool) {
 			_ = d.acraft.Close()
 		}
 		if d.registry != nil {
+			d.stopTeam(d.cfg.Shutdown.Timeout)
 			d.stopWorkspaces(d.cfg.Shutdown.Timeout)
 			d.stopJobs(d.cfg.Shutdown.Timeout)
 			d.drainAll(force)
@@ -553,6 +583,21 @@ func (d *Daemon) stopJobs(bound time.Duration) {
 	d.sys.Root.Send(d.registry, &registry.DetachJobs{Done: detached})
 	waitClosed(detached, bound) // bounded: a registry that failed answers nothing
 	_ = d.sys.Root.StopFuture(d.jobs).Wait()
+}
+
+// stopTeam stops the team coordinator first of all: the registry stops
+// forwarding team.* to it (CONFLICT from then on), then its stop cancels
+// the link calls and run waits it has in flight and waits for them. The
+// runs themselves are the jobs coordinator's: a task doing stays doing on
+// disk, and the next start takes it up (its run is interrupted by then).
+func (d *Daemon) stopTeam(bound time.Duration) {
+	if d.team == nil {
+		return
+	}
+	detached := make(chan struct{})
+	d.sys.Root.Send(d.registry, &registry.DetachTeam{Done: detached})
+	waitClosed(detached, bound)
+	_ = d.sys.Root.StopFuture(d.team).Wait()
 }
 
 // stopWorkspaces stops the workspace actor before the agents are drained,
@@ -622,6 +667,9 @@ func waitClosed(done <-chan struct{}, bound time.Duration) bool {
 func (d *Daemon) stopActors() {
 	if d.sys == nil {
 		return
+	}
+	if d.team != nil {
+		_ = d.sys.Root.StopFuture(d.team).Wait()
 	}
 	if d.workspaces != nil {
 		_ = d.sys.Root.StopFuture(d.workspaces).Wait()
