@@ -55,3 +55,12 @@ func agentCraftRepos(cfg *config.Config) []string {
 	}
 	return []string{cfg.Team.Repo}
 }
+
+// AgentCraftAddr is the address the AgentCraft v1 endpoint listens on, ""
+// when it is not serving (agentcraft.enabled off, or it failed to start).
+func (d *Daemon) AgentCraftAddr() string {
+	if d.acraft == nil {
+		return ""
+	}
+	return d.acraft.Addr()
+}

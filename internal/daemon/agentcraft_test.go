@@ -1,0 +1,256 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// acClient is a plain WebSocket client of the AgentCraft v1 dialect: JSON
+// objects in text frames, no Origin header, nothing of Shard.
+type acClient struct {
+	t  *testing.T
+	ws *websocket.Conn
+}
+
+// acMsg is one frame the endpoint sent, as a plain JSON object.
+type acMsg map[string]any
+
+func (m acMsg) typ() string         { s, _ := m["type"].(string); return s }
+func (m acMsg) obj(k string) acMsg  { o, _ := m[k].(map[string]any); return o }
+func (m acMsg) str(k string) string { s, _ := m[k].(string); return s }
+
+func dialAgentCraft(t *testing.T, addr string) *acClient {
+	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(c, "ws://"+addr, nil)
+	if err != nil {
+		t.Fatalf("dial the AgentCraft endpoint: %v", err)
+	}
+	ws.SetReadLimit(16 << 20)
+	t.Cleanup(func() { ws.CloseNow() })
+	return &acClient{t: t, ws: ws}
+}
+
+func (a *acClient) send(v map[string]any) {
+	a.t.Helper()
+	v["v"] = 1
+	b, _ := json.Marshal(v)
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.ws.Write(c, websocket.MessageText, b); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// read reads one frame, bounded by deadline (which only fails the test).
+func (a *acClient) read(deadline time.Time) acMsg {
+	a.t.Helper()
+	c, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	typ, b, err := a.ws.Read(c)
+	if err != nil {
+		a.t.Fatalf("read: %v", err)
+	}
+	if typ != websocket.MessageText {
+		a.t.Fatalf("a %v frame", typ)
+	}
+	var m acMsg
+	if err := json.Unmarshal(b, &m); err != nil {
+		a.t.Fatalf("not a JSON object: %s", b)
+	}
+	if m["v"] != 1.0 {
+		a.t.Fatalf("v = %v: %s", m["v"], b)
+	}
+	return m
+}
+
+// next reads until a frame of type typ satisfying ok.
+func (a *acClient) next(typ string, ok func(acMsg) bool) acMsg {
+	a.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := a.read(deadline)
+		if m.typ() == typ && (ok == nil || ok(m)) {
+			return m
+		}
+	}
+}
+
+// TestAgentCraftRejectsBrowsers: the real daemon's endpoint answers 401 to
+// an upgrade with an Origin (even "null") or a foreign Host, and is off
+// unless enabled.
+func TestAgentCraftRejectsBrowsers(t *testing.T) {
+	off := start(t, nil)
+	if addr := off.d.AgentCraftAddr(); addr != "" {
+		t.Fatalf("endpoint serving while disabled: %s", addr)
+	}
+	h := start(t, func(c *config.Config) { c.AgentCraft.Enabled, c.AgentCraft.Listen = true, "127.0.0.1:0" })
+	addr := h.d.AgentCraftAddr()
+	for _, hdr := range []http.Header{{"Origin": {"null"}}, {"Origin": {"http://" + addr}}} {
+		_, resp, err := websocket.Dial(ctx(t), "ws://"+addr, &websocket.DialOptions{HTTPHeader: hdr})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("Origin %q: %v %v, want 401", hdr.Get("Origin"), resp, err)
+		}
+	}
+	_, resp, err := websocket.Dial(ctx(t), "ws://"+addr, &websocket.DialOptions{Host: "attacker.example"})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("foreign Host: %v %v, want 401", resp, err)
+	}
+}
+
+// TestAgentCraftWholeGoal drives one goal from a plain WebSocket client of
+// the AgentCraft v1 dialect against the real daemon and runtime under sim:
+// hello → snapshot, goal.submit, the tasks appear (created over Shard's wire,
+// as the lead's team tool would), every decision is answered through the
+// endpoint — one merge with "Request changes" then "Merge" by label, the
+// others "Merge" by index — and the goal reaches done with every change in
+// the main checkout.
+func TestAgentCraftWholeGoal(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, func(c *config.Config) {
+		c.AgentCraft.Enabled, c.AgentCraft.Listen = true, "127.0.0.1:0"
+		c.Team.Repo = repo
+	})
+	sc := h.dial() // Shard's side: only to create the tasks
+	ac := dialAgentCraft(t, h.d.AgentCraftAddr())
+
+	ac.send(map[string]any{"type": "hello", "modVersion": "0.1.0", "protocol": 1, "client": "cli"})
+	snap := ac.next("snapshot", nil)
+	repos, _ := snap["repos"].([]any)
+	if len(repos) != 1 || acMsg(repos[0].(map[string]any)).str("path") != repo {
+		t.Fatalf("snapshot repos = %v", snap["repos"])
+	}
+	repoID := acMsg(repos[0].(map[string]any)).str("id")
+
+	ac.send(map[string]any{"type": "goal.submit", "id": "c1", "text": "Add three files", "repoId": repoID})
+	ack := ac.next("ack", func(m acMsg) bool { return m.str("re") == "c1" })
+	goalID := ack.obj("result").str("goalId")
+	if ack["ok"] != true || goalID == "" {
+		t.Fatalf("goal.submit ack = %v", ack)
+	}
+	ac.next("goal.upsert", func(m acMsg) bool { return m.obj("goal").str("id") == goalID })
+
+	write := func(file, content string) string {
+		b, _ := json.Marshal(map[string]string{"path": file, "content": content})
+		return "sim: tool write " + string(b) + "\nsim: say wrote " + file
+	}
+	var created protocol.TeamTasksData
+	if err := sc.Call(ctx(t), &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, GoalID: goalID,
+		Tasks: []protocol.TeamTaskSpec{
+			{Title: "alpha", Prompt: write("alpha.txt", "alpha\n")},
+			{Title: "beta", Prompt: write("beta.txt", "beta\n")},
+			{Title: "gamma", Prompt: write("gamma.txt", "gamma\n"), After: []int{1, 2}},
+		}}, &created); err != nil {
+		t.Fatalf("team.task.create: %v", err)
+	}
+	title := map[string]string{}
+	for _, task := range created.Tasks {
+		title[task.TaskID] = task.Title
+	}
+
+	// Follow the board through the endpoint alone, answering what asks.
+	seenTasks := map[string]bool{}
+	workers := map[string]bool{}
+	requested := false
+	deadline := time.Now().Add(90 * time.Second)
+	for done := false; !done; {
+		m := ac.read(deadline)
+		if b, _ := json.Marshal(m); testing.Verbose() {
+			t.Logf("frame %.300s", b)
+		}
+		switch m.typ() {
+		case "task.upsert":
+			task := m.obj("task")
+			seenTasks[task.str("id")] = true
+			if task.str("status") == "blocked" {
+				t.Fatalf("task %s blocked: %s", task.str("title"), task.str("blockedReason"))
+			}
+		case "agent.upsert":
+			if a := m.obj("agent"); a.str("role") == "worker" {
+				workers[a.str("id")] = true
+			}
+		case "goal.upsert":
+			g := m.obj("goal")
+			if g.str("id") == goalID && g.str("status") == "done" {
+				done = true
+			}
+			if s := g.str("status"); g.str("id") == goalID && (s == "failed" || s == "cancelled") {
+				t.Fatalf("goal %s", s)
+			}
+		case "decision.upsert":
+			d := m.obj("decision")
+			if d.str("status") != "open" {
+				continue
+			}
+			id := d.str("id")
+			switch d.str("kind") {
+			case "permission":
+				ac.send(map[string]any{"type": "decision.answer", "id": "p-" + id, "decisionId": id, "option": "Allow once"})
+			case "question":
+				ac.send(map[string]any{"type": "decision.answer", "id": "q-" + id, "decisionId": id, "option": 0, "text": "yes"})
+			case "merge":
+				if d.str("worktree") == "" || d.str("repoId") != repoID {
+					t.Errorf("merge decision without its worktree or repo: %v", d)
+				}
+				switch {
+				case title[d.str("taskId")] == "alpha" && !requested:
+					requested = true
+					ac.send(map[string]any{"type": "decision.answer", "id": "rc-" + id, "decisionId": id,
+						"option": "Request changes", "text": write("alpha.txt", "alpha, reviewed\n")})
+				case title[d.str("taskId")] == "alpha":
+					ac.send(map[string]any{"type": "decision.answer", "id": "m-" + id, "decisionId": id, "option": "Merge"})
+				default:
+					ac.send(map[string]any{"type": "decision.answer", "id": "m-" + id, "decisionId": id, "option": 0})
+				}
+			}
+		case "ack":
+			if m["ok"] != true {
+				t.Fatalf("a failed ack: %v", m)
+			}
+		case "error":
+			t.Fatalf("error: %v", m)
+		}
+	}
+	for id, name := range title {
+		if !seenTasks[id] {
+			t.Errorf("no task.upsert for %s", name)
+		}
+	}
+	if !requested || len(workers) == 0 {
+		t.Errorf("requested changes %v, workers %v", requested, workers)
+	}
+	for file, want := range map[string]string{"alpha.txt": "alpha, reviewed\n", "beta.txt": "beta\n", "gamma.txt": "gamma\n"} {
+		b, err := os.ReadFile(filepath.Join(repo, file))
+		if err != nil || string(b) != want {
+			t.Errorf("main checkout %s = %q, %v; want %q", file, b, err, want)
+		}
+	}
+	if out := runGit(t, repo, "worktree", "list"); strings.Count(out, "\n") != 0 {
+		t.Errorf("worktrees left:\n%s", out)
+	}
+
+	// A second client's snapshot has the finished board.
+	ac2 := dialAgentCraft(t, h.d.AgentCraftAddr())
+	ac2.send(map[string]any{"type": "hello", "modVersion": "0.1.0", "protocol": 1})
+	snap = ac2.next("snapshot", nil)
+	if g := snap.obj("goal"); g.str("id") != goalID || g.str("status") != "done" || g["progress"] != 1.0 {
+		t.Errorf("snapshot goal = %v", g)
+	}
+	for _, x := range snap["tasks"].([]any) {
+		if task := acMsg(x.(map[string]any)); task.str("status") != "done" {
+			t.Errorf("task %s is %s", task.str("title"), task.str("status"))
+		}
+	}
+}
