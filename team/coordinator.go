@@ -17,6 +17,7 @@ import (
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/supervisor"
+	"github.com/shard-dev/shard/team/attend"
 	"github.com/shard-dev/shard/workspaces/git"
 )
 
@@ -53,6 +54,10 @@ type Deps struct {
 	CICommand string
 	// CITimeout bounds one CI run (config team.ci_timeout); 0 means 10m.
 	CITimeout time.Duration
+	// Socket is the daemon's unix socket, which the Watchers of the leads
+	// dial (team/attend); "" attends no lead (then permissions and
+	// questions are the lead's other clients' alone).
+	Socket string
 	// Timeout bounds one command's store and link work; 0 means 2 minutes.
 	// A worker's run is followed without a bound.
 	Timeout time.Duration
@@ -90,6 +95,13 @@ type Coordinator struct {
 	// leads serializes the start of a lead per repository, so that two
 	// goals submitted together share one lead.
 	leads keyedMutex
+	// requests are the requests the Watchers reported and not resolved
+	// yet, each with the channel its decision's goroutine closes.
+	requests map[string]chan struct{}
+	// watchMu protects watchers, the Watchers of the leads (by agent id),
+	// started from the goroutines that start leads.
+	watchMu  sync.Mutex
+	watchers map[string]*attend.Watcher
 }
 
 // Props returns the coordinator's props.
@@ -114,7 +126,8 @@ func Props(deps Deps) *actor.Props {
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		life, stop := context.WithCancel(context.Background())
-		return &Coordinator{deps: deps, life: life, stop: stop, following: map[string]uint64{}}
+		return &Coordinator{deps: deps, life: life, stop: stop, following: map[string]uint64{},
+			requests: map[string]chan struct{}{}, watchers: map[string]*attend.Watcher{}}
 	}, actor.WithSupervisor(supervisor.StopOnFailure()))
 }
 
@@ -147,8 +160,11 @@ func (co *Coordinator) Receive(c actor.Context) {
 			co.follow(c, id)
 		}
 		co.schedule(c)
+	case *attended:
+		co.onAttended(m)
 	case *actor.Stopping:
 		co.stop()
+		co.stopWatchers()
 		co.running.Wait()
 	case *actor.Stopped, *actor.Restarting:
 	default:

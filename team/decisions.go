@@ -3,6 +3,7 @@ package team
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,7 +41,19 @@ func (co *Coordinator) decisionAnswer(ctx context.Context, m *protocol.TeamDecis
 	if m.Index != nil && *m.Index >= len(d.Options) {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "index: decision %s has %d option(s)", d.DecisionID, len(d.Options))
 	}
+	if d.Kind != store.DecisionMerge && d.RequestID != "" {
+		// The request is answered first: its answer is what wins.
+		if err := co.answerRequest(ctx, d, m); err != nil {
+			return nil, err
+		}
+	}
 	d, err = co.deps.Store.AnswerDecision(d.DecisionID, store.DecisionAnswer{Index: m.Index, Option: m.Option, Text: m.Text, By: byUser})
+	if errors.Is(err, store.ErrConflict) && d.Kind != store.DecisionMerge {
+		// The resolution of the request this answer won recorded it first.
+		if d, err = co.deps.Store.GetDecision(m.DecisionID); err == nil {
+			return protocol.TeamDecisionData{Decision: decisionView(d)}, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,7 @@ func (co *Coordinator) ensureLead(ctx context.Context, goalID string, spec leadS
 		return "", err
 	}
 	if g.LeadAgentID != "" && co.agentExists(ctx, g.LeadAgentID) {
+		co.watchLead(g.LeadAgentID)
 		return g.LeadAgentID, nil
 	}
 	lead := ""
@@ -116,6 +117,7 @@ func (co *Coordinator) ensureLead(ctx context.Context, goalID string, spec leadS
 	case !errors.Is(err, errUnchanged):
 		return "", err
 	}
+	co.watchLead(lead)
 	return lead, nil
 }
 
@@ -150,6 +152,7 @@ func (co *Coordinator) schedule(c actor.Context) {
 		if err != nil {
 			co.deps.Logger.Warn("team: scheduling pass", "err", err)
 		}
+		co.deps.Logger.Debug("team: scheduling pass", "free", free, "ready", len(tasks))
 		co.tell(&picked{tasks: tasks})
 	})
 	if !ok {
@@ -284,7 +287,7 @@ func (co *Coordinator) startWorker(ctx context.Context, g store.Goal, t store.Ta
 	} else {
 		var job protocol.SubagentCreateData
 		err = co.deps.Link.Call(ctx, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate},
-			ParentAgentID: lead, Task: text, Isolation: protocol.IsolationWorkspace,
+			ParentAgentID: lead, Name: runName(t.Title), Task: text, Isolation: protocol.IsolationWorkspace,
 			RequestID: fmt.Sprintf("%s-%d", t.TaskID, t.Revision)}, &job)
 		if err == nil && len(job.Runs) == 1 {
 			r := job.Runs[0]
@@ -317,6 +320,15 @@ func (co *Coordinator) startWorker(ctx context.Context, g store.Goal, t store.Ta
 	}
 	co.feed(store.FeedItem{GoalID: t.GoalID, TaskID: t.TaskID, AgentID: agentID, Kind: store.FeedTask, Text: t.Title + ": a worker started"})
 	return t2, true
+}
+
+// runName is a worker run's name: the task's title, cut to 64 runes (the
+// title is public already; the prompt never is).
+func runName(title string) string {
+	if r := []rune(title); len(r) > 64 {
+		return string(r[:64])
+	}
+	return title
 }
 
 // waitRun waits for a doing task's run to end (subagent.wait of the lead,
@@ -431,6 +443,7 @@ func (co *Coordinator) review(ctx context.Context, t store.Task, snap protocol.R
 
 // block moves a todo task to blocked with reason.
 func (co *Coordinator) block(t store.Task, reason string) {
+	co.deps.Logger.Info("team: task blocked", "task", t.TaskID, "reason", reason)
 	if t2, ok := co.setTask(t.TaskID, func(x *store.Task) error {
 		if x.State != store.TaskTodo {
 			return errUnchanged
@@ -444,6 +457,7 @@ func (co *Coordinator) block(t store.Task, reason string) {
 
 // blockDoing moves a doing task (of the same run) to blocked with reason.
 func (co *Coordinator) blockDoing(t store.Task, reason string) {
+	co.deps.Logger.Info("team: task blocked", "task", t.TaskID, "reason", reason)
 	if t2, ok := co.setTask(t.TaskID, func(x *store.Task) error {
 		if x.State != store.TaskDoing || x.RunID != t.RunID {
 			return errUnchanged
@@ -476,6 +490,22 @@ func (co *Coordinator) stopRun(ctx context.Context, lead string, t store.Task) {
 // without a lead gets one.
 func (co *Coordinator) recover(c actor.Context) {
 	co.goWork(co.deps.Timeout, func(ctx context.Context) {
+		if ds, err := co.deps.Store.OpenDecisions(); err == nil {
+			for _, d := range ds {
+				if d.Kind == store.DecisionMerge {
+					continue
+				}
+				if d, err := co.deps.Store.UpdateDecision(d.DecisionID, func(d *store.Decision) error {
+					if d.State != store.DecisionOpen {
+						return errUnchanged
+					}
+					d.State = store.DecisionCancelled
+					return nil
+				}); err == nil {
+					co.emit(decisionEvent(d))
+				}
+			}
+		}
 		var doing []string
 		gs, err := co.deps.Store.OpenGoals()
 		if err != nil {
@@ -494,22 +524,7 @@ func (co *Coordinator) recover(c actor.Context) {
 			if g.Status == store.GoalPlanning && g.LeadAgentID == "" && co.deps.Link != nil {
 				co.startLead(g, leadSpec{})
 			}
-		}
-		if ds, err := co.deps.Store.OpenDecisions(); err == nil {
-			for _, d := range ds {
-				if d.Kind == store.DecisionMerge {
-					continue
-				}
-				if d, err := co.deps.Store.UpdateDecision(d.DecisionID, func(d *store.Decision) error {
-					if d.State != store.DecisionOpen {
-						return errUnchanged
-					}
-					d.State = store.DecisionCancelled
-					return nil
-				}); err == nil {
-					co.emit(decisionEvent(d))
-				}
-			}
+			co.watchLead(g.LeadAgentID)
 		}
 		co.tell(&recovered{taskIDs: doing})
 	})

@@ -374,6 +374,7 @@ func (d *Daemon) Start() error {
 		Hub:        d.hub,
 		Logger:     d.log.With("component", "team"),
 		Link:       team.SocketLink{Path: cfg.SocketPath()},
+		Socket:     cfg.SocketPath(),
 		Forks:      forks,
 		Repo:       cfg.Team.Repo,
 		MaxWorkers: cfg.Team.MaxWorkers,

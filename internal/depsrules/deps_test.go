@@ -80,6 +80,13 @@ func rules() []rule {
 		notLink: []string{"...", "github.com/asynkron/protoactor-go/...", "go.etcd.io/bbolt/...", "github.com/spf13/viper/..."},
 		except:  []string{"team/plan"},
 	}, {
+		// A team's attachment to its lead is a client of the wire
+		// protocol like shardctl: the coordinator that uses it forwards
+		// its events into an actor, it holds no actor state itself.
+		name:    "team/attend links no daemon code",
+		pkgs:    []string{"team/attend"},
+		notLink: daemonCode,
+	}, {
 		// The dashboard and the enrollment page are files; the gateway
 		// serves one, internal/daemon mounts the other.
 		name:    "web imports nothing of Shard",
