@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/coder/websocket"
 
@@ -111,6 +112,7 @@ func sortedGoals(gs map[string]protocol.TeamGoal) []protocol.TeamGoal {
 // every client is disconnected, since nothing it sees would change again.
 func (s *Server) follow() {
 	for ev := range s.up.Events() {
+		s.learnAgents(ev.Msg)
 		for _, r := range s.apply(ev.Msg) {
 			s.refreshRepo(s.ctx, r)
 		}
@@ -123,6 +125,50 @@ func (s *Server) follow() {
 		c.kill(websocket.StatusGoingAway, "daemon connection ended")
 	}
 	s.mu.Unlock()
+}
+
+// learnAgents reads the AgentInfo of each agent a team event names that
+// the projection does not know yet (agent.status), so that the agent's
+// dialect id is made from its names, not from nothing. It runs on the
+// follow goroutine, outside mu.
+func (s *Server) learnAgents(msg protocol.Typed) {
+	var ids []string
+	switch e := msg.(type) {
+	case *protocol.TeamGoalChanged:
+		ids = append(ids, e.Goal.LeadAgentID)
+	case *protocol.TeamTaskChanged:
+		ids = append(ids, e.Task.Assignee, e.Task.CreatedBy)
+	case *protocol.TeamDecisionChanged:
+		ids = append(ids, e.Decision.AgentID)
+	case *protocol.TeamFeedAdded:
+		ids = append(ids, e.Item.AgentID, e.Item.To)
+	case *protocol.TeamMemoryChanged:
+		ids = append(ids, e.Entry.Author)
+	}
+	for _, id := range ids {
+		if !strings.HasPrefix(id, "agent-") {
+			continue // "", the person, "all", "lead"
+		}
+		s.mu.Lock()
+		a, known := s.m.agents[id]
+		known = known && (a.id != "" || a.info.CreatedAt != 0)
+		s.mu.Unlock()
+		if known {
+			continue
+		}
+		var data protocol.AgentListData
+		ctx, cancel := context.WithTimeout(s.ctx, requestTimeout)
+		err := s.up.Call(ctx, &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: id}}, &data)
+		cancel()
+		if err != nil || len(data.Agents) == 0 {
+			continue // removed meanwhile: its id comes from what is known
+		}
+		s.mu.Lock()
+		if a := s.m.agent(id); a.info.CreatedAt == 0 {
+			a.info = data.Agents[0]
+		}
+		s.mu.Unlock()
+	}
 }
 
 // apply applies one daemon event to the projection and broadcasts what

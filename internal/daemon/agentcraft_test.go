@@ -114,11 +114,14 @@ func TestAgentCraftRejectsBrowsers(t *testing.T) {
 // the AgentCraft v1 dialect against the real daemon and runtime under sim:
 // hello → snapshot, goal.submit, the tasks appear (created over Shard's wire,
 // as the lead's team tool would), every decision is answered through the
-// endpoint — one merge with "Request changes" then "Merge" by label, the
-// others "Merge" by index — and the goal reaches done with every change in
-// the main checkout.
+// endpoint — permissions "Allow once" by label, one merge with "Request
+// changes" (after reading its diff) then "Merge" by label, the others
+// "Merge" by index — and the goal reaches done with every change in the
+// main checkout and no worktree left.
 func TestAgentCraftWholeGoal(t *testing.T) {
 	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t") // the team commits the workers' changes
+	runGit(t, repo, "config", "user.email", "t@example.test")
 	h := start(t, func(c *config.Config) {
 		c.AgentCraft.Enabled, c.AgentCraft.Listen = true, "127.0.0.1:0"
 		c.Team.Repo = repo
@@ -140,7 +143,12 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 	if ack["ok"] != true || goalID == "" {
 		t.Fatalf("goal.submit ack = %v", ack)
 	}
-	ac.next("goal.upsert", func(m acMsg) bool { return m.obj("goal").str("id") == goalID })
+	ac.next("agent.upsert", func(m acMsg) bool { return m.obj("agent").str("role") == "lead" })
+	// A message routed by its leading @name, to the lead.
+	ac.send(map[string]any{"type": "user.message", "id": "c2", "to": "all", "text": "@lead three small files, please"})
+	if a := ac.next("ack", func(m acMsg) bool { return m.str("re") == "c2" }); a["ok"] != true {
+		t.Fatalf("user.message ack = %v", a)
+	}
 
 	write := func(file, content string) string {
 		b, _ := json.Marshal(map[string]string{"path": file, "content": content})
@@ -164,6 +172,7 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 	seenTasks := map[string]bool{}
 	workers := map[string]bool{}
 	requested := false
+	diffs := 0
 	deadline := time.Now().Add(90 * time.Second)
 	for done := false; !done; {
 		m := ac.read(deadline)
@@ -207,6 +216,8 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 				switch {
 				case title[d.str("taskId")] == "alpha" && !requested:
 					requested = true
+					// The diff under review, from the worktree the decision names.
+					ac.send(map[string]any{"type": "diff.request", "id": "r-" + id, "requestId": "r-" + id, "repoId": repoID, "worktree": d.str("worktree")})
 					ac.send(map[string]any{"type": "decision.answer", "id": "rc-" + id, "decisionId": id,
 						"option": "Request changes", "text": write("alpha.txt", "alpha, reviewed\n")})
 				case title[d.str("taskId")] == "alpha":
@@ -215,6 +226,12 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 					ac.send(map[string]any{"type": "decision.answer", "id": "m-" + id, "decisionId": id, "option": 0})
 				}
 			}
+		case "diff":
+			files, _ := m["files"].([]any)
+			if m.str("error") != "" || len(files) != 1 || acMsg(files[0].(map[string]any)).str("path") != "alpha.txt" {
+				t.Fatalf("diff of alpha's worktree = %v", m)
+			}
+			diffs++
 		case "ack":
 			if m["ok"] != true {
 				t.Fatalf("a failed ack: %v", m)
@@ -228,8 +245,8 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 			t.Errorf("no task.upsert for %s", name)
 		}
 	}
-	if !requested || len(workers) == 0 {
-		t.Errorf("requested changes %v, workers %v", requested, workers)
+	if !requested || diffs != 1 || len(workers) == 0 {
+		t.Errorf("requested changes %v, diffs %d, workers %v", requested, diffs, workers)
 	}
 	for file, want := range map[string]string{"alpha.txt": "alpha, reviewed\n", "beta.txt": "beta\n", "gamma.txt": "gamma\n"} {
 		b, err := os.ReadFile(filepath.Join(repo, file))
