@@ -30,6 +30,10 @@ func (s *Server) load(ctx context.Context) error {
 	if err := s.up.Call(ctx, &protocol.TeamGoalList{Header: protocol.Header{Type: protocol.TypeTeamGoalList}}, &goals); err != nil {
 		return fmt.Errorf("agentcraft server: load goals: %w", err)
 	}
+	var wss protocol.WorkspaceListData
+	if err := s.up.Call(ctx, &protocol.WorkspaceList{Header: protocol.Header{Type: protocol.TypeWorkspaceList}}, &wss); err != nil {
+		return fmt.Errorf("agentcraft server: load workspaces: %w", err)
+	}
 	var shows []protocol.TeamGoalShowData
 	for _, g := range goals.Goals {
 		var show protocol.TeamGoalShowData
@@ -51,6 +55,9 @@ func (s *Server) load(ctx context.Context) error {
 	m := s.m
 	for _, info := range agents.Agents {
 		m.agent(info.AgentID).info = info
+	}
+	for _, w := range wss.Workspaces {
+		m.workspaces[w.WorkspaceID] = w
 	}
 	for _, show := range shows {
 		m.goals[show.Goal.GoalID] = show.Goal
@@ -145,6 +152,9 @@ func (s *Server) learnAgents(msg protocol.Typed) {
 	case *protocol.TeamMemoryChanged:
 		ids = append(ids, e.Entry.Author)
 	}
+	if e, ok := msg.(*protocol.TeamTaskChanged); ok && e.Task.WorkspaceID != "" {
+		s.learnWorkspace(e.Task.WorkspaceID)
+	}
 	for _, id := range ids {
 		if !strings.HasPrefix(id, "agent-") {
 			continue // "", the person, "all", "lead"
@@ -169,6 +179,30 @@ func (s *Server) learnAgents(msg protocol.Typed) {
 		}
 		s.mu.Unlock()
 	}
+}
+
+// learnWorkspace reads a task's workspace (workspace.status) the first
+// time a task names it, for its branch and worktree path before the task
+// records them. It runs on the follow goroutine, outside mu.
+func (s *Server) learnWorkspace(id string) {
+	s.mu.Lock()
+	_, known := s.m.workspaces[id]
+	s.mu.Unlock()
+	if known {
+		return
+	}
+	var data protocol.WorkspaceStatusData
+	ctx, cancel := context.WithTimeout(s.ctx, requestTimeout)
+	err := s.up.Call(ctx, &protocol.WorkspaceStatus{Header: protocol.Header{Type: protocol.TypeWorkspaceStatus}, WorkspaceID: id}, &data)
+	cancel()
+	if err != nil || data.Workspace.WorkspaceID != id {
+		return
+	}
+	s.mu.Lock()
+	if _, known := s.m.workspaces[id]; !known {
+		s.m.workspaces[id] = data.Workspace
+	}
+	s.mu.Unlock()
 }
 
 // apply applies one daemon event to the projection and broadcasts what
@@ -240,6 +274,14 @@ func (s *Server) apply(msg protocol.Typed) []*repoRec {
 				out = append(out, wire.AgentSay{AgentID: it.AgentID, Text: it.Text, To: it.To, TS: it.TS})
 			}
 		}
+	case *protocol.WorkspaceCreated:
+		m.workspaces[e.Workspace.WorkspaceID] = e.Workspace
+	case *protocol.WorkspaceAttached:
+		m.workspaces[e.Workspace.WorkspaceID] = e.Workspace
+	case *protocol.WorkspaceConflict:
+		m.workspaces[e.Workspace.WorkspaceID] = e.Workspace
+	case *protocol.WorkspaceRetired:
+		m.workspaces[e.Workspace.WorkspaceID] = e.Workspace
 	case *protocol.AgentSpawned:
 		m.agent(e.Info.AgentID).info = e.Info
 	case *protocol.AgentUpdated:

@@ -56,6 +56,10 @@ type model struct {
 	memory    map[string]protocol.TeamMemoryEntry
 	feed      []wire.FeedItem // oldest first, at most wire.FeedTailMax
 	repos     []*repoRec      // in the order they were registered
+	// workspaces are the tasks' workspaces as the workspace events and
+	// workspace.list describe them: a task's branch and worktree path
+	// before the task records them.
+	workspaces map[string]protocol.WorkspaceInfo
 }
 
 func newModel() *model {
@@ -66,6 +70,8 @@ func newModel() *model {
 		tasks:     map[string]protocol.TeamTask{},
 		decisions: map[string]protocol.TeamDecision{},
 		memory:    map[string]protocol.TeamMemoryEntry{},
+
+		workspaces: map[string]protocol.WorkspaceInfo{},
 	}
 }
 
@@ -462,7 +468,7 @@ func (m *model) taskEntity(t protocol.TeamTask) wire.Task {
 	out := wire.Task{
 		ID: t.TaskID, Title: t.Title, Description: t.Description, Status: wire.TaskStatus(t.State),
 		Assignee: m.ref(t.Assignee), Deps: slices.Clone(t.Deps), GoalID: t.GoalID, Priority: t.Priority,
-		Branch: t.Branch, Worktree: t.WorkspaceID, CI: ciOf(t.CI.Status), BlockedReason: t.BlockedReason,
+		Branch: firstNonEmpty(t.Branch, m.workspaces[t.WorkspaceID].Branch), Worktree: t.WorkspaceID, CI: ciOf(t.CI.Status), BlockedReason: t.BlockedReason,
 		Summary: t.Summary, CreatedBy: m.ref(t.CreatedBy), CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
 	if out.CreatedBy == "" {
@@ -584,8 +590,9 @@ func (m *model) repoEntity(r *repoRec) wire.Repo {
 		if t.WorkspaceID == "" {
 			continue
 		}
-		wt := wire.Worktree{ID: t.WorkspaceID, AgentID: m.ref(t.Assignee), TaskID: t.TaskID, Branch: t.Branch,
-			Base: out.Branch, Path: t.Worktree, Status: wire.WorktreeActive}
+		ws := m.workspaces[t.WorkspaceID]
+		wt := wire.Worktree{ID: t.WorkspaceID, AgentID: m.ref(t.Assignee), TaskID: t.TaskID, Branch: firstNonEmpty(t.Branch, ws.Branch),
+			Base: firstNonEmpty(ws.IntegrationTarget, out.Branch), Path: firstNonEmpty(t.Worktree, ws.Cwd), Status: wire.WorktreeActive}
 		if wt.AgentID == "" {
 			wt.AgentID = "lead"
 		}

@@ -226,6 +226,13 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 					ac.send(map[string]any{"type": "decision.answer", "id": "m-" + id, "decisionId": id, "option": 0})
 				}
 			}
+		case "repo.upsert":
+			wts, _ := m.obj("repo")["worktrees"].([]any)
+			for _, x := range wts {
+				if wt := acMsg(x.(map[string]any)); wt.str("branch") == "" || wt.str("path") == "" || wt.str("agentId") == "" {
+					t.Errorf("a worktree without its branch, path or agent: %v", wt)
+				}
+			}
 		case "diff":
 			files, _ := m["files"].([]any)
 			if m.str("error") != "" || len(files) != 1 || acMsg(files[0].(map[string]any)).str("path") != "alpha.txt" {
