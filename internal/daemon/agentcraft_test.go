@@ -277,4 +277,27 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 			t.Errorf("task %s is %s", task.str("title"), task.str("status"))
 		}
 	}
+
+	// A repository added through the endpoint, and a daemon restart: the
+	// new endpoint's snapshot has the board and both repositories.
+	other := gitRepo(t)
+	ac2.send(map[string]any{"type": "repo.add", "id": "c3", "path": other})
+	if a := ac2.next("ack", func(m acMsg) bool { return m.str("re") == "c3" }); a["ok"] != true || a.obj("result").str("repoId") == "" {
+		t.Fatalf("repo.add ack = %v", a)
+	}
+	h.d.Shutdown(false)
+	h2 := startWith(t, h.cfg)
+	ac3 := dialAgentCraft(t, h2.d.AgentCraftAddr())
+	ac3.send(map[string]any{"type": "hello", "modVersion": "0.1.0", "protocol": 1})
+	snap = ac3.next("snapshot", nil)
+	if g := snap.obj("goal"); g.str("id") != goalID || g.str("status") != "done" || len(snap["tasks"].([]any)) != 3 {
+		t.Errorf("after a restart: goal %v, tasks %v", g, snap["tasks"])
+	}
+	var paths []string
+	for _, x := range snap["repos"].([]any) {
+		paths = append(paths, acMsg(x.(map[string]any)).str("path"))
+	}
+	if len(paths) != 2 || paths[0] != repo || paths[1] != other {
+		t.Errorf("after a restart, repos = %v, want %s and %s", paths, repo, other)
+	}
 }
