@@ -23,6 +23,9 @@ type conn struct {
 	in   chan wire.ClientMessage // messages to handle (done ends the worker)
 	done chan struct{}           // closed by kill
 	once sync.Once
+	// code and reason are kill's, written before done is closed.
+	code   websocket.StatusCode
+	reason string
 }
 
 // inboxMessages bounds a client's messages waiting to be handled; past
@@ -49,11 +52,13 @@ func (c *conn) send(msg wire.ServerMessage) {
 	}
 }
 
-// kill closes the connection once, with code and reason.
+// kill ends the connection once, with code and reason: it never blocks
+// (send calls it under the server's mu); the writer performs the close
+// handshake.
 func (c *conn) kill(code websocket.StatusCode, reason string) {
 	c.once.Do(func() {
+		c.code, c.reason = code, reason
 		close(c.done)
-		go func() { _ = c.ws.Close(code, reason) }()
 	})
 }
 
@@ -82,11 +87,13 @@ func (c *conn) run() {
 	c.s.drop(c)
 }
 
-// write writes queued frames until the connection ends.
+// write writes queued frames until the connection ends, then closes it
+// with kill's code and reason (the reader's Read then returns).
 func (c *conn) write() {
 	for {
 		select {
 		case <-c.done:
+			_ = c.ws.Close(c.code, c.reason)
 			return
 		case b := <-c.out:
 			ctx, cancel := context.WithTimeout(c.s.ctx, 10*time.Second)
@@ -94,6 +101,7 @@ func (c *conn) write() {
 			cancel()
 			if err != nil {
 				c.kill(websocket.StatusInternalError, "write failed")
+				_ = c.ws.CloseNow()
 				return
 			}
 		}
