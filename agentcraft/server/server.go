@@ -73,8 +73,14 @@ type Server struct {
 	ln   net.Listener
 	http *http.Server
 
+	// repoMu serializes repo.add's writes of ReposFile; taken before mu,
+	// never under it.
+	repoMu sync.Mutex
+
+	// wg counts the goroutines the server started and the connections it
+	// serves; Add is called under mu while ctx is live.
 	wg        sync.WaitGroup
-	ctx       context.Context // cancelled by Close
+	ctx       context.Context // cancelled by Close, under mu
 	cancel    context.CancelFunc
 	closeOnce sync.Once
 
@@ -89,8 +95,6 @@ type Server struct {
 	// first), so that one read at start and announced too is sent once.
 	feedIDs   map[string]bool
 	feedOrder []string
-	// repoMu serializes repo.add's write of ReposFile.
-	repoMu sync.Mutex
 }
 
 // New checks cfg and returns a Server that is not started yet.
@@ -199,15 +203,15 @@ func (s *Server) Addr() string {
 // goroutine it started.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		s.cancel()
-		if s.http != nil {
-			_ = s.http.Close()
-		}
 		s.mu.Lock()
+		s.cancel() // no connection is served from now on
 		for c := range s.clients {
 			c.kill(websocket.StatusGoingAway, "server shutting down")
 		}
 		s.mu.Unlock()
+		if s.http != nil {
+			_ = s.http.Close()
+		}
 		if s.up != nil {
 			_ = s.up.Close()
 		}
@@ -223,6 +227,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, reason, http.StatusUnauthorized)
 		return
 	}
+	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		s.mu.Unlock()
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		// The Origin rule above is stricter than the library's: any
 		// Origin at all was refused already.
@@ -231,8 +244,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept answered the request
 	}
-	s.wg.Add(1)
-	defer s.wg.Done()
 	c := newConn(s, ws)
 	c.run()
 }
