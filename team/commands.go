@@ -113,7 +113,27 @@ func (co *Coordinator) submit(ctx context.Context, m *protocol.TeamGoalSubmit) (
 	}
 	co.emit(goalEvent(g))
 	co.feed(store.FeedItem{GoalID: g.GoalID, Kind: store.FeedGoal, Text: "goal submitted"})
-	co.startLead(g, leadSpec{runtime: m.Runtime, provider: m.Provider, model: m.Model})
+	if co.deps.Link == nil {
+		return protocol.TeamGoalData{Goal: goalView(g)}, nil
+	}
+	// The lead is started (or found) before the answer, so that a lead
+	// the daemon refuses (an unknown runtime, provider or model) is the
+	// submit's error, and the answer names the lead; the goal is then
+	// failed, kept for the record. The prompt follows the answer.
+	if _, err := co.ensureLead(ctx, g.GoalID, leadSpec{runtime: m.Runtime, provider: m.Provider, model: m.Model}); err != nil {
+		if failed, ferr := co.deps.Store.UpdateGoal(g.GoalID, func(g *store.Goal) error {
+			g.Status, g.EndedAt = store.GoalFailed, time.Now().UnixMilli()
+			return nil
+		}); ferr == nil {
+			co.emit(goalEvent(failed))
+		}
+		co.feed(store.FeedItem{GoalID: g.GoalID, Kind: store.FeedError, Text: "the lead could not start: " + protocol.AsError(err).Message})
+		return nil, err
+	}
+	if g, err = co.deps.Store.GetGoal(g.GoalID); err != nil {
+		return nil, err
+	}
+	co.startLead(g, leadSpec{})
 	return protocol.TeamGoalData{Goal: goalView(g)}, nil
 }
 

@@ -41,7 +41,7 @@ func (co *Coordinator) decisionAnswer(ctx context.Context, m *protocol.TeamDecis
 	if m.Index != nil && *m.Index >= len(d.Options) {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "index: decision %s has %d option(s)", d.DecisionID, len(d.Options))
 	}
-	if d.Kind != store.DecisionMerge && d.RequestID != "" {
+	if d.Kind != store.DecisionMerge && d.RequestID != "" && !isBudget(d) {
 		// The request is answered first: its answer is what wins.
 		if err := co.answerRequest(ctx, d, m); err != nil {
 			return nil, err
@@ -60,8 +60,11 @@ func (co *Coordinator) decisionAnswer(ctx context.Context, m *protocol.TeamDecis
 	co.emit(decisionEvent(d))
 	co.feed(store.FeedItem{GoalID: d.GoalID, TaskID: d.TaskID, Kind: store.FeedDecision,
 		Text: fmt.Sprintf("%s answered: %s", d.Prompt, cmp.Or(d.Answer.Option, "(text)"))})
-	if d.Kind == store.DecisionMerge {
+	switch {
+	case d.Kind == store.DecisionMerge:
 		d = co.carryMerge(ctx, d)
+	case isBudget(d):
+		co.carryBudget(ctx, d)
 	}
 	return protocol.TeamDecisionData{Decision: decisionView(d)}, nil
 }

@@ -84,6 +84,11 @@ func (co *Coordinator) ensureLead(ctx context.Context, goalID string, spec leadS
 		return "", err
 	}
 	for _, o := range slices.Backward(gs) {
+		if spec != (leadSpec{}) {
+			// A submit that says what its lead runs on gets a lead of
+			// its own rather than one that runs on something else.
+			break
+		}
 		if o.GoalID == g.GoalID || o.Cwd != g.Cwd || o.LeadAgentID == "" {
 			continue
 		}
@@ -233,7 +238,7 @@ func (co *Coordinator) runTask(ctx context.Context, taskID string) {
 	}
 	switch t.State {
 	case store.TaskTodo:
-		if !g.Open() {
+		if !g.Open() || (g.CostLimit != nil && g.Cost >= *g.CostLimit) {
 			return
 		}
 		var ok bool
@@ -249,6 +254,7 @@ func (co *Coordinator) runTask(ctx context.Context, taskID string) {
 		return
 	}
 	co.runEnded(ctx, t, snap)
+	co.refreshCost(ctx, t.GoalID)
 }
 
 // workerText is a task's worker prompt with the team's shared memory after
@@ -273,6 +279,9 @@ func (co *Coordinator) workerText(t store.Task) string {
 // A start that fails blocks the task with the reason.
 func (co *Coordinator) startWorker(ctx context.Context, g store.Goal, t store.Task) (store.Task, bool) {
 	lead, err := co.ensureLead(ctx, g.GoalID, leadSpec{})
+	if ctx.Err() != nil {
+		return t, false // the daemon stops: the task waits for the next start
+	}
 	if err != nil {
 		co.block(t, "no lead to run the task: "+protocol.AsError(err).Message)
 		return t, false
@@ -295,6 +304,11 @@ func (co *Coordinator) startWorker(ctx context.Context, g store.Goal, t store.Ta
 		} else if err == nil {
 			err = fmt.Errorf("subagent.create answered %d runs", len(job.Runs))
 		}
+	}
+	if ctx.Err() != nil {
+		// The daemon stops: the task stays todo. A job the create made
+		// meanwhile is found again by its request_id at the next start.
+		return t, false
 	}
 	if err != nil {
 		co.block(t, "the worker could not start: "+protocol.AsError(err).Message)
@@ -413,6 +427,9 @@ func (co *Coordinator) review(ctx context.Context, t store.Task, snap protocol.R
 			return nil
 		})
 		ci = co.runCI(ctx, worktree)
+		if ctx.Err() != nil {
+			return // the daemon stops: the next start reviews the run again
+		}
 		co.feed(store.FeedItem{GoalID: t.GoalID, TaskID: t.TaskID, Kind: store.FeedCI, Text: fmt.Sprintf("%s: CI %s", t.Title, ci.Status)})
 	}
 	t2, ok := co.setTask(t.TaskID, func(x *store.Task) error {
@@ -425,20 +442,53 @@ func (co *Coordinator) review(ctx context.Context, t store.Task, snap protocol.R
 	if !ok {
 		return
 	}
-	ctxText := "branch " + branch
-	if diff != nil {
-		ctxText += fmt.Sprintf(": %d file(s), +%d −%d, %d commit(s) ahead", diff.Files, diff.Additions, diff.Deletions, diff.Ahead)
+	co.openMergeDecision(t2)
+}
+
+// openMergeDecision opens the merge decision of a task in review.
+func (co *Coordinator) openMergeDecision(t store.Task) {
+	var parts []string
+	if t.Branch != "" {
+		parts = append(parts, "branch "+t.Branch)
 	}
-	ctxText += "; CI " + string(ci.Status)
-	d, err := co.deps.Store.CreateDecision(store.Decision{GoalID: t2.GoalID, TaskID: t2.TaskID, AgentID: t2.Assignee,
-		Kind: store.DecisionMerge, Prompt: fmt.Sprintf("Merge %q?", t2.Title), Context: ctxText,
+	if d := t.Diff; d != nil {
+		parts = append(parts, fmt.Sprintf("%d file(s), +%d −%d, %d commit(s) ahead", d.Files, d.Additions, d.Deletions, d.Ahead))
+	}
+	if t.CI != nil {
+		parts = append(parts, "CI "+string(t.CI.Status))
+	}
+	ctxText := strings.Join(parts, "; ")
+	d, err := co.deps.Store.CreateDecision(store.Decision{GoalID: t.GoalID, TaskID: t.TaskID, AgentID: t.Assignee,
+		Kind: store.DecisionMerge, Prompt: fmt.Sprintf("Merge %q?", t.Title), Context: ctxText,
 		Options: []string{protocol.OptionMerge, protocol.OptionRequestChanges, protocol.OptionReject}})
 	if err != nil {
-		co.deps.Logger.Error("team: open a merge decision", "task", t2.TaskID, "err", err)
+		co.deps.Logger.Error("team: open a merge decision", "task", t.TaskID, "err", err)
 		return
 	}
 	co.emit(decisionEvent(d))
-	co.feed(store.FeedItem{GoalID: t2.GoalID, TaskID: t2.TaskID, AgentID: t2.Assignee, Kind: store.FeedDecision, Text: t2.Title + ": ready for review"})
+	co.feed(store.FeedItem{GoalID: t.GoalID, TaskID: t.TaskID, AgentID: t.Assignee, Kind: store.FeedDecision, Text: t.Title + ": ready for review"})
+}
+
+// recoverReview gives a task in review after a restart what a person
+// decides with: its merge decision, opened if the crash came before it,
+// or opened again if an answer to it was not carried out.
+func (co *Coordinator) recoverReview(t store.Task) {
+	ds, err := co.deps.Store.ListDecisions(t.GoalID)
+	if err != nil {
+		return
+	}
+	var last *store.Decision
+	for i := range ds {
+		if ds[i].TaskID == t.TaskID && ds[i].Kind == store.DecisionMerge {
+			last = &ds[i]
+		}
+	}
+	switch {
+	case last == nil || last.State == store.DecisionCancelled:
+		co.openMergeDecision(t)
+	case last.State == store.DecisionAnswered:
+		co.reopen(*last, interruptedReason)
+	}
 }
 
 // block moves a todo task to blocked with reason.
@@ -492,8 +542,8 @@ func (co *Coordinator) recover(c actor.Context) {
 	co.goWork(co.deps.Timeout, func(ctx context.Context) {
 		if ds, err := co.deps.Store.OpenDecisions(); err == nil {
 			for _, d := range ds {
-				if d.Kind == store.DecisionMerge {
-					continue
+				if d.Kind == store.DecisionMerge || isBudget(d) {
+					continue // not a runtime's request: still a person's to answer
 				}
 				if d, err := co.deps.Store.UpdateDecision(d.DecisionID, func(d *store.Decision) error {
 					if d.State != store.DecisionOpen {
@@ -517,8 +567,11 @@ func (co *Coordinator) recover(c actor.Context) {
 				continue
 			}
 			for _, t := range ts {
-				if t.State == store.TaskDoing {
+				switch t.State {
+				case store.TaskDoing:
 					doing = append(doing, t.TaskID)
+				case store.TaskReview:
+					co.recoverReview(t)
 				}
 			}
 			if g.Status == store.GoalPlanning && g.LeadAgentID == "" && co.deps.Link != nil {

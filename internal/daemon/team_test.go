@@ -88,8 +88,14 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	sub := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit),
 		Text: "Add two files", Cwd: repo, RequestID: "req-1"})
 	g := sub.Goal
-	if g.Status != protocol.GoalPlanning || g.Cwd != repo || g.GoalID == "" {
+	if g.Status != protocol.GoalPlanning || g.Cwd != repo || g.GoalID == "" || g.LeadAgentID == "" {
 		t.Fatalf("submitted goal = %+v", g)
+	}
+	// A lead the daemon refuses is the submit's error; the goal is kept,
+	// failed.
+	_, err = c.Request(ctx(t), &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "y", Cwd: repo, Provider: "nope"})
+	if protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("submit with an unknown provider: %v, want NOT_FOUND", err)
 	}
 	again := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit),
 		Text: "Add two files", Cwd: repo, RequestID: "req-1"})
@@ -129,6 +135,10 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 	list := teamCall[protocol.TeamGoalListData](t, c, &protocol.TeamGoalList{Header: teamHdr(protocol.TypeTeamGoalList), OpenOnly: true})
 	if len(list.Goals) != 1 || list.Goals[0].GoalID != g.GoalID {
 		t.Fatalf("list = %+v", list)
+	}
+	list = teamCall[protocol.TeamGoalListData](t, c, &protocol.TeamGoalList{Header: teamHdr(protocol.TypeTeamGoalList)})
+	if len(list.Goals) != 2 || list.Goals[1].GoalID != g.GoalID || list.Goals[0].Status != protocol.GoalFailed {
+		t.Fatalf("list of every goal, newest first = %+v", list)
 	}
 
 	prio := teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction),
@@ -188,6 +198,11 @@ func TestTeamCommandsOverTheWire(t *testing.T) {
 		if task.State != protocol.TaskCancelled {
 			t.Fatalf("task after the goal's cancel = %+v", task)
 		}
+	}
+	// The next goal of the repository has the same lead.
+	next := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "more", Cwd: repo}).Goal
+	if next.LeadAgentID != lead {
+		t.Fatalf("next goal's lead = %s, want the last goal's %s", next.LeadAgentID, lead)
 	}
 }
 
@@ -650,4 +665,78 @@ func TestTeamCancelStopsTheRun(t *testing.T) {
 	waitTeam(t, c, protocol.TypeTeamTaskChanged, func(e protocol.TeamTaskChanged) bool {
 		return e.Task.TaskID == task.TaskID && e.Task.State == protocol.TaskDoing && e.Task.RunID != doing.RunID
 	})
+}
+
+// TestTeamBudgetStopsNewWorkers: a goal with cost_limit_usd counts what
+// its agents spent (AgentInfo.usage.cost); past the limit no new worker
+// starts and the goal asks the person with a question decision; lifting
+// the limit lets the next worker start.
+func TestTeamBudgetStopsNewWorkers(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, func(cfg *config.Config) {
+		cfg.Provider.Prices = "sim=1000000/2000000" // $1 and $2 a token
+		cfg.Team.MaxWorkers = 1
+	})
+	c := h.dial()
+	limit := 0.5
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "costly", Cwd: repo, CostLimitUSD: &limit}).Goal
+	if g.CostLimitUSD == nil || *g.CostLimitUSD != limit {
+		t.Fatalf("goal = %+v", g)
+	}
+	ts := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{{Title: "first", Prompt: "sim: say one"}, {Title: "second", Prompt: "sim: say two"}}}).Tasks
+	ask := waitTeam(t, c, protocol.TypeTeamDecisionChanged, func(e protocol.TeamDecisionChanged) bool {
+		return e.Decision.GoalID == g.GoalID && e.Decision.Kind == protocol.DecisionKindQuestion && e.Decision.State == protocol.DecisionOpen
+	}).Decision
+	if len(ask.Options) != 2 || ask.Options[0] != "Continue without a limit" || ask.Options[1] != "Cancel the goal" {
+		t.Fatalf("budget decision = %+v", ask)
+	}
+	show := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID})
+	if show.Goal.CostUSD < limit {
+		t.Fatalf("goal cost = %v, want past %v", show.Goal.CostUSD, limit)
+	}
+	started := 0
+	for _, task := range show.Tasks {
+		if task.State != protocol.TaskTodo {
+			started++
+		}
+	}
+	if started != 1 {
+		t.Fatalf("tasks past the budget = %+v, want one started and one todo", show.Tasks)
+	}
+	waiting := ts[1].TaskID
+	if show.Tasks[1].State != protocol.TaskTodo {
+		waiting = ts[0].TaskID
+	}
+	answer(t, c, ask.DecisionID, "Continue without a limit", "")
+	mergeOf(t, c, g.GoalID, waiting)
+	if goal := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Goal; goal.CostLimitUSD != nil {
+		t.Fatalf("goal after lifting the limit = %+v", goal)
+	}
+}
+
+// TestTeamMessageReachesTheLead: team.message to "lead" is a feed item of
+// the goal and a prompt of its lead, which answers it.
+func TestTeamMessageReachesTheLead(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "talk", Cwd: repo}).Goal
+	lead := waitTeam(t, c, protocol.TypeTeamGoalChanged, func(e protocol.TeamGoalChanged) bool {
+		return e.Goal.GoalID == g.GoalID && e.Goal.LeadAgentID != ""
+	}).Goal.LeadAgentID
+	obs := h.dial()
+	attach(t, obs, lead, protocol.RoleObserver)
+	item := teamCall[protocol.TeamFeedItemData](t, c, &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: g.GoalID,
+		To: "lead", Text: "sim: say heard-you"}).Item
+	if item.Kind != protocol.FeedMessage || item.To != lead || item.GoalID != g.GoalID {
+		t.Fatalf("message item = %+v", item)
+	}
+	waitFor(t, obs, func(e client.Event) bool {
+		m, ok := e.Msg.(*protocol.MessageComplete)
+		return ok && m.AgentID == lead && strings.Contains(textOf(m.Message), "heard-you")
+	})
+	if _, err := c.Request(ctx(t), &protocol.TeamMessage{Header: teamHdr(protocol.TypeTeamMessage), GoalID: "goal-nope", To: "lead", Text: "x"}); protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("a message to an unknown goal: %v, want NOT_FOUND", err)
+	}
 }

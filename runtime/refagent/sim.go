@@ -30,6 +30,9 @@ import (
 // streams its events, runs its tool calls through the gate and sends the
 // results back the same way. Its runtime-level directives (ask, hang,
 // exit) call back into the turn through simHost.
+//
+// One user message is not a script: the daemon's goal prompt to a team's
+// lead, which the sim plans with the team tool instead (simlead.go).
 
 // simPrefix marks a directive line.
 const simPrefix = "sim:"
@@ -56,18 +59,20 @@ type directiveKind int
 
 // Directive kinds.
 const (
-	dirInvalid  directiveKind = iota // unknown or malformed: the call fails with PROVIDER_ERROR
-	dirEcho                          // a message without directives: reply quoting it
-	dirSay                           // sim: say <text>
-	dirThink                         // sim: think <text>
-	dirTool                          // sim: tool <name> <json-args>
-	dirAsk                           // sim: ask <select|multi|confirm|input|editor|notify> <title> [options or words…] [key=value…]
-	dirSleep                         // sim: sleep <ms>
-	dirFlood                         // sim: flood <n> <bytes> [stamp] [rate <events/s>]
-	dirFail                          // sim: fail <message>
-	dirHang                          // sim: hang
-	dirExit                          // sim: exit <code>
-	dirSubagent                      // sim: subagent <name> <task…>
+	dirInvalid    directiveKind = iota // unknown or malformed: the call fails with PROVIDER_ERROR
+	dirEcho                            // a message without directives: reply quoting it
+	dirSay                             // sim: say <text>
+	dirThink                           // sim: think <text>
+	dirTool                            // sim: tool <name> <json-args>
+	dirAsk                             // sim: ask <select|multi|confirm|input|editor|notify> <title> [options or words…] [key=value…]
+	dirSleep                           // sim: sleep <ms>
+	dirFlood                           // sim: flood <n> <bytes> [stamp] [rate <events/s>]
+	dirFail                            // sim: fail <message>
+	dirHang                            // sim: hang
+	dirExit                            // sim: exit <code>
+	dirSubagent                        // sim: subagent <name> <task…>
+	dirTeamPlan                        // the sim lead's team create_tasks call (simlead.go)
+	dirTeamReport                      // the sim lead's line about that call's result
 )
 
 // directive is one parsed sim instruction. Fields are meaningful per kind.
@@ -95,7 +100,9 @@ type directive struct {
 
 // endsCall reports whether the directive ends the provider call (the model
 // called a tool).
-func (d directive) endsCall() bool { return d.kind == dirTool || d.kind == dirSubagent }
+func (d directive) endsCall() bool {
+	return d.kind == dirTool || d.kind == dirSubagent || d.kind == dirTeamPlan
+}
 
 // parseDirectives returns the directives of a user message, or, when it has
 // none, a single echo directive quoting it.
@@ -513,6 +520,9 @@ type simTurn struct {
 
 	seen  map[string]bool // ids of the messages read; nil before the first call
 	queue []directive     // script not played yet
+	// teamCall is the tool call id of the sim lead's last create_tasks
+	// call, whose result its dirTeamReport reads.
+	teamCall string
 }
 
 func newSimTurn(host simHost, promptID string, ids *idGen, window int) *simTurn {
@@ -543,6 +553,11 @@ func (s *simTurn) Stream(ctx context.Context, req provider.Request) (provider.St
 	s.queue = s.queue[len(call):]
 	if len(call) == 0 { // tool results came back and the script is done
 		call = []directive{{kind: dirSay, text: afterToolsReply}}
+	}
+	for i, d := range call {
+		if d.kind == dirTeamReport {
+			call[i] = directive{kind: dirSay, text: teamReport(req.Messages, s.teamCall)}
+		}
 	}
 	if level := req.Reasoning; simLevels(req.Model) != nil && level != "" && level != levelOff {
 		call = append([]directive{{kind: dirThink, text: "Thinking with " + level + " effort."}}, call...)
@@ -580,7 +595,15 @@ func (s *simTurn) read(msgs []protocol.Message) {
 			continue
 		}
 		s.seen[m.ID] = true
-		if text := userText(m); text != "" && !isSummaryID(m.ID) {
+		text := userText(m)
+		switch {
+		case text == "" || isSummaryID(m.ID):
+		case isGoalPrompt(text):
+			// A team goal is the sim lead's plan, never its script: no
+			// line of it (item, continuation or prose) runs as a
+			// directive of the lead.
+			front = append(front, leadDirectives(text)...)
+		default:
 			front = append(front, parseDirectives(text)...)
 		}
 	}
@@ -696,6 +719,8 @@ func (s *simStream) play(d directive) {
 		s.text(provider.EventThinking, d.text)
 	case dirTool, dirSubagent:
 		s.toolCall(d)
+	case dirTeamPlan:
+		s.sim.teamCall = s.toolCall(d)
 	case dirAsk:
 		text, err := s.sim.host.simAsk(d)
 		if err != nil {
@@ -783,16 +808,18 @@ func (s *simStream) text(kind provider.EventKind, text string) {
 }
 
 // toolCall streams a tool-call block: its start (id and name), then the
-// JSON arguments in fragments.
-func (s *simStream) toolCall(d directive) {
+// JSON arguments in fragments. It returns the call's id.
+func (s *simStream) toolCall(d directive) string {
 	idx := s.blocks
 	s.blocks++
 	s.toolUse = true
 	s.bytes += len(protocol.MustMarshal(d.args))
-	s.out = append(s.out, provider.Event{Kind: provider.EventToolCallStart, Index: idx, ToolCallID: s.sim.ids.next("tc"), ToolName: d.tool})
+	id := s.sim.ids.next("tc")
+	s.out = append(s.out, provider.Event{Kind: provider.EventToolCallStart, Index: idx, ToolCallID: id, ToolName: d.tool})
 	for _, frag := range pieces(d.rawArgs, textPieces) {
 		s.out = append(s.out, provider.Event{Kind: provider.EventToolCallArgs, Index: idx, ArgsDelta: frag})
 	}
+	return id
 }
 
 // finish ends the call early with err, after the usage of what it

@@ -35,7 +35,8 @@ func errorOutput(format string, args ...any) toolOutput {
 // runtime's tools.Env, or the subagent tool. A tool is either read-only
 // (runs without asking) or mutating (goes through plan mode and the
 // permission gate), except for an ungated tool, which is reported as
-// mutating but runs without either (the subagent tool; see subagent.go).
+// mutating but runs without either (the subagent and team tools; see
+// subagent.go and team.go).
 type tool struct {
 	name     string
 	readOnly bool
@@ -73,7 +74,7 @@ type toolbox struct {
 
 // newToolbox registers the built-in tools (read, ls, grep, find, write,
 // edit, bash), the ask tool, the subagent tool, whose children are created in the mode
-// that mode returns, recall and, when the agent has skills, the skill
+// that mode returns, the team tool (team.go), recall and, when the agent has skills, the skill
 // tool; then it limits them to opts.Tools (limit).
 func newToolbox(opts Options, log *slog.Logger, mode func() string, sk []skills.Skill) toolbox {
 	env := tools.Env{Cwd: opts.Cwd, Environ: bashEnviron(opts.Environ, keyVars(opts)...)}
@@ -86,6 +87,7 @@ func newToolbox(opts Options, log *slog.Logger, mode func() string, sk []skills.
 		tb.add(tl)
 	}
 	tb.add(subagentClient{socket: opts.Socket, agentID: opts.AgentID, log: log, mode: mode}.tool())
+	tb.add(teamClient{socket: opts.Socket, agentID: opts.AgentID, log: log}.tool())
 	transcript := ""
 	if opts.SessionDir != "" {
 		transcript = filepath.Join(opts.SessionDir, sessionFileName)
