@@ -13,7 +13,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/shard-dev/shard/config"
-	"github.com/shard-dev/shard/protocol"
 )
 
 // acClient is a plain WebSocket client of the AgentCraft v1 dialect: JSON
@@ -112,8 +111,8 @@ func TestAgentCraftRejectsBrowsers(t *testing.T) {
 
 // TestAgentCraftWholeGoal drives one goal from a plain WebSocket client of
 // the AgentCraft v1 dialect against the real daemon and runtime under sim:
-// hello → snapshot, goal.submit, the tasks appear (created over Shard's wire,
-// as the lead's team tool would), every decision is answered through the
+// hello → snapshot, goal.submit, the tasks the sim lead plans from the
+// goal's text appear, every decision is answered through the
 // endpoint — permissions "Allow once" by label, one merge with "Request
 // changes" (after reading its diff) then "Merge" by label, the others
 // "Merge" by index — and the goal reaches done with every change in the
@@ -126,7 +125,6 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 		c.AgentCraft.Enabled, c.AgentCraft.Listen = true, "127.0.0.1:0"
 		c.Team.Repo = repo
 	})
-	sc := h.dial() // Shard's side: only to create the tasks
 	ac := dialAgentCraft(t, h.d.AgentCraftAddr())
 
 	ac.send(map[string]any{"type": "hello", "modVersion": "0.1.0", "protocol": 1, "client": "cli"})
@@ -137,36 +135,22 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 	}
 	repoID := acMsg(repos[0].(map[string]any)).str("id")
 
-	ac.send(map[string]any{"type": "goal.submit", "id": "c1", "text": "Add three files", "repoId": repoID})
-	ack := ac.next("ack", func(m acMsg) bool { return m.str("re") == "c1" })
-	goalID := ack.obj("result").str("goalId")
-	if ack["ok"] != true || goalID == "" {
-		t.Fatalf("goal.submit ack = %v", ack)
-	}
-	ac.next("agent.upsert", func(m acMsg) bool { return m.obj("agent").str("role") == "lead" })
-	// A message routed by its leading @name, to the lead.
-	ac.send(map[string]any{"type": "user.message", "id": "c2", "to": "all", "text": "@lead three small files, please"})
-	if a := ac.next("ack", func(m acMsg) bool { return m.str("re") == "c2" }); a["ok"] != true {
-		t.Fatalf("user.message ack = %v", a)
-	}
-
 	write := func(file, content string) string {
 		b, _ := json.Marshal(map[string]string{"path": file, "content": content})
-		return "sim: tool write " + string(b) + "\nsim: say wrote " + file
+		return "sim: tool write " + string(b)
 	}
-	var created protocol.TeamTasksData
-	if err := sc.Call(ctx(t), &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, GoalID: goalID,
-		Tasks: []protocol.TeamTaskSpec{
-			{Title: "alpha", Prompt: write("alpha.txt", "alpha\n")},
-			{Title: "beta", Prompt: write("beta.txt", "beta\n")},
-			{Title: "gamma", Prompt: write("gamma.txt", "gamma\n"), After: []int{1, 2}},
-		}}, &created); err != nil {
-		t.Fatalf("team.task.create: %v", err)
-	}
-	title := map[string]string{}
-	for _, task := range created.Tasks {
-		title[task.TaskID] = task.Title
-	}
+	// Under sim the lead plans the goal's "- title: prompt" lines (its team
+	// tool), and each worker runs its prompt's directives.
+	goal := "Add three files.\n\n" +
+		"- alpha: " + write("alpha.txt", "alpha\n") + "\n" +
+		"- beta: " + write("beta.txt", "beta\n") + "\n" +
+		"- gamma: " + write("gamma.txt", "gamma\n") + " (after 1, 2)\n"
+	ac.send(map[string]any{"type": "goal.submit", "id": "c1", "text": goal, "repoId": repoID})
+	// From here every frame goes through one loop, so that nothing that
+	// asks is skipped.
+	goalID := ""
+	messaged := false
+	title := map[string]string{} // task id → title, from the task.upserts
 
 	// Follow the board through the endpoint alone, answering what asks.
 	seenTasks := map[string]bool{}
@@ -183,16 +167,21 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 		case "task.upsert":
 			task := m.obj("task")
 			seenTasks[task.str("id")] = true
+			title[task.str("id")] = task.str("title")
 			if task.str("status") == "blocked" {
 				t.Fatalf("task %s blocked: %s", task.str("title"), task.str("blockedReason"))
 			}
 		case "agent.upsert":
 			if a := m.obj("agent"); a.str("role") == "worker" {
 				workers[a.str("id")] = true
+			} else if a.str("role") == "lead" && !messaged {
+				// A message routed by its leading @name, to the lead.
+				messaged = true
+				ac.send(map[string]any{"type": "user.message", "id": "c2", "to": "all", "text": "@" + a.str("id") + " three small files, please"})
 			}
 		case "goal.upsert":
 			g := m.obj("goal")
-			if g.str("id") == goalID && g.str("status") == "done" {
+			if goalID != "" && g.str("id") == goalID && g.str("status") == "done" {
 				done = true
 			}
 			if s := g.str("status"); g.str("id") == goalID && (s == "failed" || s == "cancelled") {
@@ -243,17 +232,18 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 			if m["ok"] != true {
 				t.Fatalf("a failed ack: %v", m)
 			}
+			if m.str("re") == "c1" {
+				goalID = m.obj("result").str("goalId")
+			}
 		case "error":
 			t.Fatalf("error: %v", m)
 		}
 	}
-	for id, name := range title {
-		if !seenTasks[id] {
-			t.Errorf("no task.upsert for %s", name)
-		}
+	if len(seenTasks) != 3 {
+		t.Errorf("tasks seen: %v, want alpha, beta and gamma", title)
 	}
-	if !requested || diffs != 1 || len(workers) == 0 {
-		t.Errorf("requested changes %v, diffs %d, workers %v", requested, diffs, workers)
+	if !requested || diffs != 1 || len(workers) == 0 || !messaged {
+		t.Errorf("requested changes %v, diffs %d, workers %v, messaged %v", requested, diffs, workers, messaged)
 	}
 	for file, want := range map[string]string{"alpha.txt": "alpha, reviewed\n", "beta.txt": "beta\n", "gamma.txt": "gamma\n"} {
 		b, err := os.ReadFile(filepath.Join(repo, file))
