@@ -291,3 +291,68 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 		t.Errorf("after a restart, repos = %v, want %s and %s", paths, repo, other)
 	}
 }
+
+// TestAgentCraftAgentActions: pause, resume and stop of a worker, through
+// the endpoint against the real daemon: pause aborts the worker's turn (its
+// long run ends and its task leaves doing), resume clears the pause, stop
+// takes the worker off shift.
+func TestAgentCraftAgentActions(t *testing.T) {
+	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, func(c *config.Config) {
+		c.AgentCraft.Enabled, c.AgentCraft.Listen = true, "127.0.0.1:0"
+		c.Team.Repo = repo
+	})
+	ac := dialAgentCraft(t, h.d.AgentCraftAddr())
+	ac.send(map[string]any{"type": "hello", "modVersion": "0.1.0", "protocol": 1})
+	ac.next("snapshot", nil)
+	ac.send(map[string]any{"type": "goal.submit", "id": "c1", "text": "Wait.\n\n- slow: sim: sleep 600000\n"})
+
+	deadline := time.Now().Add(60 * time.Second)
+	worker, paused, resumed, stopped := "", false, false, false
+	sawPaused, sawResumed := false, false
+	left := ""
+	for !stopped {
+		m := ac.read(deadline)
+		switch m.typ() {
+		case "agent.upsert":
+			a := m.obj("agent")
+			switch {
+			case worker == "" && a.str("role") == "worker" && a.str("state") == "thinking":
+				worker = a.str("id") // in its long turn
+				ac.send(map[string]any{"type": "agent.action", "id": "pause", "agentId": worker, "action": "pause"})
+			case a.str("id") == worker && resumed && a["active"] == false:
+				stopped = true
+			case a.str("id") == worker && a["paused"] == true:
+				sawPaused = true
+			case a.str("id") == worker && sawPaused && resumed && a["paused"] == false:
+				sawResumed = true
+			}
+		case "task.upsert":
+			task := m.obj("task")
+			if paused && !resumed && task.str("status") != "doing" {
+				// The aborted turn ended the run: the task left doing.
+				resumed, left = true, task.str("status")
+				ac.send(map[string]any{"type": "agent.action", "id": "resume", "agentId": worker, "action": "resume"})
+				ac.send(map[string]any{"type": "agent.action", "id": "stop", "agentId": worker, "action": "stop"})
+			}
+		case "ack":
+			if m["ok"] != true {
+				t.Fatalf("a failed ack: %v", m)
+			}
+			if m.str("re") == "pause" {
+				paused = true
+			}
+		case "decision.upsert":
+			if d := m.obj("decision"); d.str("status") == "open" && d.str("kind") == "permission" {
+				ac.send(map[string]any{"type": "decision.answer", "decisionId": d.str("id"), "option": 0})
+			}
+		case "error":
+			t.Fatalf("error: %v", m)
+		}
+	}
+	if !sawPaused || !sawResumed || (left != "blocked" && left != "review") {
+		t.Errorf("paused seen %v, resumed seen %v, the task went %q", sawPaused, sawResumed, left)
+	}
+}
