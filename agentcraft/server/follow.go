@@ -289,6 +289,9 @@ func (s *Server) apply(msg protocol.Typed) []*repoRec {
 	case *protocol.AgentStatusChanged:
 		a := m.agent(e.AgentID)
 		a.status, a.info.Status, a.info.RuntimeState = e.Status, e.Status, e.RuntimeState
+		if !m.onTeam(e.AgentID, m.leads()) {
+			return nil // frequent, and nothing a client sees changed
+		}
 	case *protocol.AgentExited:
 		a := m.agent(e.AgentID)
 		a.info.RuntimeState = e.RuntimeState
@@ -302,7 +305,10 @@ func (s *Server) apply(msg protocol.Typed) []*repoRec {
 		case e.Phase == protocol.PhaseError:
 			entry = &wire.LogEntry{TS: e.Timestamp, Kind: wire.LogError, Text: "the turn failed"}
 		}
-		if entry != nil && m.onTeam(e.AgentID, m.leads()) {
+		if !m.onTeam(e.AgentID, m.leads()) {
+			return nil // frequent, and nothing a client sees changed
+		}
+		if entry != nil {
 			a.appendLog(*entry)
 			out = append(out, wire.AgentLog{AgentID: m.dialectID(e.AgentID), Entries: []wire.LogEntry{*entry}})
 		}

@@ -57,6 +57,11 @@ type Config struct {
 // DefaultListen is the dialect's default address.
 var DefaultListen = fmt.Sprintf("127.0.0.1:%d", wire.DefaultPort)
 
+// MaxFrame bounds a client's frame (coder/websocket's default is 32 KiB,
+// short for a goal's text); a larger one closes the connection with
+// StatusMessageTooBig.
+const MaxFrame = 1 << 20
+
 // requestTimeout bounds each command the server sends the daemon on a
 // client's behalf.
 const requestTimeout = 60 * time.Second
@@ -244,6 +249,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept answered the request
 	}
+	ws.SetReadLimit(MaxFrame)
 	c := newConn(s, ws)
 	c.run()
 }

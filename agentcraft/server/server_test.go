@@ -440,3 +440,19 @@ func TestCheckListen(t *testing.T) {
 		t.Errorf("New: %v", err)
 	}
 }
+
+// TestLargeFrame: a goal's text past coder/websocket's 32 KiB default is
+// read whole (up to MaxFrame).
+func TestLargeFrame(t *testing.T) {
+	f := newFakeDaemon(t)
+	s := startServer(t, f, nil)
+	c := dialWS(t, s.Addr())
+	text := strings.Repeat("x", 200<<10)
+	c.send(map[string]any{"v": 1, "type": "goal.submit", "id": "big", "text": text})
+	if a := c.ackOf("big"); a.body["ok"] != true {
+		t.Fatalf("ack = %.200s", a.raw)
+	}
+	if cmd := f.nextCmd(t, protocol.TypeTeamGoalSubmit).(*protocol.TeamGoalSubmit); cmd.Text != text {
+		t.Errorf("the daemon got %d bytes of text, want %d", len(cmd.Text), len(text))
+	}
+}
