@@ -115,7 +115,8 @@ func TestAgentCraftRejectsBrowsers(t *testing.T) {
 // goal's text appear, every decision is answered through the
 // endpoint — permissions "Allow once" by label, one merge with "Request
 // changes" (after reading its diff) then "Merge" by label, the others
-// "Merge" by index — and the goal reaches done with every change in the
+// "Merge" by index, one of them from a second client — and the goal
+// reaches done with every change in the
 // main checkout and no worktree left.
 func TestAgentCraftWholeGoal(t *testing.T) {
 	repo := gitRepo(t)
@@ -151,6 +152,11 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 	goalID := ""
 	messaged := false
 	title := map[string]string{} // task id → title, from the task.upserts
+	// A second client, which answers beta's merge.
+	other := dialAgentCraft(t, h.d.AgentCraftAddr())
+	other.send(map[string]any{"type": "hello", "modVersion": "0.1.0", "protocol": 1})
+	other.next("snapshot", nil)
+	otherAnswer := ""
 
 	// Follow the board through the endpoint alone, answering what asks.
 	seenTasks := map[string]bool{}
@@ -211,6 +217,9 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 						"option": "Request changes", "text": write("alpha.txt", "alpha, reviewed\n")})
 				case title[d.str("taskId")] == "alpha":
 					ac.send(map[string]any{"type": "decision.answer", "id": "m-" + id, "decisionId": id, "option": "Merge"})
+				case title[d.str("taskId")] == "beta" && otherAnswer == "":
+					otherAnswer = "m-" + id
+					other.send(map[string]any{"type": "decision.answer", "id": otherAnswer, "decisionId": id, "option": 0})
 				default:
 					ac.send(map[string]any{"type": "decision.answer", "id": "m-" + id, "decisionId": id, "option": 0})
 				}
@@ -238,6 +247,12 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 		case "error":
 			t.Fatalf("error: %v", m)
 		}
+	}
+	if otherAnswer == "" {
+		t.Fatal("beta's merge decision never came")
+	}
+	if a := other.next("ack", func(m acMsg) bool { return m.str("re") == otherAnswer }); a["ok"] != true {
+		t.Errorf("the second client's answer: %v", a)
 	}
 	if len(seenTasks) != 3 {
 		t.Errorf("tasks seen: %v, want alpha, beta and gamma", title)
@@ -270,8 +285,8 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 
 	// A repository added through the endpoint, and a daemon restart: the
 	// new endpoint's snapshot has the board and both repositories.
-	other := gitRepo(t)
-	ac2.send(map[string]any{"type": "repo.add", "id": "c3", "path": other})
+	second := gitRepo(t)
+	ac2.send(map[string]any{"type": "repo.add", "id": "c3", "path": second})
 	if a := ac2.next("ack", func(m acMsg) bool { return m.str("re") == "c3" }); a["ok"] != true || a.obj("result").str("repoId") == "" {
 		t.Fatalf("repo.add ack = %v", a)
 	}
@@ -287,8 +302,8 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 	for _, x := range snap["repos"].([]any) {
 		paths = append(paths, acMsg(x.(map[string]any)).str("path"))
 	}
-	if len(paths) != 2 || paths[0] != repo || paths[1] != other {
-		t.Errorf("after a restart, repos = %v, want %s and %s", paths, repo, other)
+	if len(paths) != 2 || paths[0] != repo || paths[1] != second {
+		t.Errorf("after a restart, repos = %v, want %s and %s", paths, repo, second)
 	}
 }
 
