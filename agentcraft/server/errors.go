@@ -1,6 +1,10 @@
 package server
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
 
 // The server's errors. What a client is told goes into the dialect's
 // error message as text (the dialect has no codes, docs/agentcraft.md §7).
@@ -20,9 +24,27 @@ var (
 	errBadOption = errors.New("no such option")
 	// errUnknownWorktree: a diff.request's worktree names none.
 	errUnknownWorktree = errors.New("no such worktree")
-	// errNoGoal: a message needs a goal and there is none.
-	errNoGoal = errors.New("no goal yet")
+	// errUnknownAgent: a name or id names no agent of the team (worded as
+	// the dialect's example error).
+	errUnknownAgent = errors.New("no agent named")
 )
+
+// echoMax bounds what an error message repeats of a value the client sent
+// (docs/agentcraft.md §9 C15).
+const echoMax = 64
+
+// echo quotes v for an error message, cut to echoMax bytes on a rune
+// boundary.
+func echo(v string) string {
+	if len(v) > echoMax {
+		cut := echoMax
+		for cut > 0 && !utf8.RuneStart(v[cut]) {
+			cut--
+		}
+		v = v[:cut] + "…"
+	}
+	return strconv.Quote(v)
+}
 
 // errBusy: a client sent more messages than wait to be handled.
 var errBusy = errors.New("too many messages waiting; slow down")

@@ -64,7 +64,7 @@ func (s *Server) goalSubmit(m wire.GoalSubmit) (map[string]any, error) {
 		r := s.m.repoByID(m.RepoID)
 		if r == nil {
 			s.mu.Unlock()
-			return nil, fmt.Errorf("%w %q", errUnknownRepo, m.RepoID)
+			return nil, fmt.Errorf("%w %s", errUnknownRepo, echo(m.RepoID))
 		}
 		cmd.Cwd = r.path
 	} else if n := len(s.m.repos); n > 0 {
@@ -80,7 +80,7 @@ func (s *Server) goalSubmit(m wire.GoalSubmit) (map[string]any, error) {
 
 // noAgent is the error for a name that names no agent, worded as the
 // dialect's example words it.
-func noAgent(name string) error { return fmt.Errorf("no agent named %q", name) }
+func noAgent(name string) error { return fmt.Errorf("%w %s", errUnknownAgent, echo(name)) }
 
 // userMessage: team.message to the agent To names, or with To "all" to the
 // agent a leading "@name" names (the "@name" is taken off the text), else
@@ -125,7 +125,7 @@ func (s *Server) decisionAnswer(m wire.DecisionAnswerMsg) error {
 	d, ok := s.m.decisions[m.DecisionID]
 	s.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("%w %q", errUnknownDecision, m.DecisionID)
+		return fmt.Errorf("%w %s", errUnknownDecision, echo(m.DecisionID))
 	}
 	cmd := &protocol.TeamDecisionAnswer{Header: protocol.Header{Type: protocol.TypeTeamDecisionAnswer}, DecisionID: m.DecisionID, Text: m.Text}
 	if m.Option != nil {
@@ -134,7 +134,7 @@ func (s *Server) decisionAnswer(m wire.DecisionAnswerMsg) error {
 			if m.Option.IsIndex {
 				return fmt.Errorf("%w: index %d of %d options", errBadOption, m.Option.Index, len(d.Options))
 			}
-			return fmt.Errorf("%w %q", errBadOption, m.Option.Label)
+			return fmt.Errorf("%w %s", errBadOption, echo(m.Option.Label))
 		}
 		cmd.Option = label
 	}
@@ -243,7 +243,7 @@ func (s *Server) diff(m wire.DiffRequest) wire.Diff {
 	ws := ""
 	if s.m.repoByID(m.RepoID) == nil {
 		s.mu.Unlock()
-		out.Error = fmt.Sprintf("%v %q", errUnknownRepo, m.RepoID)
+		out.Error = fmt.Sprintf("%v %s", errUnknownRepo, echo(m.RepoID))
 		return out
 	}
 	for _, t := range s.m.tasks {
@@ -261,7 +261,7 @@ func (s *Server) diff(m wire.DiffRequest) wire.Diff {
 	}
 	s.mu.Unlock()
 	if ws == "" {
-		out.Error = fmt.Sprintf("%v %q", errUnknownWorktree, m.Worktree)
+		out.Error = fmt.Sprintf("%v %s", errUnknownWorktree, echo(m.Worktree))
 		return out
 	}
 	var data protocol.WorkspaceDiffData

@@ -131,11 +131,11 @@ func (s *Server) refreshRepo(ctx context.Context, r *repoRec) {
 // kept in ReposFile before it is acknowledged.
 func (s *Server) repoAdd(m wire.RepoAdd) (map[string]any, error) {
 	if !filepath.IsAbs(m.Path) {
-		return nil, fmt.Errorf("repo.add: %q: %w (an absolute path is needed)", m.Path, errNotARepo)
+		return nil, fmt.Errorf("repo.add: %s: %w (an absolute path is needed)", echo(m.Path), errNotARepo)
 	}
 	top, err := s.git(s.ctx, m.Path, "rev-parse", "--show-toplevel")
 	if err != nil || top == "" {
-		return nil, fmt.Errorf("repo.add: %q: %w", m.Path, errNotARepo)
+		return nil, fmt.Errorf("repo.add: %s: %w", echo(m.Path), errNotARepo)
 	}
 	top = filepath.Clean(top)
 	s.repoMu.Lock()

@@ -456,3 +456,18 @@ func TestLargeFrame(t *testing.T) {
 		t.Errorf("the daemon got %d bytes of text, want %d", len(cmd.Text), len(text))
 	}
 }
+
+// TestErrorEchoBound: an error repeats at most 64 bytes of what the client
+// sent (docs/agentcraft.md §9 C15).
+func TestErrorEchoBound(t *testing.T) {
+	f := newFakeDaemon(t)
+	s := startServer(t, f, nil)
+	c := dialWS(t, s.Addr())
+	long := strings.Repeat("é", 100)
+	c.send(map[string]any{"v": 1, "type": "user.message", "to": long, "text": "hi"})
+	e := c.next("error", nil)
+	msg := e.body["message"].(string)
+	if !strings.HasPrefix(msg, `no agent named "`) || len(msg) > len(`no agent named ""`)+echoMax+len("…") {
+		t.Errorf("error message = %q", msg)
+	}
+}
