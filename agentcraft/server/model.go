@@ -628,8 +628,9 @@ func (m *model) snapshot(foreman wire.ForemanStatus) wire.Snapshot {
 	s := wire.Snapshot{Foreman: foreman, Agents: []wire.Agent{}, Tasks: []wire.Task{}, Decisions: []wire.Decision{},
 		Repos: []wire.Repo{}, Memory: []wire.MemoryEntry{}, Goals: []wire.Goal{}, Feed: slices.Clone(m.feed), Logs: []wire.AgentLogs{}}
 	for _, id := range m.teamAgents(leads) {
+		// last is left alone: it is what every client was last sent, and a
+		// snapshot goes to one.
 		ag := m.agentEntity(id, leads)
-		m.agents[id].last = &ag
 		s.Agents = append(s.Agents, ag)
 		s.Logs = append(s.Logs, wire.AgentLogs{AgentID: ag.ID, Entries: slices.Clone(m.agents[id].logs)})
 	}
@@ -640,9 +641,7 @@ func (m *model) snapshot(foreman wire.ForemanStatus) wire.Snapshot {
 		s.Decisions = append(s.Decisions, m.decisionEntity(d))
 	}
 	for _, r := range m.repos {
-		re := m.repoEntity(r)
-		r.last = &re
-		s.Repos = append(s.Repos, re)
+		s.Repos = append(s.Repos, m.repoEntity(r))
 	}
 	keys := make([]string, 0, len(m.memory))
 	for k := range m.memory {
