@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/coder/websocket"
 
@@ -115,12 +116,77 @@ func sortedGoals(gs map[string]protocol.TeamGoal) []protocol.TeamGoal {
 	return out
 }
 
+// eventQueue holds the daemon's events between the goroutine that drains
+// the connection and the one that applies them, without a bound, so that
+// the connection's reader never waits on follow: follow itself sends the
+// daemon commands (agent.status, workspace.status), whose responses that
+// reader must be free to deliver.
+type eventQueue struct {
+	ready chan struct{} // a token while items or closed changed
+
+	// mu protects the following.
+	mu     sync.Mutex
+	items  []protocol.Typed
+	closed bool
+}
+
+func newEventQueue() *eventQueue { return &eventQueue{ready: make(chan struct{}, 1)} }
+
+// push appends one event, or marks the end (msg nil).
+func (q *eventQueue) push(msg protocol.Typed) {
+	q.mu.Lock()
+	if msg == nil {
+		q.closed = true
+	} else {
+		q.items = append(q.items, msg)
+	}
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// pop returns the next event, waiting for one; ok is false once the queue
+// ended and is empty.
+func (q *eventQueue) pop() (protocol.Typed, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			msg := q.items[0]
+			q.items[0] = nil
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return msg, true
+		}
+		closed := q.closed
+		q.mu.Unlock()
+		if closed {
+			return nil, false
+		}
+		<-q.ready
+	}
+}
+
 // follow applies the daemon's events until its connection ends; then
 // every client is disconnected, since nothing it sees would change again.
 func (s *Server) follow() {
-	for ev := range s.up.Events() {
-		s.learnAgents(ev.Msg)
-		for _, r := range s.apply(ev.Msg) {
+	q := newEventQueue()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for ev := range s.up.Events() {
+			q.push(ev.Msg)
+		}
+		q.push(nil)
+	}()
+	for {
+		msg, ok := q.pop()
+		if !ok {
+			break
+		}
+		s.learnAgents(msg)
+		for _, r := range s.apply(msg) {
 			s.refreshRepo(s.ctx, r)
 		}
 	}

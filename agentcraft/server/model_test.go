@@ -84,3 +84,37 @@ func TestAgentIDs(t *testing.T) {
 		t.Errorf("name = %q", got)
 	}
 }
+
+// TestEventQueue: events come out in order, without a bound, and the end
+// is reported once they are all out.
+func TestEventQueue(t *testing.T) {
+	q := newEventQueue()
+	done := make(chan []string)
+	go func() {
+		var got []string
+		for {
+			msg, ok := q.pop()
+			if !ok {
+				done <- got
+				return
+			}
+			got = append(got, msg.(*protocol.AgentActivity).AgentID)
+		}
+	}()
+	var want []string
+	for i := 0; i < 10000; i++ {
+		id := "agent-" + strings.Repeat("x", i%7)
+		want = append(want, id)
+		q.push(&protocol.AgentActivity{Header: protocol.Header{Type: protocol.TypeAgentActivity, AgentID: id}})
+	}
+	q.push(nil)
+	got := <-done
+	if len(got) != len(want) {
+		t.Fatalf("%d events out, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("event %d = %s, want %s", i, got[i], want[i])
+		}
+	}
+}
