@@ -161,6 +161,16 @@ func TestClientVectors(t *testing.T) {
 		t.Errorf("ack = %s", a.raw)
 	}
 
+	// The example's repo.add names a Windows path: here it is not an
+	// absolute path, refused with error and a failed ack.
+	c.sendRaw(string(readVector(t, "repo.add")))
+	if e := c.next("error", nil); e.body["re"] != "c18" || !strings.Contains(e.body["message"].(string), "not a git repository") {
+		t.Errorf("repo.add of the example: %s", e.raw)
+	}
+	if a := c.ackOf("c18"); a.body["ok"] != false {
+		t.Errorf("ack = %s", a.raw)
+	}
+
 	// A failure the daemon reports reaches the client as error + ack.
 	f.mu.Lock()
 	f.answer = func(cmd protocol.Command) (any, error) {
