@@ -73,7 +73,9 @@ func (s *Server) load(ctx context.Context) error {
 		m.memory[e.MemoryID] = e
 	}
 	for i := len(feed.Items) - 1; i >= 0; i-- { // newest first → oldest first
-		s.addFeedLocked(feed.Items[i])
+		if it, ok := s.addFeedLocked(feed.Items[i]); ok {
+			m.feedLog(feed.Items[i], it)
+		}
 	}
 	// Agents get their dialect ids in a stable order: leads, then by
 	// creation.
@@ -338,6 +340,9 @@ func (s *Server) apply(msg protocol.Typed) []*repoRec {
 			out = append(out, wire.FeedAdd{Item: it})
 			if it.Kind == wire.FeedMessage && it.AgentID != "" {
 				out = append(out, wire.AgentSay{AgentID: it.AgentID, Text: it.Text, To: it.To, TS: it.TS})
+			}
+			if entry := s.m.feedLog(e.Item, it); entry != nil {
+				out = append(out, wire.AgentLog{AgentID: it.AgentID, Entries: []wire.LogEntry{*entry}})
 			}
 		}
 	case *protocol.WorkspaceCreated:

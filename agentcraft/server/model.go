@@ -729,6 +729,29 @@ func (m *model) appendFeed(it wire.FeedItem) {
 	}
 }
 
+// feedLog appends what the feed item f (it, in the dialect) says of a team
+// agent to that agent's log, and returns the entry; nil when it is about
+// no team agent.
+func (m *model) feedLog(f protocol.TeamFeedItem, it wire.FeedItem) *wire.LogEntry {
+	if f.AgentID == "" || !m.onTeam(f.AgentID, m.leads()) {
+		return nil
+	}
+	entry := wire.LogEntry{TS: it.TS, Kind: logKindOf(it.Kind), Text: it.Text}
+	m.agent(f.AgentID).appendLog(entry)
+	return &entry
+}
+
+// logKindOf is the log kind of a feed item about an agent.
+func logKindOf(k wire.FeedKind) wire.LogKind {
+	switch k {
+	case wire.FeedError:
+		return wire.LogError
+	case wire.FeedMerge, wire.FeedCi:
+		return wire.LogResult
+	}
+	return wire.LogText
+}
+
 // appendLog appends a log entry to an agent's tail.
 func (a *agentRec) appendLog(e wire.LogEntry) {
 	a.logs = append(a.logs, e)

@@ -298,6 +298,10 @@ func TestServerVectors(t *testing.T) {
 		Kind: protocol.FeedMerge, Text: "Merged agentcraft/kit/t2-tag-parser-module into main (7cf1999, 2 files)", AgentID: leadID, At: 1790850210000}})
 	fa := c.next("feed.add", nil)
 	sameValue(t, fa) // Shard's record gives exactly the example
+	// ... and the lead's monitor has it as a result.
+	if l := c.next("agent.log", nil); l.body["agentId"] != "marlow" || l.body["entries"].([]any)[0].(map[string]any)["kind"] != "result" {
+		t.Errorf("agent.log of a merge = %s", l.raw)
+	}
 
 	f.emit(protocol.TeamFeedAdded{Header: protocol.Header{Type: protocol.TypeTeamFeedAdded}, Item: protocol.TeamFeedItem{FeedID: "f3",
 		Kind: protocol.FeedMessage, Text: "parseTags() is in src/tags.ts - you are unblocked once it merges.", AgentID: kitID, To: juniperID, At: 1790850095000}})
