@@ -341,6 +341,9 @@ func (s *Server) apply(msg protocol.Typed) []*repoRec {
 			if it.Kind == wire.FeedMessage && it.AgentID != "" {
 				out = append(out, wire.AgentSay{AgentID: it.AgentID, Text: it.Text, To: it.To, TS: it.TS})
 			}
+			if it.Kind == wire.FeedError {
+				out = append(out, wire.Notify{Level: wire.NotifyWarn, Text: it.Text, TS: it.TS})
+			}
 			if entry := s.m.feedLog(e.Item, it); entry != nil {
 				out = append(out, wire.AgentLog{AgentID: it.AgentID, Entries: []wire.LogEntry{*entry}})
 			}

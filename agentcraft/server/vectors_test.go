@@ -307,6 +307,13 @@ func TestServerVectors(t *testing.T) {
 		Kind: protocol.FeedMessage, Text: "parseTags() is in src/tags.ts - you are unblocked once it merges.", AgentID: kitID, To: juniperID, At: 1790850095000}})
 	sameValue(t, c.next("agent.say", nil))
 
+	// An error in the feed is a warning toast.
+	f.emit(protocol.TeamFeedAdded{Header: protocol.Header{Type: protocol.TypeTeamFeedAdded}, Item: protocol.TeamFeedItem{FeedID: "f4",
+		Kind: protocol.FeedError, Text: "beta blocked: the worker could not start", At: 1790850096000}})
+	if n := c.next("notify", nil); n.body["level"] != "warn" || n.body["text"] != "beta blocked: the worker could not start" {
+		t.Errorf("notify = %s", n.raw)
+	}
+
 	// goal.submit with an id: ack {re, ok, result: {goalId}}.
 	c.sendRaw(string(readVector(t, "goal.submit")))
 	sameValue(t, c.next("ack", nil))
