@@ -505,6 +505,9 @@ func (m *model) decisionEntity(d protocol.TeamDecision) wire.Decision {
 			out.AgentID = "lead"
 		}
 	}
+	if d.Kind == protocol.DecisionKindPermission {
+		out.Context = m.permissionContext(d)
+	}
 	if d.State == protocol.DecisionOpen && d.RefusedReason != "" {
 		line := wire.MergeRefused + d.RefusedReason
 		if !strings.HasSuffix(out.Context, line) {
@@ -526,6 +529,32 @@ func (m *model) decisionEntity(d protocol.TeamDecision) wire.Decision {
 		}
 	}
 	return out
+}
+
+// permissionContext is a permission decision's context as the dialect
+// wants it (docs/agentcraft.md §10.5): what it acts on, the cwd, and the
+// scope of "Always allow for this agent" — for bash, the command's form
+// (Shard persists a signature rule of the programs, subcommands and flags
+// when it can read the command, docs/protocol.md §9.5); for another tool,
+// that exact call again.
+func (m *model) permissionContext(d protocol.TeamDecision) string {
+	if strings.Contains(d.Context, wire.AlwaysAllowCovers) {
+		return d.Context
+	}
+	lines := []string{}
+	if d.Context != "" {
+		lines = append(lines, d.Context)
+	}
+	if t, ok := m.tasks[d.TaskID]; ok {
+		if cwd := firstNonEmpty(t.Worktree, m.workspaces[t.WorkspaceID].Cwd); cwd != "" {
+			lines = append(lines, "cwd: "+cwd)
+		}
+	}
+	scope := "this exact " + d.Tool + " call, with the same arguments"
+	if d.Tool == "bash" {
+		scope = "commands of the same form as this one (the same programs, subcommands and flags) when Shard can read it, else this exact command"
+	}
+	return strings.Join(append(lines, wire.AlwaysAllowCovers+scope), "\n")
 }
 
 // goalEntity builds the dialect's Goal.

@@ -118,3 +118,24 @@ func TestEventQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestPermissionContext: a permission decision's context ends with the
+// scope of "Always allow for this agent", after the cwd of its task.
+func TestPermissionContext(t *testing.T) {
+	m := newModel()
+	m.tasks["t1"] = protocol.TeamTask{TaskID: "t1", Worktree: "/wt/t1"}
+	d := protocol.TeamDecision{DecisionID: "d1", TaskID: "t1", Kind: protocol.DecisionKindPermission, Tool: "write", Context: "notes.txt",
+		Options: wire.PermissionOptions(), State: protocol.DecisionOpen}
+	want := "notes.txt\ncwd: /wt/t1\n" + wire.AlwaysAllowCovers + "this exact write call, with the same arguments"
+	if got := m.decisionEntity(d).Context; got != want {
+		t.Errorf("context = %q, want %q", got, want)
+	}
+	d.Tool, d.TaskID = "bash", ""
+	if got := m.decisionEntity(d).Context; !strings.HasPrefix(got, "notes.txt\n"+wire.AlwaysAllowCovers+"commands of the same form") {
+		t.Errorf("bash context = %q", got)
+	}
+	d.Context = "x\n" + wire.AlwaysAllowCovers + "what the team says"
+	if got := m.decisionEntity(d).Context; got != d.Context {
+		t.Errorf("a context with its line = %q, want it kept", got)
+	}
+}

@@ -201,6 +201,9 @@ func TestAgentCraftWholeGoal(t *testing.T) {
 			id := d.str("id")
 			switch d.str("kind") {
 			case "permission":
+				if !strings.Contains(d.str("context"), `"Always allow for this agent" covers: `) {
+					t.Errorf("permission context without its scope: %q", d.str("context"))
+				}
 				ac.send(map[string]any{"type": "decision.answer", "id": "p-" + id, "decisionId": id, "option": "Allow once"})
 			case "question":
 				ac.send(map[string]any{"type": "decision.answer", "id": "q-" + id, "decisionId": id, "option": 0, "text": "yes"})
