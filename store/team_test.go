@@ -540,3 +540,53 @@ func TestTeamBucketsMissingReadOnly(t *testing.T) {
 		t.Errorf("decision about a task of no goal: %v, want ErrInvalid", err)
 	}
 }
+
+// A goal created with a request id is created once: a repeat answers the
+// first goal and writes nothing; deleting the goal frees the id.
+func TestCreateGoalOnceByRequestID(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "shard.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first, created, err := s.CreateGoalOnce(Goal{Text: "a", Status: GoalPlanning, RequestID: "req-1"})
+	if err != nil || !created || first.RequestID != "req-1" {
+		t.Fatalf("first = %+v, %v, %v", first, created, err)
+	}
+	again, created, err := s.CreateGoalOnce(Goal{Text: "b", Status: GoalPlanning, RequestID: "req-1"})
+	if err != nil || created || again.GoalID != first.GoalID || again.Text != "a" {
+		t.Fatalf("repeat = %+v, %v, %v; want the first goal", again, created, err)
+	}
+	if gs, _ := s.ListGoals(); len(gs) != 1 {
+		t.Fatalf("goals = %+v, want one", gs)
+	}
+	other, created, err := s.CreateGoalOnce(Goal{Text: "c", Status: GoalPlanning})
+	if err != nil || !created || other.GoalID == first.GoalID {
+		t.Fatalf("without a request id = %+v, %v, %v", other, created, err)
+	}
+	if err := s.DeleteGoal(first.GoalID); err != nil {
+		t.Fatal(err)
+	}
+	fresh, created, err := s.CreateGoalOnce(Goal{Text: "d", Status: GoalPlanning, RequestID: "req-1"})
+	if err != nil || !created || fresh.GoalID == first.GoalID {
+		t.Fatalf("after the delete = %+v, %v, %v", fresh, created, err)
+	}
+}
+
+// AllMemory lists every scope's entries.
+func TestAllMemory(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "shard.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, m := range []MemoryEntry{{Scope: MemoryScopeShared, Key: "a", Body: "x"}, {Scope: "agent-1", Key: "b", Body: "y"}} {
+		if _, err := s.PutMemory(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.AllMemory()
+	if err != nil || len(all) != 2 {
+		t.Fatalf("all memory = %+v, %v", all, err)
+	}
+}

@@ -51,6 +51,31 @@ func (co *Coordinator) watchLead(lead string) {
 	co.watchers[lead] = w
 }
 
+// unwatchIdle stops the Watcher of lead once no open goal has it for lead:
+// an attached client keeps agent.remove from removing the agent, and a
+// lead without a goal asks the team nothing. Called off the mailbox (Close
+// waits for the Watcher to stop).
+func (co *Coordinator) unwatchIdle(lead string) {
+	if lead == "" {
+		return
+	}
+	// Checked under watchMu: a goal that takes the lead meanwhile records
+	// it before it calls watchLead, so either it is seen here or its
+	// watchLead comes after and starts a new Watcher.
+	co.watchMu.Lock()
+	gs, err := co.deps.Store.OpenGoals()
+	if err != nil || slices.ContainsFunc(gs, func(g store.Goal) bool { return g.LeadAgentID == lead }) {
+		co.watchMu.Unlock()
+		return
+	}
+	w := co.watchers[lead]
+	delete(co.watchers, lead)
+	co.watchMu.Unlock()
+	if w != nil {
+		w.Close()
+	}
+}
+
 // watcher returns the Watcher of lead, nil when none runs.
 func (co *Coordinator) watcher(lead string) *attend.Watcher {
 	co.watchMu.Lock()

@@ -50,8 +50,12 @@ func (co *Coordinator) refreshCost(ctx context.Context, goalID string) {
 	cost := 0.0
 	for _, id := range agents {
 		var st protocol.AgentListData
-		if err := co.deps.Link.Call(ctx, &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: id}}, &st); err != nil || len(st.Agents) != 1 {
-			continue
+		err := co.deps.Link.Call(ctx, &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: id}}, &st)
+		if protocol.CodeOf(err) == protocol.CodeNotFound {
+			continue // removed: what it spent is not known any more
+		}
+		if err != nil || len(st.Agents) != 1 {
+			return // unknown now (the daemon stops): the recorded cost stays
 		}
 		if u := st.Agents[0].Usage; u != nil {
 			cost += u.Cost

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,6 +95,10 @@ func (co *Coordinator) submit(ctx context.Context, m *protocol.TeamGoalSubmit) (
 	}
 	if cwd == "" {
 		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "cwd: required (no team.repo is configured)")
+	}
+	if !filepath.IsAbs(cwd) {
+		// The daemon has no meaningful cwd to resolve it against.
+		return nil, protocol.Errorf(protocol.CodeInvalidRequest, "cwd: must be an absolute path")
 	}
 	repo, err := co.deps.Git.Inspect(ctx, cwd)
 	if err != nil {
@@ -204,6 +209,7 @@ func (co *Coordinator) goalCancel(ctx context.Context, m *protocol.TeamGoalCance
 	}
 	co.cancelDecisions(g.GoalID, "")
 	co.feed(store.FeedItem{GoalID: g.GoalID, Kind: store.FeedGoal, Text: "goal cancelled"})
+	co.unwatchIdle(g.LeadAgentID)
 	return protocol.TeamGoalData{Goal: goalView(g)}, nil
 }
 
@@ -289,6 +295,9 @@ func (co *Coordinator) taskAction(ctx context.Context, m *protocol.TeamTaskActio
 		}
 		fn = func(t *store.Task) error { t.Priority = p; return nil }
 	case protocol.TaskActionReassign:
+		if co.deps.Link != nil && !co.agentExists(ctx, m.Arg) {
+			return nil, protocol.Errorf(protocol.CodeNotFound, "arg: no agent %s", m.Arg)
+		}
 		fn = func(t *store.Task) error {
 			if t.State == store.TaskDoing || t.State == store.TaskReview {
 				return fmt.Errorf("%w: task %s is %s; reassign it once it is not", store.ErrConflict, t.TaskID, t.State)
@@ -533,5 +542,6 @@ func (co *Coordinator) refreshGoal(goalID string) {
 	co.emit(goalEvent(g))
 	if finished {
 		co.feed(store.FeedItem{GoalID: goalID, Kind: store.FeedGoal, Text: "goal done"})
+		co.unwatchIdle(g.LeadAgentID)
 	}
 }

@@ -86,6 +86,9 @@ type Coordinator struct {
 	// gen numbers the followers, so that the end of an old one never
 	// forgets a newer one of the same task.
 	gen uint64
+	// refollow holds the tasks doing again (Request changes) while their
+	// last follower was still finishing: each is followed once it ends.
+	refollow map[string]bool
 	// scheduling: a scheduling pass is in flight; again: another was
 	// asked for meanwhile.
 	scheduling, again bool
@@ -126,7 +129,7 @@ func Props(deps Deps) *actor.Props {
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		life, stop := context.WithCancel(context.Background())
-		return &Coordinator{deps: deps, life: life, stop: stop, following: map[string]uint64{},
+		return &Coordinator{deps: deps, life: life, stop: stop, following: map[string]uint64{}, refollow: map[string]bool{},
 			requests: map[string]chan struct{}{}, watchers: map[string]*attend.Watcher{}}
 	}, actor.WithSupervisor(supervisor.StopOnFailure()))
 }
@@ -149,10 +152,20 @@ func (co *Coordinator) Receive(c actor.Context) {
 	case *picked:
 		co.onPicked(c, m)
 	case *followTask:
+		if _, busy := co.following[m.taskID]; busy {
+			// Its last follower is finishing (it reviewed the run that
+			// ended); the new run is followed once it has.
+			co.refollow[m.taskID] = true
+			return
+		}
 		co.follow(c, m.taskID)
 	case *followEnded:
 		if co.following[m.taskID] == m.gen {
 			delete(co.following, m.taskID)
+			if co.refollow[m.taskID] {
+				delete(co.refollow, m.taskID)
+				co.follow(c, m.taskID)
+			}
 		}
 		co.schedule(c)
 	case *recovered:

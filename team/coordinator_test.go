@@ -77,7 +77,7 @@ func (f *fakeLink) Call(ctx context.Context, cmd protocol.Typed, data any) error
 	return nil
 }
 
-func (f *fakeLink) Prompt(context.Context, string, string) error { return nil }
+func (f *fakeLink) Prompt(context.Context, string, string, string) error { return nil }
 
 // text is the task text run was created with.
 func (f *fakeLink) text(run string) string {

@@ -229,6 +229,9 @@ func (co *Coordinator) message(ctx context.Context, m *protocol.TeamMessage) (an
 			}
 		}
 	}
+	if kind == store.FeedMessage && co.deps.Link != nil && !co.agentExists(ctx, to) {
+		return nil, protocol.Errorf(protocol.CodeNotFound, "to: no agent %s", to)
+	}
 	item, err := co.deps.Store.AppendFeed(store.FeedItem{GoalID: g.GoalID, Kind: kind, AgentID: m.FromAgentID, To: to, Text: m.Text})
 	if err != nil {
 		return nil, err
@@ -282,5 +285,5 @@ func (co *Coordinator) deliver(ctx context.Context, g store.Goal, to, text strin
 			}
 		}
 	}
-	return co.deps.Link.Prompt(ctx, to, text)
+	return co.deps.Link.Prompt(ctx, to, text, "")
 }

@@ -20,8 +20,10 @@ type Link interface {
 	Call(ctx context.Context, cmd protocol.Typed, data any) error
 	// Prompt gives agentID a prompt as an interactive client of it
 	// (attach, prompt with streaming_behavior follow_up, detach): a prompt
-	// needs an attachment (docs/protocol.md §6.1).
-	Prompt(ctx context.Context, agentID, text string) error
+	// needs an attachment (docs/protocol.md §6.1). A non-empty dedupeKey
+	// makes a repeat of the same prompt (after a restart) acknowledged
+	// without being delivered twice.
+	Prompt(ctx context.Context, agentID, text, dedupeKey string) error
 }
 
 // SocketLink is the Link over the daemon's own unix socket: one short
@@ -40,14 +42,14 @@ func (l SocketLink) Call(ctx context.Context, cmd protocol.Typed, data any) erro
 }
 
 // Prompt implements Link.
-func (l SocketLink) Prompt(ctx context.Context, agentID, text string) error {
+func (l SocketLink) Prompt(ctx context.Context, agentID, text, dedupeKey string) error {
 	return l.with(ctx, func(conn *client.Conn) error {
 		att := &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: agentID}}
 		if err := conn.Call(ctx, att, nil); err != nil {
 			return err
 		}
 		p := &protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, AgentID: agentID}, Message: text,
-			StreamingBehavior: protocol.BehaviorFollowUp}
+			StreamingBehavior: protocol.BehaviorFollowUp, DedupeKey: dedupeKey}
 		return conn.Call(ctx, p, nil)
 	})
 }

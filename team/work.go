@@ -51,7 +51,7 @@ func (co *Coordinator) startLead(g store.Goal, spec leadSpec) {
 			co.feed(store.FeedItem{GoalID: g.GoalID, Kind: store.FeedError, Text: "the lead could not start: " + protocol.AsError(err).Message})
 			return
 		}
-		if err := co.deps.Link.Prompt(ctx, lead, plan.GoalPrompt(g.GoalID, g.Text)); err != nil {
+		if err := co.deps.Link.Prompt(ctx, lead, plan.GoalPrompt(g.GoalID, g.Text), "team-goal:"+g.GoalID); err != nil {
 			co.deps.Logger.Warn("team: prompt the lead", "goal", g.GoalID, "err", err)
 			co.feed(store.FeedItem{GoalID: g.GoalID, Kind: store.FeedError, AgentID: lead, Text: "the goal could not be given to the lead: " + protocol.AsError(err).Message})
 			return
@@ -314,6 +314,15 @@ func (co *Coordinator) startWorker(ctx context.Context, g store.Goal, t store.Ta
 		co.block(t, "the worker could not start: "+protocol.AsError(err).Message)
 		return t, false
 	}
+	// The workspace's branch and worktree are recorded with the job (the
+	// worktree is made when the run starts): the card shows them at once.
+	var ws protocol.WorkspaceStatusData
+	if workspaceID != "" {
+		if err := co.deps.Link.Call(ctx, &protocol.WorkspaceStatus{Header: protocol.Header{Type: protocol.TypeWorkspaceStatus},
+			WorkspaceID: workspaceID}, &ws); err != nil {
+			co.deps.Logger.Debug("team: read a worker's workspace", "workspace", workspaceID, "err", err)
+		}
+	}
 	t2, ok := co.setTask(t.TaskID, func(x *store.Task) error {
 		if x.State != store.TaskTodo {
 			return errUnchanged
@@ -322,6 +331,9 @@ func (co *Coordinator) startWorker(ctx context.Context, g store.Goal, t store.Ta
 		x.JobID, x.RunID, x.Assignee = jobID, runID, agentID
 		if workspaceID != "" {
 			x.WorkspaceID = workspaceID
+		}
+		if w := ws.Workspace; w.WorkspaceID == workspaceID && workspaceID != "" {
+			x.Branch, x.Worktree = cmp.Or(w.Branch, x.Branch), cmp.Or(w.Cwd, x.Worktree)
 		}
 		x.CI = nil
 		return nil
@@ -574,7 +586,10 @@ func (co *Coordinator) recover(c actor.Context) {
 					co.recoverReview(t)
 				}
 			}
-			if g.Status == store.GoalPlanning && g.LeadAgentID == "" && co.deps.Link != nil {
+			if g.Status == store.GoalPlanning && len(ts) == 0 && co.deps.Link != nil {
+				// A goal the crash caught before its plan: its lead is
+				// started and prompted again (the prompt's dedupe key
+				// keeps a lead that had it from getting it twice).
 				co.startLead(g, leadSpec{})
 			}
 			co.watchLead(g.LeadAgentID)
