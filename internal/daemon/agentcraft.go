@@ -64,3 +64,12 @@ func (d *Daemon) AgentCraftAddr() string {
 	}
 	return d.acraft.Addr()
 }
+
+// agentCraftURL is the endpoint's ws:// URL for daemon.json, "" when it
+// is not serving.
+func (d *Daemon) agentCraftURL() string {
+	if addr := d.AgentCraftAddr(); addr != "" {
+		return "ws://" + addr
+	}
+	return ""
+}

@@ -707,7 +707,7 @@ const (
 func (d *Daemon) writeDiscovery() error {
 	b, err := json.Marshal(discovery{
 		PID: os.Getpid(), Version: d.opts.Version, ProtocolVersion: protocol.Version,
-		WebURL: d.WebURL(), Socket: d.cfg.SocketPath(),
+		WebURL: d.WebURL(), Socket: d.cfg.SocketPath(), AgentCraftURL: d.agentCraftURL(),
 	})
 	if err != nil {
 		return err
