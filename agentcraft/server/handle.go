@@ -186,6 +186,7 @@ func (s *Server) agentAction(m wire.AgentActionMsg) error {
 	a := s.m.agent(shardID)
 	lead := s.m.leads()[shardID]
 	task := s.m.currentTask(shardID)
+	wasPaused, wasStopped := a.paused, a.stopped
 	switch m.Action {
 	case wire.AgentPause:
 		a.paused = true
@@ -199,9 +200,19 @@ func (s *Server) agentAction(m wire.AgentActionMsg) error {
 	s.broadcastLocked(s.changedLocked()...)
 	s.mu.Unlock()
 
+	// A pause or stop the daemon refused takes its mark back.
+	undo := func(err error) error {
+		if err != nil {
+			s.mu.Lock()
+			a.paused, a.stopped = wasPaused, wasStopped
+			s.broadcastLocked(s.changedLocked()...)
+			s.mu.Unlock()
+		}
+		return err
+	}
 	switch m.Action {
 	case wire.AgentPause:
-		return s.drive(shardID, &protocol.Abort{Header: protocol.Header{Type: protocol.TypeAbort, AgentID: shardID}})
+		return undo(s.drive(shardID, &protocol.Abort{Header: protocol.Header{Type: protocol.TypeAbort, AgentID: shardID}}))
 	case wire.AgentResume:
 		if !lead && task != nil && task.State == protocol.TaskBlocked {
 			return s.request(&protocol.TeamTaskAction{Header: protocol.Header{Type: protocol.TypeTeamTaskAction}, TaskID: task.TaskID, Action: protocol.TaskActionRetry}, nil)
@@ -212,7 +223,7 @@ func (s *Server) agentAction(m wire.AgentActionMsg) error {
 		}
 		return nil
 	case wire.AgentStop:
-		return s.request(&protocol.AgentTerminate{Header: protocol.Header{Type: protocol.TypeAgentTerminate, AgentID: shardID}}, nil)
+		return undo(s.request(&protocol.AgentTerminate{Header: protocol.Header{Type: protocol.TypeAgentTerminate, AgentID: shardID}}, nil))
 	case wire.AgentSpawn:
 		if m.Arg != "" {
 			return s.request(&protocol.TeamTaskAction{Header: protocol.Header{Type: protocol.TypeTeamTaskAction}, TaskID: m.Arg, Action: protocol.TaskActionReassign, Arg: shardID}, nil)

@@ -481,3 +481,32 @@ func TestErrorEchoBound(t *testing.T) {
 		t.Errorf("error message = %q", msg)
 	}
 }
+
+// TestStopRefused: a stop the daemon refuses takes its mark back: the
+// agent is on shift again, and the client gets error and a failed ack.
+func TestStopRefused(t *testing.T) {
+	repo := gitRepo(t, "demo-app")
+	f := newFakeDaemon(t)
+	exampleWorld(f, repo)
+	f.answer = func(cmd protocol.Command) (any, error) {
+		if _, ok := cmd.(*protocol.AgentTerminate); ok {
+			return nil, protocol.Errorf(protocol.CodeConflict, "busy")
+		}
+		return nil, nil
+	}
+	s := startServer(t, f, nil)
+	c := dialWS(t, s.Addr())
+	c.hello()
+	c.send(map[string]any{"v": 1, "type": "agent.action", "id": "s", "agentId": "kit", "action": "stop"})
+	isKit := func(f frame) bool { return f.body["agent"].(map[string]any)["id"] == "kit" }
+	if u := c.next("agent.upsert", isKit); u.body["agent"].(map[string]any)["active"] != false {
+		t.Errorf("stopping kit = %s", u.raw)
+	}
+	if u := c.next("agent.upsert", isKit); u.body["agent"].(map[string]any)["active"] != true {
+		t.Errorf("after the refusal kit = %s", u.raw)
+	}
+	c.next("error", nil)
+	if a := c.ackOf("s"); a.body["ok"] != false {
+		t.Errorf("ack = %s", a.raw)
+	}
+}
