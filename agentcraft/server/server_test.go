@@ -488,12 +488,14 @@ func TestStopRefused(t *testing.T) {
 	repo := gitRepo(t, "demo-app")
 	f := newFakeDaemon(t)
 	exampleWorld(f, repo)
+	f.mu.Lock()
 	f.answer = func(cmd protocol.Command) (any, error) {
 		if _, ok := cmd.(*protocol.AgentTerminate); ok {
 			return nil, protocol.Errorf(protocol.CodeConflict, "busy")
 		}
 		return nil, nil
 	}
+	f.mu.Unlock()
 	s := startServer(t, f, nil)
 	c := dialWS(t, s.Addr())
 	c.hello()
