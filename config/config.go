@@ -40,6 +40,7 @@ type Config struct {
 	Jobs       JobsConfig       `mapstructure:"jobs"`       // jobs.*: subagent jobs
 	Compaction CompactionConfig `mapstructure:"compaction"` // compaction.*: runtime context compaction
 	Workspaces WorkspacesConfig `mapstructure:"workspaces"` // workspaces.*: git-worktree workspaces
+	AgentCraft AgentCraftConfig `mapstructure:"agentcraft"` // agentcraft.*: the AgentCraft v1 endpoint
 	Team       TeamConfig       `mapstructure:"team"`       // team.*: teams (docs/protocol.md §10.4)
 	// Runtimes are the runtime profiles by name (the config file's
 	// `runtimes:` mapping); the "shard" profile (the reference
@@ -65,6 +66,21 @@ type WorkspacesConfig struct {
 	// spaces, no shell, like runtime.command); a failure rolls the create
 	// back. Default "": none.
 	SetupCommand string `mapstructure:"setup_command"`
+}
+
+// AgentCraftConfig configures the AgentCraft v1 endpoint (docs/agentcraft.md
+// §1, §10): a WebSocket server on loopback for the clients that speak that
+// dialect.
+type AgentCraftConfig struct {
+	// Enabled serves the endpoint. Default false: off unless enabled.
+	Enabled bool `mapstructure:"enabled"`
+	// Listen is the endpoint's host:port. Default "127.0.0.1:7878" (the
+	// dialect's). A non-loopback host needs AllowNonLoopback.
+	Listen string `mapstructure:"listen"`
+	// AllowNonLoopback lets Listen name a non-loopback address (a
+	// container's interface behind a port forward, say). Default false.
+	// Requests whose Host is not a loopback name are refused either way.
+	AllowNonLoopback bool `mapstructure:"allow_non_loopback"`
 }
 
 // TeamConfig configures teams (docs/protocol.md §10.4): where goals run,
@@ -404,6 +420,7 @@ func Default(home string) *Config {
 		Team:       TeamConfig{MaxWorkers: 3, CITimeout: 10 * time.Minute},
 		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10, SchedIdle: true},
 		Compaction: CompactionConfig{Enabled: true},
+		AgentCraft: AgentCraftConfig{Listen: "127.0.0.1:7878"},
 	}
 	if home != "" {
 		c.ConfigFile = filepath.Join(home, "config.yaml")

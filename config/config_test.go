@@ -41,6 +41,7 @@ var briefKeys = []string{
 	"workspaces.root",
 	"workspaces.copy_files",
 	"workspaces.setup_command",
+	"agentcraft.enabled", "agentcraft.listen", "agentcraft.allow_non_loopback",
 	"team.repo", "team.max_workers", "team.ci_command", "team.ci_timeout",
 }
 
@@ -100,6 +101,7 @@ func TestDefault(t *testing.T) {
 		Sim:        SimConfig{ContextWindow: 200000},
 		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10, SchedIdle: true},
 		Compaction: CompactionConfig{Enabled: true},
+		AgentCraft: AgentCraftConfig{Listen: "127.0.0.1:7878"},
 		Team:       TeamConfig{MaxWorkers: 3, CITimeout: 10 * time.Minute},
 		Runtimes:   map[string]RuntimeProfile{DefaultRuntime: {Kind: KindShard}},
 	}
@@ -231,6 +233,8 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return "false"
 	case "log.backups":
 		return "5"
+	case "agentcraft.listen":
+		return "127.0.0.1:7979"
 	}
 	switch s.field(&Config{}).(type) {
 	case *string:
@@ -769,5 +773,33 @@ func TestLogRotationSettings(t *testing.T) {
 	}
 	if _, err := f.load(t, nil, []string{"SHARD_LOG_MAX_BYTES=512"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "log.max_bytes") {
 		t.Fatalf("max_bytes 512: err = %v, want an invalid log.max_bytes", err)
+	}
+}
+
+// TestAgentCraftListen: agentcraft.listen must be loopback unless
+// agentcraft.allow_non_loopback.
+func TestAgentCraftListen(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		allow  bool
+		ok     bool
+	}{
+		{"127.0.0.1:7878", false, true},
+		{"localhost:0", false, true},
+		{"[::1]:7878", false, true},
+		{"0.0.0.0:7878", false, false},
+		{"192.168.1.2:7878", false, false},
+		{"0.0.0.0:7878", true, true},
+		{"no-port", true, false},
+	} {
+		c := Default("/h")
+		c.AgentCraft.Listen, c.AgentCraft.AllowNonLoopback = tc.listen, tc.allow
+		err := c.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("listen %q allow %v: %v", tc.listen, tc.allow, err)
+		}
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Errorf("listen %q: %v, want ErrInvalid", tc.listen, err)
+		}
 	}
 }

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -149,6 +151,15 @@ func settings() []setting {
 			usage: `command run in every new worktree, split on spaces, no shell; a failure rolls the create back (default "": none)`,
 			field: func(c *Config) any { return &c.Workspaces.SetupCommand }},
 
+		{key: "agentcraft.enabled",
+			usage: "serve the AgentCraft v1 dialect on a WebSocket endpoint (default false)",
+			field: func(c *Config) any { return &c.AgentCraft.Enabled }},
+		{key: "agentcraft.listen",
+			usage: "the AgentCraft v1 endpoint's host:port; a loopback address unless agentcraft.allow_non_loopback",
+			field: func(c *Config) any { return &c.AgentCraft.Listen }, check: hostPort},
+		{key: "agentcraft.allow_non_loopback",
+			usage: "let agentcraft.listen name a non-loopback address; Host headers must still be loopback names (default false)",
+			field: func(c *Config) any { return &c.AgentCraft.AllowNonLoopback }},
 		{key: "team.repo",
 			usage: `main checkout a team goal submitted without a cwd works in (default "": a goal names its cwd)`,
 			field: func(c *Config) any { return &c.Team.Repo }, check: absoluteOrEmpty},
@@ -360,6 +371,9 @@ func (c *Config) Validate() error {
 	if err := c.validateProviders(); err != nil {
 		return err
 	}
+	if err := c.validateAgentCraft(); err != nil {
+		return err
+	}
 	return c.validateWeb()
 }
 
@@ -494,4 +508,36 @@ func relativeList(v any) string {
 		}
 	}
 	return ""
+}
+
+// hostPort accepts host:port with a port number.
+func hostPort(v any) string {
+	host, port, err := net.SplitHostPort(v.(string))
+	if err != nil {
+		return fmt.Sprintf("%q is not host:port", v)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Sprintf("%q has no port number", v)
+	}
+	_ = host
+	return ""
+}
+
+// validateAgentCraft refuses an agentcraft.listen that is not a loopback
+// address (127.0.0.0/8, ::1, localhost) unless agentcraft.allow_non_loopback.
+func (c *Config) validateAgentCraft() error {
+	if c.AgentCraft.AllowNonLoopback {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(c.AgentCraft.Listen)
+	if err != nil {
+		return nil // hostPort reported it
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if a, err := netip.ParseAddr(host); err == nil && a.IsLoopback() {
+		return nil
+	}
+	return invalid("agentcraft.listen", "", fmt.Sprintf("%q is not a loopback address; set agentcraft.allow_non_loopback to serve the AgentCraft endpoint beyond this machine", c.AgentCraft.Listen))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/actors/proc"
 	"github.com/shard-dev/shard/actors/registry"
+	acserver "github.com/shard-dev/shard/agentcraft/server"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/gateway"
 	"github.com/shard-dev/shard/internal/clock"
@@ -103,6 +104,9 @@ type Daemon struct {
 	logs *logfile.Mux
 	hub  *outbox.Hub
 	gw   *gateway.Gateway
+	// acraft serves the AgentCraft v1 dialect when agentcraft.enabled
+	// (nil otherwise): a client of the daemon's own socket.
+	acraft *acserver.Server
 
 	// commits and forks are the bursts of one sparep.Lender: the store's
 	// group commits and the fork gate's starts, which park Ps in system
@@ -427,6 +431,9 @@ func (d *Daemon) Start() error {
 		d.log.Warn("web: insecure remote mode: plaintext HTTP reaches the network, so session cookies and tickets can be read on the way; use only on a trusted network, a VPN or an SSH tunnel",
 			"public_host", cfg.Web.PublicHost)
 	}
+	if cfg.AgentCraft.Enabled {
+		d.startAgentCraft()
+	}
 	if err := d.writeDiscovery(); err != nil {
 		d.log.Warn("write discovery file", "err", err)
 	}
@@ -530,6 +537,10 @@ func (d *Daemon) Shutdown(force bool) {
 		}
 		if d.gw != nil {
 			d.gw.StopAccepting()
+		}
+		if d.acraft != nil {
+			// Its clients go first: it is a client of the gateway itself.
+			_ = d.acraft.Close()
 		}
 		if d.registry != nil {
 			d.stopTeam(d.cfg.Shutdown.Timeout)
@@ -696,7 +707,7 @@ const (
 func (d *Daemon) writeDiscovery() error {
 	b, err := json.Marshal(discovery{
 		PID: os.Getpid(), Version: d.opts.Version, ProtocolVersion: protocol.Version,
-		WebURL: d.WebURL(), Socket: d.cfg.SocketPath(),
+		WebURL: d.WebURL(), Socket: d.cfg.SocketPath(), AgentCraftURL: d.agentCraftURL(),
 	})
 	if err != nil {
 		return err

@@ -23,6 +23,9 @@ type discovery struct {
 	ProtocolVersion string `json:"protocol_version"`
 	WebURL          string `json:"web_url"`
 	Socket          string `json:"socket,omitempty"`
+	// AgentCraftURL is the AgentCraft v1 endpoint's ws:// URL while it
+	// serves (docs/agentcraft.md §10.1).
+	AgentCraftURL string `json:"agentcraft_url,omitempty"`
 }
 
 // readDiscovery reads and decodes a discovery file.

@@ -65,6 +65,13 @@ func rules() []rule {
 		notLink: []string{"...", "github.com/asynkron/protoactor-go/...", "go.etcd.io/bbolt/...", "github.com/spf13/viper/..."},
 		except:  []string{"agentcraft/wire"},
 	}, {
+		// The AgentCraft v1 endpoint is a translator: a client of the
+		// daemon's wire protocol serving the dialect, so that it holds no
+		// authority of its own and could run outside shardd.
+		name:    "agentcraft/server links no daemon code",
+		pkgs:    []string{"agentcraft/server"},
+		notLink: daemonCode,
+	}, {
 		// The sim lead's goal grammar is pure text to plan: the team
 		// coordinator that will use it depends on it, not the other way
 		// round, and it can be fuzzed alone.
