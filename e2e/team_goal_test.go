@@ -236,7 +236,8 @@ func TestTeamGoalFromSubmissionToDone(t *testing.T) {
 	goalText := "Three files, the third after the first two.\n\n" +
 		"- alpha: " + simWrite("alpha.txt", "alpha\n") + "\n" +
 		"- beta: " + simWrite("beta.txt", "beta\n") + "\n" +
-		"- gamma: " + simWrite("gamma.txt", "gamma\n") + " (after 1, 2)\n"
+		"- gamma: " + simWrite("gamma.txt", "gamma\n") + " (after 1, 2)\n" +
+		"  " + simWrite("README", "hello, gamma\n") + "\n"
 	var sub protocol.TeamGoalData
 	call(t, b.c, &protocol.TeamGoalSubmit{Header: protocol.Header{Type: protocol.TypeTeamGoalSubmit}, Text: goalText, Cwd: repo}, &sub)
 	b.track(sub.Goal.GoalID)
@@ -275,7 +276,7 @@ func TestTeamGoalFromSubmissionToDone(t *testing.T) {
 	var ans protocol.TeamDecisionData
 	call(t, b.c, &protocol.TeamDecisionAnswer{Header: protocol.Header{Type: protocol.TypeTeamDecisionAnswer}, DecisionID: ma.DecisionID,
 		Option: protocol.OptionRequestChanges, Text: simWrite("alpha.txt", "alpha, revised\n")}, &ans)
-	if ans.Decision.State != protocol.DecisionAnswered || ans.Decision.Answer == nil || ans.Decision.Answer.Option != protocol.OptionRequestChanges {
+	if ans.Decision.State != protocol.DecisionAnswered || ans.Decision.Answer == nil || ans.Decision.Answer.Option != protocol.OptionRequestChanges || ans.Decision.Answer.At == 0 {
 		t.Fatalf("Request changes answered %+v", ans.Decision)
 	}
 	v = b.await("alpha's revision asking permission", nil, func(v view) bool {
@@ -314,6 +315,9 @@ func TestTeamGoalFromSubmissionToDone(t *testing.T) {
 		_, ok := v.open(protocol.DecisionKindMerge, "alpha")
 		return ok
 	})
+	if again := v.byTitle["alpha"]; again.Revision <= alpha.Revision || again.CreatedAt != alpha.CreatedAt || again.CreatedAt == 0 {
+		t.Fatalf("alpha's revision %d → %d, created_at %d → %d: a card changes revision, never creation time", alpha.Revision, again.Revision, alpha.CreatedAt, again.CreatedAt)
+	}
 	if v.byTitle["alpha"].Worktree != alpha.Worktree || v.byTitle["alpha"].Branch != alpha.Branch {
 		t.Fatalf("the retry moved alpha to %s (%s), want its own worktree %s", v.byTitle["alpha"].Worktree, v.byTitle["alpha"].Branch, alpha.Worktree)
 	}
@@ -339,6 +343,9 @@ func TestTeamGoalFromSubmissionToDone(t *testing.T) {
 			t.Errorf("gamma's worktree lacks %s: it did not branch after the merges", f)
 		}
 	}
+	if g := v.byTitle["gamma"].Diff; g == nil || g.Files != 2 || g.Additions != 2 || g.Deletions != 1 {
+		t.Fatalf("gamma's diff stat = %+v, want 2 files, +2 -1", g)
+	}
 	mg, _ := v.open(protocol.DecisionKindMerge, "gamma")
 	d.mustCtl("", "team", "answer", mg.DecisionID, "1")
 	v = b2.await("the goal done", nil, func(v view) bool { return v.goal.Status == protocol.GoalDone })
@@ -353,7 +360,7 @@ func TestTeamGoalFromSubmissionToDone(t *testing.T) {
 
 	// The main checkout holds all three changes, clean; every worktree is
 	// retired and gone.
-	for f, want := range map[string]string{"alpha.txt": "alpha\n", "beta.txt": "beta\n", "gamma.txt": "gamma\n"} {
+	for f, want := range map[string]string{"alpha.txt": "alpha\n", "beta.txt": "beta\n", "gamma.txt": "gamma\n", "README": "hello, gamma\n"} {
 		if got := readFile(t, filepath.Join(repo, f)); got != want {
 			t.Errorf("%s in the main checkout = %q, want %q", f, got, want)
 		}
