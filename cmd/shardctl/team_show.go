@@ -237,8 +237,10 @@ func (v boardView) writeDecisions(w io.Writer, tasks []protocol.TeamTask, ds []p
 	}
 	fmt.Fprintf(w, "%s (%d)\n", v.p.paint(sgrYellow, title), len(shown))
 	num := map[string]int{}
+	workspace := map[string]string{}
 	for i, t := range tasks {
 		num[t.TaskID] = i + 1
+		workspace[t.TaskID] = t.WorkspaceID
 	}
 	var all []string
 	for _, d := range ds {
@@ -255,6 +257,9 @@ func (v boardView) writeDecisions(w io.Writer, tasks []protocol.TeamTask, ds []p
 		}
 		fmt.Fprintf(w, "  %s  %s  %s\n", idf.id(d.DecisionID), what, v.clock.ago(d.CreatedAt))
 		writeDecisionBody(w, d, v.p, "    ")
+		if ws := workspace[d.TaskID]; d.Kind == protocol.DecisionKindMerge && d.State == protocol.DecisionOpen && ws != "" {
+			fmt.Fprintln(w, "    "+v.p.dim("the change: shardctl ws diff "+ws))
+		}
 	}
 	return nil
 }
