@@ -40,7 +40,8 @@ BLOCKED (CANCELLED only with --all) — each with its number on the board
 numbers), assignee (the worker), branch, diff stat (+additions −deletions,
 files) and CI result, and a note (why it is blocked, or its summary); then
 the goal's open decisions with their options numbered as "shardctl team
-answer" takes them (--all: every decision, with its answer).
+answer" takes them, an open merge decision with the "shardctl ws diff" that
+shows its change (--all: every decision, with its answer).
 -o json|yaml prints {"goal", "tasks", "decisions"} whole.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
