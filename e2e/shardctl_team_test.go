@@ -186,6 +186,16 @@ func TestShardctlTeamGoalToMerge(t *testing.T) {
 			t.Errorf("team show lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	// The change under review, as the board points to it.
+	var board protocol.TeamGoalShowData
+	decode(t, d.mustCtl("", "team", "show", goal, "-o", "json"), &board)
+	ws := board.Tasks[0].WorkspaceID
+	if !strings.Contains(r.stdout, "the change: shardctl ws diff "+ws) {
+		t.Errorf("team show does not point to the change:\n%s", r.stdout)
+	}
+	if r := d.mustCtl("", "ws", "diff", ws); !strings.Contains(r.stdout, "+first") {
+		t.Errorf("ws diff of the task's workspace:\n%s", r.stdout)
+	}
 	r = d.mustCtl("", "team", "decisions")
 	if !strings.Contains(r.stdout, first.DecisionID[:len("decision-")+12]) || !strings.Contains(r.stdout, "1) Merge, 2) Request changes, 3) Reject") {
 		t.Errorf("team decisions:\n%s", r.stdout)

@@ -60,7 +60,7 @@ func sampleTeam() *teamState {
 			{TaskID: taskT(1), GoalID: goalA, Title: "Add a version constant", State: protocol.TaskDone, Deps: []string{}, Assignee: "agent-w1",
 				Branch: "team/version-const", Diff: &protocol.TeamDiffStats{Files: 1, Additions: 3, Ahead: 1}, CI: protocol.TeamCI{Status: protocol.CIPass}, Summary: "added version.go", CreatedAt: at(9 * time.Minute)},
 			{TaskID: taskT(2), GoalID: goalA, Title: "Wire the --version flag", State: protocol.TaskReview, Deps: []string{taskT(1)}, Assignee: "agent-w2",
-				Branch: "team/version-flag", Diff: &protocol.TeamDiffStats{Files: 2, Additions: 12, Deletions: 2, Ahead: 2}, CI: protocol.TeamCI{Status: protocol.CIFail, Summary: "FAIL TestVersion"}, CreatedAt: at(9 * time.Minute)},
+				Branch: "team/version-flag", WorkspaceID: "workspace-01hgm7x2a0w2", Diff: &protocol.TeamDiffStats{Files: 2, Additions: 12, Deletions: 2, Ahead: 2}, CI: protocol.TeamCI{Status: protocol.CIFail, Summary: "FAIL TestVersion"}, CreatedAt: at(9 * time.Minute)},
 			{TaskID: taskT(3), GoalID: goalA, Title: "Document the flag", State: protocol.TaskDoing, Deps: []string{taskT(1)}, Assignee: "agent-w3",
 				Branch: "team/version-docs", CI: protocol.TeamCI{Status: protocol.CIUnknown}, CreatedAt: at(9 * time.Minute)},
 			{TaskID: taskT(4), GoalID: goalA, Title: "Release notes", State: protocol.TaskTodo, Priority: 2, Deps: []string{taskT(2), taskT(3)}, CI: protocol.TeamCI{Status: protocol.CIUnknown}, CreatedAt: at(9 * time.Minute)},

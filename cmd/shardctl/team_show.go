@@ -40,7 +40,8 @@ BLOCKED (CANCELLED only with --all) — each with its number on the board
 numbers), assignee (the worker), branch, diff stat (+additions −deletions,
 files) and CI result, and a note (why it is blocked, or its summary); then
 the goal's open decisions with their options numbered as "shardctl team
-answer" takes them (--all: every decision, with its answer).
+answer" takes them, an open merge decision with the "shardctl ws diff" that
+shows its change (--all: every decision, with its answer).
 -o json|yaml prints {"goal", "tasks", "decisions"} whole.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -237,8 +238,10 @@ func (v boardView) writeDecisions(w io.Writer, tasks []protocol.TeamTask, ds []p
 	}
 	fmt.Fprintf(w, "%s (%d)\n", v.p.paint(sgrYellow, title), len(shown))
 	num := map[string]int{}
+	workspace := map[string]string{}
 	for i, t := range tasks {
 		num[t.TaskID] = i + 1
+		workspace[t.TaskID] = t.WorkspaceID
 	}
 	var all []string
 	for _, d := range ds {
@@ -255,6 +258,9 @@ func (v boardView) writeDecisions(w io.Writer, tasks []protocol.TeamTask, ds []p
 		}
 		fmt.Fprintf(w, "  %s  %s  %s\n", idf.id(d.DecisionID), what, v.clock.ago(d.CreatedAt))
 		writeDecisionBody(w, d, v.p, "    ")
+		if ws := workspace[d.TaskID]; d.Kind == protocol.DecisionKindMerge && d.State == protocol.DecisionOpen && ws != "" {
+			fmt.Fprintln(w, "    "+v.p.dim("the change: shardctl ws diff "+ws))
+		}
 	}
 	return nil
 }
