@@ -108,14 +108,14 @@ func (s *Store) Feed(goalID, before string, limit int) (items []FeedItem, next s
 		var k, v []byte
 		if before == "" {
 			// The first key past the goal's range, then one back.
-			k, v = c.Seek([]byte(goalID + "\x01"))
+			k, _ = c.Seek([]byte(goalID + "\x01"))
 			if k == nil {
 				k, v = c.Last()
 			} else {
 				k, v = c.Prev()
 			}
 		} else {
-			k, v = c.Seek(scopedKey(goalID, before))
+			k, _ = c.Seek(scopedKey(goalID, before))
 			if k == nil {
 				k, v = c.Last()
 			} else {
@@ -159,7 +159,7 @@ func (s *Store) RecentFeed(before string, limit int) (items []FeedItem, next str
 		var k, v []byte
 		if before == "" {
 			k, v = c.Last()
-		} else if k, v = c.Seek([]byte(before)); k == nil {
+		} else if k, _ = c.Seek([]byte(before)); k == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev()

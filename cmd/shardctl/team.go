@@ -220,10 +220,6 @@ func (p palette) goalState(s string) string {
 	return p.paint(sgrDim, orDash(s))
 }
 
-// taskState colors a task state: review (waiting on a person) yellow,
-// blocked red.
-func (p palette) taskState(s string) string { return p.taskLabel(s, s) }
-
 // taskLabel is label in the color of task state s.
 func (p palette) taskLabel(s, label string) string {
 	switch s {

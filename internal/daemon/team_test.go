@@ -245,14 +245,6 @@ func allowPermissions(t *testing.T, h *harness, lead string) <-chan error {
 	return errs
 }
 
-// openMerge waits for an open merge decision of task id.
-func openMerge(t *testing.T, c *client.Conn, taskID string) protocol.TeamDecision {
-	t.Helper()
-	return waitTeam(t, c, protocol.TypeTeamDecisionChanged, func(e protocol.TeamDecisionChanged) bool {
-		return e.Decision.TaskID == taskID && e.Decision.Kind == protocol.DecisionKindMerge && e.Decision.State == protocol.DecisionOpen
-	}).Decision
-}
-
 func answer(t *testing.T, c *client.Conn, id, option, text string) protocol.TeamDecision {
 	t.Helper()
 	return teamCall[protocol.TeamDecisionData](t, c, &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer),
