@@ -116,8 +116,17 @@ func (s subagentClient) run(ctx context.Context, args map[string]any) toolOutput
 	if c, ok := cmd.(*protocol.SubagentCreate); ok {
 		c.Mode = s.mode()
 	}
+	return daemonResult(ctx, s.socket, cmd, s.log, "subagent")
+}
+
+// daemonResult sends cmd to the daemon at socket and makes the tool's
+// output of the answer, for the tools that are daemon commands (subagent,
+// team): the response data as {kind:"json"}, or a tool error naming the
+// command and, for the daemon's refusal, its code. what names the tool in
+// the log line of a call that failed for another reason.
+func daemonResult(ctx context.Context, socket string, cmd protocol.Command, log *slog.Logger, what string) toolOutput {
 	typ := cmd.Head().Type
-	data, err := callDaemon(ctx, s.socket, cmd)
+	data, err := callDaemon(ctx, socket, cmd)
 	var pe *protocol.Error
 	switch {
 	case err == nil:
@@ -126,7 +135,7 @@ func (s subagentClient) run(ctx context.Context, args map[string]any) toolOutput
 	case errors.As(err, &pe):
 		return errorOutput("%s failed: %s: %s", typ, pe.Code, pe.Message)
 	default:
-		s.log.Warn("subagent call failed", "command", typ, slog.Any("err", err))
+		log.Warn(what+" call failed", "command", typ, slog.Any("err", err))
 		return errorOutput("%s failed: %v", typ, err)
 	}
 	var value any

@@ -1,7 +1,6 @@
 package refagent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -105,28 +104,7 @@ func (c teamClient) run(ctx context.Context, args map[string]any) toolOutput {
 	if err != nil { // checked before; kept for safety
 		return errorOutput("invalid arguments: %v", err)
 	}
-	typ := cmd.Head().Type
-	data, err := callDaemon(ctx, c.socket, cmd)
-	var pe *protocol.Error
-	switch {
-	case err == nil:
-	case ctx.Err() != nil:
-		return errorOutput("%s aborted", typ)
-	case errors.As(err, &pe):
-		return errorOutput("%s failed: %s: %s", typ, pe.Code, pe.Message)
-	default:
-		c.log.Warn("team call failed", "command", typ, slog.Any("err", err))
-		return errorOutput("%s failed: %v", typ, err)
-	}
-	var value any
-	if len(data) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.UseNumber() // epoch milliseconds stay exact
-		if err := dec.Decode(&value); err != nil {
-			return errorOutput("%s: undecodable response data: %v", typ, err)
-		}
-	}
-	return toolOutput{content: protocol.ToolResultContent{Kind: "json", Value: value}}
+	return daemonResult(ctx, c.socket, cmd, c.log, "team")
 }
 
 // teamCommand builds and validates the daemon command for the tool's
