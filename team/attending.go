@@ -203,7 +203,14 @@ func (co *Coordinator) closeRequest(r attend.Resolved) {
 	var err error
 	answered := false
 	if !r.Missed && (r.Option != "" || text != "") && r.Source != "headless" {
-		a := store.DecisionAnswer{Text: text, By: r.Source}
+		// The answer a team.decision.answer sent through the Watcher is
+		// the person's, as a merge decision's is; another client's is
+		// named by its transport.
+		by := r.Source
+		if r.Mine {
+			by = byUser
+		}
+		a := store.DecisionAnswer{Text: text, By: by}
 		if slices.Contains(d.Options, r.Option) {
 			a.Option = r.Option
 		}

@@ -500,8 +500,8 @@ func TestTeamRequestsBecomeDecisions(t *testing.T) {
 	zero := 0
 	got := teamCall[protocol.TeamDecisionData](t, c, &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer),
 		DecisionID: perm.DecisionID, Index: &zero}).Decision
-	if got.State != protocol.DecisionAnswered || got.Answer.Option != protocol.OptionAllowOnce {
-		t.Fatalf("answered permission = %+v", got)
+	if got.State != protocol.DecisionAnswered || got.Answer.Option != protocol.OptionAllowOnce || got.Answer.By != "user" {
+		t.Fatalf("answered permission = %+v (by %q, want the person's answer)", got, got.Answer.By)
 	}
 	if _, err := c.Request(ctx(t), &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer), DecisionID: perm.DecisionID, Option: protocol.OptionDeny}); protocol.CodeOf(err) != protocol.CodeConflict {
 		t.Fatalf("second answer: %v, want CONFLICT", err)
