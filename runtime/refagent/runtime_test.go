@@ -245,7 +245,13 @@ func TestAbortDuringSleep(t *testing.T) {
 	h := start(t, nil)
 	h.handshake()
 	h.prompt("sim: say before\nsim: sleep 30000\nsim: say after")
-	h.until(protocol.TypeMessageDelta)
+	// "before" streams in pieces: abort once all of it was sent, so the
+	// abort lands in the sleep, not between two pieces.
+	for said := ""; said != "before"; {
+		for _, d := range of[*protocol.MessageDelta](h.until(protocol.TypeMessageDelta)) {
+			said += d.TextDelta
+		}
+	}
 	began := time.Now()
 	h.send(protocol.Abort{Header: protocol.Header{Type: protocol.TypeAbort, ID: "a"}})
 	evs := h.untilIdle()
