@@ -308,6 +308,12 @@ type TeamTaskSpec struct {
 	// before this task starts.
 	Deps  []string `json:"deps,omitempty"`
 	After []int    `json:"after,omitempty"`
+	// Assignee gives the task to a worker of the goal's lead whose
+	// workspace is still active and used by no other open task (its own
+	// task ended unmerged: blocked or cancelled): the task goes on there,
+	// on that worker's branch, as an agent is bound to one workspace.
+	// Omitted: a new worker in a new workspace.
+	Assignee string `json:"assignee,omitempty"`
 }
 
 // TeamTaskCreate adds tasks to a goal's board, all or none. ByAgentID is

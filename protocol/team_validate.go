@@ -50,7 +50,7 @@ func (c *TeamTaskCreate) Validate() error {
 	for i, t := range c.Tasks {
 		at := "tasks[" + strconv.Itoa(i) + "]."
 		if err := bounds(bound{at + "title", t.Title, MaxLabelLen}, bound{at + "description", t.Description, MaxTextLen},
-			bound{at + "prompt", t.Prompt, MaxTextLen}); err != nil {
+			bound{at + "prompt", t.Prompt, MaxTextLen}, bound{at + "assignee", t.Assignee, MaxIDLen}); err != nil {
 			return err
 		}
 		if err := required(at+"title", t.Title); err != nil {

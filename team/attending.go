@@ -166,6 +166,15 @@ func (co *Coordinator) openRequest(lead string, r attend.Request) {
 				taskID = t.TaskID
 			}
 		}
+		// A worker relaunched for a task may ask before the task is
+		// committed doing (startWorker commits after the run started);
+		// startWorker also gives the task the decisions its worker opened
+		// meanwhile (claimDecisions).
+		for _, t := range ts {
+			if taskID == "" && t.Assignee == r.AgentID && t.State == store.TaskTodo {
+				taskID = t.TaskID
+			}
+		}
 	}
 	d := store.Decision{GoalID: g.GoalID, TaskID: taskID, AgentID: r.AgentID, RequestID: r.RequestID, Options: r.Options}
 	if r.Kind == attend.KindPermission {
@@ -278,4 +287,31 @@ func (co *Coordinator) answerRequest(ctx context.Context, d store.Decision, m *p
 		return protocol.Errorf(protocol.CodeConflict, "decision %s was answered first by another client: %w", d.DecisionID, err)
 	}
 	return err
+}
+
+// claimDecisions gives task t the open decisions its worker opened before
+// t was committed doing (a request that raced the start has no task).
+func (co *Coordinator) claimDecisions(t store.Task) {
+	if t.Assignee == "" {
+		return
+	}
+	ds, err := co.deps.Store.OpenDecisions()
+	if err != nil {
+		return
+	}
+	for _, d := range ds {
+		if d.GoalID != t.GoalID || d.AgentID != t.Assignee || d.TaskID != "" {
+			continue
+		}
+		d2, err := co.deps.Store.UpdateDecision(d.DecisionID, func(x *store.Decision) error {
+			if x.TaskID != "" || x.State != store.DecisionOpen {
+				return errUnchanged
+			}
+			x.TaskID = t.TaskID
+			return nil
+		})
+		if err == nil {
+			co.emit(decisionEvent(d2))
+		}
+	}
 }

@@ -44,7 +44,7 @@ func (co *Coordinator) onCommand(c actor.Context, cmd *registry.Command) {
 	case *protocol.TeamGoalCancel:
 		f = func(ctx context.Context) (any, error) { return co.goalCancel(ctx, m) }
 	case *protocol.TeamTaskCreate:
-		f, kickAfter = func(context.Context) (any, error) { return co.taskCreate(m) }, true
+		f, kickAfter = func(ctx context.Context) (any, error) { return co.taskCreate(ctx, m) }, true
 	case *protocol.TeamTaskAction:
 		f, kickAfter = func(ctx context.Context) (any, error) { return co.taskAction(ctx, m) }, true
 	case *protocol.TeamDecisionList:
@@ -215,7 +215,7 @@ func (co *Coordinator) goalCancel(ctx context.Context, m *protocol.TeamGoalCance
 
 // taskCreate adds a batch of tasks, all or none; the first tasks of a
 // planning goal make it active.
-func (co *Coordinator) taskCreate(m *protocol.TeamTaskCreate) (any, error) {
+func (co *Coordinator) taskCreate(ctx context.Context, m *protocol.TeamTaskCreate) (any, error) {
 	g, err := co.deps.Store.GetGoal(m.GoalID)
 	if err != nil {
 		return nil, err
@@ -236,6 +236,22 @@ func (co *Coordinator) taskCreate(m *protocol.TeamTaskCreate) (any, error) {
 				batch[i].Deps = append(batch[i].Deps, d)
 			}
 		}
+		if s.Assignee == "" {
+			continue
+		}
+		if co.deps.Link == nil {
+			return nil, protocol.Errorf(protocol.CodeConflict, "tasks[%d].assignee: no worker can be reached here", i)
+		}
+		for _, o := range m.Tasks[:i] {
+			if o.Assignee == s.Assignee {
+				return nil, protocol.Errorf(protocol.CodeConflict, "tasks[%d].assignee: %s is given two tasks of this batch", i, s.Assignee)
+			}
+		}
+		a, err := co.assignable(ctx, g, s.Assignee, "")
+		if err != nil {
+			return nil, fmt.Errorf("tasks[%d].assignee: %w", i, err)
+		}
+		a.assign(&batch[i])
 	}
 	ts, err := co.deps.Store.CreateTasks(batch)
 	if err != nil {

@@ -288,6 +288,17 @@ func (co *Coordinator) startWorker(ctx context.Context, g store.Goal, t store.Ta
 	}
 	text := co.workerText(t)
 	var jobID, runID, agentID, workspaceID string
+	if t.Assignee != "" && t.WorkspaceID == "" {
+		// A reassigned task that never ran goes on in its new worker's
+		// workspace (assignable says which, or why not).
+		g.LeadAgentID = lead
+		a, err := co.assignable(ctx, g, t.Assignee, t.TaskID)
+		if err != nil {
+			co.block(t, "the assignee cannot take the task: "+protocol.AsError(err).Message)
+			return t, false
+		}
+		a.assign(&t)
+	}
 	if t.Assignee != "" {
 		var rel protocol.SubagentRelaunchData
 		err = co.deps.Link.Call(ctx, &protocol.SubagentRelaunch{Header: protocol.Header{Type: protocol.TypeSubagentRelaunch},
@@ -331,6 +342,7 @@ func (co *Coordinator) startWorker(ctx context.Context, g store.Goal, t store.Ta
 		x.JobID, x.RunID, x.Assignee = jobID, runID, agentID
 		if workspaceID != "" {
 			x.WorkspaceID = workspaceID
+			x.Branch, x.Worktree = cmp.Or(t.Branch, x.Branch), cmp.Or(t.Worktree, x.Worktree)
 		}
 		if w := ws.Workspace; w.WorkspaceID == workspaceID && workspaceID != "" {
 			x.Branch, x.Worktree = cmp.Or(w.Branch, x.Branch), cmp.Or(w.Cwd, x.Worktree)
@@ -344,6 +356,7 @@ func (co *Coordinator) startWorker(ctx context.Context, g store.Goal, t store.Ta
 		co.stopRun(ctx, lead, t)
 		return t, false
 	}
+	co.claimDecisions(t2)
 	co.feed(store.FeedItem{GoalID: t.GoalID, TaskID: t.TaskID, AgentID: agentID, Kind: store.FeedTask, Text: t.Title + ": a worker started"})
 	return t2, true
 }

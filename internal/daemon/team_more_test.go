@@ -266,3 +266,74 @@ func TestTeamMessageToAllRoutesByName(t *testing.T) {
 		return ok && m.AgentID == worker && strings.Contains(textOf(m.Message), "routed")
 	})
 }
+
+// TestTeamAssigneeGoesOnInTheWorkersWorkspace: a task created with an
+// assignee goes on in that worker's workspace, on its branch (an agent is
+// bound to one workspace, docs/protocol.md §10.4): the worker of a
+// cancelled task takes a new one, writes in its worktree, and the merge
+// brings the change to the main checkout. An assignee that is no worker of
+// the lead (the lead itself), a worker busy with an open task, one given
+// two tasks of a batch, and an agent that does not exist are refused.
+func TestTeamAssigneeGoesOnInTheWorkersWorkspace(t *testing.T) {
+	repo := gitRepo(t)
+	runGit(t, repo, "config", "user.name", "t")
+	runGit(t, repo, "config", "user.email", "t@example.test")
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "assign", Cwd: repo}).Goal
+	first := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{{Title: "asks", Prompt: writeTool("a.txt", "A")}}}).Tasks[0]
+	// Its write asks permission: the worker runs in its worktree.
+	decisionOf(t, c, g.GoalID, protocol.DecisionKindPermission, first.TaskID)
+	doing := taskOf(t, c, g.GoalID, first.TaskID)
+	worker := doing.Assignee
+	create := func(specs ...protocol.TeamTaskSpec) ([]protocol.TeamTask, error) {
+		var out protocol.TeamTasksData
+		err := c.Call(ctx(t), &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID, Tasks: specs}, &out)
+		return out.Tasks, err
+	}
+	if _, err := create(protocol.TeamTaskSpec{Title: "busy", Prompt: "x", Assignee: worker}); protocol.CodeOf(err) != protocol.CodeConflict {
+		t.Fatalf("a worker busy with a doing task: %v, want CONFLICT", err)
+	}
+	teamCall[protocol.TeamTaskData](t, c, &protocol.TeamTaskAction{Header: teamHdr(protocol.TypeTeamTaskAction), TaskID: first.TaskID, Action: protocol.TaskActionCancel})
+	lead := teamCall[protocol.TeamGoalShowData](t, c, &protocol.TeamGoalShow{Header: teamHdr(protocol.TypeTeamGoalShow), GoalID: g.GoalID}).Goal.LeadAgentID
+	// Once the cancelled run ended (a task is not given to a worker while
+	// its run stops), the worker is free.
+	var ended protocol.SubagentWaitData
+	if err := c.Call(ctx(t), &protocol.SubagentWait{Header: hdr(protocol.TypeSubagentWait), ParentAgentID: lead, Handles: []string{doing.RunID}}, &ended); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, bad := range []struct {
+		specs []protocol.TeamTaskSpec
+		code  protocol.ErrorCode
+	}{
+		{[]protocol.TeamTaskSpec{{Title: "lead", Prompt: "x", Assignee: lead}}, protocol.CodeConflict},
+		{[]protocol.TeamTaskSpec{{Title: "nobody", Prompt: "x", Assignee: "agent-nope"}}, protocol.CodeNotFound},
+		{[]protocol.TeamTaskSpec{{Title: "a", Prompt: "x", Assignee: worker}, {Title: "b", Prompt: "y", Assignee: worker}}, protocol.CodeConflict},
+	} {
+		if _, err := create(bad.specs...); protocol.CodeOf(err) != bad.code {
+			t.Fatalf("create %+v: %v, want %s", bad.specs, err, bad.code)
+		}
+	}
+
+	ts, err := create(protocol.TeamTaskSpec{Title: "goes on", Prompt: writeTool("b.txt", "B"), Assignee: worker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := ts[0]
+	if next.Assignee != worker || next.WorkspaceID != doing.WorkspaceID || next.Branch != doing.Branch || next.Worktree != doing.Worktree {
+		t.Fatalf("assigned task = %+v, want %s's workspace %s (%s)", next, worker, doing.WorkspaceID, doing.Branch)
+	}
+	allowDecision(t, c, g.GoalID, next.TaskID)
+	m := mergeOf(t, c, g.GoalID, next.TaskID)
+	if rev := taskOf(t, c, g.GoalID, next.TaskID); rev.Assignee != worker || rev.WorkspaceID != doing.WorkspaceID {
+		t.Fatalf("the task in review = %+v, want it built by %s in %s", rev, worker, doing.WorkspaceID)
+	}
+	if a := answer(t, c, m.DecisionID, protocol.OptionMerge, ""); a.State != protocol.DecisionAnswered {
+		t.Fatalf("merge = %+v", a)
+	}
+	if b, err := os.ReadFile(filepath.Join(repo, "b.txt")); err != nil || string(b) != "B" {
+		t.Fatalf("b.txt in the main checkout: %q, %v", b, err)
+	}
+}

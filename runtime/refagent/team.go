@@ -213,7 +213,7 @@ func teamTaskList(args map[string]any, key string) ([]protocol.TeamTaskSpec, err
 			return nil, fmt.Errorf("argument %q: element %d must be an object {title, prompt, …}", key, i)
 		}
 		t := &out[i]
-		err := readStrings(obj, &t.Title, "title", &t.Prompt, "prompt", &t.Description, "description")
+		err := readStrings(obj, &t.Title, "title", &t.Prompt, "prompt", &t.Description, "description", &t.Assignee, "assignee")
 		if err == nil {
 			t.Priority, err = optInt(obj, "priority")
 		}
@@ -319,7 +319,8 @@ var teamSchema = json.RawMessage(`{
         "description": {"type": "string", "description": "Optional: a longer description shown on the board."},
         "priority": {"type": "integer", "description": "Optional: higher starts first among ready tasks. Default 0."},
         "deps": {"type": "array", "items": {"type": "string"}, "description": "Optional: ids of existing tasks of the goal that must be done first."},
-        "after": {"type": "array", "items": {"type": "integer", "minimum": 1}, "description": "Optional: 1-based positions of earlier tasks in this list that must be done first."}
+        "after": {"type": "array", "items": {"type": "integer", "minimum": 1}, "description": "Optional: 1-based positions of earlier tasks in this list that must be done first."},
+        "assignee": {"type": "string", "description": "Optional: the agent id of one of your workers whose task ended unmerged (blocked or cancelled), to go on in its worktree, on its branch. Default: a new worker in a new worktree."}
       }, "required": ["title", "prompt"], "additionalProperties": false}},
     "scope": {"type": "string", "description": "memory_list and memory_write: \"shared\" (every agent of the team reads it; memory_write's default), \"self\" (your own notes) or an agent id. memory_list without it lists every note."},
     "key": {"type": "string", "description": "memory_write: the note's key, unique in its scope; writing an existing key replaces the note."},

@@ -38,11 +38,11 @@ func TestTeamToolActionsSendTheirCommands(t *testing.T) {
 		name, args string
 		want       map[string]any
 	}{
-		{"create tasks with deps, after and priority",
-			`{"action":"create_tasks","goal_id":"goal-1","tasks":[{"title":"a","prompt":"do a","priority":2},` +
+		{"create tasks with deps, after, priority and an assignee",
+			`{"action":"create_tasks","goal_id":"goal-1","tasks":[{"title":"a","prompt":"do a","priority":2,"assignee":"agent-w1"},` +
 				`{"title":"b","prompt":"do b\nthen more","description":"the b part","deps":["task-0"],"after":[1]}]}`,
 			map[string]any{"type": "team.task.create", "goal_id": "goal-1", "by_agent_id": "agent-test", "tasks": []protocol.TeamTaskSpec{
-				{Title: "a", Prompt: "do a", Priority: 2},
+				{Title: "a", Prompt: "do a", Priority: 2, Assignee: "agent-w1"},
 				{Title: "b", Prompt: "do b\nthen more", Description: "the b part", Deps: []string{"task-0"}, After: []int{1}}}}},
 		{"after as one number", `{"action":"create_tasks","goal_id":"goal-1","tasks":[{"title":"a","prompt":"x"},{"title":"b","prompt":"y","after":1}]}`,
 			map[string]any{"type": "team.task.create", "goal_id": "goal-1", "by_agent_id": "agent-test", "tasks": []protocol.TeamTaskSpec{
