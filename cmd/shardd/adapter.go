@@ -23,7 +23,8 @@ import (
 // from the daemon's environment (SHARD_SESSION_DIR, the headless timeout)
 // plus SHARD_ADAPTER_MODELS (the profile's models) and
 // SHARD_ACP_AUTH_METHOD (an ACP authenticate method, set in the profile's
-// env); the agent inherits the whole environment, SHARD_AGENT_ID and
+// env) and SHARD_ACP_FS (off: the adapter offers no fs/* to the agent);
+// the agent inherits the whole environment, SHARD_AGENT_ID and
 // SHARD_HOME included, so the daemon's sweep finds its processes.
 func runAdapter(ctx context.Context, kind string, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(command) == 0 {
@@ -45,7 +46,8 @@ func runAdapter(ctx context.Context, kind string, command []string, stdin io.Rea
 	switch kind {
 	case config.KindACP:
 		b = acp.New(acp.Options{Command: command, Cwd: cwd, Env: os.Environ(), Stderr: stderr,
-			SessionDir: os.Getenv("SHARD_SESSION_DIR"), AuthMethod: os.Getenv("SHARD_ACP_AUTH_METHOD"), Log: log})
+			SessionDir: os.Getenv("SHARD_SESSION_DIR"), AuthMethod: os.Getenv("SHARD_ACP_AUTH_METHOD"),
+			NoFS: os.Getenv("SHARD_ACP_FS") == "off", Log: log})
 	case config.KindPi:
 		b = pi.New(pi.Options{Command: command, Cwd: cwd, Env: os.Environ(), Stderr: stderr, Log: log})
 	default:

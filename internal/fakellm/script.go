@@ -97,6 +97,9 @@ func Script(answer func(Prompt) Turn) Handler {
 			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"`+Model+`","object":"model","type":"model","owned_by":"fakellm"}],"models":[],"has_more":false}`)
 			return
 		}
+		if serveGemini(w, r, n, answer) {
+			return
+		}
 		wire, p, ok := readPrompt(r)
 		if !ok {
 			http.NotFound(w, r)

@@ -37,6 +37,14 @@ type Options struct {
 	// AuthMethod, when set, is sent in authenticate after initialize
 	// (e.g. codex-acp's "openai-api-key").
 	AuthMethod string
+	// NoFS, when set, leaves fs/read_text_file and fs/write_text_file out
+	// of the client capabilities, so the agent reads and writes its files
+	// itself, after its own permission request. Gemini CLI needs it: its
+	// write_file reads the target through the client first and takes any
+	// error (a new file's "not found" too) as failure, and a write through
+	// the client would ask permission a second time (docs/protocol.md
+	// Appendix A).
+	NoFS bool
 	// StartTimeout bounds initialize and session/new|load. 0: 30s.
 	StartTimeout time.Duration
 	Log          *slog.Logger
@@ -148,7 +156,7 @@ func (b *Backend) open(ctx context.Context) (adapter.Offer, error) {
 	init, err := b.conn.Initialize(ctx, sdk.InitializeRequest{
 		ProtocolVersion: sdk.ProtocolVersionNumber,
 		ClientCapabilities: sdk.ClientCapabilities{
-			Fs:       sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+			Fs:       sdk.FileSystemCapabilities{ReadTextFile: !b.opts.NoFS, WriteTextFile: !b.opts.NoFS},
 			Terminal: true,
 		},
 		ClientInfo: &sdk.Implementation{Name: "shard", Version: "1"},
