@@ -1,0 +1,207 @@
+package daemon_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/internal/fakellm"
+	"github.com/shard-dev/shard/internal/testhost"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// The test below runs the real Gemini CLI from npm (@google/gemini-cli,
+// installed by scripts/install-agents.sh) in its ACP mode on an acp
+// runtime profile, through the adapter, against the fake Gemini API on
+// 127.0.0.1 (internal/fakellm). It skips when the agent is not installed.
+
+// geminiCommand returns the command that runs the installed Gemini CLI as
+// an ACP agent (node running its bundle, so the process the adapter
+// starts is the agent), or skips (fails in strict mode: testhost.Missing).
+func geminiCommand(t *testing.T) []string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	bundle := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", "@google", "gemini-cli", "bundle", "gemini.js")
+	if _, err := os.Stat(bundle); err != nil {
+		testhost.Missing(t, "gemini-cli", err.Error())
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		testhost.Missing(t, "node", err.Error())
+	}
+	return []string{node, bundle, "--acp"}
+}
+
+// geminiSettings turns off what would reach the network or ask the
+// person: auto-update, usage statistics, telemetry, folder trust.
+const geminiSettings = `{
+  "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
+  "security": {"folderTrust": {"enabled": false}}
+}
+`
+
+// geminiScript is the fake model: "write <name>" asks Gemini to create
+// <name> in the cwd with write_file, then says done; "slow" streams one
+// word and waits for hold; anything else is a short answer.
+type geminiScript struct {
+	cwd  string
+	hold chan struct{}
+	once sync.Once
+}
+
+func (s *geminiScript) release() { s.once.Do(func() { close(s.hold) }) }
+
+func (s *geminiScript) answer(p fakellm.Prompt) fakellm.Turn {
+	usage := fakellm.Usage{Input: 42, Output: 7}
+	switch {
+	case p.ToolOutput:
+		return fakellm.Turn{Text: "done.", Usage: usage}
+	case strings.HasPrefix(p.LastUser, "write "):
+		name := strings.TrimSpace(strings.TrimPrefix(p.LastUser, "write "))
+		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "write_file",
+			Args: `{"file_path":"` + filepath.Join(s.cwd, name) + `","content":"tool-ok\n"}`}}, Usage: usage}
+	case strings.Contains(p.LastUser, "slow"):
+		return fakellm.Turn{Text: "thinking slowly about it", Hold: s.hold, Usage: usage}
+	}
+	return fakellm.Turn{Text: "Hello from the fake Gemini.", Usage: usage}
+}
+
+// startGemini starts a daemon with a "gemini" acp profile pointing at a
+// new fake Gemini API, the agent's HOME a temporary directory holding its
+// settings.
+func startGemini(t *testing.T, cwd string) (*harness, *geminiScript) {
+	t.Helper()
+	cmd := geminiCommand(t)
+	script := &geminiScript{cwd: cwd, hold: make(chan struct{})}
+	fake := fakellm.Start(t, fakellm.Script(script.answer))
+	t.Cleanup(script.release) // before the fake closes
+	home := shortTemp(t)
+	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(geminiSettings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, func(cfg *config.Config) {
+		cfg.Jobs.Nice = 0
+		cfg.Jobs.SchedIdle = false
+		cfg.Runtimes["gemini"] = config.RuntimeProfile{Kind: config.KindACP, Command: cmd,
+			Env: map[string]string{"HOME": home, "GEMINI_CLI_HOME": home,
+				"GOOGLE_GEMINI_BASE_URL": fake.URL, "GEMINI_API_KEY": "not-a-real-key",
+				"GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_TELEMETRY_ENABLED": "false",
+				"GEMINI_CLI_NO_RELAUNCH": "1", "GEMINI_MODEL": "gemini-2.5-flash",
+				"SHARD_ACP_FS": "off"}}
+	})
+	return h, script
+}
+
+// choiceOf is the id of the request's choice with intent.
+func choiceOf(t *testing.T, req *protocol.PermissionRequest, intent string) string {
+	t.Helper()
+	for _, ch := range req.Choices {
+		if ch.Intent == intent {
+			return ch.ID
+		}
+	}
+	t.Fatalf("no %s choice in %+v", intent, req.Choices)
+	return ""
+}
+
+// TestGeminiProfile drives Gemini CLI on a runtime profile as a client
+// would: a prompt streams Gemini's text with turn_end end_turn; a
+// write_file in the cwd raises a permission_request with Gemini's own
+// options as choices (proceed_once allow, proceed_always persist, cancel
+// deny), allow lets it create the file and deny leaves none; abort of a
+// streaming turn ends it cancelled; terminating the agent leaves no
+// process of it.
+func TestGeminiProfile(t *testing.T) {
+	cwd := shortTemp(t)
+	h, script := startGemini(t, cwd)
+	c := h.dial()
+	id := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "gemini"; m.Cwd = cwd })
+	attach(t, c, id, "")
+
+	prompt(t, c, id, "hi")
+	evs := collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
+	if got := deltaText(evs); !strings.Contains(got, "Hello from the fake Gemini.") {
+		t.Fatalf("streamed text = %q", got)
+	}
+	if r := rawField(evs[len(evs)-1], "stop_reason"); r != "end_turn" {
+		t.Fatalf("turn_end stop_reason = %q", r)
+	}
+
+	// Allow: the file is created, new.
+	prompt(t, c, id, "write allowed.txt")
+	req := waitFor(t, c, isType(protocol.TypePermissionRequest, id)).Msg.(*protocol.PermissionRequest)
+	intents := map[string]string{}
+	for _, ch := range req.Choices {
+		intents[ch.ID] = ch.Intent
+	}
+	if intents["proceed_once"] != "allow" || intents["proceed_always"] != "persist" || intents["cancel"] != "deny" {
+		t.Errorf("choices = %+v, want Gemini's proceed_once allow, proceed_always persist, cancel deny", req.Choices)
+	}
+	allow := choiceOf(t, req, protocol.DecisionAllow)
+	if _, err := c.Request(ctx(t), permResponse(id, req.RequestID, "", allow)); err != nil {
+		t.Fatal(err)
+	}
+	evs = collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
+	var sawResult bool
+	for _, e := range evs {
+		if _, ok := e.Msg.(*protocol.ToolResult); ok {
+			sawResult = true
+		}
+	}
+	if !sawResult {
+		t.Errorf("no tool_result for the allowed write")
+	}
+	if b, err := os.ReadFile(filepath.Join(cwd, "allowed.txt")); err != nil || string(b) != "tool-ok\n" {
+		t.Fatalf("allowed.txt = %q, %v", b, err)
+	}
+
+	// Deny: nothing is written.
+	prompt(t, c, id, "write denied.txt")
+	req = waitFor(t, c, isType(protocol.TypePermissionRequest, id)).Msg.(*protocol.PermissionRequest)
+	if deny := choiceOf(t, req, protocol.DecisionDeny); deny != "cancel" {
+		t.Errorf("deny choice = %q, want Gemini's cancel", deny)
+	}
+	if _, err := c.Request(ctx(t), permResponse(id, req.RequestID, "", "cancel")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, isType(protocol.TypeTurnEnd, id))
+	if _, err := os.Stat(filepath.Join(cwd, "denied.txt")); err == nil {
+		t.Fatal("the denied write ran")
+	}
+
+	// Abort mid-stream.
+	prompt(t, c, id, "slow please")
+	waitFor(t, c, isType(protocol.TypeMessageDelta, id))
+	if _, err := c.Request(ctx(t), &protocol.Abort{Header: protocol.Header{Type: protocol.TypeAbort, AgentID: id}}); err != nil {
+		t.Fatal(err)
+	}
+	end := waitFor(t, c, isType(protocol.TypeTurnEnd, id))
+	if r := rawField(end, "stop_reason"); r != "cancelled" {
+		t.Fatalf("aborted stop_reason = %q", r)
+	}
+	waitFor(t, c, func(e client.Event) bool {
+		s, ok := e.Msg.(*protocol.Status)
+		return ok && s.AgentID == id && s.Status == protocol.StatusIdle
+	})
+	script.release()
+
+	// Stopping the agent leaves no process.
+	if len(runtimePIDs(t, id)) == 0 {
+		t.Fatal("no process carries the agent's SHARD_AGENT_ID while it runs")
+	}
+	if err := c.Call(ctx(t), &protocol.AgentTerminate{Header: protocol.Header{Type: protocol.TypeAgentTerminate, AgentID: id}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the agent's processes are gone", func() bool { return len(runtimePIDs(t, id)) == 0 })
+}
