@@ -64,8 +64,11 @@ func (s *geminiScript) answer(p fakellm.Prompt) fakellm.Turn {
 	switch {
 	case p.ToolOutput:
 		return fakellm.Turn{Text: "done.", Usage: usage}
-	case strings.HasPrefix(p.LastUser, "write "):
-		name := strings.TrimSpace(strings.TrimPrefix(p.LastUser, "write "))
+	case strings.Contains(p.LastUser, "write "):
+		// The first user turn carries Gemini's context before the
+		// prompt: the file name is the last word.
+		words := strings.Fields(p.LastUser)
+		name := words[len(words)-1]
 		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "write_file",
 			Args: `{"file_path":"` + filepath.Join(s.cwd, name) + `","content":"tool-ok\n"}`}}, Usage: usage}
 	case strings.Contains(p.LastUser, "slow"):
