@@ -122,8 +122,9 @@ func choiceOf(t *testing.T, req *protocol.PermissionRequest, intent string) stri
 // would: a prompt streams Gemini's text with turn_end end_turn; a
 // write_file in the cwd raises a permission_request with Gemini's own
 // options as choices (proceed_once allow, proceed_always persist, cancel
-// deny), allow lets it create the file and deny leaves none; abort of a
-// streaming turn ends it cancelled; terminating the agent leaves no
+// deny), allow lets it create the file and deny leaves none; abort while
+// it waits for that answer, or of a streaming turn, ends the turn
+// cancelled; terminating the agent leaves no
 // process of it.
 func TestGeminiProfile(t *testing.T) {
 	cwd := shortTemp(t)
@@ -181,6 +182,24 @@ func TestGeminiProfile(t *testing.T) {
 	waitFor(t, c, isType(protocol.TypeTurnEnd, id))
 	if _, err := os.Stat(filepath.Join(cwd, "denied.txt")); err == nil {
 		t.Fatal("the denied write ran")
+	}
+
+	// Abort while Gemini waits for the answer: the request is resolved
+	// by the abort, the turn ends cancelled and nothing is written.
+	prompt(t, c, id, "write aborted.txt")
+	req = waitFor(t, c, isType(protocol.TypePermissionRequest, id)).Msg.(*protocol.PermissionRequest)
+	if _, err := c.Request(ctx(t), &protocol.Abort{Header: protocol.Header{Type: protocol.TypeAbort, AgentID: id}}); err != nil {
+		t.Fatal(err)
+	}
+	res := waitFor(t, c, isType(protocol.TypePermissionResolved, id)).Msg.(*protocol.PermissionResolved)
+	if res.RequestID != req.RequestID || res.Source != "abort" {
+		t.Fatalf("resolved = %+v, want the request resolved by abort", res)
+	}
+	if end := waitFor(t, c, isType(protocol.TypeTurnEnd, id)); rawField(end, "stop_reason") != "cancelled" {
+		t.Fatalf("turn_end after abort = %s", end.Raw)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "aborted.txt")); err == nil {
+		t.Fatal("the write ran after its request was aborted")
 	}
 
 	// Abort mid-stream.
