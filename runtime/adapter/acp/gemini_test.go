@@ -1,6 +1,7 @@
 package acp_test
 
 import (
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -52,7 +53,8 @@ func geminiEnv(t *testing.T, fake *fakellm.Server) []string {
 }
 
 // TestGeminiAllowAlways records what Gemini CLI sends into
-// $SHARD_RECORD_ACP when it is set. A write_file allowed with
+// $SHARD_RECORD_ACP when it is set. Its modes and models are offered. A
+// write_file allowed with
 // proceed_always (intent persist) creates the file, and Gemini then runs
 // the next write without asking: it switched itself to its autoEdit mode,
 // which it says only as agent text "[MODE_UPDATE] autoEdit".
@@ -83,6 +85,15 @@ func TestGeminiAllowAlways(t *testing.T) {
 	h := startHost(t, acp.Options{Command: cmd, Cwd: cwd, Env: geminiEnv(t, fake), Stderr: os.Stderr,
 		SessionDir: t.TempDir(), NoFS: true, Trace: trace})
 	h.until(t, "sync", typeIs("sync"))
+	h.send(t, map[string]any{"type": "list_modes", "id": "m"})
+	h.send(t, map[string]any{"type": "list_models", "id": "mm"})
+	for _, want := range []string{"autoEdit", "gemini-2.5-pro"} {
+		ev := h.until(t, "an answer", typeIs("response"))
+		raw, _ := json.Marshal(ev[len(ev)-1])
+		if !strings.Contains(string(raw), `"`+want+`"`) {
+			t.Errorf("answer %s does not offer %s", raw, want)
+		}
+	}
 	h.send(t, map[string]any{"type": "prompt", "id": "p1", "message": "write one.txt"})
 	asked := 0
 	var evs []map[string]any
