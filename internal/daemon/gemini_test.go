@@ -179,7 +179,13 @@ func TestGeminiProfile(t *testing.T) {
 	if _, err := c.Request(ctx(t), permResponse(id, req.RequestID, "", "cancel")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, c, isType(protocol.TypeTurnEnd, id))
+	// Gemini tells its model the call was refused and the turn goes on;
+	// the refused call never shows as a tool_call.
+	for _, e := range collectUntil(t, c, isType(protocol.TypeTurnEnd, id)) {
+		if _, ok := e.Msg.(*protocol.ToolCall); ok {
+			t.Errorf("the denied call shows as a tool_call: %s", e.Raw)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(cwd, "denied.txt")); err == nil {
 		t.Fatal("the denied write ran")
 	}

@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -112,6 +113,11 @@ func TestGeminiAllowAlways(t *testing.T) {
 	}
 	if !strings.Contains(textOf(evs), "[MODE_UPDATE] autoEdit") {
 		t.Errorf("first turn's text = %q; Gemini no longer announces autoEdit as text", textOf(evs))
+	}
+	// Gemini sends no current_mode_update: the mode Shard reports stays.
+	h.send(t, map[string]any{"type": "list_modes", "id": "m2"})
+	if ev := h.until(t, "list_modes answer", typeIs("response")); !strings.Contains(fmt.Sprint(ev[len(ev)-1]), "active:default") {
+		t.Errorf("list_modes after proceed_always = %v", ev[len(ev)-1])
 	}
 	h.send(t, map[string]any{"type": "prompt", "id": "p2", "message": "write two.txt"})
 	evs = h.until(t, "turn_end", typeIs("turn_end"))
