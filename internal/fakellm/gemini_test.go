@@ -150,3 +150,14 @@ func TestGeminiStream(t *testing.T) {
 		t.Fatalf("recorded key header %q", got)
 	}
 }
+
+// TestGeminiReply: Reply answers a Gemini API request in its format.
+func TestGeminiReply(t *testing.T) {
+	f := fakellm.Start(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		fakellm.Reply(w, r, fakellm.Turn{Text: "by hand"})
+	})
+	raw, _ := io.ReadAll(geminiPost(t, f, "/v1beta/models/m:streamGenerateContent?alt=sse", `{"contents":[]}`).Body)
+	if !strings.Contains(string(raw), `"text":"by "`) || !strings.Contains(string(raw), `"finishReason":"STOP"`) {
+		t.Fatalf("stream %s", raw)
+	}
+}

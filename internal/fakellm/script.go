@@ -114,6 +114,9 @@ func Script(answer func(Prompt) Turn) Handler {
 // Responses or Messages), for a hand-written Handler that scripts only some
 // of its requests. A path of none of them gets 404.
 func Reply(w http.ResponseWriter, r *http.Request, t Turn) {
+	if serveGemini(w, r, 0, func(Prompt) Turn { return t }) {
+		return
+	}
 	wire, p, ok := readPrompt(r)
 	if !ok {
 		http.NotFound(w, r)
