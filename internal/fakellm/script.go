@@ -111,7 +111,7 @@ func Script(answer func(Prompt) Turn) Handler {
 }
 
 // Reply answers r with t in the format r's path names (chat completions,
-// Responses or Messages), for a hand-written Handler that scripts only some
+// Responses, Messages or the Gemini API), for a hand-written Handler that scripts only some
 // of its requests. A path of none of them gets 404.
 func Reply(w http.ResponseWriter, r *http.Request, t Turn) {
 	if serveGemini(w, r, 0, func(Prompt) Turn { return t }) {
