@@ -10,16 +10,22 @@ import (
 	"time"
 )
 
-// closeGrace is how long Close waits for the agent to exit after its stdin
-// closed before it kills it.
-const closeGrace = 3 * time.Second
+// eofGrace is how long Close waits for the agent to exit after its stdin
+// closed before it sends SIGTERM; termGrace how long it then waits before
+// it kills it. Most agents take stdin's end as their cue; some do not
+// (claude-agent-acp 0.23.1 keeps running), and SIGTERM still lets those
+// end their own children before SIGKILL would orphan them.
+const (
+	eofGrace  = time.Second
+	termGrace = 2 * time.Second
+)
 
 // Proc is the third-party agent's process as every backend runs it: in the
 // agent's cwd with the adapter's environment and stderr (the agent log),
 // killed with the adapter (Pdeathsig; it is in the runtime's process group
-// already), ended by closing its stdin — the cue ACP agents and pi both
-// take — and killed if it does not go. Backends embed it for Done, Err and
-// Close (adapter.Backend).
+// already), ended by closing its stdin — the cue most ACP agents and pi
+// take — then sent SIGTERM, and killed if it still does not go. Backends
+// embed it for Done, Err and Close (adapter.Backend).
 type Proc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
@@ -83,18 +89,28 @@ func (p *Proc) Err() error {
 	}
 }
 
-// Close implements adapter.Backend: stdin is closed, then the agent is
-// killed if it has not gone within closeGrace.
+// Close implements adapter.Backend: stdin is closed; an agent still
+// running after eofGrace gets SIGTERM, and one still running termGrace
+// later SIGKILL. Close returns once the agent has exited.
 func (p *Proc) Close() error {
 	if p.cmd == nil {
 		return nil
 	}
 	p.once.Do(func() { _ = p.stdin.Close() })
-	select {
-	case <-p.done:
-	case <-time.After(closeGrace):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	steps := []struct {
+		wait time.Duration
+		sig  syscall.Signal
+	}{{eofGrace, syscall.SIGTERM}, {termGrace, syscall.SIGKILL}}
+	for _, s := range steps {
+		t := time.NewTimer(s.wait)
+		select {
+		case <-p.done:
+			t.Stop()
+			return nil
+		case <-t.C:
+			_ = p.cmd.Process.Signal(s.sig)
+		}
 	}
+	<-p.done
 	return nil
 }
