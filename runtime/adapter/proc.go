@@ -4,10 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/shard-dev/shard/internal/procs/procstat"
 )
 
 // eofGrace is how long Close waits for the agent to exit after its stdin
@@ -106,11 +113,92 @@ func (p *Proc) Close() error {
 		select {
 		case <-p.done:
 			t.Stop()
+			reapOrphans()
 			return nil
 		case <-t.C:
 			_ = p.cmd.Process.Signal(s.sig)
 		}
 	}
 	<-p.done
+	reapOrphans()
 	return nil
+}
+
+// adopting is set once AdoptOrphans made this process a subreaper.
+var adopting atomic.Bool
+
+// AdoptOrphans makes this process the reaper of the descendants of what it
+// starts (PR_SET_CHILD_SUBREAPER): a process the agent started that
+// outlives the agent (claude-agent-acp's claude CLI, once node is gone)
+// becomes this process's child, and Proc.Close waits for it (termGrace,
+// then SIGKILL) before it returns. Under the daemon this matters: when the
+// adapter exits the daemon kills what is left of its process group, so
+// without the wait an agent's child that is still shutting down (the CLI
+// saving its session on SIGTERM) would be cut short. It is process-wide:
+// call it once, in a process whose other children are its agents (the
+// adapter's own; tests running one agent at a time).
+func AdoptOrphans() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("adopt orphans: %w", err)
+	}
+	adopting.Store(true)
+	return nil
+}
+
+// reapOrphans waits for the children this process adopted (see
+// AdoptOrphans), each being the rest of an agent's process tree, for at
+// most termGrace, kills those still running and reaps them all; processes
+// orphaned meanwhile are waited for in turn.
+func reapOrphans() {
+	if !adopting.Load() {
+		return
+	}
+	deadline := time.Now().Add(termGrace)
+	for kids := children(); len(kids) > 0; kids = children() {
+		exited := make(chan struct{}, len(kids))
+		for _, pid := range kids {
+			go func() {
+				var ws unix.WaitStatus
+				for {
+					if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
+						break
+					}
+				}
+				exited <- struct{}{}
+			}()
+		}
+		t := time.NewTimer(time.Until(deadline))
+		for range kids {
+			select {
+			case <-exited:
+			case <-t.C:
+				for _, pid := range kids {
+					_ = unix.Kill(pid, unix.SIGKILL)
+				}
+				<-exited
+			}
+		}
+		t.Stop()
+	}
+}
+
+// children lists this process's live children (zombies included: they
+// are reaped).
+func children() []int {
+	self := os.Getpid()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := procstat.Read(pid); err == nil && st.PPID == self {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

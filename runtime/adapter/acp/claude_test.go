@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/internal/fakellm"
-	shardprocs "github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/internal/procs/procstat"
 	"github.com/shard-dev/shard/internal/testhost"
+	"github.com/shard-dev/shard/runtime/adapter"
 	"github.com/shard-dev/shard/runtime/adapter/acp"
 )
 
@@ -71,13 +71,19 @@ func pidsWithEnv(t *testing.T, entry string) map[int]string {
 
 // TestClaudeStopEscalates: claude-agent-acp 0.23.1 keeps running when its
 // stdin ends, so closing the adapter sends it SIGTERM after the grace
-// (never SIGKILL, which it would not need), and with it goes the claude
-// CLI it started: no process of the agent is left.
+// (never SIGKILL, which it would not need), and the claude CLI it started,
+// adopted once node is gone, has ended when the adapter returns: no
+// process of the agent is left.
 func TestClaudeStopEscalates(t *testing.T) {
 	cmd := claudeCommand(t)
 	fake := fakellm.Start(t, fakellm.Script(func(fakellm.Prompt) fakellm.Turn {
 		return fakellm.Turn{Text: "Hello from the fake model.", Usage: fakellm.Usage{Input: 42, Output: 7}}
 	}))
+	// As the adapter under the daemon does: the claude CLI, orphaned when
+	// node ends, is the adapter's to wait for.
+	if err := adapter.AdoptOrphans(); err != nil {
+		t.Fatal(err)
+	}
 	mark := "SHARD_TEST_MARK=" + rand.Text()
 	b := acp.New(acp.Options{Command: cmd, Cwd: t.TempDir(), Env: append(claudeEnv(t, fake), mark), Stderr: os.Stderr,
 		SessionDir: t.TempDir()})
@@ -87,17 +93,9 @@ func TestClaudeStopEscalates(t *testing.T) {
 	if got := textOf(h.until(t, "turn_end", typeIs("turn_end"))); got != "Hello from the fake model." {
 		t.Fatalf("streamed text = %q", got)
 	}
-	procs := pidsWithEnv(t, mark)
 	var comms []string
-	exited := make(chan int, len(procs))
-	for pid, comm := range procs {
+	for _, comm := range pidsWithEnv(t, mark) {
 		comms = append(comms, comm)
-		go func() {
-			if !shardprocs.WaitExit(pid) {
-				t.Errorf("cannot wait for process %d (no pidfd)", pid)
-			}
-			exited <- pid
-		}()
 	}
 	if !strings.Contains(strings.Join(comms, " "), "claude") {
 		t.Fatalf("no claude CLI among the agent's processes %v", comms)
@@ -113,16 +111,8 @@ func TestClaudeStopEscalates(t *testing.T) {
 	if err := b.Err(); err == nil || !strings.Contains(err.Error(), "terminated") {
 		t.Fatalf("the agent ended with %v, want SIGTERM", err)
 	}
-	// The CLI is the agent's child, ending on its own once its parent has
-	// gone.
-	timeout := time.After(10 * time.Second)
-	for range procs {
-		select {
-		case <-exited:
-		case <-timeout:
-			t.Fatalf("processes left after the adapter stopped: %v", pidsWithEnv(t, mark))
-		}
-	}
+	// The CLI, orphaned when node ended, was waited for before Close
+	// returned.
 	if left := pidsWithEnv(t, mark); len(left) > 0 {
 		t.Fatalf("processes left after the adapter stopped: %v", left)
 	}
