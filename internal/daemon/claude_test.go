@@ -196,7 +196,7 @@ func answerClaude(t *testing.T, c *client.Conn, id, intent string) {
 // TestClaudePermissionRejectThenAllow: Claude's Write of a file in the cwd
 // is a permission_request through Shard; rejected, the file is not
 // written (the call's tool_result is an error) and the turn ends; allowed,
-// Claude writes it.
+// Claude writes it; allowed always, later Writes no longer ask.
 func TestClaudePermissionRejectThenAllow(t *testing.T) {
 	h, _, _ := startClaude(t)
 	c := h.dial()
@@ -229,6 +229,25 @@ func TestClaudePermissionRejectThenAllow(t *testing.T) {
 	}
 	if !strings.Contains(deltaText(evs), "done.") {
 		t.Fatalf("after the tool Claude said %q", deltaText(evs))
+	}
+
+	// Always Allow (intent persist) allows Write for the rest of the
+	// session: the next Write runs without asking.
+	prompt(t, c, id, "again write out.txt")
+	answerClaude(t, c, id, "persist") // protocol.PermissionChoice.Intent
+	collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
+	prompt(t, c, id, "once more write out.txt")
+	var asked, wrote bool
+	for _, e := range collectUntil(t, c, isType(protocol.TypeTurnEnd, id)) {
+		switch m := e.Msg.(type) {
+		case *protocol.PermissionRequest:
+			asked = true
+		case *protocol.ToolResult:
+			wrote = !m.IsError
+		}
+	}
+	if asked || !wrote {
+		t.Fatalf("after Always Allow: asked again %v, wrote %v", asked, wrote)
 	}
 }
 
