@@ -14,6 +14,7 @@ pkgs=(
   "@zed-industries/codex-acp@0.16.0"
   "@mariozechner/pi-coding-agent@0.73.1"
   "@google/gemini-cli@0.61.0"
+  "@zed-industries/claude-agent-acp@0.23.1"
 )
 # not_installed says why the agents are missing and exits (see above).
 not_installed() {

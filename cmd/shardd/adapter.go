@@ -42,6 +42,12 @@ func runAdapter(ctx context.Context, kind string, command []string, stdin io.Rea
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("adapter", kind)
+	// What the agent starts and leaves behind is the adapter's to wait
+	// for, so that the daemon's kill of the group after the adapter exits
+	// does not cut its shutdown short.
+	if err := adapter.AdoptOrphans(); err != nil {
+		log.Warn("the agent's orphans are not waited for", "err", err)
+	}
 	var b adapter.Backend
 	switch kind {
 	case config.KindACP:

@@ -470,3 +470,32 @@ func TestRecording(t *testing.T) {
 		t.Fatalf("the handler read %q", seen)
 	}
 }
+
+// TestClaudeCodeRequests: what Claude Code sends before and for a turn
+// reaches the script: a HEAD of the root (its reachability check) is 200,
+// and a Messages POST with the beta query (?beta=true) streams the turn.
+func TestClaudeCodeRequests(t *testing.T) {
+	f := fakellm.Start(t, fakellm.Script(func(fakellm.Prompt) fakellm.Turn { return fakellm.Turn{Text: "hi there"} }))
+	head, err := http.NewRequestWithContext(t.Context(), http.MethodHead, f.URL+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := f.Client().Do(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("HEAD / = %d", resp.StatusCode)
+	}
+	resp, err = f.Client().Post(f.URL+"/v1/messages?beta=true", "application/json",
+		strings.NewReader(`{"model":"claude-sonnet-4-6","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"text":"there"`) || !strings.Contains(string(body), "message_stop") {
+		t.Fatalf("POST /v1/messages?beta=true = %d\n%s", resp.StatusCode, body)
+	}
+}

@@ -18,9 +18,12 @@ func StartMessages(w http.ResponseWriter) Messages {
 
 // MessageStart opens the message with its input usage; cacheWrite and
 // cacheRead are the prompt-cache tokens the service reports beside input.
+// Each message has an id of its own, as the service gives: Claude Code
+// takes blocks with the same message id for parts of one message and
+// merges them.
 func (s Messages) MessageStart(input, cacheWrite, cacheRead int) {
 	s.Event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": "msg_01", "type": "message", "role": "assistant", "content": []any{},
+		"id": id("msg_"), "type": "message", "role": "assistant", "content": []any{},
 		"model": Model, "stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{
 			"input_tokens": input, "cache_creation_input_tokens": cacheWrite,

@@ -88,10 +88,15 @@ type Image struct {
 
 // Script is a Handler that answers each model request with the Turn that
 // answer returns, in the format its path names; a GET of .../models lists
-// Model. Other requests get 404. answer is called from the Server's
+// Model; a HEAD of / answers 200 (Claude Code checks that its base URL is
+// reachable before it sends anything). Other requests get 404. answer is called from the Server's
 // goroutines, concurrently when the client sends requests in parallel.
 func Script(answer func(Prompt) Turn) Handler {
 	return func(w http.ResponseWriter, r *http.Request, n int) {
+		if r.Method == http.MethodHead && r.URL.Path == "/" {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"`+Model+`","object":"model","type":"model","owned_by":"fakellm"}],"models":[],"has_more":false}`)

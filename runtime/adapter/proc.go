@@ -4,22 +4,35 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/shard-dev/shard/internal/procs/procstat"
 )
 
-// closeGrace is how long Close waits for the agent to exit after its stdin
-// closed before it kills it.
-const closeGrace = 3 * time.Second
+// eofGrace is how long Close waits for the agent to exit after its stdin
+// closed before it sends SIGTERM; termGrace how long it then waits before
+// it kills it. Most agents take stdin's end as their cue; some do not
+// (claude-agent-acp 0.23.1 keeps running), and SIGTERM still lets those
+// end their own children before SIGKILL would orphan them.
+const (
+	eofGrace  = time.Second
+	termGrace = 2 * time.Second
+)
 
 // Proc is the third-party agent's process as every backend runs it: in the
 // agent's cwd with the adapter's environment and stderr (the agent log),
 // killed with the adapter (Pdeathsig; it is in the runtime's process group
-// already), ended by closing its stdin — the cue ACP agents and pi both
-// take — and killed if it does not go. Backends embed it for Done, Err and
-// Close (adapter.Backend).
+// already), ended by closing its stdin — the cue most ACP agents and pi
+// take — then sent SIGTERM, and killed if it still does not go. Backends
+// embed it for Done, Err and Close (adapter.Backend).
 type Proc struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
@@ -83,18 +96,109 @@ func (p *Proc) Err() error {
 	}
 }
 
-// Close implements adapter.Backend: stdin is closed, then the agent is
-// killed if it has not gone within closeGrace.
+// Close implements adapter.Backend: stdin is closed; an agent still
+// running after eofGrace gets SIGTERM, and one still running termGrace
+// later SIGKILL. Close returns once the agent has exited.
 func (p *Proc) Close() error {
 	if p.cmd == nil {
 		return nil
 	}
 	p.once.Do(func() { _ = p.stdin.Close() })
-	select {
-	case <-p.done:
-	case <-time.After(closeGrace):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	steps := []struct {
+		wait time.Duration
+		sig  syscall.Signal
+	}{{eofGrace, syscall.SIGTERM}, {termGrace, syscall.SIGKILL}}
+	for _, s := range steps {
+		t := time.NewTimer(s.wait)
+		select {
+		case <-p.done:
+			t.Stop()
+			reapOrphans()
+			return nil
+		case <-t.C:
+			_ = p.cmd.Process.Signal(s.sig)
+		}
 	}
+	<-p.done
+	reapOrphans()
 	return nil
+}
+
+// adopting is set once AdoptOrphans made this process a subreaper.
+var adopting atomic.Bool
+
+// AdoptOrphans makes this process the reaper of the descendants of what it
+// starts (PR_SET_CHILD_SUBREAPER): a process the agent started that
+// outlives the agent (claude-agent-acp's claude CLI, once node is gone)
+// becomes this process's child, and Proc.Close waits for it (termGrace,
+// then SIGKILL) before it returns. Under the daemon this matters: when the
+// adapter exits the daemon kills what is left of its process group, so
+// without the wait an agent's child that is still shutting down (the CLI
+// saving its session on SIGTERM) would be cut short. It is process-wide:
+// call it once, in a process whose other children are its agents (the
+// adapter's own; tests running one agent at a time).
+func AdoptOrphans() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("adopt orphans: %w", err)
+	}
+	adopting.Store(true)
+	return nil
+}
+
+// reapOrphans waits for the children this process adopted (see
+// AdoptOrphans), each being the rest of an agent's process tree, for at
+// most termGrace, kills those still running and reaps them all; processes
+// orphaned meanwhile are waited for in turn.
+func reapOrphans() {
+	if !adopting.Load() {
+		return
+	}
+	deadline := time.Now().Add(termGrace)
+	for kids := children(); len(kids) > 0; kids = children() {
+		exited := make(chan struct{}, len(kids))
+		for _, pid := range kids {
+			go func() {
+				var ws unix.WaitStatus
+				for {
+					if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
+						break
+					}
+				}
+				exited <- struct{}{}
+			}()
+		}
+		t := time.NewTimer(time.Until(deadline))
+		for range kids {
+			select {
+			case <-exited:
+			case <-t.C:
+				for _, pid := range kids {
+					_ = unix.Kill(pid, unix.SIGKILL)
+				}
+				<-exited
+			}
+		}
+		t.Stop()
+	}
+}
+
+// children lists this process's live children (zombies included: they
+// are reaped).
+func children() []int {
+	self := os.Getpid()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := procstat.Read(pid); err == nil && st.PPID == self {
+			out = append(out, pid)
+		}
+	}
+	return out
 }

@@ -65,6 +65,12 @@ type hostRun struct {
 
 func startHost(t *testing.T, opts acp.Options) *hostRun {
 	t.Helper()
+	return startBackend(t, acp.New(opts))
+}
+
+// startBackend is startHost with the backend made by the caller.
+func startBackend(t *testing.T, b *acp.Backend) *hostRun {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	h := &hostRun{in: inW, events: make(chan map[string]any, 1024), done: make(chan error, 1)}
@@ -82,7 +88,7 @@ func startHost(t *testing.T, opts acp.Options) *hostRun {
 		close(h.events)
 	}()
 	go func() {
-		err := adapter.Run(context.Background(), adapter.Options{Stdin: inR, Stdout: outW, ServerVersion: "test"}, acp.New(opts))
+		err := adapter.Run(context.Background(), adapter.Options{Stdin: inR, Stdout: outW, ServerVersion: "test"}, b)
 		outW.Close()
 		h.done <- err
 	}()
