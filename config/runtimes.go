@@ -45,6 +45,39 @@ type RuntimeProfile struct {
 	// Models, when set, is the only models list_models offers and
 	// set_model accepts (a filter of the agent's own catalog).
 	Models []string `yaml:"models"`
+	// MCPServers are the MCP servers whose tools the profile's reference
+	// runtime offers (docs/protocol.md §10.1), by name; the daemon's own
+	// (the file's top-level `mcp_servers:`) are merged in, a profile's
+	// server replacing the daemon's of the same name. Kind shard only.
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
+}
+
+// MCPServer is one MCP server: a stdio server the runtime starts (Command,
+// Args, Env) or a streamable HTTP one it dials (URL, Headers). Env and
+// Headers may hold secrets: never logged, never shown.
+type MCPServer struct {
+	Command string            `yaml:"command" json:"command,omitempty"`
+	Args    []string          `yaml:"args" json:"args,omitempty"`
+	Env     map[string]string `yaml:"env" json:"env,omitempty"`
+	URL     string            `yaml:"url" json:"url,omitempty"`
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+}
+
+// mcpNamePattern keeps a server name usable as a tool-name prefix: no
+// "__", which separates it from the tool's name.
+var mcpNamePattern = regexp.MustCompile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
+
+// validate reports what is wrong with the server at path (a config key), or nil.
+func (s MCPServer) validate(path, name string) error {
+	switch {
+	case len(name) > 32 || !mcpNamePattern.MatchString(name):
+		return fmt.Errorf("%s: the name must be letters, digits, - and single _, at most 32", path)
+	case (s.Command == "") == (s.URL == ""):
+		return fmt.Errorf("%s: set either command (stdio) or url (streamable HTTP)", path)
+	case s.URL != "" && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://"):
+		return fmt.Errorf("%s.url: want an http or https URL", path)
+	}
+	return nil
 }
 
 // runtimeNamePattern keeps a profile name printable and short.
@@ -82,6 +115,14 @@ func (p RuntimeProfile) validate(name string) error {
 			return fmt.Errorf("runtimes.%s.env: %q is not a variable name", name, k)
 		}
 	}
+	if len(p.MCPServers) > 0 && p.Kind != KindShard {
+		return fmt.Errorf("runtimes.%s.mcp_servers: only kind shard connects to MCP servers", name)
+	}
+	for sn, s := range p.MCPServers {
+		if err := s.validate("runtimes."+name+".mcp_servers."+sn, sn); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -97,7 +138,8 @@ func runtimesLayer(path string) (map[string]RuntimeProfile, error) {
 	}
 	if len(data) > 0 {
 		var doc struct {
-			Runtimes map[string]RuntimeProfile `yaml:"runtimes"`
+			Runtimes   map[string]RuntimeProfile `yaml:"runtimes"`
+			MCPServers map[string]MCPServer      `yaml:"mcp_servers"`
 			Rest     map[string]any            `yaml:",inline"` // the other settings: fileLayer's
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -105,10 +147,29 @@ func runtimesLayer(path string) (map[string]RuntimeProfile, error) {
 		if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w %s: runtimes: %w", ErrFile, path, err)
 		}
+		for name, s := range doc.MCPServers {
+			if err := s.validate("mcp_servers."+name, name); err != nil {
+				return nil, fmt.Errorf("%w %s: %w", ErrFile, path, err)
+			}
+		}
 		for name, p := range doc.Runtimes {
 			if err := p.validate(name); err != nil {
 				return nil, fmt.Errorf("%w %s: %w", ErrFile, path, err)
 			}
+			out[name] = p
+		}
+		if _, ok := out[DefaultRuntime]; !ok {
+			out[DefaultRuntime] = RuntimeProfile{Kind: KindShard}
+		}
+		// The daemon's servers under each reference-runtime profile's own
+		// (a profile's wins by name, docs/protocol.md §13).
+		for name, p := range out {
+			if p.Kind != KindShard || len(doc.MCPServers) == 0 {
+				continue
+			}
+			merged := maps.Clone(doc.MCPServers)
+			maps.Copy(merged, p.MCPServers)
+			p.MCPServers = merged
 			out[name] = p
 		}
 	}
@@ -121,5 +182,5 @@ func runtimesLayer(path string) (map[string]RuntimeProfile, error) {
 // isRuntimesKey reports whether a flattened file key belongs to the
 // `runtimes:` mapping, which runtimesLayer reads.
 func isRuntimesKey(key string) bool {
-	return key == "runtimes" || strings.HasPrefix(key, "runtimes.")
+	return key == "runtimes" || strings.HasPrefix(key, "runtimes.") || key == "mcp_servers" || strings.HasPrefix(key, "mcp_servers.")
 }
