@@ -140,7 +140,7 @@ func runtimesLayer(path string) (map[string]RuntimeProfile, error) {
 		var doc struct {
 			Runtimes   map[string]RuntimeProfile `yaml:"runtimes"`
 			MCPServers map[string]MCPServer      `yaml:"mcp_servers"`
-			Rest     map[string]any            `yaml:",inline"` // the other settings: fileLayer's
+			Rest       map[string]any            `yaml:",inline"` // the other settings: fileLayer's
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true) // a misspelt profile field is an error

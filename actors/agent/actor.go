@@ -88,6 +88,10 @@ type Profile struct {
 	// (docs/protocol.md §10.1) may name only these. nil: the runtime cannot
 	// limit its tools, and a create that names any is refused.
 	Tools []string
+	// ToolPrefixes admit, besides Tools, any tool name that starts with
+	// one of them: the tools of the profile's MCP servers
+	// (<server>__<tool>), known only once its runtime connects to them.
+	ToolPrefixes []string
 	// Skills checks, off the mailbox, that the named skills exist for an
 	// agent working in cwd: NOT_FOUND for a missing one, INVALID_REQUEST
 	// for one that cannot be used. nil: the runtime loads no skills, and a
@@ -105,7 +109,7 @@ func (rc *RuntimeConfig) CheckTools(profile string, tools, skills []string) erro
 		return protocol.Errorf(protocol.CodeInvalidRequest, `field "tools": the runtime profile %q cannot limit its tools`, cmp.Or(profile, DefaultProfile))
 	}
 	for _, t := range tools {
-		if !slices.Contains(p.Tools, t) {
+		if !slices.Contains(p.Tools, t) && !slices.ContainsFunc(p.ToolPrefixes, func(pre string) bool { return strings.HasPrefix(t, pre) && len(t) > len(pre) }) {
 			return protocol.Errorf(protocol.CodeInvalidRequest, `field "tools": unknown tool %q (the tools are %s)`, t, strings.Join(p.Tools, ", "))
 		}
 	}

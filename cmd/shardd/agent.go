@@ -2,7 +2,9 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -88,6 +90,7 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 					Skills:        listEnv("SHARD_AGENT_SKILLS"),
 					SystemPrompt:  os.Getenv("SHARD_AGENT_SYSTEM_PROMPT"),
 					Home:          cfg.Home,
+					MCPServers:    mcpServers(),
 				},
 				ProviderOptions: refagent.ProviderOptions{
 					Providers:  specs,
@@ -167,4 +170,20 @@ func providerSpecs(cfg *config.Config) ([]refagent.ProviderSpec, error) {
 		out = append(out, sp)
 	}
 	return out, nil
+}
+
+// mcpServers are the MCP servers the daemon passes in SHARD_MCP_SERVERS (a
+// JSON list of refagent.MCPServer); unset or unreadable: none (the latter
+// is said on stderr, without the value, which may hold secrets).
+func mcpServers() []refagent.MCPServer {
+	v := os.Getenv("SHARD_MCP_SERVERS")
+	if v == "" {
+		return nil
+	}
+	var out []refagent.MCPServer
+	if err := json.Unmarshal([]byte(v), &out); err != nil {
+		fmt.Fprintln(os.Stderr, "shardd agent: SHARD_MCP_SERVERS is not a JSON list of servers; no MCP servers")
+		return nil
+	}
+	return out
 }
