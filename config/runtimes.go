@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/shard-dev/shard/protocol"
 )
 
 // Runtime profile kinds: the reference runtime, an agent
@@ -52,33 +54,10 @@ type RuntimeProfile struct {
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 }
 
-// MCPServer is one MCP server: a stdio server the runtime starts (Command,
-// Args, Env) or a streamable HTTP one it dials (URL, Headers). Env and
-// Headers may hold secrets: never logged, never shown.
-type MCPServer struct {
-	Command string            `yaml:"command" json:"command,omitempty"`
-	Args    []string          `yaml:"args" json:"args,omitempty"`
-	Env     map[string]string `yaml:"env" json:"env,omitempty"`
-	URL     string            `yaml:"url" json:"url,omitempty"`
-	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
-}
-
-// mcpNamePattern keeps a server name usable as a tool-name prefix: no
-// "__", which separates it from the tool's name.
-var mcpNamePattern = regexp.MustCompile(`^[a-zA-Z0-9-]+(_[a-zA-Z0-9-]+)*$`)
-
-// validate reports what is wrong with the server at path (a config key), or nil.
-func (s MCPServer) validate(path, name string) error {
-	switch {
-	case len(name) > 32 || !mcpNamePattern.MatchString(name):
-		return fmt.Errorf("%s: the name must be letters, digits, - and single _, at most 32", path)
-	case (s.Command == "") == (s.URL == ""):
-		return fmt.Errorf("%s: set either command (stdio) or url (streamable HTTP)", path)
-	case s.URL != "" && !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://"):
-		return fmt.Errorf("%s.url: want an http or https URL", path)
-	}
-	return nil
-}
+// MCPServer is one MCP server (docs/protocol.md §10.1): a stdio server the
+// runtime starts (command, args, env) or a streamable HTTP one it dials
+// (url, headers), the shape of agent.create's mcp_servers.
+type MCPServer = protocol.MCPServer
 
 // runtimeNamePattern keeps a profile name printable and short.
 var runtimeNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
@@ -119,8 +98,8 @@ func (p RuntimeProfile) validate(name string) error {
 		return fmt.Errorf("runtimes.%s.mcp_servers: only kind shard connects to MCP servers", name)
 	}
 	for sn, s := range p.MCPServers {
-		if err := s.validate("runtimes."+name+".mcp_servers."+sn, sn); err != nil {
-			return err
+		if err := protocol.ValidateMCPServer(sn, s); err != nil {
+			return fmt.Errorf("runtimes.%s.mcp_servers: %w", name, err)
 		}
 	}
 	return nil
@@ -148,8 +127,8 @@ func runtimesLayer(path string) (map[string]RuntimeProfile, error) {
 			return nil, fmt.Errorf("%w %s: runtimes: %w", ErrFile, path, err)
 		}
 		for name, s := range doc.MCPServers {
-			if err := s.validate("mcp_servers."+name, name); err != nil {
-				return nil, fmt.Errorf("%w %s: %w", ErrFile, path, err)
+			if err := protocol.ValidateMCPServer(name, s); err != nil {
+				return nil, fmt.Errorf("%w %s: mcp_servers: %w", ErrFile, path, err)
 			}
 		}
 		for name, p := range doc.Runtimes {

@@ -95,7 +95,7 @@ runtimes:
 // TestMCPServersInvalid refuses servers the runtime could not reach.
 func TestMCPServersInvalid(t *testing.T) {
 	for body, want := range map[string]string{
-		"mcp_servers:\n  a__b: {command: x}\n":                                                   "the name must be",
+		"mcp_servers:\n  a__b: {command: x}\n":                                                   `the name "a__b" must be`,
 		"mcp_servers:\n  a: {}\n":                                                                "either command",
 		"mcp_servers:\n  a: {command: x, url: 'http://h'}\n":                                     "either command",
 		"mcp_servers:\n  a: {url: 'ftp://h'}\n":                                                  "want an http",

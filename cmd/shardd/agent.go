@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/internal/memtrim"
+	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/provider"
 	"github.com/shard-dev/shard/runtime/refagent"
 )
@@ -173,17 +176,23 @@ func providerSpecs(cfg *config.Config) ([]refagent.ProviderSpec, error) {
 }
 
 // mcpServers are the MCP servers the daemon passes in SHARD_MCP_SERVERS (a
-// JSON list of refagent.MCPServer); unset or unreadable: none (the latter
-// is said on stderr, without the value, which may hold secrets).
+// JSON object of protocol.MCPServer by name); unset or unreadable: none
+// (the latter is said on stderr, without the value, which may hold
+// secrets).
 func mcpServers() []refagent.MCPServer {
 	v := os.Getenv("SHARD_MCP_SERVERS")
 	if v == "" {
 		return nil
 	}
-	var out []refagent.MCPServer
-	if err := json.Unmarshal([]byte(v), &out); err != nil {
-		fmt.Fprintln(os.Stderr, "shardd agent: SHARD_MCP_SERVERS is not a JSON list of servers; no MCP servers")
+	var byName map[string]protocol.MCPServer
+	if err := json.Unmarshal([]byte(v), &byName); err != nil {
+		fmt.Fprintln(os.Stderr, "shardd agent: SHARD_MCP_SERVERS is not a JSON object of servers; no MCP servers")
 		return nil
+	}
+	out := make([]refagent.MCPServer, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		s := byName[name]
+		out = append(out, refagent.MCPServer{Name: name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers})
 	}
 	return out
 }

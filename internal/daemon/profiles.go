@@ -3,8 +3,6 @@ package daemon
 import (
 	"cmp"
 	"errors"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/shard-dev/shard/actors/agent"
@@ -30,18 +28,9 @@ func (d *Daemon) profiles() map[string]agent.Profile {
 		case config.KindShard:
 			prof := agent.Profile{Path: d.opts.RuntimePath, Args: d.opts.RuntimeArgs, Env: env,
 				Tools: refagent.ToolNames(), Skills: d.checkSkills}
-			// The profile's MCP servers reach the runtime as JSON in its
-			// environment (never logged: env and headers may hold secrets);
-			// their tools, <server>__<tool>, are known only once it connects.
-			if len(p.MCPServers) > 0 {
-				var servers []refagent.MCPServer
-				for _, sn := range slices.Sorted(maps.Keys(p.MCPServers)) {
-					s := p.MCPServers[sn]
-					servers = append(servers, refagent.MCPServer{Name: sn, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers})
-					prof.ToolPrefixes = append(prof.ToolPrefixes, sn+refagent.MCPToolSep)
-				}
-				prof.Env = append(prof.Env, "SHARD_MCP_SERVERS="+string(protocol.MustMarshal(servers)))
-			}
+			// The profile's MCP servers (the agent's own join them at
+			// launch, lifecycle.go).
+			prof.MCPServers, prof.MCP = p.MCPServers, true
 			if len(p.Command) > 0 {
 				prof.Path, prof.Args = p.Command[0], p.Command[1:]
 			}

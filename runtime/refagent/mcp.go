@@ -38,7 +38,7 @@ type MCPServer struct {
 
 // MCPToolSep joins a server's name and its tool's name into the tool name
 // the model sees (docs/protocol.md §10.1).
-const MCPToolSep = "__"
+const MCPToolSep = protocol.MCPToolSep
 
 // mcpStartTimeout bounds how long one server may take to start, initialize
 // and list its tools; a server slower than that is left out.
