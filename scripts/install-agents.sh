@@ -13,7 +13,7 @@ dir=.cache/agents
 pkgs=(
   "@zed-industries/codex-acp@0.16.0"
   "@mariozechner/pi-coding-agent@0.73.1"
-  "@modelcontextprotocol/server-filesystem@2026.8.31"
+  "@modelcontextprotocol/server-filesystem@2026.8.31" "@modelcontextprotocol/server-everything@2026.8.31"
 )
 # not_installed says why the agents are missing and exits (see above).
 not_installed() {

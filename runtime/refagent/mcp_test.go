@@ -4,11 +4,20 @@ package refagent
 // server) offers its tools through the runtime's permission gate.
 
 import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/shard-dev/shard/internal/testhost"
@@ -112,5 +121,84 @@ func TestMCPToolsLimitedByTools(t *testing.T) {
 	res := one[*protocol.ToolResult](t, h.untilIdle())
 	if !res.IsError || !strings.Contains(res.Content.Message, "limited to fs__read_text_file") {
 		t.Fatalf("tool_result %+v", res)
+	}
+}
+
+// everythingServer starts the npm reference "everything" MCP server in its
+// streamable HTTP mode on a free loopback port and returns its endpoint
+// once it says it listens. It skips without the server (fails in strict
+// mode).
+func everythingServer(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := goruntime.Caller(0)
+	bin := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", ".bin", "mcp-server-everything")
+	if _, err := os.Stat(bin); err != nil {
+		testhost.Missing(t, "mcp-server-everything", err.Error())
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	_ = ln.Close()
+	cmd := exec.Command(bin, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+port)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "listening on port") {
+			go func() { _, _ = io.Copy(io.Discard, stderr) }()
+			return "http://127.0.0.1:" + port + "/mcp"
+		}
+	}
+	t.Fatalf("the everything server ended before listening: %v", sc.Err())
+	return ""
+}
+
+// TestMCPStreamableHTTP: a streamable HTTP server's tool runs, and every
+// request to it carries the configured headers (a loopback proxy in front
+// of the real server checks them).
+func TestMCPStreamableHTTP(t *testing.T) {
+	target, err := url.Parse(everythingServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target.Path = "" // the proxy keeps the request's path
+	var mu sync.Mutex
+	var missing []string
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer test-token" {
+			mu.Lock()
+			missing = append(missing, r.Method)
+			mu.Unlock()
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	h := start(t, func(o *Options) {
+		o.MCPServers = []MCPServer{{Name: "every", URL: front.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer test-token"}}}
+	})
+	h.handshake()
+	h.prompt(`sim: tool every__echo {"message":"over http"}`)
+	evs := h.untilIdle()
+	if len(of[*protocol.PermissionRequest](evs)) != 0 {
+		t.Fatal("a readOnlyHint tool asked for permission")
+	}
+	res := one[*protocol.ToolResult](t, evs)
+	if res.IsError || !strings.Contains(res.Content.Text, "over http") {
+		t.Fatalf("tool_result %+v", res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(missing) > 0 {
+		t.Fatalf("requests without the header: %v", missing)
 	}
 }
