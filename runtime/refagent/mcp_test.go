@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,4 +202,44 @@ func TestMCPStreamableHTTP(t *testing.T) {
 	if len(missing) > 0 {
 		t.Fatalf("requests without the header: %v", missing)
 	}
+}
+
+// TestMCPStdioServerStopsWithTheRuntime: the stdio server runs while the
+// runtime does and has exited once Run returns.
+func TestMCPStdioServerStopsWithTheRuntime(t *testing.T) {
+	bin := fsServer(t)
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		testhost.Missing(t, "/proc", err.Error())
+	}
+	h := startMCP(t, func(cwd string) []MCPServer { return []MCPServer{{Name: "fs", Command: bin, Args: []string{cwd}}} })
+	h.handshake()
+	if n := procsWithArg(t, h.opts.Cwd); n != 1 {
+		t.Fatalf("%d server processes while the runtime runs, want 1", n)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := procsWithArg(t, h.opts.Cwd); n != 0 {
+		t.Fatalf("%d server processes after Run returned", n)
+	}
+}
+
+// procsWithArg counts the processes with arg in their command line.
+func procsWithArg(t *testing.T, arg string) int {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if slices.Contains(strings.Split(string(b), "\x00"), arg) {
+			n++
+		}
+	}
+	return n
 }
