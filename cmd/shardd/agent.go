@@ -175,24 +175,31 @@ func providerSpecs(cfg *config.Config) ([]refagent.ProviderSpec, error) {
 	return out, nil
 }
 
-// mcpServers are the MCP servers the daemon passes in SHARD_MCP_SERVERS (a
-// JSON object of protocol.MCPServer by name); unset or unreadable: none
-// (the latter is said on stderr, without the value, which may hold
-// secrets).
+// mcpServers are the MCP servers the daemon passes in SHARD_MCP_SERVERS;
+// unset or unreadable: none (the latter is said on stderr, without the
+// value, which may hold secrets).
 func mcpServers() []refagent.MCPServer {
-	v := os.Getenv("SHARD_MCP_SERVERS")
+	out, err := decodeMCPServers(os.Getenv("SHARD_MCP_SERVERS"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shardd agent: SHARD_MCP_SERVERS is not a JSON object of servers; no MCP servers")
+	}
+	return out
+}
+
+// decodeMCPServers decodes v, a JSON object of protocol.MCPServer by name
+// ("" is none), into the runtime's servers, sorted by name.
+func decodeMCPServers(v string) ([]refagent.MCPServer, error) {
 	if v == "" {
-		return nil
+		return nil, nil
 	}
 	var byName map[string]protocol.MCPServer
 	if err := json.Unmarshal([]byte(v), &byName); err != nil {
-		fmt.Fprintln(os.Stderr, "shardd agent: SHARD_MCP_SERVERS is not a JSON object of servers; no MCP servers")
-		return nil
+		return nil, fmt.Errorf("SHARD_MCP_SERVERS: %w", err)
 	}
 	out := make([]refagent.MCPServer, 0, len(byName))
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		s := byName[name]
 		out = append(out, refagent.MCPServer{Name: name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers})
 	}
-	return out
+	return out, nil
 }
