@@ -266,6 +266,9 @@ type Hooks struct {
 	// mcpDown are the MCP servers that failed to start, with why (Run sets
 	// it): a call of one of their tools says so.
 	mcpDown map[string]string
+	// mcpStartTimeout bounds each MCP server's start (connectMCP).
+	// Default 20s; this package's tests shorten it.
+	mcpStartTimeout time.Duration
 	// TrimAfter is how long the runtime must stay idle before Trim runs.
 	// Default 2s: long enough that a client's next prompt right after a
 	// turn does not fault the pages straight back in, short enough that an
@@ -287,6 +290,7 @@ func (o Options) withDefaults() Options {
 	o.ContextWindow = cmp.Or(o.ContextWindow, defaultContextWindow)
 	o.ServerVersion = cmp.Or(o.ServerVersion, defaultServerVersion)
 	o.TrimAfter = cmp.Or(o.TrimAfter, defaultTrimAfter)
+	o.mcpStartTimeout = cmp.Or(o.mcpStartTimeout, defaultMCPStartTimeout)
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
@@ -390,7 +394,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	defer cancel(nil)
 	// The MCP servers' tools join the toolbox before it is built; their
 	// sessions end after the turns that use them (r.shutdown below).
-	mcps := connectMCP(ctx, opts.MCPServers, bashEnviron(opts.Environ, keyVars(opts)...), log)
+	mcps := connectMCP(ctx, opts.MCPServers, bashEnviron(opts.Environ, keyVars(opts)...), opts.Stderr, opts.mcpStartTimeout, log)
 	defer mcps.close()
 	opts.extraTools = append(slices.Clone(opts.extraTools), mcps.tools...)
 	opts.mcpDown = mcps.down

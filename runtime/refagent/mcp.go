@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -40,9 +41,9 @@ type MCPServer struct {
 // the model sees (docs/protocol.md §10.1).
 const MCPToolSep = protocol.MCPToolSep
 
-// mcpStartTimeout bounds how long one server may take to start, initialize
-// and list its tools; a server slower than that is left out.
-const mcpStartTimeout = 20 * time.Second
+// defaultMCPStartTimeout bounds how long one server may take to start,
+// initialize and list its tools; a server slower than that is left out.
+const defaultMCPStartTimeout = 20 * time.Second
 
 // mcpToolName is what a tool name must look like to reach the providers
 // (their common limit).
@@ -57,15 +58,15 @@ type mcpClients struct {
 }
 
 // connectMCP connects to every server at once, each bounded by
-// mcpStartTimeout, and lists their tools. A server that fails is logged
+// the start timeout, and lists their tools. A server that fails is logged
 // and recorded in down: its tools are unavailable, the runtime runs on.
-func connectMCP(ctx context.Context, servers []MCPServer, environ []string, log *slog.Logger) *mcpClients {
+func connectMCP(ctx context.Context, servers []MCPServer, environ []string, stderr io.Writer, timeout time.Duration, log *slog.Logger) *mcpClients {
 	c := &mcpClients{down: map[string]string{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, s := range servers {
 		wg.Go(func() {
-			sess, tls, err := connectOne(ctx, s, environ)
+			sess, tls, err := connectOne(ctx, s, environ, stderr, timeout)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -91,7 +92,7 @@ func connectMCP(ctx context.Context, servers []MCPServer, environ []string, log 
 }
 
 // connectOne starts or dials s and lists its tools.
-func connectOne(ctx context.Context, s MCPServer, environ []string) (*mcp.ClientSession, []*mcp.Tool, error) {
+func connectOne(ctx context.Context, s MCPServer, environ []string, stderr io.Writer, timeout time.Duration) (*mcp.ClientSession, []*mcp.Tool, error) {
 	var t mcp.Transport
 	switch {
 	case s.Command != "":
@@ -102,7 +103,7 @@ func connectOne(ctx context.Context, s MCPServer, environ []string) (*mcp.Client
 		cmd.Env = append(slices.Clone(environ), envList(s.Env)...)
 		// Its stderr is the runtime's (the agent's log); the child stays in
 		// the runtime's process group, so the daemon's stop reaches it.
-		cmd.Stderr = os.Stderr
+		cmd.Stderr = stderr
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	case s.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headerTransport(s.Headers)},
@@ -110,7 +111,7 @@ func connectOne(ctx context.Context, s MCPServer, environ []string) (*mcp.Client
 	default:
 		return nil, nil, fmt.Errorf("MCP server %q has neither a command nor a url", s.Name)
 	}
-	sctx, cancel := context.WithTimeout(ctx, mcpStartTimeout)
+	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "shard", Version: "1"}, nil)
 	sess, err := client.Connect(sctx, t, nil)

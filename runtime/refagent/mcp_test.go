@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
@@ -242,4 +243,31 @@ func procsWithArg(t *testing.T, arg string) int {
 		}
 	}
 	return n
+}
+
+// TestMCPServerThatNeverAnswersIsBounded: a stdio server that never
+// initializes is given up after the start timeout (the runtime says hello
+// all the same), its tools say why, and it is stopped with the runtime.
+func TestMCPServerThatNeverAnswersIsBounded(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		testhost.Missing(t, "sleep", err.Error())
+	}
+	marker := "9999." + strconv.Itoa(os.Getpid()) // GNU sleep takes a fraction
+	h := start(t, func(o *Options) {
+		o.MCPServers = []MCPServer{{Name: "mute", Command: sleep, Args: []string{marker}}}
+		o.mcpStartTimeout = 200 * time.Millisecond
+	})
+	h.handshake()
+	h.prompt(`sim: tool mute__anything {}`)
+	res := one[*protocol.ToolResult](t, h.untilIdle())
+	if !res.IsError || !strings.Contains(res.Content.Message, `MCP server "mute" did not start`) {
+		t.Fatalf("tool_result %+v", res)
+	}
+	if err := h.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := procsWithArg(t, marker); n != 0 {
+		t.Fatalf("%d silent server processes after Run returned", n)
+	}
 }
