@@ -86,9 +86,11 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		env = append(env, "SHARD_AGENT_SKILLS="+strings.Join(a.m.Skills, ","))
 	}
 	// The MCP servers: the agent's own over its profile's, by name
-	// (docs/protocol.md §10.1). Never logged: env and headers may hold
-	// secrets.
-	if servers := mergeMCP(prof.MCPServers, a.m.MCPServers); len(servers) > 0 {
+	// (docs/protocol.md §10.1), for a runtime that connects to them only (a
+	// child on an adapter profile that inherited some does not pass their
+	// secrets on to a third-party agent). Never logged: env and headers may
+	// hold secrets.
+	if servers := mergeMCP(prof.MCPServers, a.m.MCPServers); prof.MCP && len(servers) > 0 {
 		env = append(env, "SHARD_MCP_SERVERS="+string(protocol.MustMarshal(servers)))
 	}
 	if a.m.SystemPrompt != "" {
