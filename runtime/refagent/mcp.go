@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -102,8 +103,11 @@ func connectOne(ctx context.Context, s MCPServer, environ []string, stderr io.Wr
 		}
 		cmd.Env = append(slices.Clone(environ), envList(s.Env)...)
 		// Its stderr is the runtime's (the agent's log); the child stays in
-		// the runtime's process group, so the daemon's stop reaches it.
+		// the runtime's process group, so the daemon's stop reaches it, and
+		// dies with the runtime (Pdeathsig), so a runtime killed without a
+		// shutdown (its daemon killed) leaves no server behind.
 		cmd.Stderr = stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	case s.URL != "":
 		t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headerTransport(s.Headers)},
