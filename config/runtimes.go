@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/shard-dev/shard/protocol"
 )
 
 // Runtime profile kinds: the reference runtime, an agent
@@ -45,7 +47,17 @@ type RuntimeProfile struct {
 	// Models, when set, is the only models list_models offers and
 	// set_model accepts (a filter of the agent's own catalog).
 	Models []string `yaml:"models"`
+	// MCPServers are the MCP servers whose tools the profile's reference
+	// runtime offers (docs/protocol.md §10.1), by name; the daemon's own
+	// (the file's top-level `mcp_servers:`) are merged in, a profile's
+	// server replacing the daemon's of the same name. Kind shard only.
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 }
+
+// MCPServer is one MCP server (docs/protocol.md §10.1): a stdio server the
+// runtime starts (command, args, env) or a streamable HTTP one it dials
+// (url, headers), the shape of agent.create's mcp_servers.
+type MCPServer = protocol.MCPServer
 
 // runtimeNamePattern keeps a profile name printable and short.
 var runtimeNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
@@ -82,6 +94,14 @@ func (p RuntimeProfile) validate(name string) error {
 			return fmt.Errorf("runtimes.%s.env: %q is not a variable name", name, k)
 		}
 	}
+	if len(p.MCPServers) > 0 && p.Kind != KindShard {
+		return fmt.Errorf("runtimes.%s.mcp_servers: only kind shard connects to MCP servers", name)
+	}
+	for sn, s := range p.MCPServers {
+		if err := protocol.ValidateMCPServer(sn, s); err != nil {
+			return fmt.Errorf("runtimes.%s.mcp_servers: %w", name, err)
+		}
+	}
 	return nil
 }
 
@@ -97,18 +117,38 @@ func runtimesLayer(path string) (map[string]RuntimeProfile, error) {
 	}
 	if len(data) > 0 {
 		var doc struct {
-			Runtimes map[string]RuntimeProfile `yaml:"runtimes"`
-			Rest     map[string]any            `yaml:",inline"` // the other settings: fileLayer's
+			Runtimes   map[string]RuntimeProfile `yaml:"runtimes"`
+			MCPServers map[string]MCPServer      `yaml:"mcp_servers"`
+			Rest       map[string]any            `yaml:",inline"` // the other settings: fileLayer's
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true) // a misspelt profile field is an error
 		if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w %s: runtimes: %w", ErrFile, path, err)
 		}
+		for name, s := range doc.MCPServers {
+			if err := protocol.ValidateMCPServer(name, s); err != nil {
+				return nil, fmt.Errorf("%w %s: mcp_servers: %w", ErrFile, path, err)
+			}
+		}
 		for name, p := range doc.Runtimes {
 			if err := p.validate(name); err != nil {
 				return nil, fmt.Errorf("%w %s: %w", ErrFile, path, err)
 			}
+			out[name] = p
+		}
+		if _, ok := out[DefaultRuntime]; !ok {
+			out[DefaultRuntime] = RuntimeProfile{Kind: KindShard}
+		}
+		// The daemon's servers under each reference-runtime profile's own
+		// (a profile's wins by name, docs/protocol.md §13).
+		for name, p := range out {
+			if p.Kind != KindShard || len(doc.MCPServers) == 0 {
+				continue
+			}
+			merged := maps.Clone(doc.MCPServers)
+			maps.Copy(merged, p.MCPServers)
+			p.MCPServers = merged
 			out[name] = p
 		}
 	}
@@ -121,5 +161,5 @@ func runtimesLayer(path string) (map[string]RuntimeProfile, error) {
 // isRuntimesKey reports whether a flattened file key belongs to the
 // `runtimes:` mapping, which runtimesLayer reads.
 func isRuntimesKey(key string) bool {
-	return key == "runtimes" || strings.HasPrefix(key, "runtimes.")
+	return key == "runtimes" || strings.HasPrefix(key, "runtimes.") || key == "mcp_servers" || strings.HasPrefix(key, "mcp_servers.")
 }

@@ -58,3 +58,54 @@ func TestRuntimesInvalid(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPServersFromFile merges the daemon's MCP servers into each
+// reference-runtime profile, a profile's own server winning by name.
+func TestMCPServersFromFile(t *testing.T) {
+	f := newFixture(t)
+	f.writeFile(t, `
+mcp_servers:
+  fs: {command: mcp-server-filesystem, args: [/tmp]}
+  web: {url: "http://127.0.0.1:9/mcp", headers: {Authorization: secret}}
+runtimes:
+  lean:
+    kind: shard
+    mcp_servers:
+      fs: {command: other-fs, env: {TOKEN: t}}
+  codex:
+    kind: acp
+    command: [codex-acp]
+`)
+	c, err := f.load(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := MCPServer{URL: "http://127.0.0.1:9/mcp", Headers: map[string]string{"Authorization": "secret"}}
+	if got, want := c.Runtimes["shard"].MCPServers, map[string]MCPServer{"fs": {Command: "mcp-server-filesystem", Args: []string{"/tmp"}}, "web": web}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("shard mcp_servers = %+v, want %+v", got, want)
+	}
+	if got, want := c.Runtimes["lean"].MCPServers, map[string]MCPServer{"fs": {Command: "other-fs", Env: map[string]string{"TOKEN": "t"}}, "web": web}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("lean mcp_servers = %+v, want %+v", got, want)
+	}
+	if c.Runtimes["codex"].MCPServers != nil {
+		t.Fatalf("an acp profile got MCP servers: %+v", c.Runtimes["codex"].MCPServers)
+	}
+}
+
+// TestMCPServersInvalid refuses servers the runtime could not reach.
+func TestMCPServersInvalid(t *testing.T) {
+	for body, want := range map[string]string{
+		"mcp_servers:\n  a__b: {command: x}\n":                                                   `the name "a__b" must be`,
+		"mcp_servers:\n  a: {}\n":                                                                "either command",
+		"mcp_servers:\n  a: {command: x, url: 'http://h'}\n":                                     "either command",
+		"mcp_servers:\n  a: {url: 'ftp://h'}\n":                                                  "want an http",
+		"runtimes:\n  x:\n    kind: acp\n    command: [a]\n    mcp_servers: {a: {command: x}}\n": "only kind shard",
+	} {
+		f := newFixture(t)
+		f.writeFile(t, body)
+		_, err := f.load(t, nil, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want it to say %q", body, err, want)
+		}
+	}
+}

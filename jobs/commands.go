@@ -124,7 +124,9 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 	}
 	tools, skills, err := childTools(m, pm)
 	if err == nil && co.deps.CheckTools != nil {
-		err = co.deps.CheckTools(firstNonEmpty(m.Runtime, pm.Runtime), tools, skills)
+		// The parent's own MCP servers' tools are the parent's: childTools
+		// checked them; the profile knows only its own.
+		err = co.deps.CheckTools(firstNonEmpty(m.Runtime, pm.Runtime), protocol.WithoutMCPTools(tools, pm.MCPServers), skills)
 	}
 	if err != nil {
 		fail(cmd, err)
@@ -179,6 +181,7 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 			AgentID: ids.New("agent"), SessionID: ids.New("sess"), Cwd: pm.Cwd, Name: t.Name,
 			Model: model, Provider: prov,
 			Mode: firstNonEmpty(m.Mode, pm.Mode), Tools: tools, Skills: skills, HeadlessPolicy: pm.HeadlessPolicy,
+			MCPServers:    pm.MCPServers, // inherited like tools and skills (docs/protocol.md §10.1)
 			SystemPrompt:  delegatedPrompt(m.ParentAgentID, t.Name, alias),
 			ParentAgentID: m.ParentAgentID, CreatedAt: now.UnixMilli(), Depth: pm.Depth + 1,
 			LaunchPolicy: lp, Alias: alias, DefinitionName: t.Name, DisplayName: view.DisplayName(t.Name, alias),

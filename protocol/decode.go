@@ -533,6 +533,9 @@ func (c *AgentCreate) Validate() error {
 	if c.HeadlessPolicy != "" && !ValidHeadlessPolicy(c.HeadlessPolicy) {
 		return invalid("headless_policy", "must be one of deny, allow_if_rule_matches, queue")
 	}
+	if err := validateMCPServers(c.MCPServers); err != nil {
+		return err
+	}
 	return checkMode("mode", c.Mode)
 }
 

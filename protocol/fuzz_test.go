@@ -30,6 +30,7 @@ var specFrames = []string{
 	`{"id":"l2","type":"agent.list","active":true,"since_ms":1,"limit":2,"cursor":"YS4xLmFnZW50LTE"}`,
 	`{"id":"l3","type":"jobs.list","parent_agent_id":"agent-1","limit":2,"cursor":"ai4wLmpvYi0x"}`,
 	`{"id":"c1","type":"agent.create","cwd":"/work","headless_policy":"queue","depth":1,"launch_policy":{"maxTasks":4,"maxDepth":2}}`,
+	`{"id":"c2","type":"agent.create","cwd":"/work","tools":["fs__read_text_file"],"mcp_servers":{"fs":{"command":"mcp-server-filesystem","args":["/work"],"env":{"K":"v"}},"web":{"url":"https://h/mcp","headers":{"Authorization":"x"}}}}`,
 	`{"id":"s1","type":"session_op","agent_id":"a-3","op":"compact","args":{"keep_recent_tokens":20000}}`,
 	`{"id":"s2","type":"session_op","op":"fork","args":{"from_entry_id":"e-12"}}`,
 	`{"id":"j1","type":"subagent.create","parent_agent_id":"a-1","tasks":[{"name":"lint","task":"run lint"},{"name":"test","task":"run tests"}],"strategy":"parallel"}`,

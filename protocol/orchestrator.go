@@ -120,6 +120,11 @@ type AgentCreate struct {
 	// on; "" is the default profile, "shard" (the reference runtime).
 	// Additive (docs/protocol.md §10.1); an unknown name is INVALID_REQUEST.
 	Runtime string `json:"runtime,omitempty"`
+	// MCPServers (additive, docs/protocol.md §10.1) are MCP servers, by
+	// name, whose tools the reference runtime offers this agent as
+	// <server>__<tool>, over its profile's and the daemon's of the same
+	// name; its subagents inherit them. Other runtimes refuse them.
+	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty"`
 }
 
 // AgentCreateData is the data of an agent.create response.

@@ -209,6 +209,10 @@ type AgentInfo struct {
 	// omitted: every tool, no skill.
 	Tools  []string `json:"tools,omitempty"`
 	Skills []string `json:"skills,omitempty"`
+	// MCPServers (additive, docs/protocol.md §10.1) names the agent's own
+	// MCP servers (agent.create's mcp_servers or its parent's); only the
+	// names, since their env and headers may hold secrets.
+	MCPServers []string `json:"mcp_servers,omitempty"`
 	// AttachedClients (additive) is how many client connections
 	// are attached to the agent (interactive or observer, attaching
 	// included), as the agent's actor counts them: the dashboard's

@@ -15,6 +15,8 @@ pkgs=(
   "@mariozechner/pi-coding-agent@0.73.1"
   "@google/gemini-cli@0.61.0"
   "@zed-industries/claude-agent-acp@0.23.1"
+  "@modelcontextprotocol/server-filesystem@2026.8.31"
+  "@modelcontextprotocol/server-everything@2026.8.31"
 )
 # not_installed says why the agents are missing and exits (see above).
 not_installed() {

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/shard-dev/shard/protocol"
 )
 
 // Agent is the durable manifest of one Agent: its identity, where it runs
@@ -14,26 +16,31 @@ import (
 // The JSON field names are the stored format; add fields with omitempty and
 // never rename one.
 type Agent struct {
-	AgentID        string        `json:"agent_id"`                  // required; the key; never changes
-	SessionID      string        `json:"session_id"`                // required; the transcript's session
-	Cwd            string        `json:"cwd"`                       // required; the runtime's working directory
-	Name           string        `json:"name,omitempty"`            // optional human name
-	Model          string        `json:"model,omitempty"`           // model override; "" = config default
-	Provider       string        `json:"provider,omitempty"`        // the provider it runs on, resolved at create; "" = stored before providers were resolved (the default)
-	Mode           string        `json:"mode,omitempty"`            // runtime mode at launch
-	Tools          []string      `json:"tools,omitempty"`           // tool allow-list; nil = runtime default
-	Skills         []string      `json:"skills,omitempty"`          // skills the runtime loads; nil = none
-	SystemPrompt   string        `json:"system_prompt,omitempty"`   // delegated system prompt of a managed child
-	HeadlessPolicy string        `json:"headless_policy,omitempty"` // override of headless.policy
-	ParentAgentID  string        `json:"parent_agent_id,omitempty"` // set for subagents
-	CreatedAt      int64         `json:"created_at"`                // epoch milliseconds
-	Depth          int           `json:"depth,omitempty"`           // subagent nesting depth; 0 = top level
-	LaunchPolicy   *LaunchPolicy `json:"launch_policy,omitempty"`   // nil = no subagent limits recorded
-	Alias          string        `json:"alias,omitempty"`           // parent-scoped friendly name
-	DefinitionName string        `json:"definition_name,omitempty"` // agent definition it was made from
-	DisplayName    string        `json:"display_name,omitempty"`    // name shown in clients
-	WorkspaceID    string        `json:"workspace_id,omitempty"`    // the workspace it works in
-	Runtime        string        `json:"runtime,omitempty"`         // runtime profile; "" = the default ("shard")
+	AgentID   string   `json:"agent_id"`           // required; the key; never changes
+	SessionID string   `json:"session_id"`         // required; the transcript's session
+	Cwd       string   `json:"cwd"`                // required; the runtime's working directory
+	Name      string   `json:"name,omitempty"`     // optional human name
+	Model     string   `json:"model,omitempty"`    // model override; "" = config default
+	Provider  string   `json:"provider,omitempty"` // the provider it runs on, resolved at create; "" = stored before providers were resolved (the default)
+	Mode      string   `json:"mode,omitempty"`     // runtime mode at launch
+	Tools     []string `json:"tools,omitempty"`    // tool allow-list; nil = runtime default
+	Skills    []string `json:"skills,omitempty"`   // skills the runtime loads; nil = none
+	// MCPServers are the agent's own MCP servers (agent.create's
+	// mcp_servers, or its parent's), over its profile's by name
+	// (docs/protocol.md §10.1). Their env and headers may hold secrets:
+	// AgentInfo shows only the names.
+	MCPServers     map[string]protocol.MCPServer `json:"mcp_servers,omitempty"`
+	SystemPrompt   string                        `json:"system_prompt,omitempty"`   // delegated system prompt of a managed child
+	HeadlessPolicy string                        `json:"headless_policy,omitempty"` // override of headless.policy
+	ParentAgentID  string                        `json:"parent_agent_id,omitempty"` // set for subagents
+	CreatedAt      int64                         `json:"created_at"`                // epoch milliseconds
+	Depth          int                           `json:"depth,omitempty"`           // subagent nesting depth; 0 = top level
+	LaunchPolicy   *LaunchPolicy                 `json:"launch_policy,omitempty"`   // nil = no subagent limits recorded
+	Alias          string                        `json:"alias,omitempty"`           // parent-scoped friendly name
+	DefinitionName string                        `json:"definition_name,omitempty"` // agent definition it was made from
+	DisplayName    string                        `json:"display_name,omitempty"`    // name shown in clients
+	WorkspaceID    string                        `json:"workspace_id,omitempty"`    // the workspace it works in
+	Runtime        string                        `json:"runtime,omitempty"`         // runtime profile; "" = the default ("shard")
 	// SessionDir is where the session's directory is, relative to the
 	// daemon's sessions directory, when it is not <session_id>: an adopted
 	// fork lives under its source's (<source>/forks/<fork_id>, see

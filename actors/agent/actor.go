@@ -88,6 +88,15 @@ type Profile struct {
 	// (docs/protocol.md §10.1) may name only these. nil: the runtime cannot
 	// limit its tools, and a create that names any is refused.
 	Tools []string
+	// MCPServers are the profile's MCP servers (config mcp_servers, the
+	// daemon's merged under the profile's), which the runtime gets, with
+	// the agent's own over them by name, in SHARD_MCP_SERVERS. Their tools
+	// (<server>__<tool>) are known only once the runtime connects, so an
+	// agent's tools may name any tool of theirs.
+	MCPServers map[string]protocol.MCPServer
+	// MCP reports whether the profile's runtime connects to MCP servers
+	// (the reference runtime): agent.create's mcp_servers need it.
+	MCP bool
 	// Skills checks, off the mailbox, that the named skills exist for an
 	// agent working in cwd: NOT_FOUND for a missing one, INVALID_REQUEST
 	// for one that cannot be used. nil: the runtime loads no skills, and a
@@ -105,12 +114,21 @@ func (rc *RuntimeConfig) CheckTools(profile string, tools, skills []string) erro
 		return protocol.Errorf(protocol.CodeInvalidRequest, `field "tools": the runtime profile %q cannot limit its tools`, cmp.Or(profile, DefaultProfile))
 	}
 	for _, t := range tools {
-		if !slices.Contains(p.Tools, t) {
+		if !slices.Contains(p.Tools, t) && len(protocol.WithoutMCPTools([]string{t}, p.MCPServers)) > 0 {
 			return protocol.Errorf(protocol.CodeInvalidRequest, `field "tools": unknown tool %q (the tools are %s)`, t, strings.Join(p.Tools, ", "))
 		}
 	}
 	if len(skills) > 0 && p.Skills == nil {
 		return protocol.Errorf(protocol.CodeInvalidRequest, `field "skills": the runtime profile %q loads no skills`, cmp.Or(profile, DefaultProfile))
+	}
+	return nil
+}
+
+// CheckMCP refuses, with INVALID_REQUEST, MCP servers for an agent of a
+// profile whose runtime does not connect to them.
+func (rc *RuntimeConfig) CheckMCP(profile string, servers map[string]protocol.MCPServer) error {
+	if p, _ := rc.command(profile); len(servers) > 0 && !p.MCP {
+		return protocol.Errorf(protocol.CodeInvalidRequest, `field "mcp_servers": the runtime profile %q does not connect to MCP servers`, cmp.Or(profile, DefaultProfile))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -83,6 +84,14 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 	}
 	if len(a.m.Skills) > 0 {
 		env = append(env, "SHARD_AGENT_SKILLS="+strings.Join(a.m.Skills, ","))
+	}
+	// The MCP servers: the agent's own over its profile's, by name
+	// (docs/protocol.md §10.1), for a runtime that connects to them only (a
+	// child on an adapter profile that inherited some does not pass their
+	// secrets on to a third-party agent). Never logged: env and headers may
+	// hold secrets.
+	if servers := mergeMCP(prof.MCPServers, a.m.MCPServers); prof.MCP && len(servers) > 0 {
+		env = append(env, "SHARD_MCP_SERVERS="+string(protocol.MustMarshal(servers)))
 	}
 	if a.m.SystemPrompt != "" {
 		env = append(env, "SHARD_AGENT_SYSTEM_PROMPT="+a.m.SystemPrompt)
@@ -449,4 +458,14 @@ func (a *Actor) stopTimers() {
 			a.timers[i] = nil
 		}
 	}
+}
+
+// mergeMCP is base with over's servers replacing those of the same name.
+func mergeMCP(base, over map[string]protocol.MCPServer) map[string]protocol.MCPServer {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]protocol.MCPServer{}
+	}
+	maps.Copy(out, over)
+	return out
 }

@@ -2,6 +2,9 @@ package agent
 
 import (
 	"cmp"
+	"maps"
+	"slices"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/protocol"
@@ -95,6 +98,7 @@ func InfoOf(m store.Agent, status protocol.AgentStatus, rs protocol.RuntimeState
 		Status: status, RuntimeState: rs, CreatedAt: m.CreatedAt, ParentAgentID: m.ParentAgentID,
 		Alias: m.Alias, DefinitionName: m.DefinitionName, DisplayName: m.DisplayName, WorkspaceID: m.WorkspaceID,
 		Runtime: cmp.Or(m.Runtime, DefaultProfile), Title: m.Title, Tools: m.Tools, Skills: m.Skills,
+		MCPServers: slices.Sorted(maps.Keys(m.MCPServers)), // names only: their env and headers may hold secrets
 	}
 	if usage != (protocol.Usage{}) {
 		u := usage

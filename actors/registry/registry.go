@@ -588,7 +588,11 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "runtime": no runtime profile %q is configured`, req.Runtime))
 		return
 	}
-	if err := r.deps.Agent.Runtime.CheckTools(req.Runtime, req.Tools, req.Skills); err != nil {
+	if err := r.deps.Agent.Runtime.CheckMCP(req.Runtime, req.MCPServers); err != nil {
+		fail(cmd, err)
+		return
+	}
+	if err := r.deps.Agent.Runtime.CheckTools(req.Runtime, protocol.WithoutMCPTools(req.Tools, req.MCPServers), req.Skills); err != nil {
 		fail(cmd, err)
 		return
 	}
@@ -616,6 +620,7 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		Mode:           req.Mode,
 		Tools:          req.Tools,
 		Skills:         req.Skills,
+		MCPServers:     req.MCPServers,
 		HeadlessPolicy: req.HeadlessPolicy,
 		ParentAgentID:  req.ParentAgentID,
 		CreatedAt:      r.deps.Clock.Now().UnixMilli(),

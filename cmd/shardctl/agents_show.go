@@ -136,6 +136,9 @@ func (o *agentsShowOptions) table(w io.Writer, v agentView) error {
 	if len(a.Skills) > 0 {
 		row("Skills", strings.Join(a.Skills, ", "))
 	}
+	if len(a.MCPServers) > 0 {
+		row("MCP servers", strings.Join(a.MCPServers, ", "))
+	}
 	row("Created", o.g.clock.formatTime(a.CreatedAt))
 	if a.Usage != nil {
 		row("Usage", fmt.Sprintf("in %d, out %d tokens", a.Usage.Input, a.Usage.Output))

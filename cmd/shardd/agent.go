@@ -2,11 +2,15 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -15,6 +19,7 @@ import (
 
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/internal/memtrim"
+	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/provider"
 	"github.com/shard-dev/shard/runtime/refagent"
 )
@@ -88,6 +93,7 @@ func newAgentCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 					Skills:        listEnv("SHARD_AGENT_SKILLS"),
 					SystemPrompt:  os.Getenv("SHARD_AGENT_SYSTEM_PROMPT"),
 					Home:          cfg.Home,
+					MCPServers:    mcpServers(),
 				},
 				ProviderOptions: refagent.ProviderOptions{
 					Providers:  specs,
@@ -165,6 +171,35 @@ func providerSpecs(cfg *config.Config) ([]refagent.ProviderSpec, error) {
 			}
 		}
 		out = append(out, sp)
+	}
+	return out, nil
+}
+
+// mcpServers are the MCP servers the daemon passes in SHARD_MCP_SERVERS;
+// unset or unreadable: none (the latter is said on stderr, without the
+// value, which may hold secrets).
+func mcpServers() []refagent.MCPServer {
+	out, err := decodeMCPServers(os.Getenv("SHARD_MCP_SERVERS"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shardd agent: SHARD_MCP_SERVERS is not a JSON object of servers; no MCP servers")
+	}
+	return out
+}
+
+// decodeMCPServers decodes v, a JSON object of protocol.MCPServer by name
+// ("" is none), into the runtime's servers, sorted by name.
+func decodeMCPServers(v string) ([]refagent.MCPServer, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var byName map[string]protocol.MCPServer
+	if err := json.Unmarshal([]byte(v), &byName); err != nil {
+		return nil, fmt.Errorf("SHARD_MCP_SERVERS: %w", err)
+	}
+	out := make([]refagent.MCPServer, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		s := byName[name]
+		out = append(out, refagent.MCPServer{Name: name, Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers})
 	}
 	return out, nil
 }

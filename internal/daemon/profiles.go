@@ -28,6 +28,9 @@ func (d *Daemon) profiles() map[string]agent.Profile {
 		case config.KindShard:
 			prof := agent.Profile{Path: d.opts.RuntimePath, Args: d.opts.RuntimeArgs, Env: env,
 				Tools: refagent.ToolNames(), Skills: d.checkSkills}
+			// The profile's MCP servers (the agent's own join them at
+			// launch, lifecycle.go).
+			prof.MCPServers, prof.MCP = p.MCPServers, true
 			if len(p.Command) > 0 {
 				prof.Path, prof.Args = p.Command[0], p.Command[1:]
 			}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -124,6 +125,12 @@ type Identity struct {
 	// Home is the Shard home (SHARD_HOME), whose skills/ folder holds the
 	// user's own skills. Default "": none.
 	Home string
+	// MCPServers are the MCP servers (SHARD_MCP_SERVERS) whose tools the
+	// runtime offers as <server>__<tool> (docs/protocol.md §10.1): Run
+	// connects to them before hello, each bounded, and stops them when it
+	// returns. A server that fails is logged and its tools are
+	// unavailable. Default nil: none.
+	MCPServers []MCPServer
 }
 
 // ProviderOptions is the model provider the runtime calls and what its
@@ -256,6 +263,12 @@ type Hooks struct {
 	// extraTools are registered after the built-in ones (this package's
 	// tests: a tool that crashes).
 	extraTools []tool
+	// mcpDown are the MCP servers that failed to start, with why (Run sets
+	// it): a call of one of their tools says so.
+	mcpDown map[string]string
+	// mcpStartTimeout bounds each MCP server's start (connectMCP).
+	// Default 20s; this package's tests shorten it.
+	mcpStartTimeout time.Duration
 	// TrimAfter is how long the runtime must stay idle before Trim runs.
 	// Default 2s: long enough that a client's next prompt right after a
 	// turn does not fault the pages straight back in, short enough that an
@@ -277,6 +290,7 @@ func (o Options) withDefaults() Options {
 	o.ContextWindow = cmp.Or(o.ContextWindow, defaultContextWindow)
 	o.ServerVersion = cmp.Or(o.ServerVersion, defaultServerVersion)
 	o.TrimAfter = cmp.Or(o.TrimAfter, defaultTrimAfter)
+	o.mcpStartTimeout = cmp.Or(o.mcpStartTimeout, defaultMCPStartTimeout)
 	if o.Stderr == nil {
 		o.Stderr = io.Discard
 	}
@@ -378,6 +392,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// The MCP servers' tools join the toolbox before it is built; their
+	// sessions end after the turns that use them (r.shutdown below).
+	mcps := connectMCP(ctx, opts.MCPServers, bashEnviron(opts.Environ, keyVars(opts)...), opts.Stderr, opts.mcpStartTimeout, log)
+	defer mcps.close()
+	opts.extraTools = append(slices.Clone(opts.extraTools), mcps.tools...)
+	opts.mcpDown = mcps.down
 	r := newRuntime(ctx, cancel, opts, log, ids, sess, state, grants, models)
 	r.start()
 

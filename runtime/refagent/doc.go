@@ -37,6 +37,9 @@
 // (subagent.go), recall, which reads back what a compaction summarized
 // (recall.go), and, for an agent with skills, the skill tool
 // (skilltool.go). bash runs without the provider's API key variable.
+// The tools of the agent's MCP servers (Options.MCPServers, mcp.go) join
+// them as <server>__<tool>: read-only when the server annotates them
+// readOnlyHint, else mutating like write.
 // Options.Tools limits them: the model is offered only those, and a call
 // of another is a tool error, never run.
 //

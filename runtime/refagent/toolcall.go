@@ -51,6 +51,10 @@ func resultBlock(id string, out toolOutput) protocol.ContentBlock {
 func (t *turnState) runTool(b *toolBatch, c toolCallReq) error {
 	tl, ok := t.r.tools.byName[c.name]
 	if !ok {
+		if server, _, mcpName := strings.Cut(c.name, MCPToolSep); mcpName && t.r.opts.mcpDown[server] != "" {
+			why := t.r.opts.mcpDown[server]
+			return t.report(b, c, tool{name: c.name}, func() toolOutput { return errorOutput("the tool %q is unavailable: %s", c.name, why) })
+		}
 		return t.report(b, c, tool{name: c.name}, func() toolOutput { return errorOutput("unknown tool %q", c.name) })
 	}
 	fail := func(out toolOutput) error {

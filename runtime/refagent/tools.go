@@ -147,8 +147,10 @@ func (tb *toolbox) limit(allow []string, log *slog.Logger) {
 
 // ToolNames are the names of the reference runtime's tools, in the order
 // the model is offered them: the names an Agent's tools list may hold
-// (docs/protocol.md §10.1). The daemon refuses an agent.create naming any
-// other for the reference runtime.
+// (docs/protocol.md §10.1), besides <server>__<tool> for the agent's MCP
+// servers, whose tools are known only once the runtime connects. The
+// daemon refuses an agent.create naming any other for the reference
+// runtime.
 func ToolNames() []string {
 	tb := newToolbox(Options{Identity: Identity{Environ: []string{}}}, slog.New(slog.DiscardHandler), func() string { return "" }, []skills.Skill{{}})
 	names := make([]string, 0, len(tb.byName))
