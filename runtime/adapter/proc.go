@@ -8,9 +8,9 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -124,9 +124,6 @@ func (p *Proc) Close() error {
 	return nil
 }
 
-// adopting is set once AdoptOrphans made this process a subreaper.
-var adopting atomic.Bool
-
 // AdoptOrphans makes this process the reaper of the descendants of what it
 // starts (PR_SET_CHILD_SUBREAPER): a process the agent started that
 // outlives the agent (claude-agent-acp's claude CLI, once node is gone)
@@ -141,7 +138,6 @@ func AdoptOrphans() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("adopt orphans: %w", err)
 	}
-	adopting.Store(true)
 	return nil
 }
 
@@ -150,7 +146,7 @@ func AdoptOrphans() error {
 // most termGrace, kills those still running and reaps them all; processes
 // orphaned meanwhile are waited for in turn.
 func reapOrphans() {
-	if !adopting.Load() {
+	if !subreaper() {
 		return
 	}
 	deadline := time.Now().Add(termGrace)
@@ -201,4 +197,14 @@ func children() []int {
 		}
 	}
 	return out
+}
+
+// subreaper reports whether AdoptOrphans made this process a subreaper: the
+// kernel keeps that flag, so no state of the package does.
+func subreaper() bool {
+	var on int32
+	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&on)), 0, 0, 0); err != nil {
+		return false
+	}
+	return on != 0
 }
