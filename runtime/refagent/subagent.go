@@ -85,38 +85,64 @@ type subagentClient struct {
 
 // tool is the `subagent` tool of this runtime.
 func (s subagentClient) tool() tool {
-	tl := tool{
-		name:    toolSubagent,
-		ungated: true,
-		spec:    provider.ToolSpec{Name: toolSubagent, Description: subagentDescription, Schema: subagentSchema},
-		check:   s.check,
-		run:     s.run,
-	}
-	if s.socket == "" || s.agentID == "" {
-		tl.unavailable = noDaemonMessage
+	return daemonTool{
+		spec:     provider.ToolSpec{Name: toolSubagent, Description: subagentDescription, Schema: subagentSchema},
+		noDaemon: noDaemonMessage, what: "subagent",
+		socket: s.socket, agentID: s.agentID, log: s.log,
+		command: subagentCommand,
+		// Children are created in the parent's current mode. Aborting the
+		// turn closes the connection: the daemon then drops a pending
+		// wait and nothing else (the jobs go on).
+		prepare: func(cmd protocol.Command) {
+			if c, ok := cmd.(*protocol.SubagentCreate); ok {
+				c.Mode = s.mode()
+			}
+		},
+	}.tool()
+}
+
+// daemonTool is a tool each call of which is one daemon command (subagent,
+// team): command builds and validates it from the model's arguments (the
+// check before the gate, then again for the call), prepare (optional)
+// completes it at call time, and daemonResult sends it and makes the
+// output. Aborting the turn cancels the call's ctx, which closes the
+// connection. Without a daemon socket or agent id the tool is unavailable
+// with noDaemon.
+type daemonTool struct {
+	spec            provider.ToolSpec
+	noDaemon, what  string
+	socket, agentID string
+	log             *slog.Logger
+	command         func(agentID string, args map[string]any) (protocol.Command, error)
+	prepare         func(protocol.Command)
+}
+
+// tool is the runtime's tool of d, ungated (see the subagent and team
+// tools' comments on why).
+func (d daemonTool) tool() tool {
+	tl := tool{name: d.spec.Name, ungated: true, spec: d.spec, check: d.check, run: d.run}
+	if d.socket == "" || d.agentID == "" {
+		tl.unavailable = d.noDaemon
 	}
 	return tl
 }
 
-func (s subagentClient) check(args map[string]any) error {
-	if _, err := subagentCommand(s.agentID, args); err != nil {
+func (d daemonTool) check(args map[string]any) error {
+	if _, err := d.command(d.agentID, args); err != nil {
 		return fmt.Errorf("invalid arguments: %w", err)
 	}
 	return nil
 }
 
-// run sends the command for args to the daemon. Aborting the turn cancels
-// ctx, which closes the connection: the daemon then drops a pending wait
-// and nothing else (the jobs go on).
-func (s subagentClient) run(ctx context.Context, args map[string]any) toolOutput {
-	cmd, err := subagentCommand(s.agentID, args)
+func (d daemonTool) run(ctx context.Context, args map[string]any) toolOutput {
+	cmd, err := d.command(d.agentID, args)
 	if err != nil { // checked before; kept for safety
 		return errorOutput("invalid arguments: %v", err)
 	}
-	if c, ok := cmd.(*protocol.SubagentCreate); ok {
-		c.Mode = s.mode()
+	if d.prepare != nil {
+		d.prepare(cmd)
 	}
-	return daemonResult(ctx, s.socket, cmd, s.log, "subagent")
+	return daemonResult(ctx, d.socket, cmd, d.log, d.what)
 }
 
 // daemonResult sends cmd to the daemon at socket and makes the tool's

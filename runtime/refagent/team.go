@@ -1,7 +1,6 @@
 package refagent
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,34 +76,12 @@ type teamClient struct {
 
 // tool is the `team` tool of this runtime.
 func (c teamClient) tool() tool {
-	tl := tool{
-		name:    toolTeam,
-		ungated: true,
-		spec:    provider.ToolSpec{Name: toolTeam, Description: teamDescription, Schema: teamSchema},
-		check:   c.check,
-		run:     c.run,
-	}
-	if c.socket == "" || c.agentID == "" {
-		tl.unavailable = noTeamDaemonMessage
-	}
-	return tl
-}
-
-func (c teamClient) check(args map[string]any) error {
-	if _, err := teamCommand(c.agentID, args); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	return nil
-}
-
-// run sends the command for args to the daemon. Aborting the turn cancels
-// ctx, which closes the connection.
-func (c teamClient) run(ctx context.Context, args map[string]any) toolOutput {
-	cmd, err := teamCommand(c.agentID, args)
-	if err != nil { // checked before; kept for safety
-		return errorOutput("invalid arguments: %v", err)
-	}
-	return daemonResult(ctx, c.socket, cmd, c.log, "team")
+	return daemonTool{
+		spec:     provider.ToolSpec{Name: toolTeam, Description: teamDescription, Schema: teamSchema},
+		noDaemon: noTeamDaemonMessage, what: "team",
+		socket: c.socket, agentID: c.agentID, log: c.log,
+		command: teamCommand,
+	}.tool()
 }
 
 // teamCommand builds and validates the daemon command for the tool's
