@@ -337,3 +337,38 @@ func TestTeamAssigneeGoesOnInTheWorkersWorkspace(t *testing.T) {
 		t.Fatalf("b.txt in the main checkout: %q, %v", b, err)
 	}
 }
+
+// TestTeamWorkersReadSharedMemory: the team's shared memory goes into
+// every worker's task (docs/protocol.md §10.4: "with the shared memory
+// after it"), so a note written before a task starts is in its worker's
+// conversation; a note of another scope is not.
+func TestTeamWorkersReadSharedMemory(t *testing.T) {
+	repo := gitRepo(t)
+	h := start(t, nil)
+	c := h.dial()
+	g := teamCall[protocol.TeamGoalData](t, c, &protocol.TeamGoalSubmit{Header: teamHdr(protocol.TypeTeamGoalSubmit), Text: "remember", Cwd: repo}).Goal
+	teamCall[protocol.TeamMemoryData](t, c, &protocol.TeamMemoryPut{Header: teamHdr(protocol.TypeTeamMemoryPut),
+		Scope: protocol.MemoryScopeShared, Key: "style", Title: "House style", Body: "indent with tabs-7f3a"})
+	teamCall[protocol.TeamMemoryData](t, c, &protocol.TeamMemoryPut{Header: teamHdr(protocol.TypeTeamMemoryPut),
+		Scope: "agent-someone", Key: "own", Body: "private-note-9c1e"})
+	task := teamCall[protocol.TeamTasksData](t, c, &protocol.TeamTaskCreate{Header: teamHdr(protocol.TypeTeamTaskCreate), GoalID: g.GoalID,
+		Tasks: []protocol.TeamTaskSpec{{Title: "reads", Prompt: "sim: say read the notes"}}}).Tasks[0]
+	m := mergeOf(t, c, g.GoalID, task.TaskID) // the worker's run completed
+	worker := taskOf(t, c, g.GoalID, m.TaskID).Assignee
+	s := attach(t, h.dial(), worker, "")
+	var user []string
+	for _, msg := range s.LiveWindow.Messages {
+		for _, b := range msg.Content {
+			if msg.Role == "user" {
+				user = append(user, b.Text)
+			}
+		}
+	}
+	joined := strings.Join(user, "\n")
+	if !strings.Contains(joined, "House style") || !strings.Contains(joined, "indent with tabs-7f3a") {
+		t.Fatalf("the worker's task lacks the shared memory: %q", joined)
+	}
+	if strings.Contains(joined, "private-note-9c1e") {
+		t.Fatalf("another agent's note reached the worker: %q", joined)
+	}
+}
