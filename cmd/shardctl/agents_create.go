@@ -25,6 +25,7 @@ type agentsCreateOptions struct {
 	headlessPolicy string
 	tools          []string
 	skills         []string
+	mcp            mcpFlags
 }
 
 // AddFlags registers the agents create flags on cmd.
@@ -39,6 +40,7 @@ func (o *agentsCreateOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.headlessPolicy, "headless-policy", "", "what to do with permission requests nobody answers: deny, allow_if_rule_matches or queue")
 	fs.StringSliceVar(&o.tools, "tools", nil, "limit the agent to these tools, comma-separated (e.g. read,ls,grep; default every tool)")
 	fs.StringSliceVar(&o.skills, "skills", nil, "skills the agent loads, comma-separated: folders with a SKILL.md under the cwd's .shard/skills, .agents/skills or .claude/skills, or $SHARD_HOME/skills")
+	o.mcp.AddFlags(cmd)
 }
 
 func newAgentsCreateCommand(g *globalOptions) *cobra.Command {
@@ -50,7 +52,19 @@ func newAgentsCreateCommand(g *globalOptions) *cobra.Command {
 {"agent_id":"..."} (-o yaml likewise). --cwd is resolved to an absolute path.
 --tools limits what the agent's model is offered and may run (the daemon
 refuses a name it does not know and lists the known ones); --skills names
-skills the agent loads (a skill that does not exist is NOT_FOUND).`,
+skills the agent loads (a skill that does not exist is NOT_FOUND).
+
+--mcp declares an MCP server whose tools the agent's model is offered as
+NAME__TOOL (read-only tools run without asking; the others ask):
+
+  shardctl agents create --mcp 'fs=npx -y @modelcontextprotocol/server-filesystem /src'
+  shardctl agents create --mcp docs=https://mcp.example.com/mcp \
+      --mcp-header 'docs:Authorization=Bearer xyz'
+  shardctl agents create --mcp gh=github-mcp-server --mcp-env gh:GITHUB_TOKEN
+  shardctl agents create --mcp-file .mcp.json
+
+A server named here wins over one of the same name in the daemon's config
+or the runtime profile. agents show lists the agent's servers by name.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			msg, err := o.message()
@@ -76,6 +90,10 @@ func (o *agentsCreateOptions) message() (*protocol.AgentCreate, error) {
 	if err != nil {
 		return nil, err
 	}
+	servers, err := o.mcp.build()
+	if err != nil {
+		return nil, err
+	}
 	msg := &protocol.AgentCreate{
 		Header:         protocol.Header{Type: protocol.TypeAgentCreate},
 		Cwd:            abs,
@@ -86,6 +104,7 @@ func (o *agentsCreateOptions) message() (*protocol.AgentCreate, error) {
 		HeadlessPolicy: o.headlessPolicy,
 		Tools:          o.tools,
 		Skills:         o.skills,
+		MCPServers:     servers,
 	}
 	if err := msg.Validate(); err != nil {
 		return nil, &exitError{code: exitUsage, err: err}
