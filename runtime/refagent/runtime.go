@@ -48,7 +48,7 @@ type runtime struct {
 	runCtx context.Context
 	// tools are the tools the next provider call offers: a new toolbox
 	// replaces them when an MCP server's tools change (reloadTools).
-	tools  atomic.Pointer[toolbox]
+	tools atomic.Pointer[toolbox]
 	// prompt is what the system prompt carries besides the runtime's own
 	// text (sysprompt.go); immutable, read without mu.
 	prompt promptContext
