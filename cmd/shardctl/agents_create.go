@@ -65,7 +65,14 @@ NAME__TOOL (read-only tools run without asking; the others ask):
 
 A server named here wins over one of the same name in the daemon's config
 or the runtime profile. agents show lists the agent's servers by name.`,
-		Args: cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			// The usual slip: an unquoted --mcp value, whose arguments the
+			// shell made into arguments of shardctl.
+			if len(args) > 0 && len(o.mcp.servers) > 0 {
+				return usageErrorf("unexpected argument %q: quote the whole --mcp value, e.g. --mcp 'fs=npx -y @modelcontextprotocol/server-filesystem /src'", args[0])
+			}
+			return cobra.NoArgs(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			msg, err := o.message()
 			if err != nil {
@@ -77,6 +84,12 @@ or the runtime profile. agents show lists the agent's servers by name.`,
 		},
 	}
 	o.AddFlags(cmd)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		if len(o.mcp.servers) > 0 {
+			return usageErrorf("%w (if it belongs to an --mcp server's command, quote the whole --mcp value)", err)
+		}
+		return usageErrorf("%w", err)
+	})
 	return cmd
 }
 

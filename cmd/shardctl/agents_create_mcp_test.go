@@ -95,6 +95,8 @@ func TestAgentsCreateMCPErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--mcp", "fs"}, "want NAME=COMMAND"},
+		{[]string{"--mcp", "fs=srv", "/src"}, `unexpected argument "/src": quote the whole --mcp value`},
+		{[]string{"--mcp", "fs=npx", "-y", "server"}, `unknown shorthand flag: 'y' in -y (if it belongs to an --mcp server's command, quote the whole --mcp value)`},
 		{[]string{"--mcp", "fs="}, "no command after fs="},
 		{[]string{"--mcp", `fs=srv "open`}, `an unclosed "`},
 		{[]string{"--mcp", "bad__name=srv"}, `the name "bad__name" must be`},
