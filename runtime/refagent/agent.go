@@ -268,6 +268,9 @@ type Hooks struct {
 	// mcpTools are the MCP servers' tools as they are now (Run sets it;
 	// mcpClients.tools); each toolbox built takes them.
 	mcpTools func() []tool
+	// mcpSettled is ready when no MCP server's tool-list change is
+	// waiting to be followed (Run sets it; mcpClients.settled).
+	mcpSettled func() <-chan struct{}
 	// mcpToolsChanged, when set, is called after the toolbox is rebuilt
 	// for a server's new tool list (this package's tests wait on it).
 	mcpToolsChanged func(server string)
@@ -402,6 +405,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	mcps := connectMCP(ctx, opts.MCPServers, bashEnviron(opts.Environ, keyVars(opts)...), opts.Stderr, opts.mcpStartTimeout, log)
 	defer mcps.close()
 	opts.mcpTools = mcps.tools
+	opts.mcpSettled = mcps.settled
 	opts.mcpDown = mcps.down
 	r := newRuntime(ctx, cancel, opts, log, ids, sess, state, grants, models)
 	// A server's notifications/tools/list_changed rebuilds the toolbox

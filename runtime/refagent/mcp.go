@@ -65,6 +65,11 @@ type mcpClients struct {
 	mu sync.Mutex
 	// byServer are each connected server's tools as last listed.
 	byServer map[string][]tool
+	// pending counts the list changes taken from the servers and not yet
+	// followed (listed again and handed to the runtime); idle is closed
+	// when it drops to 0 (nil while it is 0).
+	pending int
+	idle    chan struct{}
 
 	stop context.CancelFunc // ends follow's goroutines
 	wg   sync.WaitGroup
@@ -91,16 +96,17 @@ func connectMCP(ctx context.Context, servers []MCPServer, environ []string, stde
 			changed := make(chan struct{}, 1)
 			// The SDK calls this from its connection's reader: it must not
 			// block, so it only marks the server's list as changed.
-			onChange := func(context.Context, *mcp.ToolListChangedRequest) {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			}
+			onChange := func(context.Context, *mcp.ToolListChangedRequest) { c.notified(changed) }
 			sess, tls, err := connectOne(ctx, s, environ, stderr, timeout, onChange)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
+				// A change it announced before failing will not be followed.
+				select {
+				case <-changed:
+					c.followed()
+				default:
+				}
 				log.Error("MCP server unavailable", "server", s.Name, slog.Any("err", err))
 				c.down[s.Name] = err.Error()
 				return
@@ -141,6 +147,49 @@ func (c *mcpClients) tools() []tool {
 	return out
 }
 
+// notified marks a server's tool list as changed: one mark pending is
+// enough, however many notifications come, since the next listing sees
+// them all.
+func (c *mcpClients) notified(changed chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case changed <- struct{}{}:
+		c.pending++
+		if c.idle == nil {
+			c.idle = make(chan struct{})
+		}
+	default:
+	}
+}
+
+// followed ends one pending change (listed again, or failed to).
+func (c *mcpClients) followed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending--
+	if c.pending == 0 {
+		close(c.idle)
+		c.idle = nil
+	}
+}
+
+// closedChan is a channel that is always ready.
+var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// settled is ready once every list change the servers announced so far
+// has been followed: a provider call waits for it, so a change notified
+// before the call is built is in it (a tool whose result made the server
+// change its tools, then the model's next request).
+func (c *mcpClients) settled() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idle == nil {
+		return closedChan
+	}
+	return c.idle
+}
+
 // follow lists a server's tools again each time it says they changed, until
 // ctx ends or close; after each new listing it calls changed with the
 // server's name (the runtime rebuilds its toolbox). A listing that fails
@@ -161,6 +210,7 @@ func (c *mcpClients) follow(ctx context.Context, changed func(server string)) {
 					if ctx.Err() == nil {
 						c.log.Warn("MCP server's changed tools could not be listed; its tools stay as they were", "server", s.name, slog.Any("err", err))
 					}
+					c.followed()
 					continue
 				}
 				c.mu.Lock()
@@ -168,6 +218,7 @@ func (c *mcpClients) follow(ctx context.Context, changed func(server string)) {
 				c.mu.Unlock()
 				c.log.Info("MCP server's tools changed", "server", s.name, "tools", len(tls))
 				changed(s.name)
+				c.followed()
 			}
 		})
 	}

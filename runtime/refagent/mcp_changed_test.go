@@ -29,11 +29,25 @@ const growServerEnv = "SHARD_REFAGENT_TEST_MCP_GROW"
 func runGrowServer() { _ = newGrowServer().Run(context.Background(), &mcp.StdioTransport{}) }
 
 // newGrowServer is a real MCP server (the official Go SDK's server side).
-// It starts with the tools old and grow; calling grow adds peek
+// It starts with the tools old, grow and grow_sync; calling grow adds peek
 // (readOnlyHint) and poke (no hints) and removes old, and the SDK sends
-// notifications/tools/list_changed for it.
+// notifications/tools/list_changed for it. grow_sync does the same and
+// answers only once the client has asked for the new list: the change is
+// announced before the call's result.
 func newGrowServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "grow", Version: "1"}, nil)
+	listed := make(chan struct{}, 16)
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				select {
+				case listed <- struct{}{}:
+				default:
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	object := map[string]any{"type": "object"}
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	answer := func(text string) mcp.ToolHandler {
@@ -42,11 +56,27 @@ func newGrowServer() *mcp.Server {
 		}
 	}
 	s.AddTool(&mcp.Tool{Name: "old", Description: "Removed by grow.", InputSchema: object, Annotations: readOnly}, answer("OLD-OK"))
+	grow := func() {
+		s.AddTool(&mcp.Tool{Name: "peek", Description: "Reads.", InputSchema: object, Annotations: readOnly}, answer("PEEK-OK"))
+		s.AddTool(&mcp.Tool{Name: "poke", Description: "Changes.", InputSchema: object}, answer("POKE-OK"))
+		s.RemoveTools("old")
+	}
 	s.AddTool(&mcp.Tool{Name: "grow", Description: "Adds peek and poke, removes old.", InputSchema: object, Annotations: readOnly},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			s.AddTool(&mcp.Tool{Name: "peek", Description: "Reads.", InputSchema: object, Annotations: readOnly}, answer("PEEK-OK"))
-			s.AddTool(&mcp.Tool{Name: "poke", Description: "Changes.", InputSchema: object}, answer("POKE-OK"))
-			s.RemoveTools("old")
+			grow()
+			return answer("grown")(ctx, req)
+		})
+	s.AddTool(&mcp.Tool{Name: "grow_sync", Description: "grow, answered once the new list was asked for.", InputSchema: object, Annotations: readOnly},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			for len(listed) > 0 {
+				<-listed
+			}
+			grow()
+			select {
+			case <-listed:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 			return answer("grown")(ctx, req)
 		})
 	return s
@@ -68,8 +98,8 @@ func (g *growModel) answer(p fakellm.Prompt) fakellm.Turn {
 	switch {
 	case p.ToolOutput:
 		return fakellm.Turn{Text: "done", Usage: usage}
-	case p.LastUser == "grow":
-		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "grow__grow"}}, Usage: usage}
+	case p.LastUser == "grow" || p.LastUser == "grow_sync":
+		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "grow__" + p.LastUser}}, Usage: usage}
 	default:
 		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "grow__peek"}, {Name: "grow__poke"}}, Usage: usage}
 	}
@@ -210,5 +240,23 @@ func TestMCPToolListChangedOverHTTP(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "PEEK-OK,POKE-OK" {
 		t.Fatalf("tool results %q", got)
+	}
+}
+
+// TestMCPToolListChangedWithinTheTurn: a change the server announces
+// before a tool call's result is in the model's very next request, the
+// one that carries that result.
+func TestMCPToolListChangedWithinTheTurn(t *testing.T) {
+	h, g, _ := startGrow(t, nil)
+	h.prompt("grow_sync")
+	res := one[*protocol.ToolResult](t, h.untilIdle())
+	if res.IsError || res.Content.Text != "grown" {
+		t.Fatalf("grow_sync: %+v", res)
+	}
+	if first := g.offer(t, 1); slices.Contains(first, "grow__peek") {
+		t.Fatalf("the first request offered %v", first)
+	}
+	if next := g.offer(t, 2); !slices.Contains(next, "grow__peek") || slices.Contains(next, "grow__old") {
+		t.Fatalf("the request with the result offered %v", next)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/images"
@@ -91,6 +92,18 @@ type replyBlock struct {
 // complete answer, or the outcome that ends the turn.
 func (t *turnState) providerCall() ([]toolCallReq, *outcome) {
 	r := t.r
+	// An MCP server's tool-list change that arrived before this call is
+	// in it. Its listing is bounded (mcpStartTimeout, as the first one);
+	// the wait is bounded the same way, and an abort ends it.
+	if settled := r.opts.mcpSettled; settled != nil {
+		bound := time.NewTimer(r.opts.mcpStartTimeout)
+		select {
+		case <-settled():
+		case <-t.ctx.Done():
+		case <-bound.C:
+		}
+		bound.Stop()
+	}
 	r.mu.Lock()
 	// The call's tool calls run against the tools it offered (runTool).
 	t.tools = r.currentTools()
