@@ -288,7 +288,15 @@ func decodeMCPFile(b []byte) (map[string]protocol.MCPServer, error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		switch s.Type {
-		case "", "stdio", "http", "streamable-http", "streamable_http", "streamableHttp":
+		case "":
+		case "stdio":
+			if s.Command == "" {
+				return nil, fmt.Errorf("%s: type stdio wants a command", name)
+			}
+		case "http", "streamable-http", "streamable_http", "streamableHttp":
+			if s.URL == "" {
+				return nil, fmt.Errorf("%s: type %s wants a url", name, s.Type)
+			}
 		case "sse":
 			return nil, fmt.Errorf("%s: the SSE transport is not supported; use the server's streamable HTTP endpoint", name)
 		default:

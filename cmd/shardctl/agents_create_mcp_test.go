@@ -113,6 +113,7 @@ func TestAgentsCreateMCPErrors(t *testing.T) {
 		{[]string{"--mcp-file", write("sse.json", `{"s": {"type": "sse", "url": "https://x.test/sse"}}`)}, "SSE transport is not supported"},
 		{[]string{"--mcp-file", write("both.json", `{"s": {"command": "a", "url": "https://x.test"}}`)}, "set either command"},
 		{[]string{"--mcp-file", write("empty.json", `{}`)}, "no MCP servers"},
+		{[]string{"--mcp-file", write("kind.json", `{"s": {"type": "http", "command": "a"}}`)}, "s: type http wants a url"},
 		{[]string{"--mcp-file", write("list.json", `[1, 2]`)}, "not a JSON or YAML map"},
 		{[]string{"--mcp", "s=a", "--mcp-file", write("dup.json", `{"s": {"command": "b"}}`)}, `"s" is declared twice`},
 	} {
