@@ -25,6 +25,7 @@ type agentsCreateOptions struct {
 	headlessPolicy string
 	tools          []string
 	skills         []string
+	mcp            mcpFlags
 }
 
 // AddFlags registers the agents create flags on cmd.
@@ -39,6 +40,7 @@ func (o *agentsCreateOptions) AddFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.headlessPolicy, "headless-policy", "", "what to do with permission requests nobody answers: deny, allow_if_rule_matches or queue")
 	fs.StringSliceVar(&o.tools, "tools", nil, "limit the agent to these tools, comma-separated (e.g. read,ls,grep; default every tool)")
 	fs.StringSliceVar(&o.skills, "skills", nil, "skills the agent loads, comma-separated: folders with a SKILL.md under the cwd's .shard/skills, .agents/skills or .claude/skills, or $SHARD_HOME/skills")
+	o.mcp.AddFlags(cmd)
 }
 
 func newAgentsCreateCommand(g *globalOptions) *cobra.Command {
@@ -50,8 +52,27 @@ func newAgentsCreateCommand(g *globalOptions) *cobra.Command {
 {"agent_id":"..."} (-o yaml likewise). --cwd is resolved to an absolute path.
 --tools limits what the agent's model is offered and may run (the daemon
 refuses a name it does not know and lists the known ones); --skills names
-skills the agent loads (a skill that does not exist is NOT_FOUND).`,
-		Args: cobra.NoArgs,
+skills the agent loads (a skill that does not exist is NOT_FOUND).
+
+--mcp declares an MCP server whose tools the agent's model is offered as
+NAME__TOOL (read-only tools run without asking; the others ask):
+
+  shardctl agents create --mcp 'fs=npx -y @modelcontextprotocol/server-filesystem /src'
+  shardctl agents create --mcp docs=https://mcp.example.com/mcp \
+      --mcp-header 'docs:Authorization=Bearer xyz'
+  shardctl agents create --mcp gh=github-mcp-server --mcp-env gh:GITHUB_TOKEN
+  shardctl agents create --mcp-file .mcp.json
+
+A server named here wins over one of the same name in the daemon's config
+or the runtime profile. agents show lists the agent's servers by name.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			// The usual slip: an unquoted --mcp value, whose arguments the
+			// shell made into arguments of shardctl.
+			if len(args) > 0 && len(o.mcp.servers) > 0 {
+				return usageErrorf("unexpected argument %q: quote the whole --mcp value, e.g. --mcp 'fs=npx -y @modelcontextprotocol/server-filesystem /src'", args[0])
+			}
+			return cobra.NoArgs(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			msg, err := o.message()
 			if err != nil {
@@ -63,6 +84,12 @@ skills the agent loads (a skill that does not exist is NOT_FOUND).`,
 		},
 	}
 	o.AddFlags(cmd)
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		if len(o.mcp.servers) > 0 {
+			return usageErrorf("%w (if it belongs to an --mcp server's command, quote the whole --mcp value)", err)
+		}
+		return usageErrorf("%w", err)
+	})
 	return cmd
 }
 
@@ -76,6 +103,10 @@ func (o *agentsCreateOptions) message() (*protocol.AgentCreate, error) {
 	if err != nil {
 		return nil, err
 	}
+	servers, err := o.mcp.build()
+	if err != nil {
+		return nil, err
+	}
 	msg := &protocol.AgentCreate{
 		Header:         protocol.Header{Type: protocol.TypeAgentCreate},
 		Cwd:            abs,
@@ -86,6 +117,7 @@ func (o *agentsCreateOptions) message() (*protocol.AgentCreate, error) {
 		HeadlessPolicy: o.headlessPolicy,
 		Tools:          o.tools,
 		Skills:         o.skills,
+		MCPServers:     servers,
 	}
 	if err := msg.Validate(); err != nil {
 		return nil, &exitError{code: exitUsage, err: err}

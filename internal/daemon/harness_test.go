@@ -35,6 +35,10 @@ func TestMain(m *testing.M) {
 		runFakeACP()
 		os.Exit(0)
 	}
+	if os.Getenv(growMCPEnv) == "1" { // this binary plays an MCP server (mcpchanged_test.go)
+		runGrowMCP()
+		os.Exit(0)
+	}
 	// No test, nor the daemon's git, nor the go command that builds the
 	// runtime reads the developer's home.
 	removeHome, err := testhost.IsolateHome()

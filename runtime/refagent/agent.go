@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -266,6 +265,15 @@ type Hooks struct {
 	// mcpDown are the MCP servers that failed to start, with why (Run sets
 	// it): a call of one of their tools says so.
 	mcpDown map[string]string
+	// mcpTools are the MCP servers' tools as they are now (Run sets it;
+	// mcpClients.tools); each toolbox built takes them.
+	mcpTools func() []tool
+	// mcpSettled is ready when no MCP server's tool-list change is
+	// waiting to be followed (Run sets it; mcpClients.settled).
+	mcpSettled func() <-chan struct{}
+	// mcpToolsChanged, when set, is called after the toolbox is rebuilt
+	// for a server's new tool list (this package's tests wait on it).
+	mcpToolsChanged func(server string)
 	// mcpStartTimeout bounds each MCP server's start (connectMCP).
 	// Default 20s; this package's tests shorten it.
 	mcpStartTimeout time.Duration
@@ -396,9 +404,18 @@ func Run(ctx context.Context, opts Options) (err error) {
 	// sessions end after the turns that use them (r.shutdown below).
 	mcps := connectMCP(ctx, opts.MCPServers, bashEnviron(opts.Environ, keyVars(opts)...), opts.Stderr, opts.mcpStartTimeout, log)
 	defer mcps.close()
-	opts.extraTools = append(slices.Clone(opts.extraTools), mcps.tools...)
+	opts.mcpTools = mcps.tools
+	opts.mcpSettled = mcps.settled
 	opts.mcpDown = mcps.down
 	r := newRuntime(ctx, cancel, opts, log, ids, sess, state, grants, models)
+	// A server's notifications/tools/list_changed rebuilds the toolbox
+	// from here on; one that came before is followed now.
+	mcps.follow(ctx, func(server string) {
+		r.reloadTools()
+		if opts.mcpToolsChanged != nil {
+			opts.mcpToolsChanged(server)
+		}
+	})
 	r.start()
 
 	var reader sync.WaitGroup

@@ -203,7 +203,7 @@ func (r *runtime) summarizerLocked() summarizer {
 	if real == nil {
 		return nil
 	}
-	p, model, sigs, tools := real, r.sel.active.Model, maps.Clone(r.conv.meta.sigs), r.tools.specs
+	p, model, sigs, tools := real, r.sel.active.Model, maps.Clone(r.conv.meta.sigs), r.currentTools().specs
 	return func(ctx context.Context, span []protocol.Message) (string, error) {
 		return providerSummary(ctx, p, provider.Request{Model: model, System: summarySystem, Tools: tools, Signatures: sigs}, span)
 	}

@@ -100,7 +100,8 @@
 //     keys of prompts accepted.
 //   - grants (grants.go): the allow_always grants and grants.jsonl.
 //   - toolbox (tools.go, subagent.go, recall.go, skilltool.go): the
-//     tools, immutable.
+//     tools, immutable; when an MCP server says its tools changed, a new
+//     toolbox replaces it for the next provider call (mcp.go).
 //   - promptContext (sysprompt.go): what the system prompt carries
 //     besides the runtime's own text, immutable.
 //

@@ -51,49 +51,182 @@ const defaultMCPStartTimeout = 20 * time.Second
 var mcpToolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // mcpClients are the sessions with the runtime's MCP servers: the tools they
-// offer, and for each server that failed, why.
+// offer, and for each server that failed, why. A server that says its tools
+// changed (notifications/tools/list_changed) is listed again, and its new
+// tools replace its old ones (follow).
 type mcpClients struct {
-	sessions []*mcp.ClientSession
-	tools    []tool
-	down     map[string]string
+	log     *slog.Logger
+	timeout time.Duration
+	// servers are the connected servers; down the ones that failed, with
+	// why. Both are set by connectMCP and not changed after.
+	servers []*mcpConn
+	down    map[string]string
+
+	mu sync.Mutex
+	// byServer are each connected server's tools as last listed.
+	byServer map[string][]tool
+	// pending counts the list changes taken from the servers and not yet
+	// followed (listed again and handed to the runtime); idle is closed
+	// when it drops to 0 (nil while it is 0).
+	pending int
+	idle    chan struct{}
+
+	stop context.CancelFunc // ends follow's goroutines
+	wg   sync.WaitGroup
+}
+
+// mcpConn is one connected server.
+type mcpConn struct {
+	name string
+	sess *mcp.ClientSession
+	// changed holds a pending notifications/tools/list_changed: one is
+	// enough, however many came, since the next listing sees them all.
+	changed chan struct{}
 }
 
 // connectMCP connects to every server at once, each bounded by
 // the start timeout, and lists their tools. A server that fails is logged
 // and recorded in down: its tools are unavailable, the runtime runs on.
 func connectMCP(ctx context.Context, servers []MCPServer, environ []string, stderr io.Writer, timeout time.Duration, log *slog.Logger) *mcpClients {
-	c := &mcpClients{down: map[string]string{}}
+	c := &mcpClients{log: log, timeout: timeout, down: map[string]string{}, byServer: map[string][]tool{}, stop: func() {}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, s := range servers {
 		wg.Go(func() {
-			sess, tls, err := connectOne(ctx, s, environ, stderr, timeout)
+			changed := make(chan struct{}, 1)
+			// The SDK calls this from its connection's reader: it must not
+			// block, so it only marks the server's list as changed.
+			onChange := func(context.Context, *mcp.ToolListChangedRequest) { c.notified(changed) }
+			sess, tls, err := connectOne(ctx, s, environ, stderr, timeout, onChange)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
+				// A change it announced before failing will not be followed.
+				select {
+				case <-changed:
+					c.followed()
+				default:
+				}
 				log.Error("MCP server unavailable", "server", s.Name, slog.Any("err", err))
 				c.down[s.Name] = err.Error()
 				return
 			}
 			log.Info("MCP server connected", "server", s.Name, "tools", len(tls))
-			c.sessions = append(c.sessions, sess)
-			for _, t := range tls {
-				name := s.Name + MCPToolSep + t.Name
-				if !mcpToolName.MatchString(name) {
-					log.Warn("MCP tool left out: its name is not a valid tool name", "server", s.Name, "tool", t.Name)
-					continue
-				}
-				c.tools = append(c.tools, mcpTool(name, sess, t))
-			}
+			c.servers = append(c.servers, &mcpConn{name: s.Name, sess: sess, changed: changed})
+			c.byServer[s.Name] = serverTools(s.Name, sess, tls, log)
 		})
 	}
 	wg.Wait()
-	slices.SortFunc(c.tools, func(a, b tool) int { return strings.Compare(a.name, b.name) })
 	return c
 }
 
-// connectOne starts or dials s and lists its tools.
-func connectOne(ctx context.Context, s MCPServer, environ []string, stderr io.Writer, timeout time.Duration) (*mcp.ClientSession, []*mcp.Tool, error) {
+// serverTools are the runtime tools of the server named server: each of
+// tls whose full name is a valid tool name.
+func serverTools(server string, sess *mcp.ClientSession, tls []*mcp.Tool, log *slog.Logger) []tool {
+	var out []tool
+	for _, t := range tls {
+		name := server + MCPToolSep + t.Name
+		if !mcpToolName.MatchString(name) {
+			log.Warn("MCP tool left out: its name is not a valid tool name", "server", server, "tool", t.Name)
+			continue
+		}
+		out = append(out, mcpTool(name, sess, t))
+	}
+	return out
+}
+
+// tools are every connected server's tools as last listed, by name.
+func (c *mcpClients) tools() []tool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []tool
+	for _, tls := range c.byServer {
+		out = append(out, tls...)
+	}
+	slices.SortFunc(out, func(a, b tool) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+// notified marks a server's tool list as changed: one mark pending is
+// enough, however many notifications come, since the next listing sees
+// them all.
+func (c *mcpClients) notified(changed chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case changed <- struct{}{}:
+		c.pending++
+		if c.idle == nil {
+			c.idle = make(chan struct{})
+		}
+	default:
+	}
+}
+
+// followed ends one pending change (listed again, or failed to).
+func (c *mcpClients) followed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending--
+	if c.pending == 0 {
+		close(c.idle)
+		c.idle = nil
+	}
+}
+
+// closedChan is a channel that is always ready.
+var closedChan = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
+
+// settled is ready once every list change the servers announced so far
+// has been followed: a provider call waits for it, so a change notified
+// before the call is built is in it (a tool whose result made the server
+// change its tools, then the model's next request).
+func (c *mcpClients) settled() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idle == nil {
+		return closedChan
+	}
+	return c.idle
+}
+
+// follow lists a server's tools again each time it says they changed, until
+// ctx ends or close; after each new listing it calls changed with the
+// server's name (the runtime rebuilds its toolbox). A listing that fails
+// keeps the server's old tools. A notification that came before follow is
+// followed at once.
+func (c *mcpClients) follow(ctx context.Context, changed func(server string)) {
+	ctx, c.stop = context.WithCancel(ctx)
+	for _, s := range c.servers {
+		c.wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-s.changed:
+				}
+				tls, err := listTools(ctx, s.sess, c.timeout)
+				if err != nil {
+					if ctx.Err() == nil {
+						c.log.Warn("MCP server's changed tools could not be listed; its tools stay as they were", "server", s.name, slog.Any("err", err))
+					}
+					c.followed()
+					continue
+				}
+				c.mu.Lock()
+				c.byServer[s.name] = serverTools(s.name, s.sess, tls, c.log)
+				c.mu.Unlock()
+				c.log.Info("MCP server's tools changed", "server", s.name, "tools", len(tls))
+				changed(s.name)
+				c.followed()
+			}
+		})
+	}
+}
+
+// connectOne starts or dials s and lists its tools; onChange is called on
+// each notifications/tools/list_changed the server sends.
+func connectOne(ctx context.Context, s MCPServer, environ []string, stderr io.Writer, timeout time.Duration, onChange func(context.Context, *mcp.ToolListChangedRequest)) (*mcp.ClientSession, []*mcp.Tool, error) {
 	var t mcp.Transport
 	switch {
 	case s.Command != "":
@@ -110,27 +243,41 @@ func connectOne(ctx context.Context, s MCPServer, environ []string, stderr io.Wr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	case s.URL != "":
-		t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headerTransport(s.Headers)},
-			DisableStandaloneSSE: true}
+		// The standalone SSE stream (a GET the SDK keeps open, and
+		// drops when the server answers 405) is how a streamable HTTP
+		// server's notifications/tools/list_changed reaches the runtime
+		// between its requests.
+		t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &http.Client{Transport: headerTransport(s.Headers)}}
 	default:
 		return nil, nil, fmt.Errorf("MCP server %q has neither a command nor a url", s.Name)
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "shard", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "shard", Version: "1"}, &mcp.ClientOptions{ToolListChangedHandler: onChange})
 	sess, err := client.Connect(sctx, t, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("MCP server %q did not start: %w", s.Name, err)
 	}
+	out, err := listTools(sctx, sess, timeout)
+	if err != nil {
+		_ = sess.Close()
+		return nil, nil, fmt.Errorf("MCP server %q: %w", s.Name, err)
+	}
+	return sess, out, nil
+}
+
+// listTools lists the server's tools, every page, bounded by timeout.
+func listTools(ctx context.Context, sess *mcp.ClientSession, timeout time.Duration) ([]*mcp.Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var out []*mcp.Tool
-	for tl, err := range sess.Tools(sctx, nil) {
+	for tl, err := range sess.Tools(ctx, nil) {
 		if err != nil {
-			_ = sess.Close()
-			return nil, nil, fmt.Errorf("MCP server %q: list tools: %w", s.Name, err)
+			return nil, fmt.Errorf("list tools: %w", err)
 		}
 		out = append(out, tl)
 	}
-	return sess, out, nil
+	return out, nil
 }
 
 // envList is env as sorted KEY=VALUE entries.
@@ -153,12 +300,15 @@ func (h headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(req)
 }
 
-// close ends every session; a stdio server's child is stopped (stdin
-// closed, then SIGTERM, then killed) and waited for.
+// close stops following the servers and ends every session; a stdio
+// server's child is stopped (stdin closed, then SIGTERM, then killed) and
+// waited for.
 func (c *mcpClients) close() {
+	c.stop()
+	c.wg.Wait()
 	var wg sync.WaitGroup
-	for _, s := range c.sessions {
-		wg.Go(func() { _ = s.Close() })
+	for _, s := range c.servers {
+		wg.Go(func() { _ = s.sess.Close() })
 	}
 	wg.Wait()
 }

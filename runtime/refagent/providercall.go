@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/images"
@@ -31,17 +32,18 @@ func (r *runtime) providerLocked(t *turnState) (provider.Provider, map[string]Pr
 	return t.sim, e.prices
 }
 
-// requestLocked assembles the next provider call from the live window and
-// the current selection: the model and reasoning level are read here, once
-// per call, so set_model and set_reasoning_level never affect a call in
-// flight.
-func (r *runtime) requestLocked() provider.Request {
+// requestLocked assembles the next provider call from the live window, the
+// current selection and tb, the tools it offers: the model and reasoning
+// level are read here, once per call, so set_model and set_reasoning_level
+// never affect a call in flight, nor a new tool list of an MCP server
+// (docs/protocol.md §10.1).
+func (r *runtime) requestLocked(tb *toolbox) provider.Request {
 	msgs, sigs := r.conv.modelViewLocked()
 	return provider.Request{
 		Model:      r.sel.active.Model,
 		System:     r.prompt.system(systemPrompt(r.opts.Cwd, r.sel.mode)),
 		Messages:   msgs,
-		Tools:      r.tools.specs,
+		Tools:      tb.specs,
 		Reasoning:  r.sel.reasoning,
 		Signatures: sigs,
 	}
@@ -90,8 +92,22 @@ type replyBlock struct {
 // complete answer, or the outcome that ends the turn.
 func (t *turnState) providerCall() ([]toolCallReq, *outcome) {
 	r := t.r
+	// An MCP server's tool-list change that arrived before this call is
+	// in it. Its listing is bounded (mcpStartTimeout, as the first one);
+	// the wait is bounded the same way, and an abort ends it.
+	if settled := r.opts.mcpSettled; settled != nil {
+		bound := time.NewTimer(r.opts.mcpStartTimeout)
+		select {
+		case <-settled():
+		case <-t.ctx.Done():
+		case <-bound.C:
+		}
+		bound.Stop()
+	}
 	r.mu.Lock()
-	req := r.requestLocked()
+	// The call's tool calls run against the tools it offered (runTool).
+	t.tools = r.currentTools()
+	req := r.requestLocked(t.tools)
 	prov, prices := r.providerLocked(t)
 	t.prov = prov
 	takesImages, real := r.sel.imagesLocked(), r.conv.reported

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/images"
@@ -25,7 +26,8 @@ import (
 //   - loop (turn.go): the turn in flight, queued follow-ups, the
 //     between-turn compaction, shutdown;
 //   - grants (grants.go): the allow_always grants, with a lock of their own;
-//   - tools (tools.go, subagent.go): the tools, immutable.
+//   - tools (tools.go, subagent.go): the tools, an immutable toolbox that
+//     a new one replaces when an MCP server's tools change (reloadTools).
 //
 // The runtime's own methods handle commands and move work between the
 // parts: starting and ending turns, compacting between turns, session_op.
@@ -44,7 +46,9 @@ type runtime struct {
 	log    *slog.Logger
 	ids    *idGen
 	runCtx context.Context
-	tools  toolbox
+	// tools are the tools the next provider call offers: a new toolbox
+	// replaces them when an MCP server's tools change (reloadTools).
+	tools atomic.Pointer[toolbox]
 	// prompt is what the system prompt carries besides the runtime's own
 	// text (sysprompt.go); immutable, read without mu.
 	prompt promptContext
@@ -97,8 +101,21 @@ func newRuntime(ctx context.Context, cancel context.CancelCauseFunc, opts Option
 		r.loop.delivered = map[string]bool{}
 	}
 	r.prompt = loadPromptContext(opts, log)
-	r.tools = newToolbox(opts, log, r.currentMode, r.prompt.skills)
+	tb := newToolbox(opts, log, r.currentMode, r.prompt.skills)
+	r.tools.Store(&tb)
 	return r
+}
+
+// currentTools are the tools a provider call made now offers.
+func (r *runtime) currentTools() *toolbox { return r.tools.Load() }
+
+// reloadTools rebuilds the toolbox with the MCP servers' current tools, so
+// that the next provider call offers them; a call in flight keeps the
+// tools it offered (docs/protocol.md §10.1). The rebuilt toolbox is
+// limited by the agent's tools like the first.
+func (r *runtime) reloadTools() {
+	tb := newToolbox(r.opts, r.log, r.currentMode, r.prompt.skills)
+	r.tools.Store(&tb)
 }
 
 // sessionID is the session's id: Options.SessionID, or else the name of

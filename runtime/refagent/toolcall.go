@@ -49,7 +49,7 @@ func resultBlock(id string, out toolOutput) protocol.ContentBlock {
 // gate, then reports it with tool_call and tool_result. It returns
 // errTurnAborted when the turn ended meanwhile.
 func (t *turnState) runTool(b *toolBatch, c toolCallReq) error {
-	tl, ok := t.r.tools.byName[c.name]
+	tl, ok := t.tools.byName[c.name]
 	if !ok {
 		if server, _, mcpName := strings.Cut(c.name, MCPToolSep); mcpName && t.r.opts.mcpDown[server] != "" {
 			why := t.r.opts.mcpDown[server]

@@ -64,7 +64,8 @@ type tool struct {
 }
 
 // toolbox is the runtime's tools. It is immutable after newToolbox, so it
-// is read without a lock.
+// is read without a lock; the runtime swaps in a new one when an MCP
+// server's tools change (runtime.reloadTools).
 type toolbox struct {
 	// byName are the registered tools by name; specs what the model is
 	// told about the available ones, in registration order.
@@ -85,6 +86,11 @@ func newToolbox(opts Options, log *slog.Logger, mode func() string, sk []skills.
 	tb.add(askTool())
 	for _, tl := range opts.extraTools {
 		tb.add(tl)
+	}
+	if opts.mcpTools != nil {
+		for _, tl := range opts.mcpTools() {
+			tb.add(tl)
+		}
 	}
 	tb.add(subagentClient{socket: opts.Socket, agentID: opts.AgentID, log: log, mode: mode}.tool())
 	tb.add(teamClient{socket: opts.Socket, agentID: opts.AgentID, log: log}.tool())

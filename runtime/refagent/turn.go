@@ -105,6 +105,7 @@ type turnState struct {
 	// Owned by the turn goroutine.
 	usage protocol.Usage
 	prov  provider.Provider // what the current provider call goes to
+	tools *toolbox          // what the current provider call offered
 }
 
 // outcomeKind says how a turn ended.

@@ -232,6 +232,7 @@ export function AgentView({ s, store }) {
       <span id="agent-status" class=${"status st-" + t.status}>${t.status}</span>
       <span class="meta">${a.cwd}</span>
       ${runsOn(a) ? html`<span id="agent-model" class="meta model" title="the provider and model the agent runs (AgentInfo)" data-provider=${a.provider || ""} data-model=${a.model || ""}>${runsOn(a)}</span>` : null}
+      ${a.mcp_servers && a.mcp_servers.length ? html`<span id="agent-mcp" class="meta mcp" title="MCP servers whose tools the agent is offered as name__tool (AgentInfo.mcp_servers)">MCP: ${a.mcp_servers.join(", ")}</span>` : null}
       <${Usage} u=${usage} fill=${fill} />
       <span class="grow"></span>
       ${canMode ? html`<label>Mode <select id="mode" value=${t.mode} onChange=${(e) => store.setMode(e.target.value)}>

@@ -96,6 +96,59 @@ export function modelField(picked, catalog) {
 }
 
 /**
+ * splitWords splits a command line at unquoted blanks, as shardctl's --mcp
+ * does: "..." and '...' group, and a backslash outside '...' takes the next
+ * character as it is. Nothing is expanded. An unclosed quote or a trailing
+ * backslash throws.
+ */
+export function splitWords(s) {
+  const words = [];
+  let cur = "", inWord = false, quote = "", esc = false;
+  for (const c of s) {
+    if (esc) { cur += c; esc = false; }
+    else if (c === "\\" && quote !== "'") { esc = true; inWord = true; }
+    else if (quote && c === quote) quote = "";
+    else if (quote) cur += c;
+    else if (c === '"' || c === "'") { quote = c; inWord = true; }
+    else if (c === " " || c === "\t" || c === "\n") { if (inWord) { words.push(cur); cur = ""; inWord = false; } }
+    else { cur += c; inWord = true; }
+  }
+  if (esc) throw new Error("a trailing backslash");
+  if (quote) throw new Error("an unclosed " + quote);
+  if (inWord) words.push(cur);
+  return words;
+}
+
+/**
+ * mcpServersField turns the form's MCP rows ({name, target}) into
+ * agent.create mcp_servers (docs/protocol.md §10.1): an http(s) URL is a
+ * streamable HTTP server, anything else a command line of a stdio server.
+ * Blank rows are skipped; undefined when none is left. A row that cannot
+ * be a server throws an Error saying which and why; the daemon checks the
+ * rest (the name's characters). Env and headers are not on the form: they
+ * may be secrets, which belong in the config or shardctl's --mcp-env.
+ */
+export function mcpServersField(rows) {
+  const out = {};
+  for (const r of rows || []) {
+    const name = (r.name || "").trim(), target = (r.target || "").trim();
+    if (!name && !target) continue;
+    if (!name) throw new Error("MCP server: a name for " + target);
+    if (!target) throw new Error("MCP server " + name + ": a command or an http(s) URL");
+    if (out[name]) throw new Error("MCP server " + name + " is there twice");
+    if (/^https?:\/\//.test(target)) {
+      if (/\s/.test(target)) throw new Error("MCP server " + name + ": a URL takes no arguments");
+      out[name] = { url: target };
+      continue;
+    }
+    let words;
+    try { words = splitWords(target); } catch (e) { throw new Error("MCP server " + name + ": " + e.message); }
+    out[name] = words.length > 1 ? { command: words[0], args: words.slice(1) } : { command: words[0] };
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
+/**
  * The new-agent form. Isolation "none" starts the agent in the directory
  * (agent.create); "workspace" makes a workspace of the repository there —
  * a new worktree on a new branch — and starts the agent in it
@@ -103,7 +156,7 @@ export function modelField(picked, catalog) {
  * and its integration target when given (the daemon picks them otherwise).
  */
 export function CreateForm({ s, store }) {
-  const [f, setF] = useState({ cwd: "", name: "", model: "", mode: "", tools: "", skills: "", isolation: "none", label: "", branch: "", base_ref: "", integration_target: "" });
+  const [f, setF] = useState({ cwd: "", name: "", model: "", mode: "", tools: "", skills: "", mcp: [], isolation: "none", label: "", branch: "", base_ref: "", integration_target: "" });
   const [err, setErr] = useState("");
   const on = (k) => (e) => setF({ ...f, [k]: e.target.value });
   const catalog = s && s.catalog;
@@ -118,9 +171,11 @@ export function CreateForm({ s, store }) {
       });
       return;
     }
+    try { fields.mcp_servers = mcpServersField(f.mcp); } catch (x) { setErr(x.message); return; }
     store.create(fields).then(() => setF({ ...f, name: "" }), () => {});
   };
   const ws = f.isolation === "workspace";
+  const setRow = (i, k) => (e) => setF({ ...f, mcp: f.mcp.map((r, j) => (j === i ? { ...r, [k]: e.target.value } : r)) });
   return html`<form class="create" id="create" onSubmit=${submit}>
     <h2>New agent</h2>
     <label>${ws ? "Repository" : "Directory"} <input id="create-cwd" required placeholder="/path/to/project" value=${f.cwd} onInput=${on("cwd")} /></label>
@@ -137,7 +192,14 @@ export function CreateForm({ s, store }) {
     <${ModelChoice} id="create-model" catalog=${catalog} value=${f.model} onChange=${(v) => setF({ ...f, model: v })} />
     <label>Mode <input id="create-mode" placeholder="default" value=${f.mode} onInput=${on("mode")} /></label>
     ${ws ? null : html`<label>Tools <input id="create-tools" placeholder="all (or e.g. read,ls,grep)" title="Limit the agent to these tools, comma-separated" value=${f.tools} onInput=${on("tools")} /></label>
-      <label>Skills <input id="create-skills" placeholder="none" title="Skills to load (.shard/skills, .agents/skills, .claude/skills or $SHARD_HOME/skills), comma-separated" value=${f.skills} onInput=${on("skills")} /></label>`}
+      <label>Skills <input id="create-skills" placeholder="none" title="Skills to load (.shard/skills, .agents/skills, .claude/skills or $SHARD_HOME/skills), comma-separated" value=${f.skills} onInput=${on("skills")} /></label>
+      <fieldset class="create-mcp" id="create-mcp"><legend title="Servers whose tools the agent is offered as name__tool (docs/protocol.md §10.1)">MCP servers</legend>
+        ${f.mcp.map((r, i) => html`<div class="mcp-row">
+          <input class="create-mcp-name" aria-label="MCP server name" placeholder="name" value=${r.name} onInput=${setRow(i, "name")} />
+          <input class="create-mcp-target" aria-label="MCP server command or URL" placeholder="command args… or https://…/mcp" value=${r.target} onInput=${setRow(i, "target")} />
+          <button type="button" class="create-mcp-rm" title="Remove this server" onClick=${() => setF({ ...f, mcp: f.mcp.filter((_, j) => j !== i) })}>×</button></div>`)}
+        <button type="button" id="create-mcp-add" onClick=${() => setF({ ...f, mcp: [...f.mcp, { name: "", target: "" }] })}>Add MCP server</button>
+      </fieldset>`}
     <button type="submit" id="create-go">${ws ? "Create workspace" : "Create"}</button>
     ${err ? html`<p class="err" id="create-err">${err}</p>` : null}
   </form>`;

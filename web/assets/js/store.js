@@ -534,6 +534,8 @@ export class Store {
       const list = (fields[k] || "").split(",").map((x) => x.trim()).filter(Boolean);
       if (list.length) msg[k] = list;
     }
+    // mcp_servers comes built (mcpServersField, docs/protocol.md §10.1).
+    if (fields.mcp_servers) msg.mcp_servers = fields.mcp_servers;
     return this.cmd(msg, "create").then((d) => { this.select(d.agent_id); return d; });
   }
 

@@ -7,7 +7,7 @@ import { backoffDelay } from "../js/backoff.js";
 import { tokenize, langOf } from "../js/syntax.js";
 import { compatible } from "../js/conn.js";
 import { addUsage, laterUsage, Store } from "../js/store.js";
-import { agentLabel, ModelChoice, defaultModel, modelField } from "../js/overview.js";
+import { agentLabel, ModelChoice, defaultModel, modelField, splitWords, mcpServersField } from "../js/overview.js";
 import { Entry, Title, ModelPicker, agentUsage, contextFill, fmtTokens, runsOn } from "../js/agent.js";
 import { UI, Permission } from "../js/dialogs.js";
 import { RunSteers } from "../js/side.js";
@@ -592,6 +592,22 @@ test("component: the navigation counts the open decisions on every view; memory 
   m.done();
   eq(defaultCwd(teamS({ ...emptyTeam(), goals: { g1: { goal_id: "g1", cwd: "/repo", created_at: 1 } } })), "/repo", "the goal's repository");
   eq(defaultCwd(teamS(emptyTeam(), { selected: "a", agents: { a: { agent_id: "a", cwd: "/w" } } })), "/w", "else the agent's directory");
+});
+
+test("create form: MCP rows become agent.create mcp_servers, words split as shardctl's --mcp", () => {
+  eq(splitWords(`npx -y "a b" 'c d' e\\ f  `), ["npx", "-y", "a b", "c d", "e f"], "words");
+  eq(splitWords(`x ""`), ["x", ""], "an empty quoted word");
+  const err = (f) => { try { f(); return ""; } catch (e) { return e.message; } };
+  eq(err(() => splitWords(`a "b`)), 'an unclosed "', "unclosed");
+  eq(mcpServersField([]), undefined, "none");
+  eq(mcpServersField([{ name: "", target: " " }]), undefined, "blank rows");
+  eq(mcpServersField([{ name: "fs", target: "srv '/my dir'" }, { name: "web", target: "https://h/mcp" }, { name: "one", target: "solo" }]),
+    { fs: { command: "srv", args: ["/my dir"] }, web: { url: "https://h/mcp" }, one: { command: "solo" } }, "stdio, http, bare command");
+  eq(err(() => mcpServersField([{ name: "", target: "srv" }])), "MCP server: a name for srv", "no name");
+  eq(err(() => mcpServersField([{ name: "fs", target: "" }])), "MCP server fs: a command or an http(s) URL", "no target");
+  eq(err(() => mcpServersField([{ name: "fs", target: "a" }, { name: "fs", target: "b" }])), "MCP server fs is there twice", "twice");
+  eq(err(() => mcpServersField([{ name: "fs", target: "srv 'x" }])), "MCP server fs: an unclosed '", "quote");
+  eq(err(() => mcpServersField([{ name: "w", target: "https://h/mcp x" }])), "MCP server w: a URL takes no arguments", "url args");
 });
 
 const out = { pass: 0, fail: 0, failures: [] };
