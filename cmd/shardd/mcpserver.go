@@ -1,14 +1,12 @@
 package main
 
 import (
-	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/shard-dev/shard/runtime/shardmcp"
@@ -26,19 +24,10 @@ func newMCPCommand(stderr io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("component", "shard-mcp")
-			s, err := shardmcp.New(shardmcp.Options{Socket: os.Getenv("SHARD_SOCKET"), AgentID: os.Getenv("SHARD_AGENT_ID"),
-				Version: version, Log: log})
-			if err != nil {
-				return err
-			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, syscall.SIGINT)
 			defer stop()
-			// The host closing stdin ends the session: that is the
-			// normal end, not an error.
-			if err := s.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
-				return err
-			}
-			return nil
+			return shardmcp.ServeStdio(ctx, shardmcp.Options{Socket: os.Getenv("SHARD_SOCKET"), AgentID: os.Getenv("SHARD_AGENT_ID"),
+				Version: version, Log: log})
 		},
 	}
 }

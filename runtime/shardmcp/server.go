@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -75,7 +76,7 @@ func (h handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	args := map[string]any{}
 	if raw := req.Params.Arguments; len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 		if err := json.Unmarshal(raw, &args); err != nil {
-			return toolError(protocol.CodeInvalidRequest, "invalid arguments: "+err.Error()), nil
+			return toolError(protocol.CodeInvalidRequest, "invalid arguments: INVALID_REQUEST: "+err.Error()), nil
 		}
 	}
 	var cmd protocol.Command
@@ -86,7 +87,7 @@ func (h handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		cmd, err = daemontool.SubagentCommand(h.t.action, h.o.AgentID, args)
 	}
 	if err != nil {
-		return toolError(protocol.CodeInvalidRequest, "invalid arguments: "+err.Error()), nil
+		return toolError(protocol.CodeInvalidRequest, "invalid arguments: INVALID_REQUEST: "+err.Error()), nil
 	}
 	if a, ok := cmd.(*protocol.TeamDecisionAnswer); ok {
 		if refused := h.answerable(ctx, a.DecisionID); refused != nil {
@@ -153,4 +154,17 @@ func toolError(code protocol.ErrorCode, text string) *mcp.CallToolResult {
 		sc["code"] = string(code)
 	}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: sc}
+}
+
+// ServeStdio serves the server of o on the process's stdin and stdout
+// until the host closes stdin (a normal end: nil) or ctx ends.
+func ServeStdio(ctx context.Context, o Options) error {
+	s, err := New(o)
+	if err != nil {
+		return err
+	}
+	if err := s.Run(ctx, &mcp.StdioTransport{}); err != nil && !errors.Is(err, io.EOF) && ctx.Err() == nil {
+		return fmt.Errorf("shard MCP server: %w", err)
+	}
+	return nil
 }
