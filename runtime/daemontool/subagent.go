@@ -23,7 +23,9 @@ const (
 //
 //	create:  name + task (single), or tasks:[{name,task}…] + strategy
 //	         ("parallel", the default for a batch, or "chain"); tools:[…],
-//	         skills:[…] and model narrow or choose what the children get
+//	         skills:[…] and model narrow or choose what the children get;
+//	         runtime (a runtime profile) and isolation ("workspace") as
+//	         subagent.create takes them
 //	wait:    handles:[…] (a single string is accepted), mode "any"|"all",
 //	         timeout in seconds (omitted: until done; 0: poll)
 //	status:  targets:[…] (omitted: the latest jobs)
@@ -78,11 +80,13 @@ func validated(cmd protocol.Command) (protocol.Command, error) {
 
 func createCommand(parent string, args map[string]any) (*protocol.SubagentCreate, error) {
 	c := &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent}
-	var strategy string
-	if err := readStrings(args, &c.Name, "name", &c.Task, "task", &strategy, "strategy"); err != nil {
+	var strategy, isolation string
+	if err := readStrings(args, &c.Name, "name", &c.Task, "task", &strategy, "strategy",
+		&c.Runtime, "runtime", &isolation, "isolation"); err != nil {
 		return nil, err
 	}
 	c.Strategy = protocol.JobStrategy(strategy)
+	c.Isolation = protocol.Isolation(isolation)
 	var err error
 	if c.Tasks, err = taskList(args, "tasks"); err != nil {
 		return nil, err

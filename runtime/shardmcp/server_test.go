@@ -152,6 +152,10 @@ func TestSubagentToolsOverMCP(t *testing.T) {
 		t.Fatalf("stop without a handle: %s %q, want INVALID_REQUEST naming handle", code, text)
 	}
 
+	if code, text := toolError(t, s, "subagent_create", map[string]any{"name": "x", "task": "y", "runtime": "nope"}); code != protocol.CodeInvalidRequest || !strings.Contains(text, "runtime") {
+		t.Fatalf("create on an unknown runtime profile: %s %q, want INVALID_REQUEST", code, text)
+	}
+
 	// Limits: max_tasks, and max_depth for a child acting as a parent.
 	three := []map[string]any{{"name": "x", "task": "sim: say x"}, {"name": "y", "task": "sim: say y"}, {"name": "z", "task": "sim: say z"}}
 	if code, _ := toolError(t, s, "subagent_create", map[string]any{"tasks": three}); code != protocol.CodeInvalidRequest {

@@ -48,7 +48,9 @@ var tools = []toolDef{{
   "strategy":{"type":"string","enum":["parallel","chain"],"description":"With tasks: at once (parallel, the default) or one after another (chain)."},
   "tools":{"type":"array","items":{"type":"string"},"description":"Limit the children to these tools. Default: the daemon's choice for your children."},
   "skills":{"type":"array","items":{"type":"string"},"description":"Give the children only these skills."},
-  "model":{"type":"string","description":"The children's model (provider/model or a model name). Default: the daemon's."}
+  "model":{"type":"string","description":"The children's model (provider/model or a model name). Default: the runtime's."},
+  "runtime":{"type":"string","description":"The runtime profile the children run on: \"shard\" is Shard's own agent; others are configured ACP agents. Default: yours."},
+  "isolation":{"type":"string","enum":["none","workspace"],"description":"workspace: each child works in a git worktree of its own on a new branch (your directory must be in a git repository). Default none: your directory."}
 },"additionalProperties":false}`,
 }, {
 	name: "subagent_wait", title: "Wait for child agents", action: daemontool.ActionWait, readOnly: true, idempotent: true,
