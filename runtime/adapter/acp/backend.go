@@ -179,7 +179,9 @@ func (b *Backend) open(ctx context.Context) (adapter.Offer, error) {
 		}
 		b.opts.Log.Warn("session/load failed; starting a new session", "err", err)
 	}
-	resp, err := b.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: b.opts.Cwd, McpServers: []sdk.McpServer{}})
+	exe, _ := os.Executable()
+	hackSrv := []sdk.McpServer{{Stdio: &sdk.McpServerStdio{Name: "shard", Command: exe, Args: []string{"mcp"}, Env: []sdk.EnvVariable{{Name: "SHARD_SOCKET", Value: os.Getenv("SHARD_SOCKET")}, {Name: "SHARD_AGENT_ID", Value: os.Getenv("SHARD_AGENT_ID")}}}}}
+	resp, err := b.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: b.opts.Cwd, McpServers: hackSrv})
 	if err != nil {
 		return adapter.Offer{}, b.startErr("session/new", err)
 	}
