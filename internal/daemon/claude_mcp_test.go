@@ -107,9 +107,13 @@ func TestClaudeCallsShardMCPTools(t *testing.T) {
 		t.Fatalf("child = %+v, want the Claude agent's child on the shard runtime", a)
 	}
 
+	// The completion report Shard injects into the parent reaches Claude
+	// as a turn of its own (ACP takes no input into a running turn).
+	claudeTurn(t, c, id)
+
 	// The model was offered Shard's tools, and the wait's result — the
 	// child's final text — was in a request it was sent.
-	var offered, sawFinal bool
+	var offered, sawFinal, sawReport bool
 	for _, r := range fake.Requests() {
 		if r.Path != "/v1/messages" {
 			continue
@@ -121,9 +125,10 @@ func TestClaudeCallsShardMCPTools(t *testing.T) {
 			}
 		}
 		sawFinal = sawFinal || strings.Contains(string(r.Raw), `\"final_text\":\"from the child\"`)
+		sawReport = sawReport || strings.Contains(string(r.Raw), "[subagent report]")
 	}
-	if !offered || !sawFinal {
-		t.Fatalf("Shard's tools offered %v; the wait's final text reached the model %v", offered, sawFinal)
+	if !offered || !sawFinal || !sawReport {
+		t.Fatalf("Shard's tools offered %v; the wait's final text reached the model %v; the report %v", offered, sawFinal, sawReport)
 	}
 
 	// With SHARD_ACP_SHARD_MCP off Claude has no Shard tools: the model's
