@@ -194,12 +194,18 @@ func TestTeamToolsOverMCP(t *testing.T) {
 	created := value[protocol.TeamTasksData](t, s, "team_create_tasks", map[string]any{"goal_id": g.GoalID, "tasks": []map[string]any{
 		{"title": "write", "prompt": `sim: tool write {"path":"p.txt","content":"P"}`},
 		{"title": "ask", "prompt": "sim: ask select Colour red blue", "priority": 1},
+		{"title": "say", "prompt": "sim: say private-marker"},
 	}})
-	if len(created.Tasks) != 2 || created.Tasks[0].CreatedBy != g.LeadAgentID || created.Tasks[1].Priority != 1 {
+	if len(created.Tasks) != 3 || created.Tasks[0].CreatedBy != g.LeadAgentID || created.Tasks[1].Priority != 1 {
 		t.Fatalf("created = %+v, want two tasks by the lead", created.Tasks)
 	}
+	// A task's worker prompt is private (docs/protocol.md §10.4): the
+	// board shows titles only.
+	if text := resultText(t, call(t, s, "team_board", map[string]any{"goal_id": g.GoalID})); strings.Contains(text, "private-marker") {
+		t.Fatalf("the board carries a task's prompt: %s", text)
+	}
 	board := value[protocol.TeamGoalShowData](t, s, "team_board", map[string]any{"goal_id": g.GoalID})
-	if board.Goal.GoalID != g.GoalID || len(board.Tasks) != 2 || board.Tasks[0].Title != "write" {
+	if board.Goal.GoalID != g.GoalID || len(board.Tasks) != 3 || board.Tasks[0].Title != "write" {
 		t.Fatalf("board = %+v", board)
 	}
 	if goals := value[protocol.TeamGoalListData](t, s, "team_goals", map[string]any{"open_only": true}); len(goals.Goals) != 1 || goals.Goals[0].GoalID != g.GoalID {
@@ -215,8 +221,15 @@ func TestTeamToolsOverMCP(t *testing.T) {
 	})
 	q, perm := open[protocol.DecisionKindQuestion], open[protocol.DecisionKindPermission]
 	listed := value[protocol.TeamDecisionListData](t, s, "team_decisions", map[string]any{"goal_id": g.GoalID, "open_only": true})
-	if len(listed.Decisions) != 2 {
+	ids := map[string]bool{}
+	for _, d := range listed.Decisions {
+		ids[d.DecisionID] = d.State == protocol.DecisionOpen
+	}
+	if !ids[q.DecisionID] || !ids[perm.DecisionID] {
 		t.Fatalf("open decisions = %+v, want the question and the permission", listed.Decisions)
+	}
+	if text := resultText(t, call(t, s, "team_decisions", map[string]any{"goal_id": g.GoalID})); strings.Contains(text, "private-marker") {
+		t.Fatalf("the decisions carry a task's prompt: %s", text)
 	}
 
 	if code, text := toolError(t, s, "team_answer", map[string]any{"decision_id": perm.DecisionID, "option": protocol.OptionAllowOnce}); code != protocol.CodePermissionDenied ||
