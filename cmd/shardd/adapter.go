@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/shard-dev/shard/config"
+	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/runtime/adapter"
 	"github.com/shard-dev/shard/runtime/adapter/acp"
 	"github.com/shard-dev/shard/runtime/adapter/pi"
@@ -24,9 +25,11 @@ import (
 // plus SHARD_ADAPTER_MODELS (the profile's models) and
 // SHARD_ACP_AUTH_METHOD (an ACP authenticate method, set in the profile's
 // env), SHARD_ACP_FS (off: the adapter offers no fs/* to the agent) and,
-// for acp, SHARD_MCP_SERVERS (the MCP servers it passes in session/new);
-// the agent inherits the whole environment but SHARD_MCP_SERVERS, SHARD_AGENT_ID and
-// SHARD_HOME included, so the daemon's sweep finds its processes.
+// for acp, SHARD_MCP_SERVERS (the MCP servers it passes in session/new,
+// with Shard's own `shard` server unless SHARD_ACP_SHARD_MCP is off);
+// the agent inherits the whole environment but SHARD_MCP_SERVERS
+// (SHARD_AGENT_ID and SHARD_HOME included, so the daemon's sweep finds its
+// processes).
 func runAdapter(ctx context.Context, kind string, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(command) == 0 {
 		return fmt.Errorf("--adapter %s: no agent command after --", kind)
@@ -57,6 +60,16 @@ func runAdapter(ctx context.Context, kind string, command []string, stdin io.Rea
 		mcps, err := acp.DecodeMCPServers(os.Getenv(acp.EnvMCPServers))
 		if err != nil {
 			log.Warn("no MCP servers", "err", err)
+		}
+		// Shard's own MCP server, so that the agent can run Shard
+		// subagents and work in a team; a declared server of the same
+		// name wins, as the most specific declaration does.
+		exe, _ := os.Executable()
+		if name, s, ok := shardMCPServer(os.Getenv, exe); ok && mcps[name].Command == "" && mcps[name].URL == "" {
+			if mcps == nil {
+				mcps = map[string]protocol.MCPServer{}
+			}
+			mcps[name] = s
 		}
 		b = acp.New(acp.Options{Command: command, Cwd: cwd, Env: acp.WithoutEnv(os.Environ(), acp.EnvMCPServers), Stderr: stderr,
 			SessionDir: os.Getenv("SHARD_SESSION_DIR"), AuthMethod: os.Getenv("SHARD_ACP_AUTH_METHOD"),

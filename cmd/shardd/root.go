@@ -44,6 +44,7 @@ of precedence (flags win). With no configuration shardd keeps its state under
 	config.RegisterFlags(cmd.Flags())
 	cmd.Flags().SortFlags = true
 	cmd.AddCommand(newAgentCommand(stdin, stdout, stderr))
+	cmd.AddCommand(newMCPCommand(stderr))
 	return cmd
 }
 

@@ -139,9 +139,25 @@ func rules() []rule {
 		// The reference runtime is the child process of every agent: it
 		// speaks the per-agent protocol on its stdin and stdout and learns
 		// the rest from its command line and environment.
-		name:    "the reference runtime links no daemon code",
-		pkgs:    []string{"runtime/refagent/...", "runtime/tools/...", "runtime/provider/...", "runtime/images/...", "runtime/skills/..."},
+		name: "the reference runtime links no daemon code",
+		pkgs: []string{"runtime/refagent/...", "runtime/tools/...", "runtime/provider/...", "runtime/images/...", "runtime/skills/...",
+			"runtime/daemontool/..."},
 		notLink: daemonCode,
+	}, {
+		// Shard's MCP server is a client of the daemon acting as one
+		// agent, like the runtime's subagent and team tools: the daemon
+		// enforces leases, limits and privacy, so the server holds no
+		// authority and links none of the daemon.
+		name:    "Shard's MCP server links no daemon code",
+		pkgs:    []string{"runtime/shardmcp/..."},
+		notLink: daemonCode,
+	}, {
+		// The MCP SDK is the reference runtime's client of MCP servers
+		// and Shard's own MCP server; nothing else speaks MCP (shardd
+		// runs the server through shardmcp.ServeStdio).
+		name:     "only the reference runtime and Shard's MCP server import the MCP SDK",
+		imported: []string{"github.com/modelcontextprotocol/go-sdk/..."},
+		onlyBy:   []string{"runtime/refagent", "runtime/shardmcp"},
 	}, {
 		// The adapter host runs a third-party agent as a runtime, in the
 		// runtime's place.

@@ -310,7 +310,7 @@ func TestPrompt(t *testing.T) {
 			`{"model":"m","messages":[{"role":"system","content":"sys"},{"role":"user","content":[{"type":"text","text":"run "},{"type":"text","text":"it"}]},
 			 {"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"bash","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"ok"}],
 			 "tools":[{"type":"function","function":{"name":"bash"}}]}`,
-			fakellm.Prompt{LastUser: "run it", ToolOutput: true, Tools: []string{"bash"}, Model: "m", System: "sys"}},
+			fakellm.Prompt{LastUser: "run it", ToolOutput: true, ToolResults: []string{"ok"}, Tools: []string{"bash"}, Model: "m", System: "sys"}},
 		{"chat new user message", "/v1/chat/completions",
 			`{"messages":[{"role":"user","content":"a"},{"role":"tool","content":"x"},{"role":"user","content":"b"}]}`,
 			fakellm.Prompt{LastUser: "b"}},
@@ -325,8 +325,8 @@ func TestPrompt(t *testing.T) {
 		{"responses string input", "/v1/responses", `{"input":"just this"}`, fakellm.Prompt{LastUser: "just this"}},
 		{"messages after a tool", "/v1/messages",
 			`{"model":"claude","system":[{"type":"text","text":"you "},{"type":"text","text":"code"}],"messages":[{"role":"user","content":"read"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"read","input":{}}]},
-			 {"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}],"tools":[{"name":"read"}]}`,
-			fakellm.Prompt{LastUser: "read", ToolOutput: true, Tools: []string{"read"}, Model: "claude", System: "you code"}},
+			 {"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"},{"type":"tool_result","tool_use_id":"u","content":[{"type":"text","text":"y"}]}]}],"tools":[{"name":"read"}]}`,
+			fakellm.Prompt{LastUser: "read", ToolOutput: true, ToolResults: []string{"x", "y"}, Tools: []string{"read"}, Model: "claude", System: "you code"}},
 		{"messages blocks", "/v1/messages",
 			`{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`, fakellm.Prompt{LastUser: "hi"}},
 		{"chat image", "/v1/chat/completions",
@@ -352,7 +352,7 @@ func TestPrompt(t *testing.T) {
 			want.N = 1
 			if got.N != want.N || got.LastUser != want.LastUser || got.ToolOutput != want.ToolOutput ||
 				strings.Join(got.Tools, ",") != strings.Join(want.Tools, ",") || got.Model != want.Model ||
-				fmt.Sprint(got.Images) != fmt.Sprint(want.Images) {
+				fmt.Sprint(got.Images) != fmt.Sprint(want.Images) || strings.Join(got.ToolResults, "|") != strings.Join(want.ToolResults, "|") {
 				t.Errorf("prompt = %+v, want %+v", got, want)
 			}
 		})

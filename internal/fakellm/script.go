@@ -66,6 +66,11 @@ type Prompt struct {
 	// ToolOutput is set when tool results came after that user message:
 	// the model is called back after running its tools.
 	ToolOutput bool
+	// ToolResults are the texts of those tool results, in order (chat
+	// completions' tool messages and Messages' tool_result blocks; empty
+	// for the other formats), so a script can go on from what its tools
+	// answered.
+	ToolResults []string
 	// Tools are the names of the tools the request offers.
 	Tools []string
 	// Model is the model the request asks for.
@@ -283,10 +288,11 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 			case "system", "developer":
 				p.System += contentText(m.Content)
 			case "user":
-				p.LastUser, p.ToolOutput = contentText(m.Content), false
+				p.LastUser, p.ToolOutput, p.ToolResults = contentText(m.Content), false, nil
 				p.Images = contentImages(m.Content)
 			case "tool":
 				p.ToolOutput = true
+				p.ToolResults = append(p.ToolResults, contentText(m.Content))
 			}
 		}
 	case wireMessages:
@@ -295,11 +301,12 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 			if m.Role != "user" {
 				continue
 			}
-			if hasToolResult(m.Content) {
+			if results, ok := toolResults(m.Content); ok {
 				p.ToolOutput = true
+				p.ToolResults = append(p.ToolResults, results...)
 				continue
 			}
-			p.LastUser, p.ToolOutput = contentText(m.Content), false
+			p.LastUser, p.ToolOutput, p.ToolResults = contentText(m.Content), false, nil
 			p.Images = contentImages(m.Content)
 		}
 	case wireResponses:
@@ -381,16 +388,21 @@ func contentImages(raw json.RawMessage) []Image {
 	return out
 }
 
-// hasToolResult reports whether a Messages content carries a tool result.
-func hasToolResult(raw json.RawMessage) bool {
+// toolResults returns the texts of a Messages content's tool_result
+// blocks, and whether it has any.
+func toolResults(raw json.RawMessage) ([]string, bool) {
 	var parts []struct {
-		Type string `json:"type"`
+		Type    string          `json:"type"`
+		Content json.RawMessage `json:"content"`
 	}
 	_ = json.Unmarshal(raw, &parts)
+	var out []string
+	found := false
 	for _, p := range parts {
 		if p.Type == "tool_result" {
-			return true
+			found = true
+			out = append(out, contentText(p.Content))
 		}
 	}
-	return false
+	return out, found
 }

@@ -440,26 +440,3 @@ func TestSubagentCallDrainsDaemonEvents(t *testing.T) {
 	}
 	d.request()
 }
-
-func TestAnswerBound(t *testing.T) {
-	secs := func(f float64) *float64 { return &f }
-	wait := func(timeout *float64) protocol.Command { return &protocol.SubagentWait{Timeout: timeout} }
-	tests := []struct {
-		name string
-		cmd  protocol.Command
-		want time.Duration
-	}{
-		{"create", &protocol.SubagentCreate{}, subagentCallTimeout},
-		{"status", &protocol.SubagentStatus{}, subagentCallTimeout},
-		{"stop", &protocol.SubagentStop{}, subagentCallTimeout},
-		{"wait forever", wait(nil), 0},
-		{"poll", wait(secs(0)), subagentCallTimeout},
-		{"wait 2.5 s", wait(secs(2.5)), 2500*time.Millisecond + subagentCallTimeout},
-		{"wait longer than a day", wait(secs(1e12)), 0},
-	}
-	for _, tt := range tests {
-		if got := answerBound(tt.cmd); got != tt.want {
-			t.Errorf("%s: answerBound = %s, want %s", tt.name, got, tt.want)
-		}
-	}
-}

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
-	"strconv"
 
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/daemontool"
 	"github.com/shard-dev/shard/runtime/provider"
 )
 
@@ -44,22 +43,19 @@ import (
 // harm the checkout and protect nothing. A planning lead plans with it: that
 // is what planning means for a lead.
 
-// Actions of the team tool.
+// Actions of the team tool: the daemontool actions it offers (not the
+// decisions, which are the person's to answer).
 const (
-	teamCreateTasks = "create_tasks"
-	teamMemoryList  = "memory_list"
-	teamMemoryWrite = "memory_write"
-	teamMessage     = "message"
-	teamGoals       = "goals"
-	teamBoard       = "board"
+	teamCreateTasks = daemontool.ActionCreateTasks
+	teamMemoryList  = daemontool.ActionMemoryList
+	teamMemoryWrite = daemontool.ActionMemoryWrite
+	teamMessage     = daemontool.ActionMessage
+	teamGoals       = daemontool.ActionGoals
+	teamBoard       = daemontool.ActionBoard
 )
 
 // toolTeam is the name of the team tool.
 const toolTeam = "team"
-
-// teamScopeSelf names the calling agent's own memory scope in the tool's
-// arguments; the daemon knows scopes by agent id.
-const teamScopeSelf = "self"
 
 // noTeamDaemonMessage is the result of every team call in a runtime that
 // has no daemon to talk to.
@@ -85,201 +81,21 @@ func (c teamClient) tool() tool {
 }
 
 // teamCommand builds and validates the daemon command for the tool's
-// arguments, agent being the calling agent. Arguments the action does not
-// use are ignored.
+// arguments (daemontool.TeamCommand, the action in "action"), agent being
+// the calling agent. Arguments the action does not use are ignored.
 func teamCommand(agent string, args map[string]any) (protocol.Command, error) {
-	action, err := optString(args, "action")
-	if err != nil {
-		return nil, err
+	action, ok := args["action"].(string)
+	if !ok && args["action"] != nil {
+		return nil, errors.New(`argument "action" must be a string`)
 	}
-	var cmd protocol.Command
 	switch action {
-	case teamCreateTasks:
-		cmd, err = teamCreateCommand(agent, args)
-	case teamMemoryList:
-		m := &protocol.TeamMemoryList{Header: protocol.Header{Type: protocol.TypeTeamMemoryList}}
-		if m.Scope, err = optString(args, "scope"); err == nil {
-			m.Scope = teamScope(agent, m.Scope)
-			cmd = m
-		}
-	case teamMemoryWrite:
-		cmd, err = teamMemoryPutCommand(agent, args)
-	case teamMessage:
-		m := &protocol.TeamMessage{Header: protocol.Header{Type: protocol.TypeTeamMessage}, FromAgentID: agent}
-		err = readStrings(args, &m.To, "to", &m.Text, "text", &m.GoalID, "goal_id")
-		cmd = m
-	case teamGoals:
-		g := &protocol.TeamGoalList{Header: protocol.Header{Type: protocol.TypeTeamGoalList}}
-		g.OpenOnly, err = optBool(args, "open_only")
-		cmd = g
-	case teamBoard:
-		g := &protocol.TeamGoalShow{Header: protocol.Header{Type: protocol.TypeTeamGoalShow}}
-		g.GoalID, err = optString(args, "goal_id")
-		cmd = g
+	case teamCreateTasks, teamMemoryList, teamMemoryWrite, teamMessage, teamGoals, teamBoard:
 	case "":
 		return nil, errors.New(`argument "action" is required (create_tasks, memory_list, memory_write, message, goals or board)`)
 	default:
 		return nil, fmt.Errorf(`argument "action": unknown action %q (want create_tasks, memory_list, memory_write, message, goals or board)`, action)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Validate(); err != nil {
-		var pe *protocol.Error
-		if errors.As(err, &pe) {
-			return nil, errors.New(pe.Message) // the field names are the argument names
-		}
-		return nil, err
-	}
-	return cmd, nil
-}
-
-// teamScope maps the tool's "self" to the agent's own scope.
-func teamScope(agent, scope string) string {
-	if scope == teamScopeSelf {
-		return agent
-	}
-	return scope
-}
-
-func teamCreateCommand(agent string, args map[string]any) (*protocol.TeamTaskCreate, error) {
-	c := &protocol.TeamTaskCreate{Header: protocol.Header{Type: protocol.TypeTeamTaskCreate}, ByAgentID: agent}
-	var err error
-	if c.GoalID, err = optString(args, "goal_id"); err != nil {
-		return nil, err
-	}
-	c.Tasks, err = teamTaskList(args, "tasks")
-	return c, err
-}
-
-func teamMemoryPutCommand(agent string, args map[string]any) (*protocol.TeamMemoryPut, error) {
-	m := &protocol.TeamMemoryPut{Header: protocol.Header{Type: protocol.TypeTeamMemoryPut}, Author: agent}
-	if err := readStrings(args, &m.Scope, "scope", &m.Key, "key", &m.Title, "title", &m.Body, "body"); err != nil {
-		return nil, err
-	}
-	if m.Scope == "" {
-		m.Scope = protocol.MemoryScopeShared
-	}
-	m.Scope = teamScope(agent, m.Scope)
-	return m, nil
-}
-
-// readStrings reads optional string arguments: pairs of a destination and the
-// argument's name.
-func readStrings(args map[string]any, pairs ...any) error {
-	for i := 0; i < len(pairs); i += 2 {
-		v, err := optString(args, pairs[i+1].(string))
-		if err != nil {
-			return err
-		}
-		*pairs[i].(*string) = v
-	}
-	return nil
-}
-
-// teamTaskList returns args[key] as the task specs of a create_tasks call.
-func teamTaskList(args map[string]any, key string) ([]protocol.TeamTaskSpec, error) {
-	list, ok := args[key].([]any)
-	if !ok && args[key] != nil {
-		return nil, fmt.Errorf("argument %q must be a list of {title, prompt, …} objects", key)
-	}
-	out := make([]protocol.TeamTaskSpec, len(list))
-	for i, e := range list {
-		obj, ok := e.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("argument %q: element %d must be an object {title, prompt, …}", key, i)
-		}
-		t := &out[i]
-		err := readStrings(obj, &t.Title, "title", &t.Prompt, "prompt", &t.Description, "description", &t.Assignee, "assignee")
-		if err == nil {
-			t.Priority, err = optInt(obj, "priority")
-		}
-		if err == nil {
-			t.Deps, err = stringList(obj, "deps")
-		}
-		if err == nil {
-			t.After, err = intList(obj, "after")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("argument %q: element %d: %w", key, i, err)
-		}
-	}
-	return out, nil
-}
-
-// optBool returns args[key] as a bool, false when absent.
-func optBool(args map[string]any, key string) (bool, error) {
-	switch v := args[key].(type) {
-	case nil:
-		return false, nil
-	case bool:
-		return v, nil
-	}
-	return false, fmt.Errorf("argument %q must be true or false", key)
-}
-
-// optInt returns args[key] as an integer, 0 when absent. A model's JSON
-// gives float64, a sim directive json.Number; a fraction is refused.
-func optInt(args map[string]any, key string) (int, error) {
-	if args[key] == nil {
-		return 0, nil
-	}
-	n, ok := toInt(args[key])
-	if !ok {
-		return 0, fmt.Errorf("argument %q must be an integer", key)
-	}
-	return n, nil
-}
-
-// intList returns args[key] as a list of integers; a single number is a
-// list of one.
-func intList(args map[string]any, key string) ([]int, error) {
-	switch v := args[key].(type) {
-	case nil:
-		return nil, nil
-	case []any:
-		out := make([]int, len(v))
-		for i, e := range v {
-			n, ok := toInt(e)
-			if !ok {
-				return nil, fmt.Errorf("argument %q: element %d must be an integer", key, i)
-			}
-			out[i] = n
-		}
-		return out, nil
-	case []int:
-		return v, nil
-	}
-	if n, ok := toInt(args[key]); ok {
-		return []int{n}, nil
-	}
-	return nil, fmt.Errorf("argument %q must be a list of integers", key)
-}
-
-// toInt converts a JSON number (float64 or json.Number) or an int to an
-// int, refusing fractions and what does not fit in 32 bits.
-func toInt(v any) (int, bool) {
-	var f float64
-	switch n := v.(type) {
-	case int:
-		f = float64(n)
-	case float64:
-		f = n
-	case json.Number:
-		i, err := strconv.ParseInt(string(n), 10, 32)
-		if err == nil {
-			return int(i), true
-		}
-		if f, err = n.Float64(); err != nil {
-			return 0, false
-		}
-	default:
-		return 0, false
-	}
-	if f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
-		return 0, false
-	}
-	return int(f), true
+	return daemontool.TeamCommand(action, agent, args)
 }
 
 // teamSchema is the JSON schema of the team tool's arguments.
