@@ -340,17 +340,20 @@ func (f *Face) open(ctx context.Context, id string, replay bool) (*session, erro
 	var data protocol.AgentAttachData
 	if err := conn.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: id}}, &data); err != nil {
 		f.forget(s)
+		s.fail(err)
 		return nil, rpcError(err)
 	}
 	s.mu.Lock()
 	s.cwd, s.title = data.Info.Cwd, data.Info.Title
 	s.mu.Unlock()
+	close(s.attached)
 	select {
 	case <-s.synced:
 	case <-s.gone:
 		return nil, rpcError(s.failure())
 	case <-ctx.Done():
 		f.forget(s)
+		s.fail(ctx.Err())
 		return nil, rpcError(ctx.Err())
 	}
 	s.loadCatalogs(ctx)

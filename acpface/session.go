@@ -66,7 +66,8 @@ type session struct {
 	conn *client.Conn
 	id   string
 
-	synced chan struct{} // closed at the first sync after attach
+	attached chan struct{} // closed once agent.attach answered (cwd known)
+	synced   chan struct{} // closed at the first sync after attach
 	gone   chan struct{} // closed by fail
 
 	mu       sync.Mutex
@@ -89,7 +90,7 @@ type session struct {
 
 func newSession(f *Face, conn *client.Conn, id string, replay bool) *session {
 	return &session{f: f, conn: conn, id: id, replay: replay,
-		synced: make(chan struct{}), gone: make(chan struct{}),
+		attached: make(chan struct{}), synced: make(chan struct{}), gone: make(chan struct{}),
 		tools: map[string]*tool{}, asks: map[string]context.CancelFunc{}}
 }
 
@@ -446,6 +447,13 @@ func (s *session) sendConfig() {
 // live window (session/load) and releases open; every sync brings the open
 // requests, which the editor is asked (once each).
 func (s *session) onSync(ev *protocol.Sync) {
+	// The attach's answer came before its sync (one ordered stream) and is
+	// not queued behind it: waiting for open to take it never blocks long.
+	select {
+	case <-s.attached:
+	case <-s.gone:
+		return
+	}
 	s.mu.Lock()
 	s.status, s.mode = ev.Status, ev.Mode
 	s.inTurn = ev.Status.Active()
