@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/shardtest"
+	"github.com/shard-dev/shard/internal/testhost"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -658,3 +661,83 @@ func configValue(opts []acp.SessionConfigOption, id string) string {
 	return ""
 }
 
+// TestACPFaceWithACPX drives `shardctl acp` with acpx, a published ACP
+// client from npm, as a person would from a shell: a session created for
+// the project directory, a prompt that thinks, edits a file (permissions
+// approved by acpx's --approve-all) and answers, the sessions listed, and,
+// once acpx's session owner (and so the face) has exited, a second prompt
+// from a new acpx process that resumes the same agent.
+func TestACPFaceWithACPX(t *testing.T) {
+	t.Parallel()
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(filepath.Dir(file), "..", ".cache", "agents", "node_modules", ".bin", "acpx")
+	if _, err := os.Stat(bin); err != nil {
+		testhost.Missing(t, "acpx", err.Error())
+	}
+	d := startDaemon(t)
+	proj := shortTemp(t)
+	if err := os.WriteFile(filepath.Join(proj, "a.txt"), []byte("one\ntwo\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// acpx keeps its state under $HOME/.acpx: a home of the test's own.
+	home := shortTemp(t)
+	mark := randomToken(t, "SHARD_ACPX_TEST=acpx")
+	t.Cleanup(func() { shardtest.KillEnv(mark, acpWait) })
+	agent := shardctlBin + " --home " + d.home + " acp"
+	acpx := func(args ...string) result {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"--agent", agent, "--ttl", "1"}, args...)...)
+		cmd.Dir = proj
+		cmd.Env = append(baseEnv(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "NO_COLOR=1", mark)
+		r := runCmd(t, cmd, "")
+		if r.code != 0 {
+			t.Fatalf("acpx %q exited %d\nstdout:\n%s\nstderr:\n%s", args, r.code, r.stdout, r.stderr)
+		}
+		return r
+	}
+	// ownerGone waits until acpx's session owner, and the face it runs,
+	// have exited (--ttl 1 after the last prompt).
+	ownerGone := func() {
+		t.Helper()
+		eventually(t, acpWait, "acpx's session owner exits", func() bool { return len(procsWithEnv(t, mark)) == 0 })
+	}
+
+	r := acpx("sessions", "new")
+	lines := strings.Fields(strings.TrimSpace(r.stdout))
+	if len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "agent-") {
+		t.Fatalf("sessions new printed no agent id:\n%s\n%s", r.stdout, r.stderr)
+	}
+	sid := lines[len(lines)-1]
+	if info := listAgent(t, d, sid); info.Cwd != proj {
+		t.Fatalf("the session's agent runs in %q, want %q", info.Cwd, proj)
+	}
+	ownerGone()
+
+	r = acpx("--approve-all", "sim: think weighing it\nsim: say hello from shard\nsim: tool edit {\"path\":\"a.txt\",\"old_string\":\"two\",\"new_string\":\"2\"}")
+	out := r.stdout + r.stderr
+	for _, want := range []string{"weighing it", "hello from shard", "edit a.txt (completed)", filepath.Join(proj, "a.txt"), "end_turn"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("acpx's output lacks %q:\n%s", want, out)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(proj, "a.txt")); string(b) != "one\n2\n" {
+		t.Fatalf("a.txt = %q", b)
+	}
+	ownerGone()
+
+	// A new acpx process: its new face resumes the same agent.
+	r = acpx("sim: say resumed fine")
+	out = r.stdout + r.stderr
+	if !strings.Contains(out, "resumed fine") || !strings.Contains(out, "session/resume") || !strings.Contains(out, sid) {
+		t.Fatalf("the second prompt did not resume %s:\n%s", sid, out)
+	}
+	if ls := acpx("sessions", "list").stdout; !strings.Contains(ls, sid) || !strings.Contains(ls, proj) {
+		t.Fatalf("sessions list lacks %s:\n%s", sid, ls)
+	}
+	var list protocol.AgentListData
+	w := dialWire(t, d)
+	w.call(&protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &list)
+	if len(list.Agents) != 1 {
+		t.Fatalf("acpx made %d agents, want the one: %s", len(list.Agents), protocol.MustMarshal(list))
+	}
+}
