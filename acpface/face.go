@@ -392,9 +392,7 @@ func (f *Face) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp
 		// not an error of the list.
 		if err := conn.Call(ctx, &protocol.WorkspaceList{Header: protocol.Header{Type: protocol.TypeWorkspaceList}, Cwd: cwd}, &ws); err == nil {
 			for _, w := range ws.Workspaces {
-				for _, a := range w.AgentIDs {
-					inWorkspace[a] = true
-				}
+				inWorkspace[w.WorkspaceID] = true
 			}
 		}
 	}
@@ -403,7 +401,7 @@ func (f *Face) ListSessions(ctx context.Context, p acp.ListSessionsRequest) (acp
 		if a.ParentAgentID != "" {
 			continue
 		}
-		if cwd != "" && !inWorkspace[a.AgentID] && !under(filepath.Clean(a.Cwd), cwd) {
+		if cwd != "" && !inWorkspace[a.WorkspaceID] && !under(filepath.Clean(a.Cwd), cwd) {
 			continue
 		}
 		info := acp.SessionInfo{SessionId: acp.SessionId(a.AgentID), Cwd: a.Cwd,

@@ -741,3 +741,83 @@ func TestACPFaceWithACPX(t *testing.T) {
 		t.Fatalf("acpx made %d agents, want the one: %s", len(list.Agents), protocol.MustMarshal(list))
 	}
 }
+
+// TestACPFaceQuestionsWorkspacesAndMCPServers: a question the agent asks
+// (a select) reaches the editor as session/request_permission whose options
+// are the answers; a session asked for with _meta "shard.dev/workspace" (and
+// every session of a face run with --workspace) gets an agent in a
+// workspace of its own, listed under the repository's cwd; the editor's MCP
+// servers become the agent's.
+func TestACPFaceQuestionsWorkspacesAndMCPServers(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t)
+	repo := wsRepo(t)
+
+	e := startEditor(t, d.home)
+	e.initialize()
+	ns, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: repo, McpServers: []acp.McpServer{
+		{Stdio: &acp.McpServerStdio{Name: "edsrv", Command: "/bin/true", Args: []string{}, Env: []acp.EnvVariable{{Name: "EDITOR_SECRET", Value: "ed-secret-value"}}}},
+	}})
+	if err != nil {
+		t.Fatalf("session/new: %v\n%s", err, e.stderr())
+	}
+	info := listAgent(t, d, string(ns.SessionId))
+	if strings.Join(info.MCPServers, ",") != "edsrv" || info.WorkspaceID != "" || info.Cwd != repo {
+		t.Fatalf("agent: %s", protocol.MustMarshal(info))
+	}
+
+	m := e.mark()
+	p := e.prompt(ns.SessionId, "sim: ask select Color red blue")
+	a := e.nextAsk()
+	var names []string
+	for _, o := range a.req.Options {
+		names = append(names, o.Name)
+	}
+	if strings.Join(names, ",") != "red,blue,Dismiss" {
+		t.Fatalf("question options %v", names)
+	}
+	for _, o := range a.req.Options {
+		if o.Name == "blue" {
+			a.answer <- o.OptionId
+		}
+	}
+	if r := e.await(p); r.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("stop reason %s", r.StopReason)
+	}
+	if s := joined(e.updatesSince(m), "agent"); !strings.Contains(s, "answer: blue") {
+		t.Fatalf("the agent did not get the answer: %q", s)
+	}
+
+	ws, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: repo, McpServers: []acp.McpServer{},
+		Meta: map[string]any{"shard.dev/workspace": true}})
+	if err != nil {
+		t.Fatalf("session/new in a workspace: %v\n%s", err, e.stderr())
+	}
+	e2 := startEditor(t, d.home, "--workspace")
+	e2.initialize()
+	ws2, err := e2.conn.NewSession(e2.ctx(), acp.NewSessionRequest{Cwd: repo, McpServers: []acp.McpServer{}})
+	if err != nil {
+		t.Fatalf("session/new with --workspace: %v\n%s", err, e2.stderr())
+	}
+	for _, id := range []acp.SessionId{ws.SessionId, ws2.SessionId} {
+		if info := listAgent(t, d, string(id)); info.WorkspaceID == "" || info.Cwd == repo {
+			t.Fatalf("not in a workspace: %s", protocol.MustMarshal(info))
+		}
+	}
+	ls, err := e.conn.ListSessions(e.ctx(), acp.ListSessionsRequest{Cwd: acp.Ptr(repo)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range ls.Sessions {
+		got = append(got, string(s.SessionId))
+	}
+	for _, id := range []acp.SessionId{ns.SessionId, ws.SessionId, ws2.SessionId} {
+		if !strings.Contains(strings.Join(got, ","), string(id)) {
+			t.Errorf("session/list under the repository lacks %s: %v", id, got)
+		}
+	}
+	if s := e.stderr() + e2.stderr(); strings.Contains(s, "ed-secret-value") || strings.Contains(s, "Color") {
+		t.Errorf("the face logged a secret or text:\n%s", s)
+	}
+}
