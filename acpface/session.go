@@ -68,7 +68,7 @@ type session struct {
 
 	attached chan struct{} // closed once agent.attach answered (cwd known)
 	synced   chan struct{} // closed at the first sync after attach
-	gone   chan struct{} // closed by fail
+	gone     chan struct{} // closed by fail
 
 	mu       sync.Mutex
 	replay   bool // replay the live window at the first sync
