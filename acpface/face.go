@@ -78,7 +78,7 @@ func Serve(ctx context.Context, opt Options, in io.Reader, out io.Writer) error 
 	defer cancel()
 	f := &Face{opt: opt, log: opt.Log, base: base, ready: make(chan struct{}), sessions: map[string]*session{}}
 	f.asc = acp.NewAgentSideConnection(f, out, in)
-	f.asc.SetLogger(opt.Log)
+	f.asc.SetLogger(slog.New(quiet{opt.Log.Handler()}))
 	close(f.ready)
 	select {
 	case <-f.asc.Done():
@@ -93,6 +93,24 @@ func Serve(ctx context.Context, opt Options, in io.Reader, out io.Writer) error 
 	}
 	return nil
 }
+
+// quiet is the SDK's log handler without the "raw" attribute, the whole
+// line of a message it could not parse: it may hold a prompt's text.
+type quiet struct{ slog.Handler }
+
+func (q quiet) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, r.Message, r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "raw" {
+			out.AddAttrs(a)
+		}
+		return true
+	})
+	return q.Handler.Handle(ctx, out)
+}
+
+func (q quiet) WithAttrs(as []slog.Attr) slog.Handler { return quiet{q.Handler.WithAttrs(as)} }
+func (q quiet) WithGroup(name string) slog.Handler    { return quiet{q.Handler.WithGroup(name)} }
 
 // daemon returns the connection to the daemon, dialling it the first time
 // (and again after it was lost).

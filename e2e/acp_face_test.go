@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
@@ -499,6 +500,27 @@ func TestACPFaceWithTheSDKClient(t *testing.T) {
 		t.Fatalf("stop reason after cancel: %s", r.StopReason)
 	}
 
+	// An image goes to the agent with the prompt.
+	png := base64.StdEncoding.EncodeToString(append([]byte("\x89PNG\r\n\x1a\n"), "pixels"...))
+	ip, err := e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock("sim: say seen"), acp.ImageBlock(png, "image/png")}})
+	if err != nil || ip.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("prompt with an image: %+v %v", ip, err)
+	}
+	w.call(&protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: string(sid)}}, nil)
+	sy := next[*protocol.Sync](w)
+	images := 0
+	for _, msg := range sy.LiveWindow.Messages {
+		for _, b := range msg.Content {
+			if b.Type == "image" && b.MimeType == "image/png" {
+				images++
+			}
+		}
+	}
+	if images != 1 {
+		t.Fatalf("%d images in the live window", images)
+	}
+	w.call(&protocol.AgentDetach{Header: protocol.Header{Type: protocol.TypeAgentDetach, AgentID: string(sid)}}, nil)
+
 	// Modes, config options, models.
 	m = e.mark()
 	if _, err := e.conn.SetSessionMode(e.ctx(), acp.SetSessionModeRequest{SessionId: sid, ModeId: "plan"}); err != nil {
@@ -636,9 +658,16 @@ func TestACPFaceWithTheSDKClient(t *testing.T) {
 func TestACPFaceWithoutDaemon(t *testing.T) {
 	t.Parallel()
 	e := startEditor(t, newHome(t))
+	// A line the face cannot parse is logged without its content.
+	if _, err := io.WriteString(e.in, "{\"jsonrpc\":\"2.0\",\"method\":\"session/prompt\",\"params\":{\"text\":\"secret prompt words\"\n"); err != nil {
+		t.Fatal(err)
+	}
 	_, err := e.conn.Initialize(e.ctx(), acp.InitializeRequest{ProtocolVersion: acp.ProtocolVersionNumber})
 	if err == nil || !strings.Contains(err.Error(), "daemon is not running") {
 		t.Fatalf("initialize without a daemon: %v", err)
+	}
+	if s := e.stderr(); !strings.Contains(s, "failed to parse") || strings.Contains(s, "secret prompt words") {
+		t.Fatalf("stderr:\n%s", s)
 	}
 }
 
@@ -816,6 +845,16 @@ func TestACPFaceQuestionsWorkspacesAndMCPServers(t *testing.T) {
 		if !strings.Contains(strings.Join(got, ","), string(id)) {
 			t.Errorf("session/list under the repository lacks %s: %v", id, got)
 		}
+	}
+	// session/close detaches: the agent stays, the session is no longer open.
+	if _, err := e.conn.CloseSession(e.ctx(), acp.CloseSessionRequest{SessionId: ns.SessionId}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.conn.Prompt(e.ctx(), acp.PromptRequest{SessionId: ns.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("x")}}); err == nil || !strings.Contains(err.Error(), "-32002") {
+		t.Errorf("prompt after close: %v", err)
+	}
+	if info := listAgent(t, d, string(ns.SessionId)); info.AttachedClients != 0 {
+		t.Errorf("still attached after close: %s", protocol.MustMarshal(info))
 	}
 	if s := e.stderr() + e2.stderr(); strings.Contains(s, "ed-secret-value") || strings.Contains(s, "Color") {
 		t.Errorf("the face logged a secret or text:\n%s", s)
