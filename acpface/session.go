@@ -45,6 +45,7 @@ type tool struct {
 	args     map[string]any
 	readOnly *bool
 	asked    bool // a permission request was matched to it
+	seq      int  // the order the face learnt of it
 }
 
 // turn is the one session/prompt waiting on the agent.
@@ -84,6 +85,7 @@ type session struct {
 	levels   levelsData
 	window   int // the active model's context window
 	tools    map[string]*tool
+	toolSeq  int
 	cur      *turn
 	asks     map[string]context.CancelFunc // open editor requests by request_id
 }
@@ -521,7 +523,8 @@ func (s *session) onDelta(ev *protocol.MessageDelta) {
 		s.mu.Lock()
 		_, seen := s.tools[ev.ToolCallID]
 		if !seen {
-			s.tools[ev.ToolCallID] = &tool{name: ev.Name}
+			s.toolSeq++
+			s.tools[ev.ToolCallID] = &tool{name: ev.Name, seq: s.toolSeq}
 		}
 		s.mu.Unlock()
 		if !seen {
@@ -548,7 +551,8 @@ func (s *session) onComplete(m protocol.Message, replay bool) {
 			s.mu.Lock()
 			tc, seen := s.tools[b.ID]
 			if !seen {
-				tc = &tool{name: b.Name}
+				s.toolSeq++
+				tc = &tool{name: b.Name, seq: s.toolSeq}
 				s.tools[b.ID] = tc
 			}
 			tc.args = b.Args
@@ -572,7 +576,8 @@ func (s *session) onToolCall(ev *protocol.ToolCall) {
 	s.mu.Lock()
 	tc, seen := s.tools[ev.ToolCallID]
 	if !seen {
-		tc = &tool{name: ev.Name}
+		s.toolSeq++
+		tc = &tool{name: ev.Name, seq: s.toolSeq}
 		s.tools[ev.ToolCallID] = tc
 	}
 	tc.args, tc.readOnly = ev.Args, ev.ReadOnly
@@ -639,7 +644,7 @@ func (s *session) matchTool(name string) string {
 	defer s.mu.Unlock()
 	var id string
 	for tid, tc := range s.tools {
-		if tc.name == name && !tc.asked && (id == "" || tid > id) {
+		if tc.name == name && !tc.asked && (id == "" || tc.seq > s.tools[id].seq) {
 			id = tid
 		}
 	}
