@@ -66,7 +66,8 @@ var (
 // Serve runs the face on the editor's stdio (in: what the editor writes,
 // out: what it reads) until the editor closes its end or ctx ends. It
 // then closes its daemon connection, which detaches it from every agent:
-// the agents keep running (it never terminates or kills one).
+// the agents keep running (it never terminates or kills one). Serve owns
+// its process: it sets slog's default logger (see below).
 func Serve(ctx context.Context, opt Options, in io.Reader, out io.Writer) error {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
@@ -77,8 +78,12 @@ func Serve(ctx context.Context, opt Options, in io.Reader, out io.Writer) error 
 	base, cancel := context.WithCancel(ctx)
 	defer cancel()
 	f := &Face{opt: opt, log: opt.Log, base: base, ready: make(chan struct{}), sessions: map[string]*session{}}
+	// The SDK logs through slog's default logger unless SetLogger is
+	// called, and SetLogger races with the reader the connection has
+	// already started: the face, which owns its process, sets the default
+	// before the connection exists instead.
+	slog.SetDefault(slog.New(quiet{opt.Log.Handler()}))
 	f.asc = acp.NewAgentSideConnection(f, out, in)
-	f.asc.SetLogger(slog.New(quiet{opt.Log.Handler()}))
 	close(f.ready)
 	select {
 	case <-f.asc.Done():

@@ -39,6 +39,9 @@ type editor struct {
 	err  *strings.Builder // the face's stderr
 	errM *sync.Mutex
 
+	waitOnce sync.Once
+	waitErr  error
+
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at each update
 	updates []acp.SessionNotification
@@ -126,13 +129,19 @@ func startEditor(t *testing.T, home string, args ...string) *editor {
 	}
 	t.Cleanup(func() {
 		_ = in.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
+		done := make(chan error, 1)
+		go func() { done <- e.wait() }()
 		select {
-		case <-done:
+		case err := <-done:
+			// A face exits 0 when the editor closes its stdin (and a
+			// race-instrumented one would exit 66 on a race).
+			if err != nil {
+				t.Errorf("shardctl acp exited: %v", err)
+			}
 		case <-time.After(acpWait):
 			_ = cmd.Process.Kill()
 			<-done
+			t.Errorf("shardctl acp did not exit when its stdin closed")
 		}
 		if t.Failed() {
 			t.Logf("shardctl acp stderr:\n%s", e.stderr())
@@ -140,6 +149,12 @@ func startEditor(t *testing.T, home string, args ...string) *editor {
 	})
 	e.conn = acp.NewClientSideConnection(e, in, out)
 	return e
+}
+
+// wait waits for the face to exit, once, and returns how it ended.
+func (e *editor) wait() error {
+	e.waitOnce.Do(func() { e.waitErr = e.cmd.Wait() })
+	return e.waitErr
 }
 
 type lockedWriter struct {
@@ -576,7 +591,7 @@ func TestACPFaceWithTheSDKClient(t *testing.T) {
 
 	// The editor goes away: the face exits, the agent keeps running.
 	_ = e.in.Close()
-	if err := e.cmd.Wait(); err != nil {
+	if err := e.wait(); err != nil {
 		t.Fatalf("shardctl acp after stdin closed: %v\n%s", err, e.stderr())
 	}
 	var st protocol.AgentListData
