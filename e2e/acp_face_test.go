@@ -875,3 +875,61 @@ func TestACPFaceQuestionsWorkspacesAndMCPServers(t *testing.T) {
 		t.Errorf("the face logged a secret or text:\n%s", s)
 	}
 }
+
+// TestACPFaceHostedBehindTheAdapter: `shardctl acp` is also a real ACP agent
+// for Shard's own adapter. A runtime profile of kind acp runs it; an editor's
+// face creates an agent on that profile (its MCP servers, which such a
+// profile refuses, are dropped with a log line), and a prompt goes editor →
+// face → daemon → adapter → inner face → daemon → reference runtime and
+// back, a permission of the innermost agent reaching the editor.
+func TestACPFaceHostedBehindTheAdapter(t *testing.T) {
+	t.Parallel()
+	home := newHome(t)
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("runtimes:\n  face:\n    kind: acp\n    command: [%s, --home, %s, acp]\n", shardctlBin, home)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemonAt(t, home)
+	cwd := shortTemp(t)
+
+	e := startEditor(t, d.home, "--profile", "face")
+	e.initialize()
+	ns, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{
+		{Stdio: &acp.McpServerStdio{Name: "edsrv", Command: "/bin/true", Args: []string{}, Env: []acp.EnvVariable{}}},
+	}})
+	if err != nil {
+		t.Fatalf("session/new: %v\n%s", err, e.stderr())
+	}
+	if info := listAgent(t, d, string(ns.SessionId)); info.Runtime != "face" || len(info.MCPServers) != 0 {
+		t.Fatalf("agent: %s", protocol.MustMarshal(info))
+	}
+	if s := e.stderr(); !strings.Contains(s, "takes no MCP servers") || !strings.Contains(s, "edsrv") {
+		t.Errorf("the dropped MCP servers were not logged:\n%s", s)
+	}
+
+	m := e.mark()
+	p := e.prompt(ns.SessionId, "sim: say nested hello\nsim: tool write {\"path\":\"n.txt\",\"content\":\"deep\\n\"}")
+	a := e.nextAsk()
+	a.answer <- a.optionOfKind(t, acp.PermissionOptionKindAllowOnce)
+	if r := e.await(p); r.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("stop reason %s", r.StopReason)
+	}
+	if s := joined(e.updatesSince(m), "agent"); !strings.Contains(s, "nested hello") {
+		t.Fatalf("text %q", s)
+	}
+	if b, err := os.ReadFile(filepath.Join(cwd, "n.txt")); err != nil || string(b) != "deep\n" {
+		t.Fatalf("n.txt = %q, %v", b, err)
+	}
+	var list protocol.AgentListData
+	dialWire(t, d).call(&protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &list)
+	runtimes := map[string]int{}
+	for _, a := range list.Agents {
+		runtimes[a.Runtime]++
+	}
+	if runtimes["face"] != 1 || runtimes["shard"] != 1 {
+		t.Fatalf("agents by runtime %v, want one outer (face) and one inner (shard)", runtimes)
+	}
+}
