@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -258,7 +259,7 @@ func (f *Face) create(ctx context.Context, conn *client.Conn, p acp.NewSessionRe
 	var data protocol.AgentCreateData
 	err := conn.Call(ctx, cmd, &data)
 	if err != nil && len(servers) > 0 && protocol.CodeOf(err) == protocol.CodeInvalidRequest && strings.Contains(err.Error(), `"mcp_servers"`) {
-		f.log.Warn("the runtime profile takes no MCP servers; the editor's are ignored", "profile", cmp.Or(f.opt.Runtime, "shard"), "servers", slices.Sorted(mapsKeys(servers)))
+		f.log.Warn("the runtime profile takes no MCP servers; the editor's are ignored", "profile", cmp.Or(f.opt.Runtime, "shard"), "servers", slices.Sorted(maps.Keys(servers)))
 		cmd.Header.ID, cmd.MCPServers = "", nil
 		err = conn.Call(ctx, cmd, &data)
 	}
@@ -288,16 +289,6 @@ func (f *Face) createInWorkspace(ctx context.Context, conn *client.Conn, p acp.N
 	}
 	f.log.Info("agent created in a workspace", "agent_id", data.AgentID, "workspace_id", data.Workspace.WorkspaceID)
 	return data.AgentID, nil
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // LoadSession attaches to the agent and replays its live window as

@@ -473,7 +473,13 @@ func TestACPFaceWithTheSDKClient(t *testing.T) {
 		t.Errorf("diff %+v", d)
 	}
 	e.waitUpdate(m, "a tool_call of kind edit", func(u acp.SessionUpdate) bool { return u.ToolCall != nil && u.ToolCall.Kind == acp.ToolKindEdit })
-	e.waitUpdate(m, "a usage_update", func(u acp.SessionUpdate) bool { return u.UsageUpdate != nil && u.UsageUpdate.Used > 0 })
+	e.waitUpdate(m, "a usage_update", func(u acp.SessionUpdate) bool {
+		return u.UsageUpdate != nil && u.UsageUpdate.Used > 0 && u.UsageUpdate.Size > 0
+	})
+	// The automatic title (the first prompt's first line) is the session's.
+	e.waitUpdate(m, "a session_info_update with the title", func(u acp.SessionUpdate) bool {
+		return u.SessionInfoUpdate != nil && u.SessionInfoUpdate.Title != nil && strings.Contains(*u.SessionInfoUpdate.Title, "pondering")
+	})
 	if b, _ := os.ReadFile(path); string(b) != "one\n2\nthree\n" {
 		t.Fatalf("a.txt = %q", b)
 	}
