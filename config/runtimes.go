@@ -47,12 +47,20 @@ type RuntimeProfile struct {
 	// Models, when set, is the only models list_models offers and
 	// set_model accepts (a filter of the agent's own catalog).
 	Models []string `yaml:"models"`
-	// MCPServers are the MCP servers whose tools the profile's reference
-	// runtime offers (docs/protocol.md §10.1), by name; the daemon's own
-	// (the file's top-level `mcp_servers:`) are merged in, a profile's
-	// server replacing the daemon's of the same name. Kind shard only.
+	// MCPServers are the MCP servers, by name, whose tools the profile's
+	// reference runtime offers, or which the adapter passes to an ACP
+	// agent in session/new, load and resume (docs/protocol.md §10.1,
+	// Appendix A); the daemon's own (the file's top-level `mcp_servers:`)
+	// are merged in, a profile's server replacing the daemon's of the same
+	// name. Kinds shard and acp: pi has no MCP client.
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 }
+
+// ConnectsMCP reports whether a runtime of kind takes MCP servers: the
+// reference runtime connects to them, and the adapter passes them to an
+// ACP agent (stdio is required of every ACP agent); pi's RPC mode has no
+// MCP client.
+func ConnectsMCP(kind string) bool { return kind == KindShard || kind == KindACP }
 
 // MCPServer is one MCP server (docs/protocol.md §10.1): a stdio server the
 // runtime starts (command, args, env) or a streamable HTTP one it dials
@@ -94,8 +102,8 @@ func (p RuntimeProfile) validate(name string) error {
 			return fmt.Errorf("runtimes.%s.env: %q is not a variable name", name, k)
 		}
 	}
-	if len(p.MCPServers) > 0 && p.Kind != KindShard {
-		return fmt.Errorf("runtimes.%s.mcp_servers: only kind shard connects to MCP servers", name)
+	if len(p.MCPServers) > 0 && !ConnectsMCP(p.Kind) {
+		return fmt.Errorf("runtimes.%s.mcp_servers: kind %s has no MCP client (only kinds shard and acp take MCP servers)", name, p.Kind)
 	}
 	for sn, s := range p.MCPServers {
 		if err := protocol.ValidateMCPServer(sn, s); err != nil {
@@ -140,10 +148,10 @@ func runtimesLayer(path string) (map[string]RuntimeProfile, error) {
 		if _, ok := out[DefaultRuntime]; !ok {
 			out[DefaultRuntime] = RuntimeProfile{Kind: KindShard}
 		}
-		// The daemon's servers under each reference-runtime profile's own
-		// (a profile's wins by name, docs/protocol.md §13).
+		// The daemon's servers under the own of each profile that takes
+		// MCP servers (a profile's wins by name, docs/protocol.md §13).
 		for name, p := range out {
-			if p.Kind != KindShard || len(doc.MCPServers) == 0 {
+			if !ConnectsMCP(p.Kind) || len(doc.MCPServers) == 0 {
 				continue
 			}
 			merged := maps.Clone(doc.MCPServers)

@@ -60,7 +60,8 @@ func TestRuntimesInvalid(t *testing.T) {
 }
 
 // TestMCPServersFromFile merges the daemon's MCP servers into each
-// reference-runtime profile, a profile's own server winning by name.
+// reference-runtime and ACP profile, a profile's own server winning by
+// name; a pi profile gets none.
 func TestMCPServersFromFile(t *testing.T) {
 	f := newFixture(t)
 	f.writeFile(t, `
@@ -75,6 +76,11 @@ runtimes:
   codex:
     kind: acp
     command: [codex-acp]
+    mcp_servers:
+      web: {url: "http://127.0.0.1:8/mcp"}
+  pi:
+    kind: pi
+    command: [pi]
 `)
 	c, err := f.load(t, nil, nil)
 	if err != nil {
@@ -87,19 +93,22 @@ runtimes:
 	if got, want := c.Runtimes["lean"].MCPServers, map[string]MCPServer{"fs": {Command: "other-fs", Env: map[string]string{"TOKEN": "t"}}, "web": web}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("lean mcp_servers = %+v, want %+v", got, want)
 	}
-	if c.Runtimes["codex"].MCPServers != nil {
-		t.Fatalf("an acp profile got MCP servers: %+v", c.Runtimes["codex"].MCPServers)
+	if got, want := c.Runtimes["codex"].MCPServers, map[string]MCPServer{"fs": {Command: "mcp-server-filesystem", Args: []string{"/tmp"}}, "web": {URL: "http://127.0.0.1:8/mcp"}}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("acp mcp_servers = %+v, want %+v", got, want)
+	}
+	if c.Runtimes["pi"].MCPServers != nil {
+		t.Fatalf("a pi profile got MCP servers: %+v", c.Runtimes["pi"].MCPServers)
 	}
 }
 
 // TestMCPServersInvalid refuses servers the runtime could not reach.
 func TestMCPServersInvalid(t *testing.T) {
 	for body, want := range map[string]string{
-		"mcp_servers:\n  a__b: {command: x}\n":                                                   `the name "a__b" must be`,
-		"mcp_servers:\n  a: {}\n":                                                                "either command",
-		"mcp_servers:\n  a: {command: x, url: 'http://h'}\n":                                     "either command",
-		"mcp_servers:\n  a: {url: 'ftp://h'}\n":                                                  "want an http",
-		"runtimes:\n  x:\n    kind: acp\n    command: [a]\n    mcp_servers: {a: {command: x}}\n": "only kind shard",
+		"mcp_servers:\n  a__b: {command: x}\n":                                                  `the name "a__b" must be`,
+		"mcp_servers:\n  a: {}\n":                                                               "either command",
+		"mcp_servers:\n  a: {command: x, url: 'http://h'}\n":                                    "either command",
+		"mcp_servers:\n  a: {url: 'ftp://h'}\n":                                                 "want an http",
+		"runtimes:\n  x:\n    kind: pi\n    command: [a]\n    mcp_servers: {a: {command: x}}\n": "kind pi has no MCP client",
 	} {
 		f := newFixture(t)
 		f.writeFile(t, body)

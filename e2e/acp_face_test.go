@@ -884,17 +884,19 @@ func TestACPFaceQuestionsWorkspacesAndMCPServers(t *testing.T) {
 
 // TestACPFaceHostedBehindTheAdapter: `shardctl acp` is also a real ACP agent
 // for Shard's own adapter. A runtime profile of kind acp runs it; an editor's
-// face creates an agent on that profile (its MCP servers, which such a
-// profile refuses, are dropped with a log line), and a prompt goes editor →
-// face → daemon → adapter → inner face → daemon → reference runtime and
-// back, a permission of the innermost agent reaching the editor.
+// face creates an agent on that profile, whose MCP servers the adapter
+// hands the inner face in its session/new, which gives them to the agent it
+// creates; a prompt goes editor → face → daemon → adapter → inner face →
+// daemon → reference runtime and back, a permission of the innermost agent
+// reaching the editor. A pi profile takes no MCP servers: the face creates
+// the agent without them and says so on stderr.
 func TestACPFaceHostedBehindTheAdapter(t *testing.T) {
 	t.Parallel()
 	home := newHome(t)
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf("runtimes:\n  face:\n    kind: acp\n    command: [%s, --home, %s, acp]\n", shardctlBin, home)
+	cfg := fmt.Sprintf("runtimes:\n  face:\n    kind: acp\n    command: [%s, --home, %s, acp]\n  nopi:\n    kind: pi\n    command: [/bin/false]\n", shardctlBin, home)
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -909,11 +911,8 @@ func TestACPFaceHostedBehindTheAdapter(t *testing.T) {
 	if err != nil {
 		t.Fatalf("session/new: %v\n%s", err, e.stderr())
 	}
-	if info := listAgent(t, d, string(ns.SessionId)); info.Runtime != "face" || len(info.MCPServers) != 0 {
+	if info := listAgent(t, d, string(ns.SessionId)); info.Runtime != "face" || strings.Join(info.MCPServers, ",") != "edsrv" {
 		t.Fatalf("agent: %s", protocol.MustMarshal(info))
-	}
-	if s := e.stderr(); !strings.Contains(s, "takes no MCP servers") || !strings.Contains(s, "edsrv") {
-		t.Errorf("the dropped MCP servers were not logged:\n%s", s)
 	}
 
 	m := e.mark()
@@ -937,5 +936,33 @@ func TestACPFaceHostedBehindTheAdapter(t *testing.T) {
 	}
 	if runtimes["face"] != 1 || runtimes["shard"] != 1 {
 		t.Fatalf("agents by runtime %v, want one outer (face) and one inner (shard)", runtimes)
+	}
+	for _, a := range list.Agents {
+		if a.Runtime == "shard" && strings.Join(a.MCPServers, ",") != "edsrv" {
+			t.Errorf("the inner agent did not get the editor's MCP server: %s", protocol.MustMarshal(a))
+		}
+	}
+
+	// A pi profile refuses MCP servers: the agent is made without them
+	// (its runtime, /bin/false, then fails to start: session/new says so).
+	ep := startEditor(t, d.home, "--profile", "nopi")
+	ep.initialize()
+	_, err = ep.conn.NewSession(ep.ctx(), acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{
+		{Stdio: &acp.McpServerStdio{Name: "edsrv", Command: "/bin/true", Args: []string{}, Env: []acp.EnvVariable{}}},
+	}})
+	if err == nil || !strings.Contains(err.Error(), "RUNTIME_START_FAILED") {
+		t.Fatalf("session/new on a pi profile that cannot start: %v", err)
+	}
+	if s := ep.stderr(); !strings.Contains(s, "takes no MCP servers") || !strings.Contains(s, "edsrv") {
+		t.Errorf("the dropped MCP servers were not logged:\n%s", s)
+	}
+	dialWire(t, d).call(&protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}, &list)
+	for _, a := range list.Agents {
+		if a.Runtime == "nopi" && len(a.MCPServers) != 0 {
+			t.Errorf("the pi agent has MCP servers: %s", protocol.MustMarshal(a))
+		}
+	}
+	if runtimes := len(list.Agents); runtimes != 3 {
+		t.Errorf("%d agents, want 3", runtimes)
 	}
 }

@@ -94,8 +94,9 @@ type Profile struct {
 	// (<server>__<tool>) are known only once the runtime connects, so an
 	// agent's tools may name any tool of theirs.
 	MCPServers map[string]protocol.MCPServer
-	// MCP reports whether the profile's runtime connects to MCP servers
-	// (the reference runtime): agent.create's mcp_servers need it.
+	// MCP reports whether the profile's runtime takes MCP servers (the
+	// reference runtime connects to them, the ACP adapter passes them to
+	// its agent): agent.create's mcp_servers need it.
 	MCP bool
 	// Skills checks, off the mailbox, that the named skills exist for an
 	// agent working in cwd: NOT_FOUND for a missing one, INVALID_REQUEST

@@ -86,10 +86,10 @@ func (a *Actor) ensureRuntime(c actor.Context) {
 		env = append(env, "SHARD_AGENT_SKILLS="+strings.Join(a.m.Skills, ","))
 	}
 	// The MCP servers: the agent's own over its profile's, by name
-	// (docs/protocol.md §10.1), for a runtime that connects to them only (a
-	// child on an adapter profile that inherited some does not pass their
-	// secrets on to a third-party agent). Never logged: env and headers may
-	// hold secrets.
+	// (docs/protocol.md §10.1), for a runtime that takes them only (a
+	// child on a pi profile that inherited some does not pass their
+	// secrets on to an agent that cannot use them). Never logged: env and
+	// headers may hold secrets.
 	if servers := mergeMCP(prof.MCPServers, a.m.MCPServers); prof.MCP && len(servers) > 0 {
 		env = append(env, "SHARD_MCP_SERVERS="+string(protocol.MustMarshal(servers)))
 	}

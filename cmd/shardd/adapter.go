@@ -23,8 +23,9 @@ import (
 // from the daemon's environment (SHARD_SESSION_DIR, the headless timeout)
 // plus SHARD_ADAPTER_MODELS (the profile's models) and
 // SHARD_ACP_AUTH_METHOD (an ACP authenticate method, set in the profile's
-// env) and SHARD_ACP_FS (off: the adapter offers no fs/* to the agent);
-// the agent inherits the whole environment, SHARD_AGENT_ID and
+// env), SHARD_ACP_FS (off: the adapter offers no fs/* to the agent) and,
+// for acp, SHARD_MCP_SERVERS (the MCP servers it passes in session/new);
+// the agent inherits the whole environment but SHARD_MCP_SERVERS, SHARD_AGENT_ID and
 // SHARD_HOME included, so the daemon's sweep finds its processes.
 func runAdapter(ctx context.Context, kind string, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(command) == 0 {
@@ -51,9 +52,15 @@ func runAdapter(ctx context.Context, kind string, command []string, stdin io.Rea
 	var b adapter.Backend
 	switch kind {
 	case config.KindACP:
-		b = acp.New(acp.Options{Command: command, Cwd: cwd, Env: os.Environ(), Stderr: stderr,
+		// The MCP servers go to the agent in session/new, not in its
+		// environment.
+		mcps, err := acp.DecodeMCPServers(os.Getenv(acp.EnvMCPServers))
+		if err != nil {
+			log.Warn("no MCP servers", "err", err)
+		}
+		b = acp.New(acp.Options{Command: command, Cwd: cwd, Env: acp.WithoutEnv(os.Environ(), acp.EnvMCPServers), Stderr: stderr,
 			SessionDir: os.Getenv("SHARD_SESSION_DIR"), AuthMethod: os.Getenv("SHARD_ACP_AUTH_METHOD"),
-			NoFS: os.Getenv("SHARD_ACP_FS") == "off", Log: log})
+			NoFS: os.Getenv("SHARD_ACP_FS") == "off", MCPServers: mcps, Log: log})
 	case config.KindPi:
 		b = pi.New(pi.Options{Command: command, Cwd: cwd, Env: os.Environ(), Stderr: stderr, Log: log})
 	default:

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,7 +26,8 @@ import (
 // claudeScript is the fake model: a prompt ending in "write out.txt" has
 // Claude call its Write tool (then say done once the result is back), one
 // ending in "slow" streams one word and waits for hold, anything else is a
-// short answer. The prompt's end is matched because Claude Code puts its
+// short answer; one with "mcp read <path>" has Claude call the MCP server
+// fs's read_text_file on path. The prompt's end is matched because Claude Code puts its
 // own reminders before the person's text in the same message.
 func claudeScript(s *codexScript) func(fakellm.Prompt) fakellm.Turn {
 	return func(p fakellm.Prompt) fakellm.Turn {
@@ -35,6 +37,11 @@ func claudeScript(s *codexScript) func(fakellm.Prompt) fakellm.Turn {
 			return fakellm.Turn{Text: "done.", Usage: usage}
 		case strings.HasSuffix(p.LastUser, "write out.txt"):
 			return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "Write", Args: `{"file_path":"out.txt","content":"tool-ok\n"}`}}, Usage: usage}
+		case strings.Contains(p.LastUser, "mcp read "):
+			// "mcp read <path>": Claude's name for the MCP server fs's tool.
+			_, path, _ := strings.Cut(p.LastUser, "mcp read ")
+			args := protocol.MustMarshal(map[string]string{"path": path})
+			return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "mcp__fs__read_text_file", Args: string(args)}}, Usage: usage}
 		case strings.HasSuffix(p.LastUser, "slow"):
 			return fakellm.Turn{Text: "thinking slowly about it", Hold: s.hold, Usage: usage}
 		}
@@ -48,7 +55,8 @@ func claudeScript(s *codexScript) func(fakellm.Prompt) fakellm.Turn {
 // a value other than "1", which this daemon's environment may carry, makes
 // the adapter pass a flag the CLI refuses; empty, bypassPermissions is not
 // offered).
-func startClaude(t *testing.T) (*harness, *fakellm.Server, *codexScript) {
+// edit, when given, changes the profile before the daemon starts.
+func startClaude(t *testing.T, edit ...func(*config.RuntimeProfile)) (*harness, *fakellm.Server, *codexScript) {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", ".cache", "agents", "node_modules", ".bin", "claude-agent-acp")
@@ -60,11 +68,15 @@ func startClaude(t *testing.T) (*harness, *fakellm.Server, *codexScript) {
 	t.Cleanup(script.release) // before the fake closes
 	home := shortTemp(t)
 	h := start(t, func(cfg *config.Config) {
-		cfg.Runtimes["claude"] = config.RuntimeProfile{Kind: config.KindACP, Command: []string{bin},
+		p := config.RuntimeProfile{Kind: config.KindACP, Command: []string{bin},
 			Env: map[string]string{"HOME": home, "CLAUDE_CONFIG_DIR": filepath.Join(home, ".claude"),
 				"ANTHROPIC_BASE_URL": fake.URL, "ANTHROPIC_API_KEY": "not-a-real-key",
 				"DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 				"DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "IS_SANDBOX": ""}}
+		for _, e := range edit {
+			e(&p)
+		}
+		cfg.Runtimes["claude"] = p
 	})
 	return h, fake, script
 }
@@ -270,4 +282,101 @@ func TestClaudeAbortMidStream(t *testing.T) {
 		s, ok := e.Msg.(*protocol.Status)
 		return ok && s.AgentID == id && s.Status == protocol.StatusIdle
 	})
+}
+
+// TestClaudeMCPServer: MCP servers reach Claude Code through the adapter's
+// session/new. The claude profile declares a broken "fs" server and the
+// agent its own "fs" (the npm filesystem server, which wins by name);
+// Claude offers the model the server's tools as mcp__fs__<tool>, its call
+// of mcp__fs__read_text_file runs (after a permission_request through
+// Shard, if Claude asks), and the file's text reaches the model in the
+// tool result and the client in tool_result. The agent's environment
+// does not carry SHARD_MCP_SERVERS, whose env values may be secrets.
+func TestClaudeMCPServer(t *testing.T) {
+	fsBin := fsServerBin(t)
+	served := shortTemp(t)
+	note := filepath.Join(served, "note.txt")
+	if err := os.WriteFile(note, []byte("served by MCP to Claude"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, fake, _ := startClaude(t, func(p *config.RuntimeProfile) {
+		p.MCPServers = map[string]config.MCPServer{"fs": {Command: filepath.Join(served, "no-such-server")}}
+	})
+	c := h.dial()
+	const secret = "s3cret-mcp-env"
+	id := h.create(c, func(m *protocol.AgentCreate) {
+		// The server serves the roots Claude gives it (MCP roots), the
+		// agent's cwd, over its own command-line directories.
+		m.Runtime, m.Cwd = "claude", served
+		m.MCPServers = map[string]protocol.MCPServer{"fs": {Command: fsBin, Args: []string{served}, Env: map[string]string{"FS_TOKEN": secret}}}
+	})
+	if info := agentInfo(t, c, id); len(info.MCPServers) != 1 || info.MCPServers[0] != "fs" {
+		t.Fatalf("AgentInfo.mcp_servers = %v", info.MCPServers)
+	}
+	attach(t, c, id, "")
+	prompt(t, c, id, "please mcp read "+note)
+	var result *protocol.ToolResult
+	var asked []string
+	waitFor(t, c, func(e client.Event) bool {
+		switch m := e.Msg.(type) {
+		case *protocol.PermissionRequest:
+			if m.AgentID == id {
+				asked = append(asked, m.ToolName)
+				if _, err := c.Request(ctx(t), permResponse(id, m.RequestID, protocol.DecisionAllow, "")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case *protocol.ToolResult:
+			if m.AgentID == id {
+				result = m
+			}
+		case *protocol.TurnEnd:
+			return m.AgentID == id
+		}
+		return false
+	})
+	if result == nil || result.IsError || !strings.Contains(result.Content.Text, "served by MCP to Claude") {
+		t.Fatalf("tool_result %+v (permission asked for %v)", result, asked)
+	}
+
+	var offered, returned bool
+	for _, r := range fake.Requests() {
+		if r.Path != "/v1/messages" {
+			continue
+		}
+		tools, _ := r.Body["tools"].([]any)
+		for _, tl := range tools {
+			if m, _ := tl.(map[string]any); m["name"] == "mcp__fs__read_text_file" {
+				offered = true
+			}
+		}
+		returned = returned || strings.Contains(string(r.Raw), "served by MCP to Claude")
+	}
+	if !offered || !returned {
+		t.Fatalf("the fake model was offered mcp__fs__read_text_file %v, got its result %v", offered, returned)
+	}
+
+	// The adapter (its command line has --adapter) reads the variable;
+	// node, claude and the MCP server must not have it. The MCP server has
+	// its env (passed as ACP's [{name, value}]).
+	var others int
+	var serverEnv bool
+	for _, pid := range runtimePIDs(t, id) {
+		dir := filepath.Join("/proc", strconv.Itoa(pid))
+		cmdline, err1 := os.ReadFile(filepath.Join(dir, "cmdline"))
+		env, err2 := os.ReadFile(filepath.Join(dir, "environ"))
+		if err1 != nil || err2 != nil || strings.Contains(string(cmdline), "\x00--adapter\x00") {
+			continue
+		}
+		others++
+		if strings.Contains(string(env), "\x00SHARD_MCP_SERVERS=") {
+			t.Errorf("process %d (%q) has SHARD_MCP_SERVERS in its environment", pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+		if strings.Contains(string(cmdline), "mcp-server-filesystem") {
+			serverEnv = serverEnv || strings.Contains(string(env), "\x00FS_TOKEN="+secret+"\x00")
+		}
+	}
+	if others == 0 || !serverEnv {
+		t.Errorf("%d processes of the agent besides the adapter; the MCP server has its env: %v", others, serverEnv)
+	}
 }

@@ -130,3 +130,28 @@ func TestAgentMCPServers(t *testing.T) {
 		}
 	}
 }
+
+// TestPiProfileRefusesMCPServers: pi has no MCP client, so agent.create's
+// mcp_servers on a pi profile are INVALID_REQUEST naming the profile,
+// while the same servers on an acp profile are taken (the adapter passes
+// them to the agent: TestClaudeMCPServer).
+func TestPiProfileRefusesMCPServers(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, func(cfg *config.Config) {
+		cfg.Runtimes["pi"] = config.RuntimeProfile{Kind: config.KindPi, Command: []string{"pi"}}
+		cfg.Runtimes["acp"] = config.RuntimeProfile{Kind: config.KindACP, Command: []string{self}, Env: map[string]string{fakeACPEnv: "1"}}
+	})
+	c := h.dial()
+	servers := map[string]protocol.MCPServer{"fs": {Command: "mcp-server-filesystem"}}
+	m := &protocol.AgentCreate{Header: hdr(protocol.TypeAgentCreate), Cwd: shortTemp(t), Runtime: "pi", MCPServers: servers}
+	if err := c.Call(ctx(t), m, nil); protocol.CodeOf(err) != protocol.CodeInvalidRequest || !strings.Contains(err.Error(), `"pi"`) {
+		t.Fatalf("agent.create on pi with mcp_servers: %v, want INVALID_REQUEST naming the profile", err)
+	}
+	m.Runtime = "acp"
+	if err := c.Call(ctx(t), m, nil); err != nil {
+		t.Fatalf("agent.create on acp with mcp_servers: %v", err)
+	}
+}

@@ -37,7 +37,14 @@ func (d *Daemon) profiles() map[string]agent.Profile {
 			out[name] = prof
 		default:
 			args := append([]string{"agent", "--adapter", p.Kind, "--"}, p.Command...)
-			out[name] = agent.Profile{Path: cmp.Or(d.opts.AdapterPath, d.opts.RuntimePath), Args: args, Env: env}
+			prof := agent.Profile{Path: cmp.Or(d.opts.AdapterPath, d.opts.RuntimePath), Args: args, Env: env}
+			// An ACP agent takes MCP servers in session/new (the adapter
+			// reads them from SHARD_MCP_SERVERS, as the reference runtime
+			// does); pi has no MCP client.
+			if config.ConnectsMCP(p.Kind) {
+				prof.MCPServers, prof.MCP = p.MCPServers, true
+			}
+			out[name] = prof
 		}
 	}
 	return out

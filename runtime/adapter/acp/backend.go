@@ -45,6 +45,11 @@ type Options struct {
 	// the client would ask permission a second time (docs/protocol.md
 	// Appendix A).
 	NoFS bool
+	// MCPServers are the agent's MCP servers by name (EnvMCPServers),
+	// passed in session/new, load and resume: stdio ones always, HTTP ones
+	// when the agent takes them (docs/protocol.md Appendix A). Their env
+	// and headers may hold secrets: never logged.
+	MCPServers map[string]protocol.MCPServer
 	// StartTimeout bounds initialize and session/new|load. 0: 30s.
 	StartTimeout time.Duration
 	Log          *slog.Logger
@@ -169,8 +174,9 @@ func (b *Backend) open(ctx context.Context) (adapter.Offer, error) {
 			return adapter.Offer{}, b.startErr("authenticate", err)
 		}
 	}
+	mcps := mcpServers(b.opts.MCPServers, init.AgentCapabilities.McpCapabilities.Http, b.opts.Log)
 	if id := b.savedSession(); id != "" && init.AgentCapabilities.LoadSession {
-		resp, err := b.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: b.opts.Cwd, McpServers: []sdk.McpServer{}})
+		resp, err := b.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: b.opts.Cwd, McpServers: mcps})
 		if err == nil {
 			b.session = sdk.SessionId(id)
 			o := offerOf(resp.Modes, resp.Models)
@@ -179,7 +185,7 @@ func (b *Backend) open(ctx context.Context) (adapter.Offer, error) {
 		}
 		b.opts.Log.Warn("session/load failed; starting a new session", "err", err)
 	}
-	resp, err := b.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: b.opts.Cwd, McpServers: []sdk.McpServer{}})
+	resp, err := b.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: b.opts.Cwd, McpServers: mcps})
 	if err != nil {
 		return adapter.Offer{}, b.startErr("session/new", err)
 	}
