@@ -57,6 +57,30 @@ type Face struct {
 	mu       sync.Mutex
 	conn     *client.Conn
 	sessions map[string]*session
+	prompts  map[string]*session // sent prompts by command id, until answered
+	promptN  int
+}
+
+// nextPromptID is a command id for a prompt, apart from the client's own
+// ids ("c-<n>").
+func (f *Face) nextPromptID() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.promptN++
+	return fmt.Sprintf("acp-prompt-%d", f.promptN)
+}
+
+// watchPrompt routes the response to prompt id to s; unwatchPrompt stops it.
+func (f *Face) watchPrompt(id string, s *session) {
+	f.mu.Lock()
+	f.prompts[id] = s
+	f.mu.Unlock()
+}
+
+func (f *Face) unwatchPrompt(id string) {
+	f.mu.Lock()
+	delete(f.prompts, id)
+	f.mu.Unlock()
 }
 
 var (
@@ -78,7 +102,7 @@ func Serve(ctx context.Context, opt Options, in io.Reader, out io.Writer) error 
 	}
 	base, cancel := context.WithCancel(ctx)
 	defer cancel()
-	f := &Face{opt: opt, log: opt.Log, base: base, ready: make(chan struct{}), sessions: map[string]*session{}}
+	f := &Face{opt: opt, log: opt.Log, base: base, ready: make(chan struct{}), sessions: map[string]*session{}, prompts: map[string]*session{}}
 	// The SDK logs through slog's default logger unless SetLogger is
 	// called, and SetLogger races with the reader the connection has
 	// already started: the face, which owns its process, sets the default
@@ -145,6 +169,15 @@ func (f *Face) daemon(ctx context.Context) (*client.Conn, error) {
 // forgotten (a later session/load attaches again on a new connection).
 func (f *Face) pump(conn *client.Conn) {
 	for ev := range conn.Events() {
+		if r, ok := ev.Msg.(*protocol.Response); ok {
+			f.mu.Lock()
+			s := f.prompts[r.ID]
+			f.mu.Unlock()
+			if s != nil {
+				s.onPromptResponse(r)
+			}
+			continue
+		}
 		id := ev.Msg.Head().AgentID
 		f.mu.Lock()
 		s := f.sessions[id]

@@ -50,7 +50,9 @@ type tool struct {
 
 // turn is the one session/prompt waiting on the agent.
 type turn struct {
-	started   bool // its turn_start was seen
+	promptID  string // the prompt command's id
+	accepted  bool   // its response came (in order with the events)
+	started   bool   // its turn_start was seen
 	turnID    string
 	cancelled bool
 	errEv     *protocol.ErrorEvent
@@ -78,7 +80,6 @@ type session struct {
 	cwd      string
 	title    string
 	status   protocol.AgentStatus
-	inTurn   bool
 	mode     string
 	modeList []protocol.ModeDescriptor
 	catalog  modelsData
@@ -249,10 +250,14 @@ func (s *session) setReasoning(ctx context.Context, effort string) error {
 }
 
 // prompt sends the prompt and waits for the end of the turn it started.
-// A prompt sent while another client's turn runs is a follow-up: its turn
-// is the next one to start.
+// It is always a follow-up (an idle agent starts it at once; docs/protocol.md
+// §9.2), so it never fails because another client's turn just began. Its
+// response is read from the event stream, not waited for aside (Send, not
+// Request): the runtime answers a prompt before it starts the prompt's
+// turn, so the prompt's turn is the first turn_start after its response,
+// and a turn that started before belongs to another client.
 func (s *session) prompt(text string, images []protocol.Image) (acp.PromptResponse, error) {
-	t := &turn{done: make(chan struct{})}
+	t := &turn{done: make(chan struct{}), promptID: s.f.nextPromptID()}
 	s.mu.Lock()
 	if s.failErr != nil {
 		s.mu.Unlock()
@@ -263,20 +268,19 @@ func (s *session) prompt(text string, images []protocol.Image) (acp.PromptRespon
 		return acp.PromptResponse{}, invalidParams("a prompt is already running in this session")
 	}
 	s.cur = t
-	busy := s.inTurn
 	s.mu.Unlock()
+	s.f.watchPrompt(t.promptID, s)
 	defer func() {
+		s.f.unwatchPrompt(t.promptID)
 		s.mu.Lock()
 		if s.cur == t {
 			s.cur = nil
 		}
 		s.mu.Unlock()
 	}()
-	cmd := &protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt}, Message: text, Images: images}
-	if busy {
-		cmd.StreamingBehavior = protocol.BehaviorFollowUp
-	}
-	if err := s.request(s.f.base, cmd, nil); err != nil {
+	cmd := &protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, ID: t.promptID, AgentID: s.id},
+		Message: text, Images: images, StreamingBehavior: protocol.BehaviorFollowUp}
+	if err := s.conn.Send(cmd); err != nil {
 		return acp.PromptResponse{}, rpcError(err)
 	}
 	select {
@@ -352,20 +356,18 @@ func (s *session) handle(msg protocol.Typed) {
 	case *protocol.Status:
 		s.mu.Lock()
 		s.status = ev.Status
-		if t := s.cur; t != nil && t.cancelled && !t.started && ev.Status == protocol.StatusIdle {
+		if t := s.cur; t != nil && t.cancelled && t.accepted && !t.started && ev.Status == protocol.StatusIdle {
 			s.finishLocked(nil) // the prompt was dropped before its turn began
 		}
 		s.mu.Unlock()
 	case *protocol.TurnStart:
 		s.mu.Lock()
-		s.inTurn = true
-		if t := s.cur; t != nil && !t.started {
+		if t := s.cur; t != nil && t.accepted && !t.started {
 			t.started, t.turnID = true, ev.TurnID
 		}
 		s.mu.Unlock()
 	case *protocol.TurnEnd:
 		s.mu.Lock()
-		s.inTurn = false
 		if t := s.cur; t != nil && t.started && t.turnID == ev.TurnID {
 			s.finishLocked(ev)
 		}
@@ -436,6 +438,28 @@ func (s *session) handle(msg protocol.Typed) {
 	}
 }
 
+// onPromptResponse takes the answer to the waiting prompt, in its place in
+// the event stream: a refusal ends the prompt with it; an acceptance arms
+// the wait for the prompt's turn.
+func (s *session) onPromptResponse(r *protocol.Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.cur
+	if t == nil || t.promptID != r.ID || t.end != nil || t.err != nil {
+		return
+	}
+	if !r.Success {
+		if r.Error != nil {
+			t.err = r.Error
+		} else {
+			t.err = protocol.Errorf(protocol.CodeInternal, "prompt refused")
+		}
+		close(t.done)
+		return
+	}
+	t.accepted = true
+}
+
 // sendConfig tells the editor the config options as they are now.
 func (s *session) sendConfig() {
 	opts := s.configOptions()
@@ -458,7 +482,6 @@ func (s *session) onSync(ev *protocol.Sync) {
 	}
 	s.mu.Lock()
 	s.status, s.mode = ev.Status, ev.Mode
-	s.inTurn = ev.Status.Active()
 	replay := s.replay && !s.seenSync
 	first := !s.seenSync
 	s.seenSync = true

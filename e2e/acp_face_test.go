@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -837,6 +838,26 @@ func TestACPFaceQuestionsWorkspacesAndMCPServers(t *testing.T) {
 	if s := joined(e.updatesSince(m), "agent"); !strings.Contains(s, "answer: blue") {
 		t.Fatalf("the agent did not get the answer: %q", s)
 	}
+
+	// Another client's turn runs (its question, an input the editor is not
+	// offered, holds it open): the editor's prompt follows it, and answers
+	// at the end of its own turn, not of the other's.
+	w := dialWire(t, d)
+	w.call(&protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: string(ns.SessionId)}}, nil)
+	w.call(&protocol.Prompt{Header: protocol.Header{Type: protocol.TypePrompt, AgentID: string(ns.SessionId)}, Message: "sim: ask input Your name"}, nil)
+	ui := next[*protocol.UIRequest](w)
+	m = e.mark()
+	p = e.prompt(ns.SessionId, "sim: say following up")
+	w.call(&protocol.UIResponse{Header: protocol.Header{Type: protocol.TypeUIResponse, AgentID: string(ns.SessionId)},
+		RequestID: ui.RequestID, Value: json.RawMessage(`"Ada"`)}, nil)
+	if r := e.await(p); r.StopReason != acp.StopReasonEndTurn {
+		t.Fatalf("stop reason %s", r.StopReason)
+	}
+	text := joined(e.updatesSince(m), "agent")
+	if !strings.Contains(text, "answer: Ada") || !strings.Contains(text, "following up") || strings.Index(text, "answer: Ada") > strings.Index(text, "following up") {
+		t.Fatalf("the follow-up did not run after the other turn: %q", text)
+	}
+	w.call(&protocol.AgentDetach{Header: protocol.Header{Type: protocol.TypeAgentDetach, AgentID: string(ns.SessionId)}}, nil)
 
 	ws, err := e.conn.NewSession(e.ctx(), acp.NewSessionRequest{Cwd: repo, McpServers: []acp.McpServer{},
 		Meta: map[string]any{"shard.dev/workspace": true}})
