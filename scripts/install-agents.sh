@@ -17,6 +17,7 @@ pkgs=(
   "@zed-industries/claude-agent-acp@0.23.1"
   "@modelcontextprotocol/server-filesystem@2026.8.31"
   "@modelcontextprotocol/server-everything@2026.8.31"
+  "acpx@0.19.1"
 )
 # not_installed says why the agents are missing and exits (see above).
 not_installed() {

@@ -216,6 +216,7 @@ func newRoot(clk clock) *cobra.Command {
 		newVersionCommand(g),
 		newQuestionsCommand(g),
 		newLogsCommand(g),
+		newACPCommand(g),
 		newCompletionCommand(),
 	)
 	wrapRunE(root)

@@ -87,6 +87,13 @@ func rules() []rule {
 		pkgs:    []string{"team/attend"},
 		notLink: daemonCode,
 	}, {
+		// Shard's ACP face for editors is a client of the daemon's wire
+		// protocol like shardctl, which runs it (shardctl acp): it holds
+		// no authority of its own and links no daemon or runtime code.
+		name:    "acpface links no daemon or runtime code",
+		pkgs:    []string{"acpface"},
+		notLink: append([]string{"runtime/..."}, daemonCode...),
+	}, {
 		// The dashboard and the enrollment page are files; the gateway
 		// serves one, internal/daemon mounts the other.
 		name:    "web imports nothing of Shard",

@@ -58,7 +58,7 @@ func Installer(tool string) string {
 	switch tool {
 	case "git", "tmux", "chromium":
 		return ".ci/run installs it (apt-get install " + tool + ")"
-	case "codex-acp", "pi", "claude-agent-acp", "mcp-server-filesystem", "mcp-server-everything":
+	case "codex-acp", "pi", "claude-agent-acp", "mcp-server-filesystem", "mcp-server-everything", "acpx":
 		return "scripts/install-agents.sh installs it into .cache/agents (.ci/run runs it)"
 	case "sh", "sleep", "true":
 		return "the base system has it (Debian: dash, coreutils)"
