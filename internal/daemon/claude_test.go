@@ -98,8 +98,8 @@ func processNames(t *testing.T, id string) []string {
 // offers Claude Code's modes and models, streams its answer (deltas,
 // turn_end with stop_reason and usage) from the fake Messages server;
 // agent.terminate ends the adapter, node and the claude CLI; the next
-// generation loads the session (session/load), so a new attachment's sync
-// shows the earlier conversation.
+// generation resumes the session (session/resume), so a new attachment's
+// sync shows the earlier conversation and the next prompt continues it.
 func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 	h, fake, _ := startClaude(t)
 	c := h.dial()
@@ -163,18 +163,33 @@ func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 	}
 	eventually(t, "the adapter, node and claude are gone", func() bool { return len(runtimePIDs(t, id)) == 0 })
 
-	s = attach(t, h.dial(), id, "")
+	c2 := h.dial()
+	s = attach(t, c2, id, "")
 	var texts []string
 	for _, m := range s.LiveWindow.Messages {
 		for _, b := range m.Content {
 			texts = append(texts, m.Role+":"+b.Text)
 		}
 	}
-	// Claude's replay of the user's message carries the records of the
-	// model changes (its /model command) before the text.
-	if joined := strings.Join(texts, "|"); !strings.Contains(joined, "remember this|assistant:Hello from the fake model.") {
+	// Claude offers session/resume, so the new generation resumes without
+	// a replay and shows the window the adapter kept: the user's text as
+	// it was sent (a session/load replay would carry Claude's records of
+	// its /model command before it).
+	if joined := strings.Join(texts, "|"); joined != "user:remember this|assistant:Hello from the fake model." {
 		logData, _ := os.ReadFile(filepath.Join(h.cfg.LogDir(), "agents", id+".log"))
 		t.Fatalf("sync after restart = %q\n%s", joined, logData)
+	}
+	// The resumed session goes on: the model's next request carries the
+	// earlier exchange.
+	before := fake.Count()
+	prompt(t, c2, id, "what did I say?")
+	collectUntil(t, c2, isType(protocol.TypeTurnEnd, id))
+	var carried bool
+	for _, r := range fake.Requests()[before:] {
+		carried = carried || (r.Path == "/v1/messages" && strings.Contains(string(r.Raw), "remember this") && strings.Contains(string(r.Raw), "what did I say?"))
+	}
+	if !carried {
+		t.Fatal("the resumed session's model request lacks the earlier exchange")
 	}
 }
 

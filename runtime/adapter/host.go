@@ -116,7 +116,11 @@ func Run(ctx context.Context, opts Options, b Backend) error {
 		_ = b.Close()
 		return fmt.Errorf("adapter: start agent: %w", err)
 	}
-	h.start(offer)
+	var kept []protocol.Message
+	if offer.Resumed {
+		kept = h.loadWindow() // file I/O, before mu
+	}
+	h.start(offer, kept)
 	var reader sync.WaitGroup
 	readDone := make(chan error, 1)
 	reader.Go(func() { readDone <- h.readLoop() })
@@ -168,8 +172,10 @@ func (h *Host) nextIDLocked(prefix string) string {
 	return prefix + "-" + strconv.FormatInt(now().UnixMilli(), 36) + "-" + strconv.FormatInt(h.ids, 10)
 }
 
-// start ends the replay and writes hello and the initial sync.
-func (h *Host) start(offer Offer) {
+// start ends the replay and writes hello and the initial sync. kept is
+// the live window of a resumed session (Offer.Resumed), which had no
+// replay.
+func (h *Host) start(offer Offer, kept []protocol.Message) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.opts.Models) > 0 {
@@ -183,6 +189,13 @@ func (h *Host) start(offer Offer) {
 	}
 	h.flushLocked(h.replay)
 	h.replay = nil
+	if offer.Resumed {
+		h.window = kept
+	} else {
+		// A replayed or new session's window replaces the kept one, which
+		// belonged to the session before.
+		h.saveWindowLocked()
+	}
 	h.started = true
 	h.emitLocked(protocol.Hello{Header: protocol.Header{Type: protocol.TypeHello}, ProtocolVersion: protocol.Version,
 		ServerVersion: h.opts.ServerVersion, Capabilities: h.capabilitiesLocked()})
@@ -203,6 +216,8 @@ const (
 	capModeSwitch      = "mode-switch"
 	capModelCatalog    = "model-catalog"
 	capModelSwitch     = "model-switch"
+	capReasoningCat    = "reasoning-catalog"
+	capReasoningSwitch = "reasoning-switch"
 )
 
 func (h *Host) capabilitiesLocked() []string {
@@ -212,6 +227,12 @@ func (h *Host) capabilitiesLocked() []string {
 	}
 	if len(h.offer.Models) > 0 {
 		caps = append(caps, capModelCatalog, capModelSwitch)
+	}
+	if len(h.offer.Levels) > 0 {
+		caps = append(caps, capReasoningCat)
+		if _, ok := h.b.(LevelSetter); ok {
+			caps = append(caps, capReasoningSwitch)
+		}
 	}
 	if h.offer.Images {
 		caps = append(caps, protocol.CapImageInput)

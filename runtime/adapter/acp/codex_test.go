@@ -65,11 +65,13 @@ type hostRun struct {
 
 func startHost(t *testing.T, opts acp.Options) *hostRun {
 	t.Helper()
-	return startBackend(t, acp.New(opts))
+	return startBackend(t, acp.New(opts), opts.SessionDir)
 }
 
-// startBackend is startHost with the backend made by the caller.
-func startBackend(t *testing.T, b *acp.Backend) *hostRun {
+// startBackend is startHost with the backend made by the caller; the Host
+// keeps its files in sessionDir, when given (as the daemon's adapter
+// does in the agent's session directory).
+func startBackend(t *testing.T, b *acp.Backend, sessionDir ...string) *hostRun {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -88,7 +90,11 @@ func startBackend(t *testing.T, b *acp.Backend) *hostRun {
 		close(h.events)
 	}()
 	go func() {
-		err := adapter.Run(context.Background(), adapter.Options{Stdin: inR, Stdout: outW, ServerVersion: "test"}, b)
+		opts := adapter.Options{Stdin: inR, Stdout: outW, ServerVersion: "test"}
+		if len(sessionDir) > 0 {
+			opts.SessionDir = sessionDir[0]
+		}
+		err := adapter.Run(context.Background(), opts, b)
 		outW.Close()
 		h.done <- err
 	}()
