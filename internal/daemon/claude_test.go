@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -95,8 +96,10 @@ func processNames(t *testing.T, id string) []string {
 }
 
 // TestClaudeProfileStreamsModesAndRestart: an agent on the claude profile
-// offers Claude Code's modes and models, streams its answer (deltas,
-// turn_end with stop_reason and usage) from the fake Messages server;
+// offers Claude Code's modes and models (its config options of category
+// mode and model, which set_mode and set_model set), streams its answer
+// (deltas, turn_end with stop_reason and usage, usage_update's context
+// tokens and cost in it) from the fake Messages server;
 // agent.terminate ends the adapter, node and the claude CLI; the next
 // generation resumes the session (session/resume), so a new attachment's
 // sync shows the earlier conversation and the next prompt continues it.
@@ -133,6 +136,14 @@ func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 	if err := c.Call(ctx(t), &protocol.SetModel{Header: protocol.Header{Type: protocol.TypeSetModel, AgentID: id}, Model: "haiku"}, nil); err != nil {
 		t.Fatalf("set_model haiku: %v", err)
 	}
+	for _, mode := range []string{"acceptEdits", "default"} {
+		if err := c.Call(ctx(t), &protocol.SetMode{Header: protocol.Header{Type: protocol.TypeSetMode, AgentID: id}, Mode: mode}, nil); err != nil {
+			t.Fatalf("set_mode %s: %v", mode, err)
+		}
+		if mc := waitFor(t, c, isType(protocol.TypeModeChanged, id)).Msg.(*protocol.ModeChanged); mc.Mode != mode {
+			t.Fatalf("mode_changed %+v, want %s", mc, mode)
+		}
+	}
 
 	prompt(t, c, id, "remember this")
 	evs := collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
@@ -142,6 +153,18 @@ func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 	end := evs[len(evs)-1]
 	if r := rawField(end, "stop_reason"); r != "end_turn" || end.Msg.(*protocol.TurnEnd).Usage == nil {
 		t.Fatalf("turn_end = %s", end.Raw)
+	}
+	// Claude's usage_update: the tokens in its context and the session's
+	// cost so far (its price of 42 in and 7 out on haiku); its window
+	// size is the active model's context_window.
+	if u := end.Msg.(*protocol.TurnEnd).Usage; u.Input != 42 || u.Output != 7 || u.Cost <= 0 || u.ContextTokens <= 0 {
+		t.Fatalf("turn_end = %s, want usage_update's context_tokens and cost", end.Raw)
+	}
+	var active struct {
+		Active protocol.ModelDescriptor `json:"active"`
+	}
+	if err := c.Call(ctx(t), &protocol.ListModels{Header: protocol.Header{Type: protocol.TypeListModels, AgentID: id}}, &active); err != nil || active.Active.ID != "haiku" || active.Active.ContextWindow <= 0 {
+		t.Fatalf("list_models active = %+v, %v; want haiku with Claude's context window", active.Active, err)
 	}
 	var sawHead, sawModel bool
 	for _, r := range fake.Requests() {
@@ -183,7 +206,15 @@ func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 	// earlier exchange.
 	before := fake.Count()
 	prompt(t, c2, id, "what did I say?")
-	collectUntil(t, c2, isType(protocol.TypeTurnEnd, id))
+	evs = collectUntil(t, c2, isType(protocol.TypeTurnEnd, id))
+	first := evs[len(evs)-1].Msg.(*protocol.TurnEnd).Usage
+	// Claude's cost is cumulative; a turn's usage has the turn's own, so
+	// two like turns cost the same.
+	prompt(t, c2, id, "and again")
+	evs = collectUntil(t, c2, isType(protocol.TypeTurnEnd, id))
+	if second := evs[len(evs)-1].Msg.(*protocol.TurnEnd).Usage; first == nil || second == nil || first.Cost <= 0 || math.Abs(second.Cost-first.Cost) > 1e-9 {
+		t.Fatalf("the costs of two like turns: %+v, %+v", first, second)
+	}
 	var carried bool
 	for _, r := range fake.Requests()[before:] {
 		carried = carried || (r.Path == "/v1/messages" && strings.Contains(string(r.Raw), "remember this") && strings.Contains(string(r.Raw), "what did I say?"))

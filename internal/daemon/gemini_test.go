@@ -141,6 +141,11 @@ func TestGeminiProfile(t *testing.T) {
 	if r := rawField(evs[len(evs)-1], "stop_reason"); r != "end_turn" {
 		t.Fatalf("turn_end stop_reason = %q", r)
 	}
+	// Gemini's usage comes only in the answer's _meta.quota: the fake's
+	// 42 in and 7 out, for its one model.
+	if u := evs[len(evs)-1].Msg.(*protocol.TurnEnd).Usage; u == nil || u.Input != 42 || u.Output != 7 || u.Model == "" {
+		t.Fatalf("turn_end = %s, want the usage of _meta.quota", evs[len(evs)-1].Raw)
+	}
 
 	// Allow: the file is created, new.
 	prompt(t, c, id, "write allowed.txt")
