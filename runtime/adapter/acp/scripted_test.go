@@ -17,8 +17,8 @@ import (
 // category mode, model and thought_level). Each prompt streams "ok #n",
 // sends a usage_update (used 1000·n tokens of 200000, cumulative cost
 // 0.25·n USD) and answers end_turn with usage 10/5; a prompt "think hard"
-// makes it switch its thought level to high on its own
-// (config_option_update). Every method it gets is appended to the file
+// makes it switch its thought level to high on its own, "use small" its
+// model to m-small (config_option_update). Every method it gets is appended to the file
 // ScriptedLogEnv names, one line each ("session/set_config_option
 // thought=high"). With ScriptedIgnoreEOFEnv=1 it keeps running after its
 // stdin ends.
@@ -177,8 +177,12 @@ func (a *scripted) Prompt(ctx context.Context, req sdk.PromptRequest) (sdk.Promp
 	a.mu.Lock()
 	a.prompts++
 	n := a.prompts
-	if strings.Join(text, " ") == "think hard" {
+	said := strings.Join(text, " ")
+	switch said {
+	case "think hard":
 		a.values["thought"] = "high"
+	case "use small":
+		a.values["model"] = "m-small"
 	}
 	opts := a.configLocked()
 	a.mu.Unlock()
@@ -186,7 +190,7 @@ func (a *scripted) Prompt(ctx context.Context, req sdk.PromptRequest) (sdk.Promp
 	send := func(u sdk.SessionUpdate) {
 		_ = a.conn.SessionUpdate(ctx, sdk.SessionNotification{SessionId: req.SessionId, Update: u})
 	}
-	if strings.Join(text, " ") == "think hard" {
+	if said == "think hard" || said == "use small" {
 		send(sdk.SessionUpdate{ConfigOptionUpdate: &sdk.SessionConfigOptionUpdate{SessionUpdate: "config_option_update", ConfigOptions: opts}})
 	}
 	send(sdk.UpdateAgentMessageText(fmt.Sprintf("ok #%d", n)))

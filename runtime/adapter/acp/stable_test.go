@@ -137,7 +137,8 @@ func TestStopEscalatesWhenAgentIgnoresEOF(t *testing.T) {
 // category thought_level is the agent's reasoning levels
 // (list_reasoning_levels, set_reasoning_level with CONFLICT for a stale
 // model and NOT_FOUND for an unknown level, reasoning_level_changed, also
-// when the agent switches on its own through config_option_update). Its
+// when the agent switches on its own through config_option_update, as
+// its switch of model is model_changed). Its
 // usage_update gives turn_end's usage context_tokens and the turn's cost
 // (the difference of the cumulative costs), and the window size becomes
 // the active model's context_window.
@@ -217,10 +218,18 @@ func TestConfigOptionsAndUsage(t *testing.T) {
 	if active, _ := data["active"].(map[string]any); active["id"] != "m-large" || active["context_window"] != float64(200000) {
 		t.Fatalf("list_models: %v", r)
 	}
+
+	// The agent switches its model itself.
+	h.send(t, map[string]any{"type": "prompt", "id": "p3", "message": "use small"})
+	evs = h.until(t, "model_changed", typeIs("model_changed"))
+	if mc := evs[len(evs)-1]; mc["active"].(map[string]any)["id"] != "m-small" || mc["previous"].(map[string]any)["id"] != "m-large" {
+		t.Fatalf("model_changed %v", mc)
+	}
+	h.until(t, "turn_end", typeIs("turn_end"))
 	h.stop(t)
 	want := strings.Join([]string{"initialize", "session/new mcpServers=0",
 		"session/set_config_option mode=code", "session/set_config_option model=m-large",
-		"session/prompt", "session/set_config_option thought=low", "session/prompt", "session/close scripted-1"}, "\n")
+		"session/prompt", "session/set_config_option thought=low", "session/prompt", "session/prompt", "session/close scripted-1"}, "\n")
 	if got := methods(t, logPath); got != want {
 		t.Fatalf("methods:\n%s\nwant\n%s", got, want)
 	}
