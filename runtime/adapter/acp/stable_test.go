@@ -86,12 +86,16 @@ func windowTexts(sync map[string]any) []string {
 // it when the adapter stops, before its stdin ends (the agent, which
 // exits at its stdin's end, could not log it after); the next generation
 // resumes the session with session/resume, not session/load, passing the
-// MCP servers again, and shows the live window the adapter kept (no
+// MCP servers again (each generation: the stdio one, as the agent takes
+// no HTTP ones), and shows the live window the adapter kept (no
 // replay).
 func TestSessionCloseThenResume(t *testing.T) {
 	sessionDir := t.TempDir()
+	servers := map[string]protocol.MCPServer{"fs": {Command: "mcp-server-filesystem"}, "web": {URL: "http://127.0.0.1:9/mcp"}}
 	opts, log1 := scriptedAgent(t, sessionDir)
-	opts.MCPServers = map[string]protocol.MCPServer{"fs": {Command: "mcp-server-filesystem"}}
+	// The agent takes no HTTP servers (no mcpCapabilities.http): only the
+	// stdio one reaches it.
+	opts.MCPServers = servers
 	b := acp.New(opts)
 	h := startBackend(t, b, sessionDir)
 	h.until(t, "sync", typeIs("sync"))
@@ -106,7 +110,7 @@ func TestSessionCloseThenResume(t *testing.T) {
 	}
 
 	opts, log2 := scriptedAgent(t, sessionDir)
-	opts.MCPServers = map[string]protocol.MCPServer{"fs": {Command: "mcp-server-filesystem"}}
+	opts.MCPServers = servers
 	h = startHost(t, opts)
 	sync := h.until(t, "sync", typeIs("sync"))
 	if got := strings.Join(windowTexts(sync[len(sync)-1]), "|"); got != "user:remember this|assistant:ok #1" {
