@@ -102,7 +102,8 @@ func processNames(t *testing.T, id string) []string {
 // tokens and cost in it) from the fake Messages server;
 // agent.terminate ends the adapter, node and the claude CLI; the next
 // generation resumes the session (session/resume), so a new attachment's
-// sync shows the earlier conversation and the next prompt continues it.
+// sync shows the earlier conversation, the model chosen before is chosen
+// again, and the next prompt continues the conversation on it.
 func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 	h, fake, _ := startClaude(t)
 	c := h.dial()
@@ -202,6 +203,14 @@ func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 		logData, _ := os.ReadFile(filepath.Join(h.cfg.LogDir(), "agents", id+".log"))
 		t.Fatalf("sync after restart = %q\n%s", joined, logData)
 	}
+	// Claude's resumed session runs its default model; the adapter
+	// switches it back to the one the daemon kept.
+	var restored struct {
+		Active protocol.ModelDescriptor `json:"active"`
+	}
+	if err := c2.Call(ctx(t), &protocol.ListModels{Header: protocol.Header{Type: protocol.TypeListModels, AgentID: id}}, &restored); err != nil || restored.Active.ID != "haiku" {
+		t.Fatalf("after the restart list_models active = %+v, %v; want haiku again", restored.Active, err)
+	}
 	// The resumed session goes on: the model's next request carries the
 	// earlier exchange.
 	before := fake.Count()
@@ -215,12 +224,15 @@ func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 	if second := evs[len(evs)-1].Msg.(*protocol.TurnEnd).Usage; first == nil || second == nil || first.Cost <= 0 || math.Abs(second.Cost-first.Cost) > 1e-9 {
 		t.Fatalf("the costs of two like turns: %+v, %+v", first, second)
 	}
-	var carried bool
+	var carried, onHaiku bool
 	for _, r := range fake.Requests()[before:] {
-		carried = carried || (r.Path == "/v1/messages" && strings.Contains(string(r.Raw), "remember this") && strings.Contains(string(r.Raw), "what did I say?"))
+		if r.Path == "/v1/messages" && strings.Contains(string(r.Raw), "remember this") && strings.Contains(string(r.Raw), "what did I say?") {
+			m, _ := r.Body["model"].(string)
+			carried, onHaiku = true, strings.Contains(m, "haiku")
+		}
 	}
-	if !carried {
-		t.Fatal("the resumed session's model request lacks the earlier exchange")
+	if !carried || !onHaiku {
+		t.Fatalf("the resumed session's model request: has the earlier exchange %v, on haiku %v", carried, onHaiku)
 	}
 }
 

@@ -40,6 +40,50 @@ type Options struct {
 	SessionDir string
 	// Clock returns the current time; nil is time.Now (ids only).
 	Clock func() time.Time
+	// Mode, Provider and Model are the selection the daemon kept for the
+	// agent (SHARD_AGENT_MODE, _PROVIDER, _MODEL: what mode_changed and
+	// model_changed last said). An agent whose session opens in another
+	// mode or model (Claude's resumed session runs its default again) is
+	// switched back before hello, where the agent offers it: the mode by
+	// name, the model by id or name when Provider is "acp" or empty (the
+	// daemon keeps a third-party model's name, docs/protocol.md
+	// Appendix A).
+	Mode, Provider, Model string
+}
+
+// selectionTimeout bounds each switch that restores the kept selection.
+const selectionTimeout = 10 * time.Second
+
+// restoreSelection switches the agent back to the kept mode and model
+// (Options.Mode, Model) where they differ from what its session opened
+// with and it offers them; a switch that fails is logged and the offer
+// kept as it is.
+func restoreSelection(ctx context.Context, opts Options, b Backend, o Offer) Offer {
+	if m := opts.Mode; m != "" && m != o.Mode && slices.ContainsFunc(o.Modes, func(d protocol.ModeDescriptor) bool { return d.Name == m }) {
+		sctx, cancel := context.WithTimeout(ctx, selectionTimeout)
+		err := b.SetMode(sctx, m)
+		cancel()
+		if err != nil {
+			opts.Log.Warn("the kept mode is not restored", "mode", m, "err", err)
+		} else {
+			o.Mode = m
+		}
+	}
+	if opts.Model == "" || (opts.Provider != "" && opts.Provider != "acp") {
+		return o
+	}
+	i := slices.IndexFunc(o.Models, func(d protocol.ModelDescriptor) bool { return d.ID == opts.Model || d.Model == opts.Model })
+	if i < 0 || o.Models[i].ID == o.Model || (len(opts.Models) > 0 && !slices.Contains(opts.Models, o.Models[i].ID)) {
+		return o
+	}
+	sctx, cancel := context.WithTimeout(ctx, selectionTimeout)
+	defer cancel()
+	if err := b.SetModel(sctx, o.Models[i].ID); err != nil {
+		opts.Log.Warn("the kept model is not restored", "model", o.Models[i].ID, "err", err)
+		return o
+	}
+	o.Model = o.Models[i].ID
+	return o
 }
 
 // Host is the Shard side of an adapter: it speaks the per-agent protocol
@@ -116,6 +160,7 @@ func Run(ctx context.Context, opts Options, b Backend) error {
 		_ = b.Close()
 		return fmt.Errorf("adapter: start agent: %w", err)
 	}
+	offer = restoreSelection(ctx, opts, b, offer)
 	var kept []protocol.Message
 	if offer.Resumed {
 		kept = h.loadWindow() // file I/O, before mu

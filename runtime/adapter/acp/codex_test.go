@@ -65,13 +65,13 @@ type hostRun struct {
 
 func startHost(t *testing.T, opts acp.Options) *hostRun {
 	t.Helper()
-	return startBackend(t, acp.New(opts), opts.SessionDir)
+	return startBackend(t, acp.New(opts), func(o *adapter.Options) { o.SessionDir = opts.SessionDir })
 }
 
-// startBackend is startHost with the backend made by the caller; the Host
-// keeps its files in sessionDir, when given (as the daemon's adapter
-// does in the agent's session directory).
-func startBackend(t *testing.T, b *acp.Backend, sessionDir ...string) *hostRun {
+// startBackend is startHost with the backend made by the caller; edits
+// change the Host's options (the daemon's adapter keeps its files in the
+// agent's session directory, and restores the kept selection).
+func startBackend(t *testing.T, b *acp.Backend, edits ...func(*adapter.Options)) *hostRun {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -91,8 +91,8 @@ func startBackend(t *testing.T, b *acp.Backend, sessionDir ...string) *hostRun {
 	}()
 	go func() {
 		opts := adapter.Options{Stdin: inR, Stdout: outW, ServerVersion: "test"}
-		if len(sessionDir) > 0 {
-			opts.SessionDir = sessionDir[0]
+		for _, e := range edits {
+			e(&opts)
 		}
 		err := adapter.Run(context.Background(), opts, b)
 		outW.Close()

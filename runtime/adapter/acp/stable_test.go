@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/runtime/adapter"
 	"github.com/shard-dev/shard/runtime/adapter/acp"
 )
 
@@ -97,7 +98,7 @@ func TestSessionCloseThenResume(t *testing.T) {
 	// stdio one reaches it.
 	opts.MCPServers = servers
 	b := acp.New(opts)
-	h := startBackend(t, b, sessionDir)
+	h := startBackend(t, b, func(o *adapter.Options) { o.SessionDir = sessionDir })
 	h.until(t, "sync", typeIs("sync"))
 	h.send(t, map[string]any{"type": "prompt", "id": "p1", "message": "remember this"})
 	h.until(t, "turn_end", typeIs("turn_end"))
@@ -236,5 +237,46 @@ func TestConfigOptionsAndUsage(t *testing.T) {
 		"session/prompt", "session/set_config_option thought=low", "session/prompt", "session/prompt", "session/close scripted-1"}, "\n")
 	if got := methods(t, logPath); got != want {
 		t.Fatalf("methods:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestResumeRestoresSelection: a generation whose agent's session opens in
+// another mode or model than the daemon kept (SHARD_AGENT_MODE, _MODEL)
+// switches it back before hello: the mode by name, the model by its name
+// (as the daemon keeps a third-party model); a kept model of another
+// provider than acp is not the agent's and is left alone.
+func TestResumeRestoresSelection(t *testing.T) {
+	sessionDir := t.TempDir()
+	opts, _ := scriptedAgent(t, sessionDir, acp.ScriptedConfigEnv+"=1")
+	h := startHost(t, opts)
+	h.until(t, "sync", typeIs("sync"))
+	h.stop(t)
+
+	opts, logPath := scriptedAgent(t, sessionDir, acp.ScriptedConfigEnv+"=1")
+	h = startBackend(t, acp.New(opts), func(o *adapter.Options) {
+		o.SessionDir, o.Mode, o.Provider, o.Model = sessionDir, "code", "acp", "Large"
+	})
+	evs := h.until(t, "sync", typeIs("sync"))
+	if evs[len(evs)-1]["mode"] != "code" {
+		t.Fatalf("sync mode %v, want the kept code", evs[len(evs)-1]["mode"])
+	}
+	h.send(t, map[string]any{"type": "list_models", "id": "l1"})
+	if active := h.response(t, "l1")["data"].(map[string]any)["active"].(map[string]any); active["id"] != "m-large" {
+		t.Fatalf("active model %v, want the kept m-large", active)
+	}
+	h.stop(t)
+	want := "initialize\nsession/resume scripted-1 mcpServers=0\nsession/set_config_option mode=code\nsession/set_config_option model=m-large\nsession/close scripted-1"
+	if got := methods(t, logPath); got != want {
+		t.Fatalf("methods:\n%s\nwant\n%s", got, want)
+	}
+
+	opts, logPath = scriptedAgent(t, sessionDir, acp.ScriptedConfigEnv+"=1")
+	h = startBackend(t, acp.New(opts), func(o *adapter.Options) {
+		o.SessionDir, o.Provider, o.Model = sessionDir, "openai", "m-large"
+	})
+	h.until(t, "sync", typeIs("sync"))
+	h.stop(t)
+	if got := methods(t, logPath); strings.Contains(got, "set_config_option") {
+		t.Fatalf("a model of another provider was restored:\n%s", got)
 	}
 }
