@@ -411,7 +411,7 @@ func (b *Backend) Cancel() {
 // SetMode implements adapter.Backend: session/set_config_option when the
 // agent has a config option of category mode, else session/set_mode.
 func (b *Backend) SetMode(ctx context.Context, mode string) error {
-	if id := b.tr.ConfigIDs().mode; id != "" {
+	if id := b.tr.mapped().mode; id != "" {
 		return b.setConfig(ctx, id, mode)
 	}
 	if len(b.offer.Modes) == 0 {
@@ -425,7 +425,7 @@ func (b *Backend) SetMode(ctx context.Context, mode string) error {
 // agent has a config option of category model, else the unstable
 // session/set_model.
 func (b *Backend) SetModel(ctx context.Context, model string) error {
-	if id := b.tr.ConfigIDs().model; id != "" {
+	if id := b.tr.mapped().model; id != "" {
 		return b.setConfig(ctx, id, model)
 	}
 	if len(b.offer.Models) == 0 {
@@ -438,7 +438,7 @@ func (b *Backend) SetModel(ctx context.Context, model string) error {
 // SetLevel implements adapter.LevelSetter: session/set_config_option of
 // the agent's config option of category thought_level.
 func (b *Backend) SetLevel(ctx context.Context, level string) error {
-	id := b.tr.ConfigIDs().thought
+	id := b.tr.mapped().thought
 	if id == "" {
 		return adapter.ErrUnsupported
 	}

@@ -82,8 +82,8 @@ func (t *Translator) SetConfig(opts []sdk.SessionConfigOption) {
 	t.ids, t.values = idsOf(opts), valuesOf(opts)
 }
 
-// ConfigIDs are the ids of the mapped config options as last said.
-func (t *Translator) ConfigIDs() configIDs {
+// mapped is the ids of the mapped config options as last said.
+func (t *Translator) mapped() configIDs {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.ids
