@@ -21,7 +21,8 @@ import (
 
 // runAdapter is `shardd agent --adapter <kind> -- <command…>`:
 // the runtime of an acp profile. It reads what the reference runtime reads
-// from the daemon's environment (SHARD_SESSION_DIR, the headless timeout)
+// from the daemon's environment (SHARD_SESSION_DIR, the headless timeout,
+// SHARD_AGENT_MODE/_PROVIDER/_MODEL: the selection it restores)
 // plus SHARD_ADAPTER_MODELS (the profile's models) and
 // SHARD_ACP_AUTH_METHOD (an ACP authenticate method, set in the profile's
 // env), SHARD_ACP_FS (off: the adapter offers no fs/* to the agent) and,
@@ -88,7 +89,8 @@ func runAdapter(ctx context.Context, kind string, command []string, stdin io.Rea
 	in, restore := pollable(stdin)
 	defer restore()
 	return adapter.Run(ctx, adapter.Options{Stdin: in, Stdout: stdout, Log: log, ServerVersion: version,
-		HeadlessTimeout: cfg.Headless.Timeout, Models: models, SessionDir: os.Getenv("SHARD_SESSION_DIR")}, b)
+		HeadlessTimeout: cfg.Headless.Timeout, Models: models, SessionDir: os.Getenv("SHARD_SESSION_DIR"),
+		Mode: os.Getenv("SHARD_AGENT_MODE"), Provider: os.Getenv("SHARD_AGENT_PROVIDER"), Model: os.Getenv("SHARD_AGENT_MODEL")}, b)
 }
 
 // pollable returns stdin, when it is a file the Go runtime's poller can

@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -95,11 +96,14 @@ func processNames(t *testing.T, id string) []string {
 }
 
 // TestClaudeProfileStreamsModesAndRestart: an agent on the claude profile
-// offers Claude Code's modes and models, streams its answer (deltas,
-// turn_end with stop_reason and usage) from the fake Messages server;
+// offers Claude Code's modes and models (its config options of category
+// mode and model, which set_mode and set_model set), streams its answer
+// (deltas, turn_end with stop_reason and usage, usage_update's context
+// tokens and cost in it) from the fake Messages server;
 // agent.terminate ends the adapter, node and the claude CLI; the next
-// generation loads the session (session/load), so a new attachment's sync
-// shows the earlier conversation.
+// generation resumes the session (session/resume), so a new attachment's
+// sync shows the earlier conversation, the model chosen before is chosen
+// again, and the next prompt continues the conversation on it.
 func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 	h, fake, _ := startClaude(t)
 	c := h.dial()
@@ -133,6 +137,14 @@ func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 	if err := c.Call(ctx(t), &protocol.SetModel{Header: protocol.Header{Type: protocol.TypeSetModel, AgentID: id}, Model: "haiku"}, nil); err != nil {
 		t.Fatalf("set_model haiku: %v", err)
 	}
+	for _, mode := range []string{"acceptEdits", "default"} {
+		if err := c.Call(ctx(t), &protocol.SetMode{Header: protocol.Header{Type: protocol.TypeSetMode, AgentID: id}, Mode: mode}, nil); err != nil {
+			t.Fatalf("set_mode %s: %v", mode, err)
+		}
+		if mc := waitFor(t, c, isType(protocol.TypeModeChanged, id)).Msg.(*protocol.ModeChanged); mc.Mode != mode {
+			t.Fatalf("mode_changed %+v, want %s", mc, mode)
+		}
+	}
 
 	prompt(t, c, id, "remember this")
 	evs := collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
@@ -142,6 +154,18 @@ func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 	end := evs[len(evs)-1]
 	if r := rawField(end, "stop_reason"); r != "end_turn" || end.Msg.(*protocol.TurnEnd).Usage == nil {
 		t.Fatalf("turn_end = %s", end.Raw)
+	}
+	// Claude's usage_update: the tokens in its context and the session's
+	// cost so far (its price of 42 in and 7 out on haiku); its window
+	// size is the active model's context_window.
+	if u := end.Msg.(*protocol.TurnEnd).Usage; u.Input != 42 || u.Output != 7 || u.Cost <= 0 || u.ContextTokens <= 0 {
+		t.Fatalf("turn_end = %s, want usage_update's context_tokens and cost", end.Raw)
+	}
+	var active struct {
+		Active protocol.ModelDescriptor `json:"active"`
+	}
+	if err := c.Call(ctx(t), &protocol.ListModels{Header: protocol.Header{Type: protocol.TypeListModels, AgentID: id}}, &active); err != nil || active.Active.ID != "haiku" || active.Active.ContextWindow <= 0 {
+		t.Fatalf("list_models active = %+v, %v; want haiku with Claude's context window", active.Active, err)
 	}
 	var sawHead, sawModel bool
 	for _, r := range fake.Requests() {
@@ -163,18 +187,52 @@ func TestClaudeProfileStreamsModesAndRestart(t *testing.T) {
 	}
 	eventually(t, "the adapter, node and claude are gone", func() bool { return len(runtimePIDs(t, id)) == 0 })
 
-	s = attach(t, h.dial(), id, "")
+	c2 := h.dial()
+	s = attach(t, c2, id, "")
 	var texts []string
 	for _, m := range s.LiveWindow.Messages {
 		for _, b := range m.Content {
 			texts = append(texts, m.Role+":"+b.Text)
 		}
 	}
-	// Claude's replay of the user's message carries the records of the
-	// model changes (its /model command) before the text.
-	if joined := strings.Join(texts, "|"); !strings.Contains(joined, "remember this|assistant:Hello from the fake model.") {
+	// Claude offers session/resume, so the new generation resumes without
+	// a replay and shows the window the adapter kept: the user's text as
+	// it was sent (a session/load replay would carry Claude's records of
+	// its /model command before it).
+	if joined := strings.Join(texts, "|"); joined != "user:remember this|assistant:Hello from the fake model." {
 		logData, _ := os.ReadFile(filepath.Join(h.cfg.LogDir(), "agents", id+".log"))
 		t.Fatalf("sync after restart = %q\n%s", joined, logData)
+	}
+	// Claude's resumed session runs its default model; the adapter
+	// switches it back to the one the daemon kept.
+	var restored struct {
+		Active protocol.ModelDescriptor `json:"active"`
+	}
+	if err := c2.Call(ctx(t), &protocol.ListModels{Header: protocol.Header{Type: protocol.TypeListModels, AgentID: id}}, &restored); err != nil || restored.Active.ID != "haiku" {
+		t.Fatalf("after the restart list_models active = %+v, %v; want haiku again", restored.Active, err)
+	}
+	// The resumed session goes on: the model's next request carries the
+	// earlier exchange.
+	before := fake.Count()
+	prompt(t, c2, id, "what did I say?")
+	evs = collectUntil(t, c2, isType(protocol.TypeTurnEnd, id))
+	first := evs[len(evs)-1].Msg.(*protocol.TurnEnd).Usage
+	// Claude's cost is cumulative; a turn's usage has the turn's own, so
+	// two like turns cost the same.
+	prompt(t, c2, id, "and again")
+	evs = collectUntil(t, c2, isType(protocol.TypeTurnEnd, id))
+	if second := evs[len(evs)-1].Msg.(*protocol.TurnEnd).Usage; first == nil || second == nil || first.Cost <= 0 || math.Abs(second.Cost-first.Cost) > 1e-9 {
+		t.Fatalf("the costs of two like turns: %+v, %+v", first, second)
+	}
+	var carried, onHaiku bool
+	for _, r := range fake.Requests()[before:] {
+		if r.Path == "/v1/messages" && strings.Contains(string(r.Raw), "remember this") && strings.Contains(string(r.Raw), "what did I say?") {
+			m, _ := r.Body["model"].(string)
+			carried, onHaiku = true, strings.Contains(m, "haiku")
+		}
+	}
+	if !carried || !onHaiku {
+		t.Fatalf("the resumed session's model request: has the earlier exchange %v, on haiku %v", carried, onHaiku)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -49,7 +50,8 @@ const geminiSettings = `{
 `
 
 // geminiScript is the fake model: "write <name>" asks Gemini to create
-// <name> in the cwd with write_file, then says done; "slow" streams one
+// <name> in the cwd with write_file, then says done; "mcp read <path>"
+// calls the MCP server fs's read_text_file on path; "slow" streams one
 // word and waits for hold; anything else is a short answer.
 type geminiScript struct {
 	cwd  string
@@ -71,6 +73,12 @@ func (s *geminiScript) answer(p fakellm.Prompt) fakellm.Turn {
 		name := words[len(words)-1]
 		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "write_file",
 			Args: `{"file_path":"` + filepath.Join(s.cwd, name) + `","content":"tool-ok\n"}`}}, Usage: usage}
+	case strings.Contains(p.LastUser, "mcp read "):
+		// "mcp read <path>": the MCP server fs's read_text_file, whatever
+		// prefix Gemini gives it (the first offered name containing it).
+		_, path, _ := strings.Cut(p.LastUser, "mcp read ")
+		args := protocol.MustMarshal(map[string]string{"path": strings.TrimSpace(path)})
+		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "read_text_file", Args: string(args)}}, Usage: usage}
 	case strings.Contains(p.LastUser, "slow"):
 		return fakellm.Turn{Text: "thinking slowly about it", Hold: s.hold, Usage: usage}
 	}
@@ -80,7 +88,14 @@ func (s *geminiScript) answer(p fakellm.Prompt) fakellm.Turn {
 // startGemini starts a daemon with a "gemini" acp profile pointing at a
 // new fake Gemini API, the agent's HOME a temporary directory holding its
 // settings.
-func startGemini(t *testing.T, cwd string) (*harness, *geminiScript) {
+func startGemini(t *testing.T, cwd string, edit ...func(*config.RuntimeProfile)) (*harness, *geminiScript) {
+	h, script, _ := startGeminiFake(t, cwd, edit...)
+	return h, script
+}
+
+// startGeminiFake is startGemini that also returns the fake Gemini API;
+// edit, when given, changes the profile before the daemon starts.
+func startGeminiFake(t *testing.T, cwd string, edit ...func(*config.RuntimeProfile)) (*harness, *geminiScript, *fakellm.Server) {
 	t.Helper()
 	cmd := geminiCommand(t)
 	script := &geminiScript{cwd: cwd, hold: make(chan struct{})}
@@ -96,14 +111,18 @@ func startGemini(t *testing.T, cwd string) (*harness, *geminiScript) {
 	h := start(t, func(cfg *config.Config) {
 		cfg.Jobs.Nice = 0
 		cfg.Jobs.SchedIdle = false
-		cfg.Runtimes["gemini"] = config.RuntimeProfile{Kind: config.KindACP, Command: cmd,
+		p := config.RuntimeProfile{Kind: config.KindACP, Command: cmd,
 			Env: map[string]string{"HOME": home, "GEMINI_CLI_HOME": home,
 				"GOOGLE_GEMINI_BASE_URL": fake.URL, "GEMINI_API_KEY": "not-a-real-key",
 				"GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_TELEMETRY_ENABLED": "false",
 				"GEMINI_CLI_NO_RELAUNCH": "1", "GEMINI_MODEL": "gemini-2.5-flash",
 				"SHARD_ACP_FS": "off"}}
+		for _, e := range edit {
+			e(&p)
+		}
+		cfg.Runtimes["gemini"] = p
 	})
-	return h, script
+	return h, script, fake
 }
 
 // choiceOf is the id of the request's choice with intent.
@@ -140,6 +159,11 @@ func TestGeminiProfile(t *testing.T) {
 	}
 	if r := rawField(evs[len(evs)-1], "stop_reason"); r != "end_turn" {
 		t.Fatalf("turn_end stop_reason = %q", r)
+	}
+	// Gemini's usage comes only in the answer's _meta.quota: the fake's
+	// 42 in and 7 out, for its one model.
+	if u := evs[len(evs)-1].Msg.(*protocol.TurnEnd).Usage; u == nil || u.Input != 42 || u.Output != 7 || u.Model == "" {
+		t.Fatalf("turn_end = %s, want the usage of _meta.quota", evs[len(evs)-1].Raw)
 	}
 
 	// Allow: the file is created, new.
@@ -232,4 +256,83 @@ func TestGeminiProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the agent's processes are gone", func() bool { return len(runtimePIDs(t, id)) == 0 })
+}
+
+// TestGeminiMCPServer: the gemini profile's MCP server (the npm filesystem
+// server, stdio) reaches Gemini CLI in session/new; Gemini offers its
+// read_text_file to the model under a name of its own, runs the call
+// (after a permission_request through Shard, if it asks), and the file's
+// text reaches the model and the client's tool_result.
+func TestGeminiMCPServer(t *testing.T) {
+	fsBin := fsServerBin(t)
+	cwd := shortTemp(t)
+	note := filepath.Join(cwd, "note.txt")
+	if err := os.WriteFile(note, []byte("served by MCP to Gemini"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h, _, fake := startGeminiFake(t, cwd, func(p *config.RuntimeProfile) {
+		p.MCPServers = map[string]config.MCPServer{"fs": {Command: fsBin, Args: []string{cwd}}}
+	})
+	c := h.dial()
+	id := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "gemini"; m.Cwd = cwd })
+	attach(t, c, id, "")
+	prompt(t, c, id, "please mcp read "+note)
+	var result *protocol.ToolResult
+	var asked []string
+	waitFor(t, c, func(e client.Event) bool {
+		switch m := e.Msg.(type) {
+		case *protocol.PermissionRequest:
+			if m.AgentID == id {
+				asked = append(asked, m.ToolName)
+				if _, err := c.Request(ctx(t), permResponse(id, m.RequestID, protocol.DecisionAllow, "")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case *protocol.ToolResult:
+			if m.AgentID == id {
+				result = m
+			}
+		case *protocol.TurnEnd:
+			return m.AgentID == id
+		}
+		return false
+	})
+	var offered []string
+	var returned bool
+	for _, r := range fake.Requests() {
+		if !strings.Contains(r.Path, "streamGenerateContent") {
+			continue
+		}
+		for _, tl := range fakellmToolNames(r.Body) {
+			if strings.Contains(tl, "read_text_file") && !slices.Contains(offered, tl) {
+				offered = append(offered, tl)
+			}
+		}
+		returned = returned || strings.Contains(string(r.Raw), "served by MCP to Gemini")
+	}
+	if len(offered) == 0 || !returned {
+		t.Fatalf("the fake model was offered %v, got the file's text %v (tool_result %+v, permission asked for %v)", offered, returned, result, asked)
+	}
+	if result == nil || result.IsError {
+		t.Fatalf("tool_result %+v (permission asked for %v)", result, asked)
+	}
+	t.Logf("Gemini offered %v; permission asked for %v", offered, asked)
+}
+
+// fakellmToolNames are the function names a Gemini API request body
+// offers (tools[].functionDeclarations[].name).
+func fakellmToolNames(body map[string]any) []string {
+	var out []string
+	tools, _ := body["tools"].([]any)
+	for _, tl := range tools {
+		m, _ := tl.(map[string]any)
+		decls, _ := m["functionDeclarations"].([]any)
+		for _, d := range decls {
+			dm, _ := d.(map[string]any)
+			if n, ok := dm["name"].(string); ok {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }

@@ -104,8 +104,14 @@ func (h *Host) handle(rec []byte) {
 		}{h.offer.Models, h.activeModelLocked()})
 	case *protocol.SetModel:
 		h.setModelLocked(hd, c.Model)
-	case *protocol.ListReasoningLevels, *protocol.SetReasoningLevel:
-		h.respondErrLocked(hd, errUnsupported("reasoning levels"))
+	case *protocol.ListReasoningLevels:
+		if len(h.offer.Levels) == 0 {
+			h.respondErrLocked(hd, errUnsupported("reasoning levels"))
+			return
+		}
+		h.respondLocked(hd, listLevelsData{Model: h.activeModelLocked(), Levels: h.offer.Levels, Active: h.offer.Level, Effective: effectiveNext})
+	case *protocol.SetReasoningLevel:
+		h.setLevelLocked(hd, c.Model, c.Effort)
 	case *protocol.SessionOp:
 		h.respondErrLocked(hd, errUnsupported("session_op "+c.Op))
 	default:
@@ -226,9 +232,11 @@ func (h *Host) setModelLocked(hd protocol.Header, model string) {
 			h.respondErrLocked(hd, codeOf("set_model", err))
 			return
 		}
+		// The agent may have announced the switch already (ModelChanged).
+		cur := h.activeModelLocked()
 		h.offer.Model = model
 		data := map[string]any{"previous": prev, "active": want, "effective": "next_provider_call"}
-		if prev.ID != want.ID {
+		if cur.ID != want.ID {
 			h.emitLocked(protocol.ModelChanged{Header: protocol.Header{Type: protocol.TypeModelChanged}, Previous: prev, Active: want,
 				Effective: "next_provider_call", Capabilities: h.capabilitiesLocked()})
 		}
@@ -265,4 +273,108 @@ func (h *Host) storeImages(cmd protocol.Command) ([]protocol.ContentBlock, error
 		blocks = append(blocks, b)
 	}
 	return blocks, nil
+}
+
+// effectiveNext is when a selection applies (docs/protocol.md §9.2).
+const effectiveNext = "next_provider_call"
+
+// Response data of the reasoning-level commands (docs/protocol.md §9.2).
+type (
+	listLevelsData struct {
+		Model     protocol.ModelDescriptor `json:"model"`
+		Levels    []Level                  `json:"levels"`
+		Active    string                   `json:"active"`
+		Effective string                   `json:"effective"`
+	}
+	setLevelData struct {
+		Model     protocol.ModelDescriptor `json:"model"`
+		Previous  string                   `json:"previous"`
+		Active    string                   `json:"active"`
+		Effective string                   `json:"effective"`
+	}
+)
+
+// setLevelLocked switches the agent's reasoning level: UNSUPPORTED for an
+// agent without levels (or a Backend that cannot set them), CONFLICT when
+// model is not the active model's id (a stale picker), NOT_FOUND for a
+// level the agent does not offer; an idempotent set answers without an
+// event. The level is the agent's session's: the agent keeps it (a
+// resumed or loaded session has it again).
+func (h *Host) setLevelLocked(hd protocol.Header, model, level string) {
+	ls, ok := h.b.(LevelSetter)
+	if len(h.offer.Levels) == 0 || !ok {
+		h.respondErrLocked(hd, errUnsupported("reasoning levels"))
+		return
+	}
+	active := h.activeModelLocked()
+	if model != active.ID {
+		h.respondErrLocked(hd, protocol.Errorf(protocol.CodeConflict, "model %q is not the active model %q", model, active.ID))
+		return
+	}
+	if !slices.ContainsFunc(h.offer.Levels, func(l Level) bool { return l.ID == level }) {
+		h.respondErrLocked(hd, protocol.Errorf(protocol.CodeNotFound, "reasoning level %q not found", level))
+		return
+	}
+	prev := h.offer.Level
+	if level == prev {
+		h.respondLocked(hd, setLevelData{Model: active, Previous: prev, Active: level, Effective: effectiveNext})
+		return
+	}
+	h.goAgent(hd, func() {
+		err := ls.SetLevel(h.life, level)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if err != nil {
+			h.respondErrLocked(hd, codeOf("set_reasoning_level", err))
+			return
+		}
+		h.changeLevelLocked(level)
+		h.respondLocked(hd, setLevelData{Model: h.activeModelLocked(), Previous: prev, Active: level, Effective: effectiveNext})
+	})
+}
+
+// changeLevelLocked records a real level change and announces it.
+func (h *Host) changeLevelLocked(level string) {
+	if level == h.offer.Level {
+		return
+	}
+	prev := h.offer.Level
+	h.offer.Level = level
+	h.emitLocked(protocol.ReasoningLevelChanged{Header: protocol.Header{Type: protocol.TypeReasoningLevelChanged},
+		Model: h.activeModelLocked(), Previous: prev, Active: level, Effective: effectiveNext})
+}
+
+// LevelChanged implements Events.
+func (h *Host) LevelChanged(level string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.started {
+		h.offer.Level = level
+		return
+	}
+	h.changeLevelLocked(level)
+}
+
+// ModelChanged implements Events: a model of the catalog becomes the
+// active one, announced with model_changed; one outside it (or the
+// profile's filter) is logged and ignored.
+func (h *Host) ModelChanged(model string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.started {
+		h.offer.Model = model
+		return
+	}
+	i := slices.IndexFunc(h.offer.Models, func(m protocol.ModelDescriptor) bool { return m.ID == model })
+	if i < 0 {
+		h.log.Info("the agent switched to a model outside the catalog", "model", model)
+		return
+	}
+	prev := h.activeModelLocked()
+	if prev.ID == model {
+		return
+	}
+	h.offer.Model = model
+	h.emitLocked(protocol.ModelChanged{Header: protocol.Header{Type: protocol.TypeModelChanged}, Previous: prev, Active: h.offer.Models[i],
+		Effective: effectiveNext, Capabilities: h.capabilitiesLocked()})
 }

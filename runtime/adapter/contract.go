@@ -54,6 +54,29 @@ type Offer struct {
 	// promptCapabilities.image). Without it a prompt with images is
 	// refused UNSUPPORTED, never sent without them.
 	Images bool
+	// Levels is the agent's reasoning-level catalog (ACP's config option
+	// of category thought_level; empty: it has none) and Level the active
+	// one.
+	Levels []Level
+	Level  string
+	// Resumed says the agent took up the previous generation's session
+	// without replaying it (ACP's session/resume): the Host shows the
+	// live window it kept (Options.SessionDir) instead of a replay.
+	Resumed bool
+}
+
+// Level is one reasoning level of the agent (docs/protocol.md §9.2
+// list_reasoning_levels).
+type Level struct {
+	ID          string `json:"id"`
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+}
+
+// LevelSetter is a Backend whose agent has reasoning levels
+// (Offer.Levels): SetLevel switches the session's level.
+type LevelSetter interface {
+	SetLevel(ctx context.Context, level string) error
 }
 
 // TurnResult is how a turn ended.
@@ -61,8 +84,13 @@ type TurnResult struct {
 	// StopReason is the agent's own (ACP: end_turn, max_tokens,
 	// max_turn_requests, refusal, cancelled).
 	StopReason string
-	// Usage is the turn's token usage when the agent reported it.
+	// Usage is the turn's token usage when the agent reported it (its
+	// context_tokens and cost too, where it gave them).
 	Usage *protocol.Usage
+	// ContextWindow is the size of the agent's context window in tokens,
+	// when it said (ACP's usage_update size); it becomes the active
+	// model's context_window. 0: not said.
+	ContextWindow int
 }
 
 // Stop reasons the Host itself interprets.
@@ -151,8 +179,11 @@ type Events interface {
 	Thinking(text string)
 	// ToolCall reports a new tool call or a change to one.
 	ToolCall(t Tool)
-	// ModeChanged reports the agent switching mode on its own.
+	// ModeChanged, ModelChanged and LevelChanged report the agent
+	// switching mode, model or reasoning level on its own.
 	ModeChanged(mode string)
+	ModelChanged(model string)
+	LevelChanged(level string)
 	// Ask asks the clients for a permission.
 	Ask(ctx context.Context, a Ask) Answer
 	// ProtocolError reports output of the agent that is not its protocol

@@ -40,6 +40,50 @@ type Options struct {
 	SessionDir string
 	// Clock returns the current time; nil is time.Now (ids only).
 	Clock func() time.Time
+	// Mode, Provider and Model are the selection the daemon kept for the
+	// agent (SHARD_AGENT_MODE, _PROVIDER, _MODEL: what mode_changed and
+	// model_changed last said). An agent whose session opens in another
+	// mode or model (Claude's resumed session runs its default again) is
+	// switched back before hello, where the agent offers it: the mode by
+	// name, the model by id or name when Provider is "acp" or empty (the
+	// daemon keeps a third-party model's name, docs/protocol.md
+	// Appendix A).
+	Mode, Provider, Model string
+}
+
+// selectionTimeout bounds each switch that restores the kept selection.
+const selectionTimeout = 10 * time.Second
+
+// restoreSelection switches the agent back to the kept mode and model
+// (Options.Mode, Model) where they differ from what its session opened
+// with and it offers them; a switch that fails is logged and the offer
+// kept as it is.
+func restoreSelection(ctx context.Context, opts Options, b Backend, o Offer) Offer {
+	if m := opts.Mode; m != "" && m != o.Mode && slices.ContainsFunc(o.Modes, func(d protocol.ModeDescriptor) bool { return d.Name == m }) {
+		sctx, cancel := context.WithTimeout(ctx, selectionTimeout)
+		err := b.SetMode(sctx, m)
+		cancel()
+		if err != nil {
+			opts.Log.Warn("the kept mode is not restored", "mode", m, "err", err)
+		} else {
+			o.Mode = m
+		}
+	}
+	if opts.Model == "" || (opts.Provider != "" && opts.Provider != "acp") {
+		return o
+	}
+	i := slices.IndexFunc(o.Models, func(d protocol.ModelDescriptor) bool { return d.ID == opts.Model || d.Model == opts.Model })
+	if i < 0 || o.Models[i].ID == o.Model || (len(opts.Models) > 0 && !slices.Contains(opts.Models, o.Models[i].ID)) {
+		return o
+	}
+	sctx, cancel := context.WithTimeout(ctx, selectionTimeout)
+	defer cancel()
+	if err := b.SetModel(sctx, o.Models[i].ID); err != nil {
+		opts.Log.Warn("the kept model is not restored", "model", o.Models[i].ID, "err", err)
+		return o
+	}
+	o.Model = o.Models[i].ID
+	return o
 }
 
 // Host is the Shard side of an adapter: it speaks the per-agent protocol
@@ -116,7 +160,12 @@ func Run(ctx context.Context, opts Options, b Backend) error {
 		_ = b.Close()
 		return fmt.Errorf("adapter: start agent: %w", err)
 	}
-	h.start(offer)
+	offer = restoreSelection(ctx, opts, b, offer)
+	var kept []protocol.Message
+	if offer.Resumed {
+		kept = h.loadWindow() // file I/O, before mu
+	}
+	h.start(offer, kept)
 	var reader sync.WaitGroup
 	readDone := make(chan error, 1)
 	reader.Go(func() { readDone <- h.readLoop() })
@@ -168,8 +217,10 @@ func (h *Host) nextIDLocked(prefix string) string {
 	return prefix + "-" + strconv.FormatInt(now().UnixMilli(), 36) + "-" + strconv.FormatInt(h.ids, 10)
 }
 
-// start ends the replay and writes hello and the initial sync.
-func (h *Host) start(offer Offer) {
+// start ends the replay and writes hello and the initial sync. kept is
+// the live window of a resumed session (Offer.Resumed), which had no
+// replay.
+func (h *Host) start(offer Offer, kept []protocol.Message) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.opts.Models) > 0 {
@@ -183,6 +234,13 @@ func (h *Host) start(offer Offer) {
 	}
 	h.flushLocked(h.replay)
 	h.replay = nil
+	if offer.Resumed {
+		h.window = kept
+	} else {
+		// A replayed or new session's window replaces the kept one, which
+		// belonged to the session before.
+		h.saveWindowLocked()
+	}
 	h.started = true
 	h.emitLocked(protocol.Hello{Header: protocol.Header{Type: protocol.TypeHello}, ProtocolVersion: protocol.Version,
 		ServerVersion: h.opts.ServerVersion, Capabilities: h.capabilitiesLocked()})
@@ -203,6 +261,8 @@ const (
 	capModeSwitch      = "mode-switch"
 	capModelCatalog    = "model-catalog"
 	capModelSwitch     = "model-switch"
+	capReasoningCat    = "reasoning-catalog"
+	capReasoningSwitch = "reasoning-switch"
 )
 
 func (h *Host) capabilitiesLocked() []string {
@@ -212,6 +272,12 @@ func (h *Host) capabilitiesLocked() []string {
 	}
 	if len(h.offer.Models) > 0 {
 		caps = append(caps, capModelCatalog, capModelSwitch)
+	}
+	if len(h.offer.Levels) > 0 {
+		caps = append(caps, capReasoningCat)
+		if _, ok := h.b.(LevelSetter); ok {
+			caps = append(caps, capReasoningSwitch)
+		}
 	}
 	if h.offer.Images {
 		caps = append(caps, protocol.CapImageInput)

@@ -24,10 +24,12 @@ type gated struct {
 	// when set.
 	takesImages bool
 	images      chan []protocol.Image
+	// resumed is Offer.Resumed.
+	resumed bool
 }
 
 func (g *gated) Start(context.Context, Events) (Offer, error) {
-	o := Offer{Model: "m-b", Images: g.takesImages}
+	o := Offer{Model: "m-b", Images: g.takesImages, Resumed: g.resumed}
 	for _, m := range []string{"m-a", "m-b", "m-c"} {
 		o.Models = append(o.Models, protocol.ModelDescriptor{ID: m, Provider: "acp", Model: m})
 	}
@@ -57,12 +59,18 @@ type session struct {
 }
 
 func newSession(t *testing.T, g *gated, models []string) *session {
+	return newSessionOpts(t, g, Options{Models: models})
+}
+
+// newSessionOpts runs the Host with opts (its Stdin and Stdout set here).
+func newSessionOpts(t *testing.T, g *gated, opts Options) *session {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &session{t: t, in: inW, out: make(chan map[string]any, 256)}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(context.Background(), Options{Stdin: inR, Stdout: outW, Models: models}, g)
+		opts.Stdin, opts.Stdout = inR, outW
+		done <- Run(context.Background(), opts, g)
 		outW.Close()
 	}()
 	go func() {
@@ -294,5 +302,53 @@ func TestHostReplaysImages(t *testing.T) {
 	s.send(`{"type":"get_image","id":"gi","sha256":"` + w[0].Content[0].SHA256 + `"}`)
 	if im := s.response("gi")["data"].(map[string]any); im["data"] != "iVBORw0KGgo=" {
 		t.Fatalf("get_image = %v", im)
+	}
+}
+
+// TestHostKeepsWindowForResume: the live window is kept in the session
+// directory at each turn's end; a generation whose agent resumed the
+// session (Offer.Resumed, no replay) shows it in its first sync, and one
+// that did not (a new session) starts empty.
+func TestHostKeepsWindowForResume(t *testing.T) {
+	dir := t.TempDir()
+	windowOf := func(resumed bool, prompt string) []any {
+		g := &gated{prompts: make(chan string, 1), release: make(chan TurnResult, 1), done: make(chan struct{}), resumed: resumed}
+		s := newSessionOpts(t, g, Options{SessionDir: dir})
+		var sync map[string]any
+		for m := range s.out {
+			if m["type"] == "sync" {
+				sync = m
+				break
+			}
+		}
+		if prompt != "" {
+			g.release <- TurnResult{StopReason: StopEndTurn}
+			s.send(`{"type":"prompt","id":"p1","message":"` + prompt + `"}`)
+			s.response("p1")
+			for m := range s.out {
+				if m["type"] == "turn_end" {
+					break
+				}
+			}
+		}
+		s.in.Close()
+		for range s.out {
+		}
+		lw, _ := sync["live_window"].(map[string]any)
+		msgs, _ := lw["messages"].([]any)
+		return msgs
+	}
+	if w := windowOf(false, "remember this"); len(w) != 0 {
+		t.Fatalf("first generation's window = %v", w)
+	}
+	w := windowOf(true, "")
+	if len(w) != 1 || !strings.Contains(fmt.Sprint(w[0]), "remember this") {
+		t.Fatalf("resumed generation's window = %v, want the kept user message", w)
+	}
+	if w := windowOf(false, ""); len(w) != 0 {
+		t.Fatalf("a new session's window = %v, want empty", w)
+	}
+	if w := windowOf(true, ""); len(w) != 0 {
+		t.Fatalf("resuming the new session shows %v, the window of the session before it", w)
 	}
 }

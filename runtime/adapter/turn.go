@@ -55,9 +55,17 @@ func (h *Host) endTurn(t *turn, res TurnResult, err error) {
 	for len(h.pending) > 0 { // the agent ended the turn with a request open
 		h.resolveLocked(h.pending[0], Answer{Cancelled: true}, "", "abort")
 	}
+	h.saveWindowLocked() // before turn_end: a client that saw it finds the turn after a resume
+
 	u := res.Usage
 	if u == nil {
 		u = t.usage
+	}
+	if res.ContextWindow > 0 {
+		// The agent's window (ACP usage_update size) is the active model's.
+		if i := slices.IndexFunc(h.offer.Models, func(m protocol.ModelDescriptor) bool { return m.ID == h.offer.Model }); i >= 0 {
+			h.offer.Models[i].ContextWindow = res.ContextWindow
+		}
 	}
 	if u != nil {
 		h.emitLocked(protocol.UsageEvent{Header: protocol.Header{Type: protocol.TypeUsage}, Usage: *u})

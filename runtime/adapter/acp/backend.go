@@ -72,6 +72,9 @@ type Backend struct {
 	conn    *sdk.ClientSideConnection
 	session sdk.SessionId
 	offer   adapter.Offer
+	// closable: the agent offers session/close, sent when the backend is
+	// closed (set by Start, read by Close after it).
+	closable bool
 
 	terms terminals // the agent's terminal/* commands
 
@@ -174,13 +177,31 @@ func (b *Backend) open(ctx context.Context) (adapter.Offer, error) {
 			return adapter.Offer{}, b.startErr("authenticate", err)
 		}
 	}
-	mcps := mcpServers(b.opts.MCPServers, init.AgentCapabilities.McpCapabilities.Http, b.opts.Log)
-	if id := b.savedSession(); id != "" && init.AgentCapabilities.LoadSession {
-		resp, err := b.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sdk.SessionId(id), Cwd: b.opts.Cwd, McpServers: mcps})
+	caps := init.AgentCapabilities
+	b.closable = caps.SessionCapabilities.Close != nil
+	mcps := mcpServers(b.opts.MCPServers, caps.McpCapabilities.Http, b.opts.Log)
+	// The previous generation's session: resumed where the agent offers
+	// session/resume (no replay: the Host shows the window it kept), else
+	// loaded (its replay is the window), else a new one.
+	id := sdk.SessionId(b.savedSession())
+	if id != "" && caps.SessionCapabilities.Resume != nil {
+		resp, err := b.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: b.opts.Cwd, McpServers: mcps})
 		if err == nil {
-			b.session = sdk.SessionId(id)
-			o := offerOf(resp.Modes, resp.Models)
-			o.Images = init.AgentCapabilities.PromptCapabilities.Image
+			b.session = id
+			b.tr.SetConfig(resp.ConfigOptions)
+			o := offerFrom(resp.Modes, resp.Models, resp.ConfigOptions)
+			o.Images, o.Resumed = caps.PromptCapabilities.Image, true
+			return o, nil
+		}
+		b.opts.Log.Warn("session/resume failed; trying session/load", "err", err)
+	}
+	if id != "" && caps.LoadSession {
+		resp, err := b.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: b.opts.Cwd, McpServers: mcps})
+		if err == nil {
+			b.session = id
+			b.tr.SetConfig(resp.ConfigOptions)
+			o := offerFrom(resp.Modes, resp.Models, resp.ConfigOptions)
+			o.Images = caps.PromptCapabilities.Image
 			return o, nil
 		}
 		b.opts.Log.Warn("session/load failed; starting a new session", "err", err)
@@ -191,7 +212,8 @@ func (b *Backend) open(ctx context.Context) (adapter.Offer, error) {
 	}
 	b.session = resp.SessionId
 	b.saveSession(string(resp.SessionId))
-	o := offerOf(resp.Modes, resp.Models)
+	b.tr.SetConfig(resp.ConfigOptions)
+	o := offerFrom(resp.Modes, resp.Models, resp.ConfigOptions)
 	o.Images = init.AgentCapabilities.PromptCapabilities.Image // promptCapabilities.image
 	return o, nil
 }
@@ -265,9 +287,34 @@ func offerOf(modes *sdk.SessionModeState, models *sdk.SessionModelState) adapter
 func (b *Backend) Close() error {
 	b.stop()
 	b.terms.closeAll()
+	b.closeSession()
 	err := b.Proc.Close()
 	b.calls.Close()
 	return err
+}
+
+// closeTimeout bounds session/close: an agent that does not answer is
+// stopped anyway.
+const closeTimeout = 2 * time.Second
+
+// closeSession sends session/close, where the agent offers it and the
+// session is open, before the agent is stopped: the agent frees the
+// session (Claude ends its CLI child) while its history stays for the
+// next generation's resume or load.
+func (b *Backend) closeSession() {
+	if !b.closable || b.session == "" {
+		return
+	}
+	select {
+	case <-b.Done():
+		return // the agent is gone already
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if _, err := b.conn.CloseSession(ctx, sdk.CloseSessionRequest{SessionId: b.session}); err != nil {
+		b.opts.Log.Warn("session/close", "err", err)
+	}
 }
 
 // Prompt implements adapter.Backend.
@@ -285,7 +332,22 @@ func (b *Backend) Prompt(ctx context.Context, text string, images []protocol.Ima
 	if err != nil {
 		return adapter.TurnResult{}, err
 	}
-	res := adapter.TurnResult{StopReason: string(resp.StopReason)}
+	res := adapter.TurnResult{StopReason: string(resp.StopReason), Usage: usageOf(resp)}
+	// The usage_updates of the turn (they came before the answer): the
+	// context's tokens and size, the turn's cost.
+	if used, size, cost, ok := b.tr.TakeUsage(); ok {
+		if res.Usage == nil {
+			res.Usage = &protocol.Usage{}
+		}
+		res.Usage.ContextTokens, res.Usage.Cost, res.ContextWindow = int64(used), cost, size
+	}
+	return res, nil
+}
+
+// usageOf is the token usage of a session/prompt answer: its usage, else
+// Gemini CLI's _meta.quota (token_count, and the model when model_usage
+// names one), else nil.
+func usageOf(resp sdk.PromptResponse) *protocol.Usage {
 	if u := resp.Usage; u != nil {
 		pu := &protocol.Usage{Input: int64(u.InputTokens), Output: int64(u.OutputTokens)}
 		if u.CachedReadTokens != nil {
@@ -294,9 +356,40 @@ func (b *Backend) Prompt(ctx context.Context, text string, images []protocol.Ima
 		if u.CachedWriteTokens != nil {
 			pu.CacheWrite = int64(*u.CachedWriteTokens)
 		}
-		res.Usage = pu
+		return pu
 	}
-	return res, nil
+	q, ok := resp.Meta["quota"]
+	if !ok {
+		return nil
+	}
+	raw, err := json.Marshal(q)
+	if err != nil {
+		return nil
+	}
+	return quotaUsage(raw)
+}
+
+// quotaUsage decodes Gemini CLI's _meta.quota: {token_count: {input_tokens,
+// output_tokens}, model_usage: [{model, token_count}]}. nil when it has no
+// token_count.
+func quotaUsage(raw []byte) *protocol.Usage {
+	var quota struct {
+		TokenCount *struct {
+			Input  int64 `json:"input_tokens"`
+			Output int64 `json:"output_tokens"`
+		} `json:"token_count"`
+		ModelUsage []struct {
+			Model string `json:"model"`
+		} `json:"model_usage"`
+	}
+	if json.Unmarshal(raw, &quota) != nil || quota.TokenCount == nil {
+		return nil
+	}
+	u := &protocol.Usage{Input: max(quota.TokenCount.Input, 0), Output: max(quota.TokenCount.Output, 0)}
+	if len(quota.ModelUsage) == 1 {
+		u.Model = quota.ModelUsage[0].Model
+	}
+	return u
 }
 
 // cancelTimeout bounds sending session/cancel.
@@ -315,8 +408,12 @@ func (b *Backend) Cancel() {
 	})
 }
 
-// SetMode implements adapter.Backend.
+// SetMode implements adapter.Backend: session/set_config_option when the
+// agent has a config option of category mode, else session/set_mode.
 func (b *Backend) SetMode(ctx context.Context, mode string) error {
+	if id := b.tr.mapped().mode; id != "" {
+		return b.setConfig(ctx, id, mode)
+	}
 	if len(b.offer.Modes) == 0 {
 		return adapter.ErrUnsupported
 	}
@@ -324,11 +421,40 @@ func (b *Backend) SetMode(ctx context.Context, mode string) error {
 	return err
 }
 
-// SetModel implements adapter.Backend (the unstable session/set_model).
+// SetModel implements adapter.Backend: session/set_config_option when the
+// agent has a config option of category model, else the unstable
+// session/set_model.
 func (b *Backend) SetModel(ctx context.Context, model string) error {
+	if id := b.tr.mapped().model; id != "" {
+		return b.setConfig(ctx, id, model)
+	}
 	if len(b.offer.Models) == 0 {
 		return adapter.ErrUnsupported
 	}
 	_, err := b.conn.UnstableSetSessionModel(ctx, sdk.UnstableSetSessionModelRequest{SessionId: b.session, ModelId: sdk.UnstableModelId(model)})
 	return err
+}
+
+// SetLevel implements adapter.LevelSetter: session/set_config_option of
+// the agent's config option of category thought_level.
+func (b *Backend) SetLevel(ctx context.Context, level string) error {
+	id := b.tr.mapped().thought
+	if id == "" {
+		return adapter.ErrUnsupported
+	}
+	return b.setConfig(ctx, id, level)
+}
+
+// setConfig sends session/set_config_option and records the options its
+// answer carries (the Host announces the change it asked for).
+func (b *Backend) setConfig(ctx context.Context, id sdk.SessionConfigId, value string) error {
+	resp, err := b.conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
+		SessionId: b.session, ConfigId: id, Value: sdk.SessionConfigValueId(value)}})
+	if err != nil {
+		return err
+	}
+	if len(resp.ConfigOptions) > 0 {
+		b.tr.SetConfig(resp.ConfigOptions)
+	}
+	return nil
 }

@@ -65,11 +65,13 @@ type hostRun struct {
 
 func startHost(t *testing.T, opts acp.Options) *hostRun {
 	t.Helper()
-	return startBackend(t, acp.New(opts))
+	return startBackend(t, acp.New(opts), func(o *adapter.Options) { o.SessionDir = opts.SessionDir })
 }
 
-// startBackend is startHost with the backend made by the caller.
-func startBackend(t *testing.T, b *acp.Backend) *hostRun {
+// startBackend is startHost with the backend made by the caller; edits
+// change the Host's options (the daemon's adapter keeps its files in the
+// agent's session directory, and restores the kept selection).
+func startBackend(t *testing.T, b *acp.Backend, edits ...func(*adapter.Options)) *hostRun {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -88,7 +90,11 @@ func startBackend(t *testing.T, b *acp.Backend) *hostRun {
 		close(h.events)
 	}()
 	go func() {
-		err := adapter.Run(context.Background(), adapter.Options{Stdin: inR, Stdout: outW, ServerVersion: "test"}, b)
+		opts := adapter.Options{Stdin: inR, Stdout: outW, ServerVersion: "test"}
+		for _, e := range edits {
+			e(&opts)
+		}
+		err := adapter.Run(context.Background(), opts, b)
 		outW.Close()
 		h.done <- err
 	}()

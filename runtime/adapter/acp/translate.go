@@ -14,14 +14,26 @@ import (
 // Translator turns ACP session/update notifications into adapter.Events:
 // message and thought chunks into text and thinking, tool_call and
 // tool_call_update (merged per call: status, title, raw input, content,
-// diffs) into tool calls, current_mode_update into a mode change. Plans,
-// command lists, config and session info are not part of the Shard
-// protocol and are dropped. It is safe for concurrent use.
+// diffs) into tool calls, current_mode_update into a mode change,
+// config_option_update into mode, model and reasoning-level changes (the
+// options of those categories), usage_update into the turn's usage
+// (TakeUsage). Plans, command lists, other config options and session
+// info are not part of the Shard protocol and are dropped. It is safe for
+// concurrent use.
 type Translator struct {
 	ev adapter.Events
 
 	mu    sync.Mutex
 	tools map[string]*adapter.Tool
+	// ids and values are the mapped config options (config.go) and their
+	// current values (mode, model, thought level), as last said.
+	ids    configIDs
+	values [3]string
+	// usage is the last usage_update since TakeUsage; costSeen and cost
+	// the cumulative cost it last carried (USD).
+	usage    *sdk.SessionUsageUpdate
+	costSeen bool
+	cost     float64
 }
 
 // NewTranslator reports to ev.
@@ -51,7 +63,82 @@ func (t *Translator) Update(u sdk.SessionUpdate) {
 			Status: c.Status, RawInput: c.RawInput, RawOutput: c.RawOutput, Content: c.Content}))
 	case u.CurrentModeUpdate != nil:
 		t.ev.ModeChanged(string(u.CurrentModeUpdate.CurrentModeId))
+	case u.ConfigOptionUpdate != nil:
+		t.configUpdate(u.ConfigOptionUpdate.ConfigOptions)
+	case u.UsageUpdate != nil:
+		t.mu.Lock()
+		uu := *u.UsageUpdate
+		t.usage = &uu
+		t.mu.Unlock()
 	}
+}
+
+// SetConfig records the session's config options (the session/new, load
+// or resume answer, or set_config_option's) without reporting them: the
+// Offer or the command's answer says them.
+func (t *Translator) SetConfig(opts []sdk.SessionConfigOption) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ids, t.values = idsOf(opts), valuesOf(opts)
+}
+
+// mapped is the ids of the mapped config options as last said.
+func (t *Translator) mapped() configIDs {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ids
+}
+
+// configUpdate records the options of a config_option_update and reports
+// a changed mode, model or reasoning level.
+func (t *Translator) configUpdate(opts []sdk.SessionConfigOption) {
+	t.mu.Lock()
+	prev := t.values
+	t.ids, t.values = idsOf(opts), valuesOf(opts)
+	now := t.values
+	t.mu.Unlock()
+	report := [3]func(string){t.ev.ModeChanged, t.ev.ModelChanged, t.ev.LevelChanged}
+	for i := range now {
+		if now[i] != "" && now[i] != prev[i] {
+			report[i](now[i])
+		}
+	}
+}
+
+// valuesOf is the current values of the mapped options (mode, model,
+// thought level; "" for a category the agent lacks).
+func valuesOf(opts []sdk.SessionConfigOption) [3]string {
+	var out [3]string
+	mode, model, thought := configSelects(opts)
+	for i, s := range []*sdk.SessionConfigOptionSelect{mode, model, thought} {
+		if s != nil {
+			out[i] = string(s.CurrentValue)
+		}
+	}
+	return out
+}
+
+// TakeUsage returns what the usage_updates since the last call said: the
+// tokens in the agent's context, the size of its window, and the cost
+// since the update before (ACP's cost is the session's cumulative; a
+// generation's first is taken whole, and one in a currency other than USD
+// is not counted). ok is false when there was none.
+func (t *Translator) TakeUsage() (contextTokens, window int, cost float64, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	u := t.usage
+	if u == nil {
+		return 0, 0, 0, false
+	}
+	t.usage = nil
+	if c := u.Cost; c != nil && c.Currency == "USD" {
+		cost = c.Amount
+		if t.costSeen {
+			cost = max(c.Amount-t.cost, 0)
+		}
+		t.costSeen, t.cost = true, c.Amount
+	}
+	return u.Used, u.Size, cost, true
 }
 
 // Merge folds an update (also the tool call of a permission request) into

@@ -219,6 +219,8 @@ func (nopEvents) Text(string)              {}
 func (nopEvents) Thinking(string)          {}
 func (nopEvents) ToolCall(adapter.Tool)    {}
 func (nopEvents) ModeChanged(string)       {}
+func (nopEvents) ModelChanged(string)      {}
+func (nopEvents) LevelChanged(string)      {}
 func (nopEvents) Ask(context.Context, adapter.Ask) adapter.Answer {
 	return adapter.Answer{Cancelled: true}
 }

@@ -39,6 +39,8 @@ func (r *recorder) UserImage(im protocol.Image) { r.log("user image %s", im.Mime
 func (r *recorder) Text(s string)               { r.log("text %q", s) }
 func (r *recorder) Thinking(s string)           { r.log("thinking %q", s) }
 func (r *recorder) ModeChanged(m string)        { r.log("mode %s", m) }
+func (r *recorder) ModelChanged(m string)       { r.log("model %s", m) }
+func (r *recorder) LevelChanged(l string)       { r.log("level %s", l) }
 func (r *recorder) ProtocolError(d string)      { r.log("protocol_error %s", d) }
 func (r *recorder) ToolCall(t adapter.Tool) {
 	r.log("tool %s %s %s read_only=%v args=%v output=%q", t.ID, t.Name, t.Status, t.ReadOnly, t.Args, t.Output)
