@@ -206,7 +206,10 @@ type TeamDecision struct {
 	UpdatedAt     int64       `json:"updated_at"`
 }
 
-// TeamAnswer is how a decision was answered.
+// TeamAnswer is how a decision was answered. By is who answered: "user"
+// for the person through team.decision.answer, the agent's id for an
+// agent's answer (by_agent_id), or the transport of another client that
+// answered the request itself ("unix", "websocket").
 type TeamAnswer struct {
 	Option string `json:"option,omitempty"`
 	Text   string `json:"text,omitempty"`
@@ -365,12 +368,19 @@ type TeamDecisionListData struct {
 // for a free-text question, which takes Text alone). Text is the person's
 // words: a question's answer, the feedback of "Request changes", a reason
 // for "Deny". The first answer wins; a later one is CONFLICT.
+//
+// ByAgentID is the agent answering (Shard's MCP server sets it for a
+// hosted agent's team_answer; omitted: the person). An agent must exist
+// and may answer only question decisions: merges and permissions are the
+// person's (PERMISSION_DENIED). The decision's answer.by and the feed
+// item then name that agent.
 type TeamDecisionAnswer struct {
 	Header
 	DecisionID string `json:"decision_id"`
 	Option     string `json:"option,omitempty"`
 	Index      *int   `json:"index,omitempty"`
 	Text       string `json:"text,omitempty"`
+	ByAgentID  string `json:"by_agent_id,omitempty"`
 }
 
 // TeamDecisionData answers team.decision.answer: the decision as it is

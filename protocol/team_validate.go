@@ -111,7 +111,8 @@ func (c *TeamDecisionAnswer) Validate() error {
 	if err := requiredID("decision_id", c.DecisionID); err != nil {
 		return err
 	}
-	if err := bounds(bound{"option", c.Option, MaxLabelLen}, bound{"text", c.Text, MaxTextLen}); err != nil {
+	if err := bounds(bound{"option", c.Option, MaxLabelLen}, bound{"text", c.Text, MaxTextLen},
+		bound{"by_agent_id", c.ByAgentID, MaxIDLen}); err != nil {
 		return err
 	}
 	if c.Option != "" && c.Index != nil {

@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -213,11 +214,11 @@ func (co *Coordinator) closeRequest(r attend.Resolved) {
 	answered := false
 	if !r.Missed && (r.Option != "" || text != "") && r.Source != "headless" {
 		// The answer a team.decision.answer sent through the Watcher is
-		// the person's, as a merge decision's is; another client's is
-		// named by its transport.
+		// the person's, as a merge decision's is, or the agent's it named
+		// (by_agent_id); another client's is named by its transport.
 		by := r.Source
 		if r.Mine {
-			by = byUser
+			by = cmp.Or(r.By, byUser) // the agent a team.decision.answer named
 		}
 		a := store.DecisionAnswer{Text: text, By: by}
 		if slices.Contains(d.Options, r.Option) {
@@ -261,7 +262,7 @@ func (co *Coordinator) decisionOfRequest(id string) (store.Decision, bool) {
 // decision through the lead's Watcher, first answer wins: a request
 // answered first by someone else is CONFLICT (its decision records that
 // answer when the resolution arrives).
-func (co *Coordinator) answerRequest(ctx context.Context, d store.Decision, m *protocol.TeamDecisionAnswer) error {
+func (co *Coordinator) answerRequest(ctx context.Context, d store.Decision, m *protocol.TeamDecisionAnswer, by string) error {
 	g, err := co.deps.Store.GetGoal(d.GoalID)
 	if err != nil {
 		return err
@@ -281,7 +282,10 @@ func (co *Coordinator) answerRequest(ctx context.Context, d store.Decision, m *p
 		if label != "" {
 			v = label
 		}
-		err = w.AnswerQuestion(ctx, d.RequestID, v)
+		if by == byUser {
+			by = ""
+		}
+		err = w.AnswerQuestionBy(ctx, d.RequestID, v, by)
 	}
 	if errors.Is(err, attend.ErrAnswered) {
 		return protocol.Errorf(protocol.CodeConflict, "decision %s was answered first by another client: %w", d.DecisionID, err)

@@ -29,6 +29,10 @@ func (co *Coordinator) decisionAnswer(ctx context.Context, m *protocol.TeamDecis
 	if err != nil {
 		return nil, err
 	}
+	by, err := co.answerer(d, m.ByAgentID)
+	if err != nil {
+		return nil, err
+	}
 	if d.State != store.DecisionOpen {
 		return nil, protocol.Errorf(protocol.CodeConflict, "decision %s is %s, no longer open", d.DecisionID, d.State)
 	}
@@ -43,14 +47,16 @@ func (co *Coordinator) decisionAnswer(ctx context.Context, m *protocol.TeamDecis
 	}
 	if d.Kind != store.DecisionMerge && d.RequestID != "" && !isBudget(d) {
 		// The request is answered first: its answer is what wins.
-		if err := co.answerRequest(ctx, d, m); err != nil {
+		if err := co.answerRequest(ctx, d, m, by); err != nil {
 			return nil, err
 		}
 	}
-	d, err = co.deps.Store.AnswerDecision(d.DecisionID, store.DecisionAnswer{Index: m.Index, Option: m.Option, Text: m.Text, By: byUser})
+	d, err = co.deps.Store.AnswerDecision(d.DecisionID, store.DecisionAnswer{Index: m.Index, Option: m.Option, Text: m.Text, By: by})
 	if errors.Is(err, store.ErrConflict) && d.Kind != store.DecisionMerge {
-		// The resolution of the request this answer won recorded it first.
+		// The resolution of the request this answer won recorded it first
+		// (and announced it); the feed says who answered all the same.
 		if d, err = co.deps.Store.GetDecision(m.DecisionID); err == nil {
+			co.feedAnswer(d, m.ByAgentID)
 			return protocol.TeamDecisionData{Decision: decisionView(d)}, nil
 		}
 	}
@@ -58,8 +64,7 @@ func (co *Coordinator) decisionAnswer(ctx context.Context, m *protocol.TeamDecis
 		return nil, err
 	}
 	co.emit(decisionEvent(d))
-	co.feed(store.FeedItem{GoalID: d.GoalID, TaskID: d.TaskID, Kind: store.FeedDecision,
-		Text: fmt.Sprintf("%s answered: %s", d.Prompt, cmp.Or(d.Answer.Option, "(text)"))})
+	co.feedAnswer(d, m.ByAgentID)
 	switch {
 	case d.Kind == store.DecisionMerge:
 		d = co.carryMerge(ctx, d)
@@ -67,6 +72,44 @@ func (co *Coordinator) decisionAnswer(ctx context.Context, m *protocol.TeamDecis
 		co.carryBudget(ctx, d)
 	}
 	return protocol.TeamDecisionData{Decision: decisionView(d)}, nil
+}
+
+// feedAnswer adds the feed item of d's answer by agentID ("": the
+// person).
+func (co *Coordinator) feedAnswer(d store.Decision, agentID string) {
+	option := "(text)"
+	if d.Answer != nil {
+		option = cmp.Or(d.Answer.Option, option)
+	}
+	co.feed(store.FeedItem{GoalID: d.GoalID, TaskID: d.TaskID, Kind: store.FeedDecision, AgentID: agentID,
+		Text: fmt.Sprintf("%s answered: %s", d.Prompt, option)})
+}
+
+// answerer is who answers d: the person ("user") when agentID is empty,
+// else the agent agentID, which must exist (NOT_FOUND) and may answer only
+// a worker's question. Merge and permission decisions are the person's
+// review and grants, and the budget question the person's money: an agent
+// is refused them (PERMISSION_DENIED) whatever sent the command, so a
+// hosted lead can settle its workers' questions but never merge its own
+// work (docs/protocol.md §13, "Teams").
+func (co *Coordinator) answerer(d store.Decision, agentID string) (string, error) {
+	if agentID == "" {
+		return byUser, nil
+	}
+	if _, err := co.deps.Store.GetAgent(agentID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return "", protocol.Errorf(protocol.CodeNotFound, "by_agent_id: no agent %s", agentID)
+		}
+		return "", err
+	}
+	if d.Kind != store.DecisionQuestion || isBudget(d) {
+		what := string(d.Kind)
+		if isBudget(d) {
+			what = "budget"
+		}
+		return "", protocol.Errorf(protocol.CodePermissionDenied, "decision %s is a %s decision: only a person answers it, an agent answers questions", d.DecisionID, what)
+	}
+	return agentID, nil
 }
 
 // carryMerge carries out a merge decision's answer on its task (in

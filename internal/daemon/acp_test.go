@@ -66,16 +66,6 @@ func startCodex(t *testing.T) (*harness, *fakellm.Server, *codexScript) {
 	script := &codexScript{hold: make(chan struct{})}
 	fake := fakellm.Start(t, fakellm.Script(script.answer))
 	t.Cleanup(script.release) // before the fake closes
-	home := shortTemp(t)
-	codexHome := filepath.Join(home, ".codex")
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	toml := "model_provider = \"fake\"\nmodel = \"gpt-5\"\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + fake.URL +
-		"/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n"
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(toml), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	h := start(t, func(cfg *config.Config) {
 		// Node agents need seconds of CPU to start. A subagent runtime runs
 		// under SCHED_IDLE, which gives it almost nothing while other work
@@ -84,11 +74,28 @@ func startCodex(t *testing.T) (*harness, *fakellm.Server, *codexScript) {
 		// scheduling.
 		cfg.Jobs.Nice = 0
 		cfg.Jobs.SchedIdle = false
-		cfg.Runtimes["codex"] = config.RuntimeProfile{Kind: config.KindACP, Command: []string{bin},
-			Env: map[string]string{"HOME": home, "CODEX_HOME": codexHome, "OPENAI_API_KEY": "not-a-real-key",
-				"SHARD_ACP_AUTH_METHOD": "openai-api-key"}}
+		cfg.Runtimes["codex"] = codexProfile(t, bin, fake.URL)
 	})
 	return h, fake, script
+}
+
+// codexProfile is an acp runtime profile running codex-acp bin on the
+// fake Responses server at url, with a HOME and CODEX_HOME of its own.
+func codexProfile(t *testing.T, bin, url string) config.RuntimeProfile {
+	t.Helper()
+	home := shortTemp(t)
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	toml := "model_provider = \"fake\"\nmodel = \"gpt-5\"\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + url +
+		"/v1\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\n"
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config.RuntimeProfile{Kind: config.KindACP, Command: []string{bin},
+		Env: map[string]string{"HOME": home, "CODEX_HOME": codexHome, "OPENAI_API_KEY": "not-a-real-key",
+			"SHARD_ACP_AUTH_METHOD": "openai-api-key"}}
 }
 
 func rawField(e client.Event, name string) string {

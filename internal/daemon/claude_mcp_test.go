@@ -22,13 +22,19 @@ import (
 // jobIDPattern finds the job id in subagent_create's result.
 var jobIDPattern = regexp.MustCompile(`"job_id":"(job-[0-9a-z]+)"`)
 
-// shardMCPScript is the fake Anthropic model of the Claude agent: asked to
-// delegate, it calls Shard's subagent_create (offered by the adapter's
-// `shard` MCP server as mcp__shard__subagent_create) for a child on the
-// reference runtime; given the job back, it calls subagent_wait on it;
-// given the wait's result, it says what the child said. Anything else (the
-// completion report Shard injects later) is a short answer.
-func shardMCPScript(p fakellm.Prompt) fakellm.Turn {
+// shardMCPScript is the fake model of an agent given Shard's MCP server:
+// asked to delegate, it calls Shard's subagent_create (offered by the
+// adapter's `shard` MCP server, named prefix+"subagent_create": Claude's
+// mcp__shard__subagent_create, Codex's subagent_create of the namespace
+// mcp__shard) for a child on the reference runtime; given the job back, it
+// calls subagent_wait on it; given the wait's result, it says what the
+// child said. Anything else (the completion report Shard injects later) is
+// a short answer.
+func shardMCPScript(prefix string) func(fakellm.Prompt) fakellm.Turn {
+	return func(p fakellm.Prompt) fakellm.Turn { return shardMCPTurn(prefix, p) }
+}
+
+func shardMCPTurn(prefix string, p fakellm.Prompt) fakellm.Turn {
 	usage := fakellm.Usage{Input: 42, Output: 7}
 	last := ""
 	if n := len(p.ToolResults); n > 0 {
@@ -39,12 +45,12 @@ func shardMCPScript(p fakellm.Prompt) fakellm.Turn {
 		return fakellm.Turn{Text: "the child has answered.", Usage: usage}
 	case p.ToolOutput && jobIDPattern.MatchString(last):
 		job := jobIDPattern.FindStringSubmatch(last)[1]
-		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "mcp__shard__subagent_wait",
+		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: prefix + "subagent_wait",
 			Args: `{"handles":["` + job + `"],"timeout":60}`}}, Usage: usage}
 	case p.ToolOutput:
 		return fakellm.Turn{Text: "the tool failed.", Usage: usage}
 	case strings.HasSuffix(p.LastUser, "delegate to a child"):
-		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "mcp__shard__subagent_create",
+		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: prefix + "subagent_create",
 			Args: `{"name":"helper","task":"sim: say from the child","runtime":"shard"}`}}, Usage: usage}
 	}
 	return fakellm.Turn{Text: "noted.", Usage: usage}
@@ -64,8 +70,8 @@ func TestClaudeCallsShardMCPTools(t *testing.T) {
 	if _, err := os.Stat(bin); err != nil {
 		testhost.Missing(t, "claude-agent-acp", err.Error())
 	}
-	fake := fakellm.Start(t, fakellm.Script(shardMCPScript))
-	plain := fakellm.Start(t, fakellm.Script(shardMCPScript))
+	fake := fakellm.Start(t, fakellm.Script(shardMCPScript("mcp__shard__")))
+	plain := fakellm.Start(t, fakellm.Script(shardMCPScript("mcp__shard__")))
 	// startClaude's profile; env adds to its environment.
 	profile := func(url string, env map[string]string) config.RuntimeProfile {
 		home := shortTemp(t)
@@ -85,7 +91,7 @@ func TestClaudeCallsShardMCPTools(t *testing.T) {
 	id := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "claude" })
 	attach(t, c, id, "")
 	prompt(t, c, id, "please delegate to a child")
-	text, asked := claudeTurn(t, c, id)
+	text, asked := acpTurn(t, c, id)
 	if !strings.Contains(text, "the child has answered.") {
 		t.Fatalf("Claude said %q (asked permission for %v), want the answer after the wait", text, asked)
 	}
@@ -109,7 +115,7 @@ func TestClaudeCallsShardMCPTools(t *testing.T) {
 
 	// The completion report Shard injects into the parent reaches Claude
 	// as a turn of its own (ACP takes no input into a running turn).
-	claudeTurn(t, c, id)
+	acpTurn(t, c, id)
 
 	// The model was offered Shard's tools, and the wait's result — the
 	// child's final text — was in a request it was sent.
@@ -136,7 +142,7 @@ func TestClaudeCallsShardMCPTools(t *testing.T) {
 	off := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "claude-off" })
 	attach(t, c, off, "")
 	prompt(t, c, off, "please delegate to a child")
-	if text, _ := claudeTurn(t, c, off); !strings.Contains(text, "the tool failed.") {
+	if text, _ := acpTurn(t, c, off); !strings.Contains(text, "the tool failed.") {
 		t.Fatalf("Claude without Shard's server said %q", text)
 	}
 	for _, r := range plain.Requests() {
@@ -153,11 +159,11 @@ func TestClaudeCallsShardMCPTools(t *testing.T) {
 	}
 }
 
-// claudeTurn reads c until agent id's turn ends, allowing each permission
-// request of the agent (Claude asks before it calls an MCP tool) as a
-// person would through Shard; it returns the streamed text and the tool
-// kinds asked for.
-func claudeTurn(t *testing.T, c *client.Conn, id string) (string, []string) {
+// acpTurn reads c until agent id's turn ends, allowing each permission
+// request of the agent (Claude asks before it calls an MCP tool; Codex
+// does not) as a person would through Shard; it returns the streamed text
+// and the tool kinds asked for.
+func acpTurn(t *testing.T, c *client.Conn, id string) (string, []string) {
 	t.Helper()
 	var text strings.Builder
 	var asked []string

@@ -16,8 +16,9 @@ import (
 
 // TestTeamBudgetStopsNewWorkers: a goal with cost_limit_usd counts what
 // its agents spent (AgentInfo.usage.cost); past the limit no new worker
-// starts and the goal asks the person with a question decision; lifting
-// the limit lets the next worker start.
+// starts and the goal asks the person with a question decision, which the
+// lead may not answer (PERMISSION_DENIED); lifting the limit lets the next
+// worker start.
 func TestTeamBudgetStopsNewWorkers(t *testing.T) {
 	repo := gitRepo(t)
 	h := start(t, func(cfg *config.Config) {
@@ -54,6 +55,11 @@ func TestTeamBudgetStopsNewWorkers(t *testing.T) {
 	waiting := ts[1].TaskID
 	if show.Tasks[1].State != protocol.TaskTodo {
 		waiting = ts[0].TaskID
+	}
+	// The budget is the person's money: the lead may not lift it.
+	if _, err := c.Request(ctx(t), &protocol.TeamDecisionAnswer{Header: teamHdr(protocol.TypeTeamDecisionAnswer),
+		DecisionID: ask.DecisionID, Option: "Continue without a limit", ByAgentID: g.LeadAgentID}); protocol.CodeOf(err) != protocol.CodePermissionDenied {
+		t.Fatalf("the lead answering the budget question: %v, want PERMISSION_DENIED", err)
 	}
 	answer(t, c, ask.DecisionID, "Continue without a limit", "")
 	mergeOf(t, c, g.GoalID, waiting)

@@ -3,6 +3,7 @@ package fakellm_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -318,10 +319,20 @@ func TestPrompt(t *testing.T) {
 			`{"model":"gpt-5","instructions":"be brief","input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"write"}]},
 			 {"type":"function_call","call_id":"c","name":"exec","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"}],
 			 "tools":[{"type":"function","name":"exec"}]}`,
-			fakellm.Prompt{LastUser: "write", ToolOutput: true, Tools: []string{"exec"}, Model: "gpt-5", System: "be brief"}},
+			fakellm.Prompt{LastUser: "write", ToolOutput: true, ToolResults: []string{"ok"}, Tools: []string{"exec"}, Model: "gpt-5", System: "be brief"}},
 		{"responses custom tool output", "/v1/responses",
 			`{"input":[{"role":"user","content":"x"},{"type":"custom_tool_call_output","call_id":"c","output":"ok"}]}`,
-			fakellm.Prompt{LastUser: "x", ToolOutput: true}},
+			fakellm.Prompt{LastUser: "x", ToolOutput: true, ToolResults: []string{"ok"}}},
+		{"responses output parts", "/v1/responses",
+			`{"input":[{"role":"user","content":"x"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"a"},{"type":"input_text","text":"b"}]},
+			 {"type":"function_call_output","call_id":"d","output":"c"}]}`,
+			fakellm.Prompt{LastUser: "x", ToolOutput: true, ToolResults: []string{"ab", "c"}}},
+		{"responses tool results end at a user message", "/v1/responses",
+			`{"input":[{"role":"user","content":"x"},{"type":"function_call_output","call_id":"c","output":"ok"},{"role":"user","content":"y"}]}`,
+			fakellm.Prompt{LastUser: "y"}},
+		{"responses namespace tools", "/v1/responses",
+			`{"input":"x","tools":[{"type":"function","name":"exec"},{"type":"namespace","name":"mcp__shard","tools":[{"type":"function","name":"a"},{"type":"function","name":"b"}]}]}`,
+			fakellm.Prompt{LastUser: "x", Tools: []string{"exec", "mcp__shard.a", "mcp__shard.b"}}},
 		{"responses string input", "/v1/responses", `{"input":"just this"}`, fakellm.Prompt{LastUser: "just this"}},
 		{"messages after a tool", "/v1/messages",
 			`{"model":"claude","system":[{"type":"text","text":"you "},{"type":"text","text":"code"}],"messages":[{"role":"user","content":"read"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"read","input":{}}]},
@@ -356,6 +367,58 @@ func TestPrompt(t *testing.T) {
 				t.Errorf("prompt = %+v, want %+v", got, want)
 			}
 		})
+	}
+}
+
+// TestResponsesNamespacedCall: a call of a namespace's tool (Codex offers
+// an MCP server's tools as a namespace) is streamed as a function_call
+// with the namespace and the tool's own name, in the added and done items
+// and in the completed response.
+func TestResponsesNamespacedCall(t *testing.T) {
+	f := fakellm.Start(t, fakellm.Script(func(fakellm.Prompt) fakellm.Turn {
+		return fakellm.Turn{Calls: []fakellm.ToolCall{{Name: "wait", Args: `{"h":1}`}}}
+	}))
+	body := `{"input":"x","tools":[{"type":"namespace","name":"mcp__shard","tools":[{"type":"function","name":"subagent_wait"}]}]}`
+	resp, err := f.Client().Post(f.URL+"/v1/responses", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []map[string]any
+	for line := range strings.Lines(string(raw)) {
+		data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type     string                            `json:"type"`
+			Item     map[string]any                    `json:"item"`
+			Response struct{ Output []map[string]any } `json:"response"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatalf("event %s: %v", data, err)
+		}
+		switch ev.Type {
+		case "response.output_item.added", "response.output_item.done":
+			items = append(items, ev.Item)
+		case "response.completed":
+			items = append(items, ev.Response.Output...)
+		}
+	}
+	if len(items) != 3 {
+		t.Fatalf("function_call items %v, want added, done and completed", items)
+	}
+	for _, it := range items {
+		if it["type"] != "function_call" || it["namespace"] != "mcp__shard" || it["name"] != "subagent_wait" {
+			t.Errorf("item %v, want subagent_wait of the namespace mcp__shard", it)
+		}
+	}
+	if items[2]["arguments"] != `{"h":1}` {
+		t.Errorf("arguments %v", items[2]["arguments"])
 	}
 }
 

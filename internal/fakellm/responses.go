@@ -1,6 +1,9 @@
 package fakellm
 
-import "maps"
+import (
+	"maps"
+	"strings"
+)
 
 // The OpenAI Responses stream: named events, each with a sequence_number,
 // from response.created to response.completed (which carries the whole
@@ -111,21 +114,32 @@ func (s *responsesStream) message(index int) (map[string]any, bool) {
 	return item, true
 }
 
-// call streams a function_call item.
+// call streams a function_call item; a call of a namespace's tool
+// ("<namespace>.<tool>", NamespaceSep) carries the namespace and the
+// tool's own name.
 func (s *responsesStream) call(index int, c ToolCall) (map[string]any, bool) {
 	itemID := id("fc_")
-	s.send("response.output_item.added", map[string]any{"output_index": index, "item": map[string]any{
-		"type": "function_call", "id": itemID, "call_id": c.ID, "name": c.Name, "arguments": "", "status": "in_progress"}})
+	name, ns := c.Name, ""
+	if i := strings.LastIndex(c.Name, NamespaceSep); i >= 0 {
+		ns, name = c.Name[:i], c.Name[i+len(NamespaceSep):]
+	}
+	item := func(args, status string) map[string]any {
+		it := map[string]any{"type": "function_call", "id": itemID, "call_id": c.ID, "name": name, "arguments": args, "status": status}
+		if ns != "" {
+			it["namespace"] = ns
+		}
+		return it
+	}
+	s.send("response.output_item.added", map[string]any{"output_index": index, "item": item("", "in_progress")})
 	at := map[string]any{"item_id": itemID, "output_index": index}
 	s.send("response.function_call_arguments.delta", with(at, "delta", c.Args))
 	if !s.pace() {
 		return nil, false
 	}
-	s.send("response.function_call_arguments.done", with(with(at, "arguments", c.Args), "name", c.Name))
-	item := map[string]any{"type": "function_call", "id": itemID, "call_id": c.ID, "name": c.Name,
-		"arguments": c.Args, "status": "completed"}
-	s.send("response.output_item.done", map[string]any{"output_index": index, "item": item})
-	return item, true
+	s.send("response.function_call_arguments.done", with(with(at, "arguments", c.Args), "name", name))
+	done := item(c.Args, "completed")
+	s.send("response.output_item.done", map[string]any{"output_index": index, "item": done})
+	return done, true
 }
 
 // with is a copy of m with key set to v.

@@ -36,6 +36,14 @@ type Turn struct {
 	Hold <-chan struct{}
 }
 
+// NamespaceSep joins a Responses namespace and the name of one of its
+// tools in Prompt.Tools and ToolCall.Name: "mcp__shard.subagent_create".
+// A call so named is sent as a function_call with that namespace and the
+// tool's own name, as the API has a model call a namespaced tool. Tool
+// names never hold a dot in any of the formats, so the join is
+// unambiguous.
+const NamespaceSep = "."
+
 // ToolCall is one tool call of a Turn.
 type ToolCall struct {
 	// ID is the call's id; when empty one is made up.
@@ -67,11 +75,12 @@ type Prompt struct {
 	// the model is called back after running its tools.
 	ToolOutput bool
 	// ToolResults are the texts of those tool results, in order (chat
-	// completions' tool messages and Messages' tool_result blocks; empty
-	// for the other formats), so a script can go on from what its tools
-	// answered.
+	// completions' tool messages, Messages' tool_result blocks, the
+	// Responses API's *_call_output items' output; empty for Gemini), so a
+	// script can go on from what its tools answered.
 	ToolResults []string
-	// Tools are the names of the tools the request offers.
+	// Tools are the names of the tools the request offers; a tool of a
+	// Responses namespace is "<namespace>.<tool>" (NamespaceSep).
 	Tools []string
 	// Model is the model the request asks for.
 	Model string
@@ -269,16 +278,28 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 		System       json.RawMessage `json:"system"`
 		Instructions string          `json:"instructions"`
 		Tools        []struct {
+			Type     string `json:"type"`
 			Name     string `json:"name"`
 			Function struct {
 				Name string `json:"name"`
 			} `json:"function"`
+			// Tools are a Responses namespace's (Codex offers each MCP
+			// server's tools as the namespace mcp__<server>).
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
 		} `json:"tools"`
 	}
 	raw, _ := io.ReadAll(r.Body)
 	_ = json.Unmarshal(raw, &in)
 	p := Prompt{Model: in.Model}
 	for _, t := range in.Tools {
+		if t.Type == "namespace" {
+			for _, nt := range t.Tools {
+				p.Tools = append(p.Tools, t.Name+NamespaceSep+nt.Name)
+			}
+			continue
+		}
 		p.Tools = append(p.Tools, t.Name+t.Function.Name)
 	}
 	switch wf {
@@ -315,6 +336,7 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 			Type    string          `json:"type"`
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
+			Output  json.RawMessage `json:"output"`
 		}
 		if json.Unmarshal(in.Input, &items) != nil {
 			// The input may be a bare string: one user message.
@@ -326,8 +348,9 @@ func readPrompt(r *http.Request) (wire, Prompt, bool) {
 			switch {
 			case strings.HasSuffix(it.Type, "_call_output"):
 				p.ToolOutput = true
+				p.ToolResults = append(p.ToolResults, contentText(it.Output))
 			case it.Role == "user":
-				p.LastUser, p.ToolOutput = contentText(it.Content), false
+				p.LastUser, p.ToolOutput, p.ToolResults = contentText(it.Content), false, nil
 				p.Images = contentImages(it.Content)
 			}
 		}

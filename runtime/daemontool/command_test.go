@@ -30,7 +30,7 @@ func TestCommands(t *testing.T) {
 		t.Fatalf("decisions = %+v, %v", dec, err)
 	}
 	ans, err := TeamCommand(ActionAnswer, me, map[string]any{"decision_id": "decision-1", "index": json.Number("1")})
-	if a, ok := ans.(*protocol.TeamDecisionAnswer); err != nil || !ok || a.DecisionID != "decision-1" || a.Index == nil || *a.Index != 1 {
+	if a, ok := ans.(*protocol.TeamDecisionAnswer); err != nil || !ok || a.DecisionID != "decision-1" || a.Index == nil || *a.Index != 1 || a.ByAgentID != me {
 		t.Fatalf("answer = %+v, %v", ans, err)
 	}
 	if _, err := TeamCommand(ActionAnswer, me, map[string]any{"decision_id": "decision-1", "index": 0.5}); err == nil {

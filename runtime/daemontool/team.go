@@ -24,7 +24,8 @@ const ScopeSelf = "self"
 
 // TeamCommand builds and validates the team.* command of action for a
 // model's arguments, agent being the calling agent (by_agent_id, author,
-// from_agent_id). Arguments the action does not use are ignored:
+// from_agent_id; an answer is the agent's, which the daemon allows for
+// question decisions only). Arguments the action does not use are ignored:
 //
 //	create_tasks:  goal_id, tasks:[{title, prompt, description?, priority?,
 //	               deps?:[task ids], after?:[1-based positions], assignee?}]
@@ -78,7 +79,7 @@ func TeamCommand(action, agent string, args map[string]any) (protocol.Command, e
 		}
 		cmd = d
 	case ActionAnswer:
-		a := &protocol.TeamDecisionAnswer{Header: protocol.Header{Type: protocol.TypeTeamDecisionAnswer}}
+		a := &protocol.TeamDecisionAnswer{Header: protocol.Header{Type: protocol.TypeTeamDecisionAnswer}, ByAgentID: agent}
 		if err = readStrings(args, &a.DecisionID, "decision_id", &a.Option, "option", &a.Text, "text"); err == nil {
 			a.Index, err = optIntPtr(args, "index")
 		}

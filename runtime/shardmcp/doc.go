@@ -28,7 +28,8 @@
 //	team_memory_write  team.memory.put
 //	team_message       team.message
 //	team_decisions     team.decision.list   read-only
-//	team_answer        team.decision.answer (question decisions only)
+//	team_answer        team.decision.answer (by_agent_id: the daemon takes
+//	                   question decisions only from an agent)
 //
 // One tool per action, rather than the runtime's one tool with an action
 // argument, because an MCP host lists, allows and shows tools by name: a

@@ -89,11 +89,6 @@ func (h handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	if err != nil {
 		return toolError(protocol.CodeInvalidRequest, "invalid arguments: INVALID_REQUEST: "+err.Error()), nil
 	}
-	if a, ok := cmd.(*protocol.TeamDecisionAnswer); ok {
-		if refused := h.answerable(ctx, a.DecisionID); refused != nil {
-			return refused, nil
-		}
-	}
 	o := daemontool.Do(ctx, h.o.Socket, cmd)
 	if o.Err != nil {
 		h.o.Log.Warn("shard MCP call failed", "tool", h.t.name, "command", cmd.Head().Type, slog.Any("err", o.Err))
@@ -102,34 +97,6 @@ func (h handler) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		return toolError(o.Code, o.Failure), nil
 	}
 	return result(o.Value)
-}
-
-// answerable refuses, as the daemon's PERMISSION_DENIED would, an answer to
-// a merge or permission decision: those are the person's (a merge is the
-// review of a worker's result, a permission the person's grant). An agent
-// answers question decisions only. A decision the daemon does not list as
-// open is left to the answer itself, which the daemon refuses.
-//
-// This is the server's own rule: the daemon records a decision's answer
-// as the person's, whoever sends it, so the server keeps agents to the
-// decisions a lead may settle (a worker's question).
-func (h handler) answerable(ctx context.Context, id string) *mcp.CallToolResult {
-	list := &protocol.TeamDecisionList{Header: protocol.Header{Type: protocol.TypeTeamDecisionList}, OpenOnly: true}
-	o := daemontool.Do(ctx, h.o.Socket, list)
-	if o.Failure != "" {
-		return toolError(o.Code, o.Failure)
-	}
-	var open protocol.TeamDecisionListData
-	if raw, err := json.Marshal(o.Value); err != nil || json.Unmarshal(raw, &open) != nil {
-		return toolError(protocol.CodeInternal, protocol.TypeTeamDecisionList+": undecodable response data")
-	}
-	for _, d := range open.Decisions {
-		if d.DecisionID == id && d.Kind != protocol.DecisionKindQuestion {
-			return toolError(protocol.CodePermissionDenied, fmt.Sprintf("%s failed: %s: decision %s is a %s decision: only the person answers merge and permission decisions",
-				protocol.TypeTeamDecisionAnswer, protocol.CodePermissionDenied, id, d.Kind))
-		}
-	}
-	return nil
 }
 
 // result is a successful call's result: the data as JSON text (what a

@@ -178,8 +178,9 @@ func TestSubagentToolsOverMCP(t *testing.T) {
 
 // TestTeamToolsOverMCP: the goal's lead plans through team_create_tasks
 // (the tasks are by the lead), reads the board, goals and decisions, writes
-// and lists a note; it answers a worker's question decision, and is
-// refused a permission decision, which is the person's.
+// and lists a note; it answers a worker's question decision (recorded as
+// the lead's, in the decision and the feed), and is refused a permission
+// decision, which is the person's, by the daemon.
 func TestTeamToolsOverMCP(t *testing.T) {
 	repo := gitRepo(t)
 	h := start(t, nil)
@@ -236,9 +237,22 @@ func TestTeamToolsOverMCP(t *testing.T) {
 		!strings.Contains(text, "permission decision") {
 		t.Fatalf("an agent's answer to a permission decision: %s %q, want PERMISSION_DENIED", code, text)
 	}
+	if code, _ := toolError(t, h.mcpAs("agent-nobody"), "team_answer", map[string]any{"decision_id": q.DecisionID, "option": "blue"}); code != protocol.CodeNotFound {
+		t.Fatalf("an answer as an agent that does not exist: %s, want NOT_FOUND", code)
+	}
 	answered := value[protocol.TeamDecisionData](t, s, "team_answer", map[string]any{"decision_id": q.DecisionID, "option": "blue"})
-	if answered.Decision.State != protocol.DecisionAnswered || answered.Decision.Answer == nil || answered.Decision.Answer.Option != "blue" {
-		t.Fatalf("answered question = %+v", answered.Decision)
+	if answered.Decision.State != protocol.DecisionAnswered || answered.Decision.Answer == nil || answered.Decision.Answer.Option != "blue" ||
+		answered.Decision.Answer.By != g.LeadAgentID {
+		t.Fatalf("answered question = %+v (answer %+v), want blue by the lead", answered.Decision, answered.Decision.Answer)
+	}
+	var feed protocol.TeamFeedData
+	if err := c.Call(ctx(t), &protocol.TeamFeed{Header: protocol.Header{Type: protocol.TypeTeamFeed}, GoalID: g.GoalID, Limit: 200}, &feed); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(feed.Items, func(it protocol.TeamFeedItem) bool {
+		return it.Kind == protocol.FeedDecision && it.AgentID == g.LeadAgentID && strings.Contains(it.Text, "answered: blue")
+	}) {
+		t.Fatalf("feed = %+v, want the answer by the lead", feed.Items)
 	}
 	if code, _ := toolError(t, s, "team_answer", map[string]any{"decision_id": q.DecisionID, "option": "red"}); code != protocol.CodeConflict {
 		t.Fatalf("a second answer: %s, want CONFLICT", code)

@@ -168,6 +168,8 @@ func decodeValue(raw json.RawMessage) any {
 type sentAnswer struct {
 	choiceID, decision string
 	value              any
+	// by is whom the answer was sent for ("": the Watcher's own user).
+	by string
 }
 
 // mine reports whether res is the resolution sent made.

@@ -54,7 +54,7 @@ func (w *Watcher) drive(ctx context.Context, cmd protocol.Typed) error {
 // NOT_FOUND (ErrUnknownRequest) for a request the Watcher does not know,
 // ErrDetached when the connection was lost before the outcome was known.
 func (w *Watcher) AnswerPermission(ctx context.Context, requestID, option, reason string) error {
-	return w.answer(ctx, requestID, KindPermission, func(o *openRequest) (protocol.Typed, *sentAnswer, error) {
+	return w.answer(ctx, requestID, KindPermission, "", func(o *openRequest) (protocol.Typed, *sentAnswer, error) {
 		if o.perm == nil {
 			return nil, nil, invalid("request %s has no permission record", requestID)
 		}
@@ -75,7 +75,15 @@ func (w *Watcher) AnswerPermission(ctx context.Context, requestID, option, reaso
 // editor's text, or nil to dismiss it. It returns as AnswerPermission
 // does.
 func (w *Watcher) AnswerQuestion(ctx context.Context, requestID string, value any) error {
-	return w.answer(ctx, requestID, KindQuestion, func(o *openRequest) (protocol.Typed, *sentAnswer, error) {
+	return w.AnswerQuestionBy(ctx, requestID, value, "")
+}
+
+// AnswerQuestionBy is AnswerQuestion on behalf of by (an agent id): the
+// Resolved this answer wins carries it in By, so that whoever records the
+// resolution names who answered, whichever of the answer and the
+// resolution arrives first.
+func (w *Watcher) AnswerQuestionBy(ctx context.Context, requestID string, value any, by string) error {
+	return w.answer(ctx, requestID, KindQuestion, by, func(o *openRequest) (protocol.Typed, *sentAnswer, error) {
 		v, err := questionValue(o.req, value)
 		if err != nil {
 			return nil, nil, err
@@ -93,7 +101,7 @@ func (w *Watcher) AnswerQuestion(ctx context.Context, requestID string, value an
 
 // answer sends the answer build makes for the open request id of kind,
 // then waits for the request's resolution and says whether it won.
-func (w *Watcher) answer(ctx context.Context, id, kind string, build func(*openRequest) (protocol.Typed, *sentAnswer, error)) error {
+func (w *Watcher) answer(ctx context.Context, id, kind, by string, build func(*openRequest) (protocol.Typed, *sentAnswer, error)) error {
 	lk, err := w.ready(ctx)
 	if err != nil {
 		return err
@@ -114,6 +122,7 @@ func (w *Watcher) answer(ctx context.Context, id, kind string, build func(*openR
 		w.mu.Unlock()
 		return err
 	}
+	sent.by = by
 	o.sent = sent // before the answer can win: the resolution compares with it
 	w.mu.Unlock()
 

@@ -105,6 +105,9 @@ type Resolved struct {
 	// Two clients that send the same answer at once cannot be told apart:
 	// the outcome is the same, and it counts as Mine.
 	Mine bool
+	// By is whom the Watcher's winning answer was sent for
+	// (AnswerQuestionBy); "" when it was its own user's, or not Mine.
+	By string
 	// Missed is true when the request was closed while the Watcher was
 	// detached (it is missing from the next sync): how is unknown.
 	Missed bool

@@ -450,6 +450,9 @@ func (w *Watcher) resolve(id string, makes func(*openRequest) Resolved) (Resolve
 func (w *Watcher) closeLocked(o *openRequest, res Resolved) Resolved {
 	if !res.Missed {
 		res.Mine = mine(o.sent, res)
+		if res.Mine {
+			res.By = o.sent.by
+		}
 	}
 	o.res = res
 	close(o.done)

@@ -99,7 +99,8 @@ func TestWatcherOfAMissingAgentStops(t *testing.T) {
 
 // TestWatcherQuestionsAndFirstAnswerWins: a worker's notify is a Notice;
 // its select is a question with options, refused an answer it does not
-// offer and answered with one it does; its confirm is answered first by
+// offer and answered with one it does (on an agent's behalf, which its
+// resolution carries in By); its confirm is answered first by
 // another client (over the WebSocket), which the Watcher reports with that
 // source, and the Watcher's own later answer is an *AnsweredError with
 // CONFLICT.
@@ -134,11 +135,11 @@ func TestWatcherQuestionsAndFirstAnswerWins(t *testing.T) {
 	if err := x.AnswerPermission(ctxFor(t), sel.RequestID, protocol.OptionAllowOnce, ""); protocol.CodeOf(err) != protocol.CodeInvalidRequest {
 		t.Fatalf("a question answered as a permission: %v, want INVALID_REQUEST", err)
 	}
-	if err := x.AnswerQuestion(ctxFor(t), sel.RequestID, "green"); err != nil {
+	if err := x.AnswerQuestionBy(ctxFor(t), sel.RequestID, "green", "agent-lead"); err != nil {
 		t.Fatalf("answer green: %v", err)
 	}
-	if res := x.nextResolved(sel.RequestID); !res.Mine || res.Option != "green" || res.Value != "green" {
-		t.Fatalf("select resolved = %+v", res)
+	if res := x.nextResolved(sel.RequestID); !res.Mine || res.Option != "green" || res.Value != "green" || res.By != "agent-lead" {
+		t.Fatalf("select resolved = %+v, want green, mine, by agent-lead", res)
 	}
 
 	conf := x.nextRequest(attend.KindQuestion)
@@ -155,7 +156,7 @@ func TestWatcherQuestionsAndFirstAnswerWins(t *testing.T) {
 		t.Fatalf("the other client's answer: %v", err)
 	}
 	res := x.nextResolved(conf.RequestID)
-	if res.Mine || res.Source != "websocket" || res.Option != "no" || res.Missed {
+	if res.Mine || res.Source != "websocket" || res.Option != "no" || res.Missed || res.By != "" {
 		t.Fatalf("confirm resolved = %+v, want the WebSocket client's no", res)
 	}
 	err = x.AnswerQuestion(ctxFor(t), conf.RequestID, "yes")

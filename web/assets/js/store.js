@@ -188,8 +188,12 @@ export class Store {
       if (d.state === "open" && (!was || was.state !== "open")) notifyDecision(d, () => this.setView("team"));
       if (d.state !== "open" && was && was.state === "open" && !this.answered.has(d.decision_id)) {
         const a = d.answer || {};
+        // by is "user", a transport, or the id of the agent that answered
+        // (by_agent_id): an agent is shown by its name.
+        const ag = a.by && this.state.agents[a.by];
+        const by = ag ? ag.title || ag.display_name || ag.name || a.by : a.by;
         const text = d.state === "answered"
-          ? "Answered elsewhere" + (a.by ? " by " + a.by : "") + ": " + (a.option || a.text || "") + " — " + d.question
+          ? "Answered elsewhere" + (by ? " by " + by : "") + ": " + (a.option || a.text || "") + " — " + d.question
           : "Cancelled: " + d.question;
         patch.teamClosed = [...this.state.teamClosed, { decision_id: d.decision_id, text }].slice(-5);
       }

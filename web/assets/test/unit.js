@@ -495,7 +495,7 @@ test("team: the queue is the open decisions, newest last; options by kind; cost 
     [{ text: "$0.0120 / $5.00", over: false }, { text: "$2.00", over: false }, true], "cost");
 });
 
-test("store: a decision that opens notifies (when allowed); one another client closes leaves a note, the page's own answer none", async () => {
+test("store: a decision that opens notifies (when allowed); one another client closes leaves a note (an agent that answered by its name), the page's own answer none", async () => {
   const real = globalThis.Notification;
   const seen = [];
   globalThis.Notification = class { static permission = "granted"; constructor(title, o) { seen.push([title, o.tag]); } };
@@ -518,6 +518,12 @@ test("store: a decision that opens notifies (when allowed); one another client c
     globalThis.Notification = class { static permission = "default"; constructor() { seen.push("asked"); } };
     ev(dec("d3", "question"));
     eq(seen.length, 2, "not allowed: no notification");
+    st.set({ agents: { "agent-l": { agent_id: "agent-l", name: "lead-1", title: "lead" } } });
+    ev(dec("d4", "question"));
+    ev(dec("d4", "question", { state: "answered", updated_at: 3, answer: { option: "blue", by: "agent-l", at: 3 } }));
+    ev(dec("d5", "question"));
+    ev(dec("d5", "question", { state: "answered", updated_at: 3, answer: { option: "red", by: "agent-gone", at: 3 } }));
+    eq(st.state.teamClosed.slice(1).map((c) => c.text), ["Answered elsewhere by lead: blue — Q d4", "Answered elsewhere by agent-gone: red — Q d5"], "an agent's answer: its name, else its id");
   } finally {
     globalThis.Notification = real;
   }
