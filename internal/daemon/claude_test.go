@@ -373,26 +373,7 @@ func TestClaudeMCPServer(t *testing.T) {
 	}
 	attach(t, c, id, "")
 	prompt(t, c, id, "please mcp read "+note)
-	var result *protocol.ToolResult
-	var asked []string
-	waitFor(t, c, func(e client.Event) bool {
-		switch m := e.Msg.(type) {
-		case *protocol.PermissionRequest:
-			if m.AgentID == id {
-				asked = append(asked, m.ToolName)
-				if _, err := c.Request(ctx(t), permResponse(id, m.RequestID, protocol.DecisionAllow, "")); err != nil {
-					t.Fatal(err)
-				}
-			}
-		case *protocol.ToolResult:
-			if m.AgentID == id {
-				result = m
-			}
-		case *protocol.TurnEnd:
-			return m.AgentID == id
-		}
-		return false
-	})
+	result, asked := allowThroughTurn(t, c, id)
 	if result == nil || result.IsError || !strings.Contains(result.Content.Text, "served by MCP to Claude") {
 		t.Fatalf("tool_result %+v (permission asked for %v)", result, asked)
 	}

@@ -277,26 +277,7 @@ func TestGeminiMCPServer(t *testing.T) {
 	id := h.create(c, func(m *protocol.AgentCreate) { m.Runtime = "gemini"; m.Cwd = cwd })
 	attach(t, c, id, "")
 	prompt(t, c, id, "please mcp read "+note)
-	var result *protocol.ToolResult
-	var asked []string
-	waitFor(t, c, func(e client.Event) bool {
-		switch m := e.Msg.(type) {
-		case *protocol.PermissionRequest:
-			if m.AgentID == id {
-				asked = append(asked, m.ToolName)
-				if _, err := c.Request(ctx(t), permResponse(id, m.RequestID, protocol.DecisionAllow, "")); err != nil {
-					t.Fatal(err)
-				}
-			}
-		case *protocol.ToolResult:
-			if m.AgentID == id {
-				result = m
-			}
-		case *protocol.TurnEnd:
-			return m.AgentID == id
-		}
-		return false
-	})
+	result, asked := allowThroughTurn(t, c, id)
 	var offered []string
 	var returned bool
 	for _, r := range fake.Requests() {

@@ -11,6 +11,32 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
+// allowThroughTurn allows every permission request of agent id until its
+// turn ends, and returns the turn's last tool result (nil if none) and the
+// tools that asked, in order.
+func allowThroughTurn(t *testing.T, c *client.Conn, id string) (result *protocol.ToolResult, asked []string) {
+	t.Helper()
+	waitFor(t, c, func(e client.Event) bool {
+		switch m := e.Msg.(type) {
+		case *protocol.PermissionRequest:
+			if m.AgentID == id {
+				asked = append(asked, m.ToolName)
+				if _, err := c.Request(ctx(t), permResponse(id, m.RequestID, protocol.DecisionAllow, "")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case *protocol.ToolResult:
+			if m.AgentID == id {
+				result = m
+			}
+		case *protocol.TurnEnd:
+			return m.AgentID == id
+		}
+		return false
+	})
+	return result, asked
+}
+
 func permResponse(id, reqID, decision, choice string) *protocol.PermissionResponse {
 	return &protocol.PermissionResponse{Header: protocol.Header{Type: protocol.TypePermissionResponse, AgentID: id},
 		RequestID: reqID, Decision: decision, ChoiceID: choice}
