@@ -165,21 +165,15 @@ func TestRestartBeforeDeclaredClaimsItsOwnIncarnation(t *testing.T) {
 // cluster's is refused on every route, never sees a meta-leader, and
 // never appears among the members.
 func TestWrongTokenCannotJoin(t *testing.T) {
-	h := newHarness(t, 3)
-	errs := make(chan error, 2)
-	for i := range 2 {
-		go func() { errs <- h.start(i) }()
-	}
-	for range 2 {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
-		}
-	}
+	h := newHarness(t, 2)
+	h.startAll()
 	waitFor(t, h.node(0), "two alive members", allAlive("n1", "n2"))
 
-	cfg := h.config(2)
-	cfg.Token = "wrong-token-9876543210"
-	cfg.ReadyTimeout = 4 * testLease
+	cfg := Config{
+		Node: "n3", Listen: "127.0.0.1:-1", Routes: []string{h.front[0].url(), h.front[1].url()},
+		Token: "wrong-token-9876543210", StoreDir: t.TempDir(), Lease: testLease,
+		ReadyTimeout: 4 * testLease,
+	}
 	n, err := Start(context.Background(), cfg, testLogger(t, "n3"))
 	if err == nil {
 		n.Close()
