@@ -59,6 +59,49 @@ func TestThreeNodesFormACluster(t *testing.T) {
 	}
 }
 
+// TestURLModeJoinsExistingCluster: a node that embeds no server joins
+// through a cluster node's client port with the token, heartbeats like
+// the others, and closes cleanly.
+func TestURLModeJoinsExistingCluster(t *testing.T) {
+	h := newHarness(t, 3)
+	h.modify = func(i int, c *Config) {
+		if i == 0 {
+			c.ClientListen = "127.0.0.1:-1"
+		}
+	}
+	h.startAll()
+	url := h.node(0).ClientURL()
+	if url == "" {
+		t.Fatal("n1 has no client URL")
+	}
+	cfg := Config{Node: "ext", URL: url, Token: h.token, Lease: testLease, ReadyTimeout: waitLimit}
+	cfg.Token = "wrong-token-9876543210"
+	cfg.ReadyTimeout = testLease
+	if n, err := Start(context.Background(), cfg, testLogger(t, "ext")); err == nil {
+		n.Close()
+		t.Fatal("joined through the client port with a wrong token")
+	}
+	cfg.Token, cfg.ReadyTimeout = h.token, waitLimit
+	ext, err := Start(context.Background(), cfg, testLogger(t, "ext"))
+	if err != nil {
+		t.Fatalf("start in URL mode: %v", err)
+	}
+	if ext.RouteAddr() != nil || ext.srv != nil {
+		t.Error("a URL-mode node embeds a server")
+	}
+	for i := range 3 {
+		waitFor(t, h.node(i), "ext alive", allAlive("n1", "n2", "n3", "ext"))
+	}
+	waitFor(t, ext, "everyone alive", allAlive("n1", "n2", "n3", "ext"))
+	ext.Close()
+	ext.Close()
+	select {
+	case <-ext.Done():
+	default:
+		t.Error("Done is open after Close")
+	}
+}
+
 // TestDeadNodeDeclaredOnceAndRejoins: node 3 crashes; exactly one of
 // nodes 1 and 2 declares its incarnation dead, once across the cluster;
 // node 3 restarted on its store comes back as incarnation 2, finds
@@ -104,9 +147,7 @@ func TestDeadNodeDeclaredOnceAndRejoins(t *testing.T) {
 	if got := h.node(2).Incarnation(); got != 2 {
 		t.Errorf("restarted incarnation = %d, want 2", got)
 	}
-	h.mu.Lock()
-	rejoins := append([]Rejoin(nil), h.rejoins...)
-	h.mu.Unlock()
+	rejoins := h.rejoinsOf("n3")
 	if want := (Rejoin{Previous: 1, Incarnation: 2, DeclaredBy: declarer}); len(rejoins) != 1 || rejoins[0] != want {
 		t.Errorf("OnRejoin = %+v, want [%+v]", rejoins, want)
 	}
@@ -119,7 +160,7 @@ func TestDeadNodeDeclaredOnceAndRejoins(t *testing.T) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, d := range h.deaths {
-		if d.node == "n3" && d != n3[0] {
+		if d.node == "n3" && d.incarnation == 1 && d != n3[0] {
 			t.Errorf("another OnNodeDead for n3: %+v", d)
 		}
 	}
@@ -138,9 +179,7 @@ func TestRestartBeforeDeclaredClaimsItsOwnIncarnation(t *testing.T) {
 	if err := h.start(2); err != nil {
 		t.Fatalf("restart n3: %v", err)
 	}
-	h.mu.Lock()
-	rejoins := append([]Rejoin(nil), h.rejoins...)
-	h.mu.Unlock()
+	rejoins := h.rejoinsOf("n3")
 	if len(rejoins) != 1 || rejoins[0].Previous != 1 || rejoins[0].DeclaredBy == "" {
 		t.Fatalf("OnRejoin = %+v, want previous 1 declared by someone", rejoins)
 	}
@@ -170,7 +209,7 @@ func TestWrongTokenCannotJoin(t *testing.T) {
 	waitFor(t, h.node(0), "two alive members", allAlive("n1", "n2"))
 
 	cfg := Config{
-		Node: "n3", Listen: "127.0.0.1:-1", Routes: []string{h.front[0].url(), h.front[1].url()},
+		Node: "n3", Listen: "127.0.0.1:-1", Routes: []string{h.mesh.Front(0).URL(), h.mesh.Front(1).URL()},
 		Token: "wrong-token-9876543210", StoreDir: t.TempDir(), Lease: testLease,
 		ReadyTimeout: 4 * testLease,
 	}
@@ -194,14 +233,15 @@ func TestWrongTokenCannotJoin(t *testing.T) {
 
 // TestIsolatedNodeDeclaredDeadByMajority: cut all of node 3's routes;
 // nodes 1 and 2 (a quorum) declare it dead once, while node 3, alone,
-// tries and fails to declare them: no quorum, no declaration.
+// tries and fails to declare them: no quorum, no declaration. Healed,
+// node 3 finds itself declared and rejoins as its next incarnation.
 func TestIsolatedNodeDeclaredDeadByMajority(t *testing.T) {
 	h := newHarness(t, 3)
 	h.startAll()
 	for i := range 3 {
 		waitFor(t, h.node(i), "three alive members", allAlive("n1", "n2", "n3"))
 	}
-	h.isolate(2)
+	h.mesh.Isolate(2)
 	declared := func(ms []Member) bool {
 		hl, _ := health(ms, "n3")
 		for _, m := range ms {
@@ -218,17 +258,38 @@ func TestIsolatedNodeDeclaredDeadByMajority(t *testing.T) {
 	h.wait("n3 failing to declare", func() bool { return h.failed["n3"] >= 2 })
 
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	var n3 int
+	var n3 []death
 	for _, d := range h.deaths {
 		switch {
 		case d.by == "n3":
 			t.Errorf("the isolated node declared %s dead", d.node)
 		case d.node == "n3":
-			n3++
+			n3 = append(n3, d)
 		}
 	}
-	if n3 != 1 {
-		t.Errorf("n3 declared dead %d times, want 1", n3)
+	h.mu.Unlock()
+	if len(n3) != 1 {
+		t.Fatalf("n3 declared dead %d times, want 1: %+v", len(n3), n3)
+	}
+
+	// Healed, n3 learns it was declared dead while it ran: it does not
+	// carry on as incarnation 1 but rejoins as 2, like a restart.
+	h.mesh.Heal(2)
+	h.wait("n3 rejoining", func() bool {
+		for _, r := range h.rejoins {
+			if r.node == "n3" {
+				return true
+			}
+		}
+		return false
+	})
+	if got, want := h.rejoinsOf("n3"), (Rejoin{Previous: 1, Incarnation: 2, DeclaredBy: n3[0].by}); len(got) != 1 || got[0] != want {
+		t.Errorf("OnRejoin on n3 = %+v, want [%+v]", got, want)
+	}
+	for i := range 3 {
+		waitFor(t, h.node(i), "n3 alive as incarnation 2", func(ms []Member) bool {
+			hl, inc := health(ms, "n3")
+			return hl == HealthAlive && inc == 2
+		})
 	}
 }

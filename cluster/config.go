@@ -96,10 +96,6 @@ type Config struct {
 	// Hooks are the daemon's callbacks; all optional.
 	Hooks Hooks
 
-	// routeListening, set by tests only, learns the route address the
-	// embedded server bound before Start waits for the cluster: a test
-	// with port -1 points its relays there.
-	routeListening func(*net.TCPAddr)
 	// declareFailed, set by tests only, learns each failed attempt to
 	// declare a node dead (the minority side of a partition).
 	declareFailed func(node string, incarnation uint64)
@@ -117,9 +113,16 @@ type Hooks struct {
 	// goroutine and must not block (hand it to an actor).
 	OnNodeDead func(node string, incarnation uint64)
 	// OnRejoin runs inside Start when this node finds a previous
-	// incarnation of itself: the daemon reconciles it as after a
-	// restart. It runs before the new incarnation heartbeats.
+	// incarnation of itself (before the new one heartbeats), and from
+	// the membership goroutine when the others declare this node dead
+	// while it runs (it was slow or cut off): the daemon reconciles as
+	// after a restart. It must not block long.
 	OnRejoin func(Rejoin)
+	// RouteBound learns the route address the embedded server bound
+	// (with port -1, the port it picked), before Start waits for the
+	// other nodes: a test points its relays there (clustertest.Mesh),
+	// a daemon may report it.
+	RouteBound func(*net.TCPAddr)
 }
 
 // nodeNameRE is what a node name may be: NATS server names and KV keys

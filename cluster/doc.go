@@ -52,5 +52,11 @@
 // for that incarnation. A node that starts again takes the next
 // incarnation; when it finds its previous one, it claims that
 // incarnation's dead key itself if no survivor did, so the previous
-// incarnation is reconciled once, and runs Hooks.OnRejoin.
+// incarnation is reconciled once, and runs Hooks.OnRejoin. A node that
+// learns its running incarnation was declared dead (it was slow, or cut
+// off and healed) moves to the next incarnation and runs OnRejoin too:
+// once the others treat its work as interrupted it must not carry on.
+//
+// Tests run clusters on loopback through package clustertest's relays,
+// which also cut a node off for partition tests.
 package cluster

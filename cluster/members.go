@@ -56,10 +56,13 @@ func (r Record) Lease() time.Duration { return time.Duration(r.LeaseMS) * time.M
 // A node declares its own previous incarnation when it starts again
 // before any survivor did.
 type DeadRecord struct {
-	Node        string    `json:"node"`
-	Incarnation uint64    `json:"incarnation"`
-	By          string    `json:"by"`
-	At          time.Time `json:"at"`
+	Node        string `json:"node"`
+	Incarnation uint64 `json:"incarnation"`
+	By          string `json:"by"`
+	// ByIncarnation is the declarer's incarnation: only that run of the
+	// declarer runs OnNodeDead for it.
+	ByIncarnation uint64    `json:"by_incarnation"`
+	At            time.Time `json:"at"`
 }
 
 // Health is a member's state as one observer sees it.
@@ -100,19 +103,26 @@ type Rejoin struct {
 // membership keeps the membership table of one node: it heartbeats and
 // watches the bucket, and declares dead the nodes that stop.
 type membership struct {
-	self  string
-	lease time.Duration
-	kv    jetstream.KeyValue
-	hooks Hooks
-	log   *slog.Logger
+	self string
+	// firstIncarnation is the incarnation this process started as, set
+	// once in Start before the goroutines start.
+	firstIncarnation uint64
+	lease            time.Duration
+	kv               jetstream.KeyValue
+	hooks            Hooks
+	log              *slog.Logger
 	// declareFailed is Config.declareFailed (tests).
 	declareFailed func(node string, incarnation uint64)
 
 	mu sync.Mutex
 	// mu protects the following.
-	seen    map[string]*observed  // by node name
-	dead    map[string]DeadRecord // by deadKey
-	changed chan struct{}         // closed and replaced at each change
+	seen  map[string]*observed  // by node name
+	dead  map[string]DeadRecord // by deadKey
+	fired map[string]bool       // deadKeys OnNodeDead ran for
+	// incarnation is the current one: firstIncarnation, plus one each
+	// time the others declared this node dead while it ran.
+	incarnation uint64
+	changed     chan struct{} // closed and replaced at each change
 }
 
 // observed is one record and when this observer last saw it change:
@@ -171,7 +181,7 @@ func (n *Node) startMembership(ctx context.Context) error {
 	m := &membership{
 		self: n.cfg.Node, lease: n.cfg.Lease, kv: kv, hooks: n.cfg.Hooks, log: n.log,
 		declareFailed: n.cfg.declareFailed,
-		seen:          map[string]*observed{}, dead: map[string]DeadRecord{}, changed: make(chan struct{}),
+		seen:          map[string]*observed{}, dead: map[string]DeadRecord{}, fired: map[string]bool{}, changed: make(chan struct{}),
 	}
 	n.members = m
 	n.startedAt = time.Now().UTC()
@@ -191,13 +201,19 @@ func (n *Node) startMembership(ctx context.Context) error {
 		return fmt.Errorf("%w: read this node's record: %w", ErrNotReady, err)
 	}
 	n.incarnation = prev.Incarnation + 1
+	m.incarnation, m.firstIncarnation = n.incarnation, n.incarnation
 	if prev.Incarnation > 0 {
-		by, err := m.declare(ctx, n.cfg.Node, prev.Incarnation)
+		var d DeadRecord
+		err := retry(ctx, func(ctx context.Context) error {
+			var err error
+			d, err = m.declare(ctx, n.cfg.Node, prev.Incarnation)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("%w: settle incarnation %d: %w", ErrNotReady, prev.Incarnation, err)
 		}
 		if n.cfg.Hooks.OnRejoin != nil {
-			n.cfg.Hooks.OnRejoin(Rejoin{Previous: prev.Incarnation, Incarnation: n.incarnation, DeclaredBy: by})
+			n.cfg.Hooks.OnRejoin(Rejoin{Previous: prev.Incarnation, Incarnation: n.incarnation, DeclaredBy: d.By})
 		}
 	}
 	if err := retry(ctx, func(ctx context.Context) error { return n.heartbeat(ctx) }); err != nil {
@@ -285,7 +301,7 @@ func retry(ctx context.Context, op func(context.Context) error) error {
 // heartbeat writes this node's record once.
 func (n *Node) heartbeat(ctx context.Context) error {
 	rec := Record{
-		Node: n.cfg.Node, Incarnation: n.incarnation, StartedAt: n.startedAt,
+		Node: n.cfg.Node, Incarnation: n.members.current(), StartedAt: n.startedAt,
 		HeartbeatAt: time.Now().UTC(), LeaseMS: n.cfg.Lease.Milliseconds(),
 		Capacity: n.cfg.Capacity, Version: n.cfg.Version,
 	}
@@ -346,41 +362,80 @@ func (m *membership) watchLoop(ctx context.Context, w jetstream.KeyWatcher) {
 
 // apply takes one update of the bucket into the table.
 func (m *membership) apply(e jetstream.KeyValueEntry, now time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	defer m.notifyLocked()
 	key := e.Key()
 	switch {
 	case strings.HasPrefix(key, "node."):
-		node := strings.TrimPrefix(key, "node.")
-		if e.Operation() != jetstream.KeyValuePut {
-			delete(m.seen, node)
-			return
-		}
-		var rec Record
-		if err := json.Unmarshal(e.Value(), &rec); err != nil || rec.Node != node {
-			m.log.Warn("membership: bad node record", "key", key, "err", err)
-			return
-		}
-		o := m.seen[node]
-		if o == nil {
-			// First sight: trust the record's clock only to make it older.
-			since := now
-			if rec.HeartbeatAt.Before(now) {
-				since = rec.HeartbeatAt
-			}
-			m.seen[node] = &observed{rec: rec, rev: e.Revision(), since: since}
-			return
-		}
-		if e.Revision() != o.rev {
-			o.rec, o.rev, o.since = rec, e.Revision(), now
-		}
+		m.applyNode(e, key, now)
 	case strings.HasPrefix(key, "dead."):
 		var d DeadRecord
 		if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &d) != nil {
 			return
 		}
+		m.mu.Lock()
 		m.dead[deadKey(d.Node, d.Incarnation)] = d
+		m.notifyLocked()
+		m.mu.Unlock()
+		// A create that timed out here but was applied shows up now.
+		m.fire(d)
+		m.fence(d)
+	}
+}
+
+// fence handles this node's current incarnation declared dead while it
+// runs (it was slow or cut off past its lease): the others now treat
+// its work as interrupted, so it must not carry on as if nothing
+// happened. It moves to the next incarnation, which heartbeats from now
+// on, and runs OnRejoin, the same reconcile as after a restart.
+func (m *membership) fence(d DeadRecord) {
+	m.mu.Lock()
+	if d.Node != m.self || d.Incarnation != m.incarnation {
+		m.mu.Unlock()
+		return
+	}
+	m.incarnation++
+	r := Rejoin{Previous: d.Incarnation, Incarnation: m.incarnation, DeclaredBy: d.By}
+	m.notifyLocked()
+	m.mu.Unlock()
+	m.log.Warn("membership: this node was declared dead while running; rejoining as a new incarnation", "incarnation", r.Incarnation, "declared_by", d.By)
+	if m.hooks.OnRejoin != nil {
+		m.hooks.OnRejoin(r)
+	}
+}
+
+// current is this node's incarnation now.
+func (m *membership) current() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.incarnation
+}
+
+// applyNode takes a node record into the table.
+func (m *membership) applyNode(e jetstream.KeyValueEntry, key string, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	defer m.notifyLocked()
+	node := strings.TrimPrefix(key, "node.")
+	if e.Operation() != jetstream.KeyValuePut {
+		delete(m.seen, node)
+		return
+	}
+	var rec Record
+	if err := json.Unmarshal(e.Value(), &rec); err != nil || rec.Node != node {
+		m.log.Warn("membership: bad node record", "key", key, "err", err)
+		return
+	}
+	o := m.seen[node]
+	if o == nil {
+		// First sight: trust the record's clock only to make it older.
+		since := now
+		if rec.HeartbeatAt.Before(now) {
+			since = rec.HeartbeatAt
+		}
+		m.seen[node] = &observed{rec: rec, rev: e.Revision(), since: since}
+		return
+	}
+	if e.Revision() != o.rev {
+		o.rec, o.rev, o.since = rec, e.Revision(), now
 	}
 }
 
@@ -422,23 +477,43 @@ func (m *membership) sweep(ctx context.Context, now time.Time) {
 			if ctx.Err() == nil {
 				m.log.Warn("membership: could not declare a silent node dead (no quorum?)", "dead_node", rec.Node, "incarnation", rec.Incarnation, "err", err)
 			}
-		case by == m.self:
-			m.log.Info("membership: declared node dead", "dead_node", rec.Node, "incarnation", rec.Incarnation)
-			if m.hooks.OnNodeDead != nil {
-				m.hooks.OnNodeDead(rec.Node, rec.Incarnation)
-			}
+		default:
+			m.fire(by)
 		}
+	}
+}
+
+// fire runs OnNodeDead when this run of this node declared d, once: a
+// declaration comes back through the watch after the create returned,
+// and a create that timed out but was applied is only seen there.
+// A node's claim of its own previous incarnation fires nothing: it
+// reconciles through OnRejoin.
+func (m *membership) fire(d DeadRecord) {
+	if d.By != m.self || d.ByIncarnation < m.firstIncarnation || d.Node == m.self {
+		return
+	}
+	m.mu.Lock()
+	k := deadKey(d.Node, d.Incarnation)
+	done := m.fired[k]
+	m.fired[k] = true
+	m.mu.Unlock()
+	if done {
+		return
+	}
+	m.log.Info("membership: declared node dead", "dead_node", d.Node, "incarnation", d.Incarnation)
+	if m.hooks.OnNodeDead != nil {
+		m.hooks.OnNodeDead(d.Node, d.Incarnation)
 	}
 }
 
 // declare creates dead.<node>.<inc> in this node's name, or finds who
 // created it first; it returns the declarer. The create is the
 // compare-and-set: it succeeds for one node only.
-func (m *membership) declare(ctx context.Context, node string, inc uint64) (string, error) {
-	d := DeadRecord{Node: node, Incarnation: inc, By: m.self, At: time.Now().UTC()}
+func (m *membership) declare(ctx context.Context, node string, inc uint64) (DeadRecord, error) {
+	d := DeadRecord{Node: node, Incarnation: inc, By: m.self, ByIncarnation: m.current(), At: time.Now().UTC()}
 	b, err := json.Marshal(d)
 	if err != nil {
-		return "", err
+		return DeadRecord{}, err
 	}
 	_, err = m.kv.Create(ctx, deadKey(node, inc), b)
 	if err == nil {
@@ -446,19 +521,19 @@ func (m *membership) declare(ctx context.Context, node string, inc uint64) (stri
 		m.dead[deadKey(node, inc)] = d
 		m.notifyLocked()
 		m.mu.Unlock()
-		return m.self, nil
+		return d, nil
 	}
 	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return "", err
+		return DeadRecord{}, err
 	}
 	e, err := m.kv.Get(ctx, deadKey(node, inc))
 	if err != nil {
-		return "", err
+		return DeadRecord{}, err
 	}
 	if err := json.Unmarshal(e.Value(), &d); err != nil {
-		return "", err
+		return DeadRecord{}, err
 	}
-	return d.By, nil
+	return d, nil
 }
 
 // Members lists the cluster's nodes as this node sees them, by name.

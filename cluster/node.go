@@ -31,7 +31,7 @@ type Node struct {
 	ncClosed chan struct{} // closed by nc's ClosedHandler
 	js       jetstream.JetStream
 
-	incarnation uint64
+	incarnation uint64 // the first; members.current() after Start
 	startedAt   time.Time
 
 	members *membership
@@ -101,8 +101,8 @@ func (n *Node) startServer(ctx context.Context) error {
 	if !srv.ReadyForConnections(n.cfg.ReadyTimeout) {
 		return fmt.Errorf("%w: the NATS server takes no connections after %s", ErrNotReady, n.cfg.ReadyTimeout)
 	}
-	if n.cfg.routeListening != nil {
-		n.cfg.routeListening(srv.ClusterAddr())
+	if n.cfg.Hooks.RouteBound != nil {
+		n.cfg.Hooks.RouteBound(srv.ClusterAddr())
 	}
 	// NATS has no notification for a meta-leader; its own tests poll
 	// for one too. A short period keeps Start quick on a formed cluster.
@@ -248,8 +248,9 @@ func (n *Node) connect() error {
 // Name is this node's name.
 func (n *Node) Name() string { return n.cfg.Node }
 
-// Incarnation is this run of the node: one more than the last run's.
-func (n *Node) Incarnation() uint64 { return n.incarnation }
+// Incarnation is this run of the node: one more than the last run's,
+// and one more each time the others declared it dead while it ran.
+func (n *Node) Incarnation() uint64 { return n.members.current() }
 
 // Conn is the node's NATS connection, for the packages built on the
 // cluster (records, routing). Closed by Close.
