@@ -170,10 +170,21 @@ func serverOptions(cfg Config) (*server.Options, error) {
 			opts.TLSConfig, opts.TLSTimeout = c, 2
 		}
 	}
+	var routeTLS *tls.Config
+	if tlsConf != nil {
+		// A node is both ends of its routes: as a client it checks the
+		// other node's certificate against the CA too (NATS's own
+		// cluster TLS does the same).
+		routeTLS = tlsConf.Clone()
+		if cfg.TLSCA != "" {
+			routeTLS.RootCAs = routeTLS.ClientCAs
+			routeTLS.ClientAuth = tls.RequireAndVerifyClientCert
+		}
+	}
 	host, port, _ := net.SplitHostPort(cfg.Listen)
 	opts.Cluster = server.ClusterOpts{
 		Name: cfg.ClusterName, Host: host, Port: mustPort(port),
-		TLSConfig: tlsConf, TLSTimeout: 2, Advertise: cfg.Advertise,
+		TLSConfig: routeTLS, TLSTimeout: 2, Advertise: cfg.Advertise,
 	}
 	if cfg.Token != "" {
 		opts.Cluster.Username, opts.Cluster.Password = routeUser, cfg.Token
