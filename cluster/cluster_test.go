@@ -26,14 +26,29 @@ func allAlive(nodes ...string) func([]Member) bool {
 }
 
 // TestThreeNodesFormACluster: three nodes on loopback with port -1 form
-// one JetStream cluster, every node sees the three alive, the bucket is
-// replicated three times and written with sync always.
+// one JetStream cluster, every node sees the three alive with the load
+// and capacity each reports, the bucket is replicated three times and
+// written with sync always.
 func TestThreeNodesFormACluster(t *testing.T) {
 	h := newHarness(t, 3)
+	h.modify = func(i int, c *Config) {
+		if i == 0 {
+			c.Hooks.Load = func() Load { return Load{ActiveAgents: 4, ActiveRuns: 2} }
+			c.Capacity = Capacity{MaxActiveRuns: 8}
+		}
+	}
 	h.startAll()
 	for i := range 3 {
 		waitFor(t, h.node(i), "three alive members", allAlive("n1", "n2", "n3"))
 	}
+	waitFor(t, h.node(2), "n1's load and capacity", func(ms []Member) bool {
+		for _, m := range ms {
+			if m.Node == "n1" {
+				return m.Load == Load{ActiveAgents: 4, ActiveRuns: 2} && m.Capacity.MaxActiveRuns == 8
+			}
+		}
+		return false
+	})
 	n1 := h.node(0)
 	if got := n1.Incarnation(); got != 1 {
 		t.Errorf("first incarnation = %d, want 1", got)
