@@ -185,6 +185,14 @@ func rules() []rule {
 		name:     "only config imports viper",
 		imported: []string{"github.com/spf13/viper/..."},
 		onlyBy:   []string{"config"},
+	}, {
+		// NATS is the cluster's engine: the cluster packages hide it
+		// behind nodes, membership and records, so that a single shardd
+		// links it only through them, and the rest of the daemon knows
+		// nothing of subjects, streams or buckets.
+		name:     "only cluster/... imports NATS",
+		imported: []string{"github.com/nats-io/..."},
+		onlyBy:   []string{"cluster/..."},
 	}}
 }
 

@@ -1,0 +1,62 @@
+// Package cluster is the node foundation of a Shard cluster: each shardd
+// embeds a NATS server with JetStream (or connects to an existing NATS
+// cluster), and the nodes keep a replicated membership table in which a
+// node that stops heartbeating past its lease is declared dead exactly
+// once, by exactly one survivor.
+//
+// Why NATS JetStream and not a home-made consensus: replicated key-value
+// buckets with compare-and-set (KV Create succeeds only when a key is
+// absent, Update only at the expected revision) give the "declared once
+// by one" rule for free, and a write needs a quorum, so the minority side
+// of a partition cannot declare anything.
+//
+// # Settings
+//
+// The daemon does not use this package yet. When it does, the settings
+// live under the cluster.* keys of the configuration (flags, SHARDD_CLUSTER_*
+// environment, the config file), one per field of [Config]:
+//
+//	--cluster.node n1                         Config.Node (required; [a-zA-Z0-9_-], ≤ 64)
+//	--cluster.listen 127.0.0.1:6250           Config.Listen (NATS routes between nodes)
+//	--cluster.advertise host:port             Config.Advertise (optional: NAT, proxies)
+//	--cluster.client_listen 127.0.0.1:4222    Config.ClientListen (optional NATS clients)
+//	--cluster.routes nats://127.0.0.1:6251,nats://127.0.0.1:6252
+//	                                          Config.Routes (the other nodes)
+//	--cluster.token …                         Config.Token (route and client auth;
+//	                                          better SHARDD_CLUSTER_TOKEN than a flag)
+//	--cluster.tls_cert, --cluster.tls_key, --cluster.tls_ca
+//	                                          Config.TLSCert, TLSKey, TLSCA
+//	--cluster.store_dir                       Config.StoreDir (default <home>/cluster/jetstream)
+//	--cluster.replicas 3                      Config.Replicas
+//	--cluster.lease 15s                       Config.Lease
+//	--cluster.url nats://…                    Config.URL (use an existing NATS cluster)
+//	--cluster.nkey_seed_file …                Config.NKeySeedFile (with cluster.url)
+//
+// No cluster.* setting means no cluster: a single shardd stays what it is
+// (bbolt, zero configuration).
+//
+// # Security
+//
+// [Config.Validate] refuses a node that would listen on, or route to, an
+// address that is not loopback without a token, and without TLS: a
+// cluster's routes carry every record and command, so a non-loopback
+// cluster is authenticated and encrypted or it does not start.
+//
+// # Membership
+//
+// Each node writes its [Record] into the replicated bucket shard_nodes
+// (key node.<name>) every lease/3. Every node watches the bucket; a node
+// whose record has not changed for longer than its lease is dead, and
+// the survivors race to create the key dead.<name>.<incarnation>: the one
+// whose create succeeds runs Hooks.OnNodeDead, once in the whole cluster
+// for that incarnation. A node that starts again takes the next
+// incarnation; when it finds its previous one, it claims that
+// incarnation's dead key itself if no survivor did, so the previous
+// incarnation is reconciled once, and runs Hooks.OnRejoin. A node that
+// learns its running incarnation was declared dead (it was slow, or cut
+// off and healed) moves to the next incarnation and runs OnRejoin too:
+// once the others treat its work as interrupted it must not carry on.
+//
+// Tests run clusters on loopback through package clustertest's relays,
+// which also cut a node off for partition tests.
+package cluster
