@@ -92,12 +92,12 @@ type Conn struct {
 	rbuf     [][]byte // received, not read; rbuf[0][roff:] is next
 	roff     int
 	rbufLen  int
-	consumed uint64 // payload bytes read (or discarded after Close)
-	advLimit uint64 // the highest limit advertised to the peer
+	consumed uint64            // payload bytes read (or discarded after Close)
+	advLimit uint64            // the highest limit advertised to the peer
 	ooo      map[uint64][]byte // frames past a gap, by offset (at most maxOOO)
-	peerFin  bool   // the peer's FIN arrived after all its data
-	peerFull bool   // ... and it closed its reading half too
-	closed   bool   // Close was called
+	peerFin  bool              // the peer's FIN arrived after all its data
+	peerFull bool              // ... and it closed its reading half too
+	closed   bool              // Close was called
 	closedAt time.Time
 	heard    time.Time // when the peer was last heard
 }
