@@ -59,9 +59,9 @@ func connect(t testing.TB, s *server.Server) *nats.Conn {
 }
 
 // testOptions are quick timers for tests: a lost frame costs 50 ms, a dead
-// peer is noticed within a second.
+// peer is noticed within two seconds.
 func testOptions() Options {
-	return Options{RetransmitTimeout: 50 * time.Millisecond, KeepAlive: 100 * time.Millisecond, PeerTimeout: time.Second}
+	return Options{RetransmitTimeout: 50 * time.Millisecond, KeepAlive: 100 * time.Millisecond, PeerTimeout: 2 * time.Second}
 }
 
 // pair dials ln's subject from dnc and returns both ends, closed when the

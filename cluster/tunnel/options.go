@@ -78,7 +78,7 @@ func (o Options) withDefaults() (Options, error) {
 // tick is how often a connection's timer looks at its clocks: often enough
 // to retransmit and keep alive on time, no more.
 func (o Options) tick() time.Duration {
-	return max(min(o.RetransmitTimeout, o.KeepAlive)/4, time.Millisecond)
+	return max(min(o.RetransmitTimeout, o.KeepAlive)/2, time.Millisecond)
 }
 
 // openAttempt is how long Dial waits for the answer to one open request
