@@ -39,15 +39,21 @@
 //
 // # Reliability and flow control
 //
-// The receiver keeps only in-order frames (go-back-N), drops duplicates by
-// offset and acknowledges each data frame; on the first frame past a gap it
-// sends one NACK, and the sender then retransmits everything unacknowledged
-// at once instead of after Options.RetransmitTimeout. A Write sends while
-// its offset is under the peer's limit and blocks beyond it, so a reader
-// that does not read holds its writer after one window (Options.Window,
-// 256 KiB by default) and neither side's memory grows: the sender keeps at
-// most a window of unacknowledged frames, the receiver buffers at most a
-// window.
+// The receiver acknowledges each data frame, drops duplicates by offset,
+// and keeps frames that arrive past a gap (within its window, at most 64 of
+// them) until the gap is filled; while it holds such frames its ACKs carry
+// NACK. A NACK makes the sender resend the frame at the acknowledged offset
+// at once (once per offset). A frame unacknowledged for
+// Options.RetransmitTimeout is resent likewise, and until everything sent
+// before that timeout is acknowledged each new acknowledgement resends the
+// next frame: only the holes are resent, one at a time, so a deterministic
+// loss pattern cannot starve a window resent whole.
+//
+// A Write sends while its offset is under the peer's limit and blocks
+// beyond it, so a reader that does not read holds its writer after one
+// window (Options.Window, 256 KiB by default) and neither side's memory
+// grows: the sender keeps at most a window of unacknowledged frames, the
+// receiver buffers at most a window, in order or not.
 //
 // # Liveness
 //

@@ -142,7 +142,9 @@ func (l *Listener) onOpen(m *nats.Msg) {
 		l.reply(m, openReply{Error: fmt.Sprintf("subscribe: %v", err)})
 		return
 	}
+	c.mu.Lock()
 	c.sub = sub
+	c.mu.Unlock()
 	l.conns[req.Inbox] = c
 	go c.run()
 	l.backlog <- c // room was checked under l.mu
