@@ -599,6 +599,8 @@ func (c *Conn) tick(now time.Time) {
 		return
 	}
 	switch {
+	case c.nc.IsClosed():
+		c.failLocked(ErrNATSClosed)
 	case now.Sub(c.heard) > c.opts.PeerTimeout:
 		c.failLocked(fmt.Errorf("%w: nothing heard for %s", ErrPeerSilent, now.Sub(c.heard).Round(time.Millisecond)))
 	case c.closed && now.Sub(c.closedAt) > c.opts.Linger:
@@ -618,6 +620,23 @@ func (c *Conn) tick(now time.Time) {
 	}
 	c.maybeReleaseLocked()
 	c.notifyLocked()
+}
+
+// watch makes sub the Conn's subscription: when it ends without the Conn
+// having let it go (its NATS connection closed), the Conn fails with
+// ErrNATSClosed at once.
+func (c *Conn) watch(sub *nats.Subscription) {
+	c.mu.Lock()
+	c.sub = sub
+	c.mu.Unlock()
+	sub.SetClosedHandler(func(string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.released {
+			c.failLocked(fmt.Errorf("%w: the subscription ended", ErrNATSClosed))
+			c.notifyLocked()
+		}
+	})
 }
 
 // failLocked ends the connection with err (the first cause wins).

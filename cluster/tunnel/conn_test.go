@@ -396,9 +396,13 @@ func TestPeerDeath(t *testing.T) {
 	}
 	lnc.Close()
 	expectSilent(t, d, opts.PeerTimeout)
-	// The side whose NATS connection closed fails at its next publish.
+	// The side whose NATS connection closed fails at once, and its
+	// listener stops accepting.
 	if _, err := a.Read(buf); !errors.Is(err, ErrNATSClosed) {
 		t.Fatalf("Read on a conn whose NATS connection closed: %v, want ErrNATSClosed", err)
+	}
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Accept after the NATS connection closed: %v, want net.ErrClosed", err)
 	}
 }
 

@@ -60,8 +60,8 @@
 // A side that sent nothing for Options.KeepAlive sends an ACK. A side that
 // heard nothing for Options.PeerTimeout ends the connection with
 // ErrPeerSilent: Read returns it after the data that arrived before, Write
-// at once. A publish refused because the NATS connection is closed ends it
-// with ErrNATSClosed.
+// at once. When this side's NATS connection closes, its connections end at
+// once with ErrNATSClosed and its Listeners stop accepting.
 //
 // # Closing
 //

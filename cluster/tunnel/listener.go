@@ -62,6 +62,8 @@ func Listen(nc *nats.Conn, subject string, opts Options) (*Listener, error) {
 		return nil, fmt.Errorf("tunnel: listen on %q: %w", subject, err)
 	}
 	l.sub = sub
+	// The subscription ends with the NATS connection: so does accepting.
+	sub.SetClosedHandler(func(string) { l.shut() })
 	// Once Listen returns, a dialer on the same server finds the listener
 	// (on others, once the routes carried the interest).
 	if err := nc.Flush(); err != nil {
@@ -85,26 +87,35 @@ func (l *Listener) Accept() (net.Conn, error) {
 	return nil, &net.OpError{Op: "accept", Net: "nats", Addr: l.Addr(), Err: net.ErrClosed}
 }
 
-// Close stops accepting; see Listener.
+// Close stops accepting; see Listener. A Listener whose NATS connection
+// closed is closed already.
 func (l *Listener) Close() error {
+	if !l.shut() {
+		return &net.OpError{Op: "close", Net: "nats", Addr: l.Addr(), Err: net.ErrClosed}
+	}
+	if err := l.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+		return fmt.Errorf("tunnel: close listener %q: %w", l.subject, err)
+	}
+	return nil
+}
+
+// shut stops accepting and closes the connections not accepted yet; it
+// reports whether it did (the first call).
+func (l *Listener) shut() bool {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return &net.OpError{Op: "close", Net: "nats", Addr: l.Addr(), Err: net.ErrClosed}
+		return false
 	}
 	l.closed = true
 	close(l.closing)
 	l.mu.Unlock()
-	err := l.sub.Unsubscribe()
 	for {
 		select {
 		case c := <-l.backlog:
 			_ = c.Close() // a second Close is its only error
 		default:
-			if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-				return fmt.Errorf("tunnel: close listener %q: %w", l.subject, err)
-			}
-			return nil
+			return true
 		}
 	}
 }
@@ -142,9 +153,7 @@ func (l *Listener) onOpen(m *nats.Msg) {
 		l.reply(m, openReply{Error: fmt.Sprintf("subscribe: %v", err)})
 		return
 	}
-	c.mu.Lock()
-	c.sub = sub
-	c.mu.Unlock()
+	c.watch(sub)
 	l.conns[req.Inbox] = c
 	go c.run()
 	l.backlog <- c // room was checked under l.mu
@@ -189,9 +198,7 @@ func Dial(ctx context.Context, nc *nats.Conn, subject string, opts Options) (*Co
 	if err != nil {
 		return nil, fmt.Errorf("tunnel: dial %q: %w", subject, err)
 	}
-	c.mu.Lock()
-	c.sub = sub
-	c.mu.Unlock()
+	c.watch(sub)
 	rep, err := open(ctx, nc, subject, openRequest{Version: openVersion, Inbox: c.inbox, Window: uint64(opts.Window)}, opts.openAttempt())
 	if err != nil {
 		_ = sub.Unsubscribe()
