@@ -174,6 +174,14 @@ func rules() []rule {
 		pkgs:    []string{"runtime/adapter/..."},
 		notLink: daemonCode,
 	}, {
+		// NATS is the cluster's engine and its transport between nodes:
+		// the packages under cluster/ wrap it (the embedded node, the
+		// replicated records, the tunnel between gateways), and the rest
+		// of the daemon sees them, never a NATS connection.
+		name:     "only cluster/... imports NATS",
+		imported: []string{"github.com/nats-io/..."},
+		onlyBy:   []string{"cluster/..."},
+	}, {
 		// The store alone knows bbolt: it copies bytes out before a
 		// transaction ends, and everyone else gets domain methods.
 		name:     "only store imports bbolt",
