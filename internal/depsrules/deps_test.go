@@ -175,9 +175,10 @@ func rules() []rule {
 		notLink: daemonCode,
 	}, {
 		// NATS is the cluster's engine and its transport between nodes:
-		// the packages under cluster/ wrap it (the embedded node, the
-		// replicated records, the tunnel between gateways), and the rest
-		// of the daemon sees them, never a NATS connection.
+		// the packages under cluster/ wrap it (the embedded node and
+		// membership, the replicated records, the tunnel between
+		// gateways), and the rest of the daemon knows nothing of
+		// subjects, streams or buckets.
 		name:     "only cluster/... imports NATS",
 		imported: []string{"github.com/nats-io/..."},
 		onlyBy:   []string{"cluster/..."},
@@ -193,14 +194,6 @@ func rules() []rule {
 		name:     "only config imports viper",
 		imported: []string{"github.com/spf13/viper/..."},
 		onlyBy:   []string{"config"},
-	}, {
-		// NATS is the cluster's engine: the cluster packages hide it
-		// behind nodes, membership and records, so that a single shardd
-		// links it only through them, and the rest of the daemon knows
-		// nothing of subjects, streams or buckets.
-		name:     "only cluster/... imports NATS",
-		imported: []string{"github.com/nats-io/..."},
-		onlyBy:   []string{"cluster/..."},
 	}}
 }
 
