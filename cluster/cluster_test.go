@@ -30,6 +30,7 @@ func allAlive(nodes ...string) func([]Member) bool {
 // and capacity each reports, the bucket is replicated three times and
 // written with sync always.
 func TestThreeNodesFormACluster(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 3)
 	h.modify = func(i int, c *Config) {
 		if i == 0 {
@@ -78,6 +79,7 @@ func TestThreeNodesFormACluster(t *testing.T) {
 // through a cluster node's client port with the token, heartbeats like
 // the others, and closes cleanly.
 func TestURLModeJoinsExistingCluster(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 3)
 	h.modify = func(i int, c *Config) {
 		if i == 0 {
@@ -122,6 +124,7 @@ func TestURLModeJoinsExistingCluster(t *testing.T) {
 // node 3 restarted on its store comes back as incarnation 2, finds
 // incarnation 1 declared, and is alive everywhere.
 func TestDeadNodeDeclaredOnceAndRejoins(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 3)
 	h.startAll()
 	for i := range 3 {
@@ -185,6 +188,7 @@ func TestDeadNodeDeclaredOnceAndRejoins(t *testing.T) {
 // back before anyone declared it settles its previous incarnation
 // itself, so no survivor declares it later and it is reconciled once.
 func TestRestartBeforeDeclaredClaimsItsOwnIncarnation(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 3)
 	h.startAll()
 	for i := range 3 {
@@ -219,6 +223,7 @@ func TestRestartBeforeDeclaredClaimsItsOwnIncarnation(t *testing.T) {
 // cluster's is refused on every route, never sees a meta-leader, and
 // never appears among the members.
 func TestWrongTokenCannotJoin(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 2)
 	h.startAll()
 	waitFor(t, h.node(0), "two alive members", allAlive("n1", "n2"))
@@ -251,6 +256,7 @@ func TestWrongTokenCannotJoin(t *testing.T) {
 // tries and fails to declare them: no quorum, no declaration. Healed,
 // node 3 finds itself declared and rejoins as its next incarnation.
 func TestIsolatedNodeDeclaredDeadByMajority(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, 3)
 	h.startAll()
 	for i := range 3 {

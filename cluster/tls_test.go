@@ -86,6 +86,7 @@ func writePEM(t *testing.T, path, typ string, der []byte) {
 // cluster's CA form a cluster; a node with a certificate of another CA
 // (and the right token) cannot join.
 func TestTLSRoutes(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t, "shard cluster CA")
 	h := newHarness(t, 2)
 	h.modify = func(i int, c *Config) {
