@@ -138,61 +138,68 @@ func Open(ctx context.Context, js jetstream.JetStream, opts Options) (*Records, 
 }
 
 // openTable creates or binds one bucket, retrying while the cluster has
-// no meta-leader yet, and turns its direct gets off: a direct get may be
+// no meta-leader yet or another node is creating the same bucket.
+//
+// The bucket's stream is the KV convention's (subjects $KV.<name>.>, one
+// stream message per revision, delete markers, a two-minute duplicate
+// window) with one difference: direct gets are off. A direct get may be
 // answered by any replica, one that has not yet applied the last
 // acknowledged write, where a get through the stream leader sees it. The
 // layer decides on what it reads (compare-and-set), so a stale read would
 // only cost a conflict, but a read that misses an acknowledged write
 // would surprise every caller that just wrote.
 func openTable[T Record](ctx context.Context, js jetstream.JetStream, name, desc string, o *Options) (*Table[T], error) {
-	cfg := jetstream.KeyValueConfig{
-		Bucket:      name,
-		Description: desc,
-		History:     o.History,
-		Replicas:    o.Replicas,
-		Storage:     jetstream.FileStorage,
+	cfg := jetstream.StreamConfig{
+		Name:              "KV_" + name,
+		Description:       desc,
+		Subjects:          []string{"$KV." + name + ".>"},
+		MaxMsgsPerSubject: int64(o.History),
+		MaxBytes:          -1,
+		MaxMsgSize:        -1,
+		MaxMsgs:           -1,
+		MaxConsumers:      -1,
+		Storage:           jetstream.FileStorage,
+		Replicas:          o.Replicas,
+		AllowRollup:       true,
+		DenyDelete:        true,
+		Duplicates:        2 * time.Minute,
+		Discard:           jetstream.DiscardNew,
+		AllowDirect:       false,
 	}
-	var kv jetstream.KeyValue
-	var err error
 	for {
-		// Bind first: a bucket another node made is used as it is, so
-		// nodes opening at once never rewrite each other's configuration.
-		actx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
-		kv, err = js.KeyValue(actx, name)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = js.CreateKeyValue(actx, cfg)
+		t, err := bindTable[T](ctx, js, name, cfg, o)
+		if err == nil || errors.Is(err, ErrInvalid) {
+			return t, err
 		}
-		cancel()
-		if err == nil {
-			break
-		}
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			continue // made meanwhile by another node: bind it
-		}
-		if !retryable(err) || !sleepCtx(ctx, o.RetryWait) {
+		if !sleepCtx(ctx, o.RetryWait) {
 			return nil, fail(ErrUnavailable, err, "open bucket %s", name)
 		}
 	}
-	stream, err := js.Stream(ctx, "KV_"+name)
+}
+
+// bindTable makes one attempt of openTable: bind the stream, or create
+// it when it does not exist. Binding first means nodes opening at once
+// never rewrite each other's configuration.
+func bindTable[T Record](ctx context.Context, js jetstream.JetStream, name string, cfg jetstream.StreamConfig, o *Options) (*Table[T], error) {
+	actx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
+	defer cancel()
+	stream, err := js.Stream(actx, cfg.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		stream, err = js.CreateStream(actx, cfg)
+	}
 	if err != nil {
-		return nil, fail(ErrUnavailable, err, "open bucket %s", name)
+		return nil, err
 	}
 	info := stream.CachedInfo()
 	if info.Config.Replicas != o.Replicas {
 		return nil, fail(ErrInvalid, nil, "open bucket %s: it has %d replicas, this node asks for %d", name, info.Config.Replicas, o.Replicas)
 	}
 	if info.Config.AllowDirect {
-		scfg := info.Config
-		scfg.AllowDirect = false
-		if _, err := js.UpdateStream(ctx, scfg); err != nil {
-			return nil, fail(ErrUnavailable, err, "open bucket %s: direct gets off", name)
-		}
-		if stream, err = js.Stream(ctx, "KV_"+name); err != nil {
-			return nil, fail(ErrUnavailable, err, "open bucket %s", name)
-		}
-		if kv, err = js.KeyValue(ctx, name); err != nil {
-			return nil, fail(ErrUnavailable, err, "open bucket %s", name)
-		}
+		return nil, fail(ErrInvalid, nil, "open bucket %s: direct gets are on (made by something else than this layer)", name)
+	}
+	kv, err := js.KeyValue(actx, name)
+	if err != nil {
+		return nil, err
 	}
 	return &Table[T]{bucket: name, kv: kv, js: js, stream: stream, subj: "$KV." + name + ".", opts: o}, nil
 }

@@ -63,6 +63,15 @@ func Start(t testing.TB, n int) *Cluster {
 		c.opts[i] = o
 		c.start(i)
 	}
+	if n > 1 {
+		// The first server started with nothing to route to; it routes to
+		// the others now, as each of them does to those before it.
+		o := c.opts[0].Clone()
+		o.Routes = c.routes(0)
+		if err := c.Servers[0].ReloadOptions(o); err != nil {
+			t.Fatalf("natstest: routes of S-1: %v", err)
+		}
+	}
 	c.WaitMetaLeader()
 	return c
 }
@@ -74,6 +83,13 @@ func (c *Cluster) start(i int) {
 	c.t.Helper()
 	o := c.opts[i].Clone()
 	o.Routes = c.routes(i)
+	if len(o.Routes) == 0 && len(c.Servers) > 1 {
+		// A clustered JetStream server refuses to start without a route.
+		// The first one gets a route to a port nothing listens on (port 1
+		// is privileged, so no test binds it), replaced once the others
+		// are up.
+		o.Routes = []*url.URL{{Scheme: "nats-route", Host: "127.0.0.1:1"}}
+	}
 	s, err := server.NewServer(o)
 	if err != nil {
 		c.t.Fatalf("natstest: new server %s: %v", o.ServerName, err)
