@@ -133,7 +133,7 @@ func (t *Table[T]) Get(ctx context.Context, key string) (Entry[T], error) {
 	ctx, cancel := t.opCtx(ctx)
 	defer cancel()
 	for {
-		msg, err := t.stream.GetLastMsgForSubject(ctx, t.subj+key)
+		msg, err := t.lastMsg(ctx, key)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return Entry[T]{}, fail(ErrNotFound, nil, "get %s %q", t.bucket, key)
 		}
@@ -314,7 +314,7 @@ func (t *Table[T]) write(ctx context.Context, key string, data []byte, expect ui
 // delete marker (the key has history, so a message exists).
 func (t *Table[T]) last(ctx context.Context, key string) (uint64, bool, error) {
 	for {
-		msg, err := t.stream.GetLastMsgForSubject(ctx, t.subj+key)
+		msg, err := t.lastMsg(ctx, key)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			// Purged meanwhile: treat as a conflict the caller reports.
 			return 0, false, fail(ErrConflict, nil, "no last revision")
@@ -327,6 +327,16 @@ func (t *Table[T]) last(ctx context.Context, key string) (uint64, bool, error) {
 		}
 		return msg.Sequence, isDeleteMarker(msg.Header), nil
 	}
+}
+
+// lastMsg makes one attempt to read the key's last message from the
+// stream leader, bounded by Options.AttemptTimeout: while a stream elects
+// a new leader nobody answers, and the request is sent again, to whoever
+// leads by then, rather than waited on for the whole operation.
+func (t *Table[T]) lastMsg(ctx context.Context, key string) (*jetstream.RawStreamMsg, error) {
+	actx, cancel := context.WithTimeout(ctx, t.opts.AttemptTimeout)
+	defer cancel()
+	return t.stream.GetLastMsgForSubject(actx, t.subj+key)
 }
 
 // pause waits a little before another attempt (a leader election takes

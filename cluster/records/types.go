@@ -36,15 +36,15 @@ const (
 // list it and route a command to it. The agent's full manifest stays in its
 // host node's store; the directory holds what other nodes need.
 type AgentEntry struct {
-	AgentID       string `json:"agent_id"`
-	Node          string `json:"node"`                      // the node that hosts it: its runtime, its cwd
-	Cwd           string `json:"cwd"`                       // a path on Node, meaningless elsewhere
-	Name          string `json:"name,omitempty"`            // optional human name
-	Alias         string `json:"alias,omitempty"`           // parent-scoped friendly name
-	ParentAgentID string `json:"parent_agent_id,omitempty"` // set for subagents
-	Runtime       string `json:"runtime,omitempty"`         // runtime profile; "" = the default
+	AgentID       string     `json:"agent_id"`
+	Node          string     `json:"node"`                      // the node that hosts it: its runtime, its cwd
+	Cwd           string     `json:"cwd"`                       // a path on Node, meaningless elsewhere
+	Name          string     `json:"name,omitempty"`            // optional human name
+	Alias         string     `json:"alias,omitempty"`           // parent-scoped friendly name
+	ParentAgentID string     `json:"parent_agent_id,omitempty"` // set for subagents
+	Runtime       string     `json:"runtime,omitempty"`         // runtime profile; "" = the default
 	State         AgentState `json:"state"`
-	CreatedAt     int64  `json:"created_at"` // epoch milliseconds
+	CreatedAt     int64      `json:"created_at"` // epoch milliseconds
 }
 
 // JobRecord is a subagent job (bucket shard_jobs, key job_id). Unlike the

@@ -1,0 +1,108 @@
+package records_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// TestAckedWriteSurvivesAnyServerLoss kills each of the three servers in
+// turn, the stream's leader first: every write acknowledged before a kill
+// is read back, at its revision, through a surviving server, and writes
+// go on through the survivors while one server is down.
+func TestAckedWriteSurvivesAnyServerLoss(t *testing.T) {
+	b := setup(t, 3, records.Options{})
+	acked := map[string]uint64{}
+	write := func(via int, key string) {
+		t.Helper()
+		rev, err := b.rec[via].Jobs.Create(ctx(t), key, job(key))
+		if err != nil {
+			t.Fatalf("create %s through S-%d: %v", key, via+1, err)
+		}
+		acked[key] = rev
+	}
+	check := func(via int) {
+		t.Helper()
+		for key, rev := range acked {
+			e, err := b.rec[via].Jobs.Get(ctx(t), key)
+			if err != nil || e.Revision != rev || e.Value.JobID != key {
+				t.Fatalf("read %s through S-%d: %+v %v, want revision %d", key, via+1, e, err, rev)
+			}
+		}
+	}
+	leader := b.c.StreamLeader("KV_" + records.BucketJobs)
+	order := []int{leader, (leader + 1) % 3, (leader + 2) % 3}
+	for n, victim := range order {
+		other := (victim + 1) % 3
+		write(victim, fmt.Sprintf("job-before-%d", n))
+		write(other, fmt.Sprintf("job-other-%d", n))
+		b.c.Stop(victim)
+		check(other)
+		write(other, fmt.Sprintf("job-during-%d", n))
+		check((victim + 2) % 3)
+		b.c.Restart(victim)
+		b.c.WaitMetaLeader()
+		_, js := b.c.Connect(victim)
+		rec, err := records.Open(ctx(t), js, records.Options{})
+		if err != nil {
+			t.Fatalf("reopen through restarted S-%d: %v", victim+1, err)
+		}
+		b.rec[victim] = rec
+		check(victim)
+	}
+}
+
+// TestPartitionedServerCannotWrite cuts one server off the other two
+// while its client stays connected to it: writes through the majority
+// succeed, writes through the isolated server fail with ErrUnavailable
+// (code TIMEOUT) and are never stored, and once the partition heals the
+// isolated server reads every acknowledged write.
+func TestPartitionedServerCannotWrite(t *testing.T) {
+	b := setup(t, 3, records.Options{})
+	const cut = 2
+	// The isolated side gives up sooner than the default; the majority
+	// keeps the default, which covers electing a new stream leader when
+	// the isolated server led the stream.
+	_, jsCut := b.c.Connect(cut)
+	isolated, err := records.Open(ctx(t), jsCut, records.Options{Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := b.rec[0].Jobs.Create(ctx(t), "job-before", job("job-before"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := isolated.Jobs.Get(ctx(t), "job-before"); err != nil {
+		t.Fatalf("read before the partition: %v", err)
+	}
+
+	b.c.Isolate(cut)
+	during, err := b.rec[0].Jobs.Create(ctx(t), "job-majority", job("job-majority"))
+	if err != nil {
+		t.Fatalf("write through the majority: %v", err)
+	}
+	_, err = isolated.Jobs.Create(ctx(t), "job-minority", job("job-minority"))
+	if !errors.Is(err, records.ErrUnavailable) || protocol.CodeOf(err) != protocol.CodeTimeout {
+		t.Fatalf("write through the isolated server: %v (code %s), want ErrUnavailable/TIMEOUT", err, protocol.CodeOf(err))
+	}
+	t.Logf("isolated write refused: %v", err)
+
+	b.c.Heal(cut)
+	b.c.StreamLeader("KV_" + records.BucketJobs)
+	hctx, cancel := context.WithTimeout(ctx(t), 30*time.Second)
+	defer cancel()
+	for key, rev := range map[string]uint64{"job-before": before, "job-majority": during} {
+		e, err := b.rec[cut].Jobs.Get(hctx, key)
+		if err != nil || e.Revision != rev {
+			t.Fatalf("read %s through the healed server: %+v %v, want revision %d", key, e, err, rev)
+		}
+	}
+	if _, err := b.rec[1].Jobs.Get(hctx, "job-minority"); !errors.Is(err, records.ErrNotFound) {
+		t.Fatalf("the refused write is stored: %v", err)
+	}
+}
