@@ -178,6 +178,14 @@ func rules() []rule {
 		name:     "only config imports viper",
 		imported: []string{"github.com/spf13/viper/..."},
 		onlyBy:   []string{"config"},
+	}, {
+		// NATS (the embedded server and the JetStream client) is the
+		// cluster's engine, and the cluster packages are its only users:
+		// the rest of the daemon reaches replicated records and other
+		// nodes through them, and a single shardd links none of it.
+		name:     "only cluster/... imports NATS",
+		imported: []string{"github.com/nats-io/..."},
+		onlyBy:   []string{"cluster/..."},
 	}}
 }
 
