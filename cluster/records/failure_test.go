@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -104,5 +107,45 @@ func TestPartitionedServerCannotWrite(t *testing.T) {
 	}
 	if _, err := b.rec[1].Jobs.Get(hctx, "job-minority"); !errors.Is(err, records.ErrNotFound) {
 		t.Fatalf("the refused write is stored: %v", err)
+	}
+}
+
+// TestRetriedWriteIsDeduplicated pins the server behaviour a write's
+// retry relies on (Table.write): a compare-and-set sent again under the
+// same message id after it committed — as after a lost acknowledgement —
+// is answered with the first write's revision as a duplicate, not refused
+// as a conflict on the revision it moved past, and is not stored twice.
+func TestRetriedWriteIsDeduplicated(t *testing.T) {
+	b := setup(t, 3, records.Options{})
+	rev, err := b.rec[0].Jobs.Create(ctx(t), "job-d", job("job-d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := b.rec[0].Jobs.Get(ctx(t), "job-d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := "$KV." + records.BucketJobs + ".job-d"
+	publish := func(via int) *jetstream.PubAck {
+		t.Helper()
+		msg := nats.NewMsg(subject)
+		msg.Data = []byte(`{"v":1,"kind":"job","data":{"job_id":"job-d","parent_agent_id":"agent-p","parent_node":"n1","strategy":"single","run_ids":["run-1"],"created_at":0}}`)
+		ack, err := b.js[via].PublishMsg(ctx(t), msg, jetstream.WithMsgID("retry-1"), jetstream.WithExpectLastSequencePerSubject(rev))
+		if err != nil {
+			t.Fatalf("publish through S-%d: %v", via+1, err)
+		}
+		return ack
+	}
+	first := publish(0)
+	again := publish(1) // the retry, through another server
+	if first.Duplicate || !again.Duplicate || again.Sequence != first.Sequence {
+		t.Fatalf("first %+v, retry %+v: want the retry acknowledged as the first write", first, again)
+	}
+	got, err := b.rec[2].Jobs.Get(ctx(t), "job-d")
+	if err != nil || got.Revision != first.Sequence || got.Revision == e.Revision {
+		t.Fatalf("after the retry: %+v %v, want revision %d", got, err, first.Sequence)
+	}
+	if _, err := b.rec[2].Jobs.Update(ctx(t), "job-d", got.Value, e.Revision); !errors.Is(err, records.ErrConflict) {
+		t.Fatalf("a new write on the old revision: %v, want ErrConflict", err)
 	}
 }
