@@ -257,8 +257,10 @@ func (t *Table[T]) Watch(ctx context.Context, prefix string) (<-chan Change[T], 
 				c.Key, c.Revision = e.Key(), e.Revision()
 				if e.Operation() != jetstream.KeyValuePut {
 					c.Deleted = true
-				} else if c.Value, err = decode[T](e.Value()); err != nil {
-					c.Err = fail(ErrDecode, err, "watch %s: %q revision %d", t.bucket, e.Key(), e.Revision())
+				} else if v, derr := decode[T](e.Value()); derr != nil {
+					c.Err = fail(ErrDecode, derr, "watch %s: %q revision %d", t.bucket, e.Key(), e.Revision())
+				} else {
+					c.Value = v
 				}
 			}
 			select {
