@@ -68,7 +68,7 @@ func (t *Table[T]) Create(ctx context.Context, key string, v T) (uint64, error) 
 	}
 	raw, err := encode(&v)
 	if err != nil {
-		return 0, fail(ErrInvalid, err, "create %s %q", t.bucket, key)
+		return 0, protocol.Errorf(protocol.CodeInvalidRequest, "create %s %q: %w", t.bucket, key, err)
 	}
 	ctx, cancel := t.opCtx(ctx)
 	defer cancel()
@@ -102,7 +102,7 @@ func (t *Table[T]) Update(ctx context.Context, key string, v T, rev uint64) (uin
 	}
 	raw, err := encode(&v)
 	if err != nil {
-		return 0, fail(ErrInvalid, err, "update %s %q", t.bucket, key)
+		return 0, protocol.Errorf(protocol.CodeInvalidRequest, "update %s %q: %w", t.bucket, key, err)
 	}
 	ctx, cancel := t.opCtx(ctx)
 	defer cancel()
@@ -226,8 +226,10 @@ func (t *Table[T]) Keys(ctx context.Context, prefix string) ([]string, error) {
 // every later change, on the returned channel, so another node's view
 // stays live. It stops when ctx ends: its goroutine stops the server-side
 // watcher and closes the channel, and never blocks past ctx on a reader
-// that stopped reading. A reader that needs every change must keep up: the
-// channel holds Options.WatchBuffer changes.
+// that stopped reading. The channel also closes if the connection closes
+// for good; a reader tells the two apart by its ctx. A reader must keep
+// up: the channel holds Options.WatchBuffer changes, and the watch waits
+// for room rather than drop one.
 func (t *Table[T]) Watch(ctx context.Context, prefix string) (<-chan Change[T], error) {
 	filter, err := t.filter(prefix)
 	if err != nil {

@@ -4,18 +4,27 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/cluster/records/internal/natstest"
 )
 
 // next receives one change, failing the test if the watch closed.
 func next[T records.Record](t *testing.T, ch <-chan records.Change[T]) records.Change[T] {
 	t.Helper()
-	c, ok := <-ch
-	if !ok {
-		t.Fatal("watch closed")
+	timer := time.NewTimer(natstest.Bound)
+	defer timer.Stop()
+	select {
+	case c, ok := <-ch:
+		if !ok {
+			t.Fatal("watch closed")
+		}
+		return c
+	case <-timer.C:
+		t.Fatalf("no change within %s", natstest.Bound)
 	}
-	return c
+	panic("unreachable")
 }
 
 // TestWatchSeesOtherServers watches the runs of one job through S-1: it
