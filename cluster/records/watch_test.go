@@ -122,3 +122,29 @@ func TestDirectory(t *testing.T) {
 		t.Fatalf("same alias under another parent: %v", err)
 	}
 }
+
+// TestWatchOutlivesLeaderLoss: a watch through a surviving server keeps
+// delivering after the stream's leader is killed, so another node's view
+// stays live across a failover.
+func TestWatchOutlivesLeaderLoss(t *testing.T) {
+	b := setup(t, 3, records.Options{})
+	leader := b.c.StreamLeader("KV_" + records.BucketRuns)
+	via, writer := (leader+1)%3, (leader+2)%3
+	wctx, stop := context.WithCancel(ctx(t))
+	defer stop()
+	ch, err := b.rec[via].Runs.Watch(wctx, "job-f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := next(t, ch); !c.Synced {
+		t.Fatalf("want Synced first, got %+v", c)
+	}
+	b.c.Stop(leader)
+	rev, err := b.rec[writer].CreateRun(ctx(t), run("job-f", "run-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := next(t, ch); c.Key != "job-f.run-1" || c.Revision != rev {
+		t.Fatalf("after the leader's loss: %+v, want revision %d", c, rev)
+	}
+}
