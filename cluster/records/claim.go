@@ -20,7 +20,8 @@ import (
 // taken) and, when it is claimable, publishes it on the claim queue. The
 // record is written first: a node that fails between the two leaves a
 // queued run that Requeue puts back on the queue, where the other order
-// could leave a pointer a claimer would meet before its run exists.
+// could leave a pointer a claimer would meet before its run exists. When
+// only the pointer failed, the record's revision comes with the error.
 func (r *Records) CreateRun(ctx context.Context, run RunRecord) (uint64, error) {
 	key := RunKey(run.JobID, run.RunID)
 	rev, err := r.Runs.Create(ctx, key, run)
@@ -28,45 +29,54 @@ func (r *Records) CreateRun(ctx context.Context, run RunRecord) (uint64, error) 
 		return 0, err
 	}
 	if claimable(&run) {
-		if err := r.publish(ctx, &run); err != nil {
+		if _, err := r.publish(ctx, &run); err != nil {
 			return rev, err
 		}
 	}
 	return rev, nil
 }
 
-// publish puts a run's pointer on the claim queue; one already there is
-// fine.
-func (r *Records) publish(ctx context.Context, run *RunRecord) error {
+// publish puts a run's pointer on the claim queue and reports whether it
+// did; one already there is fine.
+func (r *Records) publish(ctx context.Context, run *RunRecord) (bool, error) {
 	_, err := r.Claims.Create(ctx, RunKey(run.JobID, run.RunID), ClaimEntry{JobID: run.JobID, RunID: run.RunID, QueuedAt: run.QueuedAt})
 	if errors.Is(err, ErrExists) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // Requeue puts every claimable run that has no pointer on the claim queue
 // back on it (after a node failed between CreateRun's two writes), and
 // returns how many it put back. Any node may run it; two at once put each
-// run back once.
+// run back once (the pointer is a Create). A run claimed while Requeue
+// looked may get a pointer again: a stale one, which the next claimer
+// drops, since the run record decides.
 func (r *Records) Requeue(ctx context.Context) (int, error) {
 	runs, err := r.Runs.List(ctx, "")
 	if err != nil {
 		return 0, err
 	}
-	queued, err := r.Claims.Keys(ctx, "")
+	keys, err := r.Claims.Keys(ctx, "")
 	if err != nil {
 		return 0, err
 	}
+	queued := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		queued[k] = true
+	}
 	n := 0
 	for _, e := range runs {
-		if !claimable(&e.Value) || slices.Contains(queued, e.Key) {
+		if !claimable(&e.Value) || queued[e.Key] {
 			continue
 		}
-		if err := r.publish(ctx, &e.Value); err != nil {
+		put, err := r.publish(ctx, &e.Value)
+		if err != nil {
 			return n, err
 		}
-		n++
+		if put {
+			n++
+		}
 	}
 	return n, nil
 }

@@ -26,10 +26,11 @@ var (
 	// ErrUnavailable means the cluster did not acknowledge a write (or
 	// answer a read) before the context ended: no stream leader was
 	// reachable from this connection, which is what a node cut off from
-	// the majority sees (no quorum). The outcome of a write is unknown
-	// only in the sense that it was never acknowledged: it was not
-	// committed on a majority, so a reader must re-read rather than
-	// assume either way. Code TIMEOUT.
+	// the majority sees (no quorum); such a node's write is never
+	// committed. In general the outcome of an unacknowledged write is
+	// unknown (its acknowledgement may have been lost with the
+	// connection after it committed), so a caller re-reads before it
+	// decides again, and never assumes either way. Code TIMEOUT.
 	ErrUnavailable = errors.New("records: cluster unavailable (no quorum)")
 	// ErrDecode means stored bytes are not a record this build can read:
 	// bad JSON, an unknown field, a wrong kind, or a version it does not

@@ -125,7 +125,11 @@ func (t *Table[T]) Delete(ctx context.Context, key string, rev uint64) error {
 
 // Get returns the record at key and its revision: ErrNotFound when the
 // key holds none. The read is answered by the stream's leader, so it sees
-// every write acknowledged before it.
+// every write acknowledged before it — except for the moment after a
+// partition heals, when a server that was cut off may still take itself
+// for the leader and answer from its old state (docs/cluster.md). A
+// decision made on such a read is still safe: the compare-and-set that
+// carries it out fails with ErrConflict, and the caller reads again.
 func (t *Table[T]) Get(ctx context.Context, key string) (Entry[T], error) {
 	if !validKey(key) {
 		return Entry[T]{}, fail(ErrInvalid, nil, "get %s %q: bad key", t.bucket, key)

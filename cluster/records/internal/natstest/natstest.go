@@ -215,6 +215,28 @@ func (c *Cluster) StreamLeader(stream string) int {
 	return leader
 }
 
+// WaitStreamCurrent waits until exactly one running server leads stream
+// and every running server is current with it. Right after a partition
+// heals, the server that was cut off may still take itself for the
+// stream's leader (it has not yet heard of the election it missed) and
+// answer a read from its stale state; once this holds it has stepped
+// down and caught up.
+func (c *Cluster) WaitStreamCurrent(stream string) {
+	c.t.Helper()
+	c.Wait("one leader of "+stream+" and every server current", func() bool {
+		leaders := 0
+		for _, s := range c.running() {
+			if s.JetStreamIsStreamLeader(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+				leaders++
+			}
+			if !s.JetStreamIsStreamCurrent(server.DEFAULT_GLOBAL_ACCOUNT, stream) {
+				return false
+			}
+		}
+		return leaders == 1
+	})
+}
+
 // Connect returns a JetStream client of server i alone (no other server
 // to fail over to: a test chooses which side of a partition it talks
 // through), closed when the test ends.
