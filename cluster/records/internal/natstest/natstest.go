@@ -49,13 +49,18 @@ func Start(t testing.TB, n int) *Cluster {
 		c.opts[i] = o
 		c.start(i)
 	}
-	if n > 1 {
-		// The first server started with nothing to route to; it routes to
-		// the others now, as each of them does to those before it.
-		o := c.opts[0].Clone()
-		o.Routes = c.routes(0)
-		if err := c.Servers[0].ReloadOptions(o); err != nil {
-			t.Fatalf("natstest: routes of S-1: %v", err)
+	// Every server now routes explicitly to every other: the first one
+	// started with nothing to route to, and the others only knew those
+	// before them. Isolate relies on it: it removes every route by URL,
+	// and a route a server made from gossip carries the same URL.
+	for i := range n {
+		if n == 1 {
+			break
+		}
+		o := c.opts[i].Clone()
+		o.Routes = c.routes(i)
+		if err := c.Servers[i].ReloadOptions(o); err != nil {
+			t.Fatalf("natstest: routes of %s: %v", o.ServerName, err)
 		}
 	}
 	c.WaitMetaLeader()
@@ -94,7 +99,14 @@ func (c *Cluster) routes(i int) []*url.URL {
 		if j == i || s == nil || s.ClusterAddr() == nil {
 			continue
 		}
-		out = append(out, &url.URL{Scheme: "nats-route", Host: s.ClusterAddr().String()})
+		// The form a server gossips its own route URL in (with the
+		// trailing slash), so that removing this URL also removes a
+		// route made from gossip to the same server.
+		u, err := url.Parse("nats-route://" + s.ClusterAddr().String() + "/")
+		if err != nil {
+			c.t.Fatalf("natstest: route url: %v", err)
+		}
+		out = append(out, u)
 	}
 	return out
 }
@@ -127,7 +139,8 @@ func (c *Cluster) Restart(i int) {
 }
 
 // Isolate cuts server i off the others while it keeps running and keeps
-// its clients: it drops the routes it solicited and, by requiring route
+// its clients: it removes every route it has (each made explicitly or
+// from gossip to a URL it was configured with) and, by requiring route
 // credentials no other server has, refuses the routes they hold or try.
 // Its side has no quorum, so it can elect no leader and commit nothing.
 func (c *Cluster) Isolate(i int) {
