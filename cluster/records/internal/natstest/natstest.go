@@ -31,6 +31,13 @@ type Cluster struct {
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, name: "shard-test", Servers: make([]*server.Server, n), opts: make([]*server.Options, n)}
+	// The stores are made before the shutdown is registered: cleanups run
+	// last-registered first, and the servers must be down before their
+	// directories are removed.
+	stores := make([]string, n)
+	for i := range stores {
+		stores[i] = t.TempDir()
+	}
 	t.Cleanup(c.Shutdown)
 	for i := range n {
 		o := &server.Options{
@@ -38,7 +45,7 @@ func Start(t testing.TB, n int) *Cluster {
 			Host:       "127.0.0.1",
 			Port:       -1,
 			JetStream:  true,
-			StoreDir:   t.TempDir(),
+			StoreDir:   stores[i],
 			SyncAlways: true,
 			NoLog:      true,
 			NoSigs:     true,
