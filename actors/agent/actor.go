@@ -182,6 +182,10 @@ func (rc *RuntimeConfig) KnownProfile(name string) bool {
 // Deps are the agent actor's collaborators.
 type Deps struct {
 	Runtime RuntimeConfig
+	// Node is the cluster node hosting the agents, carried in their
+	// AgentInfo.node (docs/protocol.md §10.1); "" on a single shardd,
+	// where the field is omitted.
+	Node string
 	Hub     *outbox.Hub
 	Logger  *slog.Logger
 	// Clock tells the time and runs the actor's timers (start timeout,

@@ -110,6 +110,12 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 		Version: version, RuntimePath: path, RuntimeArgs: args, AdapterPath: adapter,
 		Environ: withoutEnv(withoutEnv(withoutEnv(os.Environ(), notifySocketEnv), cpuProfileEnv), heapProfileEnv), Logger: logger,
 		OnShutdown: func() { notify("STOPPING=1") },
+		// A cluster node's route port, printed before the node waits for
+		// the others (with cluster.listen port 0 it is picked then):
+		// scripts and tests point their routes or relays at it.
+		ClusterRouteBound: func(addr string) {
+			fmt.Fprintf(stderr, "shardd: cluster node %s takes routes on %s\n", cfg.Cluster.Node, addr)
+		},
 	})
 	if err != nil {
 		return err
