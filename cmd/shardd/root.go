@@ -60,6 +60,11 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Refused cluster settings (a non-loopback address without a token,
+	// say) fail before anything is written to the home.
+	if err := daemon.CheckCluster(cfg); err != nil {
+		return err
+	}
 	// The home is checked before the log file is created in it: a home
 	// that is not owner-only is refused as it was found.
 	if err := daemon.PrepareHome(cfg); err != nil {

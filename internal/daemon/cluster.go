@@ -121,3 +121,11 @@ func (d *Daemon) closeCluster() {
 	_ = d.node.Close()
 	d.log.Info("cluster: node stopped", "node", d.node.Name())
 }
+
+// CheckCluster reports what is wrong with cfg's cluster.* settings, as
+// New would: cmd/shardd calls it before it makes the home and its log,
+// so that a refused setting changes nothing on disk.
+func CheckCluster(cfg *config.Config) error {
+	_, _, err := clusterConfig(cfg, "")
+	return err
+}
