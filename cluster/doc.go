@@ -12,25 +12,27 @@
 //
 // # Settings
 //
-// The daemon does not use this package yet. When it does, the settings
-// live under the cluster.* keys of the configuration (flags, SHARDD_CLUSTER_*
-// environment, the config file), one per field of [Config]:
+// The daemon starts a node when any of the cluster.* keys of its
+// configuration is set (flags, SHARD_CLUSTER_* environment such as
+// SHARD_CLUSTER_TOKEN, the config file's cluster: section), one per field
+// of [Config]; the keys are snake_case (cluster.client_listen) and their
+// flags, as every shardd flag, write '_' as '-' (--cluster.client-listen):
 //
 //	--cluster.node n1                         Config.Node (required; [a-zA-Z0-9_-], ≤ 64)
 //	--cluster.listen 127.0.0.1:6250           Config.Listen (NATS routes between nodes)
 //	--cluster.advertise host:port             Config.Advertise (optional: NAT, proxies)
-//	--cluster.client_listen 127.0.0.1:4222    Config.ClientListen (optional NATS clients)
+//	--cluster.client-listen 127.0.0.1:4222    Config.ClientListen (optional NATS clients)
 //	--cluster.routes nats://127.0.0.1:6251,nats://127.0.0.1:6252
 //	                                          Config.Routes (the other nodes)
 //	--cluster.token …                         Config.Token (route and client auth;
-//	                                          better SHARDD_CLUSTER_TOKEN than a flag)
-//	--cluster.tls_cert, --cluster.tls_key, --cluster.tls_ca
+//	                                          better SHARD_CLUSTER_TOKEN than a flag)
+//	--cluster.tls-cert, --cluster.tls-key, --cluster.tls-ca
 //	                                          Config.TLSCert, TLSKey, TLSCA
-//	--cluster.store_dir                       Config.StoreDir (default <home>/cluster/jetstream)
+//	--cluster.store-dir                       Config.StoreDir (default <home>/cluster/jetstream)
 //	--cluster.replicas 3                      Config.Replicas
 //	--cluster.lease 15s                       Config.Lease
 //	--cluster.url nats://…                    Config.URL (use an existing NATS cluster)
-//	--cluster.nkey_seed_file …                Config.NKeySeedFile (with cluster.url)
+//	--cluster.nkey-seed-file …                Config.NKeySeedFile (with cluster.url)
 //
 // No cluster.* setting means no cluster: a single shardd stays what it is
 // (bbolt, zero configuration).

@@ -24,8 +24,13 @@ const NodesBucket = "shard_nodes"
 // Load is what a node is busy with, reported by Hooks.Load at each
 // heartbeat so that placement can prefer idle nodes.
 type Load struct {
+	// Agents is every agent the node hosts, live or at rest.
+	Agents int `json:"agents,omitempty"`
+	// ActiveAgents is the agents whose runtime process is up.
 	ActiveAgents int `json:"active_agents"`
-	ActiveRuns   int `json:"active_runs"`
+	// ActiveRuns is the subagent runs starting or active (what
+	// Capacity.MaxActiveRuns caps).
+	ActiveRuns int `json:"active_runs"`
 }
 
 // Capacity is what a node can host (its jobs.max_active and the like).

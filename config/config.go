@@ -42,6 +42,7 @@ type Config struct {
 	Workspaces WorkspacesConfig `mapstructure:"workspaces"` // workspaces.*: git-worktree workspaces
 	AgentCraft AgentCraftConfig `mapstructure:"agentcraft"` // agentcraft.*: the AgentCraft v1 endpoint
 	Team       TeamConfig       `mapstructure:"team"`       // team.*: teams (docs/protocol.md §10.4)
+	Cluster    ClusterConfig    `mapstructure:"cluster"`    // cluster.*: cluster mode (docs/cluster.md)
 	// Runtimes are the runtime profiles by name (the config file's
 	// `runtimes:` mapping); the "shard" profile (the reference
 	// runtime) is always there. Read from the file only.
@@ -81,6 +82,58 @@ type AgentCraftConfig struct {
 	// container's interface behind a port forward, say). Default false.
 	// Requests whose Host is not a loopback name are refused either way.
 	AllowNonLoopback bool `mapstructure:"allow_non_loopback"`
+}
+
+// ClusterConfig is the cluster.* settings: one per field of the cluster
+// package's Config (its package doc lists them). With every one at its
+// default the daemon is a single shardd, as it always was: no NATS code
+// runs and nothing in its home changes (Enabled). The daemon maps them to
+// the cluster package's Config and validates them there, so that the
+// rules about names, addresses, tokens and TLS live in one place.
+type ClusterConfig struct {
+	// Node is this node's name, unique in the cluster. Default "".
+	Node string `mapstructure:"node"`
+	// Listen is host:port of the routes between nodes (port 0: any free
+	// one). Default "".
+	Listen string `mapstructure:"listen"`
+	// Advertise is host:port the other nodes reach the routes at, when
+	// that is not Listen (NAT, a proxy). Default "".
+	Advertise string `mapstructure:"advertise"`
+	// ClientListen is host:port for NATS clients other than shardd.
+	// Default "": none.
+	ClientListen string `mapstructure:"client_listen"`
+	// Routes are the other nodes' route URLs (nats://host:port).
+	Routes []string `mapstructure:"routes"`
+	// Token authenticates routes and clients; required off loopback. A
+	// secret: never logged nor printed, and not passed to runtimes.
+	Token string `mapstructure:"token"`
+	// TLSCert, TLSKey and TLSCA are PEM files for the routes' TLS.
+	TLSCert string `mapstructure:"tls_cert"`
+	TLSKey  string `mapstructure:"tls_key"`
+	TLSCA   string `mapstructure:"tls_ca"`
+	// StoreDir is JetStream's store. Default "": <home>/cluster/jetstream.
+	StoreDir string `mapstructure:"store_dir"`
+	// Replicas is how many copies of each replicated record the cluster
+	// keeps (1 to 5). Default 3.
+	Replicas int `mapstructure:"replicas"`
+	// Lease is how long a node's heartbeat is valid; a node silent for
+	// longer is declared dead. Default 15s.
+	Lease time.Duration `mapstructure:"lease"`
+	// URL connects to an existing NATS cluster instead of embedding a
+	// server. Default "".
+	URL string `mapstructure:"url"`
+	// NKeySeedFile authenticates to the cluster.url NATS. Default "".
+	NKeySeedFile string `mapstructure:"nkey_seed_file"`
+}
+
+// Enabled says whether any cluster.* setting differs from its default:
+// only then does the daemon start a cluster node (and refuses to start
+// when cluster.node is missing).
+func (c ClusterConfig) Enabled() bool {
+	def := Default("").Cluster
+	return c.Node != "" || c.Listen != "" || c.Advertise != "" || c.ClientListen != "" ||
+		len(c.Routes) > 0 || c.Token != "" || c.TLSCert != "" || c.TLSKey != "" || c.TLSCA != "" ||
+		c.StoreDir != "" || c.Replicas != def.Replicas || c.Lease != def.Lease || c.URL != "" || c.NKeySeedFile != ""
 }
 
 // TeamConfig configures teams (docs/protocol.md §10.4): where goals run,
@@ -421,6 +474,7 @@ func Default(home string) *Config {
 		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10, SchedIdle: true},
 		Compaction: CompactionConfig{Enabled: true},
 		AgentCraft: AgentCraftConfig{Listen: "127.0.0.1:7878"},
+		Cluster:    ClusterConfig{Replicas: 3, Lease: 15 * time.Second},
 	}
 	if home != "" {
 		c.ConfigFile = filepath.Join(home, "config.yaml")

@@ -26,6 +26,9 @@ var briefKeys = []string{
 	"store.lock_timeout", "store.no_sync",
 	"provider.name", "provider.base_url", "provider.model", "provider.api_key_env",
 	"sim.context_window",
+	"cluster.node", "cluster.listen", "cluster.advertise", "cluster.client_listen", "cluster.routes",
+	"cluster.token", "cluster.tls_cert", "cluster.tls_key", "cluster.tls_ca", "cluster.store_dir",
+	"cluster.replicas", "cluster.lease", "cluster.url", "cluster.nkey_seed_file",
 	"jobs.max_active",
 	"jobs.max_active_per_parent",
 	"jobs.max_tasks",
@@ -103,6 +106,7 @@ func TestDefault(t *testing.T) {
 		Compaction: CompactionConfig{Enabled: true},
 		AgentCraft: AgentCraftConfig{Listen: "127.0.0.1:7878"},
 		Team:       TeamConfig{MaxWorkers: 3, CITimeout: 10 * time.Minute},
+		Cluster:    ClusterConfig{Replicas: 3, Lease: 15 * time.Second},
 		Runtimes:   map[string]RuntimeProfile{DefaultRuntime: {Kind: KindShard}},
 	}
 	got := Default("/h")
@@ -235,6 +239,12 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return "5"
 	case "agentcraft.listen":
 		return "127.0.0.1:7979"
+	case "cluster.routes":
+		return "nats://127.0.0.1:6251,nats://127.0.0.1:6252"
+	case "cluster.store_dir":
+		return filepath.Join(dir, "altjetstream")
+	case "cluster.replicas":
+		return "5"
 	}
 	switch s.field(&Config{}).(type) {
 	case *string:

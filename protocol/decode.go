@@ -104,6 +104,8 @@ func newCommand(typ string) Command {
 		return &TokenRevoke{}
 	case TypeDaemonStatus:
 		return &DaemonStatus{}
+	case TypeClusterStatus:
+		return &ClusterStatus{}
 	case TypeDaemonCheck:
 		return &DaemonCheck{}
 	case TypeModelsList:

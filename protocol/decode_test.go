@@ -301,6 +301,7 @@ func TestDecodeCommandValid(t *testing.T) {
 		{"daemon.shutdown", `{"type":"daemon.shutdown","force":true}`, &protocol.DaemonShutdown{Header: hdr("daemon.shutdown", "", ""), Force: true}},
 		{"ws.ticket", `{"type":"ws.ticket"}`, &protocol.WSTicket{Header: hdr("ws.ticket", "", "")}},
 		{"daemon.status", `{"type":"daemon.status"}`, &protocol.DaemonStatus{Header: hdr("daemon.status", "", "")}},
+		{"cluster.status", `{"type":"cluster.status"}`, &protocol.ClusterStatus{Header: hdr("cluster.status", "", "")}},
 		{"workspace.create", `{"type":"workspace.create","version":1,"cwd":"/r","branch":"b"}`,
 			&protocol.WorkspaceCreate{Header: hdr("workspace.create", "", ""), Version: intp(1), Cwd: "/r", Branch: "b"}},
 		{"workspace.attach", `{"type":"workspace.attach","workspace_id":"w"}`, &protocol.WorkspaceAttach{Header: hdr("workspace.attach", "", ""), WorkspaceID: "w"}},
@@ -386,6 +387,7 @@ var commandTypes = []string{
 	protocol.TypeWorkspaceDiff, protocol.TypeWorkspaceMerge,
 	protocol.TypeSubagentCreate, protocol.TypeSubagentWait, protocol.TypeSubagentSteer,
 	protocol.TypeSubagentRelaunch, protocol.TypeSubagentStatus, protocol.TypeSubagentStop,
+	protocol.TypeClusterStatus,
 }
 
 func TestCommandScope(t *testing.T) {
@@ -409,7 +411,7 @@ func TestCommandScope(t *testing.T) {
 		"subagent.wait": protocol.ScopeOrchestrator, "subagent.steer": protocol.ScopeOrchestrator,
 		"subagent.relaunch": protocol.ScopeOrchestrator, "subagent.status": protocol.ScopeOrchestrator,
 		"subagent.stop": protocol.ScopeOrchestrator, "agent.remove": protocol.ScopeOrchestrator,
-		"agent.update": protocol.ScopeOrchestrator,
+		"agent.update": protocol.ScopeOrchestrator, "cluster.status": protocol.ScopeOrchestrator,
 
 		// Not commands.
 		"": protocol.ScopeUnknown, "bogus": protocol.ScopeUnknown, "agent.bogus": protocol.ScopeUnknown,
@@ -417,7 +419,7 @@ func TestCommandScope(t *testing.T) {
 		"Prompt": protocol.ScopeUnknown, "workspace.bogus": protocol.ScopeUnknown,
 		"workspace_created": protocol.ScopeUnknown,
 	}
-	if got, wantN := len(commandTypes), 38; got != wantN {
+	if got, wantN := len(commandTypes), 39; got != wantN {
 		t.Fatalf("commandTypes has %d entries, want %d", got, wantN)
 	}
 	for _, typ := range commandTypes {

@@ -211,6 +211,7 @@ func zeroCommands() []protocol.Typed {
 		&protocol.WorkspaceDiff{}, &protocol.WorkspaceMerge{},
 		&protocol.SubagentCreate{}, &protocol.SubagentWait{}, &protocol.SubagentSteer{},
 		&protocol.SubagentRelaunch{}, &protocol.SubagentStatus{}, &protocol.SubagentStop{},
+		&protocol.ClusterStatus{},
 	}
 	for i, c := range cmds {
 		c.Head().Type = commandTypes[i]

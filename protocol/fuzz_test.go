@@ -196,6 +196,8 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add([]byte(`{"id":"r","type":"agent.remove","agent_ids":["agent-1","",3]}`))
 	f.Add([]byte(`{"id":"u","type":"agent.update","agent_id":"agent-1","title":"Fix it"}`))
 	f.Add([]byte(`{"id":"u","type":"agent.update","agent_id":"agent-1","title":null}`))
+	f.Add([]byte(`{"id":"c","type":"cluster.status"}`))
+	f.Add([]byte(`{"id":"c","type":"cluster.status","node":"n1"}`))
 	f.Add([]byte(`{"id":"` + strings.Repeat("i", 2000) + `","type":"agent.list"}`))
 	f.Add([]byte(`{"id":"x","type":"` + strings.Repeat("t", 300) + `"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -225,6 +225,10 @@ type AgentInfo struct {
 	// agent: automatic from its first accepted prompt, or set with
 	// agent.update (docs/protocol.md §10.1).
 	Title string `json:"title,omitempty"`
+	// Node (additive, docs/protocol.md §10.1) is the cluster node that
+	// hosts the agent: its runtime is a process there and its cwd a path
+	// there. Omitted on a single shardd.
+	Node string `json:"node,omitempty"`
 }
 
 // PermissionDetail is server-authored presentation data of a permission request.

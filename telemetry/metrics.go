@@ -1,12 +1,14 @@
 package telemetry
 
 import (
+	"math"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/shard-dev/shard/protocol"
 )
@@ -337,4 +339,35 @@ func nonNegative(d time.Duration) float64 {
 		return 0
 	}
 	return d.Seconds()
+}
+
+// Load is the daemon's live numbers as its gauges hold them: durable
+// agents (every runtime state), agents whose runtime is starting, running
+// or stopping, and subagent runs starting or active (what jobs.max_active
+// caps). A cluster node publishes them in each heartbeat; reading gauges
+// takes no lock any actor holds, so it never blocks a mailbox.
+func (m *Metrics) Load() (agents, runtimes, runs int) {
+	if m == nil {
+		return 0, 0, 0
+	}
+	for _, s := range []protocol.RuntimeState{protocol.RuntimeStopped, protocol.RuntimeStarting,
+		protocol.RuntimeRunning, protocol.RuntimeStopping, protocol.RuntimeFailed} {
+		n := gaugeValue(m.agents.WithLabelValues(string(s)))
+		agents += n
+		if s == protocol.RuntimeStarting || s == protocol.RuntimeRunning || s == protocol.RuntimeStopping {
+			runtimes += n
+		}
+	}
+	runs = gaugeValue(m.runs.WithLabelValues(string(protocol.RunStarting))) +
+		gaugeValue(m.runs.WithLabelValues(string(protocol.RunActive)))
+	return agents, runtimes, runs
+}
+
+// gaugeValue is a gauge's value, rounded; never negative.
+func gaugeValue(g prometheus.Gauge) int {
+	var d dto.Metric
+	if err := g.Write(&d); err != nil || d.Gauge == nil {
+		return 0
+	}
+	return max(0, int(math.Round(d.Gauge.GetValue())))
 }

@@ -85,6 +85,7 @@ func (a *Actor) notifyInfo(c actor.Context) {
 func (a *Actor) Info() protocol.AgentInfo {
 	info := InfoOf(a.m, a.status, a.rstate, a.mode, a.usage)
 	info.AttachedClients = len(a.attached) // the count InfoChanged.Attachments reports
+	info.Node = a.deps.Node
 	return info
 }
 

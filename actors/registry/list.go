@@ -36,7 +36,7 @@ func (r *Actor) list(cmd *Command, m *protocol.AgentList) {
 	for id, e := range r.agents {
 		live[id] = e.info
 	}
-	st, models := r.deps.Store, r.deps.Agent.Models
+	st, models, node := r.deps.Store, r.deps.Agent.Models, r.deps.Agent.Node
 	started := r.deps.Group.Go(func() {
 		ms, more, err := st.ListAgentsPage(q)
 		if err != nil {
@@ -47,7 +47,7 @@ func (r *Actor) list(cmd *Command, m *protocol.AgentList) {
 		for _, a := range ms {
 			in, ok := live[a.AgentID]
 			if !ok {
-				in = restingInfo(models, a)
+				in = restingInfo(models, node, a)
 			}
 			data.Agents = append(data.Agents, in)
 		}

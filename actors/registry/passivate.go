@@ -222,9 +222,11 @@ func (r *Actor) passivated(c actor.Context, e *entry) {
 // restingInfo is the projection of a stored agent without an actor: what
 // a fresh actor for it reports (an agent actor starts idle and stopped,
 // from its manifest with the configured defaults filled in).
-func restingInfo(models agent.Models, m store.Agent) protocol.AgentInfo {
+func restingInfo(models agent.Models, node string, m store.Agent) protocol.AgentInfo {
 	m = models.Fill(m)
-	return agent.InfoOf(m, protocol.StatusIdle, protocol.RuntimeStopped, m.Mode, agent.UsageOf(m))
+	info := agent.InfoOf(m, protocol.StatusIdle, protocol.RuntimeStopped, m.Mode, agent.UsageOf(m))
+	info.Node = node
+	return info
 }
 
 // infoOf is agent id's projection: live, or from its manifest.
@@ -242,7 +244,7 @@ func (r *Actor) infoOf(id string) (info protocol.AgentInfo, found bool, err erro
 	if err != nil {
 		return protocol.AgentInfo{}, false, err
 	}
-	return restingInfo(r.deps.Agent.Models, m), true, nil
+	return restingInfo(r.deps.Agent.Models, r.deps.Agent.Node, m), true, nil
 }
 
 // agentStates answers AgentStates: the live projections from memory, the
@@ -267,7 +269,7 @@ func (r *Actor) agentStates(c actor.Context, m *AgentStates) {
 	for id, e := range live {
 		snap[id] = liveState{e.info, e.attachments}
 	}
-	sys, st, models, ids := c.ActorSystem(), r.deps.Store, r.deps.Agent.Models, m.AgentIDs
+	sys, st, models, node, ids := c.ActorSystem(), r.deps.Store, r.deps.Agent.Models, r.deps.Agent.Node, m.AgentIDs
 	answer := func(read bool) {
 		res := &AgentStatesResult{}
 		for _, id := range ids {
@@ -283,7 +285,7 @@ func (r *Actor) agentStates(c actor.Context, m *AgentStates) {
 			}
 			if read {
 				if m, err := st.GetAgent(id); err == nil {
-					res.Infos = append(res.Infos, restingInfo(models, m))
+					res.Infos = append(res.Infos, restingInfo(models, node, m))
 					continue
 				}
 			}

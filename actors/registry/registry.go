@@ -38,6 +38,10 @@ type Deps struct {
 	// DaemonStatus returns the daemon-level part of daemon.status; the
 	// registry adds the agent counts.
 	DaemonStatus func() protocol.DaemonStatusData
+	// ClusterStatus answers cluster.status (docs/protocol.md §10.1); nil
+	// answers {"enabled":false}: a single shardd. It reads the node's
+	// membership table under its own lock and never blocks.
+	ClusterStatus func() protocol.ClusterStatusData
 	// OnShutdown is called on the registry's mailbox after daemon.shutdown
 	// was acknowledged. It must not block: the shutdown it starts waits for
 	// this actor to stop, so it runs on a goroutine of the caller's.
@@ -255,6 +259,7 @@ func (r *Actor) spawnNamed(c actor.Context, m store.Agent, name string, epoch in
 		return nil
 	}
 	e := &entry{pid: pid, m: m, info: agent.InfoOf(m, protocol.StatusIdle, protocol.RuntimeStopped, m.Mode, agent.UsageOf(m))}
+	e.info.Node = r.deps.Agent.Node
 	e.epoch = epoch
 	r.agents[m.AgentID] = e
 	r.deps.Metrics.AgentState("", e.info.RuntimeState)
@@ -394,6 +399,13 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 		return
 	case protocol.TypeDaemonStatus:
 		reply(cmd, r.status())
+		return
+	case protocol.TypeClusterStatus:
+		var st protocol.ClusterStatusData
+		if r.deps.ClusterStatus != nil {
+			st = r.deps.ClusterStatus()
+		}
+		reply(cmd, st)
 		return
 	case protocol.TypeModelsList:
 		reply(cmd, r.deps.Agent.Models.Catalog)

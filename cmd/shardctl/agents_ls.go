@@ -200,11 +200,21 @@ func (o *agentsLsOptions) print(stdout, stderr io.Writer, data protocol.AgentLis
 	}
 	st.shorten(ids)
 	tw := newTableNoHeader(stdout, st.noHeaders)
-	fmt.Fprintln(tw, "AGENT_ID\tNAME\tPARENT\tSTATUS\tRUNTIME\tMODEL\tCWD\tCREATED")
+	// NODE only in a cluster: a single shardd's agents carry no node.
+	nodes := slices.ContainsFunc(agents, func(a protocol.AgentInfo) bool { return a.Node != "" })
+	nodeHead := ""
+	if nodes {
+		nodeHead = "NODE\t"
+	}
+	fmt.Fprintln(tw, "AGENT_ID\tNAME\tPARENT\tSTATUS\tRUNTIME\tMODEL\t"+nodeHead+"CWD\tCREATED")
 	for _, a := range agents {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		node := ""
+		if nodes {
+			node = orDash(safe(a.Node)) + "\t"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\n",
 			st.agent(a.AgentID), agentName(a), st.agent(a.ParentAgentID), p.status(a.Status), orDash(string(a.RuntimeState)),
-			orDash(strings.Trim(a.Provider+"/"+a.Model, "/")), orDash(fitPath(a.Cwd, 40, width)), st.when(o.g.clock, a.CreatedAt))
+			orDash(strings.Trim(a.Provider+"/"+a.Model, "/")), node, orDash(fitPath(a.Cwd, 40, width)), st.when(o.g.clock, a.CreatedAt))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write agents: %w", err)

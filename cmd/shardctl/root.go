@@ -201,6 +201,7 @@ func newRoot(clk clock) *cobra.Command {
 
 	root.AddCommand(
 		newStatusCommand(g),
+		newClusterCommand(g),
 		newAgentsCommand(g),
 		newModelsCommand(g),
 		newJobsCommand(g),

@@ -60,6 +60,11 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Refused cluster settings (a non-loopback address without a token,
+	// say) fail before anything is written to the home.
+	if err := daemon.CheckCluster(cfg); err != nil {
+		return err
+	}
 	// The home is checked before the log file is created in it: a home
 	// that is not owner-only is refused as it was found.
 	if err := daemon.PrepareHome(cfg); err != nil {
@@ -110,6 +115,12 @@ func serve(cmd *cobra.Command, stderr io.Writer) error {
 		Version: version, RuntimePath: path, RuntimeArgs: args, AdapterPath: adapter,
 		Environ: withoutEnv(withoutEnv(withoutEnv(os.Environ(), notifySocketEnv), cpuProfileEnv), heapProfileEnv), Logger: logger,
 		OnShutdown: func() { notify("STOPPING=1") },
+		// A cluster node's route port, printed before the node waits for
+		// the others (with cluster.listen port 0 it is picked then):
+		// scripts and tests point their routes or relays at it.
+		ClusterRouteBound: func(addr string) {
+			fmt.Fprintf(stderr, "shardd: cluster node %s takes routes on %s\n", cfg.Cluster.Node, addr)
+		},
 	})
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"github.com/shard-dev/shard/actors/proc"
 	"github.com/shard-dev/shard/actors/registry"
 	acserver "github.com/shard-dev/shard/agentcraft/server"
+	"github.com/shard-dev/shard/cluster"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/gateway"
 	"github.com/shard-dev/shard/internal/clock"
@@ -74,6 +76,11 @@ type Options struct {
 	// a manual clock to passivate without waiting. Default nil: the wall
 	// clock.
 	RegistryClock clock.Clock
+	// ClusterRouteBound, when set, learns the address a cluster node's
+	// embedded NATS server bound for routes (with port 0, the port it
+	// picked), before the node waits for the others: cmd/shardd prints
+	// it, so that a script or a test can point relays at it.
+	ClusterRouteBound func(addr string)
 }
 
 // Daemon is one running shardd.
@@ -93,6 +100,14 @@ type Daemon struct {
 	workspaces *actor.PID
 	// team is the team coordinator, a sibling too (docs/protocol.md §10.4).
 	team *actor.PID
+	// cluster is this node's cluster settings when clustered (any
+	// cluster.* set), checked in New; node is the running node, nil on a
+	// single shardd. Set before the gateway serves, read by cluster.status.
+	cluster   cluster.Config
+	clustered bool
+	node      *cluster.Node
+	// startFailed is set by failStart: Shutdown has nothing to stop.
+	startFailed bool
 	// group owns the goroutines every actor starts off its mailbox (store
 	// commits, selection saves, a runtime child's reader and exit wait);
 	// it is closed once the actor system is down (every runtime child
@@ -132,6 +147,11 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Refused cluster settings fail the start before the home changes.
+	cc, clustered, err := clusterConfig(cfg, opts.Version)
+	if err != nil {
+		return nil, err
+	}
 	if err := PrepareHome(cfg); err != nil {
 		return nil, err
 	}
@@ -162,7 +182,7 @@ func New(cfg *config.Config, opts Options) (*Daemon, error) {
 	// Holding the store lock, this is the only daemon on the home: a
 	// daemon.json left behind is stale (a crash, a kill -9).
 	replaceStaleDiscovery(cfg.DiscoveryPath(), opts.Logger)
-	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, metrics: m, hub: outbox.NewHub(), done: make(chan struct{}), forced: make(chan struct{}),
+	return &Daemon{cfg: cfg, opts: opts, log: opts.Logger, store: st, cluster: cc, clustered: clustered, metrics: m, hub: outbox.NewHub(), done: make(chan struct{}), forced: make(chan struct{}),
 		commits: commits, forks: spare.Burst(), mailboxes: mailrun.New(mailboxThroughput, mailboxesParked, mailboxLinger)}, nil
 }
 
@@ -226,6 +246,7 @@ func (d *Daemon) Start() error {
 			Hub:        d.hub,
 			Logger:     d.log.With("component", "agent"),
 			Metrics:    d.metrics,
+			Node:       d.cluster.Node, // "" on a single shardd
 			Models:     models(cfg),
 			SaveSelection: func(agentID, provider, model, mode string) {
 				err := d.store.UpdateAgent(agentID, func(a *store.Agent) error {
@@ -277,9 +298,10 @@ func (d *Daemon) Start() error {
 				Profiles: d.profiles(),
 			},
 		},
-		DaemonStatus: d.status,
-		Group:        d.group,
-		Clock:        d.opts.RegistryClock,
+		DaemonStatus:  d.status,
+		ClusterStatus: d.clusterStatus,
+		Group:         d.group,
+		Clock:         d.opts.RegistryClock,
 		OnShutdown: func(force bool) {
 			// Shutdown waits for the registry to stop, so it cannot run on
 			// the registry's mailbox, nor in d.group, which it closes: it
@@ -390,6 +412,14 @@ func (d *Daemon) Start() error {
 	d.team = tpid
 	d.sys.Root.Send(d.registry, &registry.AttachTeam{PID: d.team})
 
+	// A cluster node joins before the gateway serves: every client of a
+	// clustered daemon talks to a member. No cluster.* setting, no NATS.
+	if d.clustered {
+		if err := d.startCluster(d.cluster); err != nil {
+			d.failStart()
+			return err
+		}
+	}
 	d.gw = gateway.New(gateway.Config{
 		SocketPath:   cfg.SocketPath(),
 		WebAddr:      cfg.WebAddr(),
@@ -421,8 +451,7 @@ func (d *Daemon) Start() error {
 		},
 	}, d.sys, d.registry, d.hub, d.log.With("component", "gateway"))
 	if err := d.gw.Listen(); err != nil {
-		d.stopActors()
-		d.closeStore()
+		d.failStart()
 		return err
 	}
 	d.gw.Serve()
@@ -460,7 +489,11 @@ func runtimeNice(add int) int {
 // flags given to shardd reach `shardd agent --headless` too.
 func (d *Daemon) runtimeEnv() []string {
 	cfg := d.cfg
-	env := append([]string(nil), d.opts.Environ...)
+	// The cluster's settings, its token above all, are the daemon's:
+	// a runtime and the tools it runs never see them.
+	env := slices.DeleteFunc(append([]string(nil), d.opts.Environ...), func(kv string) bool {
+		return strings.HasPrefix(kv, "SHARD_CLUSTER_")
+	})
 	if _, err := os.Stat(cfg.ConfigFile); err == nil {
 		env = append(env, "SHARD_CONFIG="+cfg.ConfigFile)
 	}
@@ -531,6 +564,9 @@ func (d *Daemon) Shutdown(force bool) {
 	}
 	d.stopOnce.Do(func() {
 		defer close(d.done)
+		if d.startFailed {
+			return // failStart stopped everything Start had started
+		}
 		d.log.Info("shardd shutting down", "force", force)
 		if d.opts.OnShutdown != nil {
 			d.opts.OnShutdown()
@@ -551,6 +587,8 @@ func (d *Daemon) Shutdown(force bool) {
 		if d.gw != nil {
 			d.gw.Close()
 		}
+		// After the gateway: no client command reads the node any more.
+		d.closeCluster()
 		d.stopActors()
 		_ = os.Remove(d.cfg.DiscoveryPath())
 		if err := d.closeStore(); err != nil {
@@ -559,6 +597,16 @@ func (d *Daemon) Shutdown(force bool) {
 		d.log.Info("shardd stopped")
 	})
 	<-d.done
+}
+
+// failStart stops what a failed Start had started, once: the Shutdown
+// that cmd/shardd calls after a failed Start then has nothing left to
+// stop (the actor system's second shutdown would panic).
+func (d *Daemon) failStart() {
+	d.closeCluster()
+	d.stopActors()
+	d.closeStore()
+	d.startFailed = true
 }
 
 // closeStore closes the store and ends the spare P's bursts: nothing
