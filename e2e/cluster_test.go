@@ -188,8 +188,17 @@ func TestClusterThreeNodes(t *testing.T) {
 	}
 	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 
+	var first protocol.ClusterStatusData
 	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n2, "n2 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+		first = waitNode(t, n2, "n2 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	}
+	// Each node's record carries when it started, its last heartbeat and
+	// the version it runs (one binary here).
+	n3First, _ := nodeOf(first, "n3")
+	for _, n := range first.Nodes {
+		if n.StartedAt <= 0 || n.HeartbeatAt < n.StartedAt || n.Version == "" || n.Version != n3First.Version {
+			t.Fatalf("node record %+v (n3's version %q)", n, n3First.Version)
+		}
 	}
 	out := n2.mustCtl("", "cluster", "status").stdout
 	rows, self := statusRows(t, out)
@@ -255,6 +264,9 @@ func TestClusterThreeNodes(t *testing.T) {
 	})
 	if n, _ := nodeOf(st, "n3"); !n.Self || st.Node != "n3" {
 		t.Fatalf("cluster.status on the restarted n3: %+v", st)
+	}
+	if n, _ := nodeOf(st, "n3"); n.StartedAt <= n3First.StartedAt || n.HeartbeatAt < n.StartedAt || n.Version != n3First.Version {
+		t.Fatalf("the restarted n3's record %+v, its first %+v", n, n3First)
 	}
 
 	// Nothing logs the cluster token.
