@@ -185,9 +185,9 @@ type Deps struct {
 	// Node is the cluster node hosting the agents, carried in their
 	// AgentInfo.node (docs/protocol.md §10.1); "" on a single shardd,
 	// where the field is omitted.
-	Node string
-	Hub     *outbox.Hub
-	Logger  *slog.Logger
+	Node   string
+	Hub    *outbox.Hub
+	Logger *slog.Logger
 	// Clock tells the time and runs the actor's timers (start timeout,
 	// idle reaping, escalation stages); nil is the wall clock. Tests pass a
 	// clock.Manual and fire timers instead of sleeping.
