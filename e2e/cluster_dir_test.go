@@ -1,0 +1,223 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/cluster/clustertest"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// listOn asks d for agent.list (q's filters and paging) over a fresh
+// connection; an error is returned for waits that retry.
+func listOn(t *testing.T, d *daemon, q protocol.AgentList) (protocol.AgentListData, error) {
+	t.Helper()
+	c, err := dialQuiet(d)
+	if err != nil {
+		return protocol.AgentListData{}, err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	q.Header = protocol.Header{Type: protocol.TypeAgentList}
+	var data protocol.AgentListData
+	err = c.Call(ctx, &q, &data)
+	return data, err
+}
+
+// agentOf is agent id's AgentInfo in list.
+func agentOf(list []protocol.AgentInfo, id string) (protocol.AgentInfo, bool) {
+	for _, in := range list {
+		if in.AgentID == id {
+			return in, true
+		}
+	}
+	return protocol.AgentInfo{}, false
+}
+
+// waitListed waits until d's agent.list satisfies want.
+func waitListed(t *testing.T, d *daemon, what string, want func([]protocol.AgentInfo) bool) []protocol.AgentInfo {
+	t.Helper()
+	var data protocol.AgentListData
+	eventually(t, clusterWait, what, func() bool {
+		var err error
+		data, err = listOn(t, d, protocol.AgentList{})
+		return err == nil && want(data.Agents)
+	})
+	return data.Agents
+}
+
+// createOn creates an agent on d and returns its id.
+func createOn(t *testing.T, c *client.Conn) string {
+	t.Helper()
+	var created protocol.AgentCreateData
+	call(t, c, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t)}, &created)
+	return created.AgentID
+}
+
+// TestClusterAgentDirectory: every node lists every agent of the cluster.
+// Agents created on n1 and n3 are listed on n2 (agent.list with node,
+// shardctl agents ls with its NODE column), in agent.list's order and
+// paging; a rename on n3 shows on n1; a command on n1 for n3's agent is
+// refused naming n3 (UNSUPPORTED); a removal disappears everywhere;
+// n3 SIGKILLed, its agents are still listed on n1 while it is dead; n3
+// restarted reconciles and its agents are listed as before.
+func TestClusterAgentDirectory(t *testing.T) {
+	mesh := clustertest.NewMesh(t, 3)
+	token := randomToken(t, "cluster-token")
+	homes := []string{newHome(t), newHome(t), newHome(t)}
+	nodes := make([]*daemon, 3)
+	for i := range nodes {
+		nodes[i] = clusterNode(t, mesh, i, homes[i], token)
+	}
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+
+	c1, c3 := n1.dial(), n3.dial()
+	a1 := createOn(t, c1)
+	a3 := createOn(t, c3)
+	b3 := createOn(t, c3)
+	where := map[string]string{a1: "n1", a3: "n3", b3: "n3"}
+
+	// n2 hosts nothing and lists all three, each with its node, oldest
+	// first.
+	list := waitListed(t, n2, "n2 lists the agents of n1 and n3", func(l []protocol.AgentInfo) bool { return len(l) == 3 })
+	for i, in := range list {
+		if in.Node != where[in.AgentID] || in.Cwd == "" || in.Status == "" || in.RuntimeState == "" {
+			t.Errorf("n2's agent.list[%d]: %+v, want node %s", i, in, where[in.AgentID])
+		}
+		if i > 0 && (list[i-1].CreatedAt > in.CreatedAt || list[i-1].CreatedAt == in.CreatedAt && list[i-1].AgentID > in.AgentID) {
+			t.Errorf("n2's agent.list out of order: %+v", list)
+		}
+	}
+	// Paged, one at a time: the same three, each once, in the same order.
+	var paged []string
+	q := protocol.AgentList{Limit: 1}
+	for range 5 {
+		page, err := listOn(t, n2, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range page.Agents {
+			paged = append(paged, in.AgentID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		q.Cursor = page.NextCursor
+	}
+	if strings.Join(paged, ",") != strings.Join([]string{list[0].AgentID, list[1].AgentID, list[2].AgentID}, ",") {
+		t.Errorf("n2's pages of one: %q, unpaged %+v", paged, list)
+	}
+	// n1 lists its own with node n1 and n3's with node n3.
+	waitListed(t, n1, "n1 lists the three", func(l []protocol.AgentInfo) bool { return len(l) == 3 })
+	ls := n2.mustCtl("", "agents", "ls").stdout
+	for id, node := range where {
+		if !lineHas(ls, id[:18], " "+node+" ") { // ls shows ids cut to 18
+			t.Errorf("agents ls on n2 has no row of %s on %s:\n%s", id, node, ls)
+		}
+	}
+	if !strings.Contains(strings.SplitN(ls, "\n", 2)[0], "NODE") {
+		t.Errorf("agents ls on n2 has no NODE column:\n%s", ls)
+	}
+	// agent.status of n3's agent on n2 answers from the directory.
+	var st protocol.AgentListData
+	call(t, dialRaw(t, n2), &protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: a3}}, &st)
+	if len(st.Agents) != 1 || st.Agents[0].Node != "n3" {
+		t.Errorf("agent.status of %s on n2: %+v", a3, st)
+	}
+
+	// A rename on n3 shows on n1.
+	title := "release notes"
+	var upd protocol.AgentInfo
+	call(t, c3, &protocol.AgentUpdate{Header: protocol.Header{Type: protocol.TypeAgentUpdate, AgentID: a3}, Title: &title}, &upd)
+	waitListed(t, n1, "n1 sees n3's rename", func(l []protocol.AgentInfo) bool {
+		in, ok := agentOf(l, a3)
+		return ok && in.Title == title && in.Node == "n3"
+	})
+
+	// A command on n1 for n3's agent names n3.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, cmd := range []protocol.Typed{
+		&protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: a3}},
+		&protocol.AgentUpdate{Header: protocol.Header{Type: protocol.TypeAgentUpdate, AgentID: a3}, Title: &title},
+	} {
+		err := c1.Call(ctx, cmd, nil)
+		if protocol.CodeOf(err) != protocol.CodeUnsupported || !strings.Contains(err.Error(), "agent "+a3+" lives on node n3; connect to n3 (cross-node attach is not supported yet)") {
+			t.Errorf("%s on n1 for n3's agent: %v", cmd.Head().Type, err)
+		}
+	}
+	if r := n1.ctl("", "agents", "rename", a3, "x"); r.code == 0 || !strings.Contains(r.stdout+r.stderr, "lives on node n3") {
+		t.Errorf("shardctl agents rename on n1 of n3's agent: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// An id nobody has is still NOT_FOUND.
+	if err := c1.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: "agent-nobody"}}, nil); protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Errorf("attach of an unknown agent on n1: %v", err)
+	}
+
+	// A removal on n3 disappears everywhere.
+	// Its runtime stopped first (agent.remove refuses a running agent);
+	// n1 sees the stop too.
+	call(t, c3, &protocol.AgentTerminate{Header: protocol.Header{Type: protocol.TypeAgentTerminate, AgentID: b3}}, nil)
+	waitListed(t, n1, "n1 sees n3's agent stopped", func(l []protocol.AgentInfo) bool {
+		in, ok := agentOf(l, b3)
+		return ok && in.RuntimeState == protocol.RuntimeStopped
+	})
+	var rm protocol.AgentRemoveData
+	call(t, c3, &protocol.AgentRemove{Header: protocol.Header{Type: protocol.TypeAgentRemove}, AgentIDs: []string{b3}}, &rm)
+	if len(rm.Results) != 1 || !rm.Results[0].Removed {
+		t.Fatalf("agent.remove on n3: %+v", rm)
+	}
+	for _, d := range []*daemon{n1, n2} {
+		waitListed(t, d, "the removed agent leaves "+d.home, func(l []protocol.AgentInfo) bool {
+			_, ok := agentOf(l, b3)
+			return !ok && len(l) == 2
+		})
+	}
+
+	// SIGKILL n3: n1 still lists its agent while n3 is dead.
+	c3.Close()
+	n3.kill()
+	n3.waitExit(t, exitTimeout)
+	waitNode(t, n1, "n1 sees n3 dead", "n3", func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeDead })
+	dead, err := listOn(t, n1, protocol.AgentList{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, ok := agentOf(dead.Agents, a3); !ok || in.Node != "n3" || in.Title != title {
+		t.Fatalf("n1's list with n3 dead: %+v", dead.Agents)
+	}
+
+	// n3 again: it reconciles its entries; both agents are listed on n2
+	// and n3 lists n1's.
+	n3 = clusterNode(t, mesh, 2, homes[2], token)
+	n3.waitServing()
+	waitListed(t, n3, "the restarted n3 lists n1's agent and its own", func(l []protocol.AgentInfo) bool {
+		x, ok1 := agentOf(l, a1)
+		y, ok3 := agentOf(l, a3)
+		return len(l) == 2 && ok1 && ok3 && x.Node == "n1" && y.Node == "n3" && y.Title == title
+	})
+	waitListed(t, n2, "n2 lists both after n3's return", func(l []protocol.AgentInfo) bool { return len(l) == 2 })
+}
+
+// lineHas reports whether a line of out holds every one of parts.
+func lineHas(out string, parts ...string) bool {
+	for l := range strings.SplitSeq(out, "\n") {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(l+" ", p)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
