@@ -34,6 +34,10 @@ type View struct {
 	mu      sync.RWMutex
 	entries map[string]records.AgentEntry
 	synced  bool
+
+	// applied, when set, is told after each change the copy took (tests
+	// wait on it instead of polling).
+	applied func()
 }
 
 // NewView returns a View of every node's agents but self's; Run fills it.
@@ -81,6 +85,7 @@ func (v *View) follow(ch <-chan records.Change[records.AgentEntry]) {
 			v.entries, v.synced = replay, true
 			v.mu.Unlock()
 			synced = true
+			v.tell()
 		case c.Err != nil:
 			v.log.Warn("cluster: agent directory entry not understood", "key", c.Key, "err", c.Err)
 		case !synced:
@@ -97,7 +102,14 @@ func (v *View) follow(ch <-chan records.Change[records.AgentEntry]) {
 				v.entries[c.Key] = c.Value
 			}
 			v.mu.Unlock()
+			v.tell()
 		}
+	}
+}
+
+func (v *View) tell() {
+	if v.applied != nil {
+		v.applied()
 	}
 }
 
