@@ -158,6 +158,11 @@ func TestClusterAgentDirectory(t *testing.T) {
 	if r := n1.ctl("", "agents", "rename", a3, "x"); r.code == 0 || !strings.Contains(r.stdout+r.stderr, "lives on node n3") {
 		t.Errorf("shardctl agents rename on n1 of n3's agent: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+	var rmOn1 protocol.AgentRemoveData
+	call(t, c1, &protocol.AgentRemove{Header: protocol.Header{Type: protocol.TypeAgentRemove}, AgentIDs: []string{a3}}, &rmOn1)
+	if len(rmOn1.Results) != 1 || rmOn1.Results[0].Removed || rmOn1.Results[0].Error != protocol.CodeUnsupported || !strings.Contains(rmOn1.Results[0].Reason, "lives on node n3") {
+		t.Errorf("agent.remove on n1 of n3's agent: %+v", rmOn1)
+	}
 	// An id nobody has is still NOT_FOUND.
 	if err := c1.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: "agent-nobody"}}, nil); protocol.CodeOf(err) != protocol.CodeNotFound {
 		t.Errorf("attach of an unknown agent on n1: %v", err)
