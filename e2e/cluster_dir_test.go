@@ -80,11 +80,26 @@ func TestClusterAgentDirectory(t *testing.T) {
 	}
 	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
 
+	// A client of n2 is told of the other nodes' agents as of its own.
+	evs := watchEvents(t, n2)
 	c1, c3 := n1.dial(), n3.dial()
 	a1 := createOn(t, c1)
 	a3 := createOn(t, c3)
 	b3 := createOn(t, c3)
 	where := map[string]string{a1: "n1", a3: "n3", b3: "n3"}
+
+	spawned := map[string]string{}
+	waitEvent(t, evs, "agent_spawned on n2 for the three", func(m protocol.Typed) bool {
+		if e, ok := m.(*protocol.AgentSpawned); ok && e.Info.AgentID == e.AgentID {
+			spawned[e.AgentID] = e.Info.Node
+		}
+		return len(spawned) == 3
+	})
+	for id, node := range where {
+		if spawned[id] != node {
+			t.Errorf("agent_spawned on n2 for %s: node %q, want %s", id, spawned[id], node)
+		}
+	}
 
 	// n2 hosts nothing and lists all three, each with its node, oldest
 	// first.
@@ -142,6 +157,10 @@ func TestClusterAgentDirectory(t *testing.T) {
 		in, ok := agentOf(l, a3)
 		return ok && in.Title == title && in.Node == "n3"
 	})
+	waitEvent(t, evs, "agent_updated on n2 with n3's rename", func(m protocol.Typed) bool {
+		e, ok := m.(*protocol.AgentUpdated)
+		return ok && e.AgentID == a3 && e.Info.Title == title && e.Info.Node == "n3"
+	})
 
 	// A command on n1 for n3's agent names n3.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -181,6 +200,10 @@ func TestClusterAgentDirectory(t *testing.T) {
 	if len(rm.Results) != 1 || !rm.Results[0].Removed {
 		t.Fatalf("agent.remove on n3: %+v", rm)
 	}
+	waitEvent(t, evs, "agent_removed on n2 for n3's removed agent", func(m protocol.Typed) bool {
+		e, ok := m.(*protocol.AgentRemoved)
+		return ok && e.AgentID == b3
+	})
 	for _, d := range []*daemon{n1, n2} {
 		waitListed(t, d, "the removed agent leaves "+d.home, func(l []protocol.AgentInfo) bool {
 			_, ok := agentOf(l, b3)
@@ -225,4 +248,44 @@ func lineHas(out string, parts ...string) bool {
 		}
 	}
 	return false
+}
+
+// watchEvents connects to d and returns the events it is sent, in order
+// (the channel is large enough for the test; the client's reader never
+// blocks on it).
+func watchEvents(t *testing.T, d *daemon) <-chan protocol.Typed {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, d.socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	out := make(chan protocol.Typed, 4096)
+	go func() {
+		for e := range c.Events() {
+			select {
+			case out <- e.Msg:
+			default:
+			}
+		}
+	}()
+	return out
+}
+
+// waitEvent reads evs until one satisfies want.
+func waitEvent(t *testing.T, evs <-chan protocol.Typed, what string, want func(protocol.Typed) bool) {
+	t.Helper()
+	timeout := time.After(clusterWait)
+	for {
+		select {
+		case m := <-evs:
+			if want(m) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("timed out after %s: %s", clusterWait, what)
+		}
+	}
 }

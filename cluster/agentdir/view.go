@@ -38,6 +38,53 @@ type View struct {
 	// applied, when set, is told after each change the copy took (tests
 	// wait on it instead of polling).
 	applied func()
+	// notify, when set (Notify), is told each change of another node's
+	// agent, on the watch's goroutine.
+	notify func(Event)
+}
+
+// EventKind says how another node's agent changed in the copy.
+type EventKind int
+
+// The kinds of Event.
+const (
+	// Added: an agent the copy did not hold (created on its node, or
+	// first seen).
+	Added EventKind = iota + 1
+	// Updated: its node published new fields.
+	Updated
+	// Removed: its node deleted its entry (the agent was removed).
+	Removed
+)
+
+// Event is one change of another node's agent in the copy: the daemon
+// tells its clients as it tells them of its own agents' changes.
+type Event struct {
+	Kind EventKind
+	Info protocol.AgentInfo
+}
+
+// Notify sets f to be told each change of another node's agent (after a
+// replay, what differs from the copy before it). Call it before Run; f
+// must not block.
+func (v *View) Notify(f func(Event)) { v.notify = f }
+
+// emit tells notify how the entry of key went from old to cur (either
+// absent: ok false).
+func (v *View) emit(old records.AgentEntry, hadOld bool, cur records.AgentEntry, hasCur bool) {
+	if v.notify == nil {
+		return
+	}
+	hadOld = hadOld && old.Node != v.self && old.State == records.AgentLive
+	hasCur = hasCur && cur.Node != v.self && cur.State == records.AgentLive
+	switch {
+	case hasCur && !hadOld:
+		v.notify(Event{Kind: Added, Info: InfoOf(cur)})
+	case hasCur && old != cur:
+		v.notify(Event{Kind: Updated, Info: InfoOf(cur)})
+	case hadOld && !hasCur:
+		v.notify(Event{Kind: Removed, Info: InfoOf(old)})
+	}
 }
 
 // NewView returns a View of every node's agents but self's; Run fills it.
@@ -82,9 +129,19 @@ func (v *View) follow(ch <-chan records.Change[records.AgentEntry]) {
 		switch {
 		case c.Synced:
 			v.mu.Lock()
+			old := v.entries
 			v.entries, v.synced = replay, true
 			v.mu.Unlock()
 			synced = true
+			for k, e := range replay {
+				o, ok := old[k]
+				v.emit(o, ok, e, true)
+			}
+			for k, o := range old {
+				if _, ok := replay[k]; !ok {
+					v.emit(o, true, records.AgentEntry{}, false)
+				}
+			}
 			v.tell()
 		case c.Err != nil:
 			v.log.Warn("cluster: agent directory entry not understood", "key", c.Key, "err", c.Err)
@@ -96,12 +153,14 @@ func (v *View) follow(ch <-chan records.Change[records.AgentEntry]) {
 			}
 		default:
 			v.mu.Lock()
+			old, had := v.entries[c.Key]
 			if c.Deleted {
 				delete(v.entries, c.Key)
 			} else {
 				v.entries[c.Key] = c.Value
 			}
 			v.mu.Unlock()
+			v.emit(old, had, c.Value, !c.Deleted)
 			v.tell()
 		}
 	}

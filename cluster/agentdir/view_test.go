@@ -25,6 +25,8 @@ func TestViewFollowsOtherNodes(t *testing.T) {
 	mk("n1", "agent-mine", 1)
 	mk("n3", "agent-a", 2)
 	v := NewView("n1", rec.Agents, nil)
+	events := make(chan Event, 16)
+	v.Notify(func(ev Event) { events <- ev })
 	applied := make(chan struct{}, 1)
 	v.applied = func() {
 		select {
@@ -47,6 +49,14 @@ func TestViewFollowsOtherNodes(t *testing.T) {
 	go func() { defer close(done); v.Run(vctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	waitView("the view synced", func() bool { return v.Synced() })
+	seen := map[string]EventKind{}
+	for range 2 {
+		ev := <-events
+		seen[ev.Info.AgentID] = ev.Kind
+	}
+	if seen["agent-a"] != Added || seen["agent-b"] != Added || len(events) != 0 {
+		t.Fatalf("events of the replay: %v (own agent told: %d more)", seen, len(events))
+	}
 	got := v.Remote()
 	if len(got) != 2 || got[0].AgentID != "agent-a" || got[0].Node != "n3" || got[1].AgentID != "agent-b" || got[1].Node != "n2" {
 		t.Fatalf("Remote: %+v", got)
@@ -73,6 +83,9 @@ func TestViewFollowsOtherNodes(t *testing.T) {
 		}
 		return false
 	})
+	if ev := <-events; ev.Kind != Updated || ev.Info.AgentID != "agent-b" || ev.Info.Title != "renamed" || ev.Info.Node != "n2" {
+		t.Fatalf("event of the rename: %+v", ev)
+	}
 	a, err := rec.Agents.Get(ctx, "agent-a")
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +97,9 @@ func TestViewFollowsOtherNodes(t *testing.T) {
 		_, ok := v.NodeOf("agent-a")
 		return !ok
 	})
+	if ev := <-events; ev.Kind != Removed || ev.Info.AgentID != "agent-a" {
+		t.Fatalf("event of the delete: %+v", ev)
+	}
 	if got := v.Remote(); len(got) != 1 || got[0].AgentID != "agent-b" || got[0].Status != protocol.StatusIdle {
 		t.Fatalf("Remote after the delete: %+v", got)
 	}

@@ -79,6 +79,24 @@ func (d *Daemon) startDirectory() {
 			wait = min(2*wait, agentdir.DefaultMaxRetry)
 		}
 		view := agentdir.NewView(d.node.Name(), rec.Agents, log)
+		// Another node's agent changing is told to this node's clients as
+		// its own agents' changes are (docs/protocol.md §13 "Agents of
+		// other nodes"): agent_spawned, agent_updated with the entry's
+		// fields, agent_removed.
+		view.Notify(func(ev agentdir.Event) {
+			h := protocol.Header{AgentID: ev.Info.AgentID}
+			switch ev.Kind {
+			case agentdir.Added:
+				h.Type = protocol.TypeAgentSpawned
+				d.hub.Broadcast(protocol.MustMarshal(protocol.AgentSpawned{Header: h, Info: ev.Info}))
+			case agentdir.Updated:
+				h.Type = protocol.TypeAgentUpdated
+				d.hub.Broadcast(protocol.MustMarshal(protocol.AgentUpdated{Header: h, Info: ev.Info}))
+			case agentdir.Removed:
+				h.Type = protocol.TypeAgentRemoved
+				d.hub.Broadcast(protocol.MustMarshal(protocol.AgentRemoved{Header: h}))
+			}
+		})
 		dir.view.Store(view)
 		dir.wg.Go(func() { view.Run(ctx) })
 		pub := agentdir.NewPublisher(agentdir.PublisherOptions{
@@ -120,6 +138,9 @@ func (d *Daemon) followAgents(ctx context.Context, pub *agentdir.Publisher) {
 				}
 				if json.Unmarshal(rec, &h) != nil || h.AgentID == "" {
 					continue
+				}
+				if _, remote := d.dir.NodeOf(h.AgentID); remote {
+					continue // the view's own broadcast of another node's agent
 				}
 				switch h.Type {
 				case protocol.TypeAgentSpawned, protocol.TypeAgentUpdated, protocol.TypeAgentRemoved,
