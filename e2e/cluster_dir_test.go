@@ -64,9 +64,11 @@ func createOn(t *testing.T, c *client.Conn) string {
 // Agents created on n1 and n3 are listed on n2 (agent.list with node,
 // shardctl agents ls with its NODE column), in agent.list's order and
 // paging; a rename on n3 shows on n1; a command on n1 for n3's agent is
-// refused naming n3 (UNSUPPORTED); a removal disappears everywhere;
-// n3 SIGKILLed, its agents are still listed on n1 while it is dead; n3
-// restarted reconciles and its agents are listed as before.
+// refused naming n3 (UNSUPPORTED); a removal disappears everywhere; a
+// client of n2 is told of it all as events; n3 SIGKILLed, its agents are
+// still listed on n1 while it is dead; an agent removed from n3's store
+// while n3 is out of the cluster leaves the directory when n3 returns and
+// reconciles.
 func TestClusterAgentDirectory(t *testing.T) {
 	mesh := clustertest.NewMesh(t, 3)
 	token := randomToken(t, "cluster-token")
@@ -211,7 +213,12 @@ func TestClusterAgentDirectory(t *testing.T) {
 		})
 	}
 
-	// SIGKILL n3: n1 still lists its agent while n3 is dead.
+	// SIGKILL n3: n1 still lists its agents while n3 is dead.
+	d3 := createOn(t, c3)
+	waitListed(t, n1, "n1 lists n3's new agent", func(l []protocol.AgentInfo) bool {
+		_, ok := agentOf(l, d3)
+		return ok
+	})
 	c3.Close()
 	n3.kill()
 	n3.waitExit(t, exitTimeout)
@@ -220,20 +227,34 @@ func TestClusterAgentDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in, ok := agentOf(dead.Agents, a3); !ok || in.Node != "n3" || in.Title != title {
+	if in, ok := agentOf(dead.Agents, a3); !ok || in.Node != "n3" || in.Title != title || len(dead.Agents) != 3 {
 		t.Fatalf("n1's list with n3 dead: %+v", dead.Agents)
 	}
 
-	// n3 again: it reconciles its entries; both agents are listed on n2
-	// and n3 lists n1's.
+	// While n3 is out of the cluster its home serves as a single shardd
+	// for a moment, and a3 is removed from its store.
+	alone := startDaemonAt(t, homes[2])
+	var rmAlone protocol.AgentRemoveData
+	ca := dialRaw(t, alone)
+	call(t, ca, &protocol.AgentRemove{Header: protocol.Header{Type: protocol.TypeAgentRemove}, AgentIDs: []string{a3}}, &rmAlone)
+	if len(rmAlone.Results) != 1 || !rmAlone.Results[0].Removed {
+		t.Fatalf("agent.remove of %s on n3's home alone: %+v", a3, rmAlone)
+	}
+	ca.Close()
+	alone.kill()
+	alone.waitExit(t, exitTimeout)
+
+	// n3 again in the cluster: it reconciles its entries — a3's goes, d3's
+	// stays — and lists n1's agent beside its own.
 	n3 = clusterNode(t, mesh, 2, homes[2], token)
 	n3.waitServing()
-	waitListed(t, n3, "the restarted n3 lists n1's agent and its own", func(l []protocol.AgentInfo) bool {
-		x, ok1 := agentOf(l, a1)
-		y, ok3 := agentOf(l, a3)
-		return len(l) == 2 && ok1 && ok3 && x.Node == "n1" && y.Node == "n3" && y.Title == title
-	})
-	waitListed(t, n2, "n2 lists both after n3's return", func(l []protocol.AgentInfo) bool { return len(l) == 2 })
+	for _, d := range []*daemon{n1, n2, n3} {
+		waitListed(t, d, "after n3's return, "+d.home+" lists a1 and d3 only", func(l []protocol.AgentInfo) bool {
+			x, ok1 := agentOf(l, a1)
+			y, ok3 := agentOf(l, d3)
+			return len(l) == 2 && ok1 && ok3 && x.Node == "n1" && y.Node == "n3"
+		})
+	}
 }
 
 // lineHas reports whether a line of out holds every one of parts.
