@@ -9,8 +9,8 @@ type Directory interface {
 	// Remote returns the other nodes' agents, oldest first (agent.list's
 	// order), each with its node set.
 	Remote() []protocol.AgentInfo
-	// NodeOf returns the node of another node's agent.
-	NodeOf(agentID string) (node string, ok bool)
+	// Lookup returns another node's agent, its node set.
+	Lookup(agentID string) (info protocol.AgentInfo, ok bool)
 }
 
 // notHere is the error of a command for an agent this node does not host:
@@ -20,9 +20,9 @@ type Directory interface {
 // "Agents of other nodes").
 func (r *Actor) notHere(id string) error {
 	if r.deps.Directory != nil {
-		if node, ok := r.deps.Directory.NodeOf(id); ok {
+		if in, ok := r.deps.Directory.Lookup(id); ok {
 			return protocol.Errorf(protocol.CodeUnsupported,
-				"agent %s lives on node %s; connect to %s (cross-node attach is not supported yet)", id, node, node)
+				"agent %s lives on node %s; connect to %s (cross-node attach is not supported yet)", id, in.Node, in.Node)
 		}
 	}
 	return protocol.Errorf(protocol.CodeNotFound, "no agent %s", id)
@@ -33,13 +33,5 @@ func (r *Actor) remoteInfo(id string) (protocol.AgentInfo, bool) {
 	if r.deps.Directory == nil {
 		return protocol.AgentInfo{}, false
 	}
-	if _, ok := r.deps.Directory.NodeOf(id); !ok {
-		return protocol.AgentInfo{}, false
-	}
-	for _, in := range r.deps.Directory.Remote() {
-		if in.AgentID == id {
-			return in, true
-		}
-	}
-	return protocol.AgentInfo{}, false
+	return r.deps.Directory.Lookup(id)
 }

@@ -21,14 +21,17 @@ import (
 // a page is cut from the merged list, so a cursor names an agent of any
 // node (docs/protocol.md §13 "Agents of other nodes").
 func (r *Actor) list(cmd *Command, m *protocol.AgentList) {
-	var remote []protocol.AgentInfo
-	if r.deps.Directory != nil && !cmd.Local {
-		remote = r.deps.Directory.Remote()
+	dir := r.deps.Directory
+	if cmd.Local {
+		dir = nil
 	}
 	if m.Active {
 		infos := r.infos()
-		if len(remote) > 0 {
-			infos = slices.SortedFunc(slices.Values(append(infos, remote...)), compareAgents)
+		if dir != nil {
+			infos = append(infos, dir.Remote()...)
+		}
+		if len(infos) > len(r.agents) {
+			slices.SortFunc(infos, compareAgents)
 		}
 		data, err := listAgents(infos, m)
 		if err != nil {
@@ -66,8 +69,8 @@ func (r *Actor) list(cmd *Command, m *protocol.AgentList) {
 			}
 			data.Agents = append(data.Agents, in)
 		}
-		if len(remote) > 0 {
-			data.Agents, more = mergeRemote(data.Agents, more, remote, m)
+		if dir != nil { // the directory's copy, read here, off the mailbox
+			data.Agents, more = mergeRemote(data.Agents, more, dir.Remote(), m)
 		}
 		if more && len(data.Agents) > 0 {
 			data.NextCursor = agentKey(data.Agents[len(data.Agents)-1]).Encode()

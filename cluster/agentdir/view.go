@@ -189,16 +189,16 @@ func (v *View) Remote() []protocol.AgentInfo {
 	return out
 }
 
-// NodeOf returns the node hosting agentID when it is another node's agent
-// in the directory.
-func (v *View) NodeOf(agentID string) (string, bool) {
+// Lookup returns agentID's AgentInfo (its node set) when it is another
+// node's agent in the directory.
+func (v *View) Lookup(agentID string) (protocol.AgentInfo, bool) {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	e, ok := v.entries[agentID]
 	if !ok || e.Node == v.self || e.State != records.AgentLive {
-		return "", false
+		return protocol.AgentInfo{}, false
 	}
-	return e.Node, true
+	return InfoOf(e), true
 }
 
 // Synced reports whether the copy holds the whole directory as of some

@@ -61,11 +61,11 @@ func TestViewFollowsOtherNodes(t *testing.T) {
 	if len(got) != 2 || got[0].AgentID != "agent-a" || got[0].Node != "n3" || got[1].AgentID != "agent-b" || got[1].Node != "n2" {
 		t.Fatalf("Remote: %+v", got)
 	}
-	if _, ok := v.NodeOf("agent-mine"); ok {
-		t.Fatal("NodeOf names this node's own agent")
+	if _, ok := v.Lookup("agent-mine"); ok {
+		t.Fatal("Lookup finds this node's own agent")
 	}
-	if n, ok := v.NodeOf("agent-b"); !ok || n != "n2" {
-		t.Fatalf("NodeOf(agent-b): %q %t", n, ok)
+	if in, ok := v.Lookup("agent-b"); !ok || in.Node != "n2" {
+		t.Fatalf("Lookup(agent-b): %+v %t", in, ok)
 	}
 	e, err := rec.Agents.Get(ctx, "agent-b")
 	if err != nil {
@@ -94,7 +94,7 @@ func TestViewFollowsOtherNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitView("the delete reached the view", func() bool {
-		_, ok := v.NodeOf("agent-a")
+		_, ok := v.Lookup("agent-a")
 		return !ok
 	})
 	if ev := <-events; ev.Kind != Removed || ev.Info.AgentID != "agent-a" {

@@ -38,12 +38,12 @@ func (dir *directory) Remote() []protocol.AgentInfo {
 	return nil
 }
 
-// NodeOf implements registry.Directory.
-func (dir *directory) NodeOf(id string) (string, bool) {
+// Lookup implements registry.Directory.
+func (dir *directory) Lookup(id string) (protocol.AgentInfo, bool) {
 	if v := dir.view.Load(); v != nil {
-		return v.NodeOf(id)
+		return v.Lookup(id)
 	}
-	return "", false
+	return protocol.AgentInfo{}, false
 }
 
 // directoryClientID is the client id of the publisher's requests to the
@@ -139,7 +139,7 @@ func (d *Daemon) followAgents(ctx context.Context, pub *agentdir.Publisher) {
 				if json.Unmarshal(rec, &h) != nil || h.AgentID == "" {
 					continue
 				}
-				if _, remote := d.dir.NodeOf(h.AgentID); remote {
+				if _, remote := d.dir.Lookup(h.AgentID); remote {
 					continue // the view's own broadcast of another node's agent
 				}
 				switch h.Type {
