@@ -60,6 +60,9 @@ type agents struct {
 	m     map[string]protocol.AgentInfo
 	gate  chan struct{}
 	asked chan string
+	// fail is how many reads fail before they succeed (an unavailable
+	// registry or cluster).
+	fail int
 }
 
 func (a *agents) set(in protocol.AgentInfo) {
@@ -71,6 +74,10 @@ func (a *agents) set(in protocol.AgentInfo) {
 func (a *agents) All(context.Context) ([]protocol.AgentInfo, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.fail > 0 {
+		a.fail--
+		return nil, records.ErrUnavailable
+	}
 	out := []protocol.AgentInfo{}
 	for _, in := range a.m {
 		out = append(out, in)
@@ -282,5 +289,30 @@ func TestPublisherConflictRetry(t *testing.T) {
 	}
 	if e, err := rec.Agents.Get(ctx, "agent-a"); err != nil || e.Value.Title != "renamed" {
 		t.Fatalf("agent-a: %+v, %v", e, err)
+	}
+}
+
+// TestPublisherRetriesAfterFailure: a reconciliation that fails (the
+// cluster had no quorum) is logged and tried again after a wait, until it
+// lands; the failures block nothing (Changed returns at once meanwhile).
+func TestPublisherRetriesAfterFailure(t *testing.T) {
+	rec := openDirectory(t)
+	src := &agents{m: map[string]protocol.AgentInfo{}, fail: 3}
+	src.set(info("agent-a", "a"))
+	writes := make(chan write, 16)
+	p := NewPublisher(PublisherOptions{Node: "n1", Table: rec.Agents, Source: src, Retry: time.Millisecond, MaxRetry: 4 * time.Millisecond,
+		Written: func(id string, e *records.AgentEntry) { writes <- write{id, e} }})
+	run(t, p)
+	for range 100 {
+		p.Changed("agent-a")
+	}
+	if w := next(t, writes); w.id != "agent-a" || w.e == nil || w.e.Title != "a" {
+		t.Fatalf("write after the failures: %+v", w)
+	}
+	src.mu.Lock()
+	left := src.fail
+	src.mu.Unlock()
+	if left != 0 {
+		t.Fatalf("%d failures left: the write came before the retries", left)
 	}
 }
