@@ -42,8 +42,9 @@ type AgentRemoveData struct {
 }
 
 // AgentRemoveResult is the outcome for one id: Removed, or Error (a
-// protocol code: NOT_FOUND, CONFLICT, INTERNAL_ERROR) with a Kind for
-// CONFLICT and a Reason.
+// protocol code: NOT_FOUND, CONFLICT, INTERNAL_ERROR; in a cluster
+// UNSUPPORTED for another node's agent, docs/protocol.md §13 "Agents of
+// other nodes") with a Kind for CONFLICT and a Reason.
 type AgentRemoveResult struct {
 	AgentID string    `json:"agent_id"`
 	Removed bool      `json:"removed"`

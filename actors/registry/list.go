@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"slices"
+
 	"github.com/shard-dev/shard/internal/paging"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -13,9 +15,25 @@ import (
 // costs a few keyed reads whatever the number of stored agents. Without
 // filters, limit and cursor it is every agent, as before paging existed:
 // fine for a small store, and still off the mailbox for a large one.
+//
+// In a cluster the other nodes' agents (the directory, Deps.Directory)
+// are merged in, in the same order and under the same filters and paging:
+// a page is cut from the merged list, so a cursor names an agent of any
+// node (docs/protocol.md §13 "Agents of other nodes").
 func (r *Actor) list(cmd *Command, m *protocol.AgentList) {
+	dir := r.deps.Directory
+	if cmd.Local {
+		dir = nil
+	}
 	if m.Active {
-		data, err := listAgents(r.infos(), m)
+		infos := r.infos()
+		if dir != nil {
+			infos = append(infos, dir.Remote()...)
+		}
+		if len(infos) > len(r.agents) {
+			slices.SortFunc(infos, compareAgents)
+		}
+		data, err := listAgents(infos, m)
 		if err != nil {
 			fail(cmd, err)
 			return
@@ -50,6 +68,9 @@ func (r *Actor) list(cmd *Command, m *protocol.AgentList) {
 				in = restingInfo(models, node, a)
 			}
 			data.Agents = append(data.Agents, in)
+		}
+		if dir != nil { // the directory's copy, read here, off the mailbox
+			data.Agents, more = mergeRemote(data.Agents, more, dir.Remote(), m)
 		}
 		if more && len(data.Agents) > 0 {
 			data.NextCursor = agentKey(data.Agents[len(data.Agents)-1]).Encode()
@@ -105,4 +126,56 @@ func active(in protocol.AgentInfo) bool {
 		return true
 	}
 	return in.AttachedClients > 0
+}
+
+// compareAgents is agent.list's order: oldest first, then by agent_id.
+func compareAgents(a, b protocol.AgentInfo) int {
+	if a.CreatedAt != b.CreatedAt {
+		if a.CreatedAt < b.CreatedAt {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.AgentID < b.AgentID:
+		return -1
+	case a.AgentID > b.AgentID:
+		return 1
+	}
+	return 0
+}
+
+// mergeRemote merges the other nodes' agents (remote, sorted) that pass
+// m's filters and follow its cursor into local, one page of this node's
+// agents (more: this node has more after it). Both lists are in the same
+// order, so the merged page's first limit agents are the page of the
+// merged list, and more is true when either side has more after them.
+func mergeRemote(local []protocol.AgentInfo, more bool, remote []protocol.AgentInfo, m *protocol.AgentList) ([]protocol.AgentInfo, bool) {
+	var cur *protocol.Cursor
+	if m.Cursor != "" {
+		if c, err := protocol.DecodeCursor(protocol.CursorAgents, m.Cursor); err == nil {
+			cur = &c
+		}
+	}
+	merged := make([]protocol.AgentInfo, 0, len(local)+len(remote))
+	merged = append(merged, local...)
+	for _, in := range remote {
+		switch {
+		case m.ParentAgentID != "" && in.ParentAgentID != m.ParentAgentID,
+			m.SinceMs != 0 && in.CreatedAt < m.SinceMs,
+			cur != nil && !paging.Ascending(agentKey(in), *cur):
+			continue
+		}
+		// Past this node's page: when this node has more, they belong
+		// to a later page (its next agent may sort before them).
+		if more && len(local) > 0 && compareAgents(in, local[len(local)-1]) > 0 {
+			continue
+		}
+		merged = append(merged, in)
+	}
+	slices.SortFunc(merged, compareAgents)
+	if m.Limit > 0 && len(merged) > m.Limit {
+		return merged[:m.Limit], true
+	}
+	return merged, more
 }

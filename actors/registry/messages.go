@@ -31,6 +31,10 @@ type Command struct {
 	// mailbox), so that a child inherits the parent's current provider and
 	// model.
 	Parent protocol.AgentInfo
+	// Local keeps an agent.list to this node's own agents: the cluster's
+	// directory publisher reads what it publishes with it. Never set from
+	// the wire.
+	Local bool
 }
 
 // Drain stops every runtime for a daemon shutdown and closes Done once none

@@ -42,6 +42,12 @@ type Deps struct {
 	// answers {"enabled":false}: a single shardd. It reads the node's
 	// membership table under its own lock and never blocks.
 	ClusterStatus func() protocol.ClusterStatusData
+	// Directory is the cluster's agent directory as this node follows it
+	// (nil on a single shardd): agent.list merges the other nodes' agents
+	// into its answer, and a command for one of them is refused naming its
+	// node instead of NOT_FOUND (docs/protocol.md §13 "Agents of other
+	// nodes"). Its methods read a snapshot and never block.
+	Directory Directory
 	// OnShutdown is called on the registry's mailbox after daemon.shutdown
 	// was acknowledged. It must not block: the shutdown it starts waits for
 	// this actor to stop, so it runs on a goroutine of the caller's.
@@ -375,6 +381,10 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 			case err != nil:
 				fail(cmd, protocol.Errorf(protocol.CodeInternal, "agent %s could not be read", id))
 			case !found:
+				if in, ok := r.remoteInfo(id); ok {
+					reply(cmd, protocol.AgentListData{Agents: []protocol.AgentInfo{in}})
+					return
+				}
 				fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", id))
 			default:
 				reply(cmd, protocol.AgentListData{Agents: []protocol.AgentInfo{info}})
@@ -499,7 +509,7 @@ func (r *Actor) onCommand(c actor.Context, cmd *Command) {
 		if typ == protocol.TypeAgentAttach && cmd.Client.PID != nil {
 			c.Send(cmd.Client.PID, &agent.Routed{AgentID: cmd.Header.AgentID}) // no agent: the connection stops holding
 		}
-		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", cmd.Header.AgentID))
+		fail(cmd, r.notHere(cmd.Header.AgentID))
 		return
 	}
 	r.deliver(c, e, &agent.Request{Client: cmd.Client, Header: cmd.Header, Cmd: cmd.Cmd, Raw: cmd.Raw}, nil)

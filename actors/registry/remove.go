@@ -68,7 +68,10 @@ func (r *Actor) removeIDs(c actor.Context, ids []string, answer func(protocol.Ag
 			continue
 		}
 		if e == nil {
-			results[i].Error, results[i].Reason = protocol.CodeNotFound, "no agent "+id
+			// Another node's agent is UNSUPPORTED naming its node
+			// (notHere), as any command for it.
+			perr := protocol.AsError(r.notHere(id))
+			results[i].Error, results[i].Reason = perr.Code, perr.Message
 			continue
 		}
 		if kind, reason := r.live(e); kind != "" {

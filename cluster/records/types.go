@@ -45,6 +45,17 @@ type AgentEntry struct {
 	Runtime       string     `json:"runtime,omitempty"`         // runtime profile; "" = the default
 	State         AgentState `json:"state"`
 	CreatedAt     int64      `json:"created_at"` // epoch milliseconds
+	// What a client on another node lists (docs/cluster.md, "The agent
+	// directory"): the host node's last published AgentInfo fields, so a
+	// listing on any node shows what the host shows, as of its last write.
+	Title        string                `json:"title,omitempty"`
+	Model        string                `json:"model,omitempty"`
+	Provider     string                `json:"provider,omitempty"`
+	Status       protocol.AgentStatus  `json:"status,omitempty"`
+	RuntimeState protocol.RuntimeState `json:"runtime_state,omitempty"`
+	Workspace    string                `json:"workspace_id,omitempty"`
+	Definition   string                `json:"definition_name,omitempty"`
+	DisplayName  string                `json:"display_name,omitempty"`
 }
 
 // JobRecord is a subagent job (bucket shard_jobs, key job_id). Unlike the

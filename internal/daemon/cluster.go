@@ -88,6 +88,7 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 	}
 	log.Info(fmt.Sprintf("cluster: node %s joined (%d members)", n.Name(), alive),
 		"incarnation", n.Incarnation(), "members", alive)
+	d.startDirectory()
 	return nil
 }
 
@@ -118,6 +119,7 @@ func (d *Daemon) closeCluster() {
 	if d.node == nil {
 		return
 	}
+	d.stopDirectory()
 	_ = d.node.Close()
 	d.log.Info("cluster: node stopped", "node", d.node.Name())
 }

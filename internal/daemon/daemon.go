@@ -106,6 +106,9 @@ type Daemon struct {
 	cluster   cluster.Config
 	clustered bool
 	node      *cluster.Node
+	// dir is the agent directory's part of this node (clusterdir.go);
+	// nil on a single shardd.
+	dir *directory
 	// startFailed is set by failStart: Shutdown has nothing to stop.
 	startFailed bool
 	// group owns the goroutines every actor starts off its mailbox (store
@@ -300,6 +303,7 @@ func (d *Daemon) Start() error {
 		},
 		DaemonStatus:  d.status,
 		ClusterStatus: d.clusterStatus,
+		Directory:     d.directoryDeps(),
 		Group:         d.group,
 		Clock:         d.opts.RegistryClock,
 		OnShutdown: func(force bool) {

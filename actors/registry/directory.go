@@ -1,0 +1,37 @@
+package registry
+
+import "github.com/shard-dev/shard/protocol"
+
+// Directory is what the registry reads of the cluster's agent directory
+// (cluster/agentdir.View): the agents other nodes host, as they last
+// published them. Both methods read a snapshot and never block.
+type Directory interface {
+	// Remote returns the other nodes' agents, oldest first (agent.list's
+	// order), each with its node set.
+	Remote() []protocol.AgentInfo
+	// Lookup returns another node's agent, its node set.
+	Lookup(agentID string) (info protocol.AgentInfo, ok bool)
+}
+
+// notHere is the error of a command for an agent this node does not host:
+// NOT_FOUND, or, for an agent of another node in the directory,
+// UNSUPPORTED naming its node. Cross-node routing is not built yet: a
+// client connects to the node that hosts the agent (docs/protocol.md §13
+// "Agents of other nodes").
+func (r *Actor) notHere(id string) error {
+	if r.deps.Directory != nil {
+		if in, ok := r.deps.Directory.Lookup(id); ok {
+			return protocol.Errorf(protocol.CodeUnsupported,
+				"agent %s lives on node %s; connect to %s (cross-node attach is not supported yet)", id, in.Node, in.Node)
+		}
+	}
+	return protocol.Errorf(protocol.CodeNotFound, "no agent %s", id)
+}
+
+// remoteInfo is the directory's AgentInfo of another node's agent id.
+func (r *Actor) remoteInfo(id string) (protocol.AgentInfo, bool) {
+	if r.deps.Directory == nil {
+		return protocol.AgentInfo{}, false
+	}
+	return r.deps.Directory.Lookup(id)
+}
