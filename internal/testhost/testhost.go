@@ -56,12 +56,14 @@ func Missing(t testing.TB, tool, detail string) {
 // script, or the base system.
 func Installer(tool string) string {
 	switch tool {
-	case "git", "tmux", "chromium":
+	case "git", "tmux", "chromium", "openssl":
 		return ".ci/run installs it (apt-get install " + tool + ")"
 	case "codex-acp", "pi", "claude-agent-acp", "mcp-server-filesystem", "mcp-server-everything", "acpx":
 		return "scripts/install-agents.sh installs it into .cache/agents (.ci/run runs it)"
 	case "sh", "sleep", "true":
 		return "the base system has it (Debian: dash, coreutils)"
+	case "bash":
+		return "the base system has it (Debian: bash)"
 	case "flock":
 		return "the base system has it (Debian: util-linux)"
 	case "/proc":
