@@ -56,8 +56,8 @@ func tlsNodeEnv(token, certs, name string) []string {
 	}
 }
 
-// tlsClusterNode starts shardd as node name on home with the given
-// cluster flags and environment; it returns at once.
+// tlsClusterNode starts shardd on home with the given extra flags and
+// environment (the cluster settings); it returns at once.
 func tlsClusterNode(t *testing.T, home string, args, env []string, stderr io.Writer) *daemon {
 	t.Helper()
 	p := &proc{stdout: &shardtest.Buffer{}, stderr: &shardtest.Buffer{}}
@@ -78,7 +78,8 @@ func tlsClusterNode(t *testing.T, home string, args, env []string, stderr io.Wri
 
 // TestClusterTLSWithContribCerts: the certificates contrib/cluster-certs.sh
 // makes work for routes that verify both ends: three shardd given them
-// (and a token) through SHARD_CLUSTER_* form a cluster that shardctl
+// (and a token) through SHARD_CLUSTER_* variables, as the env file of
+// contrib/shardd-cluster@.service gives them, form a cluster that shardctl
 // cluster status shows alive. A fourth node whose certificate is from
 // another run of the script (another CA) fails the TLS handshake and
 // never joins: the three never list it and it never serves.
@@ -89,10 +90,12 @@ func TestClusterTLSWithContribCerts(t *testing.T) {
 	nodes := make([]*daemon, 3)
 	for i := range nodes {
 		name := fmt.Sprintf("n%d", i+1)
-		nodes[i] = tlsClusterNode(t, newHome(t), []string{
-			"--cluster.node", name, "--cluster.listen", "127.0.0.1:0",
-			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
-		}, tlsNodeEnv(token, certs, name), &routeWatcher{mesh: mesh, i: i})
+		// Every cluster setting comes from the environment, as from
+		// the unit's EnvironmentFile.
+		env := append(tlsNodeEnv(token, certs, name),
+			"SHARD_CLUSTER_NODE="+name, "SHARD_CLUSTER_LISTEN=127.0.0.1:0",
+			"SHARD_CLUSTER_ADVERTISE="+mesh.Advertise(i), "SHARD_CLUSTER_ROUTES="+strings.Join(mesh.Routes(i), ","))
+		nodes[i] = tlsClusterNode(t, newHome(t), nil, env, &routeWatcher{mesh: mesh, i: i})
 	}
 	for _, d := range nodes {
 		d.waitServing()
