@@ -30,7 +30,9 @@ func clusterCerts(t *testing.T, nodes ...string) string {
 	for _, n := range nodes {
 		args = append(args, n+"=127.0.0.1,localhost")
 	}
-	r := runCmd(t, exec.Command(bash, args...), "")
+	cmd := exec.Command(bash, args...)
+	cmd.Env = baseEnv()
+	r := runCmd(t, cmd, "")
 	if r.code != 0 {
 		t.Fatalf("cluster-certs.sh: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -80,11 +82,26 @@ func tlsClusterNode(t *testing.T, home string, args, env []string, stderr io.Wri
 // makes work for routes that verify both ends: three shardd given them
 // (and a token) through SHARD_CLUSTER_* variables, as the env file of
 // contrib/shardd-cluster@.service gives them, form a cluster that shardctl
-// cluster status shows alive. A fourth node whose certificate is from
+// cluster status shows alive; run again without --force, the script
+// overwrites nothing. A fourth node whose certificate is from
 // another run of the script (another CA) fails the TLS handshake and
 // never joins: the three never list it and it never serves.
 func TestClusterTLSWithContribCerts(t *testing.T) {
 	certs := clusterCerts(t, "n1", "n2", "n3")
+	// Run again on the same directory, the script changes nothing
+	// without --force and says so.
+	before, err := os.ReadFile(filepath.Join(certs, "n1.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := exec.Command("bash", filepath.Join("..", "contrib", "cluster-certs.sh"), "--out", certs, "n1=127.0.0.1")
+	again.Env = baseEnv()
+	if r := runCmd(t, again, ""); r.code != 1 || !strings.Contains(r.stderr, "nothing changed (--force reissues them)") {
+		t.Fatalf("cluster-certs.sh again: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if after, err := os.ReadFile(filepath.Join(certs, "n1.crt")); err != nil || string(after) != string(before) {
+		t.Fatalf("n1.crt changed without --force: %v", err)
+	}
 	mesh := clustertest.NewMesh(t, 3)
 	token := randomToken(t, "cluster-token")
 	nodes := make([]*daemon, 3)
