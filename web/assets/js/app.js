@@ -125,7 +125,7 @@ function App({ store }) {
   if (s.conn === State.unenrolled || s.conn === State.signedOut) return html`<${SignIn} s=${s} />`;
   if (s.conn === State.incompatible) return html`<${Incompatible} s=${s} />`;
   const remote = s.selected ? remoteNode(s.agents[s.selected] || { agent_id: s.selected }, s.cluster, s.elsewhere) : "";
-  return html`<div class="app" data-conn=${s.conn}>
+  return html`<div class="app" data-conn=${s.conn} data-cluster=${s.cluster ? (s.cluster.enabled ? "on" : "off") : ""}>
     <header class="top"><span class="logo">shard</span>
       <${ViewNav} s=${s} store=${store} />
       <span id="conn-state" class=${"conn " + s.conn}>${s.conn}</span>
