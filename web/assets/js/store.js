@@ -387,7 +387,8 @@ export class Store {
   select(id) {
     const prev = this.state.selected;
     if (prev === id) return;
-    if (prev) this.conn.call({ type: "agent.detach", agent_id: prev }).catch(() => {});
+    // another node's agent was never attached (attach above): nothing to detach
+    if (prev && !remoteNode(this.state.agents[prev], this.state.cluster, this.state.elsewhere)) this.conn.call({ type: "agent.detach", agent_id: prev }).catch(() => {});
     if (this.state.view !== "team") history.replaceState(null, "", id ? "#agent=" + id : location.pathname);
     this.catKey = "";
     this.set({ selected: id, transcript: initial(), modes: [], models: [], closed: [], catalogEpoch: null, activeModel: null, reasoning: null });
