@@ -113,7 +113,9 @@ func startCluster(t *testing.T, n int) []*daemon {
 // cluster (cluster.status: every node alive with its incarnation and load,
 // n1 marked as the page's), every agent's node (AgentInfo.node), n3's agent
 // marked as another node's; opening it says where it lives and sends no
-// agent.attach, while the page's own agent attaches as ever.
+// agent.attach, while the page's own agent attaches as ever. A page that
+// does not know its node attaches, and takes n1's UNSUPPORTED refusal
+// naming n3 for the same note.
 func TestDashboardCluster(t *testing.T) {
 	b := newBrowser(t)
 	nodes := startCluster(t, 3)
@@ -148,6 +150,38 @@ func TestDashboardCluster(t *testing.T) {
 	p.run("open the local agent", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-agent=%q] .pick`, local))))
 	p.until("the local agent's view", fmt.Sprintf(`document.querySelector(".agentview")?.dataset.selected === %q && !document.querySelector("#remote-agent") && document.querySelector("#agent-status")?.textContent === "idle"`, local))
 	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
+
+	// A page that could not learn its node (its cluster.status is turned
+	// into a type the daemon does not know: INVALID_REQUEST, as from a
+	// daemon without the command) tries the attach; n1 refuses it
+	// UNSUPPORTED naming n3, and the page shows the same note, no error.
+	q := b.newPage("n1-blind")
+	q.onNewDocument(`window.__sent = [];
+const send0 = WebSocket.prototype.send;
+WebSocket.prototype.send = function (d) {
+  try { const m = JSON.parse(d); window.__sent.push(m); if (m.type === "cluster.status") d = JSON.stringify({ ...m, type: "cluster.status.not-here" }); } catch (e) {}
+  return send0.call(this, d);
+};`)
+	q.enroll(n1)
+	q.until("n3's agent listed with its node", fmt.Sprintf(`document.querySelector('[data-agent=%q]')?.dataset.node === "n3"`, remote))
+	if got := eval[string](q, `document.querySelector(".app").dataset.cluster + "|" + document.querySelectorAll("#cluster").length`); got != "|0" {
+		t.Fatalf("a page without cluster.status: cluster|chips = %s", got)
+	}
+	q.run("open n3's agent", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-agent=%q] .pick`, remote))))
+	q.until("the note after the refusal", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3")(document.querySelector('#remote-agent[data-selected=%q]')) && document.querySelector('[data-agent=%q]').classList.contains("remote")`, remote, remote))
+	tried := false
+	for _, m := range sent(q, "agent.attach") {
+		tried = tried || m["agent_id"] == remote
+	}
+	if !tried {
+		t.Fatal("the blind page sent no agent.attach of n3's agent: the refusal was not exercised")
+	}
+	if notice := eval[string](q, `document.querySelector("#notice").textContent`); notice != "" {
+		t.Fatalf("the refusal shown as a failure: %q", notice)
+	}
+	if errs := q.consoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %q", errs)
 	}
 }
