@@ -4,6 +4,7 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -109,13 +110,28 @@ func startCluster(t *testing.T, n int) []*daemon {
 	return nodes
 }
 
+// untilWithin is until with its own bound (run caps a step at
+// stepTimeout): a lease running out on a busy machine may take longer.
+func (p *page) untilWithin(d time.Duration, what, expr string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, d)
+	defer cancel()
+	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(d))(ctx, t)
+		return err
+	}))
+	if err != nil {
+		p.t.Fatalf("%s: wait for %s: %v\nconsole: %q", p.name, what, err, p.consoleErrors())
+	}
+}
+
 // TestDashboardCluster: the page of n1 in a three-node cluster shows the
 // cluster (cluster.status: every node alive with its incarnation and load,
 // n1 marked as the page's), every agent's node (AgentInfo.node), n3's agent
 // marked as another node's; opening it says where it lives and sends no
 // agent.attach, while the page's own agent attaches as ever. A page that
 // does not know its node attaches, and takes n1's UNSUPPORTED refusal
-// naming n3 for the same note.
+// naming n3 for the same note. n3 killed, the chip shows it dead.
 func TestDashboardCluster(t *testing.T) {
 	b := newBrowser(t)
 	nodes := startCluster(t, 3)
@@ -183,6 +199,15 @@ WebSocket.prototype.send = function (d) {
 	}
 	if errs := q.consoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %q", errs)
+	}
+
+	// n3 SIGKILLed: once its lease has run out, n1's page shows it dead
+	// from a later cluster.status (no event says so), and its agent still
+	// listed as n3's.
+	n3.sd.Kill()
+	p.untilWithin(clusterReady, "n3 dead in the chip", `document.querySelector("#cluster summary")?.textContent === "node n1 · 2/3 alive" && document.querySelector("#cluster").classList.contains("degraded") && document.querySelector('#cluster .cn[data-node="n3"]')?.dataset.health === "dead"`)
+	if got := eval[string](p, fmt.Sprintf(`document.querySelector('[data-agent=%q]')?.dataset.node || ""`, remote)); got != "n3" {
+		t.Fatalf("n3's agent after n3 died: node %q", got)
 	}
 }
 
