@@ -13,6 +13,7 @@ import { Side } from "./side.js";
 import { StoreCtx } from "./ctx.js";
 import { ViewNav, TeamView } from "./teamview.js";
 import { openDecisions } from "./team.js";
+import { ClusterChip, RemoteAgent, remoteNode } from "./cluster.js";
 
 function useStore(store) {
   const [s, set] = useState(store.state);
@@ -123,16 +124,18 @@ function App({ store }) {
   }, [store]);
   if (s.conn === State.unenrolled || s.conn === State.signedOut) return html`<${SignIn} s=${s} />`;
   if (s.conn === State.incompatible) return html`<${Incompatible} s=${s} />`;
-  return html`<div class="app" data-conn=${s.conn}>
+  const remote = s.selected ? remoteNode(s.agents[s.selected] || { agent_id: s.selected }, s.cluster, s.elsewhere) : "";
+  return html`<div class="app" data-conn=${s.conn} data-cluster=${s.cluster ? (s.cluster.enabled ? "on" : "off") : ""}>
     <header class="top"><span class="logo">shard</span>
       <${ViewNav} s=${s} store=${store} />
       <span id="conn-state" class=${"conn " + s.conn}>${s.conn}</span>
+      <${ClusterChip} st=${s.cluster} />
       <span class="notice" id="notice" aria-live="polite">${s.notice}</span>
       <span class="grow"></span><span class="keys">${s.view === "team" ? "n new goal · d decision · v view · t theme" : "j/k select · / prompt · n new · v view · t theme"}</span> <${Theme} /></header>
     <${Banner} s=${s} store=${store} />
     ${s.view === "team" ? html`<${TeamView} s=${s} store=${store} />` : html`<div class="cols">
       <nav class="overview" aria-label="Agents"><${Overview} s=${s} store=${store} /><${CreateForm} s=${s} store=${store} /></nav>
-      <main class="main">${s.selected ? html`<${AgentView} s=${s} store=${store} />` : html`<p class="empty">Select an agent, or create one.</p>`}</main>
+      <main class="main">${s.selected ? (remote ? html`<${RemoteAgent} a=${s.agents[s.selected] || { agent_id: s.selected }} node=${remote} />` : html`<${AgentView} s=${s} store=${store} />`) : html`<p class="empty">Select an agent, or create one.</p>`}</main>
       <aside class="side"><${Side} s=${s} store=${store} /></aside>
     </div>`}
     <${Dialogs} s=${s} store=${store} />

@@ -7,6 +7,7 @@ import { html } from "./html.js";
 import { groupAgents } from "./store.js";
 import { needsInput } from "./transcript.js";
 import { createWorkspace } from "./orch.js";
+import { NodeBadge, remoteNode } from "./cluster.js";
 
 function cost(u) {
   if (!u || !u.cost) return "";
@@ -24,16 +25,18 @@ function Row({ a, s, store }) {
   const phase = act ? act.phase + (act.tool_name ? " · " + act.tool_name : "") : a.status;
   const sel = s.selected === a.agent_id;
   const label = agentLabel(a);
-  return html`<li class=${"agent" + (sel ? " sel" : "") + (needsInput(a.status) ? " needs" : "")} data-agent=${a.agent_id}
-      data-status=${a.status}>
+  const remote = remoteNode(a, s.cluster, s.elsewhere);
+  return html`<li class=${"agent" + (sel ? " sel" : "") + (needsInput(a.status) ? " needs" : "") + (remote ? " remote" : "")} data-agent=${a.agent_id}
+      data-status=${a.status} data-node=${a.node || ""}>
     <button class="pick" aria-current=${sel ? "true" : undefined} onClick=${() => store.select(a.agent_id)}>
       <span class=${"dot st-" + a.status}></span>
       <span class="name" title=${a.agent_id}>${label}</span>
       <span class="phase">${phase}</span>
       ${needsInput(a.status) ? html`<span class="badge ask">needs input</span>` : null}
+      <${NodeBadge} a=${a} remote=${remote} />
       ${label !== a.agent_id ? html`<span class="aid">${a.agent_id}</span>` : null}
       ${a.exit && a.runtime_state !== "running" ? html`<span class="exit" title="agent_exited">exited: ${a.exit.reason || "?"}</span>` : null}
-      <span class="meta">${a.cwd}${a.model ? " · " + (a.provider ? a.provider + "/" : "") + a.model : ""}${a.mode ? " · " + a.mode : ""}${cost(a.usage) ? " · " + cost(a.usage) : ""}${a.runtime_state && a.runtime_state !== "running" ? " · " + a.runtime_state : ""}${sel ? " · attached here (interactive)" : ""}</span>
+      <span class="meta">${a.cwd}${a.model ? " · " + (a.provider ? a.provider + "/" : "") + a.model : ""}${a.mode ? " · " + a.mode : ""}${cost(a.usage) ? " · " + cost(a.usage) : ""}${a.runtime_state && a.runtime_state !== "running" ? " · " + a.runtime_state : ""}${sel && !remote ? " · attached here (interactive)" : ""}</span>
       ${a.attached_clients === undefined ? null : html`<span class="clients" title="attached clients">${a.attached_clients} attached</span>`}
     </button>
   </li>`;

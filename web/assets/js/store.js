@@ -10,10 +10,14 @@
 import { Conn, State } from "./conn.js";
 import { initial, reduce, addLocalPrompt, dropQueued, needsInput } from "./transcript.js";
 import { wireImage, setImageSource } from "./images.js";
+import { remoteNode, unreachableNode } from "./cluster.js";
 import { emptyTeam, applyTeamEvent, upsertGoals, upsertTasks, upsertDecisions, addFeed, replaceOpenDecisions, goalsNewestFirst } from "./team.js";
 
 /** How often the overview re-reads agent.list (attached clients, cost). */
 const AGENT_POLL_MS = 3000;
+
+/** How often the header re-reads cluster.status (health, load). */
+const CLUSTER_POLL_MS = 5000;
 
 /** The overview shows the live agents and those created within this long,
  * not every agent the daemon ever held (docs/protocol.md §10.1, filtered
@@ -58,6 +62,8 @@ export class Store {
       teamAvail: null,   // whether the daemon answers team.*: null until asked
       teamClosed: [],    // decisions another client answered first: {decision_id, text}
       feedBefore: "",    // team.feed next_before: older items remain
+      cluster: null,     // the last cluster.status answer; null until read, or from a daemon without it
+      elsewhere: {},     // agent_id -> the node an UNSUPPORTED attach named (another node hosts it)
     };
     // the decisions this page answered (a close it caused is no news)
     this.answered = new Set();
@@ -212,6 +218,8 @@ export class Store {
     try {
       await this.refreshAgents();
     } catch (e) { this.fail("agent.list")(e); }
+    // The page's node first: the selected agent may be another node's.
+    await this.refreshCluster();
     if (this.state.selected) this.attach(this.state.selected);
     this.refreshSide();
     this.refreshCatalog();
@@ -223,6 +231,23 @@ export class Store {
         if (this.state.conn === State.online) this.refreshAgents(true).catch(() => {});
       }, AGENT_POLL_MS);
     }
+    // Node health and load change without an event (docs/protocol.md
+    // §10.1 cluster.status): re-read it while online, and at each
+    // (re)connect above.
+    if (!this.clusterPoll) {
+      this.clusterPoll = setInterval(() => {
+        if (this.state.conn === State.online && this.state.cluster && this.state.cluster.enabled) this.refreshCluster();
+      }, CLUSTER_POLL_MS);
+    }
+  }
+
+  // refreshCluster reads cluster.status. A single shardd answers
+  // {enabled: false}; a daemon that predates the command refuses it
+  // (INVALID_REQUEST): both leave the page unclustered.
+  refreshCluster() {
+    return this.conn.call({ type: "cluster.status" }).then(
+      (d) => this.set({ cluster: d || null }),
+      () => this.set({ cluster: null }));
   }
 
   // refreshAgents reads agent.list. A poll (quiet) takes from it only what
@@ -312,9 +337,15 @@ export class Store {
 
   async attach(id) {
     this.set({ attached: "" }); // a new connection, or another agent: not attached until answered
+    // Another node's agent is not attached: its attach would be refused
+    // (docs/protocol.md §13 "Agents of other nodes"); the view says where
+    // it lives instead.
+    if (remoteNode(this.state.agents[id], this.state.cluster, this.state.elsewhere)) return;
     try {
       await this.conn.call({ type: "agent.attach", agent_id: id, role: "interactive" });
     } catch (e) {
+      const node = unreachableNode(e, this.state.agents[id] && this.state.agents[id].node);
+      if (node) { this.set({ elsewhere: { ...this.state.elsewhere, [id]: node } }); return; }
       this.fail("attach")(e);
       return;
     }
@@ -356,7 +387,8 @@ export class Store {
   select(id) {
     const prev = this.state.selected;
     if (prev === id) return;
-    if (prev) this.conn.call({ type: "agent.detach", agent_id: prev }).catch(() => {});
+    // another node's agent was never attached (attach above): nothing to detach
+    if (prev && !remoteNode(this.state.agents[prev], this.state.cluster, this.state.elsewhere)) this.conn.call({ type: "agent.detach", agent_id: prev }).catch(() => {});
     if (this.state.view !== "team") history.replaceState(null, "", id ? "#agent=" + id : location.pathname);
     this.catKey = "";
     this.set({ selected: id, transcript: initial(), modes: [], models: [], closed: [], catalogEpoch: null, activeModel: null, reasoning: null });

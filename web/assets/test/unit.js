@@ -14,6 +14,7 @@ import { RunSteers } from "../js/side.js";
 import { checkAdd, MAX_IMAGES, MAX_IMAGE_BYTES, setImageSource } from "../js/images.js";
 import { emptyTeam, applyTeamEvent, upsertTasks, boardColumns, depEdges, goalTasks, taskNumbers, openDecisions, replaceOpenDecisions, goalCost, decisionOptions, prioritizeArg, addFeed } from "../js/team.js";
 import { Board, Decisions, Memory, ViewNav, defaultCwd } from "../js/teamview.js";
+import { clustered, remoteNode, unreachableNode, healthCounts, loadText, ClusterChip, NodeBadge, RemoteAgent } from "../js/cluster.js";
 import { render } from "../vendor/preact.mjs";
 import { html } from "../js/html.js";
 
@@ -614,6 +615,64 @@ test("create form: MCP rows become agent.create mcp_servers, words split as shar
   eq(err(() => mcpServersField([{ name: "fs", target: "a" }, { name: "fs", target: "b" }])), "MCP server fs is there twice", "twice");
   eq(err(() => mcpServersField([{ name: "fs", target: "srv 'x" }])), "MCP server fs: an unclosed '", "quote");
   eq(err(() => mcpServersField([{ name: "w", target: "https://h/mcp x" }])), "MCP server w: a URL takes no arguments", "url args");
+});
+
+test("cluster: clustered, an agent's node against the page's, an UNSUPPORTED refusal's node, load", () => {
+  const st = { enabled: true, node: "n1", nodes: [
+    { node: "n1", health: "alive", incarnation: 2, load: { agents: 1, runtimes: 1, runs: 0 }, capacity: 8, self: true },
+    { node: "n3", health: "dead", incarnation: 1, load: { agents: 2, runtimes: 0, runs: 1 }, capacity: 4 }] };
+  eq([clustered(null), clustered({ enabled: false }), clustered(st)], [false, false, true], "clustered");
+  eq([remoteNode({ agent_id: "a", node: "n3" }, st), remoteNode({ agent_id: "a", node: "n1" }, st), remoteNode({ agent_id: "a" }, st),
+    remoteNode({ agent_id: "a", node: "n3" }, null), remoteNode({ agent_id: "a" }, null, { a: "n2" })], ["n3", "", "", "", "n2"], "remote");
+  const msg = "agent a lives on node n3; connect to n3 (cross-node attach is not supported yet)";
+  eq([unreachableNode({ code: "UNSUPPORTED", message: msg }), unreachableNode({ code: "UNSUPPORTED", message: "?" }, "n2"),
+    unreachableNode({ code: "NOT_FOUND", message: msg }), unreachableNode(null)], ["n3", "n2", "", ""], "refusal");
+  eq(healthCounts(st), { alive: 1, suspect: 0, dead: 1 }, "health");
+  eq(loadText(st.nodes[0]), "1 agent · 1 runtime · 0 runs / 8", "load");
+  eq(loadText({ load: {} }), "0 agents · 0 runtimes · 0 runs", "no capacity");
+});
+
+test("component: the cluster chip lists the nodes, the page's marked; nothing on a single shardd", async () => {
+  const st = { enabled: true, node: "n2", nodes: [
+    { node: "n1", health: "alive", incarnation: 1, load: { agents: 0, runtimes: 0, runs: 0 }, capacity: 8 },
+    { node: "n2", health: "alive", incarnation: 3, load: { agents: 2, runtimes: 1, runs: 0 }, capacity: 8, self: true },
+    { node: "n3", health: "suspect", incarnation: 1, load: { agents: 0, runtimes: 0, runs: 0 } }] };
+  const m = await mount(html`<${ClusterChip} st=${st} />`);
+  eq(m.q("#cluster summary").textContent, "node n2 · 2/3 alive", "summary");
+  eq(m.qa(".cn").map((r) => [r.dataset.node, r.dataset.health, r.dataset.incarnation, r.dataset.self]),
+    [["n1", "alive", "1", ""], ["n2", "alive", "3", "1"], ["n3", "suspect", "1", ""]], "rows");
+  eq(m.qa(".cn .badge.self").length, 1, "one self");
+  eq(m.q("#cluster").classList.contains("degraded"), true, "a suspect node shows");
+  m.done();
+  for (const off of [null, { enabled: false }]) {
+    const n = await mount(html`<div><${ClusterChip} st=${off} /></div>`);
+    eq(n.qa("#cluster").length, 0, "hidden unclustered");
+    n.done();
+  }
+});
+
+test("component: an agent's node badge, another node's agent marked; its note instead of the view", async () => {
+  const m = await mount(html`<div><${NodeBadge} a=${{ agent_id: "a", node: "n1" }} remote=${""} /><${NodeBadge} a=${{ agent_id: "b", node: "n3" }} remote=${"n3"} /><${NodeBadge} a=${{ agent_id: "c" }} remote=${""} /></div>`);
+  eq(m.qa(".badge.node").map((b) => [b.dataset.node, b.classList.contains("remote"), b.textContent]), [["n1", false, "n1"], ["n3", true, "on n3"]], "badges");
+  m.done();
+  const r = await mount(html`<${RemoteAgent} a=${{ agent_id: "b", node: "n3", title: "fix", status: "idle" }} node="n3" />`);
+  eq(r.q(".remote-note").textContent.includes("lives on node n3 — open n3's dashboard to attach"), true, "note");
+  r.done();
+});
+
+test("store: another node's agent is never attached; an UNSUPPORTED attach marks its node", async () => {
+  const st = new Store();
+  const sent = [];
+  st.conn.call = (msg) => {
+    sent.push(msg.type + ":" + (msg.agent_id || ""));
+    if (msg.type === "agent.attach") return Promise.reject(Object.assign(new Error("agent c lives on node n2; connect to n2 (cross-node attach is not supported yet)"), { code: "UNSUPPORTED" }));
+    return Promise.reject(new Error("offline"));
+  };
+  st.set({ cluster: { enabled: true, node: "n1", nodes: [] }, agents: { b: { agent_id: "b", node: "n3" }, c: { agent_id: "c" } } });
+  await st.attach("b");
+  eq(sent, [], "no attach for n3's agent");
+  await st.attach("c");
+  eq([sent, st.state.elsewhere, st.state.notice], [["agent.attach:c"], { c: "n2" }, ""], "refused: marked, no failure notice");
 });
 
 const out = { pass: 0, fail: 0, failures: [] };

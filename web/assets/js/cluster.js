@@ -1,0 +1,104 @@
+// The cluster as the page's daemon sees it: the header's chip and panel
+// from cluster.status (docs/protocol.md §10.1, additive), an agent's node
+// (AgentInfo.node) and the note shown for an agent another node hosts
+// (docs/protocol.md §13 "Agents of other nodes": every agent-scoped
+// command for it is UNSUPPORTED naming its node, so the page never tries
+// to attach it).
+
+import { html } from "./html.js";
+
+/**
+ * clustered says whether a cluster.status answer is a cluster: a single
+ * shardd answers {enabled: false}, and a daemon that predates the command
+ * gives no answer (null here). Either way the page shows nothing of it.
+ */
+export function clustered(st) {
+  return !!(st && st.enabled && Array.isArray(st.nodes));
+}
+
+/**
+ * remoteNode is the node hosting agent a when that is not the page's own
+ * daemon, else "". The page's node is cluster.status's node; until that is
+ * known, an agent is taken as local (an attach then answers UNSUPPORTED,
+ * which unreachableNode reads). A node learnt from such an answer (seen)
+ * counts too.
+ */
+export function remoteNode(a, st, seen) {
+  if (!a) return "";
+  if (seen && seen[a.agent_id]) return seen[a.agent_id];
+  if (!a.node || !st || !st.node) return "";
+  return a.node !== st.node ? a.node : "";
+}
+
+const livesOn = /lives on node (\S+?);/;
+
+/**
+ * unreachableNode reads the node an UNSUPPORTED refusal of an
+ * agent-scoped command names ("agent <id> lives on node <node>; connect to
+ * <node> …", docs/protocol.md §13), or "" for any other error. fallback is
+ * the node the page already knew (AgentInfo.node) should the message not
+ * name one.
+ */
+export function unreachableNode(e, fallback) {
+  if (!e || e.code !== "UNSUPPORTED") return "";
+  const m = livesOn.exec(e.message || "");
+  return m ? m[1] : (fallback || "");
+}
+
+/** The nodes of st counted by health, in a fixed order. */
+export function healthCounts(st) {
+  const c = { alive: 0, suspect: 0, dead: 0 };
+  for (const n of (st && st.nodes) || []) c[n.health] = (c[n.health] || 0) + 1;
+  return c;
+}
+
+/** One node's load against its capacity: "2 agents · 1 runtime · 0 runs / 8". */
+export function loadText(n) {
+  const l = n.load || {};
+  const plural = (k, w) => (k || 0) + " " + w + ((k || 0) === 1 ? "" : "s");
+  return plural(l.agents, "agent") + " · " + plural(l.runtimes, "runtime") + " · " + plural(l.runs, "run") +
+    (n.capacity ? " / " + n.capacity : "");
+}
+
+/**
+ * ClusterChip is the header's chip and its panel: the page's node, how
+ * many nodes are alive, and on opening every node with its health,
+ * incarnation, load and capacity, the page's own node marked. Nothing on a
+ * single shardd.
+ */
+export function ClusterChip({ st }) {
+  if (!clustered(st)) return null;
+  const c = healthCounts(st);
+  const bad = c.suspect + c.dead > 0;
+  return html`<details id="cluster" class=${"cluster" + (bad ? " degraded" : "")} data-node=${st.node || ""}>
+    <summary class="conn" title="cluster.status">node ${st.node} · ${c.alive}/${st.nodes.length} alive</summary>
+    <table class="cluster-nodes"><thead><tr><th>node</th><th>health</th><th>incarnation</th><th>load / capacity</th></tr></thead>
+      <tbody>${st.nodes.map((n) => html`<tr key=${n.node} class=${"cn h-" + n.health + (n.self ? " self" : "")} data-node=${n.node}
+          data-health=${n.health} data-incarnation=${n.incarnation} data-self=${n.self ? "1" : ""}>
+        <td>${n.node}${n.self ? html` <span class="badge self">this node</span>` : null}</td>
+        <td class="health">${n.health}</td><td class="inc">${n.incarnation}</td><td class="load">${loadText(n)}</td></tr>`)}</tbody></table>
+  </details>`;
+}
+
+/**
+ * NodeBadge marks an agent's node in the agent list: only when the agent
+ * has one (a cluster), and as "elsewhere" when it is not the page's node.
+ */
+export function NodeBadge({ a, remote }) {
+  if (!a.node) return null;
+  return html`<span class=${"badge node" + (remote ? " remote" : "")} data-node=${a.node}
+    title=${remote ? "lives on node " + a.node + ": open its dashboard to attach" : "on this node"}>${remote ? "on " + a.node : a.node}</span>`;
+}
+
+/**
+ * RemoteAgent stands in for the agent view of an agent another node
+ * hosts: what the directory says of it, and where to attach it.
+ */
+export function RemoteAgent({ a, node }) {
+  return html`<section class="agentview remote" id="remote-agent" data-selected=${a.agent_id} data-node=${node}>
+    <header class="ahead"><b>${a.title || a.display_name || a.name || a.agent_id}</b>
+      <span class="meta">${a.status || ""}${a.runtime_state ? " · " + a.runtime_state : ""}</span><span class="meta">${a.cwd || ""}</span></header>
+    <p class="remote-note" role="note">This agent lives on node <b>${node}</b> — open ${node}'s dashboard to attach.
+      This page's daemon lists it from the cluster's directory but cannot reach it (cross-node attach is not supported yet).</p>
+  </section>`;
+}

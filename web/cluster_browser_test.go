@@ -1,0 +1,227 @@
+//go:build linux
+
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/shard-dev/shard/cluster/clustertest"
+	"github.com/shard-dev/shard/internal/shardtest"
+)
+
+// clusterReady bounds a clustered node's start: it serves clients only
+// once a quorum of the cluster is up (a JetStream meta-leader). The wait
+// ends at that signal; the bound is for a loaded 2-core machine.
+const clusterReady = 90 * time.Second
+
+// routeLine is what shardd prints when its route listener is bound.
+var routeLine = regexp.MustCompile(`cluster node \S+ takes routes on (\S+)`)
+
+// routeWatcher reads a node's stderr as it is written and points the
+// mesh's relays at the route address the node reports (each node listens
+// on port 0 behind relays the test owns, clustertest.Mesh).
+type routeWatcher struct {
+	mesh *clustertest.Mesh
+	i    int
+
+	mu   sync.Mutex
+	line []byte
+}
+
+func (w *routeWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.line = append(w.line, p...)
+	for {
+		nl := bytes.IndexByte(w.line, '\n')
+		if nl < 0 {
+			return len(p), nil
+		}
+		if m := routeLine.FindSubmatch(w.line[:nl]); m != nil {
+			if a, err := net.ResolveTCPAddr("tcp", string(m[1])); err == nil {
+				w.mesh.Bound(w.i, a)
+			}
+		}
+		w.line = w.line[nl+1:]
+	}
+}
+
+// startCluster starts n real shardd nodes (n1, n2, …) on loopback, each on
+// its own home with its web page on a port of its own, and waits until
+// every one serves.
+func startCluster(t *testing.T, n int) []*daemon {
+	t.Helper()
+	shardd, _ := built(t)
+	mesh := clustertest.NewMesh(t, n)
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	token := "cluster-token-" + hex.EncodeToString(b)
+	nodes := make([]*daemon, n)
+	for i := range nodes {
+		home := t.TempDir()
+		d := &daemon{t: t, home: home, port: freePort(t), stderr: &shardtest.Buffer{}}
+		sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
+			Shardd: shardd, Home: home,
+			Args: []string{"--web-port", strconv.Itoa(d.port), "--store.no-sync",
+				"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
+				"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
+				"--cluster.lease", "20s"},
+			Env:    []string{"SHARD_CLUSTER_TOKEN=" + token},
+			Stderr: io.MultiWriter(d.stderr, &routeWatcher{mesh: mesh, i: i}),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.sd = sd
+		t.Cleanup(func() {
+			sd.Reap()
+			if t.Failed() {
+				if b, err := sd.Log(20000); err == nil {
+					t.Logf("shardd.log (%s):\n%s", home, b)
+				}
+			}
+		})
+		nodes[i] = d
+	}
+	for _, d := range nodes {
+		if err := d.sd.WaitReady(clusterReady); err != nil {
+			t.Fatalf("%v\n%s", err, d.stderr.String())
+		}
+		if err := d.sd.WaitDiscovery(readyTimeout); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes
+}
+
+// untilWithin is until with its own bound (run caps a step at
+// stepTimeout): a lease running out on a busy machine may take longer.
+func (p *page) untilWithin(d time.Duration, what, expr string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, d)
+	defer cancel()
+	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(d))(ctx, t)
+		return err
+	}))
+	if err != nil {
+		p.t.Fatalf("%s: wait for %s: %v\nconsole: %q", p.name, what, err, p.consoleErrors())
+	}
+}
+
+// TestDashboardCluster: the page of n1 in a three-node cluster shows the
+// cluster (cluster.status: every node alive with its incarnation and load,
+// n1 marked as the page's), every agent's node (AgentInfo.node), n3's agent
+// marked as another node's; opening it says where it lives and sends no
+// agent.attach, while the page's own agent attaches as ever. A page that
+// does not know its node attaches, and takes n1's UNSUPPORTED refusal
+// naming n3 for the same note. n3 killed, the chip shows it dead.
+func TestDashboardCluster(t *testing.T) {
+	b := newBrowser(t)
+	nodes := startCluster(t, 3)
+	n1, n3 := nodes[0], nodes[2]
+
+	p := b.newPage("n1")
+	p.recordSent()
+	p.enroll(n1)
+	p.until("the cluster chip", `document.querySelector("#cluster summary")?.textContent === "node n1 · 3/3 alive"`)
+	rows := eval[[]string](p, `[...document.querySelectorAll("#cluster .cn")].map(r => [r.dataset.node, r.dataset.health, r.dataset.incarnation, r.dataset.self].join(" "))`)
+	if strings.Join(rows, ",") != "n1 alive 1 1,n2 alive 1 ,n3 alive 1 " {
+		t.Fatalf("cluster rows: %q", rows)
+	}
+
+	local := p.createAgent(t.TempDir(), "here")
+	remote := n3.ctl("agents", "create", "--cwd", t.TempDir())
+	p.until("n3's agent listed, marked as n3's", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3" && el.classList.contains("remote") && el.querySelector(".badge.node.remote")?.textContent === "on n3")(document.querySelector('[data-agent=%q]'))`, remote))
+	if got := eval[string](p, fmt.Sprintf(`(el => el.dataset.node + "|" + el.classList.contains("remote") + "|" + el.querySelector(".badge.node").textContent)(document.querySelector('[data-agent=%q]'))`, local)); got != "n1|false|n1" {
+		t.Fatalf("the page's own agent: %s", got)
+	}
+	// n1's load counts its agent at the next heartbeat and refresh.
+	p.until("n1's load", `(document.querySelector('#cluster .cn[data-node="n1"] .load')?.textContent || "").startsWith("1 agent ")`)
+
+	p.run("open n3's agent", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-agent=%q] .pick`, remote))))
+	p.until("the note instead of the view", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3" && el.textContent.includes("lives on node n3 — open n3's dashboard to attach"))(document.querySelector('#remote-agent[data-selected=%q]'))`, remote))
+	for _, m := range sent(p, "agent.attach") {
+		if m["agent_id"] == remote {
+			t.Fatalf("the page attached n3's agent: %v", m)
+		}
+	}
+	// Back to the page's own agent: it attaches and shows its view.
+	p.run("open the local agent", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-agent=%q] .pick`, local))))
+	p.until("the local agent's view", fmt.Sprintf(`document.querySelector(".agentview")?.dataset.selected === %q && !document.querySelector("#remote-agent") && document.querySelector("#agent-status")?.textContent === "idle"`, local))
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
+
+	// A page that could not learn its node (its cluster.status is turned
+	// into a type the daemon does not know: INVALID_REQUEST, as from a
+	// daemon without the command) tries the attach; n1 refuses it
+	// UNSUPPORTED naming n3, and the page shows the same note, no error.
+	q := b.newPage("n1-blind")
+	q.onNewDocument(`window.__sent = [];
+const send0 = WebSocket.prototype.send;
+WebSocket.prototype.send = function (d) {
+  try { const m = JSON.parse(d); window.__sent.push(m); if (m.type === "cluster.status") d = JSON.stringify({ ...m, type: "cluster.status.not-here" }); } catch (e) {}
+  return send0.call(this, d);
+};`)
+	q.enroll(n1)
+	q.until("n3's agent listed with its node", fmt.Sprintf(`document.querySelector('[data-agent=%q]')?.dataset.node === "n3"`, remote))
+	if got := eval[string](q, `document.querySelector(".app").dataset.cluster + "|" + document.querySelectorAll("#cluster").length`); got != "|0" {
+		t.Fatalf("a page without cluster.status: cluster|chips = %s", got)
+	}
+	q.run("open n3's agent", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-agent=%q] .pick`, remote))))
+	q.until("the note after the refusal", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3")(document.querySelector('#remote-agent[data-selected=%q]')) && document.querySelector('[data-agent=%q]').classList.contains("remote")`, remote, remote))
+	tried := false
+	for _, m := range sent(q, "agent.attach") {
+		tried = tried || m["agent_id"] == remote
+	}
+	if !tried {
+		t.Fatal("the blind page sent no agent.attach of n3's agent: the refusal was not exercised")
+	}
+	if notice := eval[string](q, `document.querySelector("#notice").textContent`); notice != "" {
+		t.Fatalf("the refusal shown as a failure: %q", notice)
+	}
+	if errs := q.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
+
+	// n3 SIGKILLed: once its lease has run out, n1's page shows it dead
+	// from a later cluster.status (no event says so), and its agent still
+	// listed as n3's.
+	n3.sd.Kill()
+	p.untilWithin(clusterReady, "n3 dead in the chip", `document.querySelector("#cluster summary")?.textContent === "node n1 · 2/3 alive" && document.querySelector("#cluster").classList.contains("degraded") && document.querySelector('#cluster .cn[data-node="n3"]')?.dataset.health === "dead"`)
+	if got := eval[string](p, fmt.Sprintf(`document.querySelector('[data-agent=%q]')?.dataset.node || ""`, remote)); got != "n3" {
+		t.Fatalf("n3's agent after n3 died: node %q", got)
+	}
+}
+
+// TestDashboardSingleSharddNoCluster: a single shardd answers
+// cluster.status {enabled: false}; the page shows no chip and no node.
+func TestDashboardSingleSharddNoCluster(t *testing.T) {
+	b := newBrowser(t)
+	d := startDaemon(t, t.TempDir(), freePort(t))
+	p := b.newPage("single")
+	p.recordSent()
+	p.enroll(d)
+	id := p.createAgent(t.TempDir(), "solo")
+	p.until("cluster.status answered", `document.querySelector(".app")?.dataset.cluster === "off"`)
+	if got := eval[string](p, fmt.Sprintf(`(document.querySelectorAll("#cluster").length) + "|" + document.querySelectorAll(".badge.node").length + "|" + document.querySelector('[data-agent=%q]').dataset.node`, id)); got != "0|0|" {
+		t.Fatalf("single shardd: chips|badges|node = %s", got)
+	}
+}
