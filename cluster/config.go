@@ -96,8 +96,10 @@ type Config struct {
 	// Hooks are the daemon's callbacks; all optional.
 	Hooks Hooks
 
-	// declareFailed, set by tests only, learns each failed attempt to
-	// declare a node dead (the minority side of a partition).
+	// declareFailed, set by tests only, learns each declaration of a
+	// silent node this node withheld: its view was stale, the stream
+	// leader had a newer record, or the create failed (the minority
+	// side of a partition).
 	declareFailed func(node string, incarnation uint64)
 }
 
