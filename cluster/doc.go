@@ -23,7 +23,8 @@
 //	--cluster.advertise host:port             Config.Advertise (optional: NAT, proxies)
 //	--cluster.client-listen 127.0.0.1:4222    Config.ClientListen (optional NATS clients)
 //	--cluster.routes nats://127.0.0.1:6251,nats://127.0.0.1:6252
-//	                                          Config.Routes (the other nodes)
+//	                                          Config.Routes (the other nodes;
+//	                                          at least one)
 //	--cluster.token …                         Config.Token (route and client auth;
 //	                                          better SHARD_CLUSTER_TOKEN than a flag)
 //	--cluster.tls-cert, --cluster.tls-key, --cluster.tls-ca
@@ -36,6 +37,13 @@
 //
 // No cluster.* setting means no cluster: a single shardd stays what it is
 // (bbolt, zero configuration).
+//
+// There is no cluster of one: an embedded node needs the route of at
+// least one other node, and [Config.Validate] refuses it otherwise. NATS
+// runs a clustered JetStream only with configured routes, and a route
+// list naming only the node itself does not help: the meta group then
+// expects two peers and never elects a leader. A cluster starts with
+// its first majority (two of three nodes up).
 //
 // # Security
 //
