@@ -244,13 +244,18 @@ func (n *Node) startMembership(ctx context.Context) error {
 	// The watch lives as long as the node, not as long as Start.
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	wctx, wcancel := context.WithCancel(runCtx)
-	kw, err := kv.WatchAll(wctx)
+	// While the cluster forms, creating the watch's consumer can time
+	// out like any other request: it is retried.
+	var w *watch
+	err = retry(ctx, func(actx context.Context) error {
+		dl, _ := actx.Deadline()
+		var err error
+		w, err = m.openWatch(runCtx, time.Until(dl))
+		return err
+	})
 	if err != nil {
-		wcancel()
 		return fmt.Errorf("%w: watch %s: %w", ErrNotReady, NodesBucket, err)
 	}
-	w := &watch{w: kw, cancel: wcancel, at: time.Now()}
 	// The initial values end with a nil entry: after it, Members shows
 	// every node that was there when this one started.
 	for loaded := false; !loaded; {
@@ -434,23 +439,33 @@ func (m *membership) watchLoop(ctx context.Context, w *watch) {
 // (no stream leader yet): the next tick tries again.
 func (m *membership) rewatch(ctx context.Context) *watch {
 	m.setReplaying()
-	wctx, cancel := context.WithCancel(ctx)
-	// The context is the subscription's life, so the create is bounded
-	// by cancelling it, not by a deadline.
-	timer := time.AfterFunc(m.lease/2, cancel)
-	kw, err := m.kv.WatchAll(wctx)
-	if !timer.Stop() && err == nil {
-		err = context.DeadlineExceeded
-	}
+	w, err := m.openWatch(ctx, m.lease/2)
 	if err != nil {
-		cancel()
 		if ctx.Err() == nil {
 			m.log.Warn("membership: could not restart the watch of the bucket", "err", err)
 		}
 		return nil
 	}
 	m.log.Info("membership: restarted the watch of the bucket (its view was stale)")
-	return &watch{w: kw, cancel: cancel, at: time.Now()}
+	return w
+}
+
+// openWatch starts a watch of the bucket that lives until parent ends
+// or it is stopped; creating it takes at most bound.
+func (m *membership) openWatch(parent context.Context, bound time.Duration) (*watch, error) {
+	wctx, cancel := context.WithCancel(parent)
+	// The context is the subscription's life, so the create is bounded
+	// by cancelling it, not by a deadline.
+	timer := time.AfterFunc(bound, cancel)
+	kw, err := m.kv.WatchAll(wctx)
+	if !timer.Stop() && err == nil {
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &watch{w: kw, cancel: cancel, at: time.Now()}, nil
 }
 
 // acked notes an acknowledged heartbeat at revision rev.
