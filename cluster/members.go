@@ -379,8 +379,16 @@ type watch struct {
 	at     time.Time // when it was started
 }
 
-// stop ends the watch without waiting for the server.
-func (w *watch) stop() { w.cancel() }
+// stop ends the watch without waiting for the server. Its channel is
+// drained until the subscription's end closes it: nats.go delivers
+// into it under a lock its closing takes too.
+func (w *watch) stop() {
+	w.cancel()
+	go func() {
+		for range w.w.Updates() {
+		}
+	}()
+}
 
 // updates is w's channel, nil (never ready) when there is no watch.
 func (w *watch) updates() <-chan jetstream.KeyValueEntry {
@@ -396,8 +404,8 @@ func (w *watch) updates() <-chan jetstream.KeyValueEntry {
 func (m *membership) watchLoop(ctx context.Context, w *watch) {
 	defer func() {
 		if w != nil {
-			_ = w.w.Stop()
 			w.stop()
+			_ = w.w.Stop() // deletes its consumer before the connection drains
 		}
 	}()
 	t := time.NewTicker(m.lease / 3)
