@@ -185,8 +185,8 @@ func bucketReplicas(cfg Config, self *net.TCPAddr) int {
 }
 
 // startMembership opens the bucket, takes this node's next incarnation,
-// runs OnRejoin, writes the first heartbeat, loads the table and starts
-// the heartbeat and watch goroutines.
+// runs OnRejoin, writes the first heartbeat, starts heartbeating, loads
+// the table and starts the watch goroutine.
 func (n *Node) startMembership(ctx context.Context) error {
 	kv, err := openBucket(ctx, n.js, jetstream.KeyValueConfig{
 		Bucket:      NodesBucket,
@@ -241,9 +241,17 @@ func (n *Node) startMembership(ctx context.Context) error {
 		return fmt.Errorf("%w: first heartbeat: %w", ErrNotReady, err)
 	}
 
-	// The watch lives as long as the node, not as long as Start.
+	// The heartbeats and the watch live as long as the node, not as long
+	// as Start. The heartbeats start at once: creating and loading the
+	// watch can take longer than a lease while the cluster forms, and a
+	// node silent that long would be declared dead.
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.heartbeatLoop(runCtx)
+	}()
 	// While the cluster forms, creating the watch's consumer can time
 	// out like any other request: it is retried.
 	var w *watch
@@ -273,11 +281,7 @@ func (n *Node) startMembership(ctx context.Context) error {
 		}
 	}
 
-	n.wg.Add(2)
-	go func() {
-		defer n.wg.Done()
-		n.heartbeatLoop(runCtx)
-	}()
+	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		m.watchLoop(runCtx, w)
