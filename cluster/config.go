@@ -56,8 +56,9 @@ type Config struct {
 	// ClientListen is host:port for NATS clients other than this
 	// process (optional: the node itself uses an in-process connection).
 	ClientListen string
-	// Routes are the other nodes' route URLs (nats://host:port); a
-	// route to this node itself is harmless. A route without user
+	// Routes are the other nodes' route URLs (nats://host:port): at
+	// least one other node (embedded mode); a route to this node itself
+	// is harmless. A route without user
 	// information is given the cluster token.
 	Routes []string
 	// Token authenticates routes (as the password of user "shard") and
@@ -96,8 +97,10 @@ type Config struct {
 	// Hooks are the daemon's callbacks; all optional.
 	Hooks Hooks
 
-	// declareFailed, set by tests only, learns each failed attempt to
-	// declare a node dead (the minority side of a partition).
+	// declareFailed, set by tests only, learns each declaration of a
+	// silent node this node withheld: its view was stale, the stream
+	// leader had a newer record, or the create failed (the minority
+	// side of a partition).
 	declareFailed func(node string, incarnation uint64)
 }
 
@@ -145,7 +148,7 @@ func (c Config) WithDefaults() Config {
 
 // Validate says what is wrong with c (after WithDefaults), naming the
 // setting: a bad node name, a missing listen address or store, a route
-// that is not a URL, and — wrapping ErrInsecure — a non-loopback address
+// that is not a URL, no route to another node, and — wrapping ErrInsecure — a non-loopback address
 // without a token or without TLS.
 func (c Config) Validate() error {
 	if !nodeNameRE.MatchString(c.Node) {
@@ -200,7 +203,26 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
-	return nil
+	return c.validateOthers()
+}
+
+// validateOthers refuses an embedded node whose cluster.routes name no
+// other node. NATS runs JetStream clustered only with configured routes
+// ("JetStream cluster requires configured routes"), and a route list
+// naming only this node does not make a cluster of one either: the meta
+// group then expects at least two peers (nats-server's
+// bootstrapRaftNode) and never elects a leader. Either way Start would
+// only fail after its ready timeout; this says why at once. A single
+// shardd sets no cluster.* at all.
+func (c Config) validateOthers() error {
+	for _, r := range c.Routes {
+		u, _ := url.Parse(r) // parsed above
+		host := strings.ToLower(u.Host)
+		if host != strings.ToLower(c.Listen) && (c.Advertise == "" || host != strings.ToLower(c.Advertise)) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: cluster.routes: a cluster node needs the routes of at least one other node (a single shardd sets no cluster.* setting)", ErrInvalidConfig)
 }
 
 // validateURLMode checks a Config that connects to an external NATS.

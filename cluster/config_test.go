@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -40,6 +42,12 @@ func TestValidate(t *testing.T) {
 		{"bad port", func(c Config) Config { c.Listen = "127.0.0.1:70000"; return c }, ErrInvalidConfig, "cluster.listen"},
 		{"route not nats", func(c Config) Config { c.Routes = []string{"http://127.0.0.1:1"}; return c }, ErrInvalidConfig, "cluster.routes"},
 		{"route token not echoed", func(c Config) Config { c.Routes = []string{"ftp://u:hunter2@127.0.0.1:1"}; return c }, ErrInvalidConfig, "ftp://127.0.0.1:1"},
+		{"no routes", func(c Config) Config { c.Routes = nil; return c }, ErrInvalidConfig, "cluster.routes: a cluster node needs the routes of at least one other node"},
+		{"a route to itself only", func(c Config) Config { c.Routes = []string{"nats://127.0.0.1:6250"}; return c }, ErrInvalidConfig, "needs the routes of at least one other node"},
+		{"a route to itself and another", func(c Config) Config {
+			c.Routes = []string{"nats://127.0.0.1:6250", "nats://127.0.0.1:6251"}
+			return c
+		}, nil, ""},
 		{"no store", func(c Config) Config { c.StoreDir = ""; return c }, ErrInvalidConfig, "cluster.store_dir"},
 		{"replicas", func(c Config) Config { c.Replicas = 7; return c }, ErrInvalidConfig, "cluster.replicas 7"},
 		{"lease", func(c Config) Config { c.Lease = 1; return c }, ErrInvalidConfig, "cluster.lease"},
@@ -96,6 +104,29 @@ func TestStartRefusesInsecure(t *testing.T) {
 	cfg.Token = "secret-token"
 	if _, err := Start(context.Background(), cfg, nil); !errors.Is(err, ErrInsecure) {
 		t.Fatalf("without TLS: err = %v, want ErrInsecure", err)
+	}
+}
+
+// TestStartRefusesNodeWithoutRoutes: an embedded node with no route to
+// another node cannot form a JetStream cluster (NATS needs routes; a
+// route to itself leaves a meta group that never elects a leader):
+// Start says so at once, naming cluster.routes, instead of failing
+// after its ready timeout; its store is never made.
+func TestStartRefusesNodeWithoutRoutes(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "jetstream")
+	for _, routes := range [][]string{nil, {"nats://127.0.0.1:6250"}} {
+		cfg := Config{Node: "n1", Listen: "127.0.0.1:6250", Routes: routes, StoreDir: store, ReadyTimeout: waitLimit}
+		n, err := Start(context.Background(), cfg, nil)
+		if err == nil {
+			n.Close()
+			t.Fatalf("routes %q: a node without another node started", routes)
+		}
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "cluster.routes: a cluster node needs the routes of at least one other node") {
+			t.Fatalf("routes %q: err = %v, want ErrInvalidConfig naming cluster.routes", routes, err)
+		}
+		if _, err := os.Stat(store); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("the refused node made its store: %v", err)
+		}
 	}
 }
 

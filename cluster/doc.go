@@ -23,7 +23,8 @@
 //	--cluster.advertise host:port             Config.Advertise (optional: NAT, proxies)
 //	--cluster.client-listen 127.0.0.1:4222    Config.ClientListen (optional NATS clients)
 //	--cluster.routes nats://127.0.0.1:6251,nats://127.0.0.1:6252
-//	                                          Config.Routes (the other nodes)
+//	                                          Config.Routes (the other nodes;
+//	                                          at least one)
 //	--cluster.token …                         Config.Token (route and client auth;
 //	                                          better SHARD_CLUSTER_TOKEN than a flag)
 //	--cluster.tls-cert, --cluster.tls-key, --cluster.tls-ca
@@ -36,6 +37,13 @@
 //
 // No cluster.* setting means no cluster: a single shardd stays what it is
 // (bbolt, zero configuration).
+//
+// There is no cluster of one: an embedded node needs the route of at
+// least one other node, and [Config.Validate] refuses it otherwise. NATS
+// runs a clustered JetStream only with configured routes, and a route
+// list naming only the node itself does not help: the meta group then
+// expects two peers and never elects a leader. A cluster starts with
+// its first majority (two of three nodes up).
 //
 // # Security
 //
@@ -58,6 +66,33 @@
 // learns its running incarnation was declared dead (it was slow, or cut
 // off and healed) moves to the next incarnation and runs OnRejoin too:
 // once the others treat its work as interrupted it must not carry on.
+//
+// # A stale view judges no one
+//
+// A node judges the others only on a current view of the bucket. Its
+// watch can stall while the others heartbeat on: when the node holding
+// the bucket's stream leader dies, nats.go's ordered consumer notices
+// only after two missed idle heartbeats (about ten seconds), and every
+// record looks silent meanwhile. The watch delivers the bucket in
+// order, so a node's own heartbeat coming back through its watch (its
+// echo) shows it has seen everything written before that heartbeat.
+// The rule:
+//
+//   - While a node's latest echo is older than lease/2, or a restarted
+//     watch is still replaying the bucket, its view is stale: it
+//     declares no one dead, and reports a silent node as suspect at
+//     worst (dead only when a dead.<node>.<incarnation> key exists).
+//   - When an acknowledged heartbeat has not come back for lease/3 (or
+//     nothing came back for a whole lease), the node stops its watch and
+//     starts a new one, which replays every key's latest value, instead
+//     of waiting for the library to notice.
+//   - Before it declares a node dead, it reads that node's record from
+//     the stream leader (STREAM.MSG.GET; a direct get may be answered
+//     by a lagging replica): a newer record than the watch brought
+//     counts as a heartbeat seen now.
+//
+// A node cut off from the quorum gets no echo either, so the minority
+// side of a partition does not even try to declare the others.
 //
 // Tests run clusters on loopback through package clustertest's relays,
 // which also cut a node off for partition tests.

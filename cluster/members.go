@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -80,8 +81,9 @@ const (
 	// HealthSuspect: no change for more than half its lease; it may be
 	// slow or gone.
 	HealthSuspect Health = "suspect"
-	// HealthDead: no change for longer than its lease, or its
-	// incarnation was declared dead.
+	// HealthDead: no change for longer than its lease while this
+	// observer's view is current, or its incarnation was declared dead.
+	// From a stale view (package doc) a silent node is at worst suspect.
 	HealthDead Health = "dead"
 )
 
@@ -114,6 +116,7 @@ type membership struct {
 	firstIncarnation uint64
 	lease            time.Duration
 	kv               jetstream.KeyValue
+	nc               *nats.Conn // reads from the stream leader
 	hooks            Hooks
 	log              *slog.Logger
 	// declareFailed is Config.declareFailed (tests).
@@ -128,6 +131,18 @@ type membership struct {
 	// time the others declared this node dead while it ran.
 	incarnation uint64
 	changed     chan struct{} // closed and replaced at each change
+
+	// The echo: this node's own heartbeats coming back through its
+	// watch say the watch is current (the package doc's "stale view").
+	echoAt  time.Time // when the watch last brought a newer own record
+	echoRev uint64    // that record's revision
+	putRev  uint64    // the revision of the last acknowledged heartbeat
+	// unechoedAt is when an acknowledged heartbeat newer than echoRev
+	// was first known (zero when every acknowledged one came back).
+	unechoedAt time.Time
+	// replaying: the watch was (re)started and has not delivered all
+	// its initial values yet, or it ended and is not restarted yet.
+	replaying bool
 }
 
 // observed is one record and when this observer last saw it change:
@@ -170,8 +185,8 @@ func bucketReplicas(cfg Config, self *net.TCPAddr) int {
 }
 
 // startMembership opens the bucket, takes this node's next incarnation,
-// runs OnRejoin, writes the first heartbeat, loads the table and starts
-// the heartbeat and watch goroutines.
+// runs OnRejoin, writes the first heartbeat, starts heartbeating, loads
+// the table and starts the watch goroutine.
 func (n *Node) startMembership(ctx context.Context) error {
 	kv, err := openBucket(ctx, n.js, jetstream.KeyValueConfig{
 		Bucket:      NodesBucket,
@@ -184,12 +199,13 @@ func (n *Node) startMembership(ctx context.Context) error {
 		return err
 	}
 	m := &membership{
-		self: n.cfg.Node, lease: n.cfg.Lease, kv: kv, hooks: n.cfg.Hooks, log: n.log,
+		self: n.cfg.Node, lease: n.cfg.Lease, kv: kv, nc: n.nc, hooks: n.cfg.Hooks, log: n.log,
 		declareFailed: n.cfg.declareFailed,
 		seen:          map[string]*observed{}, dead: map[string]DeadRecord{}, fired: map[string]bool{}, changed: make(chan struct{}),
 	}
 	n.members = m
 	n.startedAt = time.Now().UTC()
+	m.replaying = true
 
 	var prev Record
 	err = retry(ctx, func(ctx context.Context) error {
@@ -225,10 +241,26 @@ func (n *Node) startMembership(ctx context.Context) error {
 		return fmt.Errorf("%w: first heartbeat: %w", ErrNotReady, err)
 	}
 
-	// The watch lives as long as the node, not as long as Start.
+	// The heartbeats and the watch live as long as the node, not as long
+	// as Start. The heartbeats start at once: creating and loading the
+	// watch can take longer than a lease while the cluster forms, and a
+	// node silent that long would be declared dead.
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	w, err := kv.WatchAll(runCtx)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		n.heartbeatLoop(runCtx)
+	}()
+	// While the cluster forms, creating the watch's consumer can time
+	// out like any other request: it is retried.
+	var w *watch
+	err = retry(ctx, func(actx context.Context) error {
+		dl, _ := actx.Deadline()
+		var err error
+		w, err = m.openWatch(runCtx, time.Until(dl))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("%w: watch %s: %w", ErrNotReady, NodesBucket, err)
 	}
@@ -236,23 +268,20 @@ func (n *Node) startMembership(ctx context.Context) error {
 	// every node that was there when this one started.
 	for loaded := false; !loaded; {
 		select {
-		case e := <-w.Updates():
+		case e := <-w.w.Updates():
 			if e == nil {
 				loaded = true
+				m.loaded()
 				break
 			}
 			m.apply(e, time.Now())
 		case <-ctx.Done():
-			_ = w.Stop()
+			w.stop()
 			return fmt.Errorf("%w: load %s: %w", ErrNotReady, NodesBucket, context.Cause(ctx))
 		}
 	}
 
-	n.wg.Add(2)
-	go func() {
-		defer n.wg.Done()
-		n.heartbeatLoop(runCtx)
-	}()
+	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		m.watchLoop(runCtx, w)
@@ -317,7 +346,10 @@ func (n *Node) heartbeat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = n.members.kv.Put(ctx, nodeKey(n.cfg.Node), b)
+	rev, err := n.members.kv.Put(ctx, nodeKey(n.cfg.Node), b)
+	if err == nil {
+		n.members.acked(rev, time.Now())
+	}
 	return err
 }
 
@@ -342,27 +374,175 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// watchLoop follows the bucket and, every lease/3, declares dead the
-// nodes silent past their lease.
-func (m *membership) watchLoop(ctx context.Context, w jetstream.KeyWatcher) {
-	defer func() { _ = w.Stop() }()
+// watch is one KV watch of the bucket: cancelling its context ends its
+// subscription (and deletes its consumer) without waiting for the
+// server, which may be electing a leader.
+type watch struct {
+	w      jetstream.KeyWatcher
+	cancel context.CancelFunc
+	at     time.Time // when it was started
+}
+
+// stop ends the watch without waiting for the server. Its channel is
+// drained until the subscription's end closes it: nats.go delivers
+// into it under a lock its closing takes too.
+func (w *watch) stop() {
+	w.cancel()
+	go func() {
+		for range w.w.Updates() {
+		}
+	}()
+}
+
+// updates is w's channel, nil (never ready) when there is no watch.
+func (w *watch) updates() <-chan jetstream.KeyValueEntry {
+	if w == nil {
+		return nil
+	}
+	return w.w.Updates()
+}
+
+// watchLoop follows the bucket and, every lease/3, restarts the watch
+// when it fell behind (restartDue) and declares dead the nodes silent
+// past their lease.
+func (m *membership) watchLoop(ctx context.Context, w *watch) {
+	defer func() {
+		if w != nil {
+			w.stop()
+			_ = w.w.Stop() // deletes its consumer before the connection drains
+		}
+	}()
 	t := time.NewTicker(m.lease / 3)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case e, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-			if e != nil {
+		case e, ok := <-w.updates():
+			switch {
+			case !ok:
+				// The library gave up on its consumer: the view is
+				// stale until a new watch replays the bucket.
+				m.log.Warn("membership: the watch of the bucket ended; restarting it")
+				w.stop()
+				w = nil
+				m.setReplaying()
+			case e == nil:
+				m.loaded()
+			default:
 				m.apply(e, time.Now())
 			}
 		case now := <-t.C:
-			m.sweep(ctx, now)
+			if w == nil || m.restartDue(now, w.at) {
+				if w != nil {
+					w.stop()
+					w = nil
+				}
+				w = m.rewatch(ctx)
+			}
+			m.sweep(ctx, time.Now())
 		}
 	}
+}
+
+// rewatch starts a new watch of the bucket, which replays every key's
+// latest value before it follows the changes; the view is stale until
+// that replay ends. It returns nil when the watch cannot be made now
+// (no stream leader yet): the next tick tries again.
+func (m *membership) rewatch(ctx context.Context) *watch {
+	m.setReplaying()
+	w, err := m.openWatch(ctx, m.lease/2)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.log.Warn("membership: could not restart the watch of the bucket", "err", err)
+		}
+		return nil
+	}
+	m.log.Info("membership: restarted the watch of the bucket (its view was stale)")
+	return w
+}
+
+// openWatch starts a watch of the bucket that lives until parent ends
+// or it is stopped; creating it takes at most bound.
+func (m *membership) openWatch(parent context.Context, bound time.Duration) (*watch, error) {
+	wctx, cancel := context.WithCancel(parent)
+	// The context is the subscription's life, so the create is bounded
+	// by cancelling it, not by a deadline.
+	timer := time.AfterFunc(bound, cancel)
+	kw, err := m.kv.WatchAll(wctx)
+	if !timer.Stop() && err == nil {
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &watch{w: kw, cancel: cancel, at: time.Now()}, nil
+}
+
+// acked notes an acknowledged heartbeat at revision rev.
+func (m *membership) acked(rev uint64, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.putRev = max(m.putRev, rev)
+	if rev > m.echoRev && m.unechoedAt.IsZero() {
+		m.unechoedAt = now
+	}
+}
+
+// echoLocked notes this node's own record at revision rev coming back
+// through the watch. mu must be held.
+func (m *membership) echoLocked(rev uint64, now time.Time) {
+	if rev <= m.echoRev {
+		return
+	}
+	m.echoRev, m.echoAt = rev, now
+	m.unechoedAt = time.Time{}
+	if m.putRev > rev {
+		// Later heartbeats are acknowledged and not back yet.
+		m.unechoedAt = now
+	}
+}
+
+// setReplaying marks the view stale until a watch's replay ends.
+func (m *membership) setReplaying() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.replaying = true
+	m.notifyLocked()
+}
+
+// loaded notes the end of a watch's replay.
+func (m *membership) loaded() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.replaying = false
+	m.notifyLocked()
+}
+
+// staleLocked says whether this node's view of the bucket is too old to
+// judge others by: a watch is replaying, or this node's own latest
+// heartbeat has not come back through the watch for lease/2 (it
+// heartbeats every lease/3). The watch delivers the bucket in order, so
+// an echo that is fresh means every record written before that
+// heartbeat was seen too. mu must be held.
+func (m *membership) staleLocked(now time.Time) bool {
+	return m.replaying || now.Sub(m.echoAt) > m.lease/2
+}
+
+// restartDue says whether the watch, started at since, fell behind: an
+// acknowledged heartbeat has not come back for lease/3 (nats.go's own
+// ordered consumer would only notice after two missed idle heartbeats,
+// ten seconds), or nothing came back for a whole lease. Either way, a
+// watch is given lease/3 (lease for the second) to replay first.
+func (m *membership) restartDue(now, since time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	age := now.Sub(since)
+	if !m.unechoedAt.IsZero() && now.Sub(m.unechoedAt) > m.lease/3 && age > m.lease/3 {
+		return true
+	}
+	return now.Sub(m.echoAt) > m.lease && age > m.lease
 }
 
 // apply takes one update of the bucket into the table.
@@ -370,7 +550,7 @@ func (m *membership) apply(e jetstream.KeyValueEntry, now time.Time) {
 	key := e.Key()
 	switch {
 	case strings.HasPrefix(key, "node."):
-		m.applyNode(e, key, now)
+		m.applyNode(key, e.Operation() == jetstream.KeyValuePut, e.Value(), e.Revision(), now)
 	case strings.HasPrefix(key, "dead."):
 		var d DeadRecord
 		if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &d) != nil {
@@ -414,20 +594,25 @@ func (m *membership) current() uint64 {
 	return m.incarnation
 }
 
-// applyNode takes a node record into the table.
-func (m *membership) applyNode(e jetstream.KeyValueEntry, key string, now time.Time) {
+// applyNode takes a node record (put, or deleted) at revision rev into
+// the table. Only a newer revision changes an observed record: a direct
+// read may have brought one the watch has yet to deliver.
+func (m *membership) applyNode(key string, put bool, value []byte, rev uint64, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	defer m.notifyLocked()
 	node := strings.TrimPrefix(key, "node.")
-	if e.Operation() != jetstream.KeyValuePut {
+	if !put {
 		delete(m.seen, node)
 		return
 	}
 	var rec Record
-	if err := json.Unmarshal(e.Value(), &rec); err != nil || rec.Node != node {
+	if err := json.Unmarshal(value, &rec); err != nil || rec.Node != node {
 		m.log.Warn("membership: bad node record", "key", key, "err", err)
 		return
+	}
+	if node == m.self {
+		m.echoLocked(rev, now)
 	}
 	o := m.seen[node]
 	if o == nil {
@@ -436,11 +621,11 @@ func (m *membership) applyNode(e jetstream.KeyValueEntry, key string, now time.T
 		if rec.HeartbeatAt.Before(now) {
 			since = rec.HeartbeatAt
 		}
-		m.seen[node] = &observed{rec: rec, rev: e.Revision(), since: since}
+		m.seen[node] = &observed{rec: rec, rev: rev, since: since}
 		return
 	}
-	if e.Revision() != o.rev {
-		o.rec, o.rev, o.since = rec, e.Revision(), now
+	if rev > o.rev {
+		o.rec, o.rev, o.since = rec, rev, now
 	}
 }
 
@@ -451,11 +636,16 @@ func (m *membership) notifyLocked() {
 }
 
 // sweep declares dead every other node silent past its lease whose
-// incarnation no one declared yet. Without a quorum (this node on the
-// minority side of a partition) the create fails and nothing fires.
+// incarnation no one declared yet — when this node's view is current
+// (staleLocked) and a read from the bucket's stream leader confirms the
+// silence; otherwise the declaration is withheld until a later sweep.
+// Without a quorum (this node on the minority side of a partition) its
+// heartbeats do not come back, so it withholds too, and even a create
+// would fail.
 func (m *membership) sweep(ctx context.Context, now time.Time) {
 	m.mu.Lock()
-	var due []Record
+	stale := m.staleLocked(now)
+	var due []observed
 	for node, o := range m.seen {
 		if node == m.self {
 			continue
@@ -464,28 +654,104 @@ func (m *membership) sweep(ctx context.Context, now time.Time) {
 			continue
 		}
 		if now.Sub(o.since) > o.rec.Lease() {
-			due = append(due, o.rec)
+			due = append(due, *o)
 		}
 	}
 	m.notifyLocked() // health moves with time
 	m.mu.Unlock()
 
-	for _, rec := range due {
+	for _, o := range due {
+		rec := o.rec
+		if stale {
+			m.withhold(ctx, rec, "this node's view of the bucket is stale", nil)
+			continue
+		}
 		dctx, cancel := context.WithTimeout(ctx, m.lease/3)
+		silent, err := m.confirmSilent(dctx, rec.Node, o.rev)
+		if err != nil || !silent {
+			cancel()
+			m.withhold(ctx, rec, "the stream leader has a newer record, or cannot be read", err)
+			continue
+		}
 		by, err := m.declare(dctx, rec.Node, rec.Incarnation)
 		cancel()
-		switch {
-		case err != nil:
-			if m.declareFailed != nil {
-				m.declareFailed(rec.Node, rec.Incarnation)
-			}
-			if ctx.Err() == nil {
-				m.log.Warn("membership: could not declare a silent node dead (no quorum?)", "dead_node", rec.Node, "incarnation", rec.Incarnation, "err", err)
-			}
-		default:
-			m.fire(by)
+		if err != nil {
+			m.withhold(ctx, rec, "could not declare a silent node dead (no quorum?)", err)
+			continue
 		}
+		m.fire(by)
 	}
+}
+
+// withhold notes a declaration not made this sweep.
+func (m *membership) withhold(ctx context.Context, rec Record, why string, err error) {
+	if m.declareFailed != nil {
+		m.declareFailed(rec.Node, rec.Incarnation)
+	}
+	if ctx.Err() == nil {
+		m.log.Warn("membership: not declaring a silent node dead: "+why, "dead_node", rec.Node, "incarnation", rec.Incarnation, "err", err)
+	}
+}
+
+// confirmSilent reads node's record from the bucket's stream leader
+// (a direct get may be answered by a lagging replica) and says whether
+// it is still the revision rev the watch last brought. A newer one is
+// taken into the table, as seen now.
+func (m *membership) confirmSilent(ctx context.Context, node string, rev uint64) (bool, error) {
+	key := nodeKey(node)
+	req, err := json.Marshal(msgGetRequest{LastBySubject: "$KV." + NodesBucket + "." + key})
+	if err != nil {
+		return false, err
+	}
+	resp, err := m.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET.KV_"+NodesBucket, req)
+	if err != nil {
+		return false, err
+	}
+	msg, err := decodeMsgGet(resp.Data)
+	if err != nil {
+		return false, err
+	}
+	if msg.Seq == rev {
+		return true, nil
+	}
+	m.applyNode(key, true, msg.Data, msg.Seq, time.Now())
+	return false, nil
+}
+
+// msgGetRequest is JetStream's STREAM.MSG.GET request for the last
+// message of a subject.
+type msgGetRequest struct {
+	LastBySubject string `json:"last_by_subj"`
+}
+
+// storedMsg is the message of JetStream's STREAM.MSG.GET response.
+type storedMsg struct {
+	Subject string `json:"subject"`
+	Seq     uint64 `json:"seq"`
+	Data    []byte `json:"data,omitempty"`
+}
+
+// decodeMsgGet decodes JetStream's STREAM.MSG.GET response: the message,
+// or the API error it carries.
+func decodeMsgGet(b []byte) (storedMsg, error) {
+	var resp struct {
+		Message *storedMsg `json:"message"`
+		Error   *struct {
+			Code        int    `json:"code"`
+			ErrCode     int    `json:"err_code"`
+			Description string `json:"description"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(b, &resp); err != nil {
+		return storedMsg{}, fmt.Errorf("stream message get: %w", err)
+	}
+	switch {
+	case resp.Error != nil:
+		return storedMsg{}, fmt.Errorf("stream message get: %d (%d) %s", resp.Error.Code, resp.Error.ErrCode, resp.Error.Description)
+	case resp.Message == nil || resp.Message.Seq == 0:
+		return storedMsg{}, errors.New("stream message get: no message in the response")
+	}
+	return *resp.Message, nil
 }
 
 // fire runs OnNodeDead when this run of this node declared d, once: a
@@ -549,6 +815,7 @@ func (n *Node) Members() []Member {
 func (m *membership) list(now time.Time) []Member {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	stale := m.staleLocked(now)
 	out := make([]Member, 0, len(m.seen))
 	for _, o := range m.seen {
 		mb := Member{Record: o.rec, Silence: now.Sub(o.since)}
@@ -556,7 +823,7 @@ func (m *membership) list(now time.Time) []Member {
 		switch {
 		case declared:
 			mb.Health, mb.DeclaredBy = HealthDead, d.By
-		case mb.Silence > o.rec.Lease():
+		case mb.Silence > o.rec.Lease() && !stale:
 			mb.Health = HealthDead
 		case mb.Silence > o.rec.Lease()/2:
 			mb.Health = HealthSuspect

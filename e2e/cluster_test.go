@@ -30,13 +30,12 @@ import (
 // at their signal; the bound is generous for a loaded 2-core machine.
 const clusterWait = 90 * time.Second
 
-// clusterLease is the nodes' cluster.lease. A node's watch of the
-// membership bucket stalls for several seconds when the node holding the
-// bucket's stream leader dies (the watch's ordered consumer is recreated
-// after missed idle heartbeats), and every record looks silent meanwhile:
-// the lease must outlast that stall, or the survivors see each other dead
-// (8s did here). It is the default 15s plus a margin for a busy machine.
-const clusterLease = "20s"
+// clusterLease is the nodes' cluster.lease: short, so that a killed
+// node is seen dead quickly. A survivor's watch may stall when the killed
+// node held the membership bucket's stream leader; it then judges no one
+// until its own heartbeats come back (cluster's package doc), so a short
+// lease declares no live node dead.
+const clusterLease = "3s"
 
 // routeLine is what shardd prints when its route listener is bound.
 var routeLine = regexp.MustCompile(`cluster node \S+ takes routes on (\S+)`)
