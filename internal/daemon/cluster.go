@@ -75,7 +75,7 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 			}
 		},
 	}
-	n, err := cluster.Start(context.Background(), cc, log)
+	n, err := cluster.Start(context.Background(), cc, d.log) // it adds component=cluster itself
 	if err != nil {
 		return fmt.Errorf("daemon: start cluster node %s: %w", cc.Node, err)
 	}
