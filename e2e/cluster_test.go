@@ -3,19 +3,16 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,38 +34,6 @@ const clusterWait = 90 * time.Second
 // lease declares no live node dead.
 const clusterLease = "3s"
 
-// routeLine is what shardd prints when its route listener is bound.
-var routeLine = regexp.MustCompile(`cluster node \S+ takes routes on (\S+)`)
-
-// routeWatcher reads a node's stderr as it is written and points the
-// mesh's relays at the route address the node reports: a node listens
-// on port 0 behind relays the test owns (clustertest.Mesh).
-type routeWatcher struct {
-	mesh *clustertest.Mesh
-	i    int
-
-	mu   sync.Mutex
-	line []byte
-}
-
-func (w *routeWatcher) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.line = append(w.line, p...)
-	for {
-		nl := bytes.IndexByte(w.line, '\n')
-		if nl < 0 {
-			return len(p), nil
-		}
-		if m := routeLine.FindSubmatch(w.line[:nl]); m != nil {
-			if a, err := net.ResolveTCPAddr("tcp", string(m[1])); err == nil {
-				w.mesh.Bound(w.i, a)
-			}
-		}
-		w.line = w.line[nl+1:]
-	}
-}
-
 // clusterNode starts shardd as node i (n1, n2, …) of mesh on home; it
 // returns at once: a node serves only once a quorum of the cluster is up.
 func clusterNode(t *testing.T, mesh *clustertest.Mesh, i int, home, token string) *daemon {
@@ -81,7 +46,7 @@ func clusterNode(t *testing.T, mesh *clustertest.Mesh, i int, home, token string
 			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
 			"--cluster.lease", clusterLease},
 		Env:    []string{"SHARD_CLUSTER_TOKEN=" + token},
-		Stdout: p.stdout, Stderr: io.MultiWriter(p.stderr, &routeWatcher{mesh: mesh, i: i}),
+		Stdout: p.stdout, Stderr: io.MultiWriter(p.stderr, mesh.RouteWatcher(i)),
 	})
 	if err != nil {
 		t.Fatal(err)

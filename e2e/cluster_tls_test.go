@@ -112,7 +112,7 @@ func TestClusterTLSWithContribCerts(t *testing.T) {
 		env := append(tlsNodeEnv(token, certs, name),
 			"SHARD_CLUSTER_NODE="+name, "SHARD_CLUSTER_LISTEN=127.0.0.1:0",
 			"SHARD_CLUSTER_ADVERTISE="+mesh.Advertise(i), "SHARD_CLUSTER_ROUTES="+strings.Join(mesh.Routes(i), ","))
-		nodes[i] = tlsClusterNode(t, newHome(t), nil, env, &routeWatcher{mesh: mesh, i: i})
+		nodes[i] = tlsClusterNode(t, newHome(t), nil, env, mesh.RouteWatcher(i))
 	}
 	for _, d := range nodes {
 		d.waitServing()

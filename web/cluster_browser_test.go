@@ -3,17 +3,13 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,38 +23,6 @@ import (
 // once a quorum of the cluster is up (a JetStream meta-leader). The wait
 // ends at that signal; the bound is for a loaded 2-core machine.
 const clusterReady = 90 * time.Second
-
-// routeLine is what shardd prints when its route listener is bound.
-var routeLine = regexp.MustCompile(`cluster node \S+ takes routes on (\S+)`)
-
-// routeWatcher reads a node's stderr as it is written and points the
-// mesh's relays at the route address the node reports (each node listens
-// on port 0 behind relays the test owns, clustertest.Mesh).
-type routeWatcher struct {
-	mesh *clustertest.Mesh
-	i    int
-
-	mu   sync.Mutex
-	line []byte
-}
-
-func (w *routeWatcher) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.line = append(w.line, p...)
-	for {
-		nl := bytes.IndexByte(w.line, '\n')
-		if nl < 0 {
-			return len(p), nil
-		}
-		if m := routeLine.FindSubmatch(w.line[:nl]); m != nil {
-			if a, err := net.ResolveTCPAddr("tcp", string(m[1])); err == nil {
-				w.mesh.Bound(w.i, a)
-			}
-		}
-		w.line = w.line[nl+1:]
-	}
-}
 
 // startCluster starts n real shardd nodes (n1, n2, …) on loopback, each on
 // its own home with its web page on a port of its own, and waits until
@@ -83,7 +47,7 @@ func startCluster(t *testing.T, n int) []*daemon {
 				"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
 				"--cluster.lease", "20s"},
 			Env:    []string{"SHARD_CLUSTER_TOKEN=" + token},
-			Stderr: io.MultiWriter(d.stderr, &routeWatcher{mesh: mesh, i: i}),
+			Stderr: io.MultiWriter(d.stderr, mesh.RouteWatcher(i)),
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -5,5 +5,6 @@
 // without touching the nodes.
 //
 // It imports nothing of Shard: the cluster package's own tests and the
-// daemon's cluster tests use it alike.
+// daemon's cluster tests use it alike. Tests of shardd binaries follow
+// each node's route address with [Mesh.RouteWatcher] on its stderr.
 package clustertest
