@@ -45,7 +45,7 @@ func startCluster(t *testing.T, n int) []*daemon {
 			Args: []string{"--web-port", strconv.Itoa(d.port), "--store.no-sync",
 				"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
 				"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
-				"--cluster.lease", "20s"},
+				"--cluster.lease", "3s"},
 			Env:    []string{"SHARD_CLUSTER_TOKEN=" + token},
 			Stderr: io.MultiWriter(d.stderr, mesh.RouteWatcher(i)),
 		})
