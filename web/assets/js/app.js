@@ -15,9 +15,17 @@ import { ViewNav, TeamView } from "./teamview.js";
 import { openDecisions } from "./team.js";
 import { ClusterChip, RemoteAgent, remoteNode } from "./cluster.js";
 
+// useStore follows the store's state. The effect subscribes after the
+// first paint, and the store may change before it (store.start() runs at
+// once: a fast 401 from /bootstrap lands in between), so it catches up
+// with the state as it subscribes; otherwise that change is never seen.
 function useStore(store) {
   const [s, set] = useState(store.state);
-  useEffect(() => store.subscribe(set), [store]);
+  useEffect(() => {
+    const off = store.subscribe(set);
+    set(store.state);
+    return off;
+  }, [store]);
   return s;
 }
 

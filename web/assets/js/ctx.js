@@ -12,6 +12,13 @@ export const StoreCtx = createContext(null);
 export function useStoreState() {
   const store = useContext(StoreCtx);
   const [s, set] = useState(store ? store.state : null);
-  useEffect(() => (store ? store.subscribe(set) : undefined), [store]);
+  // Catch up as it subscribes: the store may have changed between the
+  // first render and this effect (see app.js useStore).
+  useEffect(() => {
+    if (!store) return undefined;
+    const off = store.subscribe(set);
+    set(store.state);
+    return off;
+  }, [store]);
   return [store, s];
 }
