@@ -211,8 +211,12 @@ func Tail(s string, n int) string {
 // Build runs one `go build` (with flags, e.g. -race) that writes the
 // commands named (shardd, shardctl: packages under cmd/) into dir, and
 // returns their paths in order. The go tool's output goes to log.
+//
+// It builds with -buildvcs=false: stamping the version control state runs
+// git, which reads the developer's ~/.gitconfig, and callers may build
+// before their tests' home is isolated (testhost.WithHome).
 func Build(dir string, flags []string, log io.Writer, cmds ...string) ([]string, error) {
-	args := append([]string{"build"}, flags...)
+	args := append([]string{"build", "-buildvcs=false"}, flags...)
 	// With -o naming a directory, one go build writes every executable.
 	args = append(args, "-o", dir+string(filepath.Separator))
 	paths := make([]string, 0, len(cmds))
