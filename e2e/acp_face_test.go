@@ -763,9 +763,21 @@ func TestACPFaceWithACPX(t *testing.T) {
 	}
 	ownerGone()
 
-	r = acpx("--approve-all", "sim: think weighing it\nsim: say hello from shard\nsim: tool edit {\"path\":\"a.txt\",\"old_string\":\"two\",\"new_string\":\"2\"}")
+	r = acpx("--approve-all", "sim: think weighing-the-edit\nsim: say hello from shard\nsim: tool edit {\"path\":\"a.txt\",\"old_string\":\"two\",\"new_string\":\"2\"}")
 	out := r.stdout + r.stderr
-	for _, want := range []string{"weighing it", "hello from shard", "edit a.txt (completed)", filepath.Join(proj, "a.txt"), "end_turn"} {
+	// acpx prints each streamed thought chunk on a line of its own
+	// ("[thinking] weigh", "[thinking] ing-the-edit"), cut wherever the
+	// stream was cut: the thought is their concatenation.
+	var thought strings.Builder
+	for _, l := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "[thinking] "); ok {
+			thought.WriteString(strings.TrimSpace(rest))
+		}
+	}
+	if !strings.Contains(thought.String(), "weighing-the-edit") {
+		t.Errorf("acpx's thinking %q lacks the thought:\n%s", thought.String(), out)
+	}
+	for _, want := range []string{"hello from shard", "edit a.txt (completed)", filepath.Join(proj, "a.txt"), "end_turn"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("acpx's output lacks %q:\n%s", want, out)
 		}
