@@ -7,10 +7,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
+
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(testhost.WithHome(m)) // nothing reads the developer's home
 }
 
 // allAlive is a condition: every named node is alive.

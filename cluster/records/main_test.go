@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind: a
@@ -17,7 +19,7 @@ import (
 // to this package, and neither touches a test's files after it ended
 // (their first flush is two minutes away).
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
+	goleak.VerifyTestMain(testhost.WithHome(m), // nothing reads the developer's home
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server.(*fileStore).flushStreamStateLoop"),
 		goleak.IgnoreTopFunction("github.com/nats-io/nats-server/v2/server/ats.Register.func1"),
 	)

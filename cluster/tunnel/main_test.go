@@ -11,9 +11,12 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
+
+	"github.com/shard-dev/shard/internal/testhost"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain: no test reads the developer's home.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(testhost.WithHome(m)) }
 
 // testTimeout bounds every wait on a signal in these tests; they normally
 // finish in milliseconds.
