@@ -2,13 +2,12 @@
 // tests of package cluster/records: every listener on 127.0.0.1 with a
 // random port, every store in a test's temporary directory, and every
 // server with sync_interval "always", the setting the record layer needs
-// (an acknowledged write is on disk on a majority). Route ports are
-// random too, so no server knows the others' before they start: each
-// routes to those already up (the first to a placeholder), and once all
-// are up every server is given a route to every other.
+// (an acknowledged write is on disk on a majority). Routes go through
+// the loopback relays of cluster/clustertest, whose ports are known
+// before any server starts: every server is given its whole route list
+// up front and its routes are never reloaded.
 //
-// Partitions are made without a proxy: Isolate removes a server's routes
-// and makes it require route credentials no other server has, so its
+// Partitions are made by cutting those relays (Isolate), so a server's
 // clients stay connected to a server that cannot reach a quorum.
 //
 // Waiting is on the servers' own state (ready for connections, a

@@ -9,6 +9,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shard-dev/shard/cluster/clustertest"
 )
 
 // Bound is how long a wait may take before the test fails: long, because
@@ -23,6 +25,7 @@ type Cluster struct {
 	name    string
 	Servers []*server.Server // index i is server "S-<i+1>"; nil while stopped
 	opts    []*server.Options
+	mesh    *clustertest.Mesh // nil with one server
 }
 
 // Start starts n servers (1 runs JetStream alone, without clustering),
@@ -31,6 +34,9 @@ type Cluster struct {
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, name: "shard-test", Servers: make([]*server.Server, n), opts: make([]*server.Options, n)}
+	if n > 1 {
+		c.mesh = clustertest.NewMesh(t, n)
+	}
 	// The stores are made before the shutdown is registered: cleanups run
 	// last-registered first, and the servers must be down before their
 	// directories are removed.
@@ -50,72 +56,47 @@ func Start(t testing.TB, n int) *Cluster {
 			NoLog:      true,
 			NoSigs:     true,
 		}
-		if n > 1 {
-			o.Cluster = server.ClusterOpts{Name: c.name, Host: "127.0.0.1", Port: -1}
+		if c.mesh != nil {
+			o.Cluster = server.ClusterOpts{Name: c.name, Host: "127.0.0.1", Port: -1, Advertise: c.mesh.Advertise(i)}
+			for _, r := range c.mesh.Routes(i) {
+				u, err := url.Parse(r)
+				if err != nil {
+					t.Fatalf("natstest: route url: %v", err)
+				}
+				o.Routes = append(o.Routes, u)
+			}
 		}
 		c.opts[i] = o
 		c.start(i)
-	}
-	// Every server now routes explicitly to every other: the first one
-	// started with nothing to route to, and the others only knew those
-	// before them. Isolate relies on it: it removes every route by URL,
-	// and a route a server made from gossip carries the same URL.
-	for i := range n {
-		if n == 1 {
-			break
-		}
-		o := c.opts[i].Clone()
-		o.Routes = c.routes(i)
-		if err := c.Servers[i].ReloadOptions(o); err != nil {
-			t.Fatalf("natstest: routes of %s: %v", o.ServerName, err)
-		}
 	}
 	c.WaitMetaLeader()
 	return c
 }
 
-// start starts server i with its options and routes to every server
-// running now (a restarted server's old route port is gone; the others
-// are found where they listen now).
+// start starts server i with its options and points the relays leading
+// to it at the route port it bound (a new one after a restart).
+//
+// Every server's routes are fixed before it starts and never reloaded:
+// nats-server's reload sorts the running options' route list in place
+// while its route goroutines read it, a data race the detector reports.
 func (c *Cluster) start(i int) {
 	c.t.Helper()
-	o := c.opts[i].Clone()
-	o.Routes = c.routes(i)
-	if len(o.Routes) == 0 && len(c.Servers) > 1 {
-		// A clustered JetStream server refuses to start without a route.
-		// The first one gets a route to a port nothing listens on (port 1
-		// is privileged, so no test binds it), replaced once the others
-		// are up.
-		o.Routes = []*url.URL{{Scheme: "nats-route", Host: "127.0.0.1:1"}}
-	}
-	s, err := server.NewServer(o)
+	s, err := server.NewServer(c.opts[i].Clone())
 	if err != nil {
-		c.t.Fatalf("natstest: new server %s: %v", o.ServerName, err)
+		c.t.Fatalf("natstest: new server %s: %v", c.opts[i].ServerName, err)
 	}
 	s.Start()
 	if !s.ReadyForConnections(Bound) {
-		c.t.Fatalf("natstest: server %s not ready", o.ServerName)
+		c.t.Fatalf("natstest: server %s not ready", c.opts[i].ServerName)
+	}
+	if c.mesh != nil {
+		addr := s.ClusterAddr()
+		if addr == nil {
+			c.t.Fatalf("natstest: server %s has no route listener", c.opts[i].ServerName)
+		}
+		c.mesh.Bound(i, addr)
 	}
 	c.Servers[i] = s
-}
-
-// routes are the route URLs of every running server but i.
-func (c *Cluster) routes(i int) []*url.URL {
-	var out []*url.URL
-	for j, s := range c.Servers {
-		if j == i || s == nil || s.ClusterAddr() == nil {
-			continue
-		}
-		// The form a server gossips its own route URL in (with the
-		// trailing slash), so that removing this URL also removes a
-		// route made from gossip to the same server.
-		u, err := url.Parse("nats-route://" + s.ClusterAddr().String() + "/")
-		if err != nil {
-			c.t.Fatalf("natstest: route url: %v", err)
-		}
-		out = append(out, u)
-	}
-	return out
 }
 
 // Shutdown stops every running server. It may be called more than once.
@@ -139,38 +120,27 @@ func (c *Cluster) Stop(i int) {
 }
 
 // Restart starts a stopped server i again on its store, with the same
-// name (its JetStream peer identity) and new ports.
+// name (its JetStream peer identity) and a new route port.
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
 	c.start(i)
 }
 
 // Isolate cuts server i off the others while it keeps running and keeps
-// its clients: it removes every route it has (each made explicitly or
-// from gossip to a URL it was configured with) and, by requiring route
-// credentials no other server has, refuses the routes they hold or try.
-// Its side has no quorum, so it can elect no leader and commit nothing.
+// its clients: every relay into or out of it closes its connections and
+// refuses new ones. Its side has no quorum, so it can elect no leader
+// and commit nothing.
 func (c *Cluster) Isolate(i int) {
 	c.t.Helper()
-	o := c.opts[i].Clone()
-	o.Routes = nil
-	o.Cluster.Username = "isolated"
-	o.Cluster.Password = "nobody-else-knows"
-	if err := c.Servers[i].ReloadOptions(o); err != nil {
-		c.t.Fatalf("natstest: isolate %s: %v", o.ServerName, err)
-	}
-	c.Wait(fmt.Sprintf("%s has no routes", o.ServerName), func() bool { return c.Servers[i].NumRoutes() == 0 })
+	c.mesh.Isolate(i)
+	c.Wait(fmt.Sprintf("%s has no routes", c.opts[i].ServerName), func() bool { return c.Servers[i].NumRoutes() == 0 })
 }
 
-// Heal undoes Isolate: server i takes no credentials again and routes to
-// the others, and the wait is for a meta-leader that knows every peer.
+// Heal undoes Isolate: the relays let server i's routes through again,
+// and the wait is for a meta-leader that knows every peer.
 func (c *Cluster) Heal(i int) {
 	c.t.Helper()
-	o := c.opts[i].Clone()
-	o.Routes = c.routes(i)
-	if err := c.Servers[i].ReloadOptions(o); err != nil {
-		c.t.Fatalf("natstest: heal %s: %v", o.ServerName, err)
-	}
+	c.mesh.Heal(i)
 	c.WaitMetaLeader()
 }
 
