@@ -1,6 +1,7 @@
 package records
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/shard-dev/shard/protocol"
@@ -114,6 +115,34 @@ type RunRecord struct {
 	Usage      *protocol.RunUsage     `json:"usage,omitempty"`
 	Error      string                 `json:"error,omitempty"`
 	Workspace  *protocol.RunWorkspace `json:"workspace,omitempty"`
+	// Git is where an anywhere run's work comes from and goes back to:
+	// the shared remote every node reaches, the commit the run starts
+	// from, and the branch the claiming node pushes when the run ends.
+	Git *RunGit `json:"git,omitempty"`
+	// Child is the child agent's manifest as the parent's node encodes it
+	// in its store (store.Agent's JSON, its cwd meaningless elsewhere):
+	// the node that claims the run hosts the child with these settings.
+	// Opaque here, so this package does not depend on the store.
+	Child json.RawMessage `json:"child,omitempty"`
+	// StopRequestedAt and StopStage are a stop asked by the parent's node
+	// (subagent.stop, a deadline, a halted job) for the node running it,
+	// which follows the record and stops its lease (store.Run's fields).
+	StopRequestedAt int64  `json:"stop_requested_at,omitempty"`
+	StopStage       string `json:"stop_stage,omitempty"`
+}
+
+// RunGit is an anywhere run's place in the shared git remote.
+type RunGit struct {
+	// Remote is the URL every node fetches from and pushes to (the
+	// parent repository's remote; a path or URL git understands).
+	Remote string `json:"remote"`
+	// Base is the commit the run's branch starts from.
+	Base string `json:"base"`
+	// Branch is the run's branch (the workspace's branch name).
+	Branch string `json:"branch"`
+	// Head is the branch's commit as pushed when the run ended ("" until
+	// then, or when nothing was pushed).
+	Head string `json:"head,omitempty"`
 }
 
 // AliasEntry binds a parent's normalized alias to one of its agents
@@ -169,6 +198,8 @@ func (r *RunRecord) validate() error {
 		return fmt.Errorf("%w: run %s has no state", ErrInvalid, r.RunID)
 	case !r.Anywhere && r.Node == "":
 		return fmt.Errorf("%w: run %s is neither claimable nor placed", ErrInvalid, r.RunID)
+	case r.Git != nil && (r.Git.Remote == "" || r.Git.Base == "" || r.Git.Branch == ""):
+		return fmt.Errorf("%w: run %s has an incomplete git place", ErrInvalid, r.RunID)
 	}
 	return nil
 }
