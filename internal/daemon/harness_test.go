@@ -227,10 +227,13 @@ func runTurn(t *testing.T, c *client.Conn, id, text string) []client.Event {
 	return collectUntil(t, c, isType(protocol.TypeTurnEnd, id))
 }
 
-// waitFor reads events until pred matches, failing after 15 s.
+// waitFor reads events until pred matches, failing after 60 s: a bound
+// a passing test never waits out, long enough for a loaded 2-core
+// machine to start a runtime (a report injected into a stopped parent
+// starts one) behind other work.
 func waitFor(t *testing.T, c *client.Conn, pred func(client.Event) bool) client.Event {
 	t.Helper()
-	timeout := time.NewTimer(15 * time.Second)
+	timeout := time.NewTimer(60 * time.Second)
 	defer timeout.Stop()
 	for {
 		select {
