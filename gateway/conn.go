@@ -461,19 +461,39 @@ func (a *connActor) remoteNode(cmd *registry.Command) (string, error) {
 		}
 		return m.Node, nil
 	}
+	if h.Type == protocol.TypeAgentRemove {
+		// Forwarded whole when every id is one other node's; otherwise
+		// the registry answers, each other node's id refused UNSUPPORTED.
+		m, _ := cmd.Cmd.(*protocol.AgentRemove)
+		node := ""
+		for _, id := range m.AgentIDs {
+			n := a.nodeOf(id)
+			if n == "" || node != "" && n != node {
+				return "", nil
+			}
+			node = n
+		}
+		return node, nil
+	}
 	if !perAgent(h) {
 		return "", nil
 	}
-	if _, local := a.routes[h.AgentID]; local {
-		return "", nil
+	return a.nodeOf(h.AgentID), nil
+}
+
+// nodeOf names the other node hosting agent id, or "" when it is this
+// node's (or nobody's).
+func (a *connActor) nodeOf(id string) string {
+	if _, local := a.routes[id]; local {
+		return ""
 	}
-	if node, ok := a.remote[h.AgentID]; ok {
-		return node, nil
+	if node, ok := a.remote[id]; ok {
+		return node
 	}
-	if node, ok := cl.AgentNode(h.AgentID); ok {
-		return node, nil
+	if node, ok := a.g.cfg.Cluster.AgentNode(id); ok {
+		return node
 	}
-	return "", nil
+	return ""
 }
 
 // forward hands cmd to the upstream to node, opening it first; a node
