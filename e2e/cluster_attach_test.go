@@ -124,7 +124,11 @@ func (e *evConn) streamed(id string) string {
 // TestClusterCrossNodeAttach: an agent of n3 is attached and prompted
 // through n2 as if it were n2's: over the wire (the attach's sync and the
 // turn's streamed deltas arrive with the agent's id), and with shardctl
-// attach and prompt on n2's socket.
+// attach and prompt on n2's socket. A permission request raised on n3 is
+// answered first by a WebSocket client of n2 while a client of n3 is
+// attached too: n2's answer wins, with its transport as the source, and
+// n3's later answer is acknowledged and dropped, as a late answer on one
+// node. Closing n2's clients ends their attachments on n3.
 func TestClusterCrossNodeAttach(t *testing.T) {
 	nodes, _, _, _ := threeNodes(t)
 	n2, n3 := nodes[1], nodes[2]
@@ -157,4 +161,78 @@ func TestClusterCrossNodeAttach(t *testing.T) {
 	if got := c2.streamed(a3); !strings.Contains(got, "You said: typed through n2") {
 		t.Fatalf("n2's attachment saw %q", got)
 	}
+
+	// First answer wins across nodes.
+	ws2 := dialWSEvents(t, n2)
+	ws2.call(attachCmd(a3), nil)
+	ws2.waitFor("sync of n3's agent on n2's WebSocket", of(protocol.TypeSync, a3))
+	c3.call(attachCmd(a3), nil)
+	c3.waitFor("sync on n3", of(protocol.TypeSync, a3))
+	if n := attachedOn(t, c3, a3); n != 3 {
+		t.Fatalf("n3 counts %d attachments of %s, want 3 (two through n2, one of its own)", n, a3)
+	}
+	c3.call(promptCmd(a3, `sim: tool write {"path":"out.txt","content":"from n2"}`), nil)
+	req := ws2.waitFor("permission_request on n2's WebSocket", of(protocol.TypePermissionRequest, a3)).(*protocol.PermissionRequest)
+	if r3 := c3.waitFor("permission_request on n3", of(protocol.TypePermissionRequest, a3)).(*protocol.PermissionRequest); r3.RequestID != req.RequestID {
+		t.Fatalf("the request differs: %s on n2, %s on n3", req.RequestID, r3.RequestID)
+	}
+	ws2.call(permResponse(a3, req.RequestID, protocol.DecisionAllow), nil)
+	if err := c3.try(permResponse(a3, req.RequestID, protocol.DecisionDeny)); err != nil {
+		t.Fatalf("n3's late answer: %v, want it acknowledged and dropped", err)
+	}
+	for _, e := range []*evConn{ws2, c3, c2} {
+		res := e.waitFor("permission_resolved", of(protocol.TypePermissionResolved, a3)).(*protocol.PermissionResolved)
+		if res.RequestID != req.RequestID || res.Decision != protocol.DecisionAllow || res.Source != "websocket" {
+			t.Errorf("permission_resolved: %+v, want n2's allow from its websocket", res)
+		}
+		tr := e.waitFor("tool_result", of(protocol.TypeToolResult, a3)).(*protocol.ToolResult)
+		if tr.IsError {
+			t.Errorf("the allowed write failed: %+v", tr)
+		}
+	}
+
+	// Closing n2's clients detaches them on n3.
+	ws2.c.Close()
+	eventually(t, clusterWait, "n3 sees n2's WebSocket client go", func() bool { return attachedOn(t, c3, a3) == 2 })
+	c2.c.Close()
+	eventually(t, clusterWait, "n3 sees n2's unix client go", func() bool { return attachedOn(t, c3, a3) == 1 })
+}
+
+// dialWSEvents connects to d's WebSocket endpoint with a ticket minted
+// over its unix socket; its events are kept for waitFor.
+func dialWSEvents(t *testing.T, d *daemon) *evConn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var ticket protocol.WSTicketData
+	call(t, d.dial(), &protocol.WSTicket{Header: protocol.Header{Type: protocol.TypeWSTicket}}, &ticket)
+	c, err := client.DialWebSocket(ctx, "ws"+strings.TrimPrefix(ticket.URL, "http"), ticket.Ticket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	e := &evConn{t: t, c: c, evs: make(chan protocol.Typed, 1<<14)}
+	go func() {
+		defer close(e.evs)
+		for ev := range c.Events() {
+			e.evs <- ev.Msg
+		}
+	}()
+	return e
+}
+
+// attachedOn is AgentInfo.attached_clients of agent id on e's node.
+func attachedOn(t *testing.T, e *evConn, id string) int {
+	t.Helper()
+	var st protocol.AgentListData
+	e.call(&protocol.AgentStatusCmd{Header: protocol.Header{Type: protocol.TypeAgentStatus, AgentID: id}}, &st)
+	if len(st.Agents) != 1 {
+		t.Fatalf("agent.status of %s: %+v", id, st)
+	}
+	return st.Agents[0].AttachedClients
+}
+
+func permResponse(id, reqID, decision string) *protocol.PermissionResponse {
+	return &protocol.PermissionResponse{Header: protocol.Header{Type: protocol.TypePermissionResponse, AgentID: id},
+		RequestID: reqID, Decision: decision}
 }
