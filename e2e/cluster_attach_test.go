@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +236,71 @@ func attachedOn(t *testing.T, e *evConn, id string) int {
 func permResponse(id, reqID, decision string) *protocol.PermissionResponse {
 	return &protocol.PermissionResponse{Header: protocol.Header{Type: protocol.TypePermissionResponse, AgentID: id},
 		RequestID: reqID, Decision: decision}
+}
+
+// TestClusterCrossNodeCreate: agent.create with node n3 through n1 makes
+// the agent on n3, and n1's client attaches and prompts it at once (before
+// n1's directory lists it); shardctl agents create --node does the same; a
+// node that is no member is INVALID_REQUEST. With n3 SIGKILLed, n1's
+// attachment is told it ended and every command for n3's agent, and a
+// create on n3, is NODE_UNAVAILABLE naming n3.
+func TestClusterCrossNodeCreate(t *testing.T) {
+	nodes, _, _, _ := threeNodes(t)
+	n1, n3 := nodes[0], nodes[2]
+
+	c1 := dialEvents(t, n1)
+	var created protocol.AgentCreateData
+	c1.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t), Node: "n3"}, &created)
+	a := created.AgentID
+	c1.call(attachCmd(a), nil)
+	c1.waitFor("sync of the agent made on n3", of(protocol.TypeSync, a))
+	c1.call(promptCmd(a, "sim: say made through n1"), nil)
+	if got := c1.streamed(a); got != "made through n1" {
+		t.Fatalf("streamed through n1: %q", got)
+	}
+	on3, err := listOn(t, n3, protocol.AgentList{})
+	if in, ok := agentOf(on3.Agents, a); err != nil || !ok || in.Node != "n3" {
+		t.Fatalf("n3's agent.list: %+v, %v; want %s on n3", on3.Agents, err, a)
+	}
+
+	// shardctl through n1.
+	b := strings.TrimSpace(n1.mustCtl("", "agents", "create", "--cwd", shortTemp(t), "--node", "n3").stdout)
+	waitListed(t, n3, "n3 hosts the agent shardctl made through n1", func(l []protocol.AgentInfo) bool {
+		in, ok := agentOf(l, b)
+		return ok && in.Node == "n3"
+	})
+	if r := n1.ctl("", "agents", "create", "--cwd", shortTemp(t), "--node", "n9"); r.code == 0 || !strings.Contains(r.stderr, `node "n9" is not a node of this cluster`) {
+		t.Fatalf("agents create --node n9: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	err = c1.try(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t), Node: "n9"})
+	if protocol.CodeOf(err) != protocol.CodeInvalidRequest {
+		t.Fatalf("agent.create on n9: %v, want INVALID_REQUEST", err)
+	}
+
+	// n3 dies: the attachment through n1 ends with an error naming n3,
+	// and commands for its agents are NODE_UNAVAILABLE.
+	n3.kill()
+	n3.waitExit(t, exitTimeout)
+	ev := c1.waitFor("the error ending the attachment", of(protocol.TypeError, a)).(*protocol.ErrorEvent)
+	if ev.Code != protocol.CodeNodeUnavailable || !strings.Contains(ev.Message, "node n3 is unavailable") || ev.Fatal {
+		t.Fatalf("error event: %+v", ev)
+	}
+	unavailable := func(what string, err error) {
+		t.Helper()
+		var pe *protocol.Error
+		if !errors.As(err, &pe) || pe.Code != protocol.CodeNodeUnavailable || !strings.Contains(pe.Message, "node n3 is unavailable") {
+			t.Fatalf("%s with n3 down: %v", what, err)
+		}
+		if d, _ := pe.Data.(map[string]any); d["node"] != "n3" {
+			t.Fatalf("%s with n3 down: error data %#v, want node n3", what, pe.Data)
+		}
+	}
+	unavailable("prompt", c1.try(promptCmd(a, "anyone there?")))
+	waitNode(t, n1, "n1 sees n3 dead", "n3", func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeDead })
+	unavailable("prompt of a dead node's agent", c1.try(promptCmd(a, "anyone there?")))
+	unavailable("attach of a dead node's agent", dialEvents(t, n1).try(attachCmd(b)))
+	unavailable("agent.create on a dead node", c1.try(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t), Node: "n3"}))
+	if r := n1.ctl("", "prompt", a, "hello"); r.code == 0 || !strings.Contains(r.stderr, "NODE_UNAVAILABLE") {
+		t.Fatalf("shardctl prompt with n3 dead: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }
