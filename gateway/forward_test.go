@@ -329,7 +329,9 @@ func TestForwardedNeverForwards(t *testing.T) {
 	}
 	defer nc.Close()
 	ident := forwardIdent{V: forwardVersion, Node: "nq", Source: "websocket"}
-	go func() { _, _ = nc.Write(append(ident.encode(), []byte(`{"type":"prompt","id":"p1","agent_id":"agent-b1","message":"hi"}`+"\n")...)) }()
+	go func() {
+		_, _ = nc.Write(append(ident.encode(), []byte(`{"type":"prompt","id":"p1","agent_id":"agent-b1","message":"hi"}`+"\n")...))
+	}()
 	cmd := b.next(t)
 	if cmd.Header.ID != "p1" || cmd.Client.Source != "websocket" {
 		t.Fatalf("registry got %+v from %q", cmd.Header, cmd.Client.Source)
