@@ -43,7 +43,8 @@ const (
 )
 
 // Codes lists every code of the contract's registry, in its order
-// (docs/protocol.md §8); UNSUPPORTED, Shard's own, is not among them.
+// (docs/protocol.md §8); UNSUPPORTED and NODE_UNAVAILABLE, Shard's own,
+// are not among them.
 func Codes() []ErrorCode {
 	return []ErrorCode{
 		CodeInvalidRequest, CodeNotFound, CodeNotAttached, CodePermissionDenied,
