@@ -136,7 +136,8 @@ type Gateway struct {
 
 	unixLn net.Listener
 	webLn  net.Listener
-	// tunnelLn is the other nodes' listener (ServeTunnel), or nil.
+	// tunnelLn is the other nodes' listener (ServeTunnel), or nil; set
+	// under mu.
 	tunnelLn net.Listener
 	httpSrv  *http.Server
 	// corkBufs lends WebSocket connections the buffers of large batches
@@ -507,12 +508,13 @@ func (g *Gateway) goTracked(f func()) {
 func (g *Gateway) StopAccepting() {
 	g.mu.Lock()
 	g.closed = true
+	tunnelLn := g.tunnelLn
 	g.mu.Unlock()
 	if g.unixLn != nil {
 		g.unixLn.Close()
 	}
-	if g.tunnelLn != nil {
-		g.tunnelLn.Close()
+	if tunnelLn != nil {
+		tunnelLn.Close()
 	}
 	if g.httpSrv != nil {
 		// Hijacked WebSocket connections are not affected by Shutdown.

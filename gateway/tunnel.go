@@ -57,6 +57,7 @@ func (g *Gateway) serveForwarded(c net.Conn) {
 		return
 	}
 	_ = c.SetReadDeadline(time.Time{})
+	g.log.Debug("forwarded connection", "node", ident.Node, "source", ident.Source)
 	if !g.reserve() {
 		g.refuseUnix(c)
 		return
