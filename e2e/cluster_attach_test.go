@@ -150,6 +150,12 @@ func TestClusterCrossNodeAttach(t *testing.T) {
 	}
 
 	// shardctl on n2's socket: attach (a prompt typed on stdin) and prompt.
+	// The first turn titled the agent; n2 prints the title's change (from
+	// the directory) when it arrives, so let it arrive first.
+	waitListed(t, n2, "n2 lists the title of n3's agent", func(l []protocol.AgentInfo) bool {
+		in, ok := agentOf(l, a3)
+		return ok && in.Title != ""
+	})
 	r := n2.mustCtl("typed through n2\n", "attach", a3)
 	if !strings.Contains(r.stdout, "You said: typed through n2") {
 		t.Fatalf("shardctl attach through n2:\n%s%s", r.stdout, r.stderr)
@@ -278,7 +284,14 @@ func TestClusterCrossNodeCreate(t *testing.T) {
 	}
 
 	// n3 dies: the attachment through n1 ends with an error naming n3,
-	// and commands for its agents are NODE_UNAVAILABLE.
+	// and commands for its agents are NODE_UNAVAILABLE. (n1's directory
+	// lists them first: once the connection that learnt a's node is gone,
+	// the directory is what places it.)
+	waitListed(t, n1, "n1 lists both agents made on n3", func(l []protocol.AgentInfo) bool {
+		x, okA := agentOf(l, a)
+		y, okB := agentOf(l, b)
+		return okA && okB && x.Node == "n3" && y.Node == "n3"
+	})
 	n3.kill()
 	n3.waitExit(t, exitTimeout)
 	ev := c1.waitFor("the error ending the attachment", of(protocol.TypeError, a)).(*protocol.ErrorEvent)

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -220,7 +220,7 @@ func (u *upstream) close() { u.cancel() }
 // run dials, then writes what is queued until the upstream ends.
 func (u *upstream) run() {
 	dctx, cancel := context.WithTimeout(u.ctx, forwardDialTimeout)
-	conn, err := u.open(dctx)
+	nc, rd, err := u.open(dctx)
 	cancel()
 	if err != nil {
 		u.fail(nodeUnavailable(u.node, err.Error()))
@@ -229,13 +229,14 @@ func (u *upstream) run() {
 	relayed := make(chan struct{})
 	go func() { // its end is run's: run waits for it below
 		defer close(relayed)
-		u.relay(conn)
+		u.relay(rd)
 	}()
 	defer func() {
-		_ = conn.Close()
+		_ = nc.Close()
 		<-relayed
 		u.fail(nodeUnavailable(u.node, "the connection to it was lost"))
 	}()
+	var buf []byte
 	for {
 		select {
 		case <-u.ctx.Done():
@@ -248,50 +249,108 @@ func (u *upstream) run() {
 		recs := u.queue
 		u.queue = nil
 		u.mu.Unlock()
+		// What was queued together goes in one write.
+		buf = buf[:0]
 		for _, rec := range recs {
-			if err := conn.Send(rec); err != nil {
-				return
-			}
+			buf = append(append(buf, rec...), '\n')
+		}
+		if _, err := nc.Write(buf); err != nil {
+			return
+		}
+		if cap(buf) > 1<<20 {
+			buf = nil // a burst's buffer is not kept
 		}
 	}
 }
 
-// open dials the node, sends the preamble and waits for the other
-// gateway's hello.
-func (u *upstream) open(ctx context.Context) (*client.Conn, error) {
+// open dials the node, sends the preamble and reads the other gateway's
+// hello; ctx bounds all of it.
+func (u *upstream) open(ctx context.Context) (net.Conn, *protocol.Reader, error) {
 	nc, err := u.dial(ctx, u.node)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = nc.SetWriteDeadline(dl)
+	// ctx ending (the bound, or the client gone) ends the open.
+	stop := context.AfterFunc(ctx, func() { _ = nc.Close() })
+	failed := func(err error) (net.Conn, *protocol.Reader, error) {
+		stop()
+		_ = nc.Close()
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+		return nil, nil, err
 	}
 	if _, err := nc.Write(u.ident.encode()); err != nil {
-		_ = nc.Close()
-		return nil, fmt.Errorf("send preamble: %w", err)
+		return failed(fmt.Errorf("send preamble: %w", err))
 	}
-	_ = nc.SetWriteDeadline(time.Time{})
-	conn, err := client.NewConn(ctx, nc)
+	rd := protocol.NewReader(nc, protocol.DefaultMaxRecord)
+	rec, err := rd.Next()
 	if err != nil {
-		return nil, err
+		return failed(fmt.Errorf("read hello: %w", err))
 	}
-	return conn, nil
+	msg, err := protocol.DecodeEvent(rec)
+	if err != nil {
+		return failed(fmt.Errorf("decode hello: %w", err))
+	}
+	switch m := msg.(type) {
+	case *protocol.Hello:
+		if versionMajor(m.ProtocolVersion) != versionMajor(protocol.Version) {
+			return failed(fmt.Errorf("it speaks protocol %s, this node %s", m.ProtocolVersion, protocol.Version))
+		}
+	case *protocol.ErrorEvent:
+		return failed(fmt.Errorf("it refused the connection: %s", m.Message))
+	default:
+		return failed(fmt.Errorf("it sent %q before hello", msg.Head().Type))
+	}
+	if !stop() {
+		return failed(fmt.Errorf("no hello in time"))
+	}
+	return nc, rd, nil
+}
+
+// versionMajor is a protocol version's major part ("0" of "0.1.0").
+func versionMajor(v string) string {
+	v = strings.TrimPrefix(v, "v")
+	if i := strings.IndexByte(v, '.'); i >= 0 {
+		return v[:i]
+	}
+	return v
 }
 
 // relay queues what the other gateway sends on the client's outbox, as it
-// is, until the stream ends.
-func (u *upstream) relay(conn *client.Conn) {
-	for ev := range conn.Events() {
-		if r, ok := ev.Msg.(*protocol.Response); ok {
-			u.answered(r)
+// is, until the stream ends. Records are not decoded: only a response's
+// envelope is read, to know which command it answers.
+func (u *upstream) relay(rd *protocol.Reader) {
+	for {
+		rec, err := rd.Next()
+		if errors.Is(err, protocol.ErrRecordTooLong) {
+			continue // consumed whole: the stream is intact, nothing to relay
 		}
-		u.out.Push(ev.Raw)
+		if err != nil {
+			return
+		}
+		if !rd.Owned() {
+			rec = bytes.Clone(rec)
+		}
+		if protocol.PeekType(rec) == protocol.TypeResponse {
+			u.answered(rec)
+		}
+		u.out.Push(rec)
 	}
 }
 
 // answered takes a response's command off the pending ones; a successful
 // agent.create teaches the connection where its agent lives first.
-func (u *upstream) answered(r *protocol.Response) {
+func (u *upstream) answered(rec []byte) {
+	var r struct {
+		ID      string          `json:"id"`
+		Command string          `json:"command"`
+		Success bool            `json:"success"`
+		Data    json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(rec, &r) != nil {
+		return
+	}
 	u.mu.Lock()
 	if p := u.pending[r.ID]; len(p) > 0 {
 		if len(p) == 1 {
