@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -529,5 +530,52 @@ func TestMalformedResponseFailsItsRequest(t *testing.T) {
 	_, err := c.Request(context.Background(), agentList())
 	if err == nil || !strings.Contains(err.Error(), "decode response") {
 		t.Fatalf("err = %v, want a decode error", err)
+	}
+}
+
+// TestNewConnOverPipe: NewConn speaks the protocol over any net.Conn (a
+// cluster node's tunnel to another node's gateway): hello first, then
+// requests answered by id; Close closes the stream.
+func TestNewConnOverPipe(t *testing.T) {
+	a, b := net.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		defer b.Close()
+		if _, err := b.Write(append(helloRecord, '\n')); err != nil {
+			served <- err
+			return
+		}
+		rd := protocol.NewReader(b, 0)
+		rec, err := rd.Next()
+		if err != nil {
+			served <- err
+			return
+		}
+		h, err := protocol.DecodeHeader(rec)
+		if err != nil {
+			served <- err
+			return
+		}
+		_, err = b.Write(append(protocol.NewResponse(h.ID, h.Type, nil), '\n'))
+		served <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	c, err := NewConn(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Hello().ServerVersion != "fake-1" {
+		t.Fatalf("hello: %+v", c.Hello())
+	}
+	if _, err := c.Request(ctx, &protocol.AgentList{Header: protocol.Header{Type: protocol.TypeAgentList}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if _, err := a.Write([]byte("x")); err == nil {
+		t.Fatal("the stream is open after Close")
 	}
 }

@@ -63,8 +63,9 @@ func createOn(t *testing.T, c *client.Conn) string {
 // TestClusterAgentDirectory: every node lists every agent of the cluster.
 // Agents created on n1 and n3 are listed on n2 (agent.list with node,
 // shardctl agents ls with its NODE column), in agent.list's order and
-// paging; a rename on n3 shows on n1; a command on n1 for n3's agent is
-// refused naming n3 (UNSUPPORTED); a removal disappears everywhere; a
+// paging; a rename on n3 shows on n1; a rename on n1 of n3's agent is
+// forwarded to n3; an agent.remove mixing nodes refuses the other node's
+// agent naming it (UNSUPPORTED); a removal disappears everywhere; a
 // client of n2 is told of it all as events; n3 SIGKILLed, its agents are
 // still listed on n1 while it is dead; an agent removed from n3's store
 // while n3 is out of the cluster leaves the directory when n3 returns and
@@ -164,25 +165,32 @@ func TestClusterAgentDirectory(t *testing.T) {
 		return ok && e.AgentID == a3 && e.Info.Title == title && e.Info.Node == "n3"
 	})
 
-	// A command on n1 for n3's agent names n3.
+	// A command on n1 for n3's agent is forwarded to n3 (docs/protocol.md
+	// §13 "Agents of other nodes"): a rename through n1 shows on n3.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, cmd := range []protocol.Typed{
-		&protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: a3}},
-		&protocol.AgentUpdate{Header: protocol.Header{Type: protocol.TypeAgentUpdate, AgentID: a3}, Title: &title},
-	} {
-		err := c1.Call(ctx, cmd, nil)
-		if protocol.CodeOf(err) != protocol.CodeUnsupported || !strings.Contains(err.Error(), "agent "+a3+" lives on node n3; connect to n3 (cross-node attach is not supported yet)") {
-			t.Errorf("%s on n1 for n3's agent: %v", cmd.Head().Type, err)
-		}
+	other := "renamed through n1"
+	var upd1 protocol.AgentUpdateData
+	call(t, c1, &protocol.AgentUpdate{Header: protocol.Header{Type: protocol.TypeAgentUpdate, AgentID: a3}, Title: &other}, &upd1)
+	if upd1.Info.Title != other || upd1.Info.Node != "n3" {
+		t.Errorf("agent.update on n1 of n3's agent: %+v", upd1)
 	}
-	if r := n1.ctl("", "agents", "rename", a3, "x"); r.code == 0 || !strings.Contains(r.stdout+r.stderr, "lives on node n3") {
-		t.Errorf("shardctl agents rename on n1 of n3's agent: exit %d\n%s%s", r.code, r.stdout, r.stderr)
-	}
+	waitListed(t, n3, "n3 has the rename made through n1", func(l []protocol.AgentInfo) bool {
+		in, ok := agentOf(l, a3)
+		return ok && in.Title == other
+	})
+	n1.mustCtl("", "agents", "rename", a3, title) // shardctl through n1 too, back to title
+	waitListed(t, n3, "n3 has shardctl's rename through n1", func(l []protocol.AgentInfo) bool {
+		in, ok := agentOf(l, a3)
+		return ok && in.Title == title
+	})
+	// An agent.remove naming agents of more than one node is not
+	// forwarded: the other node's agent is refused naming its node.
 	var rmOn1 protocol.AgentRemoveData
-	call(t, c1, &protocol.AgentRemove{Header: protocol.Header{Type: protocol.TypeAgentRemove}, AgentIDs: []string{a3}}, &rmOn1)
-	if len(rmOn1.Results) != 1 || rmOn1.Results[0].Removed || rmOn1.Results[0].Error != protocol.CodeUnsupported || !strings.Contains(rmOn1.Results[0].Reason, "lives on node n3") {
-		t.Errorf("agent.remove on n1 of n3's agent: %+v", rmOn1)
+	call(t, c1, &protocol.AgentRemove{Header: protocol.Header{Type: protocol.TypeAgentRemove}, AgentIDs: []string{a3, "agent-nobody"}}, &rmOn1)
+	if len(rmOn1.Results) != 2 || rmOn1.Results[0].Removed || rmOn1.Results[0].Error != protocol.CodeUnsupported ||
+		!strings.Contains(rmOn1.Results[0].Reason, "lives on node n3") || rmOn1.Results[1].Error != protocol.CodeNotFound {
+		t.Errorf("agent.remove on n1 of n3's agent and an unknown one: %+v", rmOn1)
 	}
 	// An id nobody has is still NOT_FOUND.
 	if err := c1.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: "agent-nobody"}}, nil); protocol.CodeOf(err) != protocol.CodeNotFound {

@@ -246,7 +246,8 @@ func TestClusterThreeNodes(t *testing.T) {
 
 // TestClusterSingleShardd: a shardd without cluster.* settings answers
 // cluster.status with enabled:false, shardctl says "not clustered" and
-// exits 0, and no cluster directory appears in its home.
+// exits 0, and no cluster directory appears in its home; agent.create
+// with a node is INVALID_REQUEST.
 func TestClusterSingleShardd(t *testing.T) {
 	d := startDaemon(t)
 	r := d.mustCtl("", "cluster", "status")
@@ -258,6 +259,10 @@ func TestClusterSingleShardd(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(d.home, "cluster")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a single shardd made %s/cluster: %v", d.home, err)
+	}
+	// agent.create's node names a cluster node: none here.
+	if r := d.ctl("", "agents", "create", "--cwd", shortTemp(t), "--node", "n3"); r.code == 0 || !strings.Contains(r.stderr, "INVALID_REQUEST") || !strings.Contains(r.stderr, "not clustered") {
+		t.Fatalf("agents create --node on a single shardd: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -14,6 +14,11 @@
 // web.sessions.*, token.*) are answered by the connection actor itself, and
 // only on the unix socket.
 //
+// In a cluster (Config.Cluster) a third door serves the other nodes
+// (ServeTunnel: a cluster/tunnel listener), and a connection forwards its
+// commands for another node's agents to that node through an upstream of
+// its own (forward.go; docs/protocol.md §13 "Agents of other nodes").
+//
 // # The web listener
 //
 // Every request first passes the guard (web.go), whose failures are 400:

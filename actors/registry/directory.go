@@ -15,14 +15,16 @@ type Directory interface {
 
 // notHere is the error of a command for an agent this node does not host:
 // NOT_FOUND, or, for an agent of another node in the directory,
-// UNSUPPORTED naming its node. Cross-node routing is not built yet: a
-// client connects to the node that hosts the agent (docs/protocol.md §13
-// "Agents of other nodes").
+// UNSUPPORTED naming its node. A client's commands for another node's
+// agent are forwarded to that node by the gateway before they reach the
+// registry (docs/protocol.md §13 "Agents of other nodes"); what still
+// arrives here was not: an agent.remove naming agents of several nodes,
+// or a command that another node forwarded here.
 func (r *Actor) notHere(id string) error {
 	if r.deps.Directory != nil {
 		if in, ok := r.deps.Directory.Lookup(id); ok {
 			return protocol.Errorf(protocol.CodeUnsupported,
-				"agent %s lives on node %s; connect to %s (cross-node attach is not supported yet)", id, in.Node, in.Node)
+				"agent %s lives on node %s; this command was not forwarded there (name that node's agents alone)", id, in.Node)
 		}
 	}
 	return protocol.Errorf(protocol.CodeNotFound, "no agent %s", id)

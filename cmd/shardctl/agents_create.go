@@ -18,6 +18,7 @@ type agentsCreateOptions struct {
 	g              *globalOptions
 	output         outputOptions
 	cwd            string
+	node           string
 	name           string
 	model          string
 	provider       string
@@ -33,6 +34,7 @@ func (o *agentsCreateOptions) AddFlags(cmd *cobra.Command) {
 	fs := cmd.Flags()
 	o.output.AddFlags(fs)
 	fs.StringVar(&o.cwd, "cwd", "", "the agent's working directory (default the current directory)")
+	fs.StringVar(&o.node, "node", "", "in a cluster, the node the agent lives on (default the node shardctl talks to); --cwd is a path on that node")
 	fs.StringVar(&o.name, "name", "", "a name for the agent")
 	fs.StringVar(&o.model, "model", "", "model to use: a name or a provider/model id from shardctl models (default the daemon's)")
 	fs.StringVar(&o.provider, "provider", "", "provider to run on, one of shardctl models (default the daemon's)")
@@ -52,7 +54,10 @@ func newAgentsCreateCommand(g *globalOptions) *cobra.Command {
 {"agent_id":"..."} (-o yaml likewise). --cwd is resolved to an absolute path.
 --tools limits what the agent's model is offered and may run (the daemon
 refuses a name it does not know and lists the known ones); --skills names
-skills the agent loads (a skill that does not exist is NOT_FOUND).
+skills the agent loads (a skill that does not exist is NOT_FOUND). In a
+cluster, --node puts the agent on another node (shardctl cluster status
+lists them): the node it talks to forwards the command there, and --cwd
+is a path on that node.
 
 --mcp declares an MCP server whose tools the agent's model is offered as
 NAME__TOOL (read-only tools run without asking; the others ask):
@@ -110,6 +115,7 @@ func (o *agentsCreateOptions) message() (*protocol.AgentCreate, error) {
 	msg := &protocol.AgentCreate{
 		Header:         protocol.Header{Type: protocol.TypeAgentCreate},
 		Cwd:            abs,
+		Node:           o.node,
 		Name:           o.name,
 		Model:          o.model,
 		Provider:       o.provider,

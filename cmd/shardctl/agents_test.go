@@ -122,7 +122,7 @@ func TestAgentsCreate(t *testing.T) {
 	d := agentsDaemon(t)
 	dir := t.TempDir()
 	r := runCtl(t, nil, d.path, "", "agents", "create", "--cwd", dir, "--name", "n1", "--model", "sim", "--mode", "build", "--headless-policy", "queue",
-		"--tools", "read,ls", "--tools", "grep", "--skills", "deploy")
+		"--tools", "read,ls", "--tools", "grep", "--skills", "deploy", "--node", "n3")
 	if r.code != 0 || r.stdout != "agent-new\n" {
 		t.Fatalf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
@@ -134,7 +134,7 @@ func TestAgentsCreate(t *testing.T) {
 	if err := json.Unmarshal(recs[0], &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Cwd != dir || m.Name != "n1" || m.Model != "sim" || m.Mode != "build" || m.HeadlessPolicy != "queue" || m.ID == "" ||
+	if m.Cwd != dir || m.Name != "n1" || m.Model != "sim" || m.Mode != "build" || m.HeadlessPolicy != "queue" || m.ID == "" || m.Node != "n3" ||
 		!slices.Equal(m.Tools, []string{"read", "ls", "grep"}) || !slices.Equal(m.Skills, []string{"deploy"}) {
 		t.Fatalf("sent %s", recs[0])
 	}

@@ -13,7 +13,7 @@ import { Side } from "./side.js";
 import { StoreCtx } from "./ctx.js";
 import { ViewNav, TeamView } from "./teamview.js";
 import { openDecisions } from "./team.js";
-import { ClusterChip, RemoteAgent, remoteNode } from "./cluster.js";
+import { ClusterChip, RemoteAgent } from "./cluster.js";
 
 // useStore follows the store's state. The effect subscribes after the
 // first paint, and the store may change before it (store.start() runs at
@@ -132,7 +132,9 @@ function App({ store }) {
   }, [store]);
   if (s.conn === State.unenrolled || s.conn === State.signedOut) return html`<${SignIn} s=${s} />`;
   if (s.conn === State.incompatible) return html`<${Incompatible} s=${s} />`;
-  const remote = s.selected ? remoteNode(s.agents[s.selected] || { agent_id: s.selected }, s.cluster, s.elsewhere) : "";
+  // An agent whose node could not be reached when it was attached shows a
+  // note instead of its view; any other agent, of any node, its view.
+  const away = s.selected ? s.elsewhere[s.selected] : null;
   return html`<div class="app" data-conn=${s.conn} data-cluster=${s.cluster ? (s.cluster.enabled ? "on" : "off") : ""}>
     <header class="top"><span class="logo">shard</span>
       <${ViewNav} s=${s} store=${store} />
@@ -143,7 +145,7 @@ function App({ store }) {
     <${Banner} s=${s} store=${store} />
     ${s.view === "team" ? html`<${TeamView} s=${s} store=${store} />` : html`<div class="cols">
       <nav class="overview" aria-label="Agents"><${Overview} s=${s} store=${store} /><${CreateForm} s=${s} store=${store} /></nav>
-      <main class="main">${s.selected ? (remote ? html`<${RemoteAgent} a=${s.agents[s.selected] || { agent_id: s.selected }} node=${remote} />` : html`<${AgentView} s=${s} store=${store} />`) : html`<p class="empty">Select an agent, or create one.</p>`}</main>
+      <main class="main">${s.selected ? (away ? html`<${RemoteAgent} a=${s.agents[s.selected] || { agent_id: s.selected }} node=${away.node} why=${away.why} retry=${() => store.attach(s.selected)} />` : html`<${AgentView} s=${s} store=${store} />`) : html`<p class="empty">Select an agent, or create one.</p>`}</main>
       <aside class="side"><${Side} s=${s} store=${store} /></aside>
     </div>`}
     <${Dialogs} s=${s} store=${store} />

@@ -1,9 +1,10 @@
 // The cluster as the page's daemon sees it: the header's chip and panel
 // from cluster.status (docs/protocol.md §10.1, additive), an agent's node
-// (AgentInfo.node) and the note shown for an agent another node hosts
-// (docs/protocol.md §13 "Agents of other nodes": every agent-scoped
-// command for it is UNSUPPORTED naming its node, so the page never tries
-// to attach it).
+// (AgentInfo.node) and the note shown for an agent whose node the page's
+// daemon cannot reach now. Another node's agent is attached like any
+// other: the page's daemon forwards its commands to that node
+// (docs/protocol.md §13 "Agents of other nodes"); only a node that is
+// down answers NODE_UNAVAILABLE, and the page shows that note instead.
 
 import { html } from "./html.js";
 
@@ -18,14 +19,14 @@ export function clustered(st) {
 
 /**
  * remoteNode is the node hosting agent a when that is not the page's own
- * daemon, else "". The page's node is cluster.status's node; until that is
- * known, an agent is taken as local (an attach then answers UNSUPPORTED,
- * which unreachableNode reads). A node learnt from such an answer (seen)
- * counts too.
+ * daemon, else "" (the agent list marks it). The page's node is
+ * cluster.status's node; until that is known, an agent is taken as local.
+ * A node learnt from a refused attach (seen: agent_id -> {node}) counts
+ * too.
  */
 export function remoteNode(a, st, seen) {
   if (!a) return "";
-  if (seen && seen[a.agent_id]) return seen[a.agent_id];
+  if (seen && seen[a.agent_id]) return seen[a.agent_id].node;
   if (!a.node || !st || !st.node) return "";
   return a.node !== st.node ? a.node : "";
 }
@@ -33,14 +34,16 @@ export function remoteNode(a, st, seen) {
 const livesOn = /lives on node (\S+?);/;
 
 /**
- * unreachableNode reads the node an UNSUPPORTED refusal of an
- * agent-scoped command names ("agent <id> lives on node <node>; connect to
- * <node> …", docs/protocol.md §13), or "" for any other error. fallback is
- * the node the page already knew (AgentInfo.node) should the message not
- * name one.
+ * unreachableNode reads the node a refused agent-scoped command could not
+ * reach: NODE_UNAVAILABLE names it in its data ({node}), and an older
+ * daemon's UNSUPPORTED in its message ("agent <id> lives on node <node>;
+ * …", docs/protocol.md §13). "" for any other error. fallback is the node
+ * the page already knew (AgentInfo.node) should the answer not name one.
  */
 export function unreachableNode(e, fallback) {
-  if (!e || e.code !== "UNSUPPORTED") return "";
+  if (!e) return "";
+  if (e.code === "NODE_UNAVAILABLE") return (e.data && e.data.node) || fallback || "";
+  if (e.code !== "UNSUPPORTED") return "";
   const m = livesOn.exec(e.message || "");
   return m ? m[1] : (fallback || "");
 }
@@ -87,18 +90,19 @@ export function ClusterChip({ st }) {
 export function NodeBadge({ a, remote }) {
   if (!a.node) return null;
   return html`<span class=${"badge node" + (remote ? " remote" : "")} data-node=${a.node}
-    title=${remote ? "lives on node " + a.node + ": open its dashboard to attach" : "on this node"}>${remote ? "on " + a.node : a.node}</span>`;
+    title=${remote ? "lives on node " + a.node + ", reached through this page's node" : "on this node"}>${remote ? "on " + a.node : a.node}</span>`;
 }
 
 /**
- * RemoteAgent stands in for the agent view of an agent another node
- * hosts: what the directory says of it, and where to attach it.
+ * RemoteAgent stands in for the agent view of an agent whose node the
+ * page's daemon could not reach when it attached: what the directory last
+ * said of it, why, and a retry (selecting it again retries too).
  */
-export function RemoteAgent({ a, node }) {
+export function RemoteAgent({ a, node, why, retry }) {
   return html`<section class="agentview remote" id="remote-agent" data-selected=${a.agent_id} data-node=${node}>
     <header class="ahead"><b>${a.title || a.display_name || a.name || a.agent_id}</b>
       <span class="meta">${a.status || ""}${a.runtime_state ? " · " + a.runtime_state : ""}</span><span class="meta">${a.cwd || ""}</span></header>
-    <p class="remote-note" role="note">This agent lives on node <b>${node}</b> — open ${node}'s dashboard to attach.
-      This page's daemon lists it from the cluster's directory but cannot reach it (cross-node attach is not supported yet).</p>
+    <p class="remote-note" role="note">This agent lives on node <b>${node}</b>, which this page's daemon cannot reach now${why ? ": " + why : ""}.
+      ${retry ? html`<button class="retry" onClick=${retry}>Try again</button>` : null}</p>
   </section>`;
 }

@@ -36,7 +36,7 @@ function Row({ a, s, store }) {
       <${NodeBadge} a=${a} remote=${remote} />
       ${label !== a.agent_id ? html`<span class="aid">${a.agent_id}</span>` : null}
       ${a.exit && a.runtime_state !== "running" ? html`<span class="exit" title="agent_exited">exited: ${a.exit.reason || "?"}</span>` : null}
-      <span class="meta">${a.cwd}${a.model ? " · " + (a.provider ? a.provider + "/" : "") + a.model : ""}${a.mode ? " · " + a.mode : ""}${cost(a.usage) ? " · " + cost(a.usage) : ""}${a.runtime_state && a.runtime_state !== "running" ? " · " + a.runtime_state : ""}${sel && !remote ? " · attached here (interactive)" : ""}</span>
+      <span class="meta">${a.cwd}${a.model ? " · " + (a.provider ? a.provider + "/" : "") + a.model : ""}${a.mode ? " · " + a.mode : ""}${cost(a.usage) ? " · " + cost(a.usage) : ""}${a.runtime_state && a.runtime_state !== "running" ? " · " + a.runtime_state : ""}${sel && !s.elsewhere[a.agent_id] ? " · attached here (interactive)" : ""}</span>
       ${a.attached_clients === undefined ? null : html`<span class="clients" title="attached clients">${a.attached_clients} attached</span>`}
     </button>
   </li>`;

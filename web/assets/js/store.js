@@ -10,7 +10,7 @@
 import { Conn, State } from "./conn.js";
 import { initial, reduce, addLocalPrompt, dropQueued, needsInput } from "./transcript.js";
 import { wireImage, setImageSource } from "./images.js";
-import { remoteNode, unreachableNode } from "./cluster.js";
+import { unreachableNode } from "./cluster.js";
 import { emptyTeam, applyTeamEvent, upsertGoals, upsertTasks, upsertDecisions, addFeed, replaceOpenDecisions, goalsNewestFirst } from "./team.js";
 
 /** How often the overview re-reads agent.list (attached clients, cost). */
@@ -63,7 +63,7 @@ export class Store {
       teamClosed: [],    // decisions another client answered first: {decision_id, text}
       feedBefore: "",    // team.feed next_before: older items remain
       cluster: null,     // the last cluster.status answer; null until read, or from a daemon without it
-      elsewhere: {},     // agent_id -> the node an UNSUPPORTED attach named (another node hosts it)
+      elsewhere: {},     // agent_id -> {node, why}: its attach could not reach its node (NODE_UNAVAILABLE)
     };
     // the decisions this page answered (a close it caused is no news)
     this.answered = new Set();
@@ -337,15 +337,21 @@ export class Store {
 
   async attach(id) {
     this.set({ attached: "" }); // a new connection, or another agent: not attached until answered
-    // Another node's agent is not attached: its attach would be refused
-    // (docs/protocol.md §13 "Agents of other nodes"); the view says where
-    // it lives instead.
-    if (remoteNode(this.state.agents[id], this.state.cluster, this.state.elsewhere)) return;
+    // Another node's agent is attached like any other: the page's daemon
+    // forwards the commands to its node (docs/protocol.md §13 "Agents of
+    // other nodes"). A node it cannot reach now refuses the attach
+    // (NODE_UNAVAILABLE); the view says so instead, until an attach
+    // succeeds.
+    if (this.state.elsewhere[id]) {
+      const rest = { ...this.state.elsewhere };
+      delete rest[id];
+      this.set({ elsewhere: rest });
+    }
     try {
       await this.conn.call({ type: "agent.attach", agent_id: id, role: "interactive" });
     } catch (e) {
       const node = unreachableNode(e, this.state.agents[id] && this.state.agents[id].node);
-      if (node) { this.set({ elsewhere: { ...this.state.elsewhere, [id]: node } }); return; }
+      if (node) { this.set({ elsewhere: { ...this.state.elsewhere, [id]: { node, why: e.message || "" } } }); return; }
       this.fail("attach")(e);
       return;
     }
@@ -387,8 +393,8 @@ export class Store {
   select(id) {
     const prev = this.state.selected;
     if (prev === id) return;
-    // another node's agent was never attached (attach above): nothing to detach
-    if (prev && !remoteNode(this.state.agents[prev], this.state.cluster, this.state.elsewhere)) this.conn.call({ type: "agent.detach", agent_id: prev }).catch(() => {});
+    // an agent whose node could not be reached was never attached (attach above): nothing to detach
+    if (prev && !this.state.elsewhere[prev]) this.conn.call({ type: "agent.detach", agent_id: prev }).catch(() => {});
     if (this.state.view !== "team") history.replaceState(null, "", id ? "#agent=" + id : location.pathname);
     this.catKey = "";
     this.set({ selected: id, transcript: initial(), modes: [], models: [], closed: [], catalogEpoch: null, activeModel: null, reasoning: null });

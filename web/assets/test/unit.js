@@ -617,16 +617,18 @@ test("create form: MCP rows become agent.create mcp_servers, words split as shar
   eq(err(() => mcpServersField([{ name: "w", target: "https://h/mcp x" }])), "MCP server w: a URL takes no arguments", "url args");
 });
 
-test("cluster: clustered, an agent's node against the page's, an UNSUPPORTED refusal's node, load", () => {
+test("cluster: clustered, an agent's node against the page's, an unreachable node's refusal, load", () => {
   const st = { enabled: true, node: "n1", nodes: [
     { node: "n1", health: "alive", incarnation: 2, load: { agents: 1, runtimes: 1, runs: 0 }, capacity: 8, self: true },
     { node: "n3", health: "dead", incarnation: 1, load: { agents: 2, runtimes: 0, runs: 1 }, capacity: 4 }] };
   eq([clustered(null), clustered({ enabled: false }), clustered(st)], [false, false, true], "clustered");
   eq([remoteNode({ agent_id: "a", node: "n3" }, st), remoteNode({ agent_id: "a", node: "n1" }, st), remoteNode({ agent_id: "a" }, st),
-    remoteNode({ agent_id: "a", node: "n3" }, null), remoteNode({ agent_id: "a" }, null, { a: "n2" })], ["n3", "", "", "", "n2"], "remote");
-  const msg = "agent a lives on node n3; connect to n3 (cross-node attach is not supported yet)";
-  eq([unreachableNode({ code: "UNSUPPORTED", message: msg }), unreachableNode({ code: "UNSUPPORTED", message: "?" }, "n2"),
-    unreachableNode({ code: "NOT_FOUND", message: msg }), unreachableNode(null)], ["n3", "n2", "", ""], "refusal");
+    remoteNode({ agent_id: "a", node: "n3" }, null), remoteNode({ agent_id: "a" }, null, { a: { node: "n2" } })], ["n3", "", "", "", "n2"], "remote");
+  const msg = "agent a lives on node n3; this command was not forwarded there (name that node's agents alone)";
+  eq([unreachableNode({ code: "NODE_UNAVAILABLE", message: "node n4 is unavailable: it is dead", data: { node: "n4" } }),
+    unreachableNode({ code: "NODE_UNAVAILABLE", message: "?" }, "n2"),
+    unreachableNode({ code: "UNSUPPORTED", message: msg }), unreachableNode({ code: "UNSUPPORTED", message: "?" }, "n2"),
+    unreachableNode({ code: "NOT_FOUND", message: msg }), unreachableNode(null)], ["n4", "n2", "n3", "n2", "", ""], "refusal");
   eq(healthCounts(st), { alive: 1, suspect: 0, dead: 1 }, "health");
   eq(loadText(st.nodes[0]), "1 agent · 1 runtime · 0 runs / 8", "load");
   eq(loadText({ load: {} }), "0 agents · 0 runtimes · 0 runs", "no capacity");
@@ -651,28 +653,38 @@ test("component: the cluster chip lists the nodes, the page's marked; nothing on
   }
 });
 
-test("component: an agent's node badge, another node's agent marked; its note instead of the view", async () => {
+test("component: an agent's node badge, another node's agent marked; the note of an unreachable node", async () => {
   const m = await mount(html`<div><${NodeBadge} a=${{ agent_id: "a", node: "n1" }} remote=${""} /><${NodeBadge} a=${{ agent_id: "b", node: "n3" }} remote=${"n3"} /><${NodeBadge} a=${{ agent_id: "c" }} remote=${""} /></div>`);
   eq(m.qa(".badge.node").map((b) => [b.dataset.node, b.classList.contains("remote"), b.textContent]), [["n1", false, "n1"], ["n3", true, "on n3"]], "badges");
   m.done();
-  const r = await mount(html`<${RemoteAgent} a=${{ agent_id: "b", node: "n3", title: "fix", status: "idle" }} node="n3" />`);
-  eq(r.q(".remote-note").textContent.includes("lives on node n3 — open n3's dashboard to attach"), true, "note");
+  let retried = 0;
+  const r = await mount(html`<${RemoteAgent} a=${{ agent_id: "b", node: "n3", title: "fix", status: "idle" }} node="n3" why="node n3 is unavailable: it is dead" retry=${() => retried++} />`);
+  eq(r.q(".remote-note").textContent.includes("lives on node n3, which this page's daemon cannot reach now: node n3 is unavailable: it is dead"), true, "note");
+  r.q(".remote-note .retry").click();
+  eq(retried, 1, "retry");
   r.done();
 });
 
-test("store: another node's agent is never attached; an UNSUPPORTED attach marks its node", async () => {
+test("store: another node's agent is attached like any other; NODE_UNAVAILABLE marks it until an attach succeeds", async () => {
   const st = new Store();
   const sent = [];
+  let down = true;
   st.conn.call = (msg) => {
-    sent.push(msg.type + ":" + (msg.agent_id || ""));
-    if (msg.type === "agent.attach") return Promise.reject(Object.assign(new Error("agent c lives on node n2; connect to n2 (cross-node attach is not supported yet)"), { code: "UNSUPPORTED" }));
+    if (msg.type === "agent.attach") sent.push(msg.type + ":" + msg.agent_id);
+    if (msg.type === "agent.attach" && msg.agent_id === "c" && down) {
+      return Promise.reject(Object.assign(new Error("node n2 is unavailable: it is dead (its lease ran out)"), { code: "NODE_UNAVAILABLE", data: { node: "n2" } }));
+    }
+    if (msg.type === "agent.attach") return Promise.resolve({});
     return Promise.reject(new Error("offline"));
   };
-  st.set({ cluster: { enabled: true, node: "n1", nodes: [] }, agents: { b: { agent_id: "b", node: "n3" }, c: { agent_id: "c" } } });
+  st.set({ cluster: { enabled: true, node: "n1", nodes: [] }, agents: { b: { agent_id: "b", node: "n3" }, c: { agent_id: "c", node: "n2" } } });
   await st.attach("b");
-  eq(sent, [], "no attach for n3's agent");
+  eq([sent, st.state.elsewhere], [["agent.attach:b"], {}], "n3's agent attached");
   await st.attach("c");
-  eq([sent, st.state.elsewhere, st.state.notice], [["agent.attach:c"], { c: "n2" }, ""], "refused: marked, no failure notice");
+  eq([sent.slice(1), st.state.elsewhere, st.state.notice], [["agent.attach:c"], { c: { node: "n2", why: "node n2 is unavailable: it is dead (its lease ran out)" } }, ""], "refused: marked, no failure notice");
+  down = false;
+  await st.attach("c");
+  eq(st.state.elsewhere, {}, "back: the mark goes");
 });
 
 const out = { pass: 0, fail: 0, failures: [] };
