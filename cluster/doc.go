@@ -67,6 +67,15 @@
 // off and healed) moves to the next incarnation and runs OnRejoin too:
 // once the others treat its work as interrupted it must not carry on.
 //
+// A name is one process's: each record carries the instance of the home
+// that wrote it (a random id kept in the store directory). A node that
+// starts and finds its name's record from another instance, not
+// declared dead, watches it for one lease: a heartbeat means another
+// process runs the name, and Start fails with [ErrDuplicateNode]; an
+// embedded server fails sooner, when a live server of its name refuses
+// its route. The first heartbeat is a compare-and-set on the record it
+// judged, so of two processes starting at once under one name, one wins.
+//
 // # A stale view judges no one
 //
 // A node judges the others only on a current view of the bucket. Its

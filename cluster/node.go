@@ -36,6 +36,11 @@ type Node struct {
 
 	members *membership
 
+	// dupRoute is closed when the embedded server refused a route from
+	// a server of this node's name (dupOnce guards it).
+	dupRoute chan struct{}
+	dupOnce  sync.Once
+
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -61,7 +66,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Node, error) {
 	ctx, cancelReady := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancelReady()
 
-	n := &Node{cfg: cfg, log: log, closed: make(chan struct{})}
+	n := &Node{cfg: cfg, log: log, closed: make(chan struct{}), dupRoute: make(chan struct{})}
 	ok := false
 	defer func() {
 		if !ok {
@@ -95,7 +100,9 @@ func (n *Node) startServer(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: nats server: %w", err)
 	}
-	srv.SetLoggerV2(natsLogger{n.log.With("component", "nats")}, false, false, false)
+	srv.SetLoggerV2(natsLogger{log: n.log.With("component", "nats"), onDupName: func() {
+		n.dupOnce.Do(func() { close(n.dupRoute) })
+	}}, false, false, false)
 	n.srv = srv
 	srv.Start()
 	if !srv.ReadyForConnections(n.cfg.ReadyTimeout) {
@@ -110,6 +117,11 @@ func (n *Node) startServer(ctx context.Context) error {
 	defer tick.Stop()
 	for !metaLeaderKnown(srv) {
 		select {
+		case <-n.dupRoute:
+			// Only a live server has routes: this is another process,
+			// not this node's previous life. The membership check
+			// (checkName) would find it too, a lease later.
+			return fmt.Errorf("%w: cluster.node %q is taken: a NATS server of that name runs in the cluster (it refused this node's route); stop that shardd or give this one another cluster.node", ErrDuplicateNode, n.cfg.Node)
 		case <-ctx.Done():
 			return fmt.Errorf("%w: no JetStream meta-leader (are a majority of %d routes up?): %w", ErrNotReady, len(n.cfg.Routes), context.Cause(ctx))
 		case <-tick.C:
@@ -325,12 +337,28 @@ func (n *Node) shutdown() {
 // natsLogger routes the embedded server's log into slog. Fatalf is an
 // error here: only cmd exits the process, and NATS reports a failed
 // start through ReadyForConnections too.
-type natsLogger struct{ log *slog.Logger }
+type natsLogger struct {
+	log *slog.Logger
+	// onDupName learns that the server refused a route from a server of
+	// its own name. NATS reports it only in its log (the route closes
+	// with DuplicateServerName): the message is matched here.
+	onDupName func()
+}
+
+// dupNameLog is how nats-server logs a route refused for a duplicate
+// server name.
+const dupNameLog = "Remote server has a duplicate name"
 
 func (l natsLogger) Noticef(format string, v ...any) { l.log.Debug(trim(format, v)) }
 func (l natsLogger) Warnf(format string, v ...any)   { l.log.Warn(trim(format, v)) }
 func (l natsLogger) Fatalf(format string, v ...any)  { l.log.Error(trim(format, v)) }
-func (l natsLogger) Errorf(format string, v ...any)  { l.log.Error(trim(format, v)) }
+func (l natsLogger) Errorf(format string, v ...any) {
+	msg := trim(format, v)
+	if l.onDupName != nil && strings.Contains(msg, dupNameLog) {
+		l.onDupName()
+	}
+	l.log.Error(msg)
+}
 func (l natsLogger) Debugf(format string, v ...any)  { l.log.Debug(trim(format, v)) }
 func (l natsLogger) Tracef(format string, v ...any)  {}
 
