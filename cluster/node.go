@@ -359,8 +359,8 @@ func (l natsLogger) Errorf(format string, v ...any) {
 	}
 	l.log.Error(msg)
 }
-func (l natsLogger) Debugf(format string, v ...any)  { l.log.Debug(trim(format, v)) }
-func (l natsLogger) Tracef(format string, v ...any)  {}
+func (l natsLogger) Debugf(format string, v ...any) { l.log.Debug(trim(format, v)) }
+func (l natsLogger) Tracef(format string, v ...any) {}
 
 func trim(format string, v []any) string {
 	return strings.TrimSpace(fmt.Sprintf(format, v...))
