@@ -33,7 +33,9 @@
 //	--cluster.replicas 3                      Config.Replicas
 //	--cluster.lease 15s                       Config.Lease
 //	--cluster.url nats://…                    Config.URL (use an existing NATS cluster)
-//	--cluster.nkey-seed-file …                Config.NKeySeedFile (with cluster.url)
+//	--cluster.nkey-seed-file …                Config.NKeySeedFile (the cluster's user
+//	                                          nkey: URL-mode auth; embedded, the
+//	                                          only key client_listen takes)
 //
 // No cluster.* setting means no cluster: a single shardd stays what it is
 // (bbolt, zero configuration).
@@ -50,7 +52,10 @@
 // [Config.Validate] refuses a node that would listen on, or route to, an
 // address that is not loopback without a token, and without TLS: a
 // cluster's routes carry every record and command, so a non-loopback
-// cluster is authenticated and encrypted or it does not start.
+// cluster is authenticated and encrypted or it does not start. Routes
+// authenticate with the token (NATS routes take a user and password,
+// never an nkey); clients of cluster.client_listen with the token, or
+// only with the nkey of cluster.nkey_seed_file when it is set.
 //
 // # Membership
 //

@@ -154,11 +154,21 @@ func serverOptions(cfg Config) (*server.Options, error) {
 		SyncAlways:             true,
 		NoSigs:                 true,
 		DisableJetStreamBanner: true,
-		Authorization:          cfg.Token,
+		// Clients other than this node (ClientListen) authenticate by
+		// the token, or only by the cluster's nkey when there is one.
+		Authorization: cfg.Token,
 		// Without ClientListen the server still listens for clients, on
 		// a random loopback port: with DontListen NATS never starts its
 		// routes (they wait for the client listener).
 		Host: "127.0.0.1", Port: -1,
+	}
+	if cfg.NKeySeedFile != "" {
+		pub, err := nkeyPublic(cfg.NKeySeedFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Authorization = ""
+		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
 	}
 	var tlsConf *tls.Config
 	if cfg.TLSCert != "" {
@@ -233,20 +243,20 @@ func (n *Node) connect() error {
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
 		nats.MaxReconnects(-1),
 	}
-	if n.cfg.Token != "" {
+	if n.cfg.NKeySeedFile != "" {
+		o, err := nats.NkeyOptionFromSeed(n.cfg.NKeySeedFile)
+		if err != nil {
+			return fmt.Errorf("%w: cluster.nkey_seed_file: %w", ErrInvalidConfig, err)
+		}
+		opts = append(opts, o)
+	}
+	if n.cfg.Token != "" && (n.srv == nil || n.cfg.NKeySeedFile == "") {
 		opts = append(opts, nats.Token(n.cfg.Token))
 	}
 	url := n.cfg.URL
 	if n.srv != nil {
 		opts = append(opts, nats.InProcessServer(n.srv))
 	} else {
-		if n.cfg.NKeySeedFile != "" {
-			o, err := nats.NkeyOptionFromSeed(n.cfg.NKeySeedFile)
-			if err != nil {
-				return fmt.Errorf("%w: cluster.nkey_seed_file: %w", ErrInvalidConfig, err)
-			}
-			opts = append(opts, o)
-		}
 		if n.cfg.TLSCA != "" {
 			opts = append(opts, nats.RootCAs(n.cfg.TLSCA))
 		}
