@@ -57,6 +57,17 @@ type Record struct {
 	// record of this name with another instance was written by another
 	// process, not by this node's previous life.
 	Instance string `json:"instance,omitempty"`
+	// Addrs are where clients reach this node's daemon (SetAddrs), so a
+	// client whose node dies can reconnect through another.
+	Addrs Addrs `json:"addrs,omitzero"`
+}
+
+// Addrs are where a node's daemon takes clients: its unix socket (for
+// clients on its machine) and the base URL of its web listener as
+// browsers reach it. Either may be empty.
+type Addrs struct {
+	Socket string `json:"socket,omitempty"`
+	Web    string `json:"web,omitempty"`
 }
 
 // Lease is r's lease as a duration.
@@ -377,6 +388,7 @@ func (n *Node) record() ([]byte, error) {
 		Node: n.cfg.Node, Incarnation: n.members.current(), StartedAt: n.startedAt,
 		HeartbeatAt: time.Now().UTC(), LeaseMS: n.cfg.Lease.Milliseconds(),
 		Capacity: n.cfg.Capacity, Version: n.cfg.Version, Instance: n.members.instance,
+		Addrs: n.addrs(),
 	}
 	if n.cfg.Hooks.Load != nil {
 		rec.Load = n.cfg.Hooks.Load()
@@ -436,8 +448,9 @@ func (n *Node) claimName(ctx context.Context, rev uint64) error {
 	return duplicateError(n.cfg.Node, rec, "another process took it while this one started")
 }
 
-// heartbeatLoop heartbeats every lease/3 until ctx ends; a heartbeat
-// that fails is logged and the next one tries again.
+// heartbeatLoop heartbeats every lease/3, and at once when kicked (new
+// addresses), until ctx ends; a heartbeat that fails is logged and the
+// next one tries again.
 func (n *Node) heartbeatLoop(ctx context.Context) {
 	every := n.cfg.Lease / 3
 	t := time.NewTicker(every)
@@ -447,6 +460,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-n.kick:
 		}
 		hctx, cancel := context.WithTimeout(ctx, every)
 		err := n.heartbeat(hctx)

@@ -36,6 +36,12 @@ type Node struct {
 
 	members *membership
 
+	// addrsMu guards addrsNow, what SetAddrs last set; kick wakes the
+	// heartbeat loop to publish it.
+	addrsMu  sync.Mutex
+	addrsNow Addrs
+	kick     chan struct{}
+
 	// dupRoute is closed when the embedded server refused a route from
 	// a server of this node's name (dupOnce guards it).
 	dupRoute chan struct{}
@@ -66,7 +72,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Node, error) {
 	ctx, cancelReady := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancelReady()
 
-	n := &Node{cfg: cfg, log: log, closed: make(chan struct{}), dupRoute: make(chan struct{})}
+	n := &Node{cfg: cfg, log: log, closed: make(chan struct{}), dupRoute: make(chan struct{}), kick: make(chan struct{}, 1)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -308,6 +314,27 @@ func (n *Node) ClientURL() string {
 		return ""
 	}
 	return n.srv.ClientURL()
+}
+
+// SetAddrs sets where this node's daemon takes clients; the node
+// publishes them in its record at once (the next heartbeat, not waiting
+// for its tick), so cluster.status shows them everywhere and a client
+// can fail over to this node. The daemon knows them only once its
+// gateway listens, after Start.
+func (n *Node) SetAddrs(a Addrs) {
+	n.addrsMu.Lock()
+	n.addrsNow = a
+	n.addrsMu.Unlock()
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) addrs() Addrs {
+	n.addrsMu.Lock()
+	defer n.addrsMu.Unlock()
+	return n.addrsNow
 }
 
 // Done is closed when the node is closed.

@@ -11,10 +11,11 @@ import (
 	"github.com/shard-dev/shard/protocol"
 )
 
-// TestClusterDuplicateNodeName: a fourth shardd, on a home of its own,
-// started as n2 while n2 is alive, exits with an error naming the taken
-// cluster.node and never serves; n2 stays alive as its first
-// incarnation and still serves.
+// TestClusterDuplicateNodeName: every node's cluster.status row says
+// where it takes clients (its socket, its web URL). A fourth shardd, on a
+// home of its own, started as n2 while n2 is alive, exits with an error
+// naming the taken cluster.node and never serves; n2 stays alive as its
+// first incarnation and still serves.
 func TestClusterDuplicateNodeName(t *testing.T) {
 	mesh := clustertest.NewMesh(t, 3)
 	token := randomToken(t, "cluster-token")
@@ -25,8 +26,15 @@ func TestClusterDuplicateNodeName(t *testing.T) {
 	for _, d := range nodes {
 		d.waitServing()
 	}
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, nodes[0], "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	for i, name := range []string{"n1", "n2", "n3"} {
+		web, err := nodes[i].sd().WebURL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		socket := nodes[i].socket()
+		waitNode(t, nodes[0], "n1 sees "+name+" alive with its addresses", name, func(n protocol.ClusterNode) bool {
+			return n.Health == protocol.NodeAlive && n.Socket == socket && n.WebURL == web
+		})
 	}
 
 	routes := []string{mesh.Front(0).URL(), mesh.Front(1).URL(), mesh.Front(2).URL()}
