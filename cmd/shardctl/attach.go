@@ -218,7 +218,7 @@ func (a *attachSeen) unseen(msgs []protocol.Message) []protocol.Message {
 func (o *attachOptions) session(ctx context.Context, conn *client.Conn, agentID string, att protocol.AgentAttachData, scr screen, first bool, seen *attachSeen) error {
 	s := &attachSession{
 		seen: seen,
-		ctx: ctx, conn: conn, agentID: agentID, scr: scr, p: scr.pal(),
+		ctx:  ctx, conn: conn, agentID: agentID, scr: scr, p: scr.pal(),
 		status: att.Status, mode: att.Info.Mode, info: att.Info, namesC: make(chan map[string]string, 1),
 		cmds:    make(chan protocol.Typed, maxQueuedCommands),
 		results: make(chan commandResult, maxQueuedCommands),
@@ -337,8 +337,8 @@ type attachSession struct {
 	// seen is what the attach showed of the conversation, across its
 	// reconnects (the resync's start).
 	seen *attachSeen
-	sent   bool // a prompt or steer was sent and no turn has ended since
-	eof    bool // the input ended: detach once settled
+	sent bool // a prompt or steer was sent and no turn has ended since
+	eof  bool // the input ended: detach once settled
 	questioner
 
 	// Commands go out through one sender goroutine, in order, and their
