@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,9 +94,10 @@ func (p *page) untilWithin(d time.Duration, what, expr string) {
 // cluster (cluster.status: every node alive with its incarnation and load,
 // n1 marked as the page's), every agent's node (AgentInfo.node), n3's agent
 // marked as another node's; opening it says where it lives and sends no
-// agent.attach, while the page's own agent attaches as ever. A page that
-// does not know its node attaches, and takes n1's UNSUPPORTED refusal
-// naming n3 for the same note. n3 killed, the chip shows it dead.
+// agent.attach, while the page's own agent attaches as ever. The panel
+// links n2's and n3's dashboards (their published web_url), and the note
+// n3's. A page that does not know its node attaches, and n1 forwards the
+// attach to n3. n3 killed, the chip shows it dead, unlinked.
 func TestDashboardCluster(t *testing.T) {
 	b := newBrowser(t)
 	nodes := startCluster(t, 3)
@@ -109,6 +111,31 @@ func TestDashboardCluster(t *testing.T) {
 	if strings.Join(rows, ",") != "n1 alive 1 1,n2 alive 1 ,n3 alive 1 " {
 		t.Fatalf("cluster rows: %q", rows)
 	}
+	// Each other alive node's row links its dashboard, at the web address
+	// the node published (cluster.status web_url); the page's own row
+	// does not. The link serves that node's dashboard.
+	webs := make([]string, len(nodes))
+	for i, d := range nodes {
+		u, err := d.sd.WebURL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		webs[i] = u + "/"
+	}
+	p.until("the dashboard links", `document.querySelectorAll("#cluster .cn .dash a").length === 2`)
+	links := eval[[]string](p, `[...document.querySelectorAll("#cluster .cn")].map(r => r.dataset.node + " " + (r.querySelector(".dash a")?.getAttribute("href") || "-"))`)
+	if want := []string{"n1 -", "n2 " + webs[1], "n3 " + webs[2]}; strings.Join(links, ",") != strings.Join(want, ",") {
+		t.Fatalf("dashboard links %q, want %q", links, want)
+	}
+	resp, err := http.Get(webs[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "<title>") {
+		t.Fatalf("n3's dashboard link: %d %.200s", resp.StatusCode, body)
+	}
 
 	local := p.createAgent(t.TempDir(), "here")
 	remote := n3.ctl("agents", "create", "--cwd", t.TempDir())
@@ -121,6 +148,9 @@ func TestDashboardCluster(t *testing.T) {
 
 	p.run("open n3's agent", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-agent=%q] .pick`, remote))))
 	p.until("the note instead of the view", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3" && el.textContent.includes("lives on node n3 — open n3's dashboard to attach"))(document.querySelector('#remote-agent[data-selected=%q]'))`, remote))
+	if got := eval[string](p, `document.querySelector("#remote-agent .remote-note a")?.getAttribute("href") || ""`); got != webs[2] {
+		t.Fatalf("the note's link to n3's dashboard: %q, want %q", got, webs[2])
+	}
 	for _, m := range sent(p, "agent.attach") {
 		if m["agent_id"] == remote {
 			t.Fatalf("the page attached n3's agent: %v", m)
@@ -135,8 +165,10 @@ func TestDashboardCluster(t *testing.T) {
 
 	// A page that could not learn its node (its cluster.status is turned
 	// into a type the daemon does not know: INVALID_REQUEST, as from a
-	// daemon without the command) tries the attach; n1 refuses it
-	// UNSUPPORTED naming n3, and the page shows the same note, no error.
+	// daemon without the command) tries the attach. n1 forwards it to n3
+	// (cross-node attach), so the page shows n3's agent as its own, no
+	// note and no error. (The UNSUPPORTED refusal it reads from a node
+	// without forwarding is a unit test of assets/test/unit.js.)
 	q := b.newPage("n1-blind")
 	q.onNewDocument(`window.__sent = [];
 const send0 = WebSocket.prototype.send;
@@ -150,16 +182,16 @@ WebSocket.prototype.send = function (d) {
 		t.Fatalf("a page without cluster.status: cluster|chips = %s", got)
 	}
 	q.run("open n3's agent", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-agent=%q] .pick`, remote))))
-	q.until("the note after the refusal", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3")(document.querySelector('#remote-agent[data-selected=%q]')) && document.querySelector('[data-agent=%q]').classList.contains("remote")`, remote, remote))
+	q.until("n3's agent attached through n1", fmt.Sprintf(`document.querySelector(".agentview")?.dataset.selected === %q && !document.querySelector("#remote-agent") && document.querySelector("#agent-status")?.textContent === "idle"`, remote))
 	tried := false
 	for _, m := range sent(q, "agent.attach") {
 		tried = tried || m["agent_id"] == remote
 	}
 	if !tried {
-		t.Fatal("the blind page sent no agent.attach of n3's agent: the refusal was not exercised")
+		t.Fatal("the blind page sent no agent.attach of n3's agent")
 	}
 	if notice := eval[string](q, `document.querySelector("#notice").textContent`); notice != "" {
-		t.Fatalf("the refusal shown as a failure: %q", notice)
+		t.Fatalf("the attach shown as a failure: %q", notice)
 	}
 	if errs := q.consoleErrors(); len(errs) > 0 {
 		t.Fatalf("console errors: %q", errs)
@@ -172,6 +204,9 @@ WebSocket.prototype.send = function (d) {
 	p.untilWithin(clusterReady, "n3 dead in the chip", `document.querySelector("#cluster summary")?.textContent === "node n1 · 2/3 alive" && document.querySelector("#cluster").classList.contains("degraded") && document.querySelector('#cluster .cn[data-node="n3"]')?.dataset.health === "dead"`)
 	if got := eval[string](p, fmt.Sprintf(`document.querySelector('[data-agent=%q]')?.dataset.node || ""`, remote)); got != "n3" {
 		t.Fatalf("n3's agent after n3 died: node %q", got)
+	}
+	if got := eval[int](p, `document.querySelectorAll('#cluster .cn[data-node="n3"] .dash a').length`); got != 0 {
+		t.Fatal("a dead node's dashboard is still linked")
 	}
 }
 

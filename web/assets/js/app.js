@@ -143,7 +143,7 @@ function App({ store }) {
     <${Banner} s=${s} store=${store} />
     ${s.view === "team" ? html`<${TeamView} s=${s} store=${store} />` : html`<div class="cols">
       <nav class="overview" aria-label="Agents"><${Overview} s=${s} store=${store} /><${CreateForm} s=${s} store=${store} /></nav>
-      <main class="main">${s.selected ? (remote ? html`<${RemoteAgent} a=${s.agents[s.selected] || { agent_id: s.selected }} node=${remote} />` : html`<${AgentView} s=${s} store=${store} />`) : html`<p class="empty">Select an agent, or create one.</p>`}</main>
+      <main class="main">${s.selected ? (remote ? html`<${RemoteAgent} a=${s.agents[s.selected] || { agent_id: s.selected }} node=${remote} st=${s.cluster} />` : html`<${AgentView} s=${s} store=${store} />`) : html`<p class="empty">Select an agent, or create one.</p>`}</main>
       <aside class="side"><${Side} s=${s} store=${store} /></aside>
     </div>`}
     <${Dialogs} s=${s} store=${store} />
