@@ -110,7 +110,16 @@ func (m *membership) checkName(ctx context.Context, prev Record, rev uint64) err
 		}
 		return err
 	}
-	defer func() { _ = w.Stop() }()
+	defer func() {
+		// As watch.stop: nats.go delivers into the channel under a lock
+		// its closing takes too, so it is drained until it closes.
+		cancel()
+		go func() {
+			for range w.Updates() {
+			}
+		}()
+		_ = w.Stop()
+	}()
 	for {
 		select {
 		case e, ok := <-w.Updates():
