@@ -29,8 +29,8 @@ func allAlive(nodes ...string) func([]Member) bool {
 
 // TestThreeNodesFormACluster: three nodes on loopback with port -1 form
 // one JetStream cluster, every node sees the three alive with the load
-// and capacity each reports, the bucket is replicated three times and
-// written with sync always.
+// and capacity each reports and the client addresses set on it, the
+// bucket is replicated three times and written with sync always.
 func TestThreeNodesFormACluster(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, 3)
@@ -48,6 +48,18 @@ func TestThreeNodesFormACluster(t *testing.T) {
 		for _, m := range ms {
 			if m.Node == "n1" {
 				return m.Load == Load{ActiveAgents: 4, ActiveRuns: 2} && m.Capacity.MaxActiveRuns == 8
+			}
+		}
+		return false
+	})
+	// Addresses set after Start reach the others with the next
+	// heartbeat, which SetAddrs brings forward.
+	addrs := Addrs{Socket: "/run/n1/daemon.sock", Web: "http://127.0.0.1:7421"}
+	h.node(0).SetAddrs(addrs)
+	waitFor(t, h.node(2), "n1's addresses", func(ms []Member) bool {
+		for _, m := range ms {
+			if m.Node == "n1" {
+				return m.Addrs == addrs
 			}
 		}
 		return false

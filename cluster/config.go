@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nkeys"
 )
 
 // Defaults of the settings a Config leaves empty.
@@ -64,8 +67,13 @@ type Config struct {
 	// Token authenticates routes (as the password of user "shard") and
 	// clients. Required for any non-loopback address. Never logged.
 	Token string
-	// NKeySeedFile authenticates this node to an external NATS cluster
-	// (URL mode only).
+	// NKeySeedFile is a file holding the cluster's user nkey seed. In URL
+	// mode it authenticates this node to the external NATS. Embedded, the
+	// client port (ClientListen) accepts only clients that sign with
+	// that key, instead of the token, and this node's own connection
+	// signs with it too; routes still authenticate with the token: NATS
+	// routes take only a user and password (or TLS certificates), never
+	// an nkey.
 	NKeySeedFile string
 	// TLSCert and TLSKey are this node's certificate and key (PEM files)
 	// for routes and clients; required for any non-loopback address.
@@ -172,9 +180,6 @@ func (c Config) Validate() error {
 	if c.URL != "" {
 		return c.validateURLMode()
 	}
-	if c.NKeySeedFile != "" {
-		return fmt.Errorf("%w: cluster.nkey_seed_file is for cluster.url; embedded nodes authenticate routes with cluster.token", ErrInvalidConfig)
-	}
 	if c.StoreDir == "" {
 		return fmt.Errorf("%w: cluster.store_dir: empty and no home to put it under", ErrInvalidConfig)
 	}
@@ -190,7 +195,12 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.ClientListen != "" {
-		if err := c.secureAddr("cluster.client_listen", c.ClientListen); err != nil {
+		// Clients authenticate by the token or, with a seed, by its nkey.
+		cc := c
+		if c.NKeySeedFile != "" {
+			cc.Token = "(nkey)"
+		}
+		if err := cc.secureAddr("cluster.client_listen", c.ClientListen); err != nil {
 			return err
 		}
 	}
@@ -267,6 +277,9 @@ func (c Config) secureHost(setting, host string, tls bool) error {
 		return nil
 	}
 	if c.Token == "" {
+		if setting == "cluster.client_listen" {
+			return fmt.Errorf("%w: %s %s is not loopback and cluster.token and cluster.nkey_seed_file are empty", ErrInsecure, setting, hostOrAll(host))
+		}
 		return fmt.Errorf("%w: %s %s is not loopback and cluster.token is empty", ErrInsecure, setting, hostOrAll(host))
 	}
 	if !tls {
@@ -341,4 +354,25 @@ func redactURL(raw string) string {
 	}
 	u.User = nil
 	return u.String()
+}
+
+// nkeyPublic reads a user nkey seed file (a bare seed, as nk -gen user
+// writes it, or a decorated credentials file) and returns its public
+// key. Its messages never quote the file's content.
+func nkeyPublic(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: cluster.nkey_seed_file: %w", ErrInvalidConfig, err)
+	}
+	defer clear(b)
+	kp, err := nkeys.ParseDecoratedUserNKey(b)
+	if err != nil {
+		return "", fmt.Errorf("%w: cluster.nkey_seed_file %s: no user nkey seed in it (nk -gen user makes one, starting SU)", ErrInvalidConfig, path)
+	}
+	defer kp.Wipe()
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return "", fmt.Errorf("%w: cluster.nkey_seed_file %s: %w", ErrInvalidConfig, path, err)
+	}
+	return pub, nil
 }

@@ -65,7 +65,19 @@ func TestValidate(t *testing.T) {
 		{"url non-loopback with nkey and TLS", func(c Config) Config {
 			return Config{Node: "n1", URL: "tls://nats.example:4222", NKeySeedFile: "seed.nk"}
 		}, nil, ""},
-		{"nkey without url", func(c Config) Config { c.NKeySeedFile = "seed.nk"; return c }, ErrInvalidConfig, "cluster.nkey_seed_file"},
+		{"nkey embedded", func(c Config) Config { c.NKeySeedFile = "seed.nk"; return c }, nil, ""},
+		{"non-loopback client listen with nkey and TLS", func(c Config) Config {
+			c.ClientListen, c.NKeySeedFile = "192.168.1.2:4222", "seed.nk"
+			return tls(c)
+		}, nil, ""},
+		{"non-loopback client listen with nkey, without TLS", func(c Config) Config {
+			c.ClientListen, c.NKeySeedFile = "192.168.1.2:4222", "seed.nk"
+			return c
+		}, ErrInsecure, "cluster.client_listen 192.168.1.2 is not loopback and cluster.tls_cert"},
+		{"non-loopback listen with nkey, without token", func(c Config) Config {
+			c.Listen, c.NKeySeedFile = "10.0.0.5:6250", "seed.nk"
+			return tls(c)
+		}, ErrInsecure, "cluster.listen 10.0.0.5 is not loopback and cluster.token is empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,7 +33,9 @@
 //	--cluster.replicas 3                      Config.Replicas
 //	--cluster.lease 15s                       Config.Lease
 //	--cluster.url nats://…                    Config.URL (use an existing NATS cluster)
-//	--cluster.nkey-seed-file …                Config.NKeySeedFile (with cluster.url)
+//	--cluster.nkey-seed-file …                Config.NKeySeedFile (the cluster's user
+//	                                          nkey: URL-mode auth; embedded, the
+//	                                          only key client_listen takes)
 //
 // No cluster.* setting means no cluster: a single shardd stays what it is
 // (bbolt, zero configuration).
@@ -50,7 +52,10 @@
 // [Config.Validate] refuses a node that would listen on, or route to, an
 // address that is not loopback without a token, and without TLS: a
 // cluster's routes carry every record and command, so a non-loopback
-// cluster is authenticated and encrypted or it does not start.
+// cluster is authenticated and encrypted or it does not start. Routes
+// authenticate with the token (NATS routes take a user and password,
+// never an nkey); clients of cluster.client_listen with the token, or
+// only with the nkey of cluster.nkey_seed_file when it is set.
 //
 // # Membership
 //
@@ -66,6 +71,15 @@
 // learns its running incarnation was declared dead (it was slow, or cut
 // off and healed) moves to the next incarnation and runs OnRejoin too:
 // once the others treat its work as interrupted it must not carry on.
+//
+// A name is one process's: each record carries the instance of the home
+// that wrote it (a random id kept in the store directory). A node that
+// starts and finds its name's record from another instance, not
+// declared dead, watches it for one lease: a heartbeat means another
+// process runs the name, and Start fails with [ErrDuplicateNode]; an
+// embedded server fails sooner, when a live server of its name refuses
+// its route. The first heartbeat is a compare-and-set on the record it
+// judged, so of two processes starting at once under one name, one wins.
 //
 // # A stale view judges no one
 //

@@ -20,4 +20,7 @@ var (
 	ErrNotReady = errors.New("cluster: not ready")
 	// ErrClosed is returned by calls on a closed Node.
 	ErrClosed = errors.New("cluster: node closed")
+	// ErrDuplicateNode is returned by Start when another process runs a
+	// node of the same name that is alive in the cluster.
+	ErrDuplicateNode = errors.New("cluster: a node of this name is alive in the cluster")
 )

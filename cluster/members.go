@@ -53,6 +53,21 @@ type Record struct {
 	Load     Load     `json:"load"`
 	Capacity Capacity `json:"capacity"`
 	Version  string   `json:"version,omitempty"`
+	// Instance identifies the home the node runs from (instance.go): a
+	// record of this name with another instance was written by another
+	// process, not by this node's previous life.
+	Instance string `json:"instance,omitempty"`
+	// Addrs are where clients reach this node's daemon (SetAddrs), so a
+	// client whose node dies can reconnect through another.
+	Addrs Addrs `json:"addrs,omitzero"`
+}
+
+// Addrs are where a node's daemon takes clients: its unix socket (for
+// clients on its machine) and the base URL of its web listener as
+// browsers reach it. Either may be empty.
+type Addrs struct {
+	Socket string `json:"socket,omitempty"`
+	Web    string `json:"web,omitempty"`
 }
 
 // Lease is r's lease as a duration.
@@ -121,6 +136,9 @@ type membership struct {
 	log              *slog.Logger
 	// declareFailed is Config.declareFailed (tests).
 	declareFailed func(node string, incarnation uint64)
+	// instance identifies this node's home (instance.go); set once in
+	// Start before the goroutines start.
+	instance string
 
 	mu sync.Mutex
 	// mu protects the following.
@@ -140,6 +158,8 @@ type membership struct {
 	// unechoedAt is when an acknowledged heartbeat newer than echoRev
 	// was first known (zero when every acknowledged one came back).
 	unechoedAt time.Time
+	// dupWarned: a record of this name from another instance was logged.
+	dupWarned bool
 	// replaying: the watch was (re)started and has not delivered all
 	// its initial values yet, or it ended and is not restarted yet.
 	replaying bool
@@ -207,8 +227,15 @@ func (n *Node) startMembership(ctx context.Context) error {
 	n.startedAt = time.Now().UTC()
 	m.replaying = true
 
-	var prev Record
+	if m.instance, err = loadInstance(instanceDir(n.cfg)); err != nil {
+		return err
+	}
+	var (
+		prev Record
+		rev  uint64 // prev's revision, 0 when there is none
+	)
 	err = retry(ctx, func(ctx context.Context) error {
+		prev, rev = Record{}, 0
 		e, err := kv.Get(ctx, nodeKey(n.cfg.Node))
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil
@@ -216,10 +243,17 @@ func (n *Node) startMembership(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		rev = e.Revision()
 		return json.Unmarshal(e.Value(), &prev)
 	})
 	if err != nil {
 		return fmt.Errorf("%w: read this node's record: %w", ErrNotReady, err)
+	}
+	if err := m.checkName(ctx, prev, rev); err != nil {
+		if errors.Is(err, ErrDuplicateNode) {
+			return err
+		}
+		return fmt.Errorf("%w: check this node's name: %w", ErrNotReady, err)
 	}
 	n.incarnation = prev.Incarnation + 1
 	m.incarnation, m.firstIncarnation = n.incarnation, n.incarnation
@@ -237,7 +271,23 @@ func (n *Node) startMembership(ctx context.Context) error {
 			n.cfg.Hooks.OnRejoin(Rejoin{Previous: prev.Incarnation, Incarnation: n.incarnation, DeclaredBy: d.By})
 		}
 	}
-	if err := retry(ctx, func(ctx context.Context) error { return n.heartbeat(ctx) }); err != nil {
+	// The first heartbeat takes the name: a compare-and-set on the
+	// revision checkName judged, so of two processes starting under one
+	// name at once, one writes and the other finds the name taken.
+	var taken error
+	err = retry(ctx, func(ctx context.Context) error {
+		taken = nil
+		err := n.claimName(ctx, rev)
+		if errors.Is(err, ErrDuplicateNode) {
+			taken = err
+			return nil
+		}
+		return err
+	})
+	if taken != nil {
+		return taken
+	}
+	if err != nil {
 		return fmt.Errorf("%w: first heartbeat: %w", ErrNotReady, err)
 	}
 
@@ -332,17 +382,23 @@ func retry(ctx context.Context, op func(context.Context) error) error {
 	}
 }
 
-// heartbeat writes this node's record once.
-func (n *Node) heartbeat(ctx context.Context) error {
+// record is this node's record as of now.
+func (n *Node) record() ([]byte, error) {
 	rec := Record{
 		Node: n.cfg.Node, Incarnation: n.members.current(), StartedAt: n.startedAt,
 		HeartbeatAt: time.Now().UTC(), LeaseMS: n.cfg.Lease.Milliseconds(),
-		Capacity: n.cfg.Capacity, Version: n.cfg.Version,
+		Capacity: n.cfg.Capacity, Version: n.cfg.Version, Instance: n.members.instance,
+		Addrs: n.addrs(),
 	}
 	if n.cfg.Hooks.Load != nil {
 		rec.Load = n.cfg.Hooks.Load()
 	}
-	b, err := json.Marshal(rec)
+	return json.Marshal(rec)
+}
+
+// heartbeat writes this node's record once.
+func (n *Node) heartbeat(ctx context.Context) error {
+	b, err := n.record()
 	if err != nil {
 		return err
 	}
@@ -353,8 +409,48 @@ func (n *Node) heartbeat(ctx context.Context) error {
 	return err
 }
 
-// heartbeatLoop heartbeats every lease/3 until ctx ends; a heartbeat
-// that fails is logged and the next one tries again.
+// claimName writes this node's first heartbeat as a compare-and-set on
+// rev, the revision of the record checkName judged (0: none). When the
+// record changed meanwhile, it is read again: this node's own (an
+// attempt whose acknowledgement was lost) is success, another's is
+// ErrDuplicateNode.
+func (n *Node) claimName(ctx context.Context, rev uint64) error {
+	b, err := n.record()
+	if err != nil {
+		return err
+	}
+	key := nodeKey(n.cfg.Node)
+	var got uint64
+	if rev == 0 {
+		got, err = n.members.kv.Create(ctx, key, b)
+	} else {
+		got, err = n.members.kv.Update(ctx, key, b, rev)
+	}
+	if err == nil {
+		n.members.acked(got, time.Now())
+		return nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return err
+	}
+	e, err := n.members.kv.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	var rec Record
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		return err
+	}
+	if rec.Instance == n.members.instance && rec.Incarnation == n.members.current() {
+		n.members.acked(e.Revision(), time.Now())
+		return nil
+	}
+	return duplicateError(n.cfg.Node, rec, "another process took it while this one started")
+}
+
+// heartbeatLoop heartbeats every lease/3, and at once when kicked (new
+// addresses), until ctx ends; a heartbeat that fails is logged and the
+// next one tries again.
 func (n *Node) heartbeatLoop(ctx context.Context) {
 	every := n.cfg.Lease / 3
 	t := time.NewTicker(every)
@@ -364,6 +460,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-n.kick:
 		}
 		hctx, cancel := context.WithTimeout(ctx, every)
 		err := n.heartbeat(hctx)
@@ -613,6 +710,14 @@ func (m *membership) applyNode(key string, put bool, value []byte, rev uint64, n
 	}
 	if node == m.self {
 		m.echoLocked(rev, now)
+		if rec.Instance != "" && rec.Instance != m.instance && !m.dupWarned {
+			// Start refuses a live duplicate; this is one that slipped
+			// past (it found this node silent, e.g. cut off) or runs an
+			// older build.
+			m.dupWarned = true
+			m.log.Error("membership: another process writes this node's record: two shardd run one cluster.node; stop one of them",
+				"incarnation", rec.Incarnation)
+		}
 	}
 	o := m.seen[node]
 	if o == nil {

@@ -36,6 +36,17 @@ type Node struct {
 
 	members *membership
 
+	// addrsMu guards addrsNow, what SetAddrs last set; kick wakes the
+	// heartbeat loop to publish it.
+	addrsMu  sync.Mutex
+	addrsNow Addrs
+	kick     chan struct{}
+
+	// dupRoute is closed when the embedded server refused a route from
+	// a server of this node's name (dupOnce guards it).
+	dupRoute chan struct{}
+	dupOnce  sync.Once
+
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -61,7 +72,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Node, error) {
 	ctx, cancelReady := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancelReady()
 
-	n := &Node{cfg: cfg, log: log, closed: make(chan struct{})}
+	n := &Node{cfg: cfg, log: log, closed: make(chan struct{}), dupRoute: make(chan struct{}), kick: make(chan struct{}, 1)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -95,7 +106,9 @@ func (n *Node) startServer(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: nats server: %w", err)
 	}
-	srv.SetLoggerV2(natsLogger{n.log.With("component", "nats")}, false, false, false)
+	srv.SetLoggerV2(natsLogger{log: n.log.With("component", "nats"), onDupName: func() {
+		n.dupOnce.Do(func() { close(n.dupRoute) })
+	}}, false, false, false)
 	n.srv = srv
 	srv.Start()
 	if !srv.ReadyForConnections(n.cfg.ReadyTimeout) {
@@ -110,6 +123,11 @@ func (n *Node) startServer(ctx context.Context) error {
 	defer tick.Stop()
 	for !metaLeaderKnown(srv) {
 		select {
+		case <-n.dupRoute:
+			// Only a live server has routes: this is another process,
+			// not this node's previous life. The membership check
+			// (checkName) would find it too, a lease later.
+			return fmt.Errorf("%w: cluster.node %q is taken: a NATS server of that name runs in the cluster (it refused this node's route); stop that shardd or give this one another cluster.node", ErrDuplicateNode, n.cfg.Node)
 		case <-ctx.Done():
 			return fmt.Errorf("%w: no JetStream meta-leader (are a majority of %d routes up?): %w", ErrNotReady, len(n.cfg.Routes), context.Cause(ctx))
 		case <-tick.C:
@@ -142,11 +160,21 @@ func serverOptions(cfg Config) (*server.Options, error) {
 		SyncAlways:             true,
 		NoSigs:                 true,
 		DisableJetStreamBanner: true,
-		Authorization:          cfg.Token,
+		// Clients other than this node (ClientListen) authenticate by
+		// the token, or only by the cluster's nkey when there is one.
+		Authorization: cfg.Token,
 		// Without ClientListen the server still listens for clients, on
 		// a random loopback port: with DontListen NATS never starts its
 		// routes (they wait for the client listener).
 		Host: "127.0.0.1", Port: -1,
+	}
+	if cfg.NKeySeedFile != "" {
+		pub, err := nkeyPublic(cfg.NKeySeedFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Authorization = ""
+		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
 	}
 	var tlsConf *tls.Config
 	if cfg.TLSCert != "" {
@@ -221,20 +249,20 @@ func (n *Node) connect() error {
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
 		nats.MaxReconnects(-1),
 	}
-	if n.cfg.Token != "" {
+	if n.cfg.NKeySeedFile != "" {
+		o, err := nats.NkeyOptionFromSeed(n.cfg.NKeySeedFile)
+		if err != nil {
+			return fmt.Errorf("%w: cluster.nkey_seed_file: %w", ErrInvalidConfig, err)
+		}
+		opts = append(opts, o)
+	}
+	if n.cfg.Token != "" && (n.srv == nil || n.cfg.NKeySeedFile == "") {
 		opts = append(opts, nats.Token(n.cfg.Token))
 	}
 	url := n.cfg.URL
 	if n.srv != nil {
 		opts = append(opts, nats.InProcessServer(n.srv))
 	} else {
-		if n.cfg.NKeySeedFile != "" {
-			o, err := nats.NkeyOptionFromSeed(n.cfg.NKeySeedFile)
-			if err != nil {
-				return fmt.Errorf("%w: cluster.nkey_seed_file: %w", ErrInvalidConfig, err)
-			}
-			opts = append(opts, o)
-		}
 		if n.cfg.TLSCA != "" {
 			opts = append(opts, nats.RootCAs(n.cfg.TLSCA))
 		}
@@ -288,6 +316,27 @@ func (n *Node) ClientURL() string {
 	return n.srv.ClientURL()
 }
 
+// SetAddrs sets where this node's daemon takes clients; the node
+// publishes them in its record at once (the next heartbeat, not waiting
+// for its tick), so cluster.status shows them everywhere and a client
+// can fail over to this node. The daemon knows them only once its
+// gateway listens, after Start.
+func (n *Node) SetAddrs(a Addrs) {
+	n.addrsMu.Lock()
+	n.addrsNow = a
+	n.addrsMu.Unlock()
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) addrs() Addrs {
+	n.addrsMu.Lock()
+	defer n.addrsMu.Unlock()
+	return n.addrsNow
+}
+
 // Done is closed when the node is closed.
 func (n *Node) Done() <-chan struct{} { return n.closed }
 
@@ -325,14 +374,30 @@ func (n *Node) shutdown() {
 // natsLogger routes the embedded server's log into slog. Fatalf is an
 // error here: only cmd exits the process, and NATS reports a failed
 // start through ReadyForConnections too.
-type natsLogger struct{ log *slog.Logger }
+type natsLogger struct {
+	log *slog.Logger
+	// onDupName learns that the server refused a route from a server of
+	// its own name. NATS reports it only in its log (the route closes
+	// with DuplicateServerName): the message is matched here.
+	onDupName func()
+}
+
+// dupNameLog is how nats-server logs a route refused for a duplicate
+// server name.
+const dupNameLog = "Remote server has a duplicate name"
 
 func (l natsLogger) Noticef(format string, v ...any) { l.log.Debug(trim(format, v)) }
 func (l natsLogger) Warnf(format string, v ...any)   { l.log.Warn(trim(format, v)) }
 func (l natsLogger) Fatalf(format string, v ...any)  { l.log.Error(trim(format, v)) }
-func (l natsLogger) Errorf(format string, v ...any)  { l.log.Error(trim(format, v)) }
-func (l natsLogger) Debugf(format string, v ...any)  { l.log.Debug(trim(format, v)) }
-func (l natsLogger) Tracef(format string, v ...any)  {}
+func (l natsLogger) Errorf(format string, v ...any) {
+	msg := trim(format, v)
+	if l.onDupName != nil && strings.Contains(msg, dupNameLog) {
+		l.onDupName()
+	}
+	l.log.Error(msg)
+}
+func (l natsLogger) Debugf(format string, v ...any) { l.log.Debug(trim(format, v)) }
+func (l natsLogger) Tracef(format string, v ...any) {}
 
 func trim(format string, v []any) string {
 	return strings.TrimSpace(fmt.Sprintf(format, v...))

@@ -122,7 +122,9 @@ type ClusterConfig struct {
 	// URL connects to an existing NATS cluster instead of embedding a
 	// server. Default "".
 	URL string `mapstructure:"url"`
-	// NKeySeedFile authenticates to the cluster.url NATS. Default "".
+	// NKeySeedFile is the cluster's user nkey seed: it authenticates to
+	// the cluster.url NATS, and embedded, it is the only key
+	// cluster.client_listen accepts (routes keep the token). Default "".
 	NKeySeedFile string `mapstructure:"nkey_seed_file"`
 }
 

@@ -213,7 +213,7 @@ func settings() []setting {
 			usage: `use an existing NATS cluster at these URLs instead of embedding a server (default "")`,
 			field: func(c *Config) any { return &c.Cluster.URL }},
 		{key: "cluster.nkey_seed_file",
-			usage: `nkey seed file authenticating to the cluster.url NATS (default "")`,
+			usage: `the cluster's user nkey seed file: authenticates to the cluster.url NATS; embedded, the only key cluster.client_listen accepts (default "")`,
 			field: func(c *Config) any { return &c.Cluster.NKeySeedFile }},
 
 		{key: "runtime.command",

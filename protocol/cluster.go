@@ -3,6 +3,8 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"strings"
 )
 
 // TypeClusterStatus is a Shard extension (docs/protocol.md §10.1, §13
@@ -63,6 +65,14 @@ type ClusterNode struct {
 	Version string `json:"version,omitempty"`
 	// Self marks the answering node.
 	Self bool `json:"self,omitempty"`
+	// Socket and WebURL are where the node takes clients, as it
+	// published them (additive, docs/protocol.md §10.1): the absolute
+	// path of its unix socket (on its machine) and the base URL of its
+	// web listener as browsers reach it. A client whose node dies
+	// reconnects through another node's; either may be omitted (an
+	// older node, or one that has not published them yet).
+	Socket string `json:"socket,omitempty"`
+	WebURL string `json:"web_url,omitempty"`
 }
 
 // NodeLoad is what a node hosts: its agents (live or at rest), the
@@ -75,7 +85,8 @@ type NodeLoad struct {
 }
 
 // Validate reports the first member of d a client cannot show: a node
-// without a name, an unknown health, a negative count, or two nodes
+// without a name, an unknown health, a negative count, a socket that is
+// not an absolute path, a web URL that is not http(s), or two nodes
 // marked self.
 func (d *ClusterStatusData) Validate() error {
 	if !d.Enabled {
@@ -100,6 +111,14 @@ func (d *ClusterStatusData) Validate() error {
 		}
 		if n.Load.Agents < 0 || n.Load.Runtimes < 0 || n.Load.Runs < 0 || n.Capacity < 0 {
 			return Errorf(CodeInvalidRequest, `%s": negative count`, at)
+		}
+		if n.Socket != "" && (!strings.HasPrefix(n.Socket, "/") || strings.ContainsRune(n.Socket, 0)) {
+			return Errorf(CodeInvalidRequest, `%s.socket": not an absolute path`, at)
+		}
+		if n.WebURL != "" {
+			if u, err := url.Parse(n.WebURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return Errorf(CodeInvalidRequest, `%s.web_url": not an http(s) URL`, at)
+			}
 		}
 		if n.Self {
 			selves++

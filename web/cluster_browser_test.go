@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,7 +97,9 @@ func (p *page) untilWithin(d time.Duration, what, expr string) {
 // the page's own (docs/protocol.md §13 "Agents of other nodes"): its view,
 // a prompt typed on n2's page and its answer streamed from n3. n3 killed,
 // the chip shows it dead, and opening its agent again shows the note of an
-// unreachable node (NODE_UNAVAILABLE), not a failure.
+// unreachable node (NODE_UNAVAILABLE), not a failure. The panel links
+// n1's and n3's dashboards (their published web_url), and n3's link goes
+// when it dies.
 func TestDashboardCluster(t *testing.T) {
 	b := newBrowser(t)
 	nodes := startCluster(t, 3)
@@ -109,6 +112,31 @@ func TestDashboardCluster(t *testing.T) {
 	rows := eval[[]string](p, `[...document.querySelectorAll("#cluster .cn")].map(r => [r.dataset.node, r.dataset.health, r.dataset.incarnation, r.dataset.self].join(" "))`)
 	if strings.Join(rows, ",") != "n1 alive 1 ,n2 alive 1 1,n3 alive 1 " {
 		t.Fatalf("cluster rows: %q", rows)
+	}
+	// Each other alive node's row links its dashboard, at the web address
+	// the node published (cluster.status web_url); the page's own row
+	// does not. The link serves that node's dashboard.
+	webs := make([]string, len(nodes))
+	for i, d := range nodes {
+		u, err := d.sd.WebURL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		webs[i] = u + "/"
+	}
+	p.until("the dashboard links", `document.querySelectorAll("#cluster .cn .dash a").length === 2`)
+	links := eval[[]string](p, `[...document.querySelectorAll("#cluster .cn")].map(r => r.dataset.node + " " + (r.querySelector(".dash a")?.getAttribute("href") || "-"))`)
+	if want := []string{"n1 " + webs[0], "n2 -", "n3 " + webs[2]}; strings.Join(links, ",") != strings.Join(want, ",") {
+		t.Fatalf("dashboard links %q, want %q", links, want)
+	}
+	resp, err := http.Get(webs[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "<title>") {
+		t.Fatalf("n3's dashboard link: %d %.200s", resp.StatusCode, body)
 	}
 
 	local := p.createAgent(t.TempDir(), "here")
@@ -157,6 +185,9 @@ func TestDashboardCluster(t *testing.T) {
 	p.until("the note of an unreachable node", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3" && el.textContent.includes("lives on node n3, which this page's daemon cannot reach now: node n3 is unavailable"))(document.querySelector('#remote-agent[data-selected=%q]'))`, remote))
 	if notice := eval[string](p, `document.querySelector("#notice").textContent`); strings.Contains(notice, "attach") || strings.Contains(notice, "unavailable") {
 		t.Fatalf("the refusal shown as a failure: %q", notice)
+	}
+	if got := eval[int](p, `document.querySelectorAll('#cluster .cn[data-node="n3"] .dash a').length`); got != 0 {
+		t.Fatal("a dead node's dashboard is still linked")
 	}
 }
 

@@ -75,9 +75,11 @@ plain lines: at the end of input it answers open questions with their
 default (deny, cancel), waits for the turn it started to end, and detaches.
 
 When the connection is lost (the daemon restarted), attach says so and
-reconnects with backoff for up to --reconnect, then attaches again; what the
-agent did meanwhile is not replayed, and a turn this session started may
-have been lost with the daemon.
+reconnects with backoff for up to --reconnect, then attaches again and shows
+what the agent did meanwhile (the messages after the last one shown); a turn
+this session started may have been lost with the daemon. In a cluster, a
+connection lost with its node goes on through another node of the last
+cluster.status (its socket, on this machine), then that node again.
 
 Exits 0 when detached, 1 if the connection is lost and does not come back
 within --reconnect, 130 on SIGINT (when not on a terminal).`,
@@ -97,6 +99,16 @@ func (o *attachOptions) run(ctx context.Context, agent string, stdin io.Reader, 
 		return err
 	}
 	defer func() { conn.Close() }() // the connection in use at the end
+	// In a cluster, where to go when this node is lost: the nodes of
+	// its cluster.status (best effort: without it, the same socket).
+	var fo client.Failover
+	if o.reconnect > 0 {
+		sctx, cancel := context.WithTimeout(ctx, o.g.timeout)
+		if st, err := client.ClusterStatus(sctx, conn); err == nil {
+			fo.Observe(st)
+		}
+		cancel()
+	}
 
 	pal := newPalette(stdout, o.g.noColor)
 	var scr screen
@@ -127,13 +139,28 @@ func (o *attachOptions) run(ctx context.Context, agent string, stdin io.Reader, 
 	defer scr.close()
 
 	var rc reconnector
+	seen := &attachSeen{}
 	for first := true; ; first = false {
-		err := o.session(ctx, conn, agentID, att, scr, first)
+		err := o.session(ctx, conn, agentID, att, scr, first, seen)
 		var lost *errConnLost
 		if !errors.As(err, &lost) || o.reconnect <= 0 || ctx.Err() != nil {
 			return err
 		}
 		scr.line(pal.red(fmt.Sprintf("(%v; reconnecting for up to %s…)", lost.err, o.reconnect)))
+		if len(fo.Candidates()) > 0 {
+			from := fo.Node()
+			c, a, node, err := o.g.failover(ctx, &rc, &fo, o.reconnect, agentID, lost.err)
+			if err != nil {
+				return err
+			}
+			conn, att = c, a
+			if node != from {
+				scr.line(pal.dim(fmt.Sprintf("(reconnected through node %s; node %s is gone)", safe(node), safe(from))))
+			} else {
+				scr.line(pal.dim(fmt.Sprintf("(reconnected through node %s)", safe(node))))
+			}
+			continue
+		}
 		c, a, err := o.g.reattach(ctx, &rc, o.reconnect, agentID, lost.err)
 		if err != nil {
 			return err
@@ -143,12 +170,55 @@ func (o *attachOptions) run(ctx context.Context, agent string, stdin io.Reader, 
 	}
 }
 
+// attachSeen is what an attach has shown of the agent's conversation,
+// across its reconnects: the resync after a reconnect shows the messages
+// after lastMsg, less the tool results already shown live.
+type attachSeen struct {
+	lastMsg string          // the last message shown (or in the last sync)
+	results map[string]bool // tool_call_ids whose results were shown after lastMsg
+}
+
+// message notes message id as shown.
+func (a *attachSeen) message(id string) {
+	if id != "" {
+		a.lastMsg, a.results = id, nil
+	}
+}
+
+// result notes a tool result shown live.
+func (a *attachSeen) result(toolCallID string) {
+	if a.results == nil {
+		a.results = map[string]bool{}
+	}
+	a.results[toolCallID] = true
+}
+
+// unseen drops the tool results already shown from msgs.
+func (a *attachSeen) unseen(msgs []protocol.Message) []protocol.Message {
+	var out []protocol.Message
+	for _, m := range msgs {
+		var blocks []protocol.ContentBlock
+		for _, b := range m.Content {
+			if b.Type == protocol.BlockToolResult && a.results[b.ToolCallID] {
+				continue
+			}
+			blocks = append(blocks, b)
+		}
+		if len(blocks) > 0 {
+			m.Content = blocks
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // session runs one attach over conn until it ends; a lost connection is
 // an *errConnLost, which run reconnects. first says it is the first (the
 // banner and the recent turns are shown once).
-func (o *attachOptions) session(ctx context.Context, conn *client.Conn, agentID string, att protocol.AgentAttachData, scr screen, first bool) error {
+func (o *attachOptions) session(ctx context.Context, conn *client.Conn, agentID string, att protocol.AgentAttachData, scr screen, first bool, seen *attachSeen) error {
 	s := &attachSession{
-		ctx: ctx, conn: conn, agentID: agentID, scr: scr, p: scr.pal(),
+		seen: seen,
+		ctx:  ctx, conn: conn, agentID: agentID, scr: scr, p: scr.pal(),
 		status: att.Status, mode: att.Info.Mode, info: att.Info, namesC: make(chan map[string]string, 1),
 		cmds:    make(chan protocol.Typed, maxQueuedCommands),
 		results: make(chan commandResult, maxQueuedCommands),
@@ -264,8 +334,11 @@ type attachSession struct {
 	namesC chan map[string]string
 	inTurn bool // between turn_start and turn_end
 	synced bool // the first sync (and its recent turns) was shown
-	sent   bool // a prompt or steer was sent and no turn has ended since
-	eof    bool // the input ended: detach once settled
+	// seen is what the attach showed of the conversation, across its
+	// reconnects (the resync's start).
+	seen *attachSeen
+	sent bool // a prompt or steer was sent and no turn has ended since
+	eof  bool // the input ended: detach once settled
 	questioner
 
 	// Commands go out through one sender goroutine, in order, and their
@@ -419,6 +492,11 @@ func (s *attachSession) handle(msg protocol.Typed) {
 		if !s.synced {
 			s.synced = true
 			s.showRecent(m)
+		} else {
+			s.showMissed(m)
+		}
+		if w := m.LiveWindow.Messages; len(w) > 0 {
+			s.seen.message(w[len(w)-1].ID)
 		}
 		for _, raw := range m.PendingRequests {
 			if pm, err := protocol.DecodeEvent(raw); err == nil {
@@ -435,9 +513,11 @@ func (s *attachSession) handle(msg protocol.Typed) {
 		}
 	case *protocol.MessageComplete:
 		s.scr.endText()
+		s.seen.message(m.MessageID)
 	case *protocol.ToolCall:
 		s.scr.line(s.p.dim("⚙ " + strings.TrimSpace(m.Name+" "+toolTarget(m.Args))))
 	case *protocol.ToolResult:
+		s.seen.result(m.ToolCallID)
 		line := "↳ " + resultSummary(m)
 		if m.IsError {
 			s.scr.line(s.p.red(line))

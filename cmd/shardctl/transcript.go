@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -89,6 +90,32 @@ func (s *attachSession) showRecent(m *protocol.Sync) {
 		return
 	}
 	s.scr.line(s.p.dim(fmt.Sprintf("— the last %d of %d messages —", len(msgs), len(m.LiveWindow.Messages))))
+	for _, l := range transcriptLines(msgs, s.p) {
+		s.scr.line(l)
+	}
+	if midTurn(m.Status) {
+		s.scr.line(s.p.dim("— a turn is in flight; it goes on below —"))
+	} else {
+		s.scr.line(s.p.dim("— now —"))
+	}
+}
+
+// showMissed prints, at the sync of a reconnect (docs/protocol.md §6.4),
+// what the agent did while this attach was away: the live window's
+// messages after the last one shown, less the tool results shown live.
+// When that message is no longer in the window (compacted), the last
+// turns are shown, as at a first attach.
+func (s *attachSession) showMissed(m *protocol.Sync) {
+	msgs, found := client.MessagesAfter(m.LiveWindow.Messages, s.seen.lastMsg)
+	if !found {
+		msgs = lastTurns(m.LiveWindow.Messages, recentTurns)
+	}
+	msgs = s.seen.unseen(msgs)
+	if len(msgs) == 0 {
+		return
+	}
+	s.scr.endText()
+	s.scr.line(s.p.dim(fmt.Sprintf("— while reconnecting: %d messages —", len(msgs))))
 	for _, l := range transcriptLines(msgs, s.p) {
 		s.scr.line(l)
 	}

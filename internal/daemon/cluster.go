@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -106,10 +107,26 @@ func (d *Daemon) clusterStatus() protocol.ClusterStatusData {
 			StartedAt: m.StartedAt.UnixMilli(), HeartbeatAt: m.HeartbeatAt.UnixMilli(),
 			Load:     protocol.NodeLoad{Agents: m.Load.Agents, Runtimes: m.Load.ActiveAgents, Runs: m.Load.ActiveRuns},
 			Capacity: m.Capacity.MaxActiveRuns, Version: m.Version, Self: m.Node == n.Name(),
+			Socket: m.Addrs.Socket, WebURL: m.Addrs.Web,
 		})
 	}
 	slices.SortFunc(st.Nodes, func(a, b protocol.ClusterNode) int { return strings.Compare(a.Node, b.Node) })
 	return st
+}
+
+// publishAddrs tells the cluster where this daemon takes clients, once
+// its gateway listens (the web port may be picked then): its socket and
+// the URL browsers reach it at. A client whose node dies fails over
+// through another node's (cluster.status).
+func (d *Daemon) publishAddrs() {
+	if d.node == nil {
+		return
+	}
+	sock, err := filepath.Abs(d.cfg.SocketPath())
+	if err != nil {
+		sock = "" // unreachable by path: no cwd
+	}
+	d.node.SetAddrs(cluster.Addrs{Socket: sock, Web: d.gw.BrowserURL()})
 }
 
 // closeCluster stops the node after the gateway closed: it says no

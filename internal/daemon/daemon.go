@@ -465,6 +465,7 @@ func (d *Daemon) Start() error {
 		d.failStart()
 		return err
 	}
+	d.publishAddrs()
 	d.sys.Root.Send(d.team, &team.Ready{})
 	if cfg.Web.Remote() && cfg.Web.AllowInsecureRemote {
 		d.log.Warn("web: insecure remote mode: plaintext HTTP reaches the network, so session cookies and tickets can be read on the way; use only on a trusted network, a VPN or an SSH tunnel",

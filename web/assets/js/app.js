@@ -145,7 +145,7 @@ function App({ store }) {
     <${Banner} s=${s} store=${store} />
     ${s.view === "team" ? html`<${TeamView} s=${s} store=${store} />` : html`<div class="cols">
       <nav class="overview" aria-label="Agents"><${Overview} s=${s} store=${store} /><${CreateForm} s=${s} store=${store} /></nav>
-      <main class="main">${s.selected ? (away ? html`<${RemoteAgent} a=${s.agents[s.selected] || { agent_id: s.selected }} node=${away.node} why=${away.why} retry=${() => store.attach(s.selected)} />` : html`<${AgentView} s=${s} store=${store} />`) : html`<p class="empty">Select an agent, or create one.</p>`}</main>
+      <main class="main">${s.selected ? (away ? html`<${RemoteAgent} a=${s.agents[s.selected] || { agent_id: s.selected }} node=${away.node} why=${away.why} retry=${() => store.attach(s.selected)} st=${s.cluster} />` : html`<${AgentView} s=${s} store=${store} />`) : html`<p class="empty">Select an agent, or create one.</p>`}</main>
       <aside class="side"><${Side} s=${s} store=${store} /></aside>
     </div>`}
     <${Dialogs} s=${s} store=${store} />

@@ -48,6 +48,23 @@ export function unreachableNode(e, fallback) {
   return m ? m[1] : (fallback || "");
 }
 
+/**
+ * dashboardURL is the dashboard of node name as st lists it: its web_url
+ * (cluster.status, docs/protocol.md §10.1) when that node is alive and the
+ * URL is http(s), else "" (not known, not up, or not a link to follow).
+ */
+export function dashboardURL(st, name) {
+  const n = ((st && st.nodes) || []).find((x) => x.node === name);
+  if (!n || n.health !== "alive" || !n.web_url) return "";
+  try {
+    const u = new URL(n.web_url);
+    if (u.protocol !== "http:" && u.protocol !== "https:") return "";
+    return u.origin + u.pathname.replace(/\/*$/, "/");
+  } catch (e) {
+    return "";
+  }
+}
+
 /** The nodes of st counted by health, in a fixed order. */
 export function healthCounts(st) {
   const c = { alive: 0, suspect: 0, dead: 0 };
@@ -66,8 +83,9 @@ export function loadText(n) {
 /**
  * ClusterChip is the header's chip and its panel: the page's node, how
  * many nodes are alive, and on opening every node with its health,
- * incarnation, load and capacity, the page's own node marked. Nothing on a
- * single shardd.
+ * incarnation, load and capacity, the page's own node marked, and a link
+ * to each other alive node's dashboard when it published its web address.
+ * Nothing on a single shardd.
  */
 export function ClusterChip({ st }) {
   if (!clustered(st)) return null;
@@ -75,11 +93,13 @@ export function ClusterChip({ st }) {
   const bad = c.suspect + c.dead > 0;
   return html`<details id="cluster" class=${"cluster" + (bad ? " degraded" : "")} data-node=${st.node || ""}>
     <summary class="conn" title="cluster.status">node ${st.node} · ${c.alive}/${st.nodes.length} alive</summary>
-    <table class="cluster-nodes"><thead><tr><th>node</th><th>health</th><th>incarnation</th><th>load / capacity</th></tr></thead>
+    <table class="cluster-nodes"><thead><tr><th>node</th><th>health</th><th>incarnation</th><th>load / capacity</th><th></th></tr></thead>
       <tbody>${st.nodes.map((n) => html`<tr key=${n.node} class=${"cn h-" + n.health + (n.self ? " self" : "")} data-node=${n.node}
           data-health=${n.health} data-incarnation=${n.incarnation} data-self=${n.self ? "1" : ""}>
         <td>${n.node}${n.self ? html` <span class="badge self">this node</span>` : null}</td>
-        <td class="health">${n.health}</td><td class="inc">${n.incarnation}</td><td class="load">${loadText(n)}</td></tr>`)}</tbody></table>
+        <td class="health">${n.health}</td><td class="inc">${n.incarnation}</td><td class="load">${loadText(n)}</td>
+        <td class="dash">${!n.self && dashboardURL(st, n.node) ? html`<a href=${dashboardURL(st, n.node)} target="_blank" rel="noopener noreferrer"
+          title=${"open node " + n.node + "'s dashboard"}>dashboard</a>` : null}</td></tr>`)}</tbody></table>
   </details>`;
 }
 
@@ -98,11 +118,13 @@ export function NodeBadge({ a, remote }) {
  * page's daemon could not reach when it attached: what the directory last
  * said of it, why, and a retry (selecting it again retries too).
  */
-export function RemoteAgent({ a, node, why, retry }) {
+export function RemoteAgent({ a, node, why, retry, st }) {
+  const dash = dashboardURL(st, node);
   return html`<section class="agentview remote" id="remote-agent" data-selected=${a.agent_id} data-node=${node}>
     <header class="ahead"><b>${a.title || a.display_name || a.name || a.agent_id}</b>
       <span class="meta">${a.status || ""}${a.runtime_state ? " · " + a.runtime_state : ""}</span><span class="meta">${a.cwd || ""}</span></header>
     <p class="remote-note" role="note">This agent lives on node <b>${node}</b>, which this page's daemon cannot reach now${why ? ": " + why : ""}.
-      ${retry ? html`<button class="retry" onClick=${retry}>Try again</button>` : null}</p>
+      ${retry ? html`<button class="retry" onClick=${retry}>Try again</button>` : null}
+      ${dash ? html` Or open <a href=${dash} target="_blank" rel="noopener noreferrer">${node}'s dashboard</a>.` : null}</p>
   </section>`;
 }

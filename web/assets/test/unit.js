@@ -14,7 +14,7 @@ import { RunSteers } from "../js/side.js";
 import { checkAdd, MAX_IMAGES, MAX_IMAGE_BYTES, setImageSource } from "../js/images.js";
 import { emptyTeam, applyTeamEvent, upsertTasks, boardColumns, depEdges, goalTasks, taskNumbers, openDecisions, replaceOpenDecisions, goalCost, decisionOptions, prioritizeArg, addFeed } from "../js/team.js";
 import { Board, Decisions, Memory, ViewNav, defaultCwd } from "../js/teamview.js";
-import { clustered, remoteNode, unreachableNode, healthCounts, loadText, ClusterChip, NodeBadge, RemoteAgent } from "../js/cluster.js";
+import { clustered, remoteNode, unreachableNode, healthCounts, loadText, dashboardURL, ClusterChip, NodeBadge, RemoteAgent } from "../js/cluster.js";
 import { render } from "../vendor/preact.mjs";
 import { html } from "../js/html.js";
 
@@ -632,6 +632,15 @@ test("cluster: clustered, an agent's node against the page's, an unreachable nod
   eq(healthCounts(st), { alive: 1, suspect: 0, dead: 1 }, "health");
   eq(loadText(st.nodes[0]), "1 agent · 1 runtime · 0 runs / 8", "load");
   eq(loadText({ load: {} }), "0 agents · 0 runtimes · 0 runs", "no capacity");
+  const web = { enabled: true, node: "n1", nodes: [
+    { node: "n1", health: "alive", web_url: "http://127.0.0.1:7421" },
+    { node: "n2", health: "alive", web_url: "https://b.example:8443/shard" },
+    { node: "n3", health: "dead", web_url: "http://127.0.0.1:7423" },
+    { node: "n4", health: "alive", web_url: "javascript:alert(1)" },
+    { node: "n5", health: "alive" }] };
+  eq(["n1", "n2", "n3", "n4", "n5", "n9"].map((n) => dashboardURL(web, n)),
+    ["http://127.0.0.1:7421/", "https://b.example:8443/shard/", "", "", "", ""], "dashboards: alive, http(s), known");
+  eq(dashboardURL(null, "n1"), "", "no status");
 });
 
 test("component: the cluster chip lists the nodes, the page's marked; nothing on a single shardd", async () => {
@@ -645,7 +654,16 @@ test("component: the cluster chip lists the nodes, the page's marked; nothing on
     [["n1", "alive", "1", ""], ["n2", "alive", "3", "1"], ["n3", "suspect", "1", ""]], "rows");
   eq(m.qa(".cn .badge.self").length, 1, "one self");
   eq(m.q("#cluster").classList.contains("degraded"), true, "a suspect node shows");
+  eq(m.qa(".cn .dash a").length, 0, "no web address, no link");
   m.done();
+  st.nodes[0].web_url = "http://127.0.0.1:7421";
+  st.nodes[1].web_url = "http://127.0.0.1:7422";
+  st.nodes[2].web_url = "http://127.0.0.1:7423";
+  const w = await mount(html`<${ClusterChip} st=${st} />`);
+  eq(w.qa(".cn").map((r) => r.querySelector(".dash a")?.getAttribute("href") || ""),
+    ["http://127.0.0.1:7421/", "", ""], "a link to each other alive node's dashboard (not this node's, not a suspect's)");
+  eq(w.q(".cn .dash a").target, "_blank", "in a new tab");
+  w.done();
   for (const off of [null, { enabled: false }]) {
     const n = await mount(html`<div><${ClusterChip} st=${off} /></div>`);
     eq(n.qa("#cluster").length, 0, "hidden unclustered");
@@ -662,7 +680,13 @@ test("component: an agent's node badge, another node's agent marked; the note of
   eq(r.q(".remote-note").textContent.includes("lives on node n3, which this page's daemon cannot reach now: node n3 is unavailable: it is dead"), true, "note");
   r.q(".remote-note .retry").click();
   eq(retried, 1, "retry");
+  eq(r.qa(".remote-note a").length, 0, "no address, no link");
   r.done();
+  const st = { enabled: true, node: "n1", nodes: [{ node: "n3", health: "alive", web_url: "http://127.0.0.1:7423" }] };
+  const l = await mount(html`<${RemoteAgent} a=${{ agent_id: "b", node: "n3" }} node="n3" st=${st} />`);
+  eq([l.q(".remote-note a")?.getAttribute("href"), l.q(".remote-note").textContent.includes("Or open n3's dashboard")],
+    ["http://127.0.0.1:7423/", true], "the note links n3's dashboard");
+  l.done();
 });
 
 test("store: another node's agent is attached like any other; NODE_UNAVAILABLE marks it until an attach succeeds", async () => {

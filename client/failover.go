@@ -1,0 +1,174 @@
+package client
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/shard-dev/shard/protocol"
+)
+
+// ClusterStatus asks conn's daemon for cluster.status (docs/protocol.md
+// §10.1). A daemon that predates the command (INVALID_REQUEST for the
+// unknown type) is a single shardd: the answer is then enabled:false and
+// no error.
+func ClusterStatus(ctx context.Context, conn *Conn) (protocol.ClusterStatusData, error) {
+	resp, err := conn.Request(ctx, &protocol.ClusterStatus{Header: protocol.Header{Type: protocol.TypeClusterStatus}})
+	if err != nil {
+		if protocol.CodeOf(err) == protocol.CodeInvalidRequest {
+			return protocol.ClusterStatusData{}, nil
+		}
+		return protocol.ClusterStatusData{}, err
+	}
+	return protocol.DecodeClusterStatusData(resp.Data)
+}
+
+// Failover is where a client of a cluster reconnects when its connection
+// to a node drops: the node it was connected through may be dead, and
+// every node of the cluster serves every agent (commands for another
+// node's agent are forwarded there), so any other node will do. It
+// remembers the last cluster.status the client read (Observe) and lists
+// the nodes to try (Candidates); Reconnect tries them.
+//
+// A Failover is safe for concurrent use. Its zero value knows no cluster:
+// Candidates is empty, and the client reconnects as to a single shardd.
+type Failover struct {
+	mu    sync.Mutex
+	node  string                 // the node the client is connected through
+	nodes []protocol.ClusterNode // the last cluster.status's, by name
+}
+
+// Observe takes a cluster.status answer read through the node the client
+// is connected to: it becomes the current node, and the answer's nodes
+// the ones Candidates picks from. An answer that is not enabled (a
+// single shardd) forgets the cluster.
+func (f *Failover) Observe(st protocol.ClusterStatusData) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !st.Enabled {
+		f.node, f.nodes = "", nil
+		return
+	}
+	f.node = st.Node
+	f.nodes = slices.Clone(st.Nodes)
+	slices.SortFunc(f.nodes, func(a, b protocol.ClusterNode) int { return strings.Compare(a.Node, b.Node) })
+}
+
+// Node is the node the client is connected through, as the last
+// cluster.status said ("" when it knows no cluster).
+func (f *Failover) Node() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.node
+}
+
+// Candidates lists the nodes to reconnect through after the connection
+// through Node dropped, in the order to try them: the other nodes not
+// known dead that published a socket, in name order starting after Node
+// (so the clients of one node do not all crowd the first name), then
+// Node itself last, which may come back (a restart). Empty when no
+// cluster is known.
+func (f *Failover) Candidates() []protocol.ClusterNode {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var after, before []protocol.ClusterNode
+	var self *protocol.ClusterNode
+	for i, n := range f.nodes {
+		switch {
+		case n.Node == f.node:
+			self = &f.nodes[i]
+		case n.Socket == "" || n.Health == protocol.NodeDead:
+		case n.Node > f.node:
+			after = append(after, n)
+		default:
+			before = append(before, n)
+		}
+	}
+	out := append(after, before...)
+	if self != nil && self.Socket != "" {
+		out = append(out, *self)
+	}
+	return out
+}
+
+// Dialer connects to one node of the cluster; DialSocket is the one for
+// a client on the nodes' machine.
+type Dialer func(ctx context.Context, n protocol.ClusterNode) (*Conn, error)
+
+// DialSocket dials n's unix socket.
+func DialSocket(ctx context.Context, n protocol.ClusterNode) (*Conn, error) {
+	if n.Socket == "" {
+		return nil, fmt.Errorf("client: node %s published no socket", n.Node)
+	}
+	return Dial(ctx, n.Socket)
+}
+
+// Reconnect makes one round over Candidates: it dials each with dial,
+// checks that the daemon there is that node (a socket path may name
+// another daemon on this machine: every node's home may be ~/.shard on
+// its own machine), and runs resume on the connection (re-attaching
+// what the client had attached, docs/protocol.md §6.4). The first node
+// where all of it succeeds is the client's node from then on: its
+// cluster.status is observed and the connection returned, events
+// unread. Otherwise it returns an error joining each node's failure, or
+// ctx's. Pacing the rounds is the caller's.
+func (f *Failover) Reconnect(ctx context.Context, dial Dialer, resume func(context.Context, *Conn) error) (*Conn, protocol.ClusterNode, error) {
+	var errs []error
+	for _, n := range f.Candidates() {
+		if ctx.Err() != nil {
+			return nil, protocol.ClusterNode{}, ctx.Err()
+		}
+		conn, st, err := f.try(ctx, dial, n, resume)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n.Node, err))
+			continue
+		}
+		f.Observe(st)
+		return conn, n, nil
+	}
+	if len(errs) == 0 {
+		return nil, protocol.ClusterNode{}, errors.New("client: no node to reconnect through")
+	}
+	return nil, protocol.ClusterNode{}, errors.Join(errs...)
+}
+
+func (f *Failover) try(ctx context.Context, dial Dialer, n protocol.ClusterNode, resume func(context.Context, *Conn) error) (*Conn, protocol.ClusterStatusData, error) {
+	conn, err := dial(ctx, n)
+	if err != nil {
+		return nil, protocol.ClusterStatusData{}, err
+	}
+	st, err := ClusterStatus(ctx, conn)
+	if err == nil && (!st.Enabled || st.Node != n.Node) {
+		err = fmt.Errorf("the daemon there is %q, not node %s", cmp.Or(st.Node, "a single shardd"), n.Node)
+	}
+	if err == nil && resume != nil {
+		err = resume(ctx, conn)
+	}
+	if err != nil {
+		conn.Close()
+		return nil, protocol.ClusterStatusData{}, err
+	}
+	return conn, st, nil
+}
+
+// MessagesAfter is the resync of a reconnect (docs/protocol.md §6.4):
+// the messages of a sync's live window after the one with id last, the
+// last message the client had seen, which are what happened while it
+// was away. found is false when last is not in the window (it was
+// compacted away, or the client had seen none): the caller then shows
+// the window's end as on a first attach.
+func MessagesAfter(window []protocol.Message, last string) (after []protocol.Message, found bool) {
+	if last == "" {
+		return nil, false
+	}
+	for i := len(window) - 1; i >= 0; i-- {
+		if window[i].ID == last {
+			return window[i+1:], true
+		}
+	}
+	return nil, false
+}
