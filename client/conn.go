@@ -104,6 +104,16 @@ func DialWebSocketToken(ctx context.Context, url, token string) (*Conn, error) {
 	return start(ctx, tr)
 }
 
+// NewConn speaks the wire protocol over nc, an open byte stream to a
+// gateway that is not a unix socket the client dialed itself: JSONL, as on
+// the unix socket (docs/protocol.md §2.1). A node of a cluster forwards its
+// clients' commands to another node's gateway this way, over a
+// cluster/tunnel connection. It waits for hello; ctx bounds that wait only.
+// The Conn owns nc from then on (Close closes it), also when NewConn fails.
+func NewConn(ctx context.Context, nc net.Conn) (*Conn, error) {
+	return start(ctx, newUnixTransport(nc))
+}
+
 func start(ctx context.Context, tr transport) (*Conn, error) {
 	c := &Conn{
 		tr:         tr,

@@ -197,6 +197,6 @@ func (g *Gateway) acceptUnix() {
 			g.refuseUnix(c)
 			continue
 		}
-		g.startConn(newUnixTransport(c), true, credential{kind: credLocal})
+		g.startConn(newUnixTransport(c), true, credential{kind: credLocal}, nil)
 	}
 }

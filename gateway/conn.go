@@ -86,6 +86,17 @@ type connActor struct {
 	// drained is set by a readerDone that drained: the transport is
 	// closed once the writer has flushed.
 	drained bool
+	// forwarded is set on a connection another node opened for one of
+	// its clients (ServeTunnel): it carries that client's identity, gets
+	// no daemon-wide broadcasts (the client has them from its own node)
+	// and never forwards again.
+	forwarded *forwardIdent
+	// upstreams are this connection's streams to other nodes, by node
+	// (forward.go), and remote the agents whose commands go through one,
+	// by agent id: once one did, every later command for it does, while
+	// the upstream lasts, so they keep their order.
+	upstreams map[string]*upstream
+	remote    map[string]string
 }
 
 func (a *connActor) stopReading() { a.quitOnce.Do(func() { close(a.quit) }) }
@@ -110,6 +121,12 @@ func (a *connActor) Receive(c actor.Context) {
 	case *readerDone:
 		a.drained = m.drained
 		c.Stop(c.Self())
+	case *upstreamGone:
+		a.onUpstreamGone(m)
+	case *upstreamLearned:
+		if a.upstreams[m.u.node] == m.u {
+			a.remote[m.agentID] = m.u.node
+		}
 	case *actor.Stopping:
 		// Protoactor keeps a watcher's PID in the watched actor until
 		// either ends, and a PID caches its process: an agent that lives
@@ -119,6 +136,9 @@ func (a *connActor) Receive(c actor.Context) {
 			if r.pid != nil {
 				c.Unwatch(r.pid)
 			}
+		}
+		for _, u := range a.upstreams {
+			u.close() // the other nodes' connections end, and their attachments
 		}
 		a.out.Close()
 		a.g.hub.Remove(a.out)
@@ -158,13 +178,18 @@ func (a *connActor) start(c actor.Context) {
 	if a.local {
 		caps = append(caps, "ws-ticket", "web-security")
 	}
+	if a.forwarded != nil {
+		a.client.Source = a.forwarded.Source
+	}
 	a.out.Push(protocol.MustMarshal(protocol.Hello{
 		Header:          protocol.Header{Type: protocol.TypeHello},
 		ProtocolVersion: protocol.Version,
 		ServerVersion:   a.g.cfg.ServerVersion,
 		Capabilities:    caps,
 	}))
-	a.g.hub.Add(a.out)
+	if a.forwarded == nil {
+		a.g.hub.Add(a.out)
+	}
 
 	ctx := a.g.ctx
 	writerDone := a.writerDone
@@ -308,6 +333,10 @@ func (a *connActor) onInbound(c actor.Context, m *inbound) {
 // route sends cmd on its way: to the registry, or to an attached agent
 // directly, or holds it behind an agent.attach (see above).
 func (a *connActor) route(c actor.Context, cmd *registry.Command) {
+	if node, err := a.remoteNode(cmd); err != nil || node != "" {
+		a.forward(c, node, cmd, err)
+		return
+	}
 	id := cmd.Header.AgentID
 	if !perAgent(cmd.Header) {
 		c.Send(a.g.registry, cmd)
@@ -401,3 +430,91 @@ func (a *connActor) localCommand(h protocol.Header, cmd protocol.Command) {
 }
 
 var _ actor.Actor = (*connActor)(nil)
+
+// Forwarding (docs/protocol.md §13 "Agents of other nodes"). In a cluster
+// a command naming another node's agent (by the agent directory), and an
+// agent.create naming another node, go to that node's gateway through
+// this connection's one upstream to it (forward.go), as the client wrote
+// them; the answers and the attached agents' events come back the same
+// way. Order: a command for such an agent never takes the registry or a
+// direct route, and once one took an upstream, every later one for that
+// agent takes it too (remote) until the upstream ends; an upstream writes
+// in the order it was handed the commands and the other gateway keeps
+// that order as for any client. So the commands for one agent keep one
+// ordered path, as direct routing requires (see route).
+
+// remoteNode names the node cmd goes to, or "" for this one; err refuses
+// cmd here (an agent.create for a node that is no member).
+func (a *connActor) remoteNode(cmd *registry.Command) (string, error) {
+	cl := a.g.cfg.Cluster
+	if cl == nil || a.forwarded != nil {
+		return "", nil // a forwarded command is never forwarded again: no loops
+	}
+	h := cmd.Header
+	if h.Type == protocol.TypeAgentCreate {
+		m, _ := cmd.Cmd.(*protocol.AgentCreate)
+		if m == nil || m.Node == "" || m.Node == cl.Node() {
+			return "", nil
+		}
+		if _, known := cl.NodeHealth(m.Node); !known {
+			return "", protocol.Errorf(protocol.CodeInvalidRequest, "agent.create: node %q is not a node of this cluster", m.Node)
+		}
+		return m.Node, nil
+	}
+	if !perAgent(h) {
+		return "", nil
+	}
+	if _, local := a.routes[h.AgentID]; local {
+		return "", nil
+	}
+	if node, ok := a.remote[h.AgentID]; ok {
+		return node, nil
+	}
+	if node, ok := cl.AgentNode(h.AgentID); ok {
+		return node, nil
+	}
+	return "", nil
+}
+
+// forward hands cmd to the upstream to node, opening it first; a node
+// declared dead is refused at once (err, when set, refuses cmd).
+func (a *connActor) forward(c actor.Context, node string, cmd *registry.Command, err error) {
+	h := cmd.Header
+	if err == nil {
+		if health, _ := a.g.cfg.Cluster.NodeHealth(node); health == HealthDead {
+			err = nodeUnavailable(node, "it is dead (its lease ran out)")
+		}
+	}
+	if err != nil {
+		a.out.Push(protocol.NewErrorResponse(h.ID, h.Type, err))
+		return
+	}
+	u := a.upstreams[node]
+	if u == nil {
+		ident := forwardIdent{V: forwardVersion, Node: a.g.cfg.Cluster.Node(), Source: a.client.Source, Principal: a.cred.principal}
+		u = newUpstream(a.g.ctx, node, ident, a.out, c.ActorSystem(), c.Self(), a.g.cfg.Cluster.Dial, a.g.group.Go)
+		if a.upstreams == nil {
+			a.upstreams, a.remote = map[string]*upstream{}, map[string]string{}
+		}
+		a.upstreams[node] = u
+	}
+	if perAgent(h) {
+		a.remote[h.AgentID] = node
+	}
+	u.send(h, cmd.Raw)
+}
+
+// onUpstreamGone forgets an upstream that ended: the next command for its
+// node's agents dials again.
+func (a *connActor) onUpstreamGone(m *upstreamGone) {
+	node := m.u.node
+	if a.upstreams[node] != m.u {
+		return
+	}
+	delete(a.upstreams, node)
+	for id, n := range a.remote {
+		if n == node {
+			delete(a.remote, id)
+		}
+	}
+}

@@ -77,6 +77,10 @@ type Config struct {
 	// Dispatcher runs the connection actors' mailboxes (a mailrun.Pool);
 	// nil is protoactor's default, a new goroutine per mailbox run.
 	Dispatcher actor.Dispatcher
+	// Cluster, when set, is the cluster this daemon is a node of: a
+	// client's commands for another node's agents are forwarded to that
+	// node's gateway (forward.go). Default nil: a single shardd.
+	Cluster Cluster
 
 	// hooks are the package's tests' probes; nil outside them.
 	hooks *testHooks
@@ -130,9 +134,11 @@ type Gateway struct {
 	// closes); Close waits for them.
 	group xsync.Group
 
-	unixLn  net.Listener
-	webLn   net.Listener
-	httpSrv *http.Server
+	unixLn net.Listener
+	webLn  net.Listener
+	// tunnelLn is the other nodes' listener (ServeTunnel), or nil.
+	tunnelLn net.Listener
+	httpSrv  *http.Server
 	// corkBufs lends WebSocket connections the buffers of large batches
 	// (corkConn).
 	corkBufs *sync.Pool
@@ -300,7 +306,7 @@ func (g *Gateway) serveWS(w http.ResponseWriter, r *http.Request, info reqInfo) 
 		cork = cw.conn
 	}
 	t := newWSTransport(c, cork)
-	if !g.startConn(t, false, cred) {
+	if !g.startConn(t, false, cred, nil) {
 		return
 	}
 	g.goTracked(func() { g.keepalive(t, cred) })
@@ -347,8 +353,10 @@ func (g *Gateway) keepalive(t *wsTransport, cred credential) {
 }
 
 // startConn spawns the connection actor for t, opened under cred. The
-// caller has reserved its slot; startConn owns it from then on.
-func (g *Gateway) startConn(t transport, local bool, cred credential) bool {
+// caller has reserved its slot; startConn owns it from then on. fwd is
+// the identity another node forwards a client's commands under
+// (ServeTunnel), nil for a client of this node.
+func (g *Gateway) startConn(t transport, local bool, cred credential, fwd *forwardIdent) bool {
 	g.mu.Lock()
 	if g.closed {
 		g.open--
@@ -364,7 +372,7 @@ func (g *Gateway) startConn(t transport, local bool, cred credential) bool {
 			out.SetDirect(w) // a client that keeps up is written to by the pusher
 		}
 	}
-	a := &connActor{g: g, id: id, t: t, out: out, local: local, cred: cred, writerDone: make(chan struct{}),
+	a := &connActor{g: g, id: id, t: t, out: out, local: local, cred: cred, forwarded: fwd, writerDone: make(chan struct{}),
 		in: newInflight(g.cfg.Inbound, g.inflightHook(id)), quit: make(chan struct{})}
 	out.SetObserver(a.in.observe)
 	g.conns[id] = a
@@ -401,6 +409,10 @@ const (
 	credSession
 	// credToken: an API token.
 	credToken
+	// credForwarded: another node of the cluster, for one of its clients
+	// (ServeTunnel); that client's own credential is that node's to
+	// revoke, which closes this connection with it.
+	credForwarded
 )
 
 // credential is what a connection was opened under; revoking it closes
@@ -498,6 +510,9 @@ func (g *Gateway) StopAccepting() {
 	g.mu.Unlock()
 	if g.unixLn != nil {
 		g.unixLn.Close()
+	}
+	if g.tunnelLn != nil {
+		g.tunnelLn.Close()
 	}
 	if g.httpSrv != nil {
 		// Hijacked WebSocket connections are not affected by Shutdown.

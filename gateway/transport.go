@@ -31,6 +31,8 @@ type transport interface {
 
 // unixTransport is JSONL over a unix socket.
 type unixTransport struct {
+	// kind is "unix", or "tunnel" for another node's stream (ServeTunnel).
+	kind  string
 	conn  net.Conn
 	rd    *protocol.Reader
 	close sync.Once
@@ -67,7 +69,7 @@ const (
 var newline = []byte{'\n'}
 
 func newUnixTransport(c net.Conn) *unixTransport {
-	t := &unixTransport{conn: c, rd: protocol.NewReader(c, protocol.DefaultMaxRecord)}
+	t := &unixTransport{kind: "unix", conn: c, rd: protocol.NewReader(c, protocol.DefaultMaxRecord)}
 	if sc, ok := c.(syscall.Conn); ok {
 		if raw, err := sc.SyscallConn(); err == nil {
 			t.raw = raw
@@ -128,7 +130,7 @@ func (t *unixTransport) writeOnce(fd uintptr) bool {
 	}
 }
 
-func (t *unixTransport) Kind() string { return "unix" }
+func (t *unixTransport) Kind() string { return t.kind }
 
 func (t *unixTransport) Read(context.Context) ([]byte, error) {
 	rec, err := t.rd.Next()

@@ -33,6 +33,13 @@ const (
 	// Shard's additive code (docs/protocol.md §8), not in the contract's
 	// registry that Codes lists.
 	CodeUnsupported ErrorCode = "UNSUPPORTED"
+	// CodeNodeUnavailable: in a cluster, the command names an agent (or,
+	// in agent.create, a node) of another node that this node cannot
+	// reach now: declared dead, not answering, or its connection lost.
+	// The error's data is {"node": <name>}; a retry may succeed once the
+	// node is back. Shard's additive code (docs/protocol.md §8, §13
+	// "Agents of other nodes").
+	CodeNodeUnavailable ErrorCode = "NODE_UNAVAILABLE"
 )
 
 // Codes lists every code of the contract's registry, in its order

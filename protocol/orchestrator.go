@@ -125,6 +125,12 @@ type AgentCreate struct {
 	// <server>__<tool>, over its profile's and the daemon's of the same
 	// name; its subagents inherit them. Other runtimes refuse them.
 	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty"`
+	// Node (additive, docs/protocol.md §10.1) names the cluster node the
+	// agent is to live on: the command is forwarded there. "" is the node
+	// the client is connected to; a name that is no member is
+	// INVALID_REQUEST, a dead node NODE_UNAVAILABLE, and any name on a
+	// single shardd INVALID_REQUEST.
+	Node string `json:"node,omitempty"`
 }
 
 // AgentCreateData is the data of an agent.create response.

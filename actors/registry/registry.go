@@ -606,6 +606,17 @@ func (r *Actor) create(c actor.Context, cmd *Command) {
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "cwd": must be an absolute path`))
 		return
 	}
+	// Another node's name was forwarded there by the gateway; one that
+	// reaches the registry names no node it can reach (docs/protocol.md
+	// §10.1).
+	if req.Node != "" && req.Node != r.deps.Agent.Node {
+		if r.deps.Agent.Node == "" {
+			fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "node": this daemon is not clustered`))
+		} else {
+			fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "node": %q is not a node this daemon forwards to`, req.Node))
+		}
+		return
+	}
 	if !r.deps.Agent.Runtime.KnownProfile(req.Runtime) {
 		fail(cmd, protocol.Errorf(protocol.CodeInvalidRequest, `field "runtime": no runtime profile %q is configured`, req.Runtime))
 		return

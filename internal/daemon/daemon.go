@@ -440,6 +440,7 @@ func (d *Daemon) Start() error {
 		Clock:          d.opts.GatewayClock,
 		Page:           web.Handler(web.Options{}),
 		Dispatcher:     d.mailboxes,
+		Cluster:        d.gatewayClusterDeps(),
 		Web: gateway.WebPolicy{
 			Remote:               cfg.Web.Remote(),
 			PublicHost:           cfg.Web.PublicHost,
@@ -459,6 +460,11 @@ func (d *Daemon) Start() error {
 		return err
 	}
 	d.gw.Serve()
+	if err := d.serveTunnel(); err != nil {
+		d.gw.Close()
+		d.failStart()
+		return err
+	}
 	d.sys.Root.Send(d.team, &team.Ready{})
 	if cfg.Web.Remote() && cfg.Web.AllowInsecureRemote {
 		d.log.Warn("web: insecure remote mode: plaintext HTTP reaches the network, so session cookies and tickets can be read on the way; use only on a trusted network, a VPN or an SSH tunnel",

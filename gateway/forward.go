@@ -1,0 +1,343 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/outbox"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// Cluster is what the gateway needs of the cluster its daemon is a node
+// of, to forward a client's commands for another node's agents to that
+// node (docs/protocol.md §13 "Agents of other nodes"). The daemon
+// implements it over its cluster node and agent directory; nil on a
+// single shardd, where nothing is forwarded. Every method returns at once
+// but Dial, which the gateway calls off every mailbox.
+type Cluster interface {
+	// Node is this node's name.
+	Node() string
+	// AgentNode names the node hosting agentID when that is another node
+	// (the agent directory); ok is false for this node's agents and for
+	// ids no node has.
+	AgentNode(agentID string) (node string, ok bool)
+	// NodeHealth is a node's health as this node sees it ("alive",
+	// "suspect", "dead"); known is false for a name that is no member.
+	NodeHealth(node string) (health string, known bool)
+	// Dial opens a byte stream to node's gateway (a cluster/tunnel
+	// connection, served there by ServeTunnel). ctx bounds the open.
+	Dial(ctx context.Context, node string) (net.Conn, error)
+}
+
+// HealthDead is the Cluster.NodeHealth of a node declared dead: commands
+// for it are refused without a dial.
+const HealthDead = "dead"
+
+// forwardVersion is the version of the forward preamble.
+const forwardVersion = 1
+
+// forwardIdent is the preamble a node sends first on a stream to another
+// node's gateway, before the wire protocol starts: who the person is whose
+// commands it carries, so that the remote gateway applies the same rules
+// (docs/protocol.md §13 "Agents of other nodes"): `source` is the transport
+// the person used ("unix", "websocket"), echoed as the `source` of a
+// permission or UI answer given through it; principal is the principal
+// their connection was opened under ("" for local trust, the unix socket
+// or a ticket minted over it). One JSON object on one line.
+type forwardIdent struct {
+	V         int    `json:"v"`
+	Node      string `json:"node"`
+	Source    string `json:"source"`
+	Principal string `json:"principal,omitempty"`
+}
+
+// maxForwardIdent bounds the preamble's line.
+const maxForwardIdent = 4 << 10
+
+// encode is the preamble's line, newline included.
+func (f forwardIdent) encode() []byte {
+	b, _ := json.Marshal(f) // strings and an int
+	return append(b, '\n')
+}
+
+// decodeForwardIdent reads a preamble's line (without its newline). It
+// refuses anything but one object of the known version naming a node and
+// a known source.
+func decodeForwardIdent(line []byte) (forwardIdent, error) {
+	var f forwardIdent
+	if len(line) > maxForwardIdent {
+		return f, fmt.Errorf("%w: %d bytes", errForwardIdent, len(line))
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return forwardIdent{}, fmt.Errorf("%w: %w", errForwardIdent, err)
+	}
+	if dec.More() {
+		return forwardIdent{}, fmt.Errorf("%w: trailing data", errForwardIdent)
+	}
+	switch {
+	case f.V != forwardVersion:
+		return forwardIdent{}, fmt.Errorf("%w: version %d", errForwardIdent, f.V)
+	case f.Node == "" || len(f.Node) > 64:
+		return forwardIdent{}, fmt.Errorf("%w: node %q", errForwardIdent, f.Node)
+	case f.Source != "unix" && f.Source != "websocket":
+		return forwardIdent{}, fmt.Errorf("%w: source %q", errForwardIdent, f.Source)
+	case len(f.Principal) > 128:
+		return forwardIdent{}, fmt.Errorf("%w: principal of %d bytes", errForwardIdent, len(f.Principal))
+	}
+	return f, nil
+}
+
+// errForwardIdent marks a preamble the gateway refused.
+var errForwardIdent = errors.New("gateway: bad forward preamble")
+
+// Bounds of a forwarded connection.
+const (
+	// forwardDialTimeout bounds opening the stream to another node and
+	// reading its hello; past it the commands waiting for it are answered
+	// NODE_UNAVAILABLE.
+	forwardDialTimeout = 15 * time.Second
+	// forwardIdentTimeout bounds how long an accepted tunnel connection
+	// may take to send its preamble.
+	forwardIdentTimeout = 10 * time.Second
+)
+
+// nodeUnavailable is the error of a command this node could not carry to
+// node (docs/protocol.md §13 "Agents of other nodes").
+func nodeUnavailable(node, why string) *protocol.Error {
+	e := protocol.Errorf(protocol.CodeNodeUnavailable, "node %s is unavailable: %s", node, why)
+	e.Data = map[string]string{"node": node}
+	return e
+}
+
+// Messages an upstream sends its connection actor.
+type (
+	// upstreamGone: the upstream ended (its node was lost or could not be
+	// reached); every command it carried has been answered. Commands
+	// after it dial again.
+	upstreamGone struct{ u *upstream }
+	// upstreamLearned: an agent.create forwarded through u made agentID,
+	// on u's node; sent before the client sees the response, so its next
+	// command for the agent takes u even before the directory lists it.
+	upstreamLearned struct {
+		u       *upstream
+		agentID string
+	}
+)
+
+func (*upstreamGone) connMessage()    {}
+func (*upstreamLearned) connMessage() {}
+
+// upstream is one client connection's stream to another node's gateway:
+// every command of that client for that node's agents goes through it, in
+// the order the connection actor hands them over, and whatever the other
+// gateway answers (responses, which carry the client's own ids, and the
+// events of the agents attached through it) is queued as it is on the
+// client's outbox. It is opened lazily, by its first command, and closed
+// when the client's connection ends: the other node's connection ends
+// with it, and so do the attachments made through it.
+//
+// The actor calls send and close; a goroutine dials and writes, another
+// reads; neither blocks the actor.
+type upstream struct {
+	node   string
+	ident  forwardIdent
+	out    *outbox.Outbox
+	owner  *actor.PID
+	sys    *actor.ActorSystem
+	dial   func(ctx context.Context, node string) (net.Conn, error)
+	ctx    context.Context
+	cancel context.CancelFunc
+	// wake has room for one signal: records are queued.
+	wake chan struct{}
+
+	// mu protects the following.
+	mu sync.Mutex
+	// queue is what waits for the writer.
+	queue [][]byte
+	// pending are the commands sent and not answered yet: their types by
+	// id, oldest first (ids may repeat).
+	pending map[string][]string
+	// attached are the agents an agent.attach was sent for and no detach
+	// since: told when the upstream is lost.
+	attached map[string]bool
+	// failed is why the upstream ended; nil while it serves.
+	failed error
+}
+
+// newUpstream starts the upstream of a connection to node; go_ runs its
+// goroutine (the gateway's group).
+func newUpstream(parent context.Context, node string, ident forwardIdent, out *outbox.Outbox, sys *actor.ActorSystem, owner *actor.PID,
+	dial func(context.Context, string) (net.Conn, error), go_ func(func()) bool) *upstream {
+	ctx, cancel := context.WithCancel(parent)
+	u := &upstream{node: node, ident: ident, out: out, owner: owner, sys: sys, dial: dial, ctx: ctx, cancel: cancel,
+		wake: make(chan struct{}, 1), pending: map[string][]string{}, attached: map[string]bool{}}
+	if !go_(u.run) {
+		cancel()
+		u.failed = nodeUnavailable(node, "this node is shutting down")
+	}
+	return u
+}
+
+// send queues one command (its raw record) for the other node. An upstream
+// that ended answers it at once.
+func (u *upstream) send(h protocol.Header, rec []byte) {
+	u.mu.Lock()
+	if err := u.failed; err != nil {
+		u.mu.Unlock()
+		u.out.Push(protocol.NewErrorResponse(h.ID, h.Type, err))
+		return
+	}
+	u.pending[h.ID] = append(u.pending[h.ID], h.Type)
+	switch h.Type {
+	case protocol.TypeAgentAttach:
+		u.attached[h.AgentID] = true
+	case protocol.TypeAgentDetach:
+		delete(u.attached, h.AgentID)
+	}
+	u.queue = append(u.queue, rec)
+	u.mu.Unlock()
+	select {
+	case u.wake <- struct{}{}:
+	default:
+	}
+}
+
+// close ends the upstream for good (its client's connection ended):
+// nothing is answered or told any more.
+func (u *upstream) close() { u.cancel() }
+
+// run dials, then writes what is queued until the upstream ends.
+func (u *upstream) run() {
+	dctx, cancel := context.WithTimeout(u.ctx, forwardDialTimeout)
+	conn, err := u.open(dctx)
+	cancel()
+	if err != nil {
+		u.fail(nodeUnavailable(u.node, err.Error()))
+		return
+	}
+	relayed := make(chan struct{})
+	go func() { // its end is run's: run waits for it below
+		defer close(relayed)
+		u.relay(conn)
+	}()
+	defer func() {
+		_ = conn.Close()
+		<-relayed
+		u.fail(nodeUnavailable(u.node, "the connection to it was lost"))
+	}()
+	for {
+		select {
+		case <-u.ctx.Done():
+			return
+		case <-relayed:
+			return
+		case <-u.wake:
+		}
+		u.mu.Lock()
+		recs := u.queue
+		u.queue = nil
+		u.mu.Unlock()
+		for _, rec := range recs {
+			if err := conn.Send(rec); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// open dials the node, sends the preamble and waits for the other
+// gateway's hello.
+func (u *upstream) open(ctx context.Context) (*client.Conn, error) {
+	nc, err := u.dial(ctx, u.node)
+	if err != nil {
+		return nil, err
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetWriteDeadline(dl)
+	}
+	if _, err := nc.Write(u.ident.encode()); err != nil {
+		_ = nc.Close()
+		return nil, fmt.Errorf("send preamble: %w", err)
+	}
+	_ = nc.SetWriteDeadline(time.Time{})
+	conn, err := client.NewConn(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	return conn, nil
+}
+
+// relay queues what the other gateway sends on the client's outbox, as it
+// is, until the stream ends.
+func (u *upstream) relay(conn *client.Conn) {
+	for ev := range conn.Events() {
+		if r, ok := ev.Msg.(*protocol.Response); ok {
+			u.answered(r)
+		}
+		u.out.Push(ev.Raw)
+	}
+}
+
+// answered takes a response's command off the pending ones; a successful
+// agent.create teaches the connection where its agent lives first.
+func (u *upstream) answered(r *protocol.Response) {
+	u.mu.Lock()
+	if p := u.pending[r.ID]; len(p) > 0 {
+		if len(p) == 1 {
+			delete(u.pending, r.ID)
+		} else {
+			u.pending[r.ID] = p[1:]
+		}
+	}
+	u.mu.Unlock()
+	if r.Command == protocol.TypeAgentCreate && r.Success {
+		var data protocol.AgentCreateData
+		if json.Unmarshal(r.Data, &data) == nil && data.AgentID != "" {
+			u.sys.Root.Send(u.owner, &upstreamLearned{u: u, agentID: data.AgentID})
+		}
+	}
+}
+
+// fail ends the upstream with err: each command not answered is answered
+// err, each agent attached through it gets an error event saying the
+// attachment ended, and the connection actor is told. Nothing of that
+// happens after close.
+func (u *upstream) fail(err *protocol.Error) {
+	u.mu.Lock()
+	if u.failed != nil {
+		u.mu.Unlock()
+		return
+	}
+	u.failed = err
+	pending, attached := u.pending, u.attached
+	u.pending, u.attached, u.queue = nil, nil, nil
+	u.mu.Unlock()
+	if u.ctx.Err() != nil {
+		return // the client is gone: nobody to tell
+	}
+	for id, types := range pending {
+		for _, typ := range types {
+			u.out.Push(protocol.NewErrorResponse(id, typ, err))
+		}
+	}
+	for id := range attached {
+		u.out.Push(protocol.MustMarshal(protocol.ErrorEvent{
+			Header: protocol.Header{Type: protocol.TypeError, AgentID: id},
+			Code:   err.Code,
+			Message: fmt.Sprintf("%s; the attachment to agent %s through it ended (attach again once the node is back)",
+				err.Message, id),
+		}))
+	}
+	u.sys.Root.Send(u.owner, &upstreamGone{u: u})
+}
