@@ -39,6 +39,10 @@ import (
 //	        attached and prompted once; then the runtimes running on each
 //	        node, the memory of the daemons and of their runtime children,
 //	        and what one more live agent costs.
+//	attach  one agent on n3 of three nodes, attached and streamed through
+//	        n3 (same node) and through n1 (cross node): attach → sync,
+//	        prompt → first delta, and per-delta latency and throughput of
+//	        a paced and an unpaced stamped flood (clusterattach.go).
 //
 // A single shardd is the 1-node figure: a cluster node needs the route of
 // at least one other node (cluster.routes), so there is no one-node
@@ -663,6 +667,7 @@ type clusterResult struct {
 	Create []clusterCreate `json:"create,omitempty"`
 	Wake   []clusterWake   `json:"wake,omitempty"`
 	Live   []clusterLive   `json:"live,omitempty"`
+	Attach []attachPath    `json:"attach,omitempty"`
 }
 
 func runCluster(o *options) (*report, error) {
@@ -677,7 +682,11 @@ func runCluster(o *options) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	phases := map[string]bool{"create": true, "wake": true, "live": true}
+	attachSamplesN := pick(o.samples, 50, 5, o.quick)
+	paced := pick(o.n, 5000, 500, o.quick)
+	unpaced := paced
+	rate := pick(o.rate, fanoutTargetRate, fanoutTargetRate, o.quick)
+	phases := map[string]bool{"create": true, "wake": true, "live": true, "attach": true}
 	if o.phases != "" {
 		phases = map[string]bool{}
 		for p := range strings.SplitSeq(o.phases, ",") {
@@ -687,59 +696,70 @@ func runCluster(o *options) (*report, error) {
 	var res clusterResult
 	var notes []string
 
-	if phases["create"] || phases["wake"] {
-		for _, k := range nodes {
-			mark := cleanupMark()
-			err := func() error {
-				cl, err := startNodes(o, k, nil)
+	if !phases["create"] && !phases["wake"] {
+		nodes = nil
+	}
+	if phases["attach"] && !slices.Contains(nodes, 3) {
+		nodes = append(nodes, 3) // the attach phase runs on three nodes
+	}
+	for _, k := range nodes {
+		mark := cleanupMark()
+		err := func() error {
+			cl, err := startNodes(o, k, floodEnv)
+			if err != nil {
+				return err
+			}
+			conns := make([]*client.Conn, k)
+			for i, d := range cl.nodes {
+				if conns[i], err = d.dial(); err != nil {
+					return err
+				}
+				drain(conns[i])
+			}
+			if phases["create"] {
+				ids, where, ph, err := createSpread(cl, conns, creates)
 				if err != nil {
 					return err
 				}
-				conns := make([]*client.Conn, k)
-				for i, d := range cl.nodes {
-					if conns[i], err = d.dial(); err != nil {
+				if k > 1 {
+					t := time.Now()
+					if ph.Views, err = waitDirectory(cl, conns, ids, where); err != nil {
 						return err
 					}
-					drain(conns[i])
+					ph.DirectorySeconds = time.Since(t).Seconds()
 				}
-				if phases["create"] {
-					ids, where, ph, err := createSpread(cl, conns, creates)
-					if err != nil {
-						return err
-					}
-					if k > 1 {
-						t := time.Now()
-						if ph.Views, err = waitDirectory(cl, conns, ids, where); err != nil {
-							return err
-						}
-						ph.DirectorySeconds = time.Since(t).Seconds()
-					}
-					res.Create = append(res.Create, ph)
-					// The create phase's runtimes are stopped before the
-					// wake-up samples, so these run beside no more than
-					// the nodes' own idle agents.
-					for i, id := range ids {
-						if err := call(conns[where[i]], &protocol.AgentTerminate{Header: protocol.Header{Type: protocol.TypeAgentTerminate, AgentID: id}}, nil); err != nil {
-							return fmt.Errorf("agent.terminate: %w", err)
-						}
+				res.Create = append(res.Create, ph)
+				// The create phase's runtimes are stopped before the
+				// wake-up samples, so these run beside no more than
+				// the nodes' own idle agents.
+				for i, id := range ids {
+					if err := call(conns[where[i]], &protocol.AgentTerminate{Header: protocol.Header{Type: protocol.TypeAgentTerminate, AgentID: id}}, nil); err != nil {
+						return fmt.Errorf("agent.terminate: %w", err)
 					}
 				}
-				if phases["wake"] {
-					if err := waitStopped(cl); err != nil {
-						return err
-					}
-					ph, err := wakeSamples(cl, samples)
-					if err != nil {
-						return err
-					}
-					res.Wake = append(res.Wake, ph)
-				}
-				return nil
-			}()
-			runCleanupsFrom(mark)
-			if err != nil {
-				return nil, fmt.Errorf("%d nodes: %w", k, err)
 			}
+			if phases["wake"] {
+				if err := waitStopped(cl); err != nil {
+					return err
+				}
+				ph, err := wakeSamples(cl, samples)
+				if err != nil {
+					return err
+				}
+				res.Wake = append(res.Wake, ph)
+			}
+			if k == 3 && phases["attach"] {
+				paths, err := attachOn(cl, attachSamplesN, paced, unpaced, rate)
+				if err != nil {
+					return fmt.Errorf("attach: %w", err)
+				}
+				res.Attach = paths
+			}
+			return nil
+		}()
+		runCleanupsFrom(mark)
+		if err != nil {
+			return nil, fmt.Errorf("%d nodes: %w", k, err)
 		}
 	}
 	if phases["live"] {
@@ -791,12 +811,37 @@ func runCluster(o *options) (*report, error) {
 			fmt.Sprintf("per node %v; daemons %s KiB/agent, child PSS %s KiB; %s KiB per live agent; daemons RSS %s MiB", l.LivePerNode,
 				f2(l.DaemonKiBPerAgent), f0(l.ChildPSSKiB), f0(l.KiBPerAgent), f2(float64(l.DaemonsLiveKiB)/1024))})
 	}
-	rep.Notes = append(notes,
-		"1 node is a single shardd (a cluster node needs another node's route); n nodes are n shardd processes on this machine, each with its embedded NATS JetStream server, their routes on loopback through relays; 2 nodes keep one copy of each replicated record (cluster.replicas 1), 3 nodes three",
-		fmt.Sprintf("create: %d agent.create calls, %d in flight, round-robin over the nodes' sockets; ack = sent → acknowledged (the runtime is ready); on a cluster, then the time until every node's agent.list lists every agent on the node that created it", creates, clusterWorkers),
-		"wake: one agent per node, attached on its node; per sample its runtime is stopped (agent.terminate, then agent.status until stopped), then `sim: say hi` is prompted: sent → acknowledged, → turn_start (the restarted runtime's first event), → turn_end; samples go round the nodes, one at a time",
-		fmt.Sprintf("live: on fresh nodes, %d agents per node created (%d in flight), attached and prompted once, then %s idle; live = runtimes running (metrics), daemon KiB/agent = the nodes' shardd RSS growth (embedded NATS included) / agents, per live agent = that + a runtime child's PSS; bound: %d per node, or MemAvailable under %d MiB", per, clusterWorkers, scaleIdleSettle, per, scaleMemFloor>>10),
-		"every node runs on this one machine: the nodes share its cores and memory, so more nodes add no capacity here; the figures show what the cluster costs, not what more machines would hold")
+	for _, a := range res.Attach {
+		name := fmt.Sprintf("%s (n3 via %s)", a.Path, a.Via)
+		rep.Rows = append(rep.Rows,
+			[]string{"attach → sync: " + name, "3", fmt.Sprint(a.Attach.N), "", f2(a.Attach.P50), f2(a.Attach.P99), f2(a.Attach.Max), ""},
+			[]string{"prompt → first delta: " + name, "3", fmt.Sprint(a.First.N), "", f2(a.First.P50), f2(a.First.P99), f2(a.First.Max), ""},
+			[]string{"paced stream: " + name, "3", fmt.Sprint(a.Paced.Deltas), f0(a.Paced.EventsPerSec), f3(a.Paced.Latency.P50), f3(a.Paced.Latency.P99), f3(a.Paced.Latency.Max),
+				fmt.Sprintf("%d B deltas at %d/s; latency = receive − runtime stamp", a.Paced.Bytes, a.Paced.Rate)},
+			[]string{"unpaced stream: " + name, "3", fmt.Sprint(a.Unpaced.Deltas), f0(a.Unpaced.EventsPerSec), f3(a.Unpaced.Latency.P50), f3(a.Unpaced.Latency.P99), f3(a.Unpaced.Latency.Max),
+				fmt.Sprintf("%d B deltas, %s MB/s", a.Unpaced.Bytes, f2(a.Unpaced.MBPerSec))})
+	}
+	if len(res.Attach) == 2 {
+		same, cross := res.Attach[0], res.Attach[1]
+		notes = append(notes, fmt.Sprintf("cross-node against same-node: attach → sync p50 %s×, prompt → first delta p50 %s×, paced per-delta latency p50 +%s ms (p99 +%s ms), unpaced throughput %s×",
+			f2(cross.Attach.P50/same.Attach.P50), f2(cross.First.P50/same.First.P50),
+			f3(cross.Paced.Latency.P50-same.Paced.Latency.P50), f3(cross.Paced.Latency.P99-same.Paced.Latency.P99),
+			f2(cross.Unpaced.EventsPerSec/same.Unpaced.EventsPerSec)))
+	}
+	notes = append(notes, "1 node is a single shardd (a cluster node needs another node's route); n nodes are n shardd processes on this machine, each with its embedded NATS JetStream server, their routes on loopback through relays; 2 nodes keep one copy of each replicated record (cluster.replicas 1), 3 nodes three")
+	if phases["create"] {
+		notes = append(notes, fmt.Sprintf("create: %d agent.create calls, %d in flight, round-robin over the nodes' sockets; ack = sent → acknowledged (the runtime is ready); on a cluster, then the time until every node's agent.list lists every agent on the node that created it", creates, clusterWorkers))
+	}
+	if phases["wake"] {
+		notes = append(notes, "wake: one agent per node, attached on its node; per sample its runtime is stopped (agent.terminate, then agent.status until stopped), then `sim: say hi` is prompted: sent → acknowledged, → turn_start (the restarted runtime's first event), → turn_end; samples go round the nodes, one at a time")
+	}
+	if phases["live"] {
+		notes = append(notes, fmt.Sprintf("live: on fresh nodes, %d agents per node created (%d in flight), attached and prompted once, then %s idle; live = runtimes running (metrics), daemon KiB/agent = the nodes' shardd RSS growth (embedded NATS included) / agents, per live agent = that + a runtime child's PSS; bound: %d per node, or MemAvailable under %d MiB", per, clusterWorkers, scaleIdleSettle, per, scaleMemFloor>>10))
+	}
+	if phases["attach"] {
+		notes = append(notes, fmt.Sprintf("attach: a fresh three-node cluster, one agent on n3; same-node = a client of n3, cross-node = a client of n1 (n1 forwards the connection's commands to n3 over a NATS tunnel, and n3's events back); per path, one after the other, after one untimed attach and prompt: %d fresh connections' agent.attach sent → sync, %d prompts (`sim: say hi`) sent → first text delta, a flood of %d stamped 64 B deltas paced at %d/s and one of %d stamped 256 B deltas unpaced, each read by the client library; per-delta latency = receive − the runtime's stamp", attachSamplesN, attachSamplesN, paced, rate, unpaced))
+	}
+	rep.Notes = append(notes, "every node runs on this one machine: the nodes share its cores and memory, so more nodes add no capacity here; the figures show what the cluster costs, not what more machines would hold")
 	if len(res.Live) > 0 {
 		rep.plot = func(dir string) ([]string, error) { return plotClusterLive(dir, res.Live) }
 	}

@@ -19,7 +19,9 @@ import (
 // sample counted, each turn's end after its first event, every node
 // seeing every node alive and listing every agent on the node that
 // created it, the live phase holding exactly the agents it asked for on
-// each node, and the plot written. It asserts no timing.
+// each node, an agent of n3 attached and streamed through n3 and through
+// n1 with every delta received, and the plot written. It asserts no
+// timing.
 func TestClusterScenario(t *testing.T) {
 	if testing.Short() {
 		testhost.Skip(t, "-short: starts real daemons")
@@ -28,7 +30,8 @@ func TestClusterScenario(t *testing.T) {
 	const creates, samples, per = 12, 4, 3
 	out, plots := filepath.Join(t.TempDir(), "bench-cluster.json"), t.TempDir()
 	args := []string{"cluster", "--quick", "--shardd", shardd, "--out", out, "--plots", plots, "--no-sync",
-		"--creates", "12", "--wait-samples", "4", "--live-per-node", "3", "--nodes", "1,3", "--live-nodes", "1,2,3"}
+		"--creates", "12", "--wait-samples", "4", "--live-per-node", "3", "--nodes", "1,3", "--live-nodes", "1,2",
+		"--samples", "3", "--n", "200"}
 	if code := realMain(args); code != 0 {
 		t.Fatalf("bench %v exited %d", args, code)
 	}
@@ -45,7 +48,7 @@ func TestClusterScenario(t *testing.T) {
 		t.Fatalf("result file: %v\n%s", err, b)
 	}
 	r := res.Results
-	if res.Scenario != "cluster" || len(r.Create) != 2 || len(r.Wake) != 2 || len(r.Live) != 3 {
+	if res.Scenario != "cluster" || len(r.Create) != 2 || len(r.Wake) != 2 || len(r.Live) != 2 || len(r.Attach) != 2 {
 		t.Fatalf("result file has %q: %d create, %d wake, %d live phases\n%s", res.Scenario, len(r.Create), len(r.Wake), len(r.Live), b)
 	}
 	names := []string{"n1", "n2", "n3"}
@@ -97,6 +100,18 @@ func TestClusterScenario(t *testing.T) {
 			}
 		}
 		checkViews("live", k, k*per, l.Views)
+	}
+	for i, a := range r.Attach {
+		want := []struct{ path, via string }{{"same-node", "n3"}, {"cross-node", "n1"}}[i]
+		if a.Path != want.path || a.Via != want.via || a.Host != "n3" || a.Attach.N != 3 || a.First.N != 3 || a.Attach.Min <= 0 || a.First.Min <= 0 {
+			t.Errorf("attach path %d: %+v", i, a)
+		}
+		// Every delta of each flood arrived, stamped.
+		for _, st := range []streamStats{a.Paced, a.Unpaced} {
+			if st.Deltas != 200 || st.Latency.N != 200 || st.EventsPerSec <= 0 || st.Latency.P50 > st.Latency.Max {
+				t.Errorf("%s flood: %+v", a.Path, st)
+			}
+		}
 	}
 	if len(res.Plots) != 1 || filepath.Base(res.Plots[0]) != "cluster-live.svg" {
 		t.Fatalf("plots %q", res.Plots)

@@ -54,6 +54,15 @@
 //	        heap after --live agents (default 100) were created, and p50/p99
 //	        of agent.list, jobs.list (one parent; limit 20) and jobs.show
 //	        (id; alias) over --samples sequential requests.
+//	cluster  a single shardd against clusters of shardd nodes on this
+//	        machine (embedded NATS JetStream, loopback routes): agent.create
+//	        ack and creates/s spread over the nodes' sockets and a stopped
+//	        runtime's wake-up by a prompt, for --nodes (default 1,3); live
+//	        agents held and memory per live agent for --live-nodes (default
+//	        1,2,3) at --live-per-node agents each (default 300), plotted
+//	        (cluster-live.svg); attach and streaming to an agent of n3
+//	        through n3 against through n1 (--samples, --n, --rate).
+//	        --phases picks some of create, wake, live, attach.
 //
 // --quick shrinks every scenario to a smoke run of well under 20 s
 // (scale: under a minute).
