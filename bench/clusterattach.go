@@ -24,6 +24,10 @@ type attachPath struct {
 	Host string `json:"host"` // the node that hosts the agent
 	// Attach: a fresh connection's agent.attach sent → its sync received.
 	Attach dist `json:"attach_to_sync"`
+	// Reattach: on a connection that attached before (through n1: whose
+	// upstream to n3 is open), agent.detach, then agent.attach sent →
+	// sync received.
+	Reattach dist `json:"reattach_to_sync"`
 	// First: on an attached connection, a prompt sent → the turn's first
 	// message_delta received.
 	First   dist        `json:"prompt_to_first_delta"`
@@ -112,6 +116,27 @@ func attachSamples(d *daemon, id string, n int) (dist, error) {
 		}
 		r, err := tap.next(id, isType(protocol.TypeSync))
 		c.Close()
+		if err != nil {
+			return dist{}, err
+		}
+		lats = append(lats, r.at.Sub(t0))
+	}
+	return summarize(lats), nil
+}
+
+// reattachSamples detaches tap's connection from id and attaches it
+// again, n times: attach sent → sync received.
+func reattachSamples(tap *streamTap, id string, n int) (dist, error) {
+	var lats []time.Duration
+	for range n {
+		if err := call(tap.c, &protocol.AgentDetach{Header: protocol.Header{Type: protocol.TypeAgentDetach, AgentID: id}}, nil); err != nil {
+			return dist{}, fmt.Errorf("agent.detach: %w", err)
+		}
+		t0 := time.Now()
+		if err := call(tap.c, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: id}}, nil); err != nil {
+			return dist{}, fmt.Errorf("agent.attach: %w", err)
+		}
+		r, err := tap.next(id, isType(protocol.TypeSync))
 		if err != nil {
 			return dist{}, err
 		}
@@ -233,6 +258,9 @@ func attachOn(cl *clusterOf, samples, paced, unpaced, rate int) ([]attachPath, e
 		}
 		if _, err := tap.next(id, isType(protocol.TypeSync)); err != nil {
 			return nil, err
+		}
+		if ap.Reattach, err = reattachSamples(tap, id, samples); err != nil {
+			return nil, fmt.Errorf("%s reattach: %w", p.path, err)
 		}
 		if _, err := firstDeltaSamples(tap, id, 1); err != nil {
 			return nil, fmt.Errorf("%s warm-up prompt: %w", p.path, err)

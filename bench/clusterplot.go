@@ -16,10 +16,11 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// plotClusterLive draws the live phase as one SVG of two panels: the
+// plotClusterLive draws the live phase as one SVG of three panels: the
 // live agents the cluster held against its nodes (beside the bound the
-// phase asked for, per node × nodes), and what one live agent cost the
-// machine (the daemons' growth per agent and a runtime child's PSS). SVG,
+// phase asked for, per node × nodes), what one live agent cost the
+// machine (the daemons' growth per agent and a runtime child's PSS), and
+// the daemons' part of it alone, which is where a cluster differs. SVG,
 // so that the page renders in the repository's Markdown and diffs as text.
 func plotClusterLive(dir string, live []clusterLive) ([]string, error) {
 	held := plot.New()
@@ -30,6 +31,15 @@ func plotClusterLive(dir string, live []clusterLive) ([]string, error) {
 	held.Legend.Top, held.Legend.Left = true, true
 	held.Legend.YOffs, held.Legend.XOffs = -vg.Millimeter*6, vg.Millimeter*4
 	held.Add(plotter.NewGrid())
+
+	over := plot.New()
+	over.Title.Text = "cluster: the daemons' memory per live agent"
+	over.X.Label.Text = "nodes"
+	over.Y.Label.Text = "KiB per live agent"
+	over.Y.Min = 0
+	over.Legend.Top, over.Legend.Left = true, true
+	over.Legend.YOffs, over.Legend.XOffs = -vg.Millimeter*6, vg.Millimeter*4
+	over.Add(plotter.NewGrid())
 
 	mem := plot.New()
 	mem.Title.Text = "cluster: memory per live agent vs nodes"
@@ -73,13 +83,13 @@ func plotClusterLive(dir string, live []clusterLive) ([]string, error) {
 		p.Legend.Add(label, l, pts)
 		return nil
 	}
-	if len(live) > 0 {
+	if err := line(held, got, "live agents held, all nodes", 0, false); err != nil {
+		return nil, err
+	}
+	if len(live) > 0 { // drawn over the held line it matches when nothing ran short
 		if err := line(held, asked, fmt.Sprintf("asked: %d per node × nodes (the bound)", live[0].PerNode), 0, true); err != nil {
 			return nil, err
 		}
-	}
-	if err := line(held, got, "live agents held, all nodes", 0, false); err != nil {
-		return nil, err
 	}
 	for i, xys := range perNode {
 		if err := line(held, xys, fmt.Sprintf("live on n%d", i+1), i+1, false); err != nil {
@@ -92,11 +102,13 @@ func plotClusterLive(dir string, live []clusterLive) ([]string, error) {
 	}{
 		{"per live agent: daemons' growth + child PSS", total},
 		{"a runtime child's PSS", child},
-		{"the daemons' RSS growth per agent (embedded NATS included)", daemon},
 	} {
 		if err := line(mem, s.xys, s.label, i, false); err != nil {
 			return nil, err
 		}
+	}
+	if err := line(over, daemon, "shardd RSS growth, all nodes / live agents (NATS included)", 2, false); err != nil {
+		return nil, err
 	}
 	var ticks []plot.Tick
 	maxNodes := 1
@@ -106,18 +118,19 @@ func plotClusterLive(dir string, live []clusterLive) ([]string, error) {
 	for n := 1; n <= maxNodes; n++ {
 		ticks = append(ticks, plot.Tick{Value: float64(n), Label: fmt.Sprint(n)})
 	}
-	for _, p := range []*plot.Plot{held, mem} {
+	for _, p := range []*plot.Plot{held, mem, over} {
 		p.X.Min, p.X.Max = 0.5, float64(maxNodes)+0.5
 		p.X.Tick.Marker = plot.ConstantTicks(ticks)
 		p.Y.Max *= 1.25 // room for the legend
 	}
 
-	const w, h = 12 * vg.Inch, 5 * vg.Inch
+	const w, h = 18 * vg.Inch, 5 * vg.Inch
 	c := vgsvg.New(w, h)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 6, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align([][]*plot.Plot{{held, mem}}, tiles, draw.New(c))
+	tiles := draw.Tiles{Rows: 1, Cols: 3, PadX: vg.Millimeter * 6, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	canvases := plot.Align([][]*plot.Plot{{held, mem, over}}, tiles, draw.New(c))
 	held.Draw(canvases[0][0])
 	mem.Draw(canvases[0][1])
+	over.Draw(canvases[0][2])
 	file := filepath.Join(dir, "cluster-live.svg")
 	f, err := os.Create(file)
 	if err != nil {
