@@ -103,7 +103,7 @@ func TestClusterScenario(t *testing.T) {
 	}
 	for i, a := range r.Attach {
 		want := []struct{ path, via string }{{"same-node", "n3"}, {"cross-node", "n1"}}[i]
-		if a.Path != want.path || a.Via != want.via || a.Host != "n3" || a.Attach.N != 3 || a.Reattach.N != 3 || a.First.N != 3 || a.Attach.Min <= 0 || a.First.Min <= 0 {
+		if a.Path != want.path || a.Via != want.via || a.Host != "n3" || a.Attach.N != 3 || a.Reattach.N != 3 || a.ReattachFull.N != 3 || a.FullSyncBytes < 200*64 || a.First.N != 3 || a.Attach.Min <= 0 || a.First.Min <= 0 {
 			t.Errorf("attach path %d: %+v", i, a)
 		}
 		// Every delta of each flood arrived, stamped.

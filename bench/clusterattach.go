@@ -28,6 +28,10 @@ type attachPath struct {
 	// upstream to n3 is open), agent.detach, then agent.attach sent →
 	// sync received.
 	Reattach dist `json:"reattach_to_sync"`
+	// ReattachFull is Reattach once the agent's live window holds the two
+	// floods; FullSyncBytes is the size of that sync record.
+	ReattachFull  dist `json:"reattach_full_window_to_sync"`
+	FullSyncBytes int  `json:"full_window_sync_bytes"`
 	// First: on an attached connection, a prompt sent → the turn's first
 	// message_delta received.
 	First   dist        `json:"prompt_to_first_delta"`
@@ -127,22 +131,29 @@ func attachSamples(d *daemon, id string, n int) (dist, error) {
 // reattachSamples detaches tap's connection from id and attaches it
 // again, n times: attach sent → sync received.
 func reattachSamples(tap *streamTap, id string, n int) (dist, error) {
+	d, _, err := reattachSyncs(tap, id, n)
+	return d, err
+}
+
+// reattachSyncs is reattachSamples, also returning the last sync's size.
+func reattachSyncs(tap *streamTap, id string, n int) (dist, int, error) {
 	var lats []time.Duration
+	size := 0
 	for range n {
 		if err := call(tap.c, &protocol.AgentDetach{Header: protocol.Header{Type: protocol.TypeAgentDetach, AgentID: id}}, nil); err != nil {
-			return dist{}, fmt.Errorf("agent.detach: %w", err)
+			return dist{}, 0, fmt.Errorf("agent.detach: %w", err)
 		}
 		t0 := time.Now()
 		if err := call(tap.c, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: id}}, nil); err != nil {
-			return dist{}, fmt.Errorf("agent.attach: %w", err)
+			return dist{}, 0, fmt.Errorf("agent.attach: %w", err)
 		}
 		r, err := tap.next(id, isType(protocol.TypeSync))
 		if err != nil {
-			return dist{}, err
+			return dist{}, 0, err
 		}
-		lats = append(lats, r.at.Sub(t0))
+		lats, size = append(lats, r.at.Sub(t0)), len(r.ev.Raw)
 	}
-	return summarize(lats), nil
+	return summarize(lats), size, nil
 }
 
 // firstDeltaSamples prompts id n times on tap's attached connection:
@@ -225,19 +236,22 @@ func attachOn(cl *clusterOf, samples, paced, unpaced, rate int) ([]attachPath, e
 		}
 		drain(conns[i])
 	}
-	id, err := createAgent(conns[2])
-	if err != nil {
-		return nil, err
-	}
-	// n1 forwards commands for an agent it knows from the directory.
-	if _, err := waitDirectory(cl, conns, []string{id}, []int{2}); err != nil {
-		return nil, err
-	}
 	var out []attachPath
 	for _, p := range []struct {
 		path string
 		via  int
 	}{{"same-node", 2}, {"cross-node", 0}} {
+		// Each path has an agent of its own, so that both attach to the
+		// same history: a sync carries the agent's live window, which the
+		// other path's floods would have filled.
+		id, err := createAgent(conns[2])
+		if err != nil {
+			return nil, err
+		}
+		// n1 forwards commands for an agent it knows from the directory.
+		if _, err := waitDirectory(cl, conns, []string{id}, []int{2}); err != nil {
+			return nil, err
+		}
 		d := cl.nodes[p.via]
 		ap := attachPath{Path: p.path, Via: cl.names[p.via], Host: "n3"}
 		// One attach and one prompt untimed first: the first of a path
@@ -273,6 +287,10 @@ func attachOn(cl *clusterOf, samples, paced, unpaced, rate int) ([]attachPath, e
 		}
 		if ap.Unpaced, err = floodOn(tap, id, unpaced, 256, 0); err != nil {
 			return nil, fmt.Errorf("%s unpaced flood: %w", p.path, err)
+		}
+		// Now the live window holds both floods.
+		if ap.ReattachFull, ap.FullSyncBytes, err = reattachSyncs(tap, id, samples); err != nil {
+			return nil, fmt.Errorf("%s reattach after the floods: %w", p.path, err)
 		}
 		c.Close()
 		out = append(out, ap)
