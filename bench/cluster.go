@@ -202,6 +202,12 @@ type clusterCreate struct {
 	PerSec   float64 `json:"creates_per_s"`
 	Ack      dist    `json:"create_ack"` // agent.create sent → acknowledged (the runtime ready)
 	PerNode  []int   `json:"per_node"`
+	// DaemonCPUms and RuntimeCPUms are the CPU time (user + system) per
+	// create of the nodes' shardd processes (embedded NATS included) and
+	// of their runtime children, summed over the nodes: on 2 cores shared
+	// by every node, the CPU a create costs bounds creates/s.
+	DaemonCPUms  float64 `json:"daemon_cpu_ms_per_create"`
+	RuntimeCPUms float64 `json:"runtime_cpu_ms_per_create"`
 	// DirectorySeconds: the last acknowledgement → every node lists every
 	// agent on the node that created it (a cluster only).
 	DirectorySeconds float64       `json:"directory_converged_s,omitempty"`
@@ -221,6 +227,10 @@ func createSpread(cl *clusterOf, conns []*client.Conn, n int) ([]string, []int, 
 	ids := make([]string, n)
 	where := make([]int, n)
 	lat := make([]time.Duration, n)
+	cpu0 := make([]cpuSnap, k)
+	for i, d := range cl.nodes {
+		cpu0[i] = d.cpu()
+	}
 	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -247,6 +257,11 @@ func createSpread(cl *clusterOf, conns []*client.Conn, n int) ([]string, []int, 
 	}
 	for _, w := range where {
 		ph.PerNode[w]++
+	}
+	for i, d := range cl.nodes {
+		c := d.cpu()
+		ph.DaemonCPUms += ms(c.daemon-cpu0[i].daemon) / float64(n)
+		ph.RuntimeCPUms += ms(c.children-cpu0[i].children) / float64(n)
 	}
 	ph.Seconds = took.Seconds()
 	ph.PerSec = float64(n) / took.Seconds()
@@ -792,7 +807,7 @@ func runCluster(o *options) (*report, error) {
 
 	rep := &report{Header: []string{"phase", "nodes", "n", "per s", "p50 ms", "p99 ms", "max ms", "other"}, Results: res}
 	for _, c := range res.Create {
-		other := fmt.Sprintf("per node %v", c.PerNode)
+		other := fmt.Sprintf("per node %v; CPU ms/create: daemons %s, runtimes %s", c.PerNode, f2(c.DaemonCPUms), f2(c.RuntimeCPUms))
 		if c.Nodes > 1 {
 			other += fmt.Sprintf("; every node lists all %s s after the last ack", f3(c.DirectorySeconds))
 		}
