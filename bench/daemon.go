@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,6 +69,21 @@ func startDaemon(o *options, env []string, extra ...string) (*daemon, error) {
 // startDaemonAt is startDaemon on a given home, which may hold a store
 // already (the history scenario fills one before the daemon starts).
 func startDaemonAt(o *options, home string, env []string, extra ...string) (*daemon, error) {
+	d, err := spawnDaemonAt(o, home, env, nil, extra...)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.WaitReady(cmp.Or(o.readyTimeout, readyTimeout)); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, d.stderr.String())
+	}
+	return d, nil
+}
+
+// spawnDaemonAt starts shardd on home and returns at once (a cluster
+// node serves only once a quorum of its cluster is up, so the cluster
+// scenario starts every node before it waits for any). Its stderr is
+// also copied to watch when set.
+func spawnDaemonAt(o *options, home string, env []string, watch io.Writer, extra ...string) (*daemon, error) {
 	args := []string{"--web-port", "0"}
 	if o.noSync {
 		args = append(args, "--store.no-sync")
@@ -84,17 +100,18 @@ func startDaemonAt(o *options, home string, env []string, extra ...string) (*dae
 		o.profiles = append(o.profiles, profileRun{Tag: o.profileTag, Path: prof})
 	}
 	out := &shardtest.Buffer{Max: 1 << 20}
+	var stderr io.Writer = out
+	if watch != nil {
+		stderr = io.MultiWriter(out, watch)
+	}
 	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
-		Shardd: o.shardd, Home: home, Args: args, Env: env, Stdout: out, Stderr: out,
+		Shardd: o.shardd, Home: home, Args: args, Env: env, Stdout: out, Stderr: stderr,
 	})
 	if err != nil {
 		return nil, err
 	}
 	d := &daemon{Daemon: sd, home: home, stderr: out}
 	atCleanup(d.stop)
-	if err := d.WaitReady(cmp.Or(o.readyTimeout, readyTimeout)); err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, d.stderr.String())
-	}
 	return d, nil
 }
 

@@ -54,6 +54,15 @@
 //	        heap after --live agents (default 100) were created, and p50/p99
 //	        of agent.list, jobs.list (one parent; limit 20) and jobs.show
 //	        (id; alias) over --samples sequential requests.
+//	cluster  a single shardd against clusters of shardd nodes on this
+//	        machine (embedded NATS JetStream, loopback routes): agent.create
+//	        ack and creates/s spread over the nodes' sockets and a stopped
+//	        runtime's wake-up by a prompt, for --nodes (default 1,3); live
+//	        agents held and memory per live agent for --live-nodes (default
+//	        1,2,3) at --live-per-node agents each (default 300), plotted
+//	        (cluster-live.svg); attach and streaming to an agent of n3
+//	        through n3 against through n1 (--samples, --n, --rate).
+//	        --phases picks some of create, wake, live, attach.
 //
 // --quick shrinks every scenario to a smoke run of well under 20 s
 // (scale: under a minute).
@@ -124,6 +133,10 @@ type options struct {
 	// runsPerAgent: history's jobs per child agent (0: 10).
 	runsPerAgent int
 	live         int
+	// cluster: node counts of the create and wake phases and of the live
+	// phase, and the live phase's agents per node.
+	nodes, liveNodes string
+	livePerNode      int
 	// readyTimeout, when set, bounds a daemon's start instead of
 	// readyTimeout (history: a large store loads for long today).
 	readyTimeout time.Duration
@@ -155,6 +168,7 @@ var scenarios = []scenario{
 	{"scale", runScale},
 	{"workspace", runWorkspace},
 	{"history", runHistory},
+	{"cluster", runCluster},
 }
 
 // report is a scenario's outcome: the printed table and the JSON results.
@@ -230,10 +244,10 @@ func realMain(args []string) int {
 	fs.DurationVar(&o.idle, "idle-timeout", 0, "scale: the daemon's runtime.idle_timeout (default 5s + 60ms per agent)")
 	fs.StringVar(&o.plots, "plots", ".", "directory for the PNG plots")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the daemon's CPU profile(s) to this file (SHARD_CPUPROFILE)")
-	fs.IntVar(&o.creates, "creates", 0, "jobs: subagent.create calls per parent count (default 200; quick 100)")
+	fs.IntVar(&o.creates, "creates", 0, "jobs: subagent.create calls per parent count (default 200; quick 100); cluster: agent.create calls per node count (default 300; quick 30)")
 	fs.StringVar(&o.parents, "parents", "", "jobs: comma-separated concurrent parent counts (default 1,16)")
-	fs.StringVar(&o.phases, "phases", "", "jobs: comma-separated phases to run: create, wait, reconcile (default all)")
-	fs.IntVar(&o.waitSamples, "wait-samples", 0, "jobs: subagent.wait wake-up samples (default 100; quick 24)")
+	fs.StringVar(&o.phases, "phases", "", "jobs: comma-separated phases to run: create, wait, reconcile (default all); cluster: create, wake, live")
+	fs.IntVar(&o.waitSamples, "wait-samples", 0, "jobs: subagent.wait wake-up samples (default 100; quick 24); cluster: stopped-runtime wake-up samples (default 60; quick 6)")
 	fs.IntVar(&o.stopSamples, "stop-samples", 0, "jobs: subagent.stop samples (default 100; quick 16)")
 	fs.IntVar(&o.maxActive, "max-active", 0, "jobs: the daemon's --jobs.max-active, to hold runs back while creates are measured (default: the daemon's own, 16)")
 	fs.StringVar(&o.runs, "runs", "", "jobs: comma-separated run-record counts to reconcile (default 10000,100000; quick 1000,10000)")
@@ -242,6 +256,9 @@ func realMain(args []string) int {
 	fs.StringVar(&o.history, "history", "", "history: comma-separated finished-job counts, each on a fresh store beside an empty one (default 1000,10000,100000; quick 1000; the target's is 1000000)")
 	fs.IntVar(&o.runsPerAgent, "runs-per-agent", 0, "history: jobs per child agent (default 10; 1 makes an agent per job)")
 	fs.IntVar(&o.live, "live", 0, "history: live agents created through the daemon in every phase (default 100; quick 3)")
+	fs.StringVar(&o.nodes, "nodes", "", "cluster: comma-separated node counts of the create and wake phases (default 1,3; 1 is a single shardd)")
+	fs.StringVar(&o.liveNodes, "live-nodes", "", "cluster: comma-separated node counts of the live phase (default 1,2,3)")
+	fs.IntVar(&o.livePerNode, "live-per-node", 0, "cluster: live agents per node in the live phase, its bound (default 300; quick 5)")
 	fs.IntVar(&o.files, "files", 0, "workspace: files in the benchmark repository (default 10000; quick 50)")
 	fs.StringVar(&o.compare, "compare", "", "an earlier result file of the same scenario: print each metric's change against it")
 	fs.Usage = func() { usage(fs) }

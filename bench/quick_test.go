@@ -44,16 +44,11 @@ func TestQuickScenarios(t *testing.T) {
 	if testing.Short() {
 		testhost.Skip(t, "-short: starts real daemons")
 	}
-	dir := t.TempDir()
-	shardd := filepath.Join(dir, "shardd")
-	build := exec.Command("go", "build", "-o", shardd, "github.com/shard-dev/shard/cmd/shardd")
-	unlock := buildlock.Lock() // one build at a time across test processes
-	out, err := build.CombinedOutput()
-	unlock()
-	if err != nil {
-		t.Fatalf("build shardd: %v\n%s", err, out)
-	}
+	shardd := testShardd(t)
 	for _, sc := range scenarios {
+		if sc.name == "cluster" {
+			continue // TestClusterScenario runs it and checks what it measured
+		}
 		t.Run(sc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "bench-"+sc.name+".json")
 			args := append([]string{sc.name, "--quick", "--shardd", shardd, "--out", out, "--plots", t.TempDir(), "--no-sync"},
@@ -78,6 +73,20 @@ func TestQuickScenarios(t *testing.T) {
 			}
 		})
 	}
+}
+
+// testShardd builds shardd for a test.
+func testShardd(t *testing.T) string {
+	t.Helper()
+	shardd := filepath.Join(t.TempDir(), "shardd")
+	build := exec.Command("go", "build", "-o", shardd, "github.com/shard-dev/shard/cmd/shardd")
+	unlock := buildlock.Lock() // one build at a time across test processes
+	out, err := build.CombinedOutput()
+	unlock()
+	if err != nil {
+		t.Fatalf("build shardd: %v\n%s", err, out)
+	}
+	return shardd
 }
 
 // TestMain lets the test binary be the fan-out's bare relay too: fanout

@@ -31,4 +31,7 @@ run workspace      workspace --files 10000
 # 1,000,000 jobs is the history target's size: filling that store takes
 # about a minute and 2.7 GB of disk (--history 1000,10000,100000 for a short run).
 run history        history --history 1000,10000,100000,1000000
+# A single shardd against clusters of 2 and 3 nodes on this machine: creates,
+# wake-up, live agents per node count (cluster-live.svg), cross-node attach.
+run cluster        cluster
 rm -f "$OUT"/*.pprof
