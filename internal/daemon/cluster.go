@@ -46,19 +46,24 @@ func clusterConfig(cfg *config.Config, version string) (cc cluster.Config, ok bo
 // serves no client before it is a member.
 func (d *Daemon) startCluster(cc cluster.Config) error {
 	log := d.log.With("component", "cluster")
+	// The directory's goroutines and the interruptions of lost nodes'
+	// runs end with this context (stopDirectory).
+	ctx, cancel := context.WithCancel(context.Background())
+	d.dir.cancel = cancel
 	cc.Hooks = cluster.Hooks{
 		Load: func() cluster.Load {
 			agents, runtimes, runs := d.metrics.Load()
 			return cluster.Load{Agents: agents, ActiveAgents: runtimes, ActiveRuns: runs}
 		},
 		// Declaring a node dead is where its unfinished runs become
-		// interrupted and are reported to their parents once (as after a
-		// restart, docs/protocol.md §10.3). Runs are not cluster records
-		// yet — each node's jobs are its own — so for now the death is
-		// logged; the replicated records bring the real work.
+		// interrupted (as after a restart, docs/protocol.md §10.3): this
+		// node, the one survivor that declared it, writes them interrupted
+		// in their records, once; each run's parent's node follows its
+		// record and reports it once (jobs/anywhere.go).
 		OnNodeDead: func(node string, inc uint64) {
 			log.Warn(fmt.Sprintf("cluster: node %s (incarnation %d) declared dead by %s", node, inc, cc.Node),
 				"dead_node", node, "incarnation", inc)
+			d.dir.wg.Go(func() { d.runs.InterruptNode(ctx, node, inc) })
 		},
 		// A rejoin reconciles as a restarted daemon does; this daemon
 		// already did at its start (jobs.Reconcile), and its records are
@@ -77,6 +82,7 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 	}
 	n, err := cluster.Start(context.Background(), cc, d.log) // it adds component=cluster itself
 	if err != nil {
+		cancel()
 		return fmt.Errorf("daemon: start cluster node %s: %w", cc.Node, err)
 	}
 	d.node = n
@@ -88,7 +94,7 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 	}
 	log.Info(fmt.Sprintf("cluster: node %s joined (%d members)", n.Name(), alive),
 		"incarnation", n.Incarnation(), "members", alive)
-	d.startDirectory()
+	d.startDirectory(ctx)
 	return nil
 }
 

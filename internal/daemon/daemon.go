@@ -33,6 +33,7 @@ import (
 	"github.com/shard-dev/shard/internal/sparep"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/jobs"
+	"github.com/shard-dev/shard/jobs/remote"
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -109,6 +110,9 @@ type Daemon struct {
 	// dir is the agent directory's part of this node (clusterdir.go);
 	// nil on a single shardd.
 	dir *directory
+	// runs is the jobs coordinator's handle on the runs any node of the
+	// cluster may take (jobs/remote); nil on a single shardd.
+	runs *remote.Runs
 	// startFailed is set by failStart: Shutdown has nothing to stop.
 	startFailed bool
 	// group owns the goroutines every actor starts off its mailbox (store
@@ -379,6 +383,7 @@ func (d *Daemon) Start() error {
 		Models:       deps.Agent.Models,
 		CheckTools:   deps.Agent.Runtime.CheckTools,
 		Dispatcher:   d.mailboxes,
+		Remote:       d.runsDeps(forks),
 	}
 	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")
 	if err != nil {
