@@ -432,6 +432,14 @@ func TestClusterRunsAnywhere(t *testing.T) {
 	on2.start(&e)
 	on2.start(&f)
 	waitRun(t, n1, parent.AgentID, f.Value.RunID, "n1 shows run f active", func(r protocol.RunSnapshot) bool { return r.State == protocol.RunActive })
+	// A chain stays on the parent's node, and dies with it.
+	var chain protocol.SubagentCreateData
+	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
+		Strategy: protocol.StrategyChain,
+		Tasks: []protocol.TaskSpec{{Name: "one", Task: "sim: sleep 60000"}, {Name: "two", Task: "sim: say two"}, {Name: "three", Task: "sim: say three"}}}, &chain)
+	waitRun(t, n1, parent.AgentID, chain.Runs[0].RunID, "chain step one active on n1", func(r protocol.RunSnapshot) bool {
+		return r.State == protocol.RunActive && r.Node == "n1"
+	})
 	c1.Close()
 	n1.kill()
 	n1.waitExit(t, exitTimeout)
@@ -451,10 +459,23 @@ func TestClusterRunsAnywhere(t *testing.T) {
 	waitRun(t, n1, parent.AgentID, f.Value.RunID, "the restarted n1 follows run f to its end", func(r protocol.RunSnapshot) bool {
 		return r.State == protocol.RunCompleted && r.FinalText == "f is done"
 	})
+	// The chain: the step that ran when n1 died is interrupted, the rest
+	// cancelled, never started (a restart's rule, docs/protocol.md §10.3).
+	for i, want := range []protocol.RunState{protocol.RunInterrupted, protocol.RunCancelled, protocol.RunCancelled} {
+		if r := waitRun(t, n1, parent.AgentID, chain.Runs[i].RunID, "chain step", func(protocol.RunSnapshot) bool { return true }); r.State != want {
+			t.Fatalf("chain step %d after n1's restart: %+v, want %s", i+1, r, want)
+		}
+		ended = append(ended, chain.Runs[i].RunID)
+	}
 	ended = append(ended, e.Value.RunID, f.Value.RunID)
-	eventually(t, clusterWait, "the reports of e and f delivered", func() bool {
+	eventually(t, clusterWait, "the reports of e, f and the chain delivered", func() bool {
 		got := reportsOf(t, homes[0])
-		return got[e.Value.RunID] > 0 && got[f.Value.RunID] > 0
+		for _, id := range ended {
+			if got[id] == 0 {
+				return false
+			}
+		}
+		return true
 	})
 	// Once each, for every run of both jobs: nothing was reported twice,
 	// by the follow replaying a record or by the restart.

@@ -70,15 +70,20 @@ func (*remoteStopped) isJobsMessage() {}
 // local commit that fails after it. Without origin, the runs stay here
 // and every agent is committed as today.
 func publish(r *remote.Runs, job *store.Job, agents []store.Agent, recs []store.Workspace) ([]store.Agent, func(context.Context), error) {
-	if r == nil || r.Records() == nil || len(recs) == 0 {
-		// Records not open yet (a node that just started): the runs run
-		// here, as on a single node.
+	if r == nil || len(recs) == 0 {
 		return agents, nil, nil
 	}
 	ctx := context.Background()
 	origin, err := r.Origin(ctx, recs[0].RepoRoot)
 	if err != nil || origin == "" {
 		return agents, nil, err
+	}
+	// A node that just joined opens its records once the cluster has a
+	// quorum: the create waits for them, a while.
+	wctx, cancel := context.WithTimeout(ctx, remote.OpenWait)
+	defer cancel()
+	if r.Wait(wctx) == nil {
+		return nil, nil, protocol.Errorf(protocol.CodeTimeout, "the cluster's records did not open in %s", remote.OpenWait)
 	}
 	children := map[string]store.Agent{}
 	for _, a := range agents {

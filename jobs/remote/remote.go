@@ -85,6 +85,13 @@ func (r *Runs) Records() *records.Records {
 	return r.rec
 }
 
+// OpenWait bounds how long a create waits for the records of a node that
+// just joined (they open once the cluster has a quorum).
+const OpenWait = 30 * time.Second
+
+// Wait returns the records once they are open, or nil when ctx ends.
+func (r *Runs) Wait(ctx context.Context) *records.Records { return r.wait(ctx) }
+
 // wait returns the records once they are open, or nil when ctx ends.
 func (r *Runs) wait(ctx context.Context) *records.Records {
 	select {
