@@ -99,9 +99,16 @@ type player struct {
 // claim claims the oldest claimable run for the player's node.
 func (p player) claim() records.Entry[records.RunRecord] {
 	p.t.Helper()
-	got, err := p.rec.Claim(context.Background(), p.node, p.inc, 1)
-	if err != nil || len(got) != 1 {
-		p.t.Fatalf("%s claims a run: %v, %d runs", p.node, err, len(got))
+	var got []records.Entry[records.RunRecord]
+	var err error
+	// A node lost a moment ago may have led a bucket's stream: the
+	// cluster answers again once it elected another leader.
+	eventually(p.t, clusterWait, p.node+" claims a run", func() bool {
+		got, err = p.rec.Claim(context.Background(), p.node, p.inc, 1)
+		return err == nil
+	})
+	if len(got) != 1 {
+		p.t.Fatalf("%s claims a run: %d runs", p.node, len(got))
 	}
 	return got[0]
 }
@@ -109,21 +116,21 @@ func (p player) claim() records.Entry[records.RunRecord] {
 // write changes e's record as a compare-and-set, as the node running it.
 func (p player) write(e *records.Entry[records.RunRecord], change func(*records.RunRecord)) {
 	p.t.Helper()
-	for {
+	eventually(p.t, clusterWait, "write run "+e.Value.RunID, func() bool {
 		run := e.Value
 		change(&run)
 		rev, err := p.rec.Runs.Update(context.Background(), e.Key, run, e.Revision)
 		if err == nil {
 			e.Value, e.Revision = run, rev
-			return
+			return true
 		}
-		// The parent's node may have written a stop meanwhile: read again.
-		cur, gerr := p.rec.Runs.Get(context.Background(), e.Key)
-		if gerr != nil {
-			p.t.Fatalf("write run %s: %v; read: %v", e.Value.RunID, err, gerr)
+		// The parent's node may have written a stop meanwhile, or the
+		// cluster did not answer: read again and decide again.
+		if cur, err := p.rec.Runs.Get(context.Background(), e.Key); err == nil {
+			*e = cur
 		}
-		*e = cur
-	}
+		return false
+	})
 }
 
 // start writes the run starting then active.
@@ -175,10 +182,12 @@ func (p player) end(e *records.Entry[records.RunRecord], state protocol.RunState
 // runRecord reads a run's record.
 func runRecord(t *testing.T, rec *records.Records, job, run string) records.Entry[records.RunRecord] {
 	t.Helper()
-	e, err := rec.Runs.Get(context.Background(), records.RunKey(job, run))
-	if err != nil {
-		t.Fatalf("run record %s: %v", run, err)
-	}
+	var e records.Entry[records.RunRecord]
+	eventually(t, clusterWait, "read run record "+run, func() bool {
+		var err error
+		e, err = rec.Runs.Get(context.Background(), records.RunKey(job, run))
+		return err == nil
+	})
 	return e
 }
 
@@ -374,9 +383,33 @@ func TestClusterRunsAnywhere(t *testing.T) {
 		return r.State == protocol.RunCancelled
 	})
 
-	// Run c is claimed by n3 and runs there; n3 dies: whoever declares it
-	// dead interrupts c in its record, and n1 reports it once.
+	// Run d was never claimed: its stop cancels it in its record, so no
+	// node takes it.
+	var left []protocol.CreatedRun
+	for _, r := range job.Runs {
+		if r.RunID != a.Value.RunID && r.RunID != b.Value.RunID {
+			left = append(left, r)
+		}
+	}
+	d := left[0]
+	call(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: d.RunID}, &stopped)
+	if len(stopped.Cancelled) != 1 || stopped.Cancelled[0].State != protocol.RunCancelled {
+		t.Fatalf("subagent.stop of unclaimed run d: %+v", stopped)
+	}
+	if e := runRecord(t, rec, job.JobID, d.RunID); e.Value.State != protocol.RunCancelled || e.Value.Node != "" {
+		t.Fatalf("run d's record after the stop: %+v", e.Value)
+	}
+
+	// Run c, the last one, is claimed by n3 (never d: it is cancelled) and
+	// runs there; n3 dies: whoever declares it dead interrupts c in its
+	// record, and n1 reports it once.
 	c := on3.claim()
+	if c.Value.RunID != left[1].RunID {
+		t.Fatalf("n3 claimed %s, want %s (d %s is cancelled)", c.Value.RunID, left[1].RunID, d.RunID)
+	}
+	if got, err := rec.Claim(context.Background(), "n2", "1", 4); err != nil || len(got) != 0 {
+		t.Fatalf("a claim after every run was taken or cancelled: %d runs, %v", len(got), err)
+	}
 	on3.start(&c)
 	waitRun(t, n1, parent.AgentID, c.Value.RunID, "n1 shows run c active on n3", func(r protocol.RunSnapshot) bool {
 		return r.State == protocol.RunActive && r.Node == "n3"
@@ -388,22 +421,6 @@ func TestClusterRunsAnywhere(t *testing.T) {
 	})
 	if rc.State != protocol.RunInterrupted || !strings.Contains(rc.Error, "n3") {
 		t.Fatalf("run c after n3 died: %+v", rc)
-	}
-
-	// Run d was never claimed: its stop cancels it in its record, so no
-	// node takes it.
-	d := job.Runs[slices.IndexFunc(job.Runs, func(r protocol.CreatedRun) bool {
-		return r.RunID != a.Value.RunID && r.RunID != b.Value.RunID && r.RunID != c.Value.RunID
-	})]
-	call(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: d.RunID}, &stopped)
-	if len(stopped.Cancelled) != 1 || stopped.Cancelled[0].State != protocol.RunCancelled {
-		t.Fatalf("subagent.stop of unclaimed run d: %+v", stopped)
-	}
-	if e := runRecord(t, rec, job.JobID, d.RunID); e.Value.State != protocol.RunCancelled || e.Value.Node != "" {
-		t.Fatalf("run d's record after the stop: %+v", e.Value)
-	}
-	if got, err := rec.Claim(context.Background(), "n2", "1", 4); err != nil || len(got) != 0 {
-		t.Fatalf("a claim after every run was taken or cancelled: %d runs, %v", len(got), err)
 	}
 
 	// Each ended run is reported to the parent once.
@@ -436,7 +453,7 @@ func TestClusterRunsAnywhere(t *testing.T) {
 	var chain protocol.SubagentCreateData
 	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
 		Strategy: protocol.StrategyChain,
-		Tasks: []protocol.TaskSpec{{Name: "one", Task: "sim: sleep 60000"}, {Name: "two", Task: "sim: say two"}, {Name: "three", Task: "sim: say three"}}}, &chain)
+		Tasks:    []protocol.TaskSpec{{Name: "one", Task: "sim: sleep 60000"}, {Name: "two", Task: "sim: say two"}, {Name: "three", Task: "sim: say three"}}}, &chain)
 	waitRun(t, n1, parent.AgentID, chain.Runs[0].RunID, "chain step one active on n1", func(r protocol.RunSnapshot) bool {
 		return r.State == protocol.RunActive && r.Node == "n1"
 	})
