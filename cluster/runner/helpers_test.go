@@ -238,9 +238,11 @@ func (l *fakeLease) end(o runner.Outcome) {
 	})
 }
 
-func (l *fakeLease) Started() <-chan struct{}    { return l.start }
+func (l *fakeLease) Started() <-chan struct{}     { return l.start }
 func (l *fakeLease) Ended() <-chan runner.Outcome { return l.ended }
-func (l *fakeLease) Stop()                        { l.end(runner.Outcome{Cancelled: true, StopStage: "abort", Error: "aborted"}) }
+func (l *fakeLease) Stop() {
+	l.end(runner.Outcome{Cancelled: true, StopStage: "abort", Error: "aborted"})
+}
 
 // node is one runner of a test, running until the test ends.
 type node struct {
