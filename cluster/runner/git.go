@@ -188,20 +188,8 @@ func (g *Git) Finish(ctx context.Context, run records.RunRecord, ws Workspace) (
 	if err := check(p); err != nil {
 		return Pushed{}, err
 	}
-	if _, err := g.run(ctx, ws.Dir, "add", "--all"); err != nil {
-		return Pushed{}, fmt.Errorf("runner: stage the changes: %w", err)
-	}
-	if _, err := g.run(ctx, ws.Dir, "diff", "--cached", "--quiet"); err != nil {
-		var ge *git.Error
-		if !errors.As(err, &ge) || ge.ExitCode != 1 {
-			return Pushed{}, fmt.Errorf("runner: look at the changes: %w", err)
-		}
-		msg := fmt.Sprintf("%s\n\nShard run %s of job %s, on node %s.\n",
-			firstNonEmpty(run.Name, "shard run "+run.RunID), run.RunID, run.JobID, g.Node)
-		if _, err := g.run(ctx, ws.Dir, "-c", "commit.gpgsign=false", "-c", "core.hooksPath="+os.DevNull,
-			"commit", "--quiet", "--no-verify", "-m", msg); err != nil {
-			return Pushed{}, fmt.Errorf("runner: commit the changes: %w", err)
-		}
+	if _, err := g.commit(ctx, run, ws.Dir); err != nil {
+		return Pushed{}, err
 	}
 	out, err := g.run(ctx, ws.Dir, "rev-parse", "--verify", "HEAD")
 	if err != nil {
@@ -217,6 +205,27 @@ func (g *Git) Finish(ctx context.Context, run records.RunRecord, ws Workspace) (
 		return Pushed{Head: head}, nil // pushed; the stat is only a summary
 	}
 	return Pushed{Head: head, DiffStat: stat}, nil
+}
+
+// commit commits every change in the worktree dir (.gitignore kept)
+// under Shard's identity, with no hook and no signature, and reports
+// whether there was anything to commit.
+func (g *Git) commit(ctx context.Context, run records.RunRecord, dir string) (bool, error) {
+	if _, err := g.run(ctx, dir, "add", "--all"); err != nil {
+		return false, fmt.Errorf("runner: stage the changes: %w", err)
+	}
+	if _, err := g.run(ctx, dir, "diff", "--cached", "--quiet"); err == nil {
+		return false, nil
+	} else if ge := (*git.Error)(nil); !errors.As(err, &ge) || ge.ExitCode != 1 {
+		return false, fmt.Errorf("runner: look at the changes: %w", err)
+	}
+	msg := fmt.Sprintf("%s\n\nShard run %s of job %s, on node %s.\n",
+		firstNonEmpty(run.Name, "shard run "+run.RunID), run.RunID, run.JobID, g.Node)
+	if _, err := g.run(ctx, dir, "-c", "commit.gpgsign=false", "-c", "core.hooksPath="+os.DevNull,
+		"commit", "--quiet", "--no-verify", "-m", msg); err != nil {
+		return false, fmt.Errorf("runner: commit the changes: %w", err)
+	}
+	return true, nil
 }
 
 // diffStat sums `git diff --numstat base head` (a binary file counts as
@@ -241,11 +250,15 @@ func (g *Git) diffStat(ctx context.Context, dir, base, head string) (*protocol.D
 	return st, nil
 }
 
-// Remove removes a run's worktree, when it is one of this node's caches'
-// worktrees (its path under Root/worktrees and listed by the cache): a
-// directory that is not provably this node's is left alone.
-func (g *Git) Remove(ctx context.Context, run records.RunRecord) (bool, error) {
-	if run.Git == nil || !validName(run.RunID) {
+// Retire removes the worktree of a run that will not go on here (it was
+// interrupted), when the worktree is provably this node's: its path is
+// under Root/worktrees and the run's cache lists it as one of its
+// worktrees. Anything else is left alone. What the child changed is not
+// lost: it is committed first onto the run's branch in the cache (not
+// pushed: the run did not end, and its branch on the remote stays as the
+// parent's node knows it). It reports whether it removed the worktree.
+func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
+	if check(run.Git) != nil || !validName(run.RunID) {
 		return false, nil
 	}
 	dir, cache := g.WorktreeOf(run.RunID), g.cacheOf(run.Git.Remote)
@@ -260,17 +273,31 @@ func (g *Git) Remove(ctx context.Context, run records.RunRecord) (bool, error) {
 	}
 	listed := false
 	for f := range strings.SplitSeq(string(out), "\x00") {
-		if path, ok := strings.CutPrefix(f, "worktree "); ok && filepath.Clean(path) == dir {
+		if path, ok := strings.CutPrefix(f, "worktree "); ok && sameDir(path, dir) {
 			listed = true
 		}
 	}
 	if !listed {
 		return false, nil
 	}
+	if _, err := g.commit(ctx, run, dir); err != nil {
+		return false, err
+	}
 	if _, err := g.run(ctx, cache, "worktree", "remove", "--force", "--force", dir); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// sameDir reports whether two paths name one directory (symbolic links
+// resolved, as git may have stored either form).
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
 }
 
 // validName is an id a path may be made of: the record layer's token.

@@ -46,10 +46,12 @@ func clusterConfig(cfg *config.Config, version string) (cc cluster.Config, ok bo
 // serves no client before it is a member.
 func (d *Daemon) startCluster(cc cluster.Config) error {
 	log := d.log.With("component", "cluster")
+	d.clusterRunsDeps()
 	cc.Hooks = cluster.Hooks{
 		Load: func() cluster.Load {
 			agents, runtimes, runs := d.metrics.Load()
-			return cluster.Load{Agents: agents, ActiveAgents: runtimes, ActiveRuns: runs}
+			// The runs claimed from other nodes' jobs count here too.
+			return cluster.Load{Agents: agents, ActiveAgents: runtimes, ActiveRuns: runs + d.runs.running()}
 		},
 		// Declaring a node dead is where its unfinished runs become
 		// interrupted and are reported to their parents once (as after a
@@ -61,9 +63,11 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 				"dead_node", node, "incarnation", inc)
 		},
 		// A rejoin reconciles as a restarted daemon does; this daemon
-		// already did at its start (jobs.Reconcile), and its records are
-		// still its own, so there is nothing more to do yet.
+		// already did at its start (jobs.Reconcile) for its own jobs; the
+		// runs it claimed in its previous incarnation are interrupted
+		// (once across the cluster) by its runner (clusterruns.go).
 		OnRejoin: func(r cluster.Rejoin) {
+			d.rejoinRuns(r)
 			log.Info(fmt.Sprintf("cluster: node %s rejoins as incarnation %d (incarnation %d declared dead by %s)",
 				cc.Node, r.Incarnation, r.Previous, r.DeclaredBy),
 				"previous", r.Previous, "incarnation", r.Incarnation, "declared_by", r.DeclaredBy)
@@ -88,7 +92,11 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 	}
 	log.Info(fmt.Sprintf("cluster: node %s joined (%d members)", n.Name(), alive),
 		"incarnation", n.Incarnation(), "members", alive)
+	if url := n.ClientURL(); url != "" {
+		log.Info("cluster: NATS clients at "+url, "client_url", url)
+	}
 	d.startDirectory()
+	d.startRuns()
 	return nil
 }
 
@@ -119,6 +127,7 @@ func (d *Daemon) closeCluster() {
 	if d.node == nil {
 		return
 	}
+	d.stopRuns()
 	d.stopDirectory()
 	_ = d.node.Close()
 	d.log.Info("cluster: node stopped", "node", d.node.Name())

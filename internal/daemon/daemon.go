@@ -109,6 +109,12 @@ type Daemon struct {
 	// dir is the agent directory's part of this node (clusterdir.go);
 	// nil on a single shardd.
 	dir *directory
+	// runs is this node's side of the runs any node may take
+	// (clusterruns.go); nil on a single shardd.
+	runs *clusterRuns
+	// gate is the daemon's fork gate (set in Start), which the git of
+	// claimed runs goes through too.
+	gate *procs.ForkGate
 	// startFailed is set by failStart: Shutdown has nothing to stop.
 	startFailed bool
 	// group owns the goroutines every actor starts off its mailbox (store
@@ -233,6 +239,7 @@ func (d *Daemon) Start() error {
 	// Every process the daemon starts (runtimes, git, the workspace setup
 	// command) goes through one gate: one fork at a time (procs.ForkGate).
 	forks := &procs.ForkGate{Spare: d.forks}
+	d.gate = forks
 	logs, err := logfile.NewMux()
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
