@@ -5,10 +5,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"net"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"slices"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -18,491 +19,416 @@ import (
 	"github.com/shard-dev/shard/cluster/clustertest"
 	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/cluster/records/recordstest"
+	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
 )
 
-// freeAddr is a loopback address with a port free a moment ago (for a
-// listener of a shardd flag that cannot report the port it bound).
-func freeAddr(t *testing.T) string {
+// runsNode starts shardd as node i of mesh for the runs tests: room for
+// one run (jobs.max_active 1), and a NATS client port of its own on
+// loopback, which the test (playing the parent's node) connects to.
+func runsNode(t *testing.T, mesh *clustertest.Mesh, i int, home, token string) *daemon {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p := &proc{stdout: &shardtest.Buffer{}, stderr: &shardtest.Buffer{}}
+	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
+		Shardd: sharddBin, Home: home,
+		Args: []string{"--web-port", "0", "--store.no-sync", "--jobs.max-active", "1",
+			"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
+			"--cluster.client-listen", "127.0.0.1:0",
+			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
+			"--cluster.lease", clusterLease},
+		Env:    []string{"SHARD_CLUSTER_TOKEN=" + token},
+		Stdout: p.stdout, Stderr: io.MultiWriter(p.stderr, mesh.RouteWatcher(i)),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	p.Proc, p.cmd = sd.Proc, sd.Cmd
+	d := &daemon{t: t, home: home, proc: p}
+	t.Cleanup(d.cleanup)
+	return d
 }
 
-// originRepo makes a repository on main with one commit whose remote
-// "origin" is a bare repository (the remote every node reaches), main
-// pushed there. It returns the checkout and the bare repository.
-func originRepo(t *testing.T) (repo, origin string) {
+var natsClientsRE = regexp.MustCompile(`cluster: NATS clients at (nats://127\.0\.0\.1:\d+)`)
+
+// natsURL is the NATS client URL d logged when it joined (its last).
+func natsURL(t *testing.T, d *daemon) string {
 	t.Helper()
-	repo = wsRepo(t)
-	origin = filepath.Join(shortTemp(t), "origin.git")
-	wsGit(t, filepath.Dir(origin), "init", "-q", "--bare", "-b", "main", origin)
-	wsGit(t, repo, "remote", "add", "origin", origin)
-	wsGit(t, repo, "push", "-q", "origin", "main")
-	return repo, origin
+	var url string
+	eventually(t, clusterWait, "the node logs its NATS client URL", func() bool {
+		b, err := d.sd().Log(0)
+		m := natsClientsRE.FindAllStringSubmatch(b, -1)
+		if err != nil || len(m) == 0 {
+			return false
+		}
+		url = m[len(m)-1][1]
+		return true
+	})
+	return url
 }
 
-// runEvents collects the subagent_run_changed events a connection gets.
-type runEvents struct {
-	mu  sync.Mutex
-	got []protocol.SubagentRunChanged
+// runsOrigin is the shared remote (a bare repository) with main at one
+// commit, and a checkout the test pushes the runs' branches from.
+type runsOrigin struct {
+	bare, work, base string
 }
 
-func collectRunEvents(t *testing.T, d *daemon) (*client.Conn, *runEvents) {
+func newRunsOrigin(t *testing.T) runsOrigin {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := client.Dial(ctx, d.socket())
+	work := wsRepo(t)
+	bare := filepath.Join(shortTemp(t), "origin.git")
+	wsGit(t, work, "init", "-q", "--bare", bare)
+	wsGit(t, work, "push", "-q", bare, "HEAD:refs/heads/main")
+	return runsOrigin{bare: bare, work: work, base: wsGit(t, work, "rev-parse", "HEAD")}
+}
+
+// queueRuns plays the parent's node: it pushes each run's branch at the
+// base, writes the job and its anywhere runs (the child's manifest a
+// store.Agent whose requests wait in queue for a client, as a subagent's
+// do when nobody can answer), and returns the runs' keys.
+func queueRuns(t *testing.T, rec *records.Records, o runsOrigin, jobID string, tasks []string) []string {
+	t.Helper()
+	var ids []string
+	for i := range tasks {
+		ids = append(ids, fmt.Sprintf("run-%s-%d", strings.TrimPrefix(jobID, "job-"), i))
+	}
+	now := time.Now().UnixMilli()
+	if _, err := rec.Jobs.Create(t.Context(), jobID, records.JobRecord{JobID: jobID, ParentAgentID: "agent-parent",
+		ParentNode: "n0", Strategy: protocol.StrategyParallel, RunIDs: ids, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for i, task := range tasks {
+		branch := "shard/" + ids[i]
+		wsGit(t, o.work, "push", "-q", o.bare, o.base+":refs/heads/"+branch)
+		agentID := "agent-" + ids[i]
+		child, err := json.Marshal(store.Agent{AgentID: agentID, SessionID: "sess-" + ids[i], Cwd: "/parent/node/path",
+			Name: fmt.Sprintf("task-%d", i), ParentAgentID: "agent-parent", Depth: 1, CreatedAt: now,
+			HeadlessPolicy: "queue", WorkspaceID: "workspace-" + ids[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := records.RunRecord{RunID: ids[i], JobID: jobID, Index: i, Name: fmt.Sprintf("task-%d", i), AgentID: agentID,
+			Task: task, State: protocol.RunQueued, Anywhere: true, QueuedAt: now + int64(i),
+			Git: &records.RunGit{Remote: o.bare, Base: o.base, Branch: branch}, Child: child,
+			Workspace: &protocol.RunWorkspace{WorkspaceID: "workspace-" + ids[i], Branch: branch}}
+		if _, err := rec.CreateRun(t.Context(), run); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, records.RunKey(jobID, ids[i]))
+	}
+	return keys
+}
+
+// runsFollower follows a job's run records as the parent's node does,
+// keeping each run's last record and every state each went through.
+type runsFollower struct {
+	mu     sync.Mutex
+	last   map[string]records.RunRecord
+	states map[string][]protocol.RunState
+	seen   chan struct{} // a change arrived
+}
+
+func followRuns(t *testing.T, rec *records.Records, jobID string) *runsFollower {
+	t.Helper()
+	f := &runsFollower{last: map[string]records.RunRecord{}, states: map[string][]protocol.RunState{}, seen: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch, err := rec.Runs.Watch(ctx, jobID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	ev := &runEvents{}
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
 	go func() {
-		for e := range c.Events() {
-			if m, ok := e.Msg.(*protocol.SubagentRunChanged); ok {
-				ev.mu.Lock()
-				ev.got = append(ev.got, *m)
-				ev.mu.Unlock()
+		defer close(done)
+		for c := range ch {
+			if c.Synced || c.Deleted || c.Err != nil {
+				continue
+			}
+			f.mu.Lock()
+			f.last[c.Key] = c.Value
+			if s := f.states[c.Key]; len(s) == 0 || s[len(s)-1] != c.Value.State {
+				f.states[c.Key] = append(s, c.Value.State)
+			}
+			f.mu.Unlock()
+			select {
+			case f.seen <- struct{}{}:
+			default:
 			}
 		}
 	}()
-	return c, ev
+	return f
 }
 
-// transitions are the "prev>state" of run's events, in order.
-func (ev *runEvents) transitions(run string) []string {
-	ev.mu.Lock()
-	defer ev.mu.Unlock()
-	var out []string
-	for _, e := range ev.got {
-		if e.RunID == run {
-			out = append(out, string(e.PreviousState)+">"+string(e.State))
-		}
-	}
-	return out
-}
-
-// player plays the node that claims and runs a run, through the
-// cluster's records, as the claiming node's side will.
-type player struct {
-	t         *testing.T
-	rec       *records.Records
-	node, inc string
-}
-
-// claim claims the oldest claimable run for the player's node.
-func (p player) claim() records.Entry[records.RunRecord] {
-	p.t.Helper()
-	var got []records.Entry[records.RunRecord]
-	var err error
-	// A node lost a moment ago may have led a bucket's stream: the
-	// cluster answers again once it elected another leader.
-	eventually(p.t, clusterWait, p.node+" claims a run", func() bool {
-		got, err = p.rec.Claim(context.Background(), p.node, p.inc, 1)
-		return err == nil
-	})
-	if len(got) != 1 {
-		p.t.Fatalf("%s claims a run: %d runs", p.node, len(got))
-	}
-	return got[0]
-}
-
-// write changes e's record as a compare-and-set, as the node running it.
-func (p player) write(e *records.Entry[records.RunRecord], change func(*records.RunRecord)) {
-	p.t.Helper()
-	eventually(p.t, clusterWait, "write run "+e.Value.RunID, func() bool {
-		run := e.Value
-		change(&run)
-		rev, err := p.rec.Runs.Update(context.Background(), e.Key, run, e.Revision)
-		if err == nil {
-			e.Value, e.Revision = run, rev
-			return true
-		}
-		// The parent's node may have written a stop meanwhile, or the
-		// cluster did not answer: read again and decide again.
-		if cur, err := p.rec.Runs.Get(context.Background(), e.Key); err == nil {
-			*e = cur
-		}
-		return false
-	})
-}
-
-// start writes the run starting then active.
-func (p player) start(e *records.Entry[records.RunRecord]) {
-	p.t.Helper()
-	now := time.Now().UnixMilli()
-	p.write(e, func(r *records.RunRecord) { r.State, r.StartedAt = protocol.RunStarting, now })
-	p.write(e, func(r *records.RunRecord) { r.State = protocol.RunActive })
-}
-
-// work commits a file on the run's branch in a clone of origin and
-// pushes it; it returns the new head.
-func (p player) work(e *records.Entry[records.RunRecord], file, text string) string {
-	p.t.Helper()
-	dir := filepath.Join(shortTemp(p.t), "clone")
-	wsGit(p.t, filepath.Dir(dir), "clone", "-q", e.Value.Git.Remote, dir)
-	wsGit(p.t, dir, "checkout", "-q", e.Value.Git.Branch)
-	if got := wsGit(p.t, dir, "rev-parse", "HEAD"); got != e.Value.Git.Base {
-		p.t.Fatalf("branch %s on origin at %s, want the base %s", e.Value.Git.Branch, got, e.Value.Git.Base)
-	}
-	if err := os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644); err != nil {
-		p.t.Fatal(err)
-	}
-	wsGit(p.t, dir, "add", file)
-	wsGit(p.t, dir, "commit", "-q", "-m", "work of "+e.Value.Name)
-	wsGit(p.t, dir, "push", "-q", "origin", e.Value.Git.Branch)
-	return wsGit(p.t, dir, "rev-parse", "HEAD")
-}
-
-// end writes the run's terminal record.
-func (p player) end(e *records.Entry[records.RunRecord], state protocol.RunState, final, head string, stat *protocol.DiffStats) {
-	p.t.Helper()
-	p.write(e, func(r *records.RunRecord) {
-		r.State, r.FinalText, r.EndedAt, r.LeaseUntil = state, final, time.Now().UnixMilli(), 0
-		r.Usage = &protocol.RunUsage{Input: 10, Output: 5}
-		if head != "" {
-			g := *r.Git
-			g.Head = head
-			r.Git = &g
-		}
-		if r.Workspace != nil {
-			ws := *r.Workspace
-			ws.DiffStat = stat
-			r.Workspace = &ws
-		}
-	})
-}
-
-// runRecord reads a run's record.
-func runRecord(t *testing.T, rec *records.Records, job, run string) records.Entry[records.RunRecord] {
+// wait waits until the records satisfy want (given a copy of them).
+func (f *runsFollower) wait(t *testing.T, what string, want func(last map[string]records.RunRecord) bool) map[string]records.RunRecord {
 	t.Helper()
-	var e records.Entry[records.RunRecord]
-	eventually(t, clusterWait, "read run record "+run, func() bool {
-		var err error
-		e, err = rec.Runs.Get(context.Background(), records.RunKey(job, run))
-		return err == nil
-	})
-	return e
-}
-
-// snapshotOf is run's snapshot in a subagent.wait answer.
-func snapshotOf(data protocol.SubagentWaitData, run string) protocol.RunSnapshot {
-	for _, r := range data.Runs {
-		if r.RunID == run {
-			return r
+	timeout := time.After(clusterWait)
+	for {
+		f.mu.Lock()
+		snap := make(map[string]records.RunRecord, len(f.last))
+		for k, v := range f.last {
+			snap[k] = v
+		}
+		f.mu.Unlock()
+		if want(snap) {
+			return snap
+		}
+		select {
+		case <-f.seen:
+		case <-timeout:
+			t.Fatalf("waited %s for %s; runs %+v", clusterWait, what, snap)
 		}
 	}
-	return protocol.RunSnapshot{}
 }
 
-// waitRun waits until the parent's node shows run as want says
-// (subagent.wait, no blocking, asked again on each try).
-func waitRun(t *testing.T, d *daemon, parent, run, what string, want func(protocol.RunSnapshot) bool) protocol.RunSnapshot {
-	t.Helper()
-	var got protocol.RunSnapshot
-	eventually(t, clusterWait, what, func() bool {
-		c, err := dialQuiet(d)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		zero := 0.0
-		var data protocol.SubagentWaitData
-		if c.Call(ctx, &protocol.SubagentWait{Header: protocol.Header{Type: protocol.TypeSubagentWait}, ParentAgentID: parent,
-			Handles: []string{run}, Timeout: &zero}, &data) != nil {
-			return false
-		}
-		got = snapshotOf(data, run)
-		return want(got)
-	})
-	return got
+func (f *runsFollower) history(key string) []protocol.RunState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]protocol.RunState(nil), f.states[key]...)
 }
 
-// reportsOf counts the completion reports of each run in the parent's
-// transcript on home (0 while it has none).
-func reportsOf(t *testing.T, home string) map[string]int {
+// allowOn attaches to agentID on d (as soon as d hosts it) and allows
+// every permission it asks, once release is closed. It returns when the
+// test ends.
+func allowOn(t *testing.T, d *daemon, agentID string, release <-chan struct{}) {
 	t.Helper()
-	entries, _ := os.ReadDir(filepath.Join(home, "sessions"))
-	out := map[string]int{}
-	for _, e := range entries {
-		b, _ := os.ReadFile(filepath.Join(home, "sessions", e.Name(), "session.jsonl"))
-		if strings.Contains(string(b), "[subagent report]") {
-			for id, n := range reportCounts(t, home, e.Name()) {
-				out[id] += n
+	c, err := dialQuiet2(d)
+	if err != nil {
+		t.Errorf("dial %s: %v", d.home, err)
+		return
+	}
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		var data protocol.AgentAttachData
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := c.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: agentID}}, &data)
+			cancel()
+			if err == nil {
+				break
+			}
+			if protocol.CodeOf(err) != protocol.CodeNotFound {
+				return // the connection closed: the test ended
+			}
+			time.Sleep(50 * time.Millisecond) // adopted a moment after the claim
+		}
+	}()
+	go func() {
+		answer := func(requestID string) {
+			<-release
+			_ = c.Send(&protocol.PermissionResponse{Header: protocol.Header{Type: protocol.TypePermissionResponse, AgentID: agentID},
+				RequestID: requestID, Decision: protocol.DecisionAllow})
+		}
+		for ev := range c.Events() {
+			switch m := ev.Msg.(type) {
+			case *protocol.Sync:
+				for _, raw := range m.PendingRequests {
+					var p struct {
+						Type      string `json:"type"`
+						RequestID string `json:"request_id"`
+					}
+					if json.Unmarshal(raw, &p) == nil && p.Type == protocol.TypePermissionRequest {
+						go answer(p.RequestID)
+					}
+				}
+			case *protocol.PermissionRequest:
+				if m.AgentID == agentID {
+					go answer(m.RequestID)
+				}
 			}
 		}
-	}
-	return out
+	}()
 }
 
-// TestClusterRunsAnywhere: a parent on n1 creates an isolated parallel job
-// in a repository whose origin is a bare repository; its runs are
-// published to the cluster (branches pushed at the base, records queued
-// for any node), and this test plays the nodes that claim them through the
-// records. n1 follows each record into its runs: the node on the
-// snapshot, the wire events, subagent.wait's outcome, one report each, the
-// pushed work fetched for workspace.diff and workspace.merge; a stop is
-// written into the records (a claimed run asked to stop, an unclaimed one
-// cancelled); a run held by n3 is interrupted when n3 dies and reported
-// once; and runs survive a restart of n1 itself: one that ended while n1
-// was down is reported once, one still running stays followed.
+// dialQuiet2 connects to d without draining its events.
+func dialQuiet2(d *daemon) (*client.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return client.Dial(ctx, d.socket())
+}
+
+// TestClusterRunsAnywhere: three real shardd nodes, each with room for
+// one run, and a bare repository as the shared remote. The test plays the
+// parent's node through a node's NATS client port: it writes a job of
+// four runs any node may take, each a sim task writing a file. Three
+// nodes claim one run each (never more), host the child in a worktree of
+// their own cache, run it with the real runtime and the sim model, commit
+// and push the run's branch and write the terminal record; the fourth run
+// is claimed once a node has room again. Then a stop request ends a run
+// cancelled, and a node SIGKILLed mid-run interrupts its run once when it
+// comes back as its next incarnation.
 func TestClusterRunsAnywhere(t *testing.T) {
 	mesh := clustertest.NewMesh(t, 3)
 	token := randomToken(t, "cluster-token")
 	homes := []string{newHome(t), newHome(t), newHome(t)}
-	natsAddr := freeAddr(t)
 	nodes := make([]*daemon, 3)
 	for i := range nodes {
-		var extra []string
-		if i == 1 {
-			extra = []string{"--cluster.client-listen", natsAddr}
-		}
-		nodes[i] = clusterNode(t, mesh, i, homes[i], token, extra...)
+		nodes[i] = runsNode(t, mesh, i, homes[i], token)
 	}
 	for _, d := range nodes {
 		d.waitServing()
 	}
-	n1 := nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
-	rec := recordstest.Dial(t, "nats://"+natsAddr, token, 3)
-	on2 := player{t: t, rec: rec, node: "n2", inc: "1"}
-	on3 := player{t: t, rec: rec, node: "n3", inc: "1"}
+	byName := func(name string) int { return int(name[1] - '1') }
+	urls := []string{natsURL(t, nodes[0]), natsURL(t, nodes[1]), natsURL(t, nodes[2])}
+	rec := recordstest.Dial(t, strings.Join(urls, ","), token, records.Options{})
+	o := newRunsOrigin(t)
 
-	repo, origin := originRepo(t)
-	base := wsGit(t, repo, "rev-parse", "HEAD")
-	c1, events := collectRunEvents(t, n1)
-	var parent protocol.AgentCreateData
-	call(t, c1, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)
-
-	// The job: four isolated runs, published before the create answers.
-	var job protocol.SubagentCreateData
-	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
-		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace,
-		Tasks: []protocol.TaskSpec{{Name: "a", Task: "sim: say a"}, {Name: "b", Task: "sim: say b"}, {Name: "c", Task: "sim: say c"}, {Name: "d", Task: "sim: say d"}}}, &job)
-	jr, err := rec.Jobs.Get(context.Background(), job.JobID)
-	if err != nil || jr.Value.ParentNode != "n1" || jr.Value.ParentAgentID != parent.AgentID || len(jr.Value.RunIDs) != 4 {
-		t.Fatalf("job record %+v: %v", jr.Value, err)
+	// Four runs, each writing its own file; their permissions are
+	// answered only once three runs are active at once.
+	var tasks []string
+	for i := range 4 {
+		tasks = append(tasks, fmt.Sprintf("sim: tool write {\"path\":\"out-%d.txt\",\"content\":\"from run %d\\n\"}\nsim: say run %d done", i, i, i))
 	}
-	for _, cr := range job.Runs {
-		e := runRecord(t, rec, job.JobID, cr.RunID)
-		r := e.Value
-		if !r.Anywhere || r.State != protocol.RunQueued || r.Node != "" || r.AgentID != cr.AgentID || r.Task != "sim: say "+cr.Name ||
-			r.Git == nil || r.Git.Remote != origin || r.Git.Base != base || r.Git.Branch == "" || len(r.Child) == 0 {
-			t.Fatalf("run record of %s: %+v", cr.Name, r)
-		}
-		var child struct {
-			AgentID       string `json:"agent_id"`
-			ParentAgentID string `json:"parent_agent_id"`
-		}
-		if err := json.Unmarshal(r.Child, &child); err != nil || child.AgentID != cr.AgentID || child.ParentAgentID != parent.AgentID {
-			t.Fatalf("child manifest of %s: %s (%v)", cr.Name, r.Child, err)
-		}
-		// Its branch is on origin at the base.
-		if got := wsGit(t, origin, "rev-parse", "refs/heads/"+r.Git.Branch); got != base {
-			t.Fatalf("branch %s on origin at %q, want %s", r.Git.Branch, got, base)
-		}
-	}
-	// The parent's node never starts them itself: queued, no node.
-	var st protocol.SubagentStatusData
-	call(t, c1, &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: parent.AgentID}, &st)
-	if len(st.Jobs) != 1 || len(st.Jobs[0].Runs) != 4 {
-		t.Fatalf("subagent.status: %+v", st)
-	}
-	for _, r := range st.Jobs[0].Runs {
-		if r.State != protocol.RunQueued || r.Node != "" {
-			t.Fatalf("run %s before any claim: %+v", r.Name, r)
-		}
-	}
-
-	// Run a (the oldest) is claimed by n2, runs there, pushes its work
-	// and completes.
-	a := on2.claim()
-	on2.start(&a)
-	waitRun(t, n1, parent.AgentID, a.Value.RunID, "n1 shows run a active on n2", func(r protocol.RunSnapshot) bool {
-		return r.State == protocol.RunActive && r.Node == "n2"
-	})
-	head := on2.work(&a, "a.txt", "work of a\n")
-	on2.end(&a, protocol.RunCompleted, "a is done", head, &protocol.DiffStats{Files: 1, Additions: 1})
-	var waited protocol.SubagentWaitData
-	ctx, cancel := context.WithTimeout(context.Background(), clusterWait)
-	defer cancel()
-	timeout := clusterWait.Seconds()
-	if err := c1.Call(ctx, &protocol.SubagentWait{Header: protocol.Header{Type: protocol.TypeSubagentWait}, ParentAgentID: parent.AgentID,
-		Handles: []string{a.Value.RunID}, Timeout: &timeout}, &waited); err != nil {
-		t.Fatal(err)
-	}
-	ra := snapshotOf(waited, a.Value.RunID)
-	if waited.TimedOut || ra.State != protocol.RunCompleted || ra.Node != "n2" || ra.FinalText != "a is done" || ra.Usage == nil ||
-		ra.Workspace == nil || ra.Workspace.DiffStat == nil || ra.Workspace.DiffStat.Files != 1 {
-		t.Fatalf("subagent.wait on run a: %+v (%+v)", ra, waited)
-	}
-	eventually(t, clusterWait, "run a's events", func() bool {
-		return slices.Equal(events.transitions(a.Value.RunID), []string{"queued>starting", "starting>active", "active>completed"})
-	})
-	// Its work is here: the diff shows it, and it merges.
-	var diff protocol.WorkspaceDiffData
-	call(t, c1, &protocol.WorkspaceDiff{Header: protocol.Header{Type: protocol.TypeWorkspaceDiff}, WorkspaceID: ra.Workspace.WorkspaceID}, &diff)
-	if diff.Stats.Files != 1 || len(diff.Files) != 1 || diff.HeadSHA != head {
-		t.Fatalf("workspace.diff of run a: %+v", diff)
-	}
-	var merged protocol.WorkspaceMergeData
-	call(t, c1, &protocol.WorkspaceMerge{Header: protocol.Header{Type: protocol.TypeWorkspaceMerge}, WorkspaceID: ra.Workspace.WorkspaceID,
-		Strategy: protocol.MergeMerge}, &merged)
-	if b, err := os.ReadFile(filepath.Join(repo, "a.txt")); err != nil || string(b) != "work of a\n" {
-		t.Fatalf("after workspace.merge, a.txt in the main checkout: %q, %v (%+v)", b, err, merged)
-	}
-
-	// Run b is claimed by n2 and stopped: the stop is written into its
-	// record for n2, which ends it cancelled.
-	b := on2.claim()
-	on2.start(&b)
-	waitRun(t, n1, parent.AgentID, b.Value.RunID, "n1 shows run b active on n2", func(r protocol.RunSnapshot) bool {
-		return r.State == protocol.RunActive && r.Node == "n2"
-	})
-	var stopped protocol.SubagentStopData
-	call(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: b.Value.RunID}, &stopped)
-	if len(stopped.Cancelled) != 1 || stopped.Cancelled[0].RunID != b.Value.RunID {
-		t.Fatalf("subagent.stop of run b: %+v", stopped)
-	}
-	b = runRecord(t, rec, job.JobID, b.Value.RunID)
-	if b.Value.StopRequestedAt == 0 || b.Value.StopStage != "abort" || b.Value.State != protocol.RunActive {
-		t.Fatalf("run b's record after the stop: %+v", b.Value)
-	}
-	on2.end(&b, protocol.RunCancelled, "", "", nil)
-	waitRun(t, n1, parent.AgentID, b.Value.RunID, "n1 shows run b cancelled", func(r protocol.RunSnapshot) bool {
-		return r.State == protocol.RunCancelled
-	})
-
-	// Run d was never claimed: its stop cancels it in its record, so no
-	// node takes it.
-	var left []protocol.CreatedRun
-	for _, r := range job.Runs {
-		if r.RunID != a.Value.RunID && r.RunID != b.Value.RunID {
-			left = append(left, r)
-		}
-	}
-	d := left[0]
-	call(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: d.RunID}, &stopped)
-	if len(stopped.Cancelled) != 1 || stopped.Cancelled[0].State != protocol.RunCancelled {
-		t.Fatalf("subagent.stop of unclaimed run d: %+v", stopped)
-	}
-	if e := runRecord(t, rec, job.JobID, d.RunID); e.Value.State != protocol.RunCancelled || e.Value.Node != "" {
-		t.Fatalf("run d's record after the stop: %+v", e.Value)
-	}
-
-	// Run c, the last one, is claimed by n3 (never d: it is cancelled) and
-	// runs there; n3 dies: whoever declares it dead interrupts c in its
-	// record, and n1 reports it once.
-	c := on3.claim()
-	if c.Value.RunID != left[1].RunID {
-		t.Fatalf("n3 claimed %s, want %s (d %s is cancelled)", c.Value.RunID, left[1].RunID, d.RunID)
-	}
-	if got, err := rec.Claim(context.Background(), "n2", "1", 4); err != nil || len(got) != 0 {
-		t.Fatalf("a claim after every run was taken or cancelled: %d runs, %v", len(got), err)
-	}
-	on3.start(&c)
-	waitRun(t, n1, parent.AgentID, c.Value.RunID, "n1 shows run c active on n3", func(r protocol.RunSnapshot) bool {
-		return r.State == protocol.RunActive && r.Node == "n3"
-	})
-	nodes[2].kill()
-	nodes[2].waitExit(t, exitTimeout)
-	rc := waitRun(t, n1, parent.AgentID, c.Value.RunID, "n1 shows run c interrupted", func(r protocol.RunSnapshot) bool {
-		return r.State.Terminal()
-	})
-	if rc.State != protocol.RunInterrupted || !strings.Contains(rc.Error, "n3") {
-		t.Fatalf("run c after n3 died: %+v", rc)
-	}
-
-	// Each ended run is reported to the parent once.
-	ended := []string{a.Value.RunID, b.Value.RunID, c.Value.RunID, d.RunID}
-	eventually(t, clusterWait, "the four reports delivered", func() bool {
-		got := reportsOf(t, homes[0])
-		for _, id := range ended {
-			if got[id] == 0 {
-				return false
+	follow := followRuns(t, rec, "job-edits")
+	keys := queueRuns(t, rec, o, "job-edits", tasks)
+	release := make(chan struct{})
+	attached := map[string]bool{}
+	attach := func(last map[string]records.RunRecord) {
+		for _, r := range last {
+			if r.Node != "" && !attached[r.RunID] {
+				attached[r.RunID] = true
+				allowOn(t, nodes[byName(r.Node)], r.AgentID, release)
 			}
 		}
-		return true
-	})
-
-	// n3 back; then n1, the parent's node, dies with two runs on n2: one
-	// ends while n1 is down, the other still runs when it returns.
-	nodes[2] = clusterNode(t, mesh, 2, homes[2], token)
-	nodes[2].waitServing()
-	waitNode(t, n1, "n1 sees n3 back", "n3", func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive && n.Incarnation == 2 })
-	var job2 protocol.SubagentCreateData
-	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
-		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace,
-		Tasks: []protocol.TaskSpec{{Name: "e", Task: "sim: say e"}, {Name: "f", Task: "sim: say f"}}}, &job2)
-	e := on2.claim()
-	f := on2.claim()
-	on2.start(&e)
-	on2.start(&f)
-	waitRun(t, n1, parent.AgentID, f.Value.RunID, "n1 shows run f active", func(r protocol.RunSnapshot) bool { return r.State == protocol.RunActive })
-	// A chain stays on the parent's node, and dies with it.
-	var chain protocol.SubagentCreateData
-	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
-		Strategy: protocol.StrategyChain,
-		Tasks:    []protocol.TaskSpec{{Name: "one", Task: "sim: sleep 60000"}, {Name: "two", Task: "sim: say two"}, {Name: "three", Task: "sim: say three"}}}, &chain)
-	waitRun(t, n1, parent.AgentID, chain.Runs[0].RunID, "chain step one active on n1", func(r protocol.RunSnapshot) bool {
-		return r.State == protocol.RunActive && r.Node == "n1"
-	})
-	c1.Close()
-	n1.kill()
-	n1.waitExit(t, exitTimeout)
-	on2.end(&e, protocol.RunCompleted, "e is done", "", nil)
-	n1 = clusterNode(t, mesh, 0, homes[0], token)
-	n1.waitServing()
-	re := waitRun(t, n1, parent.AgentID, e.Value.RunID, "the restarted n1 shows run e completed", func(r protocol.RunSnapshot) bool {
-		return r.State.Terminal()
-	})
-	if re.State != protocol.RunCompleted || re.FinalText != "e is done" || re.Node != "n2" {
-		t.Fatalf("run e after n1's restart: %+v", re)
 	}
-	if rf := waitRun(t, n1, parent.AgentID, f.Value.RunID, "run f", func(protocol.RunSnapshot) bool { return true }); rf.State != protocol.RunActive || rf.Node != "n2" {
-		t.Fatalf("run f, still running on n2, after n1's restart: %+v", rf)
-	}
-	on2.end(&f, protocol.RunCompleted, "f is done", "", nil)
-	waitRun(t, n1, parent.AgentID, f.Value.RunID, "the restarted n1 follows run f to its end", func(r protocol.RunSnapshot) bool {
-		return r.State == protocol.RunCompleted && r.FinalText == "f is done"
-	})
-	// The chain: the step that ran when n1 died is interrupted, the rest
-	// cancelled, never started (a restart's rule, docs/protocol.md §10.3).
-	for i, want := range []protocol.RunState{protocol.RunInterrupted, protocol.RunCancelled, protocol.RunCancelled} {
-		if r := waitRun(t, n1, parent.AgentID, chain.Runs[i].RunID, "chain step", func(protocol.RunSnapshot) bool { return true }); r.State != want {
-			t.Fatalf("chain step %d after n1's restart: %+v, want %s", i+1, r, want)
-		}
-		ended = append(ended, chain.Runs[i].RunID)
-	}
-	ended = append(ended, e.Value.RunID, f.Value.RunID)
-	eventually(t, clusterWait, "the reports of e, f and the chain delivered", func() bool {
-		got := reportsOf(t, homes[0])
-		for _, id := range ended {
-			if got[id] == 0 {
-				return false
+	live := follow.wait(t, "three runs live at once, one per node", func(last map[string]records.RunRecord) bool {
+		held := map[string]int{}
+		for _, r := range last {
+			if r.State == protocol.RunStarting || r.State == protocol.RunActive {
+				held[r.Node]++
 			}
 		}
-		return true
+		return len(held) == 3 && held["n1"] == 1 && held["n2"] == 1 && held["n3"] == 1
 	})
-	// Once each, for every run of both jobs: nothing was reported twice,
-	// by the follow replaying a record or by the restart.
-	got := reportsOf(t, homes[0])
-	for _, id := range ended {
-		if got[id] != 1 {
-			t.Fatalf("run %s reported %d times (%v)", id, got[id], got)
+	attach(live)
+	close(release)
+	end := follow.wait(t, "the four runs ended", func(last map[string]records.RunRecord) bool {
+		attach(last)
+		n := 0
+		for _, r := range last {
+			if r.State.Terminal() {
+				n++
+			}
+		}
+		return n == 4
+	})
+	byNode := map[string]int{}
+	for i, key := range keys {
+		r := end[key]
+		byNode[r.Node]++
+		if r.State != protocol.RunCompleted || r.FinalText != fmt.Sprintf("run %d done", i) || r.Error != "" || r.Incarnation != "1" {
+			t.Errorf("%s ended %s on %s: final %q error %q", key, r.State, r.Node, r.FinalText, r.Error)
+		}
+		if h := follow.history(key); strings.Join(states(h), ",") != "queued,starting,active,completed" {
+			t.Errorf("%s went %v", key, h)
+		}
+		if r.Git == nil || r.Git.Head == "" || r.Workspace == nil || r.Workspace.WorkspaceID != "workspace-"+r.RunID ||
+			r.Workspace.DiffStat == nil || *r.Workspace.DiffStat != (protocol.DiffStats{Files: 1, Additions: 1}) {
+			t.Errorf("%s git %+v workspace %+v", key, r.Git, r.Workspace)
+			continue
+		}
+		// The branch on the remote: one commit of Shard's on the base,
+		// holding the file the child wrote.
+		if head := wsGit(t, o.bare, "rev-parse", "refs/heads/"+r.Git.Branch); head != r.Git.Head {
+			t.Errorf("%s: remote branch at %s, record says %s", key, head, r.Git.Head)
+		}
+		if got := wsGit(t, o.bare, "show", r.Git.Head+":out-"+fmt.Sprint(i)+".txt"); got != fmt.Sprintf("from run %d", i) {
+			t.Errorf("%s: out-%d.txt on the remote = %q", key, i, got)
+		}
+		if who := wsGit(t, o.bare, "log", "-1", "--format=%an <%ae> %P", r.Git.Head); who != "Shard <shard@localhost> "+o.base {
+			t.Errorf("%s: commit %q", key, who)
+		}
+		// The child lives on the claiming node, in the run's worktree there.
+		list := waitListed(t, nodes[0], "n1 lists "+r.AgentID, func(l []protocol.AgentInfo) bool { _, ok := agentOf(l, r.AgentID); return ok })
+		in, _ := agentOf(list, r.AgentID)
+		wantCwd := filepath.Join(homes[byName(r.Node)], "cluster", "runs", "worktrees", r.RunID)
+		if in.Node != r.Node || in.Cwd != wantCwd || in.ParentAgentID != "agent-parent" {
+			t.Errorf("%s's child on n1's list: node %s cwd %s parent %s; want %s %s", key, in.Node, in.Cwd, in.ParentAgentID, r.Node, wantCwd)
 		}
 	}
-	if len(got) != len(ended) {
-		t.Fatalf("reports of %v, want one per run of %v", got, ended)
+	if len(byNode) != 3 {
+		t.Errorf("runs by node %v: want all three nodes", byNode)
 	}
+	// The nodes' caches are their owners' alone.
+	for _, h := range homes {
+		if fi, err := os.Stat(filepath.Join(h, "cluster", "runs")); err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s/cluster/runs: %v %v", h, fi.Mode(), err)
+		}
+	}
+
+	// Two runs that sleep: one is stopped by its parent's node, the other
+	// is on a node SIGKILLed mid-run.
+	follow2 := followRuns(t, rec, "job-sleep")
+	keys = queueRuns(t, rec, o, "job-sleep", []string{"sim: sleep 600000", "sim: sleep 600000"})
+	both := follow2.wait(t, "both sleeping runs active", func(last map[string]records.RunRecord) bool {
+		return last[keys[0]].State == protocol.RunActive && last[keys[1]].State == protocol.RunActive
+	})
+	for {
+		e, err := rec.Runs.Get(t.Context(), keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Value.StopRequestedAt = time.Now().UnixMilli()
+		if _, err := rec.Runs.Update(t.Context(), keys[0], e.Value, e.Revision); err == nil {
+			break
+		}
+	}
+	stopped := follow2.wait(t, "the stopped run ended", func(last map[string]records.RunRecord) bool { return last[keys[0]].State.Terminal() })[keys[0]]
+	if stopped.State != protocol.RunCancelled || stopped.StopStage == "" || stopped.Git.Head != o.base {
+		t.Errorf("stopped run: %s stage %q head %s error %q", stopped.State, stopped.StopStage, stopped.Git.Head, stopped.Error)
+	}
+
+	victim := both[keys[1]].Node
+	vi := byName(victim)
+	nodes[vi].kill()
+	nodes[vi].waitExit(t, exitTimeout)
+	if r, _ := rec.Runs.Get(t.Context(), keys[1]); r.Value.State != protocol.RunActive {
+		t.Fatalf("the killed node's run is %s before the node returns", r.Value.State)
+	}
+	nodes[vi] = runsNode(t, mesh, vi, homes[vi], token)
+	nodes[vi].waitServing()
+	lost := follow2.wait(t, "the killed node's run interrupted", func(last map[string]records.RunRecord) bool {
+		return last[keys[1]].State.Terminal()
+	})[keys[1]]
+	if lost.State != protocol.RunInterrupted || lost.Node != victim || lost.Incarnation != "1" || lost.Error != "node "+victim+" was lost" {
+		t.Errorf("the killed node's run: %+v", lost)
+	}
+	if h := follow2.history(keys[1]); strings.Join(states(h), ",") != "queued,starting,active,interrupted" {
+		t.Errorf("the killed node's run went %v", h)
+	}
+	// Interrupted once: the restarted node logged one interruption, and
+	// its worktree of the run is gone.
+	eventually(t, clusterWait, "the restarted node logs the interruption", func() bool {
+		b, _ := nodes[vi].sd().Log(0)
+		return strings.Count(b, "cluster: interrupted 1 runs of incarnation 1") == 1
+	})
+	if _, err := os.Stat(filepath.Join(homes[vi], "cluster", "runs", "worktrees", lost.RunID)); !os.IsNotExist(err) {
+		t.Errorf("the interrupted run's worktree: %v", err)
+	}
+	// The restarted node takes runs again.
+	follow3 := followRuns(t, rec, "job-after")
+	keys = queueRuns(t, rec, o, "job-after", []string{"sim: say after", "sim: say after", "sim: say after"})
+	after := follow3.wait(t, "three runs after the restart ended", func(last map[string]records.RunRecord) bool {
+		return last[keys[0]].State.Terminal() && last[keys[1]].State.Terminal() && last[keys[2]].State.Terminal()
+	})
+	for _, k := range keys {
+		if after[k].State != protocol.RunCompleted {
+			t.Errorf("%s after the restart: %+v", k, after[k])
+		}
+	}
+	// Nothing logs the token or a task.
+	for _, d := range nodes {
+		if b, err := d.sd().Log(0); err != nil || strings.Contains(b, token) || strings.Contains(b, "sim: tool write") {
+			t.Errorf("%s's log: %v, holds the token or a task", d.home, err)
+		}
+	}
+}
+
+func states(s []protocol.RunState) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = string(v)
+	}
+	return out
 }

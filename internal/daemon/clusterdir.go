@@ -80,7 +80,7 @@ func (d *Daemon) startDirectory(ctx context.Context) {
 			wait = min(2*wait, agentdir.DefaultMaxRetry)
 		}
 		// The same records carry the runs any node may take (jobs/remote).
-		d.runs.SetRecords(rec)
+		d.remoteRuns.SetRecords(rec)
 		view := agentdir.NewView(d.node.Name(), rec.Agents, log)
 		// Another node's agent changing is told to this node's clients as
 		// its own agents' changes are (docs/protocol.md §13 "Agents of
@@ -232,13 +232,13 @@ func (d *Daemon) directoryDeps() registry.Directory {
 	return d.dir
 }
 
-// runsDeps makes d.runs when clustered: the jobs coordinator's handle on
+// runsDeps makes d.remoteRuns when clustered: the jobs coordinator's handle on
 // the runs any node may take (jobs/remote), whose records startDirectory
 // gives it once they are open. nil on a single shardd.
 func (d *Daemon) runsDeps(forks *procs.ForkGate) *remote.Runs {
 	if !d.clustered {
 		return nil
 	}
-	d.runs = remote.New(d.cluster.Node, &git.Exec{Forks: forks}, d.log.With("component", "cluster"))
-	return d.runs
+	d.remoteRuns = remote.New(d.cluster.Node, &git.Exec{Forks: forks}, d.log.With("component", "cluster"))
+	return d.remoteRuns
 }

@@ -110,9 +110,16 @@ type Daemon struct {
 	// dir is the agent directory's part of this node (clusterdir.go);
 	// nil on a single shardd.
 	dir *directory
-	// runs is the jobs coordinator's handle on the runs any node of the
-	// cluster may take (jobs/remote); nil on a single shardd.
-	runs *remote.Runs
+	// remoteRuns is the jobs coordinator's handle on the runs any node of
+	// the cluster may take, the parent's node's side (jobs/remote); nil on
+	// a single shardd.
+	remoteRuns *remote.Runs
+	// runs is this node's side of the runs any node may take
+	// (clusterruns.go); nil on a single shardd.
+	runs *clusterRuns
+	// gate is the daemon's fork gate (set in Start), which the git of
+	// claimed runs goes through too.
+	gate *procs.ForkGate
 	// startFailed is set by failStart: Shutdown has nothing to stop.
 	startFailed bool
 	// group owns the goroutines every actor starts off its mailbox (store
@@ -237,6 +244,7 @@ func (d *Daemon) Start() error {
 	// Every process the daemon starts (runtimes, git, the workspace setup
 	// command) goes through one gate: one fork at a time (procs.ForkGate).
 	forks := &procs.ForkGate{Spare: d.forks}
+	d.gate = forks
 	logs, err := logfile.NewMux()
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)

@@ -1,11 +1,11 @@
-// Package recordstest opens the cluster's records over a NATS connection
-// of a test's own, so a test outside cluster/ (which may not import NATS)
-// can play a node: claim a run and write its records as the node that
-// runs it would, and read what a shardd wrote.
+// Package recordstest lets a test outside cluster/ reach a cluster's
+// records as a node would: it dials a node's NATS client port with the
+// cluster token and opens cluster/records over it, so a binary-level test
+// can play a node (write jobs and runs, follow them) without importing
+// NATS itself (the rule that only cluster/... imports NATS).
 package recordstest
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -15,25 +15,23 @@ import (
 	"github.com/shard-dev/shard/cluster/records"
 )
 
-// Dial connects to the NATS client URL of a cluster node with the
-// cluster's token and opens (binds) the records with replicas replicas,
-// as the nodes made them. The connection closes when t ends.
-func Dial(t testing.TB, url, token string, replicas int) *records.Records {
+// Dial connects to url (a node's nats:// client URL) with token and opens
+// the records with opts; both are closed when the test ends.
+func Dial(t testing.TB, url, token string, opts records.Options) *records.Records {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.Token(token), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := nats.Connect(url, nats.Token(token), nats.Name("shard test"),
+		nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
-		t.Fatalf("recordstest: connect %s: %v", url, err)
+		t.Fatalf("recordstest: connect: %v", err)
 	}
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatalf("recordstest: jetstream: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	rec, err := records.Open(ctx, js, records.Options{Replicas: replicas})
+	rec, err := records.Open(t.Context(), js, opts)
 	if err != nil {
-		t.Fatalf("recordstest: open the records: %v", err)
+		t.Fatalf("recordstest: open records: %v", err)
 	}
 	return rec
 }
