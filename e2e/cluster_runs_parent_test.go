@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -506,5 +507,94 @@ func TestClusterRunsParentNode(t *testing.T) {
 	}
 	if len(got) != len(ended) {
 		t.Fatalf("reports of %v, want one per run of %v", got, ended)
+	}
+}
+
+// TestClusterRunsSpread: the claiming nodes are the real ones. Three
+// shardd nodes with room for one run each; a parent on n1 creates an
+// isolated parallel job of four runs in a repository whose origin is a
+// bare repository. The runs land on at least two nodes, each writes its
+// file there and pushes its branch, and on n1 every run completes with
+// the node it ran on, its work in its workspace (workspace.diff), its
+// events, and one completion report.
+func TestClusterRunsSpread(t *testing.T) {
+	mesh := clustertest.NewMesh(t, 3)
+	token := randomToken(t, "cluster-token")
+	homes := []string{newHome(t), newHome(t), newHome(t)}
+	nodes := make([]*daemon, 3)
+	for i := range nodes {
+		nodes[i] = runsNode(t, mesh, i, homes[i], token)
+	}
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	n1 := nodes[0]
+	for _, name := range []string{"n1", "n2", "n3"} {
+		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	}
+	repo, _ := originRepo(t)
+	c1, events := collectRunEvents(t, n1)
+	var parent protocol.AgentCreateData
+	call(t, c1, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo, HeadlessPolicy: "queue"}, &parent)
+	const n = 4
+	var tasks []protocol.TaskSpec
+	for i := range n {
+		tasks = append(tasks, protocol.TaskSpec{Name: fmt.Sprintf("t%d", i), Task: fmt.Sprintf(
+			"sim: sleep 1500\nsim: tool write {\"path\":\"out-%d.txt\",\"content\":\"from run %d\\n\"}\nsim: say run %d done", i, i, i)})
+	}
+	var job protocol.SubagentCreateData
+	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
+		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace, Tasks: tasks}, &job)
+	var handles []string
+	for _, r := range job.Runs {
+		handles = append(handles, r.RunID)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*clusterWait)
+	defer cancel()
+	timeout := (3 * clusterWait).Seconds()
+	var waited protocol.SubagentWaitData
+	if err := c1.Call(ctx, &protocol.SubagentWait{Header: protocol.Header{Type: protocol.TypeSubagentWait}, ParentAgentID: parent.AgentID,
+		Handles: handles, Mode: "all", Timeout: &timeout}, &waited); err != nil {
+		t.Fatal(err)
+	}
+	on := map[string]int{}
+	for i, cr := range job.Runs {
+		r := snapshotOf(waited, cr.RunID)
+		if r.State != protocol.RunCompleted || r.FinalText != fmt.Sprintf("run %d done", i) || r.Node == "" || r.Workspace == nil {
+			t.Fatalf("run %d: %+v (wait %+v)", i, r, waited)
+		}
+		on[r.Node]++
+		var diff protocol.WorkspaceDiffData
+		call(t, c1, &protocol.WorkspaceDiff{Header: protocol.Header{Type: protocol.TypeWorkspaceDiff}, WorkspaceID: r.Workspace.WorkspaceID}, &diff)
+		if len(diff.Files) != 1 || diff.Stats.Files != 1 {
+			t.Fatalf("workspace.diff of run %d (on %s): %+v", i, r.Node, diff)
+		}
+		eventually(t, clusterWait, fmt.Sprintf("run %d's completion event", i), func() bool {
+			tr := events.transitions(cr.RunID)
+			return len(tr) > 0 && strings.HasSuffix(tr[len(tr)-1], ">completed")
+		})
+	}
+	if len(on) < 2 {
+		t.Fatalf("the runs ran on %v: want at least two nodes", on)
+	}
+	eventually(t, clusterWait, "the four reports delivered", func() bool {
+		got := reportsOf(t, homes[0])
+		for _, h := range handles {
+			if got[h] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	got := reportsOf(t, homes[0])
+	for _, h := range handles {
+		if got[h] != 1 {
+			t.Fatalf("run %s reported %d times (%v)", h, got[h], got)
+		}
+	}
+	for _, h := range handles {
+		if tr := events.transitions(h); strings.Count(strings.Join(tr, " "), ">completed") != 1 {
+			t.Fatalf("run %s's events: %v", h, tr)
+		}
 	}
 }
