@@ -540,22 +540,47 @@ func TestClusterRunsSpread(t *testing.T) {
 	var tasks []protocol.TaskSpec
 	for i := range n {
 		tasks = append(tasks, protocol.TaskSpec{Name: fmt.Sprintf("t%d", i), Task: fmt.Sprintf(
-			"sim: sleep 1500\nsim: tool write {\"path\":\"out-%d.txt\",\"content\":\"from run %d\\n\"}\nsim: say run %d done", i, i, i)})
+			"sim: tool write {\"path\":\"out-%d.txt\",\"content\":\"from run %d\\n\"}\nsim: say run %d done", i, i, i)})
 	}
 	var job protocol.SubagentCreateData
 	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
 		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace, Tasks: tasks}, &job)
+	// Each child asks to write its file: whoever hosts it is answered by
+	// this test, attached to it on that node (the others refuse the
+	// attach: another node's agent).
+	allowed := make(chan struct{})
+	close(allowed)
 	var handles []string
 	for _, r := range job.Runs {
 		handles = append(handles, r.RunID)
+		for _, d := range nodes {
+			allowOn(t, d, r.AgentID, allowed)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*clusterWait)
 	defer cancel()
 	timeout := (3 * clusterWait).Seconds()
 	var waited protocol.SubagentWaitData
 	if err := c1.Call(ctx, &protocol.SubagentWait{Header: protocol.Header{Type: protocol.TypeSubagentWait}, ParentAgentID: parent.AgentID,
-		Handles: handles, Mode: "all", Timeout: &timeout}, &waited); err != nil {
-		t.Fatal(err)
+		Handles: handles, Mode: "all", Timeout: &timeout}, &waited); err != nil || waited.TimedOut {
+		for _, h := range homes {
+			entries, _ := os.ReadDir(filepath.Join(h, "sessions"))
+			for _, e := range entries {
+				b, _ := os.ReadFile(filepath.Join(h, "sessions", e.Name(), "session.jsonl"))
+				t.Logf("%s session %s:\n%s", h, e.Name(), b)
+			}
+			logs, _ := os.ReadDir(filepath.Join(h, "logs", "agents"))
+			for _, e := range logs {
+				b, _ := os.ReadFile(filepath.Join(h, "logs", "agents", e.Name()))
+				t.Logf("%s agent log %s:\n%s", h, e.Name(), b)
+			}
+			if st, err := listOn(t, nodes[0], protocol.AgentList{}); err == nil {
+				for _, a := range st.Agents {
+					t.Logf("agent %s on %s: status %s runtime %s", a.AgentID, a.Node, a.Status, a.RuntimeState)
+				}
+			}
+		}
+		t.Fatalf("subagent.wait: %v (%+v)", err, waited)
 	}
 	on := map[string]int{}
 	for i, cr := range job.Runs {
