@@ -238,6 +238,24 @@ func (r *Runner) InterruptPrevious(ctx context.Context, previous string) ([]reco
 	}
 }
 
+// HeldBy lists the runs this node held in incarnation inc, in any state
+// (a restarted node retires the worktrees of those that were
+// interrupted). It lists the whole runs bucket (docs/cluster.md, known
+// limits).
+func (r *Runner) HeldBy(ctx context.Context, inc string) ([]records.Entry[records.RunRecord], error) {
+	all, err := r.o.Records.Runs.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []records.Entry[records.RunRecord]
+	for _, e := range all {
+		if e.Value.Node == r.o.Node && e.Value.Incarnation == inc {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
 // sleep waits d or until ctx ends; it reports whether d passed.
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

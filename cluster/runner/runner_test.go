@@ -1,11 +1,14 @@
 package runner_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/cluster/runner"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -263,5 +266,55 @@ func TestRunnerInterruptPrevious(t *testing.T) {
 	}
 	if e, err := parent.Runs.Get(t.Context(), keys[1]); err != nil || e.Value.State != protocol.RunActive {
 		t.Fatalf("n2's run: %+v %v", e.Value, err)
+	}
+	if held, err := n.r.HeldBy(t.Context(), "4"); err != nil || len(held) != 1 || held[0].Key != keys[0] || held[0].Value.State != protocol.RunInterrupted {
+		t.Fatalf("held by incarnation 4: %+v %v", held, err)
+	}
+}
+
+// TestGitRetire: the worktree of an interrupted run is removed when it is
+// provably the node's (under its root, listed by its cache), after what
+// the child changed was committed onto the run's branch in the cache;
+// a run the node never made a worktree for, or one whose directory is
+// not a worktree of its cache, is left alone.
+func TestGitRetire(t *testing.T) {
+	o := newOrigin(t)
+	g := &runner.Git{Root: filepath.Join(t.TempDir(), "runs"), Node: "n1"}
+	run := records.RunRecord{RunID: "run-1", JobID: "job-1", Name: "t", Git: o.branch("shard/job-1-run-1")}
+	ws, err := g.Prepare(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.Dir != g.WorktreeOf("run-1") {
+		t.Fatalf("worktree %s", ws.Dir)
+	}
+	if err := os.WriteFile(filepath.Join(ws.Dir, "half.txt"), []byte("half done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A directory in the worktrees' place that is no worktree of a cache.
+	stranger := records.RunRecord{RunID: "run-2", JobID: "job-1", Git: run.Git}
+	if err := os.MkdirAll(g.WorktreeOf("run-2"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := g.Retire(t.Context(), stranger); err != nil || gone {
+		t.Fatalf("retire a stranger: %v %v", gone, err)
+	}
+	if _, err := os.Stat(g.WorktreeOf("run-2")); err != nil {
+		t.Fatalf("the stranger's directory: %v", err)
+	}
+	if gone, err := g.Retire(t.Context(), run); err != nil || !gone {
+		t.Fatalf("retire: %v %v", gone, err)
+	}
+	if _, err := os.Stat(ws.Dir); !os.IsNotExist(err) {
+		t.Fatalf("the worktree is still there: %v", err)
+	}
+	if got := o.git(ws.Cache, "show", "refs/heads/shard/job-1-run-1:half.txt"); got != "half done" {
+		t.Fatalf("the child's work in the cache: %q", got)
+	}
+	if o.show("shard/job-1-run-1", "half.txt") != "" {
+		t.Fatal("a retired run's work was pushed")
+	}
+	if gone, err := g.Retire(t.Context(), run); err != nil || gone {
+		t.Fatalf("retire again: %v %v", gone, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/cluster/runner"
 	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/workspaces/git"
 )
@@ -136,7 +137,17 @@ func (cr *clusterRuns) interruptPrevious(ctx context.Context, r *runner.Runner, 
 			if len(got) > 0 {
 				log.Info(fmt.Sprintf("cluster: interrupted %d runs of incarnation %d", len(got), inc), "runs", len(got), "previous", inc)
 			}
-			for _, e := range got {
+			// Its worktrees of those runs go, whoever interrupted them (a
+			// survivor may have been first): the runs that incarnation
+			// held, now interrupted.
+			left, err := r.HeldBy(ctx, prev)
+			if err != nil && ctx.Err() == nil {
+				log.Warn("cluster: runs of the previous incarnation not listed", "previous", inc, "err", err)
+			}
+			for _, e := range left {
+				if e.Value.State != protocol.RunInterrupted {
+					continue
+				}
 				if _, err := g.Retire(ctx, e.Value); err != nil && ctx.Err() == nil {
 					log.Warn("cluster: worktree of an interrupted run not retired", "run_id", e.Value.RunID, "err", err)
 				}
