@@ -399,9 +399,10 @@ func TestClusterRunsAnywhere(t *testing.T) {
 	}
 	// Interrupted once: the restarted node logged one interruption, and
 	// its worktree of the run is gone.
-	eventually(t, clusterWait, "the restarted node logs the interruption", func() bool {
+	eventually(t, clusterWait, "the restarted node logs the interruption and the worktree's retirement", func() bool {
 		b, _ := nodes[vi].sd().Log(0)
-		return strings.Count(b, "cluster: interrupted 1 runs of incarnation 1") == 1
+		return strings.Count(b, "cluster: interrupted 1 runs of incarnation 1") == 1 &&
+			strings.Count(b, "cluster: retired the worktree of interrupted run "+lost.RunID) == 1
 	})
 	if _, err := os.Stat(filepath.Join(homes[vi], "cluster", "runs", "worktrees", lost.RunID)); !os.IsNotExist(err) {
 		t.Errorf("the interrupted run's worktree: %v", err)

@@ -148,8 +148,10 @@ func (cr *clusterRuns) interruptPrevious(ctx context.Context, r *runner.Runner, 
 				if e.Value.State != protocol.RunInterrupted {
 					continue
 				}
-				if _, err := g.Retire(ctx, e.Value); err != nil && ctx.Err() == nil {
+				if gone, err := g.Retire(ctx, e.Value); err != nil && ctx.Err() == nil {
 					log.Warn("cluster: worktree of an interrupted run not retired", "run_id", e.Value.RunID, "err", err)
+				} else if gone {
+					log.Info("cluster: retired the worktree of interrupted run "+e.Value.RunID, "run_id", e.Value.RunID)
 				}
 			}
 		}
