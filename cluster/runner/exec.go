@@ -81,12 +81,15 @@ func (x *exec) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		x.finish(ctx, log, Outcome{Error: fmt.Sprintf("cannot host the child: %v", err)}, &ws)
+		// Nothing ran in the worktree: nothing to push.
+		x.finish(ctx, log, Outcome{Error: fmt.Sprintf("cannot host the child: %v", err)}, nil)
 		return
 	}
 	var deadline <-chan time.Time
-	if run.TimeoutMs > 0 {
-		t := time.NewTimer(time.Duration(run.TimeoutMs) * time.Millisecond)
+	if run.Deadline > 0 {
+		// From the deadline recorded at starting: the worktree's making
+		// counts against the run's time, as a local run's setup does.
+		t := time.NewTimer(time.UnixMilli(run.Deadline).Sub(x.r.o.Now()))
 		defer t.Stop()
 		deadline = t.C
 	}
