@@ -286,9 +286,6 @@ func (x *exec) write(ctx context.Context, change func(*records.RunRecord)) error
 		rev, err := t.Update(ctx, x.cur.Key, run, x.cur.Revision)
 		if err == nil {
 			x.cur = records.Entry[records.RunRecord]{Key: x.cur.Key, Value: run, Revision: rev}
-			if x.r.o.Changed != nil {
-				x.r.o.Changed(run)
-			}
 			return nil
 		}
 		if !errors.Is(err, records.ErrConflict) {

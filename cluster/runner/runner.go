@@ -79,9 +79,6 @@ type Options struct {
 	Retry, MaxRetry time.Duration
 	// Now is the clock of the records it writes (default time.Now).
 	Now func() time.Time
-	// Changed, when set, is told each change of a run this node holds
-	// (tests follow the executor with it; the daemon counts its load).
-	Changed func(run records.RunRecord)
 }
 
 // Runner claims runs for this node and executes them. Run it with Run;
