@@ -188,9 +188,9 @@ func (f *runsFollower) history(key string) []protocol.RunState {
 	return append([]protocol.RunState(nil), f.states[key]...)
 }
 
-// allowOn attaches to agentID on d (as soon as d hosts it) and allows
-// every permission it asks, once release is closed. It returns when the
-// test ends.
+// allowOn attaches to agentID on d (which hosts it: its run is active)
+// and allows every permission it asks, once release is closed. What it
+// started ends with the test.
 func allowOn(t *testing.T, d *daemon, agentID string, release <-chan struct{}) {
 	t.Helper()
 	c, err := dialQuiet2(d)
@@ -201,17 +201,11 @@ func allowOn(t *testing.T, d *daemon, agentID string, release <-chan struct{}) {
 	t.Cleanup(func() { c.Close() })
 	go func() {
 		var data protocol.AgentAttachData
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := c.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: agentID}}, &data)
-			cancel()
-			if err == nil {
-				break
-			}
-			if protocol.CodeOf(err) != protocol.CodeNotFound {
-				return // the connection closed: the test ended
-			}
-			time.Sleep(50 * time.Millisecond) // adopted a moment after the claim
+		ctx, cancel := context.WithTimeout(context.Background(), clusterWait)
+		defer cancel()
+		err := c.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: agentID}}, &data)
+		if err != nil && c.Err() == nil {
+			t.Errorf("attach %s on %s: %v", agentID, d.home, err)
 		}
 	}()
 	go func() {
@@ -287,20 +281,28 @@ func TestClusterRunsAnywhere(t *testing.T) {
 	attached := map[string]bool{}
 	attach := func(last map[string]records.RunRecord) {
 		for _, r := range last {
-			if r.Node != "" && !attached[r.RunID] {
+			// Active: the child exists on its node and took the task; its
+			// permission request waits there (headless policy queue).
+			if r.State == protocol.RunActive && !attached[r.RunID] {
 				attached[r.RunID] = true
 				allowOn(t, nodes[byName(r.Node)], r.AgentID, release)
 			}
 		}
 	}
-	live := follow.wait(t, "three runs live at once, one per node", func(last map[string]records.RunRecord) bool {
-		held := map[string]int{}
+	live := follow.wait(t, "three runs active at once, one per node", func(last map[string]records.RunRecord) bool {
+		held, active := map[string]int{}, 0
 		for _, r := range last {
 			if r.State == protocol.RunStarting || r.State == protocol.RunActive {
 				held[r.Node]++
 			}
+			if r.State == protocol.RunActive {
+				active++
+			}
 		}
-		return len(held) == 3 && held["n1"] == 1 && held["n2"] == 1 && held["n3"] == 1
+		if len(held) > 3 || held["n1"] > 1 || held["n2"] > 1 || held["n3"] > 1 {
+			t.Fatalf("a node holds more runs than its room: %v", held)
+		}
+		return active == 3
 	})
 	attach(live)
 	close(release)

@@ -110,6 +110,9 @@ func (x *exec) run(ctx context.Context) {
 				return
 			}
 		case <-renew.C:
+			if changes == nil {
+				changes = x.watch(wctx) // it could not open: try again
+			}
 			if err := x.write(ctx, func(run *records.RunRecord) {
 				run.LeaseUntil = x.r.o.Now().Add(x.r.o.Lease).UnixMilli()
 			}); err != nil {
