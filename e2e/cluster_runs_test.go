@@ -374,6 +374,15 @@ func TestClusterRunsAnywhere(t *testing.T) {
 		}
 		return true
 	})
+	// Each node's load counts the run it claimed (cluster.status RUNS).
+	waitStatus(t, nodes[1], "each node's load shows its claimed run", func(st protocol.ClusterStatusData) bool {
+		for _, name := range []string{"n1", "n2", "n3"} {
+			if n, ok := nodeOf(st, name); !ok || n.Load.Runs != 1 {
+				return false
+			}
+		}
+		return true
+	})
 	for {
 		e, err := rec.Runs.Get(t.Context(), keys[0])
 		if err != nil {
