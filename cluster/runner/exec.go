@@ -40,7 +40,7 @@ func newExec(r *Runner, e records.Entry[records.RunRecord]) *exec {
 func (x *exec) run(ctx context.Context) {
 	log := x.r.log.With("job_id", x.cur.Value.JobID, "run_id", x.cur.Value.RunID)
 	now := x.r.o.Now()
-	err := x.write(ctx, func(run *records.RunRecord) {
+	err := x.must(ctx, func(run *records.RunRecord) {
 		run.State = protocol.RunStarting
 		run.StartedAt = now.UnixMilli()
 		if run.TimeoutMs > 0 {
@@ -102,7 +102,7 @@ func (x *exec) run(ctx context.Context) {
 			return // the daemon stops: the run is interrupted later, once
 		case <-started:
 			started = nil
-			if err := x.write(ctx, func(run *records.RunRecord) {
+			if err := x.must(ctx, func(run *records.RunRecord) {
 				run.State = protocol.RunActive
 				run.LeaseUntil = x.r.o.Now().Add(x.r.o.Lease).UnixMilli()
 			}); err != nil {
@@ -127,13 +127,14 @@ func (x *exec) run(ctx context.Context) {
 				changes = x.watch(wctx) // the watch closed: follow again
 				continue
 			}
+			if c.Revision < x.cur.Revision {
+				continue // older than what this node wrote since
+			}
 			if !x.mine(&c.Value) {
 				x.giveUp(ctx, log, errLost)
 				return
 			}
-			if c.Revision > x.cur.Revision {
-				x.cur = records.Entry[records.RunRecord]{Key: c.Key, Value: c.Value, Revision: c.Revision}
-			}
+			x.cur = records.Entry[records.RunRecord]{Key: c.Key, Value: c.Value, Revision: c.Revision}
 			if c.Value.StopRequestedAt != 0 && !x.stopped {
 				log.Info("cluster: run stop requested")
 				x.stopped = true
@@ -246,15 +247,7 @@ func (x *exec) finish(ctx context.Context, log interface {
 			run.Git = &g
 		}
 	}
-	// The end must be recorded: while the cluster has no quorum, try
-	// again (the daemon stopping ends it; the run is interrupted then).
-	wait := x.r.o.Retry
-	err := x.write(ctx, end)
-	for errors.Is(err, records.ErrUnavailable) && sleep(ctx, wait) {
-		wait = min(2*wait, x.r.o.MaxRetry)
-		err = x.write(ctx, end)
-	}
-	if err != nil {
+	if err := x.must(ctx, end); err != nil {
 		x.giveUp(ctx, log, err)
 		return
 	}
@@ -271,6 +264,24 @@ func (x *exec) giveUp(ctx context.Context, log interface{ Warn(string, ...any) }
 	if ctx.Err() == nil {
 		log.Warn("cluster: run given up", "err", err)
 	}
+}
+
+// must writes a step the run cannot go on without (starting, active, its
+// end): while the cluster has no quorum it tries again, until the daemon
+// stops (then the run is interrupted later, once).
+func (x *exec) must(ctx context.Context, change func(*records.RunRecord)) error {
+	wait := x.r.o.Retry
+	err := x.write(ctx, change)
+	for errors.Is(err, records.ErrUnavailable) {
+		x.r.log.Warn("cluster: run record not written; retrying", "run_id", x.cur.Value.RunID,
+			"retry_in", wait.String(), "err", err)
+		if !sleep(ctx, wait) {
+			break
+		}
+		wait = min(2*wait, x.r.o.MaxRetry)
+		err = x.write(ctx, change)
+	}
+	return err
 }
 
 // write applies change to the run's record as a compare-and-set: on a

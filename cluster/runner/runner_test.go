@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -316,5 +317,33 @@ func TestGitRetire(t *testing.T) {
 	}
 	if gone, err := g.Retire(t.Context(), run); err != nil || gone {
 		t.Fatalf("retire again: %v %v", gone, err)
+	}
+}
+
+// TestRunnerRidesOutNoQuorum: the run's end cannot be written while the
+// cluster has no quorum (here: its one server is down); the node says so
+// and tries again, and once the server is back the run ends completed,
+// its branch pushed.
+func TestRunnerRidesOutNoQuorum(t *testing.T) {
+	js, srv := startNATSServer(t)
+	parent := openRecords(t, js)
+	o := newOrigin(t)
+	keys := queue(t, parent, o, "job-q", 1, nil)
+	host := newFakeHost(true)
+	said := make(chan string, 64)
+	startNodeWith(t, js, "n2", "1", 1, host, slog.New(logSignal{said}), records.Options{Timeout: 300 * time.Millisecond, AttemptTimeout: 100 * time.Millisecond})
+	<-host.started
+	waitRun(t, parent, keys[0], "active", func(r records.RunRecord) bool { return r.State == protocol.RunActive })
+	srv.stop()
+	host.lease("run-0").end(runnerOutcome())
+	for msg := range said {
+		if msg == "cluster: run record not written; retrying" {
+			break
+		}
+	}
+	srv.start()
+	r := waitRun(t, parent, keys[0], "its end", terminal)
+	if r.State != protocol.RunCompleted || r.Git.Head == "" || o.show(r.Git.Branch, "file-0.txt") == "" {
+		t.Fatalf("run after the outage: %+v", r)
 	}
 }
