@@ -40,8 +40,18 @@ type clusterRuns struct {
 	// interrupt (it restarted, or the others declared it dead while it
 	// ran): cluster.Hooks.OnRejoin adds them, possibly before the runner
 	// exists, and the runner takes them (kick).
-	previous []uint64
+	previous []rejoin
 	kick     chan struct{}
+}
+
+// rejoin is a previous incarnation to interrupt. Restarted says the
+// daemon started as the next incarnation (OnRejoin before the runner
+// existed): no child of the previous one runs any more, so its
+// interrupted runs' worktrees may go. An incarnation declared dead while
+// this daemon ran may still have children stopping in theirs: those stay.
+type rejoin struct {
+	inc       uint64
+	restarted bool
 }
 
 // runsGitTimeout bounds one git of a run (a fetch or push of a large
@@ -51,7 +61,7 @@ const runsGitTimeout = 10 * time.Minute
 // rejoined notes a previous incarnation whose runs this node interrupts.
 func (cr *clusterRuns) rejoined(previous uint64) {
 	cr.mu.Lock()
-	cr.previous = append(cr.previous, previous)
+	cr.previous = append(cr.previous, rejoin{inc: previous, restarted: cr.r.Load() == nil})
 	cr.mu.Unlock()
 	select {
 	case cr.kick <- struct{}{}:
@@ -128,7 +138,8 @@ func (cr *clusterRuns) interruptPrevious(ctx context.Context, r *runner.Runner, 
 		todo := slices.Clone(cr.previous)
 		cr.previous = nil
 		cr.mu.Unlock()
-		for _, inc := range todo {
+		for _, rj := range todo {
+			inc := rj.inc
 			prev := strconv.FormatUint(inc, 10)
 			got, err := r.InterruptPrevious(ctx, prev)
 			if err != nil && ctx.Err() == nil {
@@ -136,6 +147,9 @@ func (cr *clusterRuns) interruptPrevious(ctx context.Context, r *runner.Runner, 
 			}
 			if len(got) > 0 {
 				log.Info(fmt.Sprintf("cluster: interrupted %d runs of incarnation %d", len(got), inc), "runs", len(got), "previous", inc)
+			}
+			if !rj.restarted {
+				continue
 			}
 			// Its worktrees of those runs go, whoever interrupted them (a
 			// survivor may have been first): the runs that incarnation
