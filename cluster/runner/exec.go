@@ -206,9 +206,14 @@ func (x *exec) finish(ctx context.Context, log interface {
 		}
 	}
 	to := protocol.RunFailed
+	// A stop the parent's node asked at or after the run's deadline is
+	// the deadline (both sides keep it; whichever acts first, the run
+	// ends timed_out).
+	cur := x.cur.Value
+	lateStop := cur.Deadline > 0 && cur.StopRequestedAt >= cur.Deadline
 	switch {
 	case pushErr != nil:
-	case x.timedOut:
+	case x.timedOut || lateStop && !out.Completed:
 		to = protocol.RunTimedOut
 	case out.Completed:
 		to = protocol.RunCompleted

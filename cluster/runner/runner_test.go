@@ -149,18 +149,34 @@ func TestRunnerStopRequested(t *testing.T) {
 }
 
 // TestRunnerTimeout: a run whose lease outlives its timeout is stopped
-// and ends timed_out.
+// and ends timed_out; so does a run the parent's node stopped at its
+// deadline (the parent keeps the deadline too, and may act first).
 func TestRunnerTimeout(t *testing.T) {
 	js := startNATS(t)
 	parent := openRecords(t, js)
 	o := newOrigin(t)
-	keys := queue(t, parent, o, "job-t", 1, func(int) records.RunRecord {
-		return records.RunRecord{Task: "write slow.txt", TimeoutMs: 300, QueuedAt: 1}
+	keys := queue(t, parent, o, "job-t", 2, func(i int) records.RunRecord {
+		return records.RunRecord{Task: "write slow.txt", TimeoutMs: []int64{300, 3_600_000}[i], QueuedAt: int64(i)}
 	})
-	startNode(t, js, "n1", "1", 1, newFakeHost(true))
+	host := newFakeHost(true)
+	startNode(t, js, "n1", "1", 2, host)
 	r := waitRun(t, parent, keys[0], "its end", terminal)
 	if r.State != protocol.RunTimedOut || r.Error != "deadline exceeded" || r.Deadline == 0 {
 		t.Fatalf("timed out run: %+v", r)
+	}
+	a := waitRun(t, parent, keys[1], "active", func(r records.RunRecord) bool { return r.State == protocol.RunActive })
+	for {
+		e, err := parent.Runs.Get(t.Context(), keys[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Value.StopRequestedAt = a.Deadline // the parent's node's deadline fired
+		if _, err = parent.Runs.Update(t.Context(), keys[1], e.Value, e.Revision); err == nil {
+			break
+		}
+	}
+	if r := waitRun(t, parent, keys[1], "its end", terminal); r.State != protocol.RunTimedOut || r.Error != "deadline exceeded" {
+		t.Fatalf("run stopped at its deadline: %+v", r)
 	}
 }
 
