@@ -145,6 +145,14 @@ func (x *exec) run(ctx context.Context) {
 			x.timedOut = true
 			x.stopped = true
 			x.lease.Stop()
+		case stage := <-x.lease.Stopping():
+			if stage == "" || stage == "none" || stage == x.cur.Value.StopStage {
+				continue
+			}
+			if err := x.write(ctx, func(run *records.RunRecord) { run.StopStage = stage }); errors.Is(err, errLost) {
+				x.giveUp(ctx, log, err)
+				return
+			}
 		case out := <-x.lease.Ended():
 			x.finish(ctx, log, out, &ws)
 			return

@@ -212,6 +212,9 @@ type fakeHost struct {
 	hold    bool
 	started chan string // each lease's run id once it runs
 	failOn  string      // a run whose Start fails
+	// stuck leases do not end when stopped: they enter the "term" stage
+	// (the runtime ignored the abort) and wait for the test.
+	stuck bool
 }
 
 func newFakeHost(hold bool) *fakeHost {
@@ -219,12 +222,12 @@ func newFakeHost(hold bool) *fakeHost {
 }
 
 type fakeLease struct {
-	h       *fakeHost
-	runID   string
-	start   chan struct{}
-	ended   chan runner.Outcome
-	release chan runner.Outcome
-	once    sync.Once
+	h      *fakeHost
+	runID  string
+	start  chan struct{}
+	ended  chan runner.Outcome
+	stages chan string
+	once   sync.Once
 }
 
 func (h *fakeHost) Start(_ context.Context, run records.RunRecord, cwd string) (runner.Lease, error) {
@@ -235,7 +238,7 @@ func (h *fakeHost) Start(_ context.Context, run records.RunRecord, cwd string) (
 	if err := os.WriteFile(filepath.Join(cwd, name), []byte("written by "+run.RunID+"\n"), 0o644); err != nil {
 		return nil, err
 	}
-	l := &fakeLease{h: h, runID: run.RunID, start: make(chan struct{}), ended: make(chan runner.Outcome, 1), release: make(chan runner.Outcome, 1)}
+	l := &fakeLease{h: h, runID: run.RunID, start: make(chan struct{}), ended: make(chan runner.Outcome, 1), stages: make(chan string, 4)}
 	h.mu.Lock()
 	h.live++
 	h.maxLive = max(h.maxLive, h.live)
@@ -272,7 +275,12 @@ func (l *fakeLease) end(o runner.Outcome) {
 
 func (l *fakeLease) Started() <-chan struct{}     { return l.start }
 func (l *fakeLease) Ended() <-chan runner.Outcome { return l.ended }
+func (l *fakeLease) Stopping() <-chan string      { return l.stages }
 func (l *fakeLease) Stop() {
+	if l.h.stuck {
+		l.stages <- "term"
+		return
+	}
 	l.end(runner.Outcome{Cancelled: true, StopStage: "abort", Error: "aborted"})
 }
 

@@ -29,6 +29,10 @@ type Lease interface {
 	Started() <-chan struct{}
 	// Ended delivers how the lease ended, once.
 	Ended() <-chan Outcome
+	// Stopping delivers each escalation stage a stop of the leased turn
+	// enters ("abort", "term", "kill") while the run is still live, so the
+	// record shows a stop that is stuck; nil when the host tells none.
+	Stopping() <-chan string
 	// Stop stops the leased turn (abort, then the escalation); Ended
 	// follows with Cancelled set. Calling it again is harmless.
 	Stop()

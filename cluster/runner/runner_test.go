@@ -363,3 +363,35 @@ func TestRunnerRidesOutNoQuorum(t *testing.T) {
 		t.Fatalf("run after the outage: %+v", r)
 	}
 }
+
+// TestRunnerStopStuck: a stop whose escalation goes on (the child ignored
+// the abort) shows its stage in the record while the run is still live,
+// and the run ends cancelled with the stage that ended it.
+func TestRunnerStopStuck(t *testing.T) {
+	js := startNATS(t)
+	parent := openRecords(t, js)
+	o := newOrigin(t)
+	keys := queue(t, parent, o, "job-k", 1, nil)
+	host := newFakeHost(true)
+	host.stuck = true
+	startNode(t, js, "n3", "1", 1, host)
+	<-host.started
+	waitRun(t, parent, keys[0], "active", func(r records.RunRecord) bool { return r.State == protocol.RunActive })
+	for {
+		e, err := parent.Runs.Get(t.Context(), keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Value.StopRequestedAt, e.Value.StopStage = time.Now().UnixMilli(), "abort"
+		if _, err = parent.Runs.Update(t.Context(), keys[0], e.Value, e.Revision); err == nil {
+			break
+		}
+	}
+	waitRun(t, parent, keys[0], "the term stage while live", func(r records.RunRecord) bool {
+		return r.State == protocol.RunActive && r.StopStage == "term"
+	})
+	host.lease("run-0").end(runner.Outcome{Cancelled: true, StopStage: "kill", Error: "runtime exited (signal: killed)"})
+	if r := waitRun(t, parent, keys[0], "its end", terminal); r.State != protocol.RunCancelled || r.StopStage != "kill" {
+		t.Fatalf("stuck stop's end: %+v", r)
+	}
+}

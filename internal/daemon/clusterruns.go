@@ -223,7 +223,7 @@ func (h *runHost) Start(_ context.Context, run records.RunRecord, cwd string) (r
 	}
 	d.sys.Root.Send(d.registry, &registry.Adopt{Agents: []store.Agent{m}})
 	l := &runLease{d: d, agentID: m.AgentID, runID: run.RunID,
-		started: make(chan struct{}), ended: make(chan runner.Outcome, 1)}
+		started: make(chan struct{}), ended: make(chan runner.Outcome, 1), stopping: make(chan string, 4)}
 	pid := d.sys.Root.Spawn(actor.PropsFromFunc(l.receive))
 	// After the Adopt, through the same mailbox: the child exists when
 	// the lease reaches the registry.
@@ -238,13 +238,14 @@ type runLease struct {
 	agentID, runID string
 	started        chan struct{}
 	ended          chan runner.Outcome
+	stopping       chan string
 	startOnce      sync.Once
 	endOnce        sync.Once
 }
 
-// receive is the holder actor: LeaseStarted, then one LeaseEnded (after
-// which it stops); a steer of the leased run is acknowledged at once,
-// this node keeping no record of it.
+// receive is the holder actor: LeaseStarted, the stages of a stop, then
+// one LeaseEnded (after which it stops); a steer of the leased run is
+// acknowledged at once, this node keeping no record of it.
 func (l *runLease) receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *agent.LeaseStarted:
@@ -255,6 +256,11 @@ func (l *runLease) receive(c actor.Context) {
 				Usage: m.Usage, Error: m.Error, StopStage: m.StopStage}
 		})
 		c.Stop(c.Self())
+	case *agent.LeaseStopping:
+		select {
+		case l.stopping <- m.Stage:
+		default: // the executor is behind: the end carries the last stage
+		}
 	case *agent.LeaseSteered:
 		if c.Sender() != nil {
 			c.Respond(&agent.SteerRecorded{})
@@ -267,6 +273,9 @@ func (l *runLease) Started() <-chan struct{} { return l.started }
 
 // Ended implements runner.Lease.
 func (l *runLease) Ended() <-chan runner.Outcome { return l.ended }
+
+// Stopping implements runner.Lease.
+func (l *runLease) Stopping() <-chan string { return l.stopping }
 
 // Stop implements runner.Lease: the agent stops the leased turn by its
 // escalation (abort, then graceful, then kill).
