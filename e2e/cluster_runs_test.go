@@ -32,7 +32,7 @@ func runsNode(t *testing.T, mesh *clustertest.Mesh, i int, home, token string) *
 	p := &proc{stdout: &shardtest.Buffer{}, stderr: &shardtest.Buffer{}}
 	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
 		Shardd: sharddBin, Home: home,
-		Args: []string{"--web-port", "0", "--store.no-sync", "--jobs.max-active", "1",
+		Args: []string{"--web-port", "0", "--store.no-sync", "--jobs.max-active", "1", "--shutdown.timeout", "1s",
 			"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
 			"--cluster.client-listen", "127.0.0.1:0",
 			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
@@ -188,9 +188,9 @@ func (f *runsFollower) history(key string) []protocol.RunState {
 	return append([]protocol.RunState(nil), f.states[key]...)
 }
 
-// allowOn attaches to agentID on d (as soon as d hosts it) and allows
-// every permission it asks, once release is closed. It returns when the
-// test ends.
+// allowOn attaches to agentID on d (which hosts it: its run is active)
+// and allows every permission it asks, once release is closed. What it
+// started ends with the test.
 func allowOn(t *testing.T, d *daemon, agentID string, release <-chan struct{}) {
 	t.Helper()
 	c, err := dialQuiet2(d)
@@ -201,17 +201,11 @@ func allowOn(t *testing.T, d *daemon, agentID string, release <-chan struct{}) {
 	t.Cleanup(func() { c.Close() })
 	go func() {
 		var data protocol.AgentAttachData
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := c.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: agentID}}, &data)
-			cancel()
-			if err == nil {
-				break
-			}
-			if protocol.CodeOf(err) != protocol.CodeNotFound {
-				return // the connection closed: the test ended
-			}
-			time.Sleep(50 * time.Millisecond) // adopted a moment after the claim
+		ctx, cancel := context.WithTimeout(context.Background(), clusterWait)
+		defer cancel()
+		err := c.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: agentID}}, &data)
+		if err != nil && c.Err() == nil {
+			t.Errorf("attach %s on %s: %v", agentID, d.home, err)
 		}
 	}()
 	go func() {
@@ -256,8 +250,9 @@ func dialQuiet2(d *daemon) (*client.Conn, error) {
 // their own cache, run it with the real runtime and the sim model, commit
 // and push the run's branch and write the terminal record; the fourth run
 // is claimed once a node has room again. Then a stop request ends a run
-// cancelled, and a node SIGKILLed mid-run interrupts its run once when it
-// comes back as its next incarnation.
+// cancelled, and a node stopped (SIGTERM) or SIGKILLed mid-run leaves its
+// run as it was and interrupts it once when it comes back as its next
+// incarnation; the nodes take runs again after.
 func TestClusterRunsAnywhere(t *testing.T) {
 	mesh := clustertest.NewMesh(t, 3)
 	token := randomToken(t, "cluster-token")
@@ -286,20 +281,28 @@ func TestClusterRunsAnywhere(t *testing.T) {
 	attached := map[string]bool{}
 	attach := func(last map[string]records.RunRecord) {
 		for _, r := range last {
-			if r.Node != "" && !attached[r.RunID] {
+			// Active: the child exists on its node and took the task; its
+			// permission request waits there (headless policy queue).
+			if r.State == protocol.RunActive && !attached[r.RunID] {
 				attached[r.RunID] = true
 				allowOn(t, nodes[byName(r.Node)], r.AgentID, release)
 			}
 		}
 	}
-	live := follow.wait(t, "three runs live at once, one per node", func(last map[string]records.RunRecord) bool {
-		held := map[string]int{}
+	live := follow.wait(t, "three runs active at once, one per node", func(last map[string]records.RunRecord) bool {
+		held, active := map[string]int{}, 0
 		for _, r := range last {
 			if r.State == protocol.RunStarting || r.State == protocol.RunActive {
 				held[r.Node]++
 			}
+			if r.State == protocol.RunActive {
+				active++
+			}
 		}
-		return len(held) == 3 && held["n1"] == 1 && held["n2"] == 1 && held["n3"] == 1
+		if len(held) > 3 || held["n1"] > 1 || held["n2"] > 1 || held["n3"] > 1 {
+			t.Fatalf("a node holds more runs than its room: %v", held)
+		}
+		return active == 3
 	})
 	attach(live)
 	close(release)
@@ -357,12 +360,28 @@ func TestClusterRunsAnywhere(t *testing.T) {
 		}
 	}
 
-	// Two runs that sleep: one is stopped by its parent's node, the other
-	// is on a node SIGKILLed mid-run.
+	// Three runs that sleep, one per node: one is stopped by its parent's
+	// node; the node of another is stopped (SIGTERM) mid-run, the node of
+	// the third SIGKILLed mid-run. Each comes back as its next incarnation
+	// and interrupts its run, once; until then the run stays as it was.
 	follow2 := followRuns(t, rec, "job-sleep")
-	keys = queueRuns(t, rec, o, "job-sleep", []string{"sim: sleep 600000", "sim: sleep 600000"})
-	both := follow2.wait(t, "both sleeping runs active", func(last map[string]records.RunRecord) bool {
-		return last[keys[0]].State == protocol.RunActive && last[keys[1]].State == protocol.RunActive
+	keys = queueRuns(t, rec, o, "job-sleep", []string{"sim: sleep 600000", "sim: sleep 600000", "sim: sleep 600000"})
+	all := follow2.wait(t, "the sleeping runs active", func(last map[string]records.RunRecord) bool {
+		for _, k := range keys {
+			if last[k].State != protocol.RunActive {
+				return false
+			}
+		}
+		return true
+	})
+	// Each node's load counts the run it claimed (cluster.status RUNS).
+	waitStatus(t, nodes[1], "each node's load shows its claimed run", func(st protocol.ClusterStatusData) bool {
+		for _, name := range []string{"n1", "n2", "n3"} {
+			if n, ok := nodeOf(st, name); !ok || n.Load.Runs != 1 {
+				return false
+			}
+		}
+		return true
 	})
 	for {
 		e, err := rec.Runs.Get(t.Context(), keys[0])
@@ -379,32 +398,41 @@ func TestClusterRunsAnywhere(t *testing.T) {
 		t.Errorf("stopped run: %s stage %q head %s error %q", stopped.State, stopped.StopStage, stopped.Git.Head, stopped.Error)
 	}
 
-	victim := both[keys[1]].Node
-	vi := byName(victim)
-	nodes[vi].kill()
-	nodes[vi].waitExit(t, exitTimeout)
-	if r, _ := rec.Runs.Get(t.Context(), keys[1]); r.Value.State != protocol.RunActive {
-		t.Fatalf("the killed node's run is %s before the node returns", r.Value.State)
-	}
-	nodes[vi] = runsNode(t, mesh, vi, homes[vi], token)
-	nodes[vi].waitServing()
-	lost := follow2.wait(t, "the killed node's run interrupted", func(last map[string]records.RunRecord) bool {
-		return last[keys[1]].State.Terminal()
-	})[keys[1]]
-	if lost.State != protocol.RunInterrupted || lost.Node != victim || lost.Incarnation != "1" || lost.Error != "node "+victim+" was lost" {
-		t.Errorf("the killed node's run: %+v", lost)
-	}
-	if h := follow2.history(keys[1]); strings.Join(states(h), ",") != "queued,starting,active,interrupted" {
-		t.Errorf("the killed node's run went %v", h)
-	}
-	// Interrupted once: the restarted node logged one interruption, and
-	// its worktree of the run is gone.
-	eventually(t, clusterWait, "the restarted node logs the interruption", func() bool {
-		b, _ := nodes[vi].sd().Log(0)
-		return strings.Count(b, "cluster: interrupted 1 runs of incarnation 1") == 1
-	})
-	if _, err := os.Stat(filepath.Join(homes[vi], "cluster", "runs", "worktrees", lost.RunID)); !os.IsNotExist(err) {
-		t.Errorf("the interrupted run's worktree: %v", err)
+	for k, how := range map[string]string{keys[1]: "term", keys[2]: "kill"} {
+		victim := all[k].Node
+		vi := byName(victim)
+		if how == "term" {
+			if err := nodes[vi].Terminate(exitTimeout); err != nil {
+				t.Fatalf("SIGTERM %s: %v", victim, err)
+			}
+		} else {
+			nodes[vi].kill()
+			nodes[vi].waitExit(t, exitTimeout)
+		}
+		if r, _ := rec.Runs.Get(t.Context(), k); r.Value.State != protocol.RunActive {
+			t.Fatalf("the run of %s (%s) is %s before the node returns", victim, how, r.Value.State)
+		}
+		nodes[vi] = runsNode(t, mesh, vi, homes[vi], token)
+		nodes[vi].waitServing()
+		lost := follow2.wait(t, "the run of "+how+"ed "+victim+" interrupted", func(last map[string]records.RunRecord) bool {
+			return last[k].State.Terminal()
+		})[k]
+		if lost.State != protocol.RunInterrupted || lost.Node != victim || lost.Incarnation != "1" || lost.Error != "node "+victim+" was lost" {
+			t.Errorf("the run of %s (%s): %+v", victim, how, lost)
+		}
+		if h := follow2.history(k); strings.Join(states(h), ",") != "queued,starting,active,interrupted" {
+			t.Errorf("the run of %s (%s) went %v", victim, how, h)
+		}
+		// Interrupted once: the restarted node logged one interruption,
+		// and its worktree of the run is gone.
+		eventually(t, clusterWait, "the restarted "+victim+" logs the interruption and the worktree's retirement", func() bool {
+			b, _ := nodes[vi].sd().Log(0)
+			return strings.Count(b, "cluster: interrupted 1 runs of incarnation 1") == 1 &&
+				strings.Count(b, "cluster: retired the worktree of interrupted run "+lost.RunID) == 1
+		})
+		if _, err := os.Stat(filepath.Join(homes[vi], "cluster", "runs", "worktrees", lost.RunID)); !os.IsNotExist(err) {
+			t.Errorf("the interrupted run's worktree: %v", err)
+		}
 	}
 	// The restarted node takes runs again.
 	follow3 := followRuns(t, rec, "job-after")

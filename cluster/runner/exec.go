@@ -40,7 +40,7 @@ func newExec(r *Runner, e records.Entry[records.RunRecord]) *exec {
 func (x *exec) run(ctx context.Context) {
 	log := x.r.log.With("job_id", x.cur.Value.JobID, "run_id", x.cur.Value.RunID)
 	now := x.r.o.Now()
-	err := x.write(ctx, func(run *records.RunRecord) {
+	err := x.must(ctx, func(run *records.RunRecord) {
 		run.State = protocol.RunStarting
 		run.StartedAt = now.UnixMilli()
 		if run.TimeoutMs > 0 {
@@ -81,12 +81,15 @@ func (x *exec) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		x.finish(ctx, log, Outcome{Error: fmt.Sprintf("cannot host the child: %v", err)}, &ws)
+		// Nothing ran in the worktree: nothing to push.
+		x.finish(ctx, log, Outcome{Error: fmt.Sprintf("cannot host the child: %v", err)}, nil)
 		return
 	}
 	var deadline <-chan time.Time
-	if run.TimeoutMs > 0 {
-		t := time.NewTimer(time.Duration(run.TimeoutMs) * time.Millisecond)
+	if run.Deadline > 0 {
+		// From the deadline recorded at starting: the worktree's making
+		// counts against the run's time, as a local run's setup does.
+		t := time.NewTimer(time.UnixMilli(run.Deadline).Sub(x.r.o.Now()))
 		defer t.Stop()
 		deadline = t.C
 	}
@@ -99,7 +102,7 @@ func (x *exec) run(ctx context.Context) {
 			return // the daemon stops: the run is interrupted later, once
 		case <-started:
 			started = nil
-			if err := x.write(ctx, func(run *records.RunRecord) {
+			if err := x.must(ctx, func(run *records.RunRecord) {
 				run.State = protocol.RunActive
 				run.LeaseUntil = x.r.o.Now().Add(x.r.o.Lease).UnixMilli()
 			}); err != nil {
@@ -107,6 +110,9 @@ func (x *exec) run(ctx context.Context) {
 				return
 			}
 		case <-renew.C:
+			if changes == nil {
+				changes = x.watch(wctx) // it could not open: try again
+			}
 			if err := x.write(ctx, func(run *records.RunRecord) {
 				run.LeaseUntil = x.r.o.Now().Add(x.r.o.Lease).UnixMilli()
 			}); err != nil {
@@ -121,13 +127,14 @@ func (x *exec) run(ctx context.Context) {
 				changes = x.watch(wctx) // the watch closed: follow again
 				continue
 			}
+			if c.Revision < x.cur.Revision {
+				continue // older than what this node wrote since
+			}
 			if !x.mine(&c.Value) {
 				x.giveUp(ctx, log, errLost)
 				return
 			}
-			if c.Revision > x.cur.Revision {
-				x.cur = records.Entry[records.RunRecord]{Key: c.Key, Value: c.Value, Revision: c.Revision}
-			}
+			x.cur = records.Entry[records.RunRecord]{Key: c.Key, Value: c.Value, Revision: c.Revision}
 			if c.Value.StopRequestedAt != 0 && !x.stopped {
 				log.Info("cluster: run stop requested")
 				x.stopped = true
@@ -138,6 +145,14 @@ func (x *exec) run(ctx context.Context) {
 			x.timedOut = true
 			x.stopped = true
 			x.lease.Stop()
+		case stage := <-x.lease.Stopping():
+			if stage == "" || stage == "none" || stage == x.cur.Value.StopStage {
+				continue
+			}
+			if err := x.write(ctx, func(run *records.RunRecord) { run.StopStage = stage }); errors.Is(err, errLost) {
+				x.giveUp(ctx, log, err)
+				return
+			}
 		case out := <-x.lease.Ended():
 			x.finish(ctx, log, out, &ws)
 			return
@@ -199,9 +214,14 @@ func (x *exec) finish(ctx context.Context, log interface {
 		}
 	}
 	to := protocol.RunFailed
+	// A stop the parent's node asked at or after the run's deadline is
+	// the deadline (both sides keep it; whichever acts first, the run
+	// ends timed_out).
+	cur := x.cur.Value
+	lateStop := cur.Deadline > 0 && cur.StopRequestedAt >= cur.Deadline
 	switch {
 	case pushErr != nil:
-	case x.timedOut:
+	case x.timedOut || lateStop && !out.Completed:
 		to = protocol.RunTimedOut
 	case out.Completed:
 		to = protocol.RunCompleted
@@ -240,15 +260,7 @@ func (x *exec) finish(ctx context.Context, log interface {
 			run.Git = &g
 		}
 	}
-	// The end must be recorded: while the cluster has no quorum, try
-	// again (the daemon stopping ends it; the run is interrupted then).
-	wait := x.r.o.Retry
-	err := x.write(ctx, end)
-	for errors.Is(err, records.ErrUnavailable) && sleep(ctx, wait) {
-		wait = min(2*wait, x.r.o.MaxRetry)
-		err = x.write(ctx, end)
-	}
-	if err != nil {
+	if err := x.must(ctx, end); err != nil {
 		x.giveUp(ctx, log, err)
 		return
 	}
@@ -267,6 +279,24 @@ func (x *exec) giveUp(ctx context.Context, log interface{ Warn(string, ...any) }
 	}
 }
 
+// must writes a step the run cannot go on without (starting, active, its
+// end): while the cluster has no quorum it tries again, until the daemon
+// stops (then the run is interrupted later, once).
+func (x *exec) must(ctx context.Context, change func(*records.RunRecord)) error {
+	wait := x.r.o.Retry
+	err := x.write(ctx, change)
+	for errors.Is(err, records.ErrUnavailable) {
+		x.r.log.Warn("cluster: run record not written; retrying", "run_id", x.cur.Value.RunID,
+			"retry_in", wait.String(), "err", err)
+		if !sleep(ctx, wait) {
+			break
+		}
+		wait = min(2*wait, x.r.o.MaxRetry)
+		err = x.write(ctx, change)
+	}
+	return err
+}
+
 // write applies change to the run's record as a compare-and-set: on a
 // conflict it reads the record again and applies change to what is there,
 // as long as the run is still this node's (errLost otherwise). The record
@@ -283,9 +313,6 @@ func (x *exec) write(ctx context.Context, change func(*records.RunRecord)) error
 		rev, err := t.Update(ctx, x.cur.Key, run, x.cur.Revision)
 		if err == nil {
 			x.cur = records.Entry[records.RunRecord]{Key: x.cur.Key, Value: run, Revision: rev}
-			if x.r.o.Changed != nil {
-				x.r.o.Changed(run)
-			}
 			return nil
 		}
 		if !errors.Is(err, records.ErrConflict) {

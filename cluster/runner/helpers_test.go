@@ -3,6 +3,8 @@ package runner_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,19 +33,49 @@ const bound = 60 * time.Second
 // claims and writes need one, and several runners share it as nodes
 // share a cluster.
 func startNATS(t *testing.T) jetstream.JetStream {
-	t.Helper()
-	store := t.TempDir()
-	s, err := server.NewServer(&server.Options{ServerName: "S-1", Host: "127.0.0.1", Port: -1,
-		JetStream: true, StoreDir: store, SyncAlways: true, NoLog: true, NoSigs: true})
+	js, _ := startNATSServer(t)
+	return js
+}
+
+// natsServer is a test's server, which it may stop and start again on
+// the same port and store (a cluster without quorum, then back).
+type natsServer struct {
+	t    *testing.T
+	opts *server.Options
+	s    *server.Server
+}
+
+func (n *natsServer) start() {
+	n.t.Helper()
+	s, err := server.NewServer(n.opts.Clone())
 	if err != nil {
-		t.Fatal(err)
+		n.t.Fatal(err)
 	}
 	s.Start()
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	if !s.ReadyForConnections(bound) {
-		t.Fatal("nats server not ready")
+		n.t.Fatal("nats server not ready")
 	}
-	nc, err := nats.Connect(s.ClientURL())
+	n.s = s
+}
+
+// stop shuts the server down (its clients keep trying to reconnect).
+func (n *natsServer) stop() {
+	if n.s != nil {
+		n.s.Shutdown()
+		n.s.WaitForShutdown()
+		n.s = nil
+	}
+}
+
+func startNATSServer(t *testing.T) (jetstream.JetStream, *natsServer) {
+	t.Helper()
+	n := &natsServer{t: t, opts: &server.Options{ServerName: "S-1", Host: "127.0.0.1", Port: -1,
+		JetStream: true, StoreDir: t.TempDir(), SyncAlways: true, NoLog: true, NoSigs: true}}
+	n.start()
+	t.Cleanup(n.stop)
+	// Started again, it takes the port it has now.
+	n.opts.Port = n.s.Addr().(*net.TCPAddr).Port
+	nc, err := nats.Connect(n.s.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +84,7 @@ func startNATS(t *testing.T) jetstream.JetStream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return js
+	return js, n
 }
 
 // openRecords opens the record layer on js for one node.
@@ -180,6 +212,9 @@ type fakeHost struct {
 	hold    bool
 	started chan string // each lease's run id once it runs
 	failOn  string      // a run whose Start fails
+	// stuck leases do not end when stopped: they enter the "term" stage
+	// (the runtime ignored the abort) and wait for the test.
+	stuck bool
 }
 
 func newFakeHost(hold bool) *fakeHost {
@@ -187,12 +222,12 @@ func newFakeHost(hold bool) *fakeHost {
 }
 
 type fakeLease struct {
-	h       *fakeHost
-	runID   string
-	start   chan struct{}
-	ended   chan runner.Outcome
-	release chan runner.Outcome
-	once    sync.Once
+	h      *fakeHost
+	runID  string
+	start  chan struct{}
+	ended  chan runner.Outcome
+	stages chan string
+	once   sync.Once
 }
 
 func (h *fakeHost) Start(_ context.Context, run records.RunRecord, cwd string) (runner.Lease, error) {
@@ -203,7 +238,7 @@ func (h *fakeHost) Start(_ context.Context, run records.RunRecord, cwd string) (
 	if err := os.WriteFile(filepath.Join(cwd, name), []byte("written by "+run.RunID+"\n"), 0o644); err != nil {
 		return nil, err
 	}
-	l := &fakeLease{h: h, runID: run.RunID, start: make(chan struct{}), ended: make(chan runner.Outcome, 1), release: make(chan runner.Outcome, 1)}
+	l := &fakeLease{h: h, runID: run.RunID, start: make(chan struct{}), ended: make(chan runner.Outcome, 1), stages: make(chan string, 4)}
 	h.mu.Lock()
 	h.live++
 	h.maxLive = max(h.maxLive, h.live)
@@ -240,7 +275,12 @@ func (l *fakeLease) end(o runner.Outcome) {
 
 func (l *fakeLease) Started() <-chan struct{}     { return l.start }
 func (l *fakeLease) Ended() <-chan runner.Outcome { return l.ended }
+func (l *fakeLease) Stopping() <-chan string      { return l.stages }
 func (l *fakeLease) Stop() {
+	if l.h.stuck {
+		l.stages <- "term"
+		return
+	}
 	l.end(runner.Outcome{Cancelled: true, StopStage: "abort", Error: "aborted"})
 }
 
@@ -254,11 +294,23 @@ type node struct {
 // startNode runs a runner for name with capacity on its own record layer.
 func startNode(t *testing.T, js jetstream.JetStream, name, inc string, capacity int, host *fakeHost) *node {
 	t.Helper()
+	return startNodeWith(t, js, name, inc, capacity, host, nil, records.Options{})
+}
+
+// startNodeWith is startNode with a logger and record options of the
+// test's.
+func startNodeWith(t *testing.T, js jetstream.JetStream, name, inc string, capacity int, host *fakeHost, log *slog.Logger, ro records.Options) *node {
+	t.Helper()
 	n := &node{host: host, root: filepath.Join(t.TempDir(), "runs")}
+	ro.Replicas, ro.Lease = 1, 3*time.Second
+	rec, err := records.Open(t.Context(), js, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := runner.New(runner.Options{
-		Records: openRecords(t, js), Node: name, Incarnation: func() string { return inc },
+		Records: rec, Node: name, Incarnation: func() string { return inc },
 		Capacity: func() int { return capacity }, Host: host, Git: &runner.Git{Root: n.root, Node: name},
-		Lease: 3 * time.Second,
+		Lease: 3 * time.Second, Logger: log, Retry: 100 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -308,3 +360,18 @@ func statMode(path string) (os.FileMode, error) {
 	}
 	return fi.Mode().Perm(), nil
 }
+
+// logSignal is a slog handler that tells a channel each message logged
+// (tests wait on what the runner says it did).
+type logSignal struct{ ch chan string }
+
+func (l logSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (l logSignal) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case l.ch <- r.Message:
+	default:
+	}
+	return nil
+}
+func (l logSignal) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l logSignal) WithGroup(string) slog.Handler      { return l }

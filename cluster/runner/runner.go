@@ -29,6 +29,10 @@ type Lease interface {
 	Started() <-chan struct{}
 	// Ended delivers how the lease ended, once.
 	Ended() <-chan Outcome
+	// Stopping delivers each escalation stage a stop of the leased turn
+	// enters ("abort", "term", "kill") while the run is still live, so the
+	// record shows a stop that is stuck; nil when the host tells none.
+	Stopping() <-chan string
 	// Stop stops the leased turn (abort, then the escalation); Ended
 	// follows with Cancelled set. Calling it again is harmless.
 	Stop()
@@ -79,9 +83,6 @@ type Options struct {
 	Retry, MaxRetry time.Duration
 	// Now is the clock of the records it writes (default time.Now).
 	Now func() time.Time
-	// Changed, when set, is told each change of a run this node holds
-	// (tests follow the executor with it; the daemon counts its load).
-	Changed func(run records.RunRecord)
 }
 
 // Runner claims runs for this node and executes them. Run it with Run;
@@ -236,6 +237,24 @@ func (r *Runner) InterruptPrevious(ctx context.Context, previous string) ([]reco
 		}
 		wait = min(2*wait, r.o.MaxRetry)
 	}
+}
+
+// HeldBy lists the runs this node held in incarnation inc, in any state
+// (a restarted node retires the worktrees of those that were
+// interrupted). It lists the whole runs bucket (docs/cluster.md, known
+// limits).
+func (r *Runner) HeldBy(ctx context.Context, inc string) ([]records.Entry[records.RunRecord], error) {
+	all, err := r.o.Records.Runs.List(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []records.Entry[records.RunRecord]
+	for _, e := range all {
+		if e.Value.Node == r.o.Node && e.Value.Incarnation == inc {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // sleep waits d or until ctx ends; it reports whether d passed.

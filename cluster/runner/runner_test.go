@@ -1,11 +1,15 @@
 package runner_test
 
 import (
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/cluster/runner"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -145,18 +149,34 @@ func TestRunnerStopRequested(t *testing.T) {
 }
 
 // TestRunnerTimeout: a run whose lease outlives its timeout is stopped
-// and ends timed_out.
+// and ends timed_out; so does a run the parent's node stopped at its
+// deadline (the parent keeps the deadline too, and may act first).
 func TestRunnerTimeout(t *testing.T) {
 	js := startNATS(t)
 	parent := openRecords(t, js)
 	o := newOrigin(t)
-	keys := queue(t, parent, o, "job-t", 1, func(int) records.RunRecord {
-		return records.RunRecord{Task: "write slow.txt", TimeoutMs: 300, QueuedAt: 1}
+	keys := queue(t, parent, o, "job-t", 2, func(i int) records.RunRecord {
+		return records.RunRecord{Task: "write slow.txt", TimeoutMs: []int64{300, 3_600_000}[i], QueuedAt: int64(i)}
 	})
-	startNode(t, js, "n1", "1", 1, newFakeHost(true))
+	host := newFakeHost(true)
+	startNode(t, js, "n1", "1", 2, host)
 	r := waitRun(t, parent, keys[0], "its end", terminal)
 	if r.State != protocol.RunTimedOut || r.Error != "deadline exceeded" || r.Deadline == 0 {
 		t.Fatalf("timed out run: %+v", r)
+	}
+	a := waitRun(t, parent, keys[1], "active", func(r records.RunRecord) bool { return r.State == protocol.RunActive })
+	for {
+		e, err := parent.Runs.Get(t.Context(), keys[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Value.StopRequestedAt = a.Deadline // the parent's node's deadline fired
+		if _, err = parent.Runs.Update(t.Context(), keys[1], e.Value, e.Revision); err == nil {
+			break
+		}
+	}
+	if r := waitRun(t, parent, keys[1], "its end", terminal); r.State != protocol.RunTimedOut || r.Error != "deadline exceeded" {
+		t.Fatalf("run stopped at its deadline: %+v", r)
 	}
 }
 
@@ -263,5 +283,115 @@ func TestRunnerInterruptPrevious(t *testing.T) {
 	}
 	if e, err := parent.Runs.Get(t.Context(), keys[1]); err != nil || e.Value.State != protocol.RunActive {
 		t.Fatalf("n2's run: %+v %v", e.Value, err)
+	}
+	if held, err := n.r.HeldBy(t.Context(), "4"); err != nil || len(held) != 1 || held[0].Key != keys[0] || held[0].Value.State != protocol.RunInterrupted {
+		t.Fatalf("held by incarnation 4: %+v %v", held, err)
+	}
+}
+
+// TestGitRetire: the worktree of an interrupted run is removed when it is
+// provably the node's (under its root, listed by its cache), after what
+// the child changed was committed onto the run's branch in the cache;
+// a run the node never made a worktree for, or one whose directory is
+// not a worktree of its cache, is left alone.
+func TestGitRetire(t *testing.T) {
+	o := newOrigin(t)
+	g := &runner.Git{Root: filepath.Join(t.TempDir(), "runs"), Node: "n1"}
+	run := records.RunRecord{RunID: "run-1", JobID: "job-1", Name: "t", Git: o.branch("shard/job-1-run-1")}
+	ws, err := g.Prepare(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.Dir != g.WorktreeOf("run-1") {
+		t.Fatalf("worktree %s", ws.Dir)
+	}
+	if err := os.WriteFile(filepath.Join(ws.Dir, "half.txt"), []byte("half done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A directory in the worktrees' place that is no worktree of a cache.
+	stranger := records.RunRecord{RunID: "run-2", JobID: "job-1", Git: run.Git}
+	if err := os.MkdirAll(g.WorktreeOf("run-2"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := g.Retire(t.Context(), stranger); err != nil || gone {
+		t.Fatalf("retire a stranger: %v %v", gone, err)
+	}
+	if _, err := os.Stat(g.WorktreeOf("run-2")); err != nil {
+		t.Fatalf("the stranger's directory: %v", err)
+	}
+	if gone, err := g.Retire(t.Context(), run); err != nil || !gone {
+		t.Fatalf("retire: %v %v", gone, err)
+	}
+	if _, err := os.Stat(ws.Dir); !os.IsNotExist(err) {
+		t.Fatalf("the worktree is still there: %v", err)
+	}
+	if got := o.git(ws.Cache, "show", "refs/heads/shard/job-1-run-1:half.txt"); got != "half done" {
+		t.Fatalf("the child's work in the cache: %q", got)
+	}
+	if o.show("shard/job-1-run-1", "half.txt") != "" {
+		t.Fatal("a retired run's work was pushed")
+	}
+	if gone, err := g.Retire(t.Context(), run); err != nil || gone {
+		t.Fatalf("retire again: %v %v", gone, err)
+	}
+}
+
+// TestRunnerRidesOutNoQuorum: the run's end cannot be written while the
+// cluster has no quorum (here: its one server is down); the node says so
+// and tries again, and once the server is back the run ends completed,
+// its branch pushed.
+func TestRunnerRidesOutNoQuorum(t *testing.T) {
+	js, srv := startNATSServer(t)
+	parent := openRecords(t, js)
+	o := newOrigin(t)
+	keys := queue(t, parent, o, "job-q", 1, nil)
+	host := newFakeHost(true)
+	said := make(chan string, 64)
+	startNodeWith(t, js, "n2", "1", 1, host, slog.New(logSignal{said}), records.Options{Timeout: 300 * time.Millisecond, AttemptTimeout: 100 * time.Millisecond})
+	<-host.started
+	waitRun(t, parent, keys[0], "active", func(r records.RunRecord) bool { return r.State == protocol.RunActive })
+	srv.stop()
+	host.lease("run-0").end(runnerOutcome())
+	for msg := range said {
+		if msg == "cluster: run record not written; retrying" {
+			break
+		}
+	}
+	srv.start()
+	r := waitRun(t, parent, keys[0], "its end", terminal)
+	if r.State != protocol.RunCompleted || r.Git.Head == "" || o.show(r.Git.Branch, "file-0.txt") == "" {
+		t.Fatalf("run after the outage: %+v", r)
+	}
+}
+
+// TestRunnerStopStuck: a stop whose escalation goes on (the child ignored
+// the abort) shows its stage in the record while the run is still live,
+// and the run ends cancelled with the stage that ended it.
+func TestRunnerStopStuck(t *testing.T) {
+	js := startNATS(t)
+	parent := openRecords(t, js)
+	o := newOrigin(t)
+	keys := queue(t, parent, o, "job-k", 1, nil)
+	host := newFakeHost(true)
+	host.stuck = true
+	startNode(t, js, "n3", "1", 1, host)
+	<-host.started
+	waitRun(t, parent, keys[0], "active", func(r records.RunRecord) bool { return r.State == protocol.RunActive })
+	for {
+		e, err := parent.Runs.Get(t.Context(), keys[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Value.StopRequestedAt, e.Value.StopStage = time.Now().UnixMilli(), "abort"
+		if _, err = parent.Runs.Update(t.Context(), keys[0], e.Value, e.Revision); err == nil {
+			break
+		}
+	}
+	waitRun(t, parent, keys[0], "the term stage while live", func(r records.RunRecord) bool {
+		return r.State == protocol.RunActive && r.StopStage == "term"
+	})
+	host.lease("run-0").end(runner.Outcome{Cancelled: true, StopStage: "kill", Error: "runtime exited (signal: killed)"})
+	if r := waitRun(t, parent, keys[0], "its end", terminal); r.State != protocol.RunCancelled || r.StopStage != "kill" {
+		t.Fatalf("stuck stop's end: %+v", r)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/cluster/runner"
 	"github.com/shard-dev/shard/internal/ids"
+	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/workspaces/git"
 )
@@ -39,8 +40,18 @@ type clusterRuns struct {
 	// interrupt (it restarted, or the others declared it dead while it
 	// ran): cluster.Hooks.OnRejoin adds them, possibly before the runner
 	// exists, and the runner takes them (kick).
-	previous []uint64
+	previous []rejoin
 	kick     chan struct{}
+}
+
+// rejoin is a previous incarnation to interrupt. Restarted says the
+// daemon started as the next incarnation (OnRejoin before the runner
+// existed): no child of the previous one runs any more, so its
+// interrupted runs' worktrees may go. An incarnation declared dead while
+// this daemon ran may still have children stopping in theirs: those stay.
+type rejoin struct {
+	inc       uint64
+	restarted bool
 }
 
 // runsGitTimeout bounds one git of a run (a fetch or push of a large
@@ -50,7 +61,7 @@ const runsGitTimeout = 10 * time.Minute
 // rejoined notes a previous incarnation whose runs this node interrupts.
 func (cr *clusterRuns) rejoined(previous uint64) {
 	cr.mu.Lock()
-	cr.previous = append(cr.previous, previous)
+	cr.previous = append(cr.previous, rejoin{inc: previous, restarted: cr.r.Load() == nil})
 	cr.mu.Unlock()
 	select {
 	case cr.kick <- struct{}{}:
@@ -132,7 +143,8 @@ func (cr *clusterRuns) interruptPrevious(ctx context.Context, r *runner.Runner, 
 		todo := slices.Clone(cr.previous)
 		cr.previous = nil
 		cr.mu.Unlock()
-		for _, inc := range todo {
+		for _, rj := range todo {
+			inc := rj.inc
 			prev := strconv.FormatUint(inc, 10)
 			got, err := r.InterruptPrevious(ctx, prev)
 			if err != nil && ctx.Err() == nil {
@@ -141,9 +153,24 @@ func (cr *clusterRuns) interruptPrevious(ctx context.Context, r *runner.Runner, 
 			if len(got) > 0 {
 				log.Info(fmt.Sprintf("cluster: interrupted %d runs of incarnation %d", len(got), inc), "runs", len(got), "previous", inc)
 			}
-			for _, e := range got {
-				if _, err := g.Retire(ctx, e.Value); err != nil && ctx.Err() == nil {
+			if !rj.restarted {
+				continue
+			}
+			// Its worktrees of those runs go, whoever interrupted them (a
+			// survivor may have been first): the runs that incarnation
+			// held, now interrupted.
+			left, err := r.HeldBy(ctx, prev)
+			if err != nil && ctx.Err() == nil {
+				log.Warn("cluster: runs of the previous incarnation not listed", "previous", inc, "err", err)
+			}
+			for _, e := range left {
+				if e.Value.State != protocol.RunInterrupted {
+					continue
+				}
+				if gone, err := g.Retire(ctx, e.Value); err != nil && ctx.Err() == nil {
 					log.Warn("cluster: worktree of an interrupted run not retired", "run_id", e.Value.RunID, "err", err)
+				} else if gone {
+					log.Info("cluster: retired the worktree of interrupted run "+e.Value.RunID, "run_id", e.Value.RunID)
 				}
 			}
 		}
@@ -201,7 +228,7 @@ func (h *runHost) Start(_ context.Context, run records.RunRecord, cwd string) (r
 	}
 	d.sys.Root.Send(d.registry, &registry.Adopt{Agents: []store.Agent{m}})
 	l := &runLease{d: d, agentID: m.AgentID, runID: run.RunID,
-		started: make(chan struct{}), ended: make(chan runner.Outcome, 1)}
+		started: make(chan struct{}), ended: make(chan runner.Outcome, 1), stopping: make(chan string, 4)}
 	pid := d.sys.Root.Spawn(actor.PropsFromFunc(l.receive))
 	// After the Adopt, through the same mailbox: the child exists when
 	// the lease reaches the registry.
@@ -216,13 +243,14 @@ type runLease struct {
 	agentID, runID string
 	started        chan struct{}
 	ended          chan runner.Outcome
+	stopping       chan string
 	startOnce      sync.Once
 	endOnce        sync.Once
 }
 
-// receive is the holder actor: LeaseStarted, then one LeaseEnded (after
-// which it stops); a steer of the leased run is acknowledged at once,
-// this node keeping no record of it.
+// receive is the holder actor: LeaseStarted, the stages of a stop, then
+// one LeaseEnded (after which it stops); a steer of the leased run is
+// acknowledged at once, this node keeping no record of it.
 func (l *runLease) receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *agent.LeaseStarted:
@@ -233,6 +261,11 @@ func (l *runLease) receive(c actor.Context) {
 				Usage: m.Usage, Error: m.Error, StopStage: m.StopStage}
 		})
 		c.Stop(c.Self())
+	case *agent.LeaseStopping:
+		select {
+		case l.stopping <- m.Stage:
+		default: // the executor is behind: the end carries the last stage
+		}
 	case *agent.LeaseSteered:
 		if c.Sender() != nil {
 			c.Respond(&agent.SteerRecorded{})
@@ -245,6 +278,9 @@ func (l *runLease) Started() <-chan struct{} { return l.started }
 
 // Ended implements runner.Lease.
 func (l *runLease) Ended() <-chan runner.Outcome { return l.ended }
+
+// Stopping implements runner.Lease.
+func (l *runLease) Stopping() <-chan string { return l.stopping }
 
 // Stop implements runner.Lease: the agent stops the leased turn by its
 // escalation (abort, then graceful, then kill).

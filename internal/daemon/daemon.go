@@ -599,6 +599,10 @@ func (d *Daemon) Shutdown(force bool) {
 			d.stopTeam(d.cfg.Shutdown.Timeout)
 			d.stopWorkspaces(d.cfg.Shutdown.Timeout)
 			d.stopJobs(d.cfg.Shutdown.Timeout)
+			// Claimed runs stop being followed with the local ones, before
+			// the drain ends their turns: their records are left for the
+			// next incarnation (or a survivor) to interrupt, once.
+			d.stopRuns()
 			d.drainAll(force)
 		}
 		if d.gw != nil {
