@@ -155,6 +155,15 @@ func (j *jobActor) onRemote(c actor.Context, m *remoteRun) {
 	case rec.State == protocol.RunStarting || rec.State == protocol.RunActive:
 		if rec.State != r.State || rec.Node != r.Node {
 			j.mirror(c, rec)
+		} else if rec.StopStage != "" && rec.StopStage != r.StopStage {
+			// A stop's escalation its node went through (a stuck stop
+			// shows in jobs.list and jobs.show as a local run's does).
+			j.update(func(r *store.Run) {
+				r.StopStage = rec.StopStage
+				if r.StopRequestedAt == 0 {
+					r.StopRequestedAt = rec.StopRequestedAt
+				}
+			}, rec.RunID, c)
 		}
 		j.armRemoteDeadline(rec)
 	default: // queued: claimed or not
@@ -253,7 +262,8 @@ func (j *jobActor) mirror(c actor.Context, rec records.RunRecord) {
 }
 
 // update persists a change of one run that is not a transition (the node
-// that claimed it) and shows it to jobs.list and subagent.status.
+// that claimed it, a stop's stage) and shows it to jobs.list and
+// subagent.status.
 func (j *jobActor) update(mutate func(*store.Run), runID string, c actor.Context) {
 	updated, err := j.store.UpdateJob(j.job.JobID, func(job *store.Job) ([]store.Report, error) {
 		if r := job.Run(runID); r != nil && !r.State.Terminal() {
@@ -262,7 +272,7 @@ func (j *jobActor) update(mutate func(*store.Run), runID string, c actor.Context
 		return nil, nil
 	})
 	if err != nil {
-		j.log.Error("record a run's node", "run_id", runID, "err", err)
+		j.log.Error("record a run's node or stop stage", "run_id", runID, "err", err)
 		return
 	}
 	j.job = updated
