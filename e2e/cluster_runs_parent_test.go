@@ -381,6 +381,18 @@ func TestClusterRunsParentNode(t *testing.T) {
 	if b.Value.StopRequestedAt == 0 || b.Value.StopStage != "abort" || b.Value.State != protocol.RunActive {
 		t.Fatalf("run b's record after the stop: %+v", b.Value)
 	}
+	// n2 escalates the stop: the stage shows on the parent's node.
+	on2.write(&b, func(r *records.RunRecord) { r.StopStage = "term" })
+	eventually(t, clusterWait, "jobs.show shows run b's stop stage", func() bool {
+		var shown protocol.OpJob
+		call(t, c1, &protocol.JobsShow{Header: protocol.Header{Type: protocol.TypeJobsShow}, Handle: b.Value.RunID}, &shown)
+		for _, r := range shown.Runs {
+			if r.RunID == b.Value.RunID {
+				return r.StopStage == "term" && r.StopRequestedAt != 0 && r.State == protocol.RunActive
+			}
+		}
+		return false
+	})
 	on2.end(&b, protocol.RunCancelled, "", "", nil)
 	waitRun(t, n1, parent.AgentID, b.Value.RunID, "n1 shows run b cancelled", func(r protocol.RunSnapshot) bool {
 		return r.State == protocol.RunCancelled
