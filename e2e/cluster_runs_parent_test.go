@@ -635,3 +635,76 @@ func TestClusterRunsSpread(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterRunsDeadline: a run another node runs past jobs.run_timeout
+// (as the parent's node counts it, from the start its node recorded) is
+// asked to stop through its record; the node ends it cancelled, and the
+// parent's node reports it timed_out, once. A stop of the whole job then
+// cancels its other run, which no node claimed, in its record.
+func TestClusterRunsDeadline(t *testing.T) {
+	mesh := clustertest.NewMesh(t, 3)
+	token := randomToken(t, "cluster-token")
+	homes := []string{newHome(t), newHome(t), newHome(t)}
+	natsAddr := freeAddr(t)
+	nodes := make([]*daemon, 3)
+	for i := range nodes {
+		extra := []string{"--cluster.claim-runs=false", "--jobs.run-timeout", "3s"}
+		if i == 1 {
+			extra = append(extra, "--cluster.client-listen", natsAddr)
+		}
+		nodes[i] = clusterNode(t, mesh, i, homes[i], token, extra...)
+	}
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	n1 := nodes[0]
+	rec := recordstest.Dial(t, "nats://"+natsAddr, token, records.Options{Replicas: 3})
+	on2 := player{t: t, rec: rec, node: "n2", inc: "1"}
+	repo, _ := originRepo(t)
+	c1, events := collectRunEvents(t, n1)
+	var parent protocol.AgentCreateData
+	call(t, c1, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)
+	var job protocol.SubagentCreateData
+	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
+		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace,
+		Tasks: []protocol.TaskSpec{{Name: "slow", Task: "sim: sleep 60000"}, {Name: "never", Task: "sim: say never"}}}, &job)
+	e := on2.claim()
+	if r := runRecord(t, rec, job.JobID, e.Value.RunID); r.Value.TimeoutMs != 3000 {
+		t.Fatalf("run record's timeout_ms = %d, want 3000", r.Value.TimeoutMs)
+	}
+	on2.start(&e)
+	// The deadline passes: the parent's node asks n2 to stop the run.
+	eventually(t, clusterWait, "the deadline's stop written into the record", func() bool {
+		e = runRecord(t, rec, job.JobID, e.Value.RunID)
+		return e.Value.StopRequestedAt != 0 && e.Value.StopStage == "abort"
+	})
+	if e.Value.StopRequestedAt < e.Value.StartedAt+3000 {
+		t.Fatalf("stop requested at %d, before the deadline %d", e.Value.StopRequestedAt, e.Value.StartedAt+3000)
+	}
+	on2.end(&e, protocol.RunCancelled, "", "", nil)
+	r := waitRun(t, n1, parent.AgentID, e.Value.RunID, "the run ended on n1", func(r protocol.RunSnapshot) bool { return r.State.Terminal() })
+	if r.State != protocol.RunTimedOut || r.Error != "deadline exceeded" || r.Node != "n2" {
+		t.Fatalf("the run past its deadline: %+v", r)
+	}
+
+	// Stop the job: its unclaimed run is cancelled in its record.
+	var stopped protocol.SubagentStopData
+	call(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: job.JobID}, &stopped)
+	other := job.Runs[0].RunID
+	if other == e.Value.RunID {
+		other = job.Runs[1].RunID
+	}
+	if stopped.JobID != job.JobID || len(stopped.Cancelled) != 1 || stopped.Cancelled[0].RunID != other || stopped.Cancelled[0].State != protocol.RunCancelled {
+		t.Fatalf("subagent.stop of the job: %+v", stopped)
+	}
+	if o := runRecord(t, rec, job.JobID, other); o.Value.State != protocol.RunCancelled {
+		t.Fatalf("the unclaimed run's record after the job's stop: %+v", o.Value)
+	}
+	eventually(t, clusterWait, "both reports delivered", func() bool {
+		got := reportsOf(t, homes[0])
+		return got[e.Value.RunID] == 1 && got[other] == 1
+	})
+	if tr := events.transitions(e.Value.RunID); strings.Join(tr, " ") != "queued>starting starting>active active>timed_out" {
+		t.Fatalf("the timed out run's events: %v", tr)
+	}
+}
