@@ -293,6 +293,10 @@ func (j *jobActor) armRemoteDeadline(rec records.RunRecord) {
 	j.deadlines[rec.RunID] = j.clock.AfterFunc(max(0, at.Sub(j.clock.Now())), func() { sys.Root.Send(self, m) })
 }
 
+// stopWriteTimeout bounds the stop writes of one subagent.stop or
+// deadline.
+const stopWriteTimeout = 30 * time.Second
+
 // stopRemote writes the stop of anywhere runs into their records off the
 // mailbox; remoteStopped comes back (and answers cmd, when a client
 // asked).
@@ -301,8 +305,12 @@ func (j *jobActor) stopRemote(c actor.Context, cmd *registry.Command, runIDs []s
 	now := j.clock.Now().UnixMilli()
 	started := j.group != nil && rem != nil && j.group.Go(func() {
 		out := &remoteStopped{cmd: cmd, runIDs: runIDs, results: map[string]remote.StopResult{}}
+		// Bounded: a cluster without a quorum answers the stop with an
+		// error rather than holding it (and the daemon's shutdown).
+		ctx, cancel := context.WithTimeout(context.Background(), stopWriteTimeout)
+		defer cancel()
 		for _, id := range runIDs {
-			res, err := rem.RequestStop(context.Background(), jobID, id, now, "cancelled")
+			res, err := rem.RequestStop(ctx, jobID, id, now, "cancelled")
 			if err != nil {
 				out.err = err
 				break
