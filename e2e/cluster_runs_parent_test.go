@@ -560,13 +560,11 @@ func TestClusterRunsSpread(t *testing.T) {
 	// Each child asks to write its file: whoever hosts it is answered by
 	// this test, attached to it on that node (the others refuse the
 	// attach: another node's agent).
-	allowed := make(chan struct{})
-	close(allowed)
 	var handles []string
 	for _, r := range job.Runs {
 		handles = append(handles, r.RunID)
 		for _, d := range nodes {
-			allowOn(t, d, r.AgentID, allowed)
+			allowWherever(t, d, r.AgentID)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*clusterWait)
@@ -660,10 +658,43 @@ func TestClusterRunsDeadline(t *testing.T) {
 	n1 := nodes[0]
 	rec := recordstest.Dial(t, "nats://"+natsAddr, token, records.Options{Replicas: 3})
 	on2 := player{t: t, rec: rec, node: "n2", inc: "1"}
-	repo, _ := originRepo(t)
+	repo, origin := originRepo(t)
 	c1, events := collectRunEvents(t, n1)
 	var parent protocol.AgentCreateData
 	call(t, c1, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)
+
+	// A create the remote refuses in part (its second branch) leaves
+	// nothing: not the first branch, not a record, not a job here.
+	hook := filepath.Join(origin, "hooks", "update")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\ncase \"$1\" in *refused*) echo refused >&2; exit 1;; esac\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterWait)
+	defer cancel()
+	err := c1.Call(ctx, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
+		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace,
+		Tasks: []protocol.TaskSpec{{Name: "taken", Task: "sim: say taken"}, {Name: "refused", Task: "sim: say refused"}}}, &protocol.SubagentCreateData{})
+	if protocol.CodeOf(err) != protocol.CodeConflict || !strings.Contains(err.Error(), "push") {
+		t.Fatalf("a create whose push the remote refuses: %v, want CONFLICT naming the push", err)
+	}
+	if refs := wsGit(t, origin, "for-each-ref", "--format=%(refname)", "refs/heads/"); refs != "refs/heads/main" {
+		t.Fatalf("origin's branches after the refused create: %q", refs)
+	}
+	if jobs, err := rec.Jobs.List(context.Background(), ""); err != nil || len(jobs) != 0 {
+		t.Fatalf("job records after the refused create: %v, %v", jobs, err)
+	}
+	if runs, err := rec.Runs.List(context.Background(), ""); err != nil || len(runs) != 0 {
+		t.Fatalf("run records after the refused create: %v, %v", runs, err)
+	}
+	var st protocol.SubagentStatusData
+	call(t, c1, &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: parent.AgentID}, &st)
+	if len(st.Jobs) != 0 {
+		t.Fatalf("jobs on n1 after the refused create: %+v", st.Jobs)
+	}
+	if err := os.Remove(hook); err != nil {
+		t.Fatal(err)
+	}
+
 	var job protocol.SubagentCreateData
 	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
 		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace,
@@ -707,4 +738,54 @@ func TestClusterRunsDeadline(t *testing.T) {
 	if tr := events.transitions(e.Value.RunID); strings.Join(tr, " ") != "queued>starting starting>active active>timed_out" {
 		t.Fatalf("the timed out run's events: %v", tr)
 	}
+}
+
+// allowWherever attaches to agentID on d once d hosts it, and allows every
+// permission it asks. On a node that does not host it the attach is
+// refused UNSUPPORTED (another node's agent) and it gives up; NOT_FOUND
+// (nobody has listed it yet) is asked again. It returns at once.
+func allowWherever(t *testing.T, d *daemon, agentID string) {
+	t.Helper()
+	c, err := dialQuiet2(d)
+	if err != nil {
+		t.Errorf("dial %s: %v", d.home, err)
+		return
+	}
+	t.Cleanup(func() { c.Close() })
+	go func() {
+		var data protocol.AgentAttachData
+		for c.Err() == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := c.Call(ctx, &protocol.AgentAttach{Header: protocol.Header{Type: protocol.TypeAgentAttach, AgentID: agentID}}, &data)
+			cancel()
+			if err == nil || protocol.CodeOf(err) != protocol.CodeNotFound {
+				return // attached, or another node's agent, or the test ended
+			}
+			time.Sleep(50 * time.Millisecond) // adopted a moment after its claim
+		}
+	}()
+	go func() {
+		answer := func(requestID string) {
+			_ = c.Send(&protocol.PermissionResponse{Header: protocol.Header{Type: protocol.TypePermissionResponse, AgentID: agentID},
+				RequestID: requestID, Decision: protocol.DecisionAllow})
+		}
+		for ev := range c.Events() {
+			switch m := ev.Msg.(type) {
+			case *protocol.Sync:
+				for _, raw := range m.PendingRequests {
+					var p struct {
+						Type      string `json:"type"`
+						RequestID string `json:"request_id"`
+					}
+					if json.Unmarshal(raw, &p) == nil && p.Type == protocol.TypePermissionRequest {
+						answer(p.RequestID)
+					}
+				}
+			case *protocol.PermissionRequest:
+				if m.AgentID == agentID {
+					answer(m.RequestID)
+				}
+			}
+		}
+	}()
 }

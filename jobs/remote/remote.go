@@ -148,7 +148,7 @@ func (r *Runs) Publish(ctx context.Context, p Publication) (undo func(context.Co
 	var pushed []string
 	var written []records.Entry[records.RunRecord]
 	jobWritten := false
-	undo = func(ctx context.Context) {
+	remove := func(ctx context.Context) {
 		for _, e := range written {
 			r.withdraw(ctx, rec, e.Key)
 		}
@@ -165,8 +165,7 @@ func (r *Runs) Publish(ctx context.Context, p Publication) (undo func(context.Co
 	}
 	defer func() {
 		if err != nil {
-			undo(context.WithoutCancel(ctx))
-			undo = nil
+			remove(context.WithoutCancel(ctx))
 		}
 	}()
 	for _, run := range p.Job.Runs {
@@ -211,7 +210,7 @@ func (r *Runs) Publish(ctx context.Context, p Publication) (undo func(context.Co
 			return nil, fmt.Errorf("write the cluster record of run %s: %w", run.RunID, err)
 		}
 	}
-	return undo, nil
+	return remove, nil
 }
 
 // withdraw removes a run record a failed create wrote: deleted while no
