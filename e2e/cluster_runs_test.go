@@ -423,12 +423,20 @@ func TestClusterRunsAnywhere(t *testing.T) {
 		if h := follow2.history(k); strings.Join(states(h), ",") != "queued,starting,active,interrupted" {
 			t.Errorf("the run of %s (%s) went %v", victim, how, h)
 		}
-		// Interrupted once: the restarted node logged one interruption,
-		// and its worktree of the run is gone.
-		eventually(t, clusterWait, "the restarted "+victim+" logs the interruption and the worktree's retirement", func() bool {
+		// Interrupted once (the history above): by the restarted node, or
+		// by the survivor that declared it dead first (its OnNodeDead,
+		// the parent's node's side); and the restarted node's worktree of
+		// the run is gone.
+		eventually(t, clusterWait, "the interruption logged and the restarted "+victim+" logs the worktree's retirement", func() bool {
 			b, _ := nodes[vi].sd().Log(0)
-			return strings.Count(b, "cluster: interrupted 1 runs of incarnation 1") == 1 &&
-				strings.Count(b, "cluster: retired the worktree of interrupted run "+lost.RunID) == 1
+			by := strings.Count(b, "cluster: interrupted 1 runs of incarnation 1")
+			for i, d := range nodes {
+				if i != vi {
+					ob, _ := d.sd().Log(0)
+					by += strings.Count(ob, "cluster runs: 1 run(s) of lost node "+victim+" interrupted")
+				}
+			}
+			return by >= 1 && strings.Count(b, "cluster: retired the worktree of interrupted run "+lost.RunID) == 1
 		})
 		if _, err := os.Stat(filepath.Join(homes[vi], "cluster", "runs", "worktrees", lost.RunID)); !os.IsNotExist(err) {
 			t.Errorf("the interrupted run's worktree: %v", err)
