@@ -409,7 +409,15 @@ func TestClusterRunsAnywhere(t *testing.T) {
 			nodes[vi].kill()
 			nodes[vi].waitExit(t, exitTimeout)
 		}
-		if r, _ := rec.Runs.Get(t.Context(), k); r.Value.State != protocol.RunActive {
+		// Read through the nodes still up (the test's connection may have
+		// been to the one that went away: it reconnects to another).
+		var r records.Entry[records.RunRecord]
+		eventually(t, clusterWait, "a read of the run through a node still up", func() bool {
+			var err error
+			r, err = rec.Runs.Get(t.Context(), k)
+			return err == nil
+		})
+		if r.Value.State != protocol.RunActive {
 			t.Fatalf("the run of %s (%s) is %s before the node returns", victim, how, r.Value.State)
 		}
 		nodes[vi] = runsNode(t, mesh, vi, homes[vi], token)

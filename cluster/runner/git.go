@@ -267,9 +267,12 @@ func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 		return false, err
 	}
 	defer unlock()
+	if _, err := os.Stat(cache); errors.Is(err, os.ErrNotExist) {
+		return false, nil // no cache: nothing of ours
+	}
 	out, err := g.run(ctx, cache, "worktree", "list", "--porcelain", "-z")
 	if err != nil {
-		return false, nil // no cache: nothing of ours
+		return false, fmt.Errorf("runner: list the worktrees of %s: %w", cache, err)
 	}
 	listed := false
 	for f := range strings.SplitSeq(string(out), "\x00") {

@@ -188,7 +188,7 @@ func queue(t *testing.T, rec *records.Records, o *origin, jobID string, n int, e
 			Git: o.branch("shard/" + jobID + "-" + id), Child: []byte(`{"agent_id":"agent-` + id + `"}`)}
 		if edit != nil {
 			e := edit(i)
-			e.Git, e.RunID, e.JobID, e.State, e.Anywhere = r.Git, r.RunID, r.JobID, r.State, true
+			e.Git, e.RunID, e.JobID, e.State, e.Anywhere, e.AgentID, e.Child = r.Git, r.RunID, r.JobID, r.State, true, r.AgentID, r.Child
 			r = e
 		}
 		if _, err := rec.CreateRun(t.Context(), r); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -163,14 +164,20 @@ func (cr *clusterRuns) interruptPrevious(ctx context.Context, r *runner.Runner, 
 			if err != nil && ctx.Err() == nil {
 				log.Warn("cluster: runs of the previous incarnation not listed", "previous", inc, "err", err)
 			}
+			retire := map[string]records.RunRecord{}
+			for _, e := range got { // interrupted here, whatever a read says
+				retire[e.Key] = e.Value
+			}
 			for _, e := range left {
-				if e.Value.State != protocol.RunInterrupted {
-					continue
+				if e.Value.State == protocol.RunInterrupted {
+					retire[e.Key] = e.Value
 				}
-				if gone, err := g.Retire(ctx, e.Value); err != nil && ctx.Err() == nil {
-					log.Warn("cluster: worktree of an interrupted run not retired", "run_id", e.Value.RunID, "err", err)
+			}
+			for _, e := range sortedRuns(retire) {
+				if gone, err := g.Retire(ctx, e); err != nil && ctx.Err() == nil {
+					log.Warn("cluster: worktree of an interrupted run not retired", "run_id", e.RunID, "err", err)
 				} else if gone {
-					log.Info("cluster: retired the worktree of interrupted run "+e.Value.RunID, "run_id", e.Value.RunID)
+					log.Info("cluster: retired the worktree of interrupted run "+e.RunID, "run_id", e.RunID)
 				}
 			}
 		}
@@ -180,6 +187,15 @@ func (cr *clusterRuns) interruptPrevious(ctx context.Context, r *runner.Runner, 
 		case <-cr.kick:
 		}
 	}
+}
+
+// sortedRuns is the runs of m in the order of their ids.
+func sortedRuns(m map[string]records.RunRecord) []records.RunRecord {
+	out := make([]records.RunRecord, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
+	}
+	return out
 }
 
 // stopRuns stops the runner and waits for it: its executors stop without
