@@ -334,6 +334,12 @@ func TestClusterRunsParentNode(t *testing.T) {
 	waitRun(t, n1, parent.AgentID, a.Value.RunID, "n1 shows run a active on n2", func(r protocol.RunSnapshot) bool {
 		return r.State == protocol.RunActive && r.Node == "n2"
 	})
+	// The run is n2's work: n1's load does not count it.
+	since := time.Now().UnixMilli()
+	st1 := waitNode(t, n1, "a heartbeat of n1 after run a started", "n1", func(n protocol.ClusterNode) bool { return n.HeartbeatAt > since })
+	if n, _ := nodeOf(st1, "n1"); n.Load.Runs != 0 {
+		t.Fatalf("n1's load with run a active on n2: %+v", n.Load)
+	}
 	head := on2.work(&a, "a.txt", "work of a\n")
 	on2.end(&a, protocol.RunCompleted, "a is done", head, &protocol.DiffStats{Files: 1, Additions: 1})
 	var waited protocol.SubagentWaitData

@@ -350,7 +350,9 @@ func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
 	}
 	co.idx.addLive(&m.job)
 	for _, r := range m.job.Runs {
-		co.deps.Metrics.RunState("", r.State)
+		if !r.Anywhere { // counted by the node that runs it (observe)
+			co.deps.Metrics.RunState("", r.State)
+		}
 	}
 	if len(m.agents) > 0 {
 		// Before the response: a client that attaches to a child as soon

@@ -247,7 +247,9 @@ func (co *Coordinator) load(c actor.Context) {
 		if !counted[j.JobID] {
 			counted[j.JobID] = true
 			for _, r := range j.Runs {
-				co.deps.Metrics.RunState("", r.State)
+				if !r.Anywhere { // counted by the node that runs it (observe)
+					co.deps.Metrics.RunState("", r.State)
+				}
 			}
 		}
 	}
@@ -392,7 +394,13 @@ func (co *Coordinator) onRunChanged(c actor.Context, m *runChanged) {
 }
 
 // observe records a persisted transition of r from prev in the telemetry.
+// A run any node may take is left out: it runs on the node that claimed
+// it, whose metrics and cluster load count it (this node's describe the
+// work it does itself).
 func (co *Coordinator) observe(prev protocol.RunState, r *store.Run) {
+	if r.Anywhere {
+		return
+	}
 	mt := co.deps.Metrics
 	mt.RunTransition(prev, r.State)
 	ms := func(from, to int64) time.Duration { return time.Duration(to-from) * time.Millisecond }
