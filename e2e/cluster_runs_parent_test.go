@@ -378,6 +378,20 @@ func TestClusterRunsParentNode(t *testing.T) {
 	waitRun(t, n1, parent.AgentID, b.Value.RunID, "n1 shows run b active on n2", func(r protocol.RunSnapshot) bool {
 		return r.State == protocol.RunActive && r.Node == "n2"
 	})
+	// Its child lives on n2: a steer from n1 is refused, not lost.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel2()
+	err = c1.Call(ctx2, &protocol.SubagentSteer{Header: protocol.Header{Type: protocol.TypeSubagentSteer}, ParentAgentID: parent.AgentID,
+		Target: b.Value.RunID, Message: "hurry"}, &protocol.SubagentSteerData{})
+	if protocol.CodeOf(err) != protocol.CodeUnsupported || !strings.Contains(err.Error(), "n2") {
+		t.Fatalf("subagent.steer of a run on n2: %v, want UNSUPPORTED naming n2", err)
+	}
+	// Nor is a's child here to relaunch.
+	err = c1.Call(ctx2, &protocol.SubagentRelaunch{Header: protocol.Header{Type: protocol.TypeSubagentRelaunch}, ParentAgentID: parent.AgentID,
+		Target: a.Value.AgentID, Task: "again"}, &protocol.SubagentRelaunchData{})
+	if protocol.CodeOf(err) != protocol.CodeNotFound {
+		t.Fatalf("subagent.relaunch of a child that ran on n2: %v, want NOT_FOUND", err)
+	}
 	var stopped protocol.SubagentStopData
 	call(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: b.Value.RunID}, &stopped)
 	if len(stopped.Cancelled) != 1 || stopped.Cancelled[0].RunID != b.Value.RunID {

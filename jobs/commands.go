@@ -453,6 +453,13 @@ func (co *Coordinator) steer(c actor.Context, cmd *registry.Command, m *protocol
 		fail(cmd, protocol.Errorf(protocol.CodeConflict, "run %s is %s, not active", r.RunID, r.State))
 		return
 	}
+	if r.Anywhere && r.Node != co.node() {
+		// Its child lives on the node that claimed it (docs/protocol.md
+		// §13 "Runs on other nodes"); a steer does not travel between
+		// nodes yet.
+		fail(cmd, protocol.Errorf(protocol.CodeUnsupported, "run %s runs on node %s; steering a run on another node is not supported yet", r.RunID, r.Node))
+		return
+	}
 	c.Send(co.deps.Registry, &agent.Route{AgentID: r.AgentID, Msg: &agent.LeaseSteer{
 		RunID: r.RunID, Message: m.Message, CorrelationID: ids.New("steer"), Client: cmd.Client, Header: cmd.Header,
 	}})
