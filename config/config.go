@@ -126,6 +126,10 @@ type ClusterConfig struct {
 	// the cluster.url NATS, and embedded, it is the only key
 	// cluster.client_listen accepts (routes keep the token). Default "".
 	NKeySeedFile string `mapstructure:"nkey_seed_file"`
+	// ClaimRuns: this node claims and runs the subagent runs any node may
+	// take, up to jobs.max_active. false keeps a node to its own agents
+	// (its parents' runs still go to the others). Default true.
+	ClaimRuns bool `mapstructure:"claim_runs"`
 }
 
 // Enabled says whether any cluster.* setting differs from its default:
@@ -135,7 +139,8 @@ func (c ClusterConfig) Enabled() bool {
 	def := Default("").Cluster
 	return c.Node != "" || c.Listen != "" || c.Advertise != "" || c.ClientListen != "" ||
 		len(c.Routes) > 0 || c.Token != "" || c.TLSCert != "" || c.TLSKey != "" || c.TLSCA != "" ||
-		c.StoreDir != "" || c.Replicas != def.Replicas || c.Lease != def.Lease || c.URL != "" || c.NKeySeedFile != ""
+		c.StoreDir != "" || c.Replicas != def.Replicas || c.Lease != def.Lease || c.URL != "" || c.NKeySeedFile != "" ||
+		c.ClaimRuns != def.ClaimRuns
 }
 
 // TeamConfig configures teams (docs/protocol.md §10.4): where goals run,
@@ -476,7 +481,7 @@ func Default(home string) *Config {
 		Jobs:       JobsConfig{MaxActive: 16, MaxActivePerParent: 8, MaxTasks: 8, MaxDepth: 3, RunTimeout: 30 * time.Minute, Nice: 10, SchedIdle: true},
 		Compaction: CompactionConfig{Enabled: true},
 		AgentCraft: AgentCraftConfig{Listen: "127.0.0.1:7878"},
-		Cluster:    ClusterConfig{Replicas: 3, Lease: 15 * time.Second},
+		Cluster:    ClusterConfig{Replicas: 3, Lease: 15 * time.Second, ClaimRuns: true},
 	}
 	if home != "" {
 		c.ConfigFile = filepath.Join(home, "config.yaml")

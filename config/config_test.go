@@ -28,7 +28,7 @@ var briefKeys = []string{
 	"sim.context_window",
 	"cluster.node", "cluster.listen", "cluster.advertise", "cluster.client_listen", "cluster.routes",
 	"cluster.token", "cluster.tls_cert", "cluster.tls_key", "cluster.tls_ca", "cluster.store_dir",
-	"cluster.replicas", "cluster.lease", "cluster.url", "cluster.nkey_seed_file",
+	"cluster.replicas", "cluster.lease", "cluster.url", "cluster.nkey_seed_file", "cluster.claim_runs",
 	"jobs.max_active",
 	"jobs.max_active_per_parent",
 	"jobs.max_tasks",
@@ -106,7 +106,7 @@ func TestDefault(t *testing.T) {
 		Compaction: CompactionConfig{Enabled: true},
 		AgentCraft: AgentCraftConfig{Listen: "127.0.0.1:7878"},
 		Team:       TeamConfig{MaxWorkers: 3, CITimeout: 10 * time.Minute},
-		Cluster:    ClusterConfig{Replicas: 3, Lease: 15 * time.Second},
+		Cluster:    ClusterConfig{Replicas: 3, Lease: 15 * time.Second, ClaimRuns: true},
 		Runtimes:   map[string]RuntimeProfile{DefaultRuntime: {Kind: KindShard}},
 	}
 	got := Default("/h")
@@ -233,7 +233,7 @@ func altValue(t *testing.T, s setting, dir string) string {
 		return filepath.Join(dir, "altrepo")
 	case "jobs.nice":
 		return "3"
-	case "jobs.sched_idle":
+	case "jobs.sched_idle", "cluster.claim_runs":
 		return "false"
 	case "log.backups":
 		return "5"

@@ -215,6 +215,9 @@ func settings() []setting {
 		{key: "cluster.nkey_seed_file",
 			usage: `the cluster's user nkey seed file: authenticates to the cluster.url NATS; embedded, the only key cluster.client_listen accepts (default "")`,
 			field: func(c *Config) any { return &c.Cluster.NKeySeedFile }},
+		{key: "cluster.claim_runs",
+			usage: "claim and run the subagent runs any node may take, up to jobs.max_active (false: run none here)",
+			field: func(c *Config) any { return &c.Cluster.ClaimRuns }},
 
 		{key: "runtime.command",
 			usage: `agent runtime command line (default "": run this executable as "agent --headless")`,

@@ -36,15 +36,16 @@ const clusterLease = "3s"
 
 // clusterNode starts shardd as node i (n1, n2, …) of mesh on home; it
 // returns at once: a node serves only once a quorum of the cluster is up.
-func clusterNode(t *testing.T, mesh *clustertest.Mesh, i int, home, token string) *daemon {
+// extra are more shardd flags.
+func clusterNode(t *testing.T, mesh *clustertest.Mesh, i int, home, token string, extra ...string) *daemon {
 	t.Helper()
 	p := &proc{stdout: &shardtest.Buffer{}, stderr: &shardtest.Buffer{}}
 	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
 		Shardd: sharddBin, Home: home,
-		Args: []string{"--web-port", "0", "--store.no-sync",
+		Args: append([]string{"--web-port", "0", "--store.no-sync",
 			"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
 			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
-			"--cluster.lease", clusterLease},
+			"--cluster.lease", clusterLease}, extra...),
 		Env:    []string{"SHARD_CLUSTER_TOKEN=" + token},
 		Stdout: p.stdout, Stderr: io.MultiWriter(p.stderr, mesh.RouteWatcher(i)),
 	})

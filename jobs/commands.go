@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -192,13 +193,29 @@ func (co *Coordinator) create(c actor.Context, cmd *registry.Command, m *protoco
 		job.Runs = append(job.Runs, store.Run{
 			RunID: ids.New("run"), Index: i, Name: t.Name, AgentID: a.AgentID, Alias: alias, Task: t.Task,
 			State: protocol.RunQueued, QueuedAt: now.UnixMilli(), TimeoutMs: lim.RunTimeout.Milliseconds(),
+			Node: co.node(),
 		})
 	}
 	var plan *workspaces.Plan
+	anywhere := false
 	if m.Isolation == protocol.IsolationWorkspace {
 		plan = planOf(&job, pm.Cwd)
+		// Isolated runs of a single or parallel job may run on any node of
+		// a cluster (anywhere.go; the commit decides, once it knows the
+		// repository has a remote every node can reach). A chain's steps
+		// share one worktree in order, so a chain stays here.
+		anywhere = co.deps.Remote != nil && strategy != protocol.StrategyChain
 	}
-	co.commit(c, cmd, job, agents, aliases, plan)
+	co.commit(c, cmd, job, agents, aliases, plan, anywhere)
+}
+
+// node is this node's name in a cluster, "" on a single shardd: where the
+// runs it starts itself run (store.Run.Node).
+func (co *Coordinator) node() string {
+	if co.deps.Remote == nil {
+		return ""
+	}
+	return co.deps.Remote.Node()
 }
 
 func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *protocol.SubagentRelaunch) {
@@ -226,11 +243,11 @@ func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *proto
 		CreatedAt: now.UnixMilli(), Runs: []store.Run{{
 			RunID: ids.New("run"), Name: am.Name, AgentID: agentID, Alias: am.Alias, Task: m.Task,
 			State: protocol.RunQueued, QueuedAt: now.UnixMilli(), TimeoutMs: co.deps.Limits.RunTimeout.Milliseconds(),
-			Workspace: ws,
+			Workspace: ws, Node: co.node(),
 		}}}
 	// Index now so a concurrent relaunch of the same agent conflicts.
 	co.idx.addLive(&job)
-	co.commit(c, cmd, job, nil, nil, nil)
+	co.commit(c, cmd, job, nil, nil, nil, false)
 }
 
 // commit writes the job (and its new agents) off the mailbox; the response
@@ -240,9 +257,11 @@ func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *proto
 // With a plan (isolation "workspace") the goroutine first asks the
 // workspace actor for the workspace records and binds the runs and child
 // agents to them (isolation.go); the records are committed in the job's
-// transaction.
-func (co *Coordinator) commit(c actor.Context, cmd *registry.Command, job store.Job, agents []store.Agent, aliases map[string]string, plan *workspaces.Plan) {
-	st, sys, self, wsPID := co.deps.Store, co.sys, co.self, co.deps.Workspaces
+// transaction. With anywhere (a cluster node) the runs are published to
+// the cluster's records first when the repository has a remote "origin"
+// (anywhere.go).
+func (co *Coordinator) commit(c actor.Context, cmd *registry.Command, job store.Job, agents []store.Agent, aliases map[string]string, plan *workspaces.Plan, anywhere bool) {
+	st, sys, self, wsPID, remote := co.deps.Store, co.sys, co.self, co.deps.Workspaces, co.deps.Remote
 	if plan == nil {
 		// Queued from the mailbox; the store's writer answers the mailbox
 		// once the batch committed, for every create in it at once: no
@@ -268,8 +287,24 @@ func (co *Coordinator) commit(c actor.Context, cmd *registry.Command, job store.
 		// Copies: the mailbox's job and agents stay as they were.
 		job.Runs, agents = slices.Clone(job.Runs), slices.Clone(agents)
 		bindWorkspaces(&job, agents, recs)
-		existing, err := st.CreateJobWorkspaces(job, agents, aliases, recs)
-		sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, existing: existing, err: err})
+		local := agents
+		var undo func(context.Context)
+		if anywhere {
+			// Published to the cluster first (anywhere.go): its records
+			// must exist before the create is answered, and a failure
+			// there leaves nothing here.
+			var err error
+			local, undo, err = publish(remote, &job, agents, recs)
+			if err != nil {
+				sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: agents, aliases: aliases, err: err})
+				return
+			}
+		}
+		existing, err := st.CreateJobWorkspaces(job, local, aliases, recs)
+		if err != nil && undo != nil {
+			undo(context.Background())
+		}
+		sys.Root.Send(self, &createDone{cmd: cmd, job: job, agents: local, aliases: aliases, existing: existing, err: err})
 	})
 	if !started {
 		// The daemon is stopping: nothing was written; answer as a failed
@@ -315,7 +350,9 @@ func (co *Coordinator) onCreated(c actor.Context, m *createDone) {
 	}
 	co.idx.addLive(&m.job)
 	for _, r := range m.job.Runs {
-		co.deps.Metrics.RunState("", r.State)
+		if !r.Anywhere { // counted by the node that runs it (observe)
+			co.deps.Metrics.RunState("", r.State)
+		}
 	}
 	if len(m.agents) > 0 {
 		// Before the response: a client that attaches to a child as soon
@@ -414,6 +451,13 @@ func (co *Coordinator) steer(c actor.Context, cmd *registry.Command, m *protocol
 	_, r := co.idx.run(runIDs[0])
 	if r.State != protocol.RunActive {
 		fail(cmd, protocol.Errorf(protocol.CodeConflict, "run %s is %s, not active", r.RunID, r.State))
+		return
+	}
+	if r.Anywhere && r.Node != co.node() {
+		// Its child lives on the node that claimed it (docs/protocol.md
+		// §13 "Runs on other nodes"); a steer does not travel between
+		// nodes yet.
+		fail(cmd, protocol.Errorf(protocol.CodeUnsupported, "run %s runs on node %s; steering a run on another node is not supported yet", r.RunID, r.Node))
 		return
 	}
 	c.Send(co.deps.Registry, &agent.Route{AgentID: r.AgentID, Msg: &agent.LeaseSteer{

@@ -13,6 +13,7 @@ import (
 	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/xsync"
+	"github.com/shard-dev/shard/jobs/remote"
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -102,6 +103,11 @@ type Deps struct {
 	// (a mailrun.Pool); nil is protoactor's default, a new goroutine per
 	// mailbox run.
 	Dispatcher actor.Dispatcher
+	// Remote is this node's handle on the cluster's run records when the
+	// daemon is a cluster node (nil on a single shardd): isolated runs of
+	// a repository with a remote "origin" are published there for any
+	// node to claim, and followed (anywhere.go).
+	Remote *remote.Runs
 }
 
 // Coordinator is the jobs actor: see the package doc. Its state is split by
@@ -241,7 +247,9 @@ func (co *Coordinator) load(c actor.Context) {
 		if !counted[j.JobID] {
 			counted[j.JobID] = true
 			for _, r := range j.Runs {
-				co.deps.Metrics.RunState("", r.State)
+				if !r.Anywhere { // counted by the node that runs it (observe)
+					co.deps.Metrics.RunState("", r.State)
+				}
 			}
 		}
 	}
@@ -275,7 +283,8 @@ func (co *Coordinator) load(c actor.Context) {
 
 func (co *Coordinator) spawnJob(c actor.Context, j store.Job) {
 	a := &jobActor{store: co.deps.Store, registry: co.deps.Registry, coord: co.self, workspaces: co.deps.Workspaces,
-		log: co.deps.Logger.With("job_id", j.JobID), clock: co.deps.Clock, job: j}
+		log: co.deps.Logger.With("job_id", j.JobID), clock: co.deps.Clock, job: j,
+		remote: co.deps.Remote, group: co.deps.Group}
 	pid, err := c.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return a }, actor.WithDispatcher(co.deps.Dispatcher)), j.JobID)
 	if err != nil {
 		co.deps.Logger.Error("jobs: spawn job actor", "job_id", j.JobID, "err", err)
@@ -385,7 +394,13 @@ func (co *Coordinator) onRunChanged(c actor.Context, m *runChanged) {
 }
 
 // observe records a persisted transition of r from prev in the telemetry.
+// A run any node may take is left out: it runs on the node that claimed
+// it, whose metrics and cluster load count it (this node's describe the
+// work it does itself).
 func (co *Coordinator) observe(prev protocol.RunState, r *store.Run) {
+	if r.Anywhere {
+		return
+	}
 	mt := co.deps.Metrics
 	mt.RunTransition(prev, r.State)
 	ms := func(from, to int64) time.Duration { return time.Duration(to-from) * time.Millisecond }

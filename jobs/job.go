@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,8 +10,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/internal/actorref"
 	"github.com/shard-dev/shard/internal/clock"
+	"github.com/shard-dev/shard/internal/xsync"
+	"github.com/shard-dev/shard/jobs/remote"
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -48,6 +52,16 @@ type jobActor struct {
 	// ending holds the lease ends of isolated runs while their diff stat
 	// is measured (DiffStatResult).
 	ending map[string]*agent.LeaseEnded
+	// remote is the cluster's run records on a cluster node (nil on a
+	// single shardd); group runs the follow and the stop writes of
+	// anywhere runs (anywhere.go), and unfollow ends the follow.
+	remote   *remote.Runs
+	group    *xsync.Group
+	unfollow context.CancelFunc
+	// fetching marks anywhere runs whose record ended while their branch
+	// is fetched into their workspace; ended holds those records.
+	fetching map[string]bool
+	ended    map[string]records.RunRecord
 	// finished: the job is terminal and the coordinator was told (finish).
 	finished bool
 	sys      *actor.ActorSystem
@@ -60,7 +74,9 @@ func (j *jobActor) Receive(c actor.Context) {
 		j.sys, j.self = c.ActorSystem(), c.Self()
 		j.requested, j.timedOut, j.deadlines = map[string]bool{}, map[string]bool{}, map[string]clock.Timer{}
 		j.awaiting, j.ending, j.claimed = map[string]bool{}, map[string]*agent.LeaseEnded{}, map[string]string{}
+		j.fetching, j.ended = map[string]bool{}, map[string]records.RunRecord{}
 		j.schedule(c)
+		j.follow()
 	case *admitted:
 		j.start(c, m.runID)
 	case *agent.LeaseStarted:
@@ -68,7 +84,15 @@ func (j *jobActor) Receive(c actor.Context) {
 	case *agent.LeaseEnded:
 		j.onEnded(c, m)
 	case *workspaces.Materialized:
+		if j.fetching[m.RunID] {
+			j.onFetched(c, m)
+			return
+		}
 		j.onMaterialized(c, m)
+	case *remoteRun:
+		j.onRemote(c, m)
+	case *remoteStopped:
+		j.onRemoteStopped(c, m)
 	case *workspaces.DiffStatResult:
 		j.onDiffStat(c, m)
 	case *agent.LeaseStopping:
@@ -82,6 +106,9 @@ func (j *jobActor) Receive(c actor.Context) {
 	case *actor.Stopping:
 		for id := range j.deadlines {
 			j.stopDeadline(id)
+		}
+		if j.unfollow != nil {
+			j.unfollow()
 		}
 	case *actor.Stopped:
 		actorref.Release(c) // the coordinator's children may hold this PID
@@ -110,7 +137,8 @@ func (j *jobActor) schedule(c actor.Context) {
 			}
 			return // one step at a time
 		}
-		if r.State == protocol.RunQueued && !j.requested[r.RunID] {
+		if r.State == protocol.RunQueued && !j.requested[r.RunID] && !r.Anywhere {
+			// An anywhere run is started by the node that claims it.
 			j.requested[r.RunID] = true
 			j.tell(c, &admitReq{jobID: j.job.JobID, runID: r.RunID})
 		}
@@ -333,6 +361,13 @@ func (j *jobActor) onDeadline(c actor.Context, runID string) {
 	if r == nil || (r.State != protocol.RunStarting && r.State != protocol.RunActive) {
 		return
 	}
+	if r.Anywhere {
+		// Its node is asked to stop it; it ends timed out (mirror).
+		j.timedOut[runID] = true
+		j.log.Info("run deadline exceeded", "run_id", runID)
+		j.stopRemote(c, nil, []string{runID})
+		return
+	}
 	if j.awaiting[runID] {
 		// Its worktree is still being made: the child was never leased.
 		j.endUnleased(c, runID, protocol.RunTimedOut, "deadline exceeded")
@@ -347,6 +382,10 @@ func (j *jobActor) onDeadline(c actor.Context, runID string) {
 // active ones through the child's escalation. Stopping an active chain step
 // cancels the rest. A second stop is idempotent.
 func (j *jobActor) onStop(c actor.Context, m *stopReq) {
+	if j.anywhere() {
+		j.onStopAnywhere(c, m)
+		return
+	}
 	targets := m.runIDs
 	if len(targets) == 0 {
 		for _, r := range j.job.Runs {

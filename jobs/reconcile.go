@@ -44,6 +44,10 @@ func Reconcile(st *store.Store, now time.Time, lastSign func(*store.Run) int64) 
 		for i := range j.Runs {
 			r := &j.Runs[i]
 			switch {
+			case r.Anywhere:
+				// It runs wherever the cluster placed it, not in this
+				// daemon: its record says what became of it, and the job
+				// actor follows it (anywhere.go).
 			case r.State == protocol.RunStarting || r.State == protocol.RunActive:
 				if r.StopRequestedAt != 0 {
 					r.State, r.Error = protocol.RunCancelled, "cancelled; the daemon restarted before the stop finished"

@@ -440,3 +440,45 @@ func TestReconcileEndsAtTheLastSignOfLife(t *testing.T) {
 		t.Errorf("job ended_at = %d, want its last run's", got.EndedAt)
 	}
 }
+
+// TestReconcileLeavesAnywhereRuns: a run any node of a cluster may take
+// did not run in this daemon; a restart leaves it as its record says
+// (queued, starting or active), writes no report for it, and the job
+// stays open for its follow (anywhere.go). A local run of another job is
+// interrupted as before.
+func TestReconcileLeavesAnywhereRuns(t *testing.T) {
+	st := openStore(t)
+	j := store.Job{JobID: "job-any", ParentAgentID: "agent-parent", Strategy: protocol.StrategyParallel, CreatedAt: 100}
+	for i, s := range []protocol.RunState{protocol.RunQueued, protocol.RunStarting, protocol.RunActive} {
+		id := fmt.Sprintf("run-any%d", i)
+		j.Runs = append(j.Runs, store.Run{RunID: id, Index: i, Name: id, AgentID: "agent-" + id, Task: taskMarker,
+			State: s, QueuedAt: 100, StartedAt: 200, Anywhere: true, Node: "n2"})
+	}
+	if _, err := st.CreateJobWorkspaces(j, nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	seedJob(t, st, "job-local", protocol.StrategyParallel, seedRun{id: "run-local", state: protocol.RunActive})
+	n, err := Reconcile(st, time.UnixMilli(1000), nil)
+	if err != nil || n != 1 {
+		t.Fatalf("Reconcile = %d, %v; want only the local run", n, err)
+	}
+	got, err := st.GetJob("job-any")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range got.Runs {
+		if r.State != j.Runs[i].State || r.EndedAt != 0 || r.Node != "n2" || !r.Anywhere {
+			t.Fatalf("anywhere run after the restart: %+v", r)
+		}
+	}
+	if got.EndedAt != 0 {
+		t.Fatalf("the job of anywhere runs ended: %+v", got)
+	}
+	reports, err := st.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) != 1 || reports[0].RunID != "run-local" {
+		t.Fatalf("reports = %+v, want the local run's only", reports)
+	}
+}

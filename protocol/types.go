@@ -351,6 +351,11 @@ type RunSnapshot struct {
 	// (docs/protocol.md §10.3 "recorded against the run"). The message
 	// text is private and never appears.
 	Steers []RunSteer `json:"steers,omitempty"`
+	// Node (additive) is the cluster node the run runs on: the parent's
+	// own, or, for a run any node may take, the node that claimed it
+	// (docs/protocol.md §10.3). Absent on a single shardd and while a run
+	// waits to be claimed.
+	Node string `json:"node,omitempty"`
 }
 
 // RunSteer records one steer of a run: who sent it, and whether it reached

@@ -56,6 +56,13 @@ type Run struct {
 	// Steers are the steers of the run and their outcomes, newest
 	// protocol.MaxRunSteers (never the message text).
 	Steers []protocol.RunSteer `json:"steers,omitempty"`
+	// Node is the cluster node the run runs on ("" on a single shardd, or
+	// while a run any node may take waits to be claimed).
+	Node string `json:"node,omitempty"`
+	// Anywhere marks a run any node of the cluster may claim: its record
+	// in the cluster decides its state, which this node follows (the job
+	// actor never starts it here itself).
+	Anywhere bool `json:"anywhere,omitempty"`
 }
 
 // Report is a completion report waiting to be delivered to the parent. It

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,69 @@ func (h *harness) response(id string) protocol.Response {
 				return r
 			}
 		}
+	}
+}
+
+// TestMaterializeFetchesARunOfAnotherNode: a run that ran on another
+// node pushed its branch to the shared remote; Materialize with Fetch
+// brings it into the workspace here, fast-forwarded to the pushed head
+// (recorded as the workspace's head), so the diff shows the work. A head
+// that does not descend from the workspace's branch is refused, and the
+// branch stays where it was.
+func TestMaterializeFetchesARunOfAnotherNode(t *testing.T) {
+	h := start(t, nil, "")
+	repo := newRepo(t)
+	d := h.create(repo, "remote-run")
+	ws := d.Workspace
+	bare := filepath.Join(t.TempDir(), "origin.git")
+	gitIn(t, repo, "init", "-q", "--bare", bare)
+	base := gitIn(t, ws.Cwd, "rev-parse", "HEAD")
+	// The other node: a clone of the remote, the run's commit on its branch.
+	other := filepath.Join(t.TempDir(), "other")
+	gitIn(t, repo, "push", "-q", bare, base+":refs/heads/"+ws.Branch)
+	gitIn(t, repo, "clone", "-q", "-b", ws.Branch, bare, other)
+	if err := os.WriteFile(filepath.Join(other, "work.txt"), []byte("done elsewhere\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, other, "add", "work.txt")
+	gitIn(t, other, "commit", "-q", "-m", "the run's work")
+	gitIn(t, other, "push", "-q", "origin", ws.Branch)
+	head := gitIn(t, other, "rev-parse", "HEAD")
+
+	fetch := func(runID, head string) *workspaces.Materialized {
+		f := h.sys.Root.RequestFuture(h.ws, &workspaces.Materialize{WorkspaceID: ws.WorkspaceID, RunID: runID, AgentID: "agent_of_" + runID,
+			Fetch: &workspaces.Fetch{Remote: bare, Branch: ws.Branch, Head: head}}, 30*time.Second)
+		res, err := f.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.sys.Root.Send(h.ws, &workspaces.Release{WorkspaceID: ws.WorkspaceID, RunID: runID})
+		return res.(*workspaces.Materialized)
+	}
+	m := fetch("run_fetch", head)
+	if m.Err != nil || m.Workspace.HeadSHA != head {
+		t.Fatalf("materialize with fetch = %+v, want head %s", m, head)
+	}
+	if got := gitIn(t, ws.Cwd, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("worktree at %s, want %s", got, head)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws.Cwd, "work.txt")); err != nil || string(b) != "done elsewhere\n" {
+		t.Fatalf("work.txt = %q, %v", b, err)
+	}
+	var diff protocol.WorkspaceDiffData
+	h.ok(&protocol.WorkspaceDiff{Header: protocol.Header{Type: protocol.TypeWorkspaceDiff}, WorkspaceID: ws.WorkspaceID}, &diff)
+	if diff.Stats.Files != 1 || diff.HeadSHA != head {
+		t.Fatalf("diff after the fetch = %+v", diff)
+	}
+
+	// A diverged remote branch (forced there by someone) is not taken.
+	gitIn(t, other, "reset", "-q", "--hard", base)
+	gitIn(t, other, "commit", "-q", "--allow-empty", "-m", "diverged")
+	gitIn(t, other, "push", "-q", "-f", "origin", ws.Branch)
+	if m := fetch("run_diverged", gitIn(t, other, "rev-parse", "HEAD")); m.Err == nil || protocol.CodeOf(m.Err) != protocol.CodeConflict {
+		t.Fatalf("materialize with a diverged fetch = %+v, want CONFLICT", m)
+	}
+	if got := gitIn(t, ws.Cwd, "rev-parse", "HEAD"); got != head {
+		t.Fatalf("after the refused fetch the worktree is at %s, want %s", got, head)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -70,6 +71,25 @@ type Materialize struct {
 	RunID string
 	// AgentID is the run's child agent (named by a busy refusal).
 	AgentID string
+	// Fetch, when set, brings a branch another node pushed into the
+	// worktree once it exists: the run ran elsewhere in the cluster and
+	// its work is on the shared remote (docs/protocol.md §13 "Runs on
+	// other nodes"). The branch is fast-forwarded to it, so
+	// workspace.diff, workspace.merge and the review see the run's work
+	// as if it had been done here.
+	Fetch *Fetch
+}
+
+// Fetch names a branch on a remote: what Materialize brings into the
+// worktree of a run that ran on another node.
+type Fetch struct {
+	// Remote is the URL (or path) git fetches from.
+	Remote string
+	// Branch is the remote branch (the workspace's own branch name).
+	Branch string
+	// Head is the commit the branch was pushed at; "" takes the fetched
+	// tip as it is.
+	Head string
 }
 
 // Release ends a run's claim on a workspace (sent by the job actor when a
@@ -146,6 +166,9 @@ func (a *Actor) onIsolation(c actor.Context, to *actor.PID, m Message) {
 			out = &Planned{Workspaces: recs, Err: shutdownErr(ctx, err)}
 		case *Materialize:
 			rec, err := w.materialize(ctx, m.WorkspaceID, m.RunID)
+			if err == nil && m.Fetch != nil {
+				rec, err = w.fetchRun(ctx, rec, m.Fetch)
+			}
 			if err != nil {
 				w.claims.release(m.WorkspaceID, m.RunID)
 				if interrupted(ctx) {
@@ -290,6 +313,46 @@ func (w *worker) materialize(ctx context.Context, id, runID string) (store.Works
 	}
 	w.broadcast(events)
 	return rec, nil
+}
+
+// fetchRun fast-forwards an active workspace's branch to a branch another
+// node pushed (Materialize.Fetch), under the repository's lock, and
+// records the new head. The worktree was made at the base the remote
+// branch starts from, and nobody worked in it here, so a fast-forward is
+// all it takes; anything else (the branch moved here, the remote branch
+// does not descend from the base) is refused and nothing changes.
+func (w *worker) fetchRun(ctx context.Context, rec store.Workspace, f *Fetch) (store.Workspace, error) {
+	cur, unlock, err := w.getLocked(ctx, rec.WorkspaceID)
+	if err != nil {
+		return rec, err
+	}
+	defer unlock()
+	run := func(args ...string) ([]byte, error) {
+		return w.deps.Git.Runner().Run(ctx, git.Invocation{Dir: cur.WorktreePath, Args: args})
+	}
+	if _, err := run("fetch", "--no-tags", "--quiet", f.Remote, "refs/heads/"+f.Branch); err != nil {
+		return cur, protocol.Errorf(protocol.CodeConflict, "fetch branch %s of the run from its remote: %w", f.Branch, err)
+	}
+	target := f.Head
+	if target == "" {
+		target = "FETCH_HEAD"
+	}
+	if _, err := run("merge", "--ff-only", "--quiet", target); err != nil {
+		return cur, protocol.Errorf(protocol.CodeConflict, "fast-forward branch %s to the run's work: %w", f.Branch, err)
+	}
+	out, err := w.deps.Git.Runner().Run(ctx, git.Invocation{Dir: cur.WorktreePath, Args: []string{"rev-parse", "HEAD"}, ReadOnly: true})
+	if err != nil {
+		return cur, internal(err)
+	}
+	head := strings.TrimSpace(string(out))
+	upd, err := w.deps.Store.UpdateWorkspace(cur.WorkspaceID, func(r *store.Workspace) error {
+		r.HeadSHA, r.UpdatedAt = head, w.now()
+		return nil
+	})
+	if err != nil {
+		return cur, internal(err)
+	}
+	return upd, nil
 }
 
 // RetiredRefusal is the typed refusal of a run bound to a workspace that

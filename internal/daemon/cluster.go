@@ -47,24 +47,33 @@ func clusterConfig(cfg *config.Config, version string) (cc cluster.Config, ok bo
 // serves no client before it is a member.
 func (d *Daemon) startCluster(cc cluster.Config) error {
 	log := d.log.With("component", "cluster")
+	// The directory's goroutines and the interruptions of lost nodes'
+	// runs end with this context (stopDirectory).
+	ctx, cancel := context.WithCancel(context.Background())
+	d.dir.cancel = cancel
+	d.clusterRunsDeps()
 	cc.Hooks = cluster.Hooks{
 		Load: func() cluster.Load {
 			agents, runtimes, runs := d.metrics.Load()
-			return cluster.Load{Agents: agents, ActiveAgents: runtimes, ActiveRuns: runs}
+			// The runs claimed from other nodes' jobs count here too.
+			return cluster.Load{Agents: agents, ActiveAgents: runtimes, ActiveRuns: runs + d.runs.running()}
 		},
 		// Declaring a node dead is where its unfinished runs become
-		// interrupted and are reported to their parents once (as after a
-		// restart, docs/protocol.md §10.3). Runs are not cluster records
-		// yet — each node's jobs are its own — so for now the death is
-		// logged; the replicated records bring the real work.
+		// interrupted (as after a restart, docs/protocol.md §10.3): this
+		// node, the one survivor that declared it, writes them interrupted
+		// in their records, once; each run's parent's node follows its
+		// record and reports it once (jobs/anywhere.go).
 		OnNodeDead: func(node string, inc uint64) {
 			log.Warn(fmt.Sprintf("cluster: node %s (incarnation %d) declared dead by %s", node, inc, cc.Node),
 				"dead_node", node, "incarnation", inc)
+			d.dir.wg.Go(func() { d.remoteRuns.InterruptNode(ctx, node, inc) })
 		},
 		// A rejoin reconciles as a restarted daemon does; this daemon
-		// already did at its start (jobs.Reconcile), and its records are
-		// still its own, so there is nothing more to do yet.
+		// already did at its start (jobs.Reconcile) for its own jobs; the
+		// runs it claimed in its previous incarnation are interrupted
+		// (once across the cluster) by its runner (clusterruns.go).
 		OnRejoin: func(r cluster.Rejoin) {
+			d.rejoinRuns(r)
 			log.Info(fmt.Sprintf("cluster: node %s rejoins as incarnation %d (incarnation %d declared dead by %s)",
 				cc.Node, r.Incarnation, r.Previous, r.DeclaredBy),
 				"previous", r.Previous, "incarnation", r.Incarnation, "declared_by", r.DeclaredBy)
@@ -78,6 +87,7 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 	}
 	n, err := cluster.Start(context.Background(), cc, d.log) // it adds component=cluster itself
 	if err != nil {
+		cancel()
 		return fmt.Errorf("daemon: start cluster node %s: %w", cc.Node, err)
 	}
 	d.node = n
@@ -89,7 +99,11 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 	}
 	log.Info(fmt.Sprintf("cluster: node %s joined (%d members)", n.Name(), alive),
 		"incarnation", n.Incarnation(), "members", alive)
-	d.startDirectory()
+	if url := n.ClientURL(); url != "" {
+		log.Info("cluster: NATS clients at "+url, "client_url", url)
+	}
+	d.startDirectory(ctx)
+	d.startRuns()
 	return nil
 }
 
@@ -136,6 +150,7 @@ func (d *Daemon) closeCluster() {
 	if d.node == nil {
 		return
 	}
+	d.stopRuns()
 	d.stopDirectory()
 	_ = d.node.Close()
 	d.log.Info("cluster: node stopped", "node", d.node.Name())

@@ -14,7 +14,10 @@ import (
 	"github.com/shard-dev/shard/cluster/agentdir"
 	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/internal/outbox"
+	"github.com/shard-dev/shard/internal/procs"
+	"github.com/shard-dev/shard/jobs/remote"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/workspaces/git"
 )
 
 // directory is a clustered daemon's part of the agent directory
@@ -53,11 +56,9 @@ const directoryClientID = math.MaxUint64 - 1
 // startDirectory opens the directory bucket (retrying while the cluster
 // has no quorum) and starts the publisher, the view and the broadcast
 // follower. It returns at once: the daemon never waits on the cluster.
-func (d *Daemon) startDirectory() {
+func (d *Daemon) startDirectory(ctx context.Context) {
 	log := d.log.With("component", "cluster")
-	ctx, cancel := context.WithCancel(context.Background())
 	dir := d.dir
-	dir.cancel = cancel
 	dir.wg.Go(func() {
 		var rec *records.Records
 		wait := agentdir.DefaultRetry
@@ -78,6 +79,8 @@ func (d *Daemon) startDirectory() {
 			}
 			wait = min(2*wait, agentdir.DefaultMaxRetry)
 		}
+		// The same records carry the runs any node may take (jobs/remote).
+		d.remoteRuns.SetRecords(rec)
 		view := agentdir.NewView(d.node.Name(), rec.Agents, log)
 		// Another node's agent changing is told to this node's clients as
 		// its own agents' changes are (docs/protocol.md §13 "Agents of
@@ -107,7 +110,8 @@ func (d *Daemon) startDirectory() {
 	})
 }
 
-// stopDirectory stops what startDirectory started and waits for it.
+// stopDirectory stops what startDirectory started (and the interruptions
+// of lost nodes' runs under way) and waits for it.
 func (d *Daemon) stopDirectory() {
 	if d.dir == nil || d.dir.cancel == nil {
 		return
@@ -226,4 +230,15 @@ func (d *Daemon) directoryDeps() registry.Directory {
 	}
 	d.dir = &directory{}
 	return d.dir
+}
+
+// runsDeps makes d.remoteRuns when clustered: the jobs coordinator's handle on
+// the runs any node may take (jobs/remote), whose records startDirectory
+// gives it once they are open. nil on a single shardd.
+func (d *Daemon) runsDeps(forks *procs.ForkGate) *remote.Runs {
+	if !d.clustered {
+		return nil
+	}
+	d.remoteRuns = remote.New(d.cluster.Node, &git.Exec{Forks: forks}, d.log.With("component", "cluster"))
+	return d.remoteRuns
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/shard-dev/shard/internal/sparep"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/jobs"
+	"github.com/shard-dev/shard/jobs/remote"
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -109,6 +110,16 @@ type Daemon struct {
 	// dir is the agent directory's part of this node (clusterdir.go);
 	// nil on a single shardd.
 	dir *directory
+	// remoteRuns is the jobs coordinator's handle on the runs any node of
+	// the cluster may take, the parent's node's side (jobs/remote); nil on
+	// a single shardd.
+	remoteRuns *remote.Runs
+	// runs is this node's side of the runs any node may take
+	// (clusterruns.go); nil on a single shardd.
+	runs *clusterRuns
+	// gate is the daemon's fork gate (set in Start), which the git of
+	// claimed runs goes through too.
+	gate *procs.ForkGate
 	// startFailed is set by failStart: Shutdown has nothing to stop.
 	startFailed bool
 	// group owns the goroutines every actor starts off its mailbox (store
@@ -233,6 +244,7 @@ func (d *Daemon) Start() error {
 	// Every process the daemon starts (runtimes, git, the workspace setup
 	// command) goes through one gate: one fork at a time (procs.ForkGate).
 	forks := &procs.ForkGate{Spare: d.forks}
+	d.gate = forks
 	logs, err := logfile.NewMux()
 	if err != nil {
 		return fmt.Errorf("daemon: %w", err)
@@ -379,6 +391,7 @@ func (d *Daemon) Start() error {
 		Models:       deps.Agent.Models,
 		CheckTools:   deps.Agent.Runtime.CheckTools,
 		Dispatcher:   d.mailboxes,
+		Remote:       d.runsDeps(forks),
 	}
 	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")
 	if err != nil {
@@ -593,6 +606,10 @@ func (d *Daemon) Shutdown(force bool) {
 			d.stopTeam(d.cfg.Shutdown.Timeout)
 			d.stopWorkspaces(d.cfg.Shutdown.Timeout)
 			d.stopJobs(d.cfg.Shutdown.Timeout)
+			// Claimed runs stop being followed with the local ones, before
+			// the drain ends their turns: their records are left for the
+			// next incarnation (or a survivor) to interrupt, once.
+			d.stopRuns()
 			d.drainAll(force)
 		}
 		if d.gw != nil {

@@ -78,7 +78,7 @@ func RunSnapshot(j *store.Job, r *store.Run, owner bool) protocol.RunSnapshot {
 		JobID: j.JobID, RunID: r.RunID, Index: r.Index, Name: r.Name,
 		AgentID: r.AgentID, Alias: r.Alias, DefinitionName: r.Name, DisplayName: DisplayName(r.Name, r.Alias),
 		State: r.State, Deadline: r.Deadline,
-		Usage: r.Usage, Error: r.Error, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
+		Usage: r.Usage, Error: r.Error, StartedAt: r.StartedAt, EndedAt: r.EndedAt, Node: r.Node,
 	}
 	if r.Workspace != nil {
 		ws := *r.Workspace

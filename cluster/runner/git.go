@@ -1,0 +1,314 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/workspaces/git"
+)
+
+// Git makes claimed runs' worktrees from their shared remote and pushes
+// their branches back. Everything it makes is under Root, owner-only: a
+// bare cache repository per remote (repos/<hash of the remote>.git), into
+// which the remote is fetched, and one worktree of it per run
+// (worktrees/<run_id>). Its methods are safe for concurrent use: the
+// steps on one cache are serialized.
+//
+// Every git it runs is the real git through Runner (no shell, a timeout,
+// no prompts) with an environment of its own: no system or global git
+// configuration (the user's ~/.gitconfig is never read) and Shard's own
+// identity for the commits it makes, so what a node does to a run's
+// branch never depends on whose account runs the daemon.
+type Git struct {
+	// Root is where the caches and worktrees go (the daemon's
+	// <home>/cluster/runs); required.
+	Root string
+	// Runner runs git; Env returns what it needs in its environment.
+	// nil: a git.Exec with Env.
+	Runner git.Runner
+	// Node names this node in the commits it makes.
+	Node string
+
+	locks git.Locks
+}
+
+// Identity of the commits a node makes for a run.
+const (
+	commitName  = "Shard"
+	commitEmail = "shard@localhost"
+)
+
+// Env is the environment every git of a Git runs with, on top of
+// git.Exec's scrubbed one: no system or global configuration, Shard's
+// identity, no hooks from anywhere.
+func Env() []string {
+	return []string{
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull,
+		"GIT_AUTHOR_NAME=" + commitName, "GIT_AUTHOR_EMAIL=" + commitEmail,
+		"GIT_COMMITTER_NAME=" + commitName, "GIT_COMMITTER_EMAIL=" + commitEmail,
+	}
+}
+
+// Workspace is a run's worktree on this node.
+type Workspace struct {
+	Dir   string // the worktree: the child's cwd
+	Cache string // the bare cache repository it belongs to
+}
+
+// Pushed is what Finish pushed.
+type Pushed struct {
+	Head     string // the branch's commit on the remote
+	DiffStat *protocol.DiffStats
+}
+
+// Errors of Git, matched with errors.Is.
+var (
+	// ErrBadPlace: the run's remote, base or branch is not one git may
+	// be given (an option-like remote, a base that is no commit id, a
+	// branch name git refuses).
+	ErrBadPlace = errors.New("runner: bad git place")
+	// ErrBaseMissing: the base commit is not on the remote's branch.
+	ErrBaseMissing = errors.New("runner: the base commit is not on the remote")
+)
+
+var commitID = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+// run runs one git in dir.
+func (g *Git) run(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	r := g.Runner
+	if r == nil {
+		r = &git.Exec{Env: Env()}
+	}
+	return r.Run(ctx, git.Invocation{Dir: dir, Args: args})
+}
+
+// check refuses a place git must not be handed.
+func check(p *records.RunGit) error {
+	switch {
+	case p == nil:
+		return fmt.Errorf("%w: none", ErrBadPlace)
+	case p.Remote == "" || strings.HasPrefix(p.Remote, "-"):
+		return fmt.Errorf("%w: remote %q", ErrBadPlace, p.Remote)
+	case !commitID.MatchString(p.Base):
+		return fmt.Errorf("%w: base %q is not a commit id", ErrBadPlace, p.Base)
+	case p.Branch == "" || strings.HasPrefix(p.Branch, "-") || strings.HasPrefix(p.Branch, "refs/"):
+		return fmt.Errorf("%w: branch %q", ErrBadPlace, p.Branch)
+	}
+	return nil
+}
+
+// cacheOf is the cache repository of a remote.
+func (g *Git) cacheOf(remote string) string {
+	sum := sha256.Sum256([]byte(remote))
+	return filepath.Join(g.Root, "repos", hex.EncodeToString(sum[:12])+".git")
+}
+
+// WorktreeOf is where a run's worktree is on this node.
+func (g *Git) WorktreeOf(runID string) string {
+	return filepath.Join(g.Root, "worktrees", runID)
+}
+
+// mkdirs makes Root and its two directories, owner-only.
+func (g *Git) mkdirs() error {
+	for _, d := range []string{g.Root, filepath.Join(g.Root, "repos"), filepath.Join(g.Root, "worktrees")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Prepare fetches the run's branch from its remote into the cache and
+// makes the run's worktree on that branch at its base commit.
+func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, error) {
+	if err := check(run.Git); err != nil {
+		return Workspace{}, err
+	}
+	if !validName(run.RunID) {
+		return Workspace{}, fmt.Errorf("%w: run id %q", ErrBadPlace, run.RunID)
+	}
+	if err := g.mkdirs(); err != nil {
+		return Workspace{}, fmt.Errorf("runner: make %s: %w", g.Root, err)
+	}
+	p := run.Git
+	ws := Workspace{Dir: g.WorktreeOf(run.RunID), Cache: g.cacheOf(p.Remote)}
+	unlock, err := g.locks.Lock(ctx, ws.Cache)
+	if err != nil {
+		return ws, err
+	}
+	defer unlock()
+	if _, err := os.Stat(ws.Cache); errors.Is(err, os.ErrNotExist) {
+		tmp := ws.Cache + ".new"
+		_ = os.RemoveAll(tmp)
+		if _, err := g.run(ctx, filepath.Join(g.Root, "repos"), "init", "--bare", "--quiet", tmp); err != nil {
+			return ws, err
+		}
+		if err := os.Rename(tmp, ws.Cache); err != nil {
+			return ws, fmt.Errorf("runner: cache %s: %w", ws.Cache, err)
+		}
+	}
+	if _, err := g.run(ctx, ws.Cache, "check-ref-format", "--branch", p.Branch); err != nil {
+		return ws, fmt.Errorf("%w: branch %q", ErrBadPlace, p.Branch)
+	}
+	if _, err := g.run(ctx, ws.Cache, "fetch", "--quiet", "--no-tags", "--", p.Remote,
+		"+refs/heads/"+p.Branch+":refs/remotes/origin/"+p.Branch); err != nil {
+		return ws, fmt.Errorf("runner: fetch branch %s: %w", p.Branch, err)
+	}
+	if _, err := g.run(ctx, ws.Cache, "merge-base", "--is-ancestor", p.Base, "refs/remotes/origin/"+p.Branch); err != nil {
+		return ws, fmt.Errorf("%w: %s on %s: %w", ErrBaseMissing, p.Base, p.Branch, err)
+	}
+	if _, err := os.Stat(ws.Dir); err == nil {
+		return ws, fmt.Errorf("runner: worktree %s exists already", ws.Dir)
+	}
+	if _, err := g.run(ctx, ws.Cache, "worktree", "add", "--quiet", "--no-track", "-B", p.Branch, ws.Dir, p.Base); err != nil {
+		return ws, fmt.Errorf("runner: make worktree: %w", err)
+	}
+	return ws, nil
+}
+
+// Finish commits the worktree's changes (every file, .gitignore kept),
+// pushes the branch to the remote and measures it against the base. A
+// push the remote refuses (the branch moved there) is an error: the run
+// fails rather than lose or overwrite work.
+func (g *Git) Finish(ctx context.Context, run records.RunRecord, ws Workspace) (Pushed, error) {
+	p := run.Git
+	if err := check(p); err != nil {
+		return Pushed{}, err
+	}
+	if _, err := g.commit(ctx, run, ws.Dir); err != nil {
+		return Pushed{}, err
+	}
+	out, err := g.run(ctx, ws.Dir, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return Pushed{}, err
+	}
+	head := strings.TrimSpace(string(out))
+	if _, err := g.run(ctx, ws.Dir, "-c", "core.hooksPath="+os.DevNull, "-c", "advice.pushUpdateRejected=false", "push", "--quiet", "--no-verify", "--",
+		p.Remote, head+":refs/heads/"+p.Branch); err != nil {
+		return Pushed{Head: ""}, err
+	}
+	stat, err := g.diffStat(ctx, ws.Dir, p.Base, head)
+	if err != nil {
+		return Pushed{Head: head}, nil // pushed; the stat is only a summary
+	}
+	return Pushed{Head: head, DiffStat: stat}, nil
+}
+
+// commit commits every change in the worktree dir (.gitignore kept)
+// under Shard's identity, with no hook and no signature, and reports
+// whether there was anything to commit.
+func (g *Git) commit(ctx context.Context, run records.RunRecord, dir string) (bool, error) {
+	if _, err := g.run(ctx, dir, "add", "--all"); err != nil {
+		return false, fmt.Errorf("runner: stage the changes: %w", err)
+	}
+	if _, err := g.run(ctx, dir, "diff", "--cached", "--quiet"); err == nil {
+		return false, nil
+	} else if ge := (*git.Error)(nil); !errors.As(err, &ge) || ge.ExitCode != 1 {
+		return false, fmt.Errorf("runner: look at the changes: %w", err)
+	}
+	msg := fmt.Sprintf("%s\n\nShard run %s of job %s, on node %s.\n",
+		firstNonEmpty(run.Name, "shard run "+run.RunID), run.RunID, run.JobID, g.Node)
+	if _, err := g.run(ctx, dir, "-c", "commit.gpgsign=false", "-c", "core.hooksPath="+os.DevNull,
+		"commit", "--quiet", "--no-verify", "-m", msg); err != nil {
+		return false, fmt.Errorf("runner: commit the changes: %w", err)
+	}
+	return true, nil
+}
+
+// diffStat sums `git diff --numstat base head` (a binary file counts as
+// changed, with no lines).
+func (g *Git) diffStat(ctx context.Context, dir, base, head string) (*protocol.DiffStats, error) {
+	out, err := g.run(ctx, dir, "diff", "--numstat", "--no-renames", base, head)
+	if err != nil {
+		return nil, err
+	}
+	st := &protocol.DiffStats{}
+	for l := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(l, "\t", 3)
+		if len(f) != 3 {
+			continue
+		}
+		st.Files++
+		a, _ := strconv.Atoi(f[0])
+		d, _ := strconv.Atoi(f[1])
+		st.Additions += a
+		st.Deletions += d
+	}
+	return st, nil
+}
+
+// Retire removes the worktree of a run that will not go on here (it was
+// interrupted), when the worktree is provably this node's: its path is
+// under Root/worktrees and the run's cache lists it as one of its
+// worktrees. Anything else is left alone. What the child changed is not
+// lost: it is committed first onto the run's branch in the cache (not
+// pushed: the run did not end, and its branch on the remote stays as the
+// parent's node knows it). It reports whether it removed the worktree.
+func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
+	if check(run.Git) != nil || !validName(run.RunID) {
+		return false, nil
+	}
+	dir, cache := g.WorktreeOf(run.RunID), g.cacheOf(run.Git.Remote)
+	unlock, err := g.locks.Lock(ctx, cache)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if _, err := os.Stat(cache); errors.Is(err, os.ErrNotExist) {
+		return false, nil // no cache: nothing of ours
+	}
+	out, err := g.run(ctx, cache, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return false, fmt.Errorf("runner: list the worktrees of %s: %w", cache, err)
+	}
+	listed := false
+	for f := range strings.SplitSeq(string(out), "\x00") {
+		if path, ok := strings.CutPrefix(f, "worktree "); ok && sameDir(path, dir) {
+			listed = true
+		}
+	}
+	if !listed {
+		return false, nil
+	}
+	if _, err := g.commit(ctx, run, dir); err != nil {
+		return false, err
+	}
+	if _, err := g.run(ctx, cache, "worktree", "remove", "--force", "--force", dir); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// sameDir reports whether two paths name one directory (symbolic links
+// resolved, as git may have stored either form).
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
+}
+
+// validName is an id a path may be made of: the record layer's token.
+var validName = regexp.MustCompile(`^[A-Za-z0-9_=-]+$`).MatchString
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
