@@ -108,12 +108,11 @@ func gitEnv(home string) []string {
 // origin is a bare repository standing for the shared remote, and a
 // checkout the test plays the parent's node with.
 type origin struct {
-	t     *testing.T
-	bare  string
-	work  string
-	home  string
-	base  string // the first commit
-	count int
+	t    *testing.T
+	bare string
+	work string
+	home string
+	base string // the first commit
 }
 
 func newOrigin(t *testing.T) *origin {
