@@ -23,13 +23,17 @@ import (
 //
 //   - create: the commit goroutine pushes each run's branch at the base
 //     commit to origin and writes the job's and the runs' cluster records
-//     (remote.Publish), then commits this node's job record as today, with
+//     (remote.Publish; the runs held off the claim queue), then commits
+//     this node's job record as today, with
 //     the runs marked Anywhere. The child agents are not committed here:
 //     the node that claims a run hosts its child from the manifest in the
 //     run's record. A failure of either write leaves nothing behind and
 //     answers the create with the error.
 //   - follow: the job actor never starts an anywhere run. It follows the
-//     runs' records (remote.Follow, restarted when lost) and mirrors each
+//     runs' records (remote.Follow, restarted when lost), puts each run
+//     still waiting on the claim queue (only a committed job has a job
+//     actor, so a create answered with an error never releases a run whose
+//     record committed late), and mirrors each
 //     change into its own record: the node that claimed a run, starting,
 //     active, and the end with its final text, usage, error and diff
 //     stat. The terminal transition commits the completion report in the

@@ -36,6 +36,21 @@ func (r *Records) CreateRun(ctx context.Context, run RunRecord) (uint64, error) 
 	return rev, nil
 }
 
+// Queue puts a claimable run's pointer on the claim queue (a run written
+// by Runs.Create alone is claimed by no one until then); a pointer already
+// there, or a run no longer claimable, is fine. A parent's node writes its
+// runs' records first and queues them only once its own create committed:
+// a records write whose acknowledgement was lost may still commit later
+// (docs/cluster.md, "No quorum"), and a run of a create that was answered
+// with an error must never be taken.
+func (r *Records) Queue(ctx context.Context, run RunRecord) error {
+	if !claimable(&run) {
+		return nil
+	}
+	_, err := r.publish(ctx, &run)
+	return err
+}
+
 // publish puts a run's pointer on the claim queue and reports whether it
 // did; one already there is fine.
 func (r *Records) publish(ctx context.Context, run *RunRecord) (bool, error) {

@@ -134,8 +134,9 @@ type Publication struct {
 }
 
 // Publish pushes each run's branch at the base commit to the remote and
-// writes the job's record and each run's record (queued, claimable),
-// before the create is answered. It leaves nothing behind when it fails:
+// writes the job's record and each run's record (queued, claimable, but
+// held off the claim queue until Follow queues it), before the create is
+// answered. It leaves nothing behind when it fails:
 // the branches it pushed and the records it wrote are removed, and the
 // error is a protocol error naming what failed. On success it returns
 // undo, which removes them all again, for a local commit that fails after
@@ -202,13 +203,16 @@ func (r *Runs) Publish(ctx context.Context, p Publication) (undo func(context.Co
 			ws := *run.Workspace
 			rr.Workspace = &ws
 		}
-		rev, err := rec.CreateRun(ctx, rr)
-		if rev != 0 {
-			written = append(written, records.Entry[records.RunRecord]{Key: records.RunKey(rr.JobID, rr.RunID), Value: rr, Revision: rev})
-		}
+		// Held: the record alone, with no pointer on the claim queue. Follow
+		// queues it once this node's job committed (records.Queue), so a
+		// write whose acknowledgement was lost, and which commits after
+		// the create was answered with an error, is never run.
+		key := records.RunKey(rr.JobID, rr.RunID)
+		rev, err := rec.Runs.Create(ctx, key, rr)
 		if err != nil {
 			return nil, fmt.Errorf("write the cluster record of run %s: %w", run.RunID, err)
 		}
+		written = append(written, records.Entry[records.RunRecord]{Key: key, Value: rr, Revision: rev})
 	}
 	return remove, nil
 }
@@ -248,7 +252,10 @@ func (r *Runs) Follow(ctx context.Context, jobID string, deliver func(records.Ru
 	}
 	wait := retryMin
 	for ctx.Err() == nil {
-		ch, err := rec.Runs.Watch(ctx, jobID)
+		// A watch of its own, so leaving it early (a failed queue) ends
+		// its goroutine too.
+		wctx, wcancel := context.WithCancel(ctx)
+		ch, err := rec.Runs.Watch(wctx, jobID)
 		if err == nil {
 			for c := range ch {
 				if c.Synced || c.Deleted || c.Err != nil {
@@ -257,10 +264,19 @@ func (r *Runs) Follow(ctx context.Context, jobID string, deliver func(records.Ru
 					}
 					continue
 				}
+				// A run still waiting for a node is put on the claim queue
+				// (again, after a restart or a lost watch: a pointer
+				// already there is fine). Follow runs only for a job this
+				// node committed, so only a create that was answered with
+				// success releases its runs. A failure follows again.
+				if err = rec.Queue(ctx, c.Value); err != nil {
+					break
+				}
 				wait = retryMin
 				deliver(c.Value)
 			}
 		}
+		wcancel()
 		if ctx.Err() != nil {
 			return
 		}
