@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/cluster/clustertest"
+	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/cluster/records/recordstest"
 	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -382,5 +384,208 @@ func TestClusterStory(t *testing.T) {
 			t.Errorf("run %s after n3's restart: %s on %s, was %s on %s", r.RunID, r.State, r.Node, runs[i].State, runs[i].Node)
 		}
 	}
+	s.checkReportedOnce(runs)
+}
+
+// jobOn asks d for parent's job jobID (subagent.status); ok is false
+// while d does not list it.
+func jobOn(t *testing.T, d *daemon, parent, jobID string) (protocol.JobSnapshot, bool) {
+	t.Helper()
+	c, err := dialQuiet(d)
+	if err != nil {
+		return protocol.JobSnapshot{}, false
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var st protocol.SubagentStatusData
+	if c.Call(ctx, &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: parent}, &st) != nil {
+		return protocol.JobSnapshot{}, false
+	}
+	for _, j := range st.Jobs {
+		if j.JobID == jobID {
+			return j, true
+		}
+	}
+	return protocol.JobSnapshot{}, false
+}
+
+// waitJobEnded waits until d shows parent's job jobID with every run
+// ended, and returns it.
+func waitJobEnded(t *testing.T, d *daemon, parent, jobID string) protocol.JobSnapshot {
+	t.Helper()
+	var j protocol.JobSnapshot
+	eventually(t, clusterWait, "job "+jobID+" ended", func() bool {
+		var ok bool
+		j, ok = jobOn(t, d, parent, jobID)
+		if !ok || len(j.Runs) == 0 {
+			return false
+		}
+		for _, r := range j.Runs {
+			if !r.State.Terminal() {
+				return false
+			}
+		}
+		return true
+	})
+	return j
+}
+
+// TestClusterStoryPartition is the story with a network partition
+// instead of the kill. Six runs land two on each node; a client of n2
+// answers a permission of a child on n3 first. Then every route of n3 is
+// cut while its process runs on, holding its other run (its permission
+// unanswered). On the majority's side, n1 and n2 declare n3 dead and
+// interrupt that run (reported once), their own runs' permissions are
+// answered and they complete, an agent is created on n2 and a job on n1.
+// On the cut-off side an agent created on n3 is acknowledged (its record
+// is n3's own), and a subagent.create on n3, whose records need a quorum,
+// is refused with TIMEOUT. Healed, n3 rejoins as its next incarnation and
+// gives up the run the others interrupted. Read through every node,
+// nothing acknowledged is lost: every agent is listed with its node, the
+// records hold every acknowledged job and no refused one, every run is in
+// the state n1 shows, and each run was reported once.
+func TestClusterStoryPartition(t *testing.T) {
+	s := startStory(t)
+	n1, n2, n3 := s.nodes[0], s.nodes[1], s.nodes[2]
+	across, held := s.byNode["n3"][0], s.byNode["n3"][1]
+	s.answerAcross(across)
+
+	// A parent on n3, in a repository of its own origin; its first job
+	// (taken by n3, the one node with room) shows n3's side works.
+	repo3, origin3 := originRepo(t)
+	c3 := dialEvents(t, n3)
+	var p3 protocol.AgentCreateData
+	c3.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo3}, &p3)
+	var first3 protocol.SubagentCreateData
+	c3.call(&protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: p3.AgentID,
+		Name: "first", Task: "sim: say first", Isolation: protocol.IsolationWorkspace}, &first3)
+	if j := waitJobEnded(t, n3, p3.AgentID, first3.JobID); j.Runs[0].State != protocol.RunCompleted {
+		t.Fatalf("n3's first job: %+v", j)
+	}
+	branches3 := wsGit(t, origin3, "for-each-ref", "--format=%(refname)", "refs/heads/")
+
+	// Cut n3 off. The majority declares it dead.
+	s.mesh.Isolate(2)
+	waitNode(t, n1, "n1 sees n3 dead", "n3", func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeDead && n.Incarnation == 1 })
+
+	// The majority's side: acknowledged answers, an agent, a job.
+	s.allowOthers()
+	c2 := dialEvents(t, n2)
+	var a2 protocol.AgentCreateData
+	c2.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t)}, &a2)
+	var during protocol.SubagentCreateData
+	s.c1.call(&protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: s.parent,
+		Name: "during", Task: "sim: say during", Isolation: protocol.IsolationWorkspace}, &during)
+
+	// The cut-off side: an agent of n3's own is acknowledged; a job,
+	// whose records need the cluster, is refused, never acknowledged.
+	var a3 protocol.AgentCreateData
+	c3.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: shortTemp(t)}, &a3)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterWait)
+	defer cancel()
+	err := c3.c.Call(ctx, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: p3.AgentID,
+		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace,
+		Tasks: []protocol.TaskSpec{{Name: "cut1", Task: "sim: say cut"}, {Name: "cut2", Task: "sim: say cut"}}}, &protocol.SubagentCreateData{})
+	if protocol.CodeOf(err) != protocol.CodeTimeout {
+		t.Fatalf("subagent.create on the cut-off n3: %v, want TIMEOUT", err)
+	}
+
+	// Every run of the story ends: n3's held run interrupted by the
+	// majority, the others completed, each reported once.
+	runs := s.waitJob("every run ended", func(runs []protocol.RunSnapshot) bool {
+		for _, r := range runs {
+			if !r.State.Terminal() {
+				return false
+			}
+		}
+		return true
+	})
+	s.checkEnd(held.RunID, runs)
+	if j := waitJobEnded(t, n1, s.parent, during.JobID); j.Runs[0].State != protocol.RunCompleted || j.Runs[0].Node == "n3" {
+		t.Fatalf("the job created during the partition: %+v", j)
+	}
+
+	// Heal: n3 rejoins as its next incarnation and gives up the run the
+	// majority interrupted.
+	s.mesh.Heal(2)
+	for _, d := range s.nodes {
+		waitNode(t, d, "n3 alive as incarnation 2", "n3", func(n protocol.ClusterNode) bool {
+			return n.Health == protocol.NodeAlive && n.Incarnation == 2
+		})
+	}
+	eventually(t, clusterWait, "n3 gives up the run the majority interrupted", func() bool {
+		b, _ := n3.sd().Log(0)
+		for _, l := range strings.Split(b, "\n") {
+			if strings.Contains(l, `"cluster: run given up"`) && strings.Contains(l, held.RunID) {
+				return true
+			}
+		}
+		return false
+	})
+
+	// Read through every node: the agents, the records, the jobs.
+	want := map[string]string{s.parent: "n1", p3.AgentID: "n3", a2.AgentID: "n2", a3.AgentID: "n3"}
+	for _, r := range runs {
+		want[r.AgentID] = r.Node
+	}
+	for i, d := range s.nodes {
+		waitListed(t, d, fmt.Sprintf("n%d lists every acknowledged agent on its node", i+1), func(l []protocol.AgentInfo) bool {
+			for id, node := range want {
+				if in, ok := agentOf(l, id); !ok || in.Node != node {
+					return false
+				}
+			}
+			return true
+		})
+		rec := recordstest.Dial(t, natsURL(t, d), s.token, records.Options{Replicas: 3})
+		wantJobs := []string{s.job.JobID, first3.JobID, during.JobID}
+		slices.Sort(wantJobs)
+		// Right after a heal a server may answer a read from its old
+		// state for a moment (docs/cluster.md): read until it agrees.
+		eventually(t, clusterWait, fmt.Sprintf("n%d's records agree", i+1), func() bool {
+			jobs, err := rec.Jobs.List(context.Background(), "")
+			if err != nil {
+				return false
+			}
+			var ids []string
+			for _, j := range jobs {
+				ids = append(ids, j.Value.JobID)
+			}
+			slices.Sort(ids)
+			if !slices.Equal(ids, wantJobs) {
+				return false
+			}
+			recs, err := rec.Runs.List(context.Background(), s.job.JobID)
+			if err != nil || len(recs) != storyRuns {
+				return false
+			}
+			for _, e := range recs {
+				if snapshotIn(runs, e.Value.RunID).State != e.Value.State || e.Value.Node != snapshotIn(runs, e.Value.RunID).Node {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	if _, ok := jobOn(t, n3, p3.AgentID, first3.JobID); !ok {
+		t.Fatalf("n3 lost its first job")
+	}
+	if c, err := dialQuiet(n3); err == nil {
+		var st protocol.SubagentStatusData
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := c.Call(ctx, &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: p3.AgentID}, &st)
+		cancel()
+		c.Close()
+		if err != nil || len(st.Jobs) != 1 {
+			t.Fatalf("n3's jobs of its parent after the heal: %+v, %v; want the first alone", st.Jobs, err)
+		}
+	}
+	if b := wsGit(t, origin3, "for-each-ref", "--format=%(refname)", "refs/heads/"); b != branches3 {
+		t.Fatalf("origin3's branches after the refused create: %q, want %q", b, branches3)
+	}
+
+	// Nothing is reported again.
+	s.fence("after-heal")
 	s.checkReportedOnce(runs)
 }
