@@ -120,6 +120,15 @@ func startStory(t *testing.T) *story {
 			t.Fatalf("active runs by node: %v; want two on each of n1, n2, n3", nodesOf(runs))
 		}
 	}
+	// Every node's load counts the two runs it holds (cluster.status).
+	waitStatus(t, s.nodes[1], "each node's load shows its two runs", func(st protocol.ClusterStatusData) bool {
+		for _, name := range []string{"n1", "n2", "n3"} {
+			if n, ok := nodeOf(st, name); !ok || n.Load.Runs != 2 {
+				return false
+			}
+		}
+		return true
+	})
 	// Every node lists the children where they run.
 	for _, d := range s.nodes {
 		waitListed(t, d, "every node lists the six children on their nodes", func(l []protocol.AgentInfo) bool {
@@ -369,6 +378,9 @@ func TestClusterStory(t *testing.T) {
 		waitNode(t, d, "n3 alive as incarnation 2", "n3", func(n protocol.ClusterNode) bool {
 			return n.Health == protocol.NodeAlive && n.Incarnation == 2
 		})
+	}
+	if rows, _ := statusRows(t, n1.mustCtl("", "cluster", "status").stdout); len(rows["n3"]) < 2 || rows["n3"][0] != "alive" || rows["n3"][1] != "2" {
+		t.Errorf("shardctl cluster status on n1: n3's row %q, want alive, incarnation 2", rows["n3"])
 	}
 	eventually(t, clusterWait, "the restarted n3 retires the worktree of the interrupted run", func() bool {
 		b, _ := s.nodes[2].sd().Log(0)
