@@ -104,6 +104,12 @@
 //     the stream leader (STREAM.MSG.GET; a direct get may be answered
 //     by a lagging replica): a newer record than the watch brought
 //     counts as a heartbeat seen now.
+//   - A silence counts from when the view last became current at the
+//     earliest. While the stream has no leader no node's heartbeat is
+//     taken, and the first node whose own heartbeat comes back must not
+//     judge the others, whose retries land a moment later, by the
+//     outage; a node really gone stays silent a lease after and is
+//     declared then.
 //
 // A node cut off from the quorum gets no echo either, so the minority
 // side of a partition does not even try to declare the others.

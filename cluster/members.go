@@ -158,6 +158,11 @@ type membership struct {
 	// unechoedAt is when an acknowledged heartbeat newer than echoRev
 	// was first known (zero when every acknowledged one came back).
 	unechoedAt time.Time
+	// freshAt is when this node's view last became current after being
+	// stale (staleLocked). Silence is counted from then at the earliest
+	// (silentLocked): while the view was stale the bucket's stream may
+	// have had no leader, and then no node could heartbeat.
+	freshAt time.Time
 	// dupWarned: a record of this name from another instance was logged.
 	dupWarned bool
 	// replaying: the watch was (re)started and has not delivered all
@@ -321,7 +326,7 @@ func (n *Node) startMembership(ctx context.Context) error {
 		case e := <-w.w.Updates():
 			if e == nil {
 				loaded = true
-				m.loaded()
+				m.loaded(time.Now())
 				break
 			}
 			m.apply(e, time.Now())
@@ -587,7 +592,7 @@ func (m *membership) sweep(ctx context.Context, now time.Time) {
 		if _, declared := m.dead[deadKey(node, o.rec.Incarnation)]; declared {
 			continue
 		}
-		if now.Sub(o.since) > o.rec.Lease() {
+		if m.silentLocked(o, now) {
 			due = append(due, *o)
 		}
 	}
@@ -757,7 +762,7 @@ func (m *membership) list(now time.Time) []Member {
 		switch {
 		case declared:
 			mb.Health, mb.DeclaredBy = HealthDead, d.By
-		case mb.Silence > o.rec.Lease() && !stale:
+		case m.silentLocked(o, now) && !stale:
 			mb.Health = HealthDead
 		case mb.Silence > o.rec.Lease()/2:
 			mb.Health = HealthSuspect

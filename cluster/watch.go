@@ -65,7 +65,7 @@ func (m *membership) watchLoop(ctx context.Context, w *watch) {
 				w = nil
 				m.setReplaying()
 			case e == nil:
-				m.loaded()
+				m.loaded(time.Now())
 			default:
 				m.apply(e, time.Now())
 			}
@@ -133,6 +133,9 @@ func (m *membership) echoLocked(rev uint64, now time.Time) {
 	if rev <= m.echoRev {
 		return
 	}
+	if m.staleLocked(now) && !m.replaying {
+		m.freshAt = now // this echo ends a stale view
+	}
 	m.echoRev, m.echoAt = rev, now
 	m.unechoedAt = time.Time{}
 	if m.putRev > rev {
@@ -150,10 +153,13 @@ func (m *membership) setReplaying() {
 }
 
 // loaded notes the end of a watch's replay.
-func (m *membership) loaded() {
+func (m *membership) loaded(now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.replaying = false
+	if !m.staleLocked(now) {
+		m.freshAt = now // the replay ends a stale view
+	}
 	m.notifyLocked()
 }
 
@@ -165,6 +171,24 @@ func (m *membership) loaded() {
 // heartbeat was seen too. mu must be held.
 func (m *membership) staleLocked(now time.Time) bool {
 	return m.replaying || now.Sub(m.echoAt) > m.lease/2
+}
+
+// silentLocked says whether o is silent past its lease as this node can
+// tell: its silence counts from when this node last saw it change, or
+// from when this node's view became current again (freshAt), whichever
+// is later. A view goes stale when the bucket's stream loses its leader
+// (its node crashed or was cut off), and until a new leader is elected
+// no node's heartbeat is taken: every node then needs a heartbeat's
+// retry to land one, and the first to see its own come back must not
+// judge the others by the outage (it would declare a live node dead).
+// A node really gone stays silent for a lease after, and is declared
+// then. mu must be held.
+func (m *membership) silentLocked(o *observed, now time.Time) bool {
+	since := o.since
+	if m.freshAt.After(since) {
+		since = m.freshAt
+	}
+	return now.Sub(since) > o.rec.Lease()
 }
 
 // restartDue says whether the watch, started at since, fell behind: an
