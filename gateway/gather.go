@@ -126,7 +126,7 @@ func (a *connActor) gather(c actor.Context, kind gatherKind, cmd *registry.Comma
 		}
 		answers := []gathered{mine}
 		// A holder's answer from this node needs nobody else's.
-		if kind != gatherHolder || !responseIs(mine.rec, protocol.CodeNotFound) {
+		if kind != gatherHolder || mine.rec == nil || responseIs(mine.rec, protocol.CodeNotFound) {
 			answers = append(answers, waitAnswers(ctx, ch, asked, kind == gatherHolder)...)
 		}
 		for _, n := range asked {
