@@ -70,7 +70,7 @@ func gatherKindOf(cmd *registry.Command) gatherKind {
 			return gatherWorkspaces
 		}
 	case protocol.TypeJobsShow, protocol.TypeWorkspaceStatus, protocol.TypeWorkspaceDiff,
-		protocol.TypeWorkspaceMerge, protocol.TypeWorkspaceRetire:
+		protocol.TypeWorkspaceMerge, protocol.TypeWorkspaceRetire, protocol.TypeWorkspaceAttach:
 		return gatherHolder
 	}
 	return gatherNone
