@@ -183,3 +183,29 @@ func TestMergeHolder(t *testing.T) {
 		t.Fatalf("not found: %s", rec)
 	}
 }
+
+// FuzzGatherMerge: whatever another node answers, the merges never panic
+// and always answer the client one response under its own id.
+func FuzzGatherMerge(f *testing.F) {
+	f.Add([]byte(`{"type":"response","id":"g","command":"jobs.list","success":true,"data":{"jobs":[{"job_id":"job-1"}],"next_cursor":"x"}}`))
+	f.Add([]byte(`{"type":"response","id":"g","command":"workspace.list","success":true,"data":{"workspaces":[{"workspace_id":"ws-1"}]}}`))
+	f.Add([]byte(`{"type":"response","id":"g","success":false,"error":{"code":"NOT_FOUND","message":"x"}}`))
+	f.Add([]byte(`{"success":false}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		local := gathered{node: "n1", rec: protocol.NewResponse("c1", protocol.TypeJobsList, protocol.JobsListData{Jobs: []protocol.OpJob{}})}
+		other := gathered{node: "n2", rec: rec}
+		for _, out := range [][]byte{
+			mergeList(gatherJobs, protocol.Header{ID: "c1", Type: protocol.TypeJobsList}, 1, []gathered{local, other}, nil),
+			mergeList(gatherWorkspaces, protocol.Header{ID: "c1", Type: protocol.TypeWorkspaceList}, 0, []gathered{local, other}, nil),
+			mergeHolder(protocol.Header{ID: "c1", Type: protocol.TypeJobsShow}, []gathered{{node: "n1", rec: protocol.NewErrorResponse("c1", protocol.TypeJobsShow, protocol.Errorf(protocol.CodeNotFound, "no"))}, other}, nil),
+		} {
+			var r struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(out, &r); err != nil || r.ID != "c1" {
+				t.Fatalf("merged %s (%v)", out, err)
+			}
+		}
+	})
+}
