@@ -113,16 +113,20 @@ func (a *connActor) gather(c actor.Context, kind gatherKind, cmd *registry.Comma
 	}
 
 	self, out, ctx := cl.Node(), a.out, a.g.ctx
+	bound := gatherTimeout
+	if h := a.g.cfg.hooks; h != nil && h.gatherTimeout > 0 {
+		bound = h.gatherTimeout
+	}
 	var limit int
 	if m, _ := cmd.Cmd.(*protocol.JobsList); m != nil {
 		limit = m.Limit
 	}
 	started := a.g.group.Go(func() {
-		ctx, cancel := context.WithTimeout(ctx, gatherTimeout)
+		ctx, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
 		mine := gathered{node: self, rec: localAnswer(ctx, lo, h.ID, out)}
 		if mine.rec == nil {
-			mine.err = protocol.Errorf(protocol.CodeTimeout, "%s: this node did not answer in %s", h.Type, gatherTimeout)
+			mine.err = protocol.Errorf(protocol.CodeTimeout, "%s: this node did not answer in %s", h.Type, bound)
 		}
 		answers := []gathered{mine}
 		// A holder's answer from this node needs nobody else's.
