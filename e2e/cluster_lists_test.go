@@ -49,7 +49,8 @@ func jobNodes(jobs []protocol.OpJob) map[string]string {
 // the cluster, each with its node. Jobs (local runs of parents on n1 and
 // n3) and workspaces (on n1 and n2) are listed through each node in the
 // commands' order, jobs.list paged a job at a time across the nodes with
-// each job once; shardctl jobs ls and ws ls show a NODE column; jobs.show
+// each job once; shardctl jobs ls and ws ls show a NODE column; jobs.show,
+// subagent.status and subagent.wait (by the parent's node)
 // and workspace.status, diff, merge and retire of one node's job or workspace
 // work through another; an id no node holds is NOT_FOUND. n3 SIGKILLed and
 // declared dead: the lists leave its jobs out and name it in
@@ -61,7 +62,8 @@ func TestClusterJobsAndWorkspaces(t *testing.T) {
 
 	// Jobs: two of a parent on n1, two of a parent on n3 (plain cwd: the
 	// runs stay on their parent's node).
-	want := map[string]string{} // job → node
+	want := map[string]string{}     // job → node
+	parentOf := map[string]string{} // job → its parent
 	for _, p := range []struct {
 		c    *client.Conn
 		node string
@@ -71,6 +73,7 @@ func TestClusterJobsAndWorkspaces(t *testing.T) {
 		call(t, p.c, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent,
 			Name: "kid", Task: "sim: say hi"}, &job)
 		want[job.JobID] = p.node
+		parentOf[job.JobID] = parent
 	}
 	newestFirst := make([]string, 0, len(want))
 	for id := range want {
@@ -176,6 +179,26 @@ func TestClusterJobsAndWorkspaces(t *testing.T) {
 	call(t, c2, &protocol.JobsShow{Header: protocol.Header{Type: protocol.TypeJobsShow}, Handle: n1Job}, &shown)
 	if shown.JobID != n1Job || len(shown.Runs) != 1 {
 		t.Fatalf("jobs.show of n1's job through n2: %+v", shown)
+	}
+	// A parent's commands by job go to the parent's node (known from the
+	// agent directory, once n2 lists the parents).
+	waitListed(t, n2, "n2 lists the parents", func(l []protocol.AgentInfo) bool {
+		_, ok1 := agentOf(l, parentOf[n1Job])
+		_, ok3 := agentOf(l, parentOf[n3Job])
+		return ok1 && ok3
+	})
+	var status protocol.SubagentStatusData
+	call(t, c2, &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: parentOf[n1Job],
+		Targets: []string{n1Job}}, &status)
+	if len(status.Agents) != 1 || status.Agents[0].Run == nil || status.Agents[0].Run.JobID != n1Job {
+		t.Fatalf("subagent.status of n1's job through n2: %+v", status)
+	}
+	zero := 0.0
+	var waited protocol.SubagentWaitData
+	call(t, c2, &protocol.SubagentWait{Header: protocol.Header{Type: protocol.TypeSubagentWait}, ParentAgentID: parentOf[n3Job],
+		Handles: []string{n3Job}, Timeout: &zero}, &waited)
+	if len(waited.Runs) != 1 || waited.Runs[0].JobID != n3Job {
+		t.Fatalf("subagent.wait of n3's job through n2: %+v", waited)
 	}
 	out = n2.mustCtl("", "jobs", "show", n3Job).stdout
 	if !strings.Contains(out, n3Job) {

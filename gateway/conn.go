@@ -483,10 +483,30 @@ func (a *connActor) remoteNode(cmd *registry.Command) (string, error) {
 		}
 		return node, nil
 	}
+	if parent := readsJobsOf(cmd.Cmd); parent != "" {
+		// A parent's jobs are held by its node (docs/protocol.md §13
+		// "Jobs and workspaces of other nodes").
+		return a.nodeOf(parent), nil
+	}
 	if !perAgent(h) {
 		return "", nil
 	}
 	return a.nodeOf(h.AgentID), nil
+}
+
+// readsJobsOf names the parent whose jobs cmd reads or stops by handle
+// (subagent.status, subagent.wait, subagent.stop), "" for any other
+// command: those go to the parent's node, which holds its jobs.
+func readsJobsOf(cmd protocol.Command) string {
+	switch m := cmd.(type) {
+	case *protocol.SubagentStatus:
+		return m.ParentAgentID
+	case *protocol.SubagentWait:
+		return m.ParentAgentID
+	case *protocol.SubagentStop:
+		return m.ParentAgentID
+	}
+	return ""
 }
 
 // nodeOf names the other node hosting agent id, or "" when it is this

@@ -239,6 +239,14 @@ func (u *upstream) capture(id string, rec []byte, ch chan<- gathered) {
 	}
 }
 
+// release forgets a gather's command whose answer nobody waits for any
+// more; an answer that still comes is dropped.
+func (u *upstream) release(id string) {
+	u.mu.Lock()
+	delete(u.captures, id) // nil once failed: a no-op
+	u.mu.Unlock()
+}
+
 // close ends the upstream for good (its client's connection ended):
 // nothing is answered or told any more.
 func (u *upstream) close() { u.cancel() }
@@ -384,6 +392,13 @@ func (u *upstream) answered(rec []byte) bool {
 		delete(u.captures, r.ID)
 		u.mu.Unlock()
 		ch <- gathered{node: u.node, rec: rec}
+		return true
+	}
+	if strings.HasPrefix(r.ID, gatherIDPrefix) {
+		// A gather's that was released (its node answered past the
+		// bound): the client never sent it. Ids with the prefix are the
+		// gathers' on a connection to another node.
+		u.mu.Unlock()
 		return true
 	}
 	if p := u.pending[r.ID]; len(p) > 0 {

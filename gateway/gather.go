@@ -103,13 +103,16 @@ func (a *connActor) gather(c actor.Context, kind gatherKind, cmd *registry.Comma
 	nodes := cl.Nodes()
 	ch := make(chan gathered, len(nodes)) // room for every answer: nobody blocks on a gather gone
 	var asked, down []string
+	var ups []*upstream
 	for _, n := range nodes {
 		if health, _ := cl.NodeHealth(n); health == HealthDead {
 			down = append(down, n)
 			continue
 		}
 		asked = append(asked, n)
-		a.upstreamTo(c, n).capture(gid, remoteRec, ch)
+		u := a.upstreamTo(c, n)
+		u.capture(gid, remoteRec, ch)
+		ups = append(ups, u)
 	}
 
 	self, out, ctx := cl.Node(), a.out, a.g.ctx
@@ -124,6 +127,11 @@ func (a *connActor) gather(c actor.Context, kind gatherKind, cmd *registry.Comma
 	started := a.g.group.Go(func() {
 		ctx, cancel := context.WithTimeout(ctx, bound)
 		defer cancel()
+		defer func() {
+			for _, u := range ups {
+				u.release(gid) // a node silent past the bound keeps nothing of it
+			}
+		}()
 		mine := gathered{node: self, rec: localAnswer(ctx, lo, h.ID, out)}
 		if mine.rec == nil {
 			mine.err = protocol.Errorf(protocol.CodeTimeout, "%s: this node did not answer in %s", h.Type, bound)

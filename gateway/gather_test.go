@@ -16,8 +16,8 @@ import (
 // gather's, and answered once, merged, each job with its node, nd (dead)
 // and nx (cannot be dialed) named unavailable; a node silent past the
 // bound is named too, and the client is answered; a workspace.status
-// na does not hold is nb's answer under the client's id; workspace.list
-// with cwd is na's alone.
+// na does not hold is nb's answer under the client's id; subagent.status
+// of nb's parent goes to nb; workspace.list with cwd is na's alone.
 func TestGatherAcrossNodes(t *testing.T) {
 	b := startGateway(t, Config{})
 	fc := &fakeCluster{ln: newPipeListener()}
@@ -73,6 +73,10 @@ func TestGatherAcrossNodes(t *testing.T) {
 		t.Fatalf("workspace.list with nb silent: %+v %+v", w, wd)
 	}
 
+	// nb's answer past the bound never reaches the client (the next record
+	// it reads is the next command's answer).
+	theirs.Client.Send(protocol.NewResponse(theirs.Header.ID, protocol.TypeWorkspaceList, protocol.WorkspaceListData{Workspaces: []protocol.WorkspaceInfo{}}))
+
 	// A workspace na does not hold: nb's answer, under the client's id.
 	c.send(t, `{"type":"workspace.status","id":"s1","workspace_id":"ws-b"}`)
 	mine, theirs = a.next(t), b.next(t)
@@ -82,6 +86,18 @@ func TestGatherAcrossNodes(t *testing.T) {
 	w = c.next(t)
 	if w.ID != "s1" || !w.Success || !strings.Contains(string(w.Data), `"ws-b"`) {
 		t.Fatalf("workspace.status of nb's workspace: %+v", w)
+	}
+
+	// A parent's jobs are its node's: subagent.status for nb's agent is
+	// forwarded there as written.
+	c.send(t, `{"type":"subagent.status","id":"st1","parent_agent_id":"agent-b1"}`)
+	theirs = b.next(t)
+	if theirs.Header.ID != "st1" || theirs.Header.Type != protocol.TypeSubagentStatus {
+		t.Fatalf("nb's registry got %+v", theirs.Header)
+	}
+	answer(theirs)
+	if w = c.next(t); w.ID != "st1" || !w.Success {
+		t.Fatalf("subagent.status through nb: %+v", w)
 	}
 
 	// With cwd: na's list alone, nb not asked.
