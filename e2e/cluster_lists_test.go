@@ -50,7 +50,8 @@ func jobNodes(jobs []protocol.OpJob) map[string]string {
 // n3) and workspaces (on n1 and n2) are listed through each node in the
 // commands' order, jobs.list paged a job at a time across the nodes with
 // each job once; shardctl jobs ls and ws ls show a NODE column; jobs.show,
-// subagent.status and subagent.wait (by the parent's node)
+// subagent.status (its connection then gets the parent's run events) and
+// subagent.wait (by the parent's node)
 // and workspace.status, diff, merge and retire of one node's job or workspace
 // work through another; an id no node holds is NOT_FOUND. n3 SIGKILLed and
 // declared dead: the lists leave its jobs out and name it in
@@ -187,12 +188,23 @@ func TestClusterJobsAndWorkspaces(t *testing.T) {
 		_, ok3 := agentOf(l, parentOf[n3Job])
 		return ok1 && ok3
 	})
+	e2 := dialEvents(t, n2)
 	var status protocol.SubagentStatusData
-	call(t, c2, &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: parentOf[n1Job],
+	call(t, e2.c, &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: parentOf[n1Job],
 		Targets: []string{n1Job}}, &status)
 	if len(status.Agents) != 1 || status.Agents[0].Run == nil || status.Agents[0].Run.JobID != n1Job {
 		t.Fatalf("subagent.status of n1's job through n2: %+v", status)
 	}
+	// That connection now speaks for the parent on n1: a new run of the
+	// parent's comes to it as events.
+	var again protocol.SubagentCreateData
+	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parentOf[n1Job],
+		Name: "again", Task: "sim: say again"}, &again)
+	e2.waitFor("n1's parent's run change on n2", func(m protocol.Typed) bool {
+		rc, ok := m.(*protocol.SubagentRunChanged)
+		return ok && rc.JobID == again.JobID
+	})
+	want[again.JobID] = "n1"
 	zero := 0.0
 	var waited protocol.SubagentWaitData
 	call(t, c2, &protocol.SubagentWait{Header: protocol.Header{Type: protocol.TypeSubagentWait}, ParentAgentID: parentOf[n3Job],
@@ -245,10 +257,16 @@ func TestClusterJobsAndWorkspaces(t *testing.T) {
 	c3.Close()
 	n3.kill()
 	n3.waitExit(t, exitTimeout)
+	onN1 := 0
+	for _, node := range want {
+		if node == "n1" {
+			onN1++
+		}
+	}
 	// Killed, perhaps not declared dead yet: asked (through c1's
 	// connection to it, which may not know yet that it is gone) or not,
 	// it is left out and named, within the bound.
-	if early := jobsOn(t, c1, protocol.JobsList{}); len(early.Jobs) != 2 || !slices.Equal(early.UnavailableNodes, []string{"n3"}) {
+	if early := jobsOn(t, c1, protocol.JobsList{}); len(early.Jobs) != onN1 || !slices.Equal(early.UnavailableNodes, []string{"n3"}) {
 		t.Fatalf("jobs.list right after n3 was killed: %+v", early)
 	}
 	waitNode(t, n1, "n1 sees n3 dead", "n3", func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeDead })
@@ -258,7 +276,7 @@ func TestClusterJobsAndWorkspaces(t *testing.T) {
 			t.Fatalf("with n3 dead, listed %s on %q", j.JobID, j.Node)
 		}
 	}
-	if len(jobs.Jobs) != 2 || !slices.Equal(jobs.UnavailableNodes, []string{"n3"}) {
+	if len(jobs.Jobs) != onN1 || !slices.Equal(jobs.UnavailableNodes, []string{"n3"}) {
 		t.Fatalf("jobs.list with n3 dead: %+v", jobs)
 	}
 	if wss := workspacesOn(t, c2, protocol.WorkspaceList{IncludeRetired: true}); len(wss.Workspaces) != 2 || !slices.Equal(wss.UnavailableNodes, []string{"n3"}) {
