@@ -178,7 +178,7 @@ func TestClusterJobsAndWorkspaces(t *testing.T) {
 	}
 	var shown protocol.OpJob
 	call(t, c2, &protocol.JobsShow{Header: protocol.Header{Type: protocol.TypeJobsShow}, Handle: n1Job}, &shown)
-	if shown.JobID != n1Job || len(shown.Runs) != 1 {
+	if shown.JobID != n1Job || len(shown.Runs) != 1 || shown.Node != "n1" {
 		t.Fatalf("jobs.show of n1's job through n2: %+v", shown)
 	}
 	// A parent's commands by job go to the parent's node (known from the
@@ -213,7 +213,7 @@ func TestClusterJobsAndWorkspaces(t *testing.T) {
 		t.Fatalf("subagent.wait of n3's job through n2: %+v", waited)
 	}
 	out = n2.mustCtl("", "jobs", "show", n3Job).stdout
-	if !strings.Contains(out, n3Job) {
+	if !strings.Contains(out, n3Job) || !lineHas(out, "Node:", "n3") {
 		t.Fatalf("shardctl jobs show of n3's job on n2:\n%s", out)
 	}
 	var st protocol.WorkspaceStatusData

@@ -136,6 +136,8 @@ func mergeHolder(h protocol.Header, answers []gathered, down []string) []byte {
 	for i, g := range answers {
 		_, err := decodeAnswer(g)
 		switch {
+		case err == nil && h.Type == protocol.TypeJobsShow:
+			return withJobNode(h, g)
 		case err == nil || g.rec != nil && err.Code != protocol.CodeNotFound && (i == 0 || err.Code != protocol.CodeNodeUnavailable):
 			rec, werr := withID(g.rec, h.ID)
 			if werr != nil {
@@ -162,4 +164,19 @@ func mergeHolder(h protocol.Header, answers []gathered, down []string) []byte {
 		notFound = &e
 	}
 	return protocol.NewErrorResponse(h.ID, h.Type, notFound)
+}
+
+// withJobNode is a jobs.show answer under the client's id, its job saying
+// the node that holds it (OpJob.node), every other member kept as that
+// node wrote it.
+func withJobNode(h protocol.Header, g gathered) []byte {
+	r, _ := decodeAnswer(g) // a success: decoded before
+	var job map[string]json.RawMessage
+	if json.Unmarshal(r.Data, &job) != nil || job == nil {
+		return protocol.NewErrorResponse(h.ID, h.Type, nodeUnavailable(g.node, "its answer could not be read"))
+	}
+	if _, ok := job["node"]; !ok {
+		job["node"], _ = json.Marshal(g.node) // a string
+	}
+	return protocol.NewResponse(h.ID, h.Type, job)
 }

@@ -163,6 +163,14 @@ func TestMergeHolder(t *testing.T) {
 		t.Fatalf("holder's answer %+v", d)
 	}
 
+	// jobs.show says the node holding the job.
+	shown := gathered{node: "n3", rec: protocol.NewResponse("g", protocol.TypeJobsShow, protocol.OpJob{JobID: "job-1", Runs: []protocol.OpRun{}})}
+	var job protocol.OpJob
+	decodeData(t, mergeHolder(protocol.Header{ID: "c1", Type: protocol.TypeJobsShow}, []gathered{nf("n1"), shown}, nil), &job)
+	if job.JobID != "job-1" || job.Node != "n3" {
+		t.Fatalf("jobs.show through the holder: %+v", job)
+	}
+
 	conflict := gathered{node: "n2", rec: protocol.NewErrorResponse("g", h.Type, protocol.Errorf(protocol.CodeConflict, "busy"))}
 	if rec := mergeHolder(h, []gathered{nf("n1"), conflict}, nil); !responseIs(rec, protocol.CodeConflict) {
 		t.Fatalf("the holder's refusal is not the answer: %s", rec)

@@ -141,6 +141,9 @@ func writeJobDetail(w io.Writer, j protocol.OpJob, names map[string]string, clk 
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Job", j.JobID)
 	row("Parent", j.ParentAgentID+nameSuffix(names, j.ParentAgentID))
+	if j.Node != "" { // a cluster's: the node holding the job
+		row("Node", safe(j.Node))
+	}
 	row("Strategy", string(j.Strategy))
 	row("State", p.jobState(j.State))
 	row("Created", clk.formatTime(j.CreatedAt))
