@@ -97,6 +97,8 @@ type connActor struct {
 	// the upstream lasts, so they keep their order.
 	upstreams map[string]*upstream
 	remote    map[string]string
+	// gathers counts the gathers this connection started (gather.go).
+	gathers uint64
 }
 
 func (a *connActor) stopReading() { a.quitOnce.Do(func() { close(a.quit) }) }
@@ -333,6 +335,12 @@ func (a *connActor) onInbound(c actor.Context, m *inbound) {
 // route sends cmd on its way: to the registry, or to an attached agent
 // directly, or holds it behind an agent.attach (see above).
 func (a *connActor) route(c actor.Context, cmd *registry.Command) {
+	if a.g.cfg.Cluster != nil && a.forwarded == nil {
+		if kind := gatherKindOf(cmd); kind != gatherNone {
+			a.gather(c, kind, cmd)
+			return
+		}
+	}
 	if node, err := a.remoteNode(cmd); err != nil || node != "" {
 		a.forward(c, node, cmd, err)
 		return
@@ -475,10 +483,30 @@ func (a *connActor) remoteNode(cmd *registry.Command) (string, error) {
 		}
 		return node, nil
 	}
+	if parent := readsJobsOf(cmd.Cmd); parent != "" {
+		// A parent's jobs are held by its node (docs/protocol.md §13
+		// "Jobs and workspaces of other nodes").
+		return a.nodeOf(parent), nil
+	}
 	if !perAgent(h) {
 		return "", nil
 	}
 	return a.nodeOf(h.AgentID), nil
+}
+
+// readsJobsOf names the parent whose jobs cmd reads or stops by handle
+// (subagent.status, subagent.wait, subagent.stop), "" for any other
+// command: those go to the parent's node, which holds its jobs.
+func readsJobsOf(cmd protocol.Command) string {
+	switch m := cmd.(type) {
+	case *protocol.SubagentStatus:
+		return m.ParentAgentID
+	case *protocol.SubagentWait:
+		return m.ParentAgentID
+	case *protocol.SubagentStop:
+		return m.ParentAgentID
+	}
+	return ""
 }
 
 // nodeOf names the other node hosting agent id, or "" when it is this
@@ -509,15 +537,7 @@ func (a *connActor) forward(c actor.Context, node string, cmd *registry.Command,
 		a.out.Push(protocol.NewErrorResponse(h.ID, h.Type, err))
 		return
 	}
-	u := a.upstreams[node]
-	if u == nil {
-		ident := forwardIdent{V: forwardVersion, Node: a.g.cfg.Cluster.Node(), Source: a.client.Source, Principal: a.cred.principal}
-		u = newUpstream(a.g.ctx, node, ident, a.out, c.ActorSystem(), c.Self(), a.g.cfg.Cluster.Dial, a.g.group.Go)
-		if a.upstreams == nil {
-			a.upstreams, a.remote = map[string]*upstream{}, map[string]string{}
-		}
-		a.upstreams[node] = u
-	}
+	u := a.upstreamTo(c, node)
 	if perAgent(h) {
 		a.remote[h.AgentID] = node
 	}

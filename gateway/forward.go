@@ -36,6 +36,9 @@ type Cluster interface {
 	// Dial opens a byte stream to node's gateway (a cluster/tunnel
 	// connection, served there by ServeTunnel). ctx bounds the open.
 	Dial(ctx context.Context, node string) (net.Conn, error)
+	// Nodes names every member of the cluster but this node, whatever
+	// its health: the nodes a cluster-wide list asks (gather.go).
+	Nodes() []string
 }
 
 // HealthDead is the Cluster.NodeHealth of a node declared dead: commands
@@ -171,6 +174,10 @@ type upstream struct {
 	// attached are the agents an agent.attach was sent for and no detach
 	// since: told when the upstream is lost.
 	attached map[string]bool
+	// captures are the commands a gather sent through it (gather.go), by
+	// the id it gave them: their answers go to the gather, never to the
+	// client.
+	captures map[string]chan<- gathered
 	// failed is why the upstream ended; nil while it serves.
 	failed error
 }
@@ -181,7 +188,7 @@ func newUpstream(parent context.Context, node string, ident forwardIdent, out *o
 	dial func(context.Context, string) (net.Conn, error), go_ func(func()) bool) *upstream {
 	ctx, cancel := context.WithCancel(parent)
 	u := &upstream{node: node, ident: ident, out: out, owner: owner, sys: sys, dial: dial, ctx: ctx, cancel: cancel,
-		wake: make(chan struct{}, 1), pending: map[string][]string{}, attached: map[string]bool{}}
+		wake: make(chan struct{}, 1), pending: map[string][]string{}, attached: map[string]bool{}, captures: map[string]chan<- gathered{}}
 	if !go_(u.run) {
 		cancel()
 		u.failed = nodeUnavailable(node, "this node is shutting down")
@@ -211,6 +218,33 @@ func (u *upstream) send(h protocol.Header, rec []byte) {
 	case u.wake <- struct{}{}:
 	default:
 	}
+}
+
+// capture queues one command of a gather (its raw record, under the
+// gather's own id): its answer, or the upstream's failure, goes to ch,
+// which must have room for it.
+func (u *upstream) capture(id string, rec []byte, ch chan<- gathered) {
+	u.mu.Lock()
+	if err := u.failed; err != nil {
+		u.mu.Unlock()
+		ch <- gathered{node: u.node, err: protocol.AsError(err)}
+		return
+	}
+	u.captures[id] = ch
+	u.queue = append(u.queue, rec)
+	u.mu.Unlock()
+	select {
+	case u.wake <- struct{}{}:
+	default:
+	}
+}
+
+// release forgets a gather's command whose answer nobody waits for any
+// more; an answer that still comes is dropped.
+func (u *upstream) release(id string) {
+	u.mu.Lock()
+	delete(u.captures, id) // nil once failed: a no-op
+	u.mu.Unlock()
 }
 
 // close ends the upstream for good (its client's connection ended):
@@ -332,16 +366,18 @@ func (u *upstream) relay(rd *protocol.Reader) {
 		if !rd.Owned() {
 			rec = bytes.Clone(rec)
 		}
-		if protocol.PeekType(rec) == protocol.TypeResponse {
-			u.answered(rec)
+		if protocol.PeekType(rec) == protocol.TypeResponse && u.answered(rec) {
+			continue // a gather's: not the client's
 		}
 		u.out.Push(rec)
 	}
 }
 
 // answered takes a response's command off the pending ones; a successful
-// agent.create teaches the connection where its agent lives first.
-func (u *upstream) answered(rec []byte) {
+// agent.create teaches the connection where its agent lives first. It
+// reports whether the response answered a gather's command (handed to the
+// gather instead).
+func (u *upstream) answered(rec []byte) bool {
 	var r struct {
 		ID      string          `json:"id"`
 		Command string          `json:"command"`
@@ -349,9 +385,22 @@ func (u *upstream) answered(rec []byte) {
 		Data    json.RawMessage `json:"data"`
 	}
 	if json.Unmarshal(rec, &r) != nil {
-		return
+		return false
 	}
 	u.mu.Lock()
+	if ch, ok := u.captures[r.ID]; ok {
+		delete(u.captures, r.ID)
+		u.mu.Unlock()
+		ch <- gathered{node: u.node, rec: rec}
+		return true
+	}
+	if strings.HasPrefix(r.ID, gatherIDPrefix) {
+		// A gather's that was released (its node answered past the
+		// bound): the client never sent it. Ids with the prefix are the
+		// gathers' on a connection to another node.
+		u.mu.Unlock()
+		return true
+	}
 	if p := u.pending[r.ID]; len(p) > 0 {
 		if len(p) == 1 {
 			delete(u.pending, r.ID)
@@ -366,6 +415,7 @@ func (u *upstream) answered(rec []byte) {
 			u.sys.Root.Send(u.owner, &upstreamLearned{u: u, agentID: data.AgentID})
 		}
 	}
+	return false
 }
 
 // fail ends the upstream with err: each command not answered is answered
@@ -379,9 +429,12 @@ func (u *upstream) fail(err *protocol.Error) {
 		return
 	}
 	u.failed = err
-	pending, attached := u.pending, u.attached
-	u.pending, u.attached, u.queue = nil, nil, nil
+	pending, attached, captures := u.pending, u.attached, u.captures
+	u.pending, u.attached, u.queue, u.captures = nil, nil, nil, nil
 	u.mu.Unlock()
+	for _, ch := range captures {
+		ch <- gathered{node: u.node, err: err} // a gather waits even for a client gone
+	}
 	if u.ctx.Err() != nil {
 		return // the client is gone: nobody to tell
 	}

@@ -74,6 +74,8 @@ func (f *fakeCluster) NodeHealth(node string) (string, bool) {
 	return "", false
 }
 
+func (f *fakeCluster) Nodes() []string { return []string{"nb", "nd", "nx"} }
+
 func (f *fakeCluster) Dial(_ context.Context, node string) (net.Conn, error) {
 	f.mu.Lock()
 	f.dials++

@@ -104,6 +104,8 @@ type testHooks struct {
 	readEOF func(conn uint64)
 	// forgot is called when an ended connection has given back its slot.
 	forgot func(conn uint64)
+	// gatherTimeout, when set, replaces gatherTimeout (gather.go).
+	gatherTimeout time.Duration
 }
 
 // Gateway accepts clients on the unix socket and the WebSocket endpoint and

@@ -506,6 +506,10 @@ type OpJob struct {
 	// HaltedBy is the run_id of the chain step that halted the chain.
 	HaltedBy string  `json:"halted_by,omitempty"`
 	Runs     []OpRun `json:"runs"`
+	// Node (additive) is the cluster node holding the job, in a cluster's
+	// jobs.list (docs/protocol.md §13 "Jobs and workspaces of other
+	// nodes"); absent on a single shardd.
+	Node string `json:"node,omitempty"`
 }
 
 // JobsListData is the data of a jobs.list response.
@@ -514,6 +518,10 @@ type JobsListData struct {
 	// NextCursor (additive) is set while more jobs match: pass it as
 	// cursor to read the next page. Absent on the last page.
 	NextCursor string `json:"next_cursor,omitempty"`
+	// UnavailableNodes (additive) are the cluster's nodes whose jobs are
+	// missing from the answer: declared dead, or silent past the bound
+	// (docs/protocol.md §13 "Jobs and workspaces of other nodes").
+	UnavailableNodes []string `json:"unavailable_nodes,omitempty"`
 }
 
 // TypeDaemonCheck is a Shard extension for `shardctl doctor`: the daemon

@@ -473,6 +473,11 @@ type WorkspaceInfo struct {
 	ConflictReason string `json:"conflict_reason,omitempty"`
 	// Tombstone is set once retired.
 	Tombstone *WorkspaceTombstone `json:"tombstone,omitempty"`
+	// Node (additive) is the cluster node holding the workspace (its
+	// worktree is on that node's disk), in a cluster's workspace.list
+	// (docs/protocol.md §13 "Jobs and workspaces of other nodes");
+	// absent on a single shardd.
+	Node string `json:"node,omitempty"`
 }
 
 // Summary returns the projection without the detail-only binding ids.
@@ -508,6 +513,11 @@ type WorkspaceAttachData = WorkspaceCreateData
 // oldest first. Workspaces is never null.
 type WorkspaceListData struct {
 	Workspaces []WorkspaceInfo `json:"workspaces"`
+	// UnavailableNodes (additive) are the cluster's nodes whose
+	// workspaces are missing from the answer: declared dead, or silent
+	// past the bound (docs/protocol.md §13 "Jobs and workspaces of other
+	// nodes").
+	UnavailableNodes []string `json:"unavailable_nodes,omitempty"`
 }
 
 // WorkspaceStatusData is the data of a workspace.status response.

@@ -39,6 +39,7 @@ func sampleWorkspace() protocol.WorkspaceInfo {
 		Dirty:             &dirty,
 		ConflictReason:    "worktree is on branch other, not shard/parser-rewrite",
 		Tombstone:         &protocol.WorkspaceTombstone{Branch: "shard/parser-rewrite", HeadSHA: "2222222222222222222222222222222222222222", Deleted: true},
+		Node:              "n2",
 	}
 }
 

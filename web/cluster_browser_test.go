@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -92,7 +94,8 @@ func (p *page) untilWithin(d time.Duration, what, expr string) {
 
 // TestDashboardCluster: the page of n2 in a three-node cluster shows the
 // cluster (cluster.status: every node alive with its incarnation and load,
-// n2 marked as the page's), every agent's node (AgentInfo.node), n3's agent
+// n2 marked as the page's), n3's workspace as n3's with its diff read
+// through n2, every agent's node (AgentInfo.node), n3's agent
 // marked as another node's. Opening n3's agent attaches it through n2 like
 // the page's own (docs/protocol.md §13 "Agents of other nodes"): its view,
 // a prompt typed on n2's page and its answer streamed from n3. n3 killed,
@@ -105,10 +108,23 @@ func TestDashboardCluster(t *testing.T) {
 	nodes := startCluster(t, 3)
 	n2, n3 := nodes[1], nodes[2]
 
+	// A workspace of n3, with a change on its branch.
+	_, far := newWorkspace(t, n3, "far")
+	if err := os.WriteFile(filepath.Join(far.Workspace.Cwd, "far.txt"), []byte("made on n3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	p := b.newPage("n2")
 	p.recordSent()
 	p.enroll(n2)
 	p.until("the cluster chip", `document.querySelector("#cluster summary")?.textContent === "node n2 · 3/3 alive"`)
+	// n2's workspaces panel lists n3's workspace as n3's, and its diff
+	// opens through n2 (workspace.diff reaches the node holding it).
+	farSel := fmt.Sprintf(`document.querySelector('[data-workspace=%q]')`, far.Workspace.WorkspaceID)
+	p.until("n3's workspace listed as n3's", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3" && el.querySelector(".badge.node")?.textContent === "on n3")(%s)`, farSel))
+	p.run("n3's workspace's diff", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-workspace=%q] .wbtns button`, far.Workspace.WorkspaceID))))
+	p.until("its diff, from n3", `(el => !!el && el.textContent.includes("far.txt"))(document.querySelector("#ws-diff"))`)
+	p.run("close the diff", chromedp.Click(chromedp.CSS(`#ws-diff .wsdiff-head button:last-child`)))
 	rows := eval[[]string](p, `[...document.querySelectorAll("#cluster .cn")].map(r => [r.dataset.node, r.dataset.health, r.dataset.incarnation, r.dataset.self].join(" "))`)
 	if strings.Join(rows, ",") != "n1 alive 1 ,n2 alive 1 1,n3 alive 1 " {
 		t.Fatalf("cluster rows: %q", rows)

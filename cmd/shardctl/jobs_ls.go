@@ -200,6 +200,7 @@ func (o *jobsLsOptions) print(stdout, stderr io.Writer, data protocol.JobsListDa
 	}
 	if len(data.Jobs) == 0 {
 		fmt.Fprintln(stderr, "No jobs.")
+		unavailableNote(stderr, "jobs", data.UnavailableNodes)
 		return nil
 	}
 	if err := writeJobsTable(stdout, data.Jobs, o.names, o.g.clock, newPalette(stdout, o.g.noColor), o.output.style(o.g)); err != nil {
@@ -208,5 +209,6 @@ func (o *jobsLsOptions) print(stdout, stderr io.Writer, data protocol.JobsListDa
 	if o.more {
 		fmt.Fprintf(stderr, "(the %d newest; --all shows every job)\n", len(data.Jobs))
 	}
+	unavailableNote(stderr, "jobs", data.UnavailableNodes)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/shard-dev/shard/client"
@@ -93,15 +94,25 @@ func writeJobsTable(w io.Writer, jobs []protocol.OpJob, names map[string]string,
 	}
 	st.shorten(agents)
 	tw := newTableNoHeader(w, st.noHeaders)
-	fmt.Fprintln(tw, "JOB_ID\tPARENT\tSTRATEGY\tSTATE\tRUNS\tCREATED\tDURATION\tNOTE")
+	// NODE only in a cluster: a single shardd's jobs carry no node.
+	nodes := slices.ContainsFunc(jobs, func(j protocol.OpJob) bool { return j.Node != "" })
+	nodeHead := ""
+	if nodes {
+		nodeHead = "NODE\t"
+	}
+	fmt.Fprintln(tw, "JOB_ID\tPARENT\t"+nodeHead+"STRATEGY\tSTATE\tRUNS\tCREATED\tDURATION\tNOTE")
 	for _, j := range jobs {
 		done, total := jobRuns(j)
 		note := jobNote(j)
 		if strings.HasPrefix(note, "stuck") {
 			note = p.red(note)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n",
-			j.JobID, st.agent(j.ParentAgentID)+nameSuffix(names, j.ParentAgentID), j.Strategy, p.jobState(j.State), done, total,
+		node := ""
+		if nodes {
+			node = orDash(safe(j.Node)) + "\t"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%d/%d\t%s\t%s\t%s\n",
+			j.JobID, st.agent(j.ParentAgentID)+nameSuffix(names, j.ParentAgentID), node, j.Strategy, p.jobState(j.State), done, total,
 			st.when(clk, j.CreatedAt), clk.span(j.CreatedAt, j.EndedAt), orDash(note))
 	}
 	if err := tw.Flush(); err != nil {
@@ -130,6 +141,9 @@ func writeJobDetail(w io.Writer, j protocol.OpJob, names map[string]string, clk 
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Job", j.JobID)
 	row("Parent", j.ParentAgentID+nameSuffix(names, j.ParentAgentID))
+	if j.Node != "" { // a cluster's: the node holding the job
+		row("Node", safe(j.Node))
+	}
 	row("Strategy", string(j.Strategy))
 	row("State", p.jobState(j.State))
 	row("Created", clk.formatTime(j.CreatedAt))

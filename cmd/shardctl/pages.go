@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 
 	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/protocol"
@@ -37,6 +38,11 @@ func fetchJobs(ctx context.Context, conn *client.Conn, q protocol.JobsList, want
 			return data, false, err
 		}
 		data.Jobs = append(data.Jobs, page.Jobs...)
+		for _, n := range page.UnavailableNodes {
+			if !slices.Contains(data.UnavailableNodes, n) {
+				data.UnavailableNodes = append(data.UnavailableNodes, n)
+			}
+		}
 		if page.NextCursor == "" || len(page.Jobs) == 0 {
 			return data, false, nil
 		}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -77,6 +79,7 @@ func (o *workspaceLsOptions) print(stdout, stderr io.Writer, data protocol.Works
 	}
 	if len(data.Workspaces) == 0 {
 		fmt.Fprintln(stderr, "No workspaces.")
+		unavailableNote(stderr, "workspaces", data.UnavailableNodes)
 		return nil
 	}
 	wide := o.output.format == formatWide
@@ -86,19 +89,30 @@ func (o *workspaceLsOptions) print(stdout, stderr io.Writer, data protocol.Works
 	}
 	p := newPalette(stdout, o.g.noColor)
 	tw := newTable(stdout)
-	fmt.Fprintln(tw, "ID\tLABEL\tSTATE\tBRANCH\tTARGET\tAGENTS\tREPO")
+	// NODE only in a cluster: a single shardd's workspaces carry no node.
+	nodes := slices.ContainsFunc(data.Workspaces, func(w protocol.WorkspaceInfo) bool { return w.Node != "" })
+	nodeHead := ""
+	if nodes {
+		nodeHead = "NODE\t"
+	}
+	fmt.Fprintln(tw, "ID\tLABEL\t"+nodeHead+"STATE\tBRANCH\tTARGET\tAGENTS\tREPO")
 	for _, w := range data.Workspaces {
 		id := w.WorkspaceID
 		if !wide {
 			id = shortWorkspaceID(id)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			id, orDash(fit(w.Label, 24, width)), p.workspaceState(w.State), orDash(w.Branch),
+		node := ""
+		if nodes {
+			node = orDash(safe(w.Node)) + "\t"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\t%s\t%s\t%s\t%s\n",
+			id, orDash(fit(w.Label, 24, width)), node, p.workspaceState(w.State), orDash(w.Branch),
 			orDash(w.IntegrationTarget), strconv.Itoa(w.AgentCount), orDash(fitPath(w.RepositoryCwd, 40, width)))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write workspaces: %w", err)
 	}
+	unavailableNote(stderr, "workspaces", data.UnavailableNodes)
 	return nil
 }
 
@@ -114,4 +128,12 @@ func (p palette) workspaceState(s protocol.WorkspaceState) string {
 		return p.paint(sgrRed, string(s))
 	}
 	return p.paint(sgrDim, orDash(string(s)))
+}
+
+// unavailableNote tells, on stderr, which cluster nodes' items a list
+// lacks (unavailable_nodes: declared dead or silent past the bound).
+func unavailableNote(stderr io.Writer, what string, nodes []string) {
+	if len(nodes) > 0 {
+		fmt.Fprintf(stderr, "(nodes unavailable, their %s not listed: %s)\n", what, strings.Join(nodes, ", "))
+	}
 }

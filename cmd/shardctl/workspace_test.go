@@ -498,3 +498,26 @@ func TestWorkspaceHelpDocumentsExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkspaceLsCluster: a cluster's workspaces (each with its node) get
+// a NODE column, and the nodes whose workspaces are missing are named on
+// stderr; a single shardd's have neither (TestWorkspaceLs).
+func TestWorkspaceLsCluster(t *testing.T) {
+	o := &workspaceLsOptions{g: &globalOptions{noColor: true}}
+	var stdout, stderr strings.Builder
+	err := o.print(&stdout, &stderr, protocol.WorkspaceListData{Workspaces: []protocol.WorkspaceInfo{
+		{WorkspaceID: "workspace-aaaaaaaa", Label: "here", State: protocol.WorkspaceStateActive, Branch: "b", Node: "n1"},
+		{WorkspaceID: "workspace-bbbbbbbb", Label: "there", State: protocol.WorkspaceStateActive, Branch: "c", Node: "n2"},
+	}, UnavailableNodes: []string{"n3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 3 || strings.Join(strings.Fields(lines[0]), " ") != "ID LABEL NODE STATE BRANCH TARGET AGENTS REPO" ||
+		!strings.HasPrefix(strings.Join(strings.Fields(lines[2]), " "), "workspace-bbbbbbbb there n2 active c") {
+		t.Fatalf("table:\n%s", stdout.String())
+	}
+	if stderr.String() != "(nodes unavailable, their workspaces not listed: n3)\n" {
+		t.Fatalf("stderr %q", stderr.String())
+	}
+}

@@ -47,6 +47,17 @@ func (g gatewayCluster) NodeHealth(node string) (string, bool) {
 	return "", false
 }
 
+// Nodes implements gateway.Cluster.
+func (g gatewayCluster) Nodes() []string {
+	var out []string
+	for _, m := range g.d.node.Members() {
+		if m.Node != g.d.node.Name() {
+			out = append(out, m.Node)
+		}
+	}
+	return out
+}
+
 // Dial implements gateway.Cluster.
 func (g gatewayCluster) Dial(ctx context.Context, node string) (net.Conn, error) {
 	c, err := tunnel.Dial(ctx, g.d.node.Conn(), gatewaySubject(node), tunnel.Options{})

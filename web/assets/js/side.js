@@ -77,12 +77,19 @@ function Run({ job, run, store }) {
   </li>`;
 }
 
+// nodeBadge names the cluster node holding a job or workspace (its `node`,
+// docs/protocol.md §13 "Jobs and workspaces of other nodes"); nothing on a
+// single shardd, whose lists carry no node.
+function nodeBadge(node) {
+  return node ? html` <span class="badge node" data-node=${node}>on ${node}</span>` : null;
+}
+
 function Jobs({ s, store }) {
   const jobs = s.selected ? s.jobs.filter((j) => j.parent_agent_id === s.selected) : s.jobs;
   return html`<section id="jobs"><h2>Jobs <span class="count">${jobs.length}</span></h2>
     ${jobs.length === 0 ? html`<p class="empty">No jobs${s.selected ? " for this agent" : ""}.</p>` : null}
-    <ul class="jobs">${jobs.map((j) => html`<li class=${"job js-" + j.state} data-job=${j.job_id}>
-      <div><b>${j.strategy}</b> <span class="state">${j.state}</span> <span class="when">${ago(j.created_at)}</span>
+    <ul class="jobs">${jobs.map((j) => html`<li class=${"job js-" + j.state} data-job=${j.job_id} data-node=${j.node || ""}>
+      <div><b>${j.strategy}</b> <span class="state">${j.state}</span> <span class="when">${ago(j.created_at)}</span>${nodeBadge(j.node)}
         ${!terminal.has(j.state) ? html` <button onClick=${() => store.stopRun(j, null)}>Stop job</button>` : null}</div>
       <ul class="runs">${(j.runs || []).map((r) => html`<${Run} key=${r.run_id} job=${j} run=${r} store=${store} />`)}</ul>
     </li>`)}</ul></section>`;
@@ -121,8 +128,8 @@ function Ws({ w, catalog, store }) {
     });
   };
   const rd = refusal && refusal.data;
-  return html`<li class=${"ws wst-" + w.state} data-workspace=${w.workspace_id}>
-    <div><b>${w.label || w.branch}</b> <span class="state">${w.state}</span> <span class="meta">${w.branch} → ${w.integration_target || "?"} · ${w.agent_count} agent(s)</span></div>
+  return html`<li class=${"ws wst-" + w.state} data-workspace=${w.workspace_id} data-node=${w.node || ""}>
+    <div><b>${w.label || w.branch}</b> <span class="state">${w.state}</span> <span class="meta">${w.branch} → ${w.integration_target || "?"} · ${w.agent_count} agent(s)</span>${nodeBadge(w.node)}</div>
     <div class="wbtns"><button onClick=${() => store.showDiff(w)}>Diff</button>
       <button onClick=${() => store.merge(w, "merge")}>Merge</button><button onClick=${() => store.merge(w, "squash")}>Squash</button>
       <button onClick=${() => retire("delete_if_merged")}>Retire</button><button onClick=${() => retire("keep")}>Retire, keep branch</button>

@@ -322,7 +322,9 @@ export class Store {
   // subagent_run_changed only to those (§10.3).
   refreshJobs(parent) {
     return this.conn.call({ type: "subagent.status", parent_agent_id: parent }).then((d) => {
-      const mine = d.jobs || [];
+      // subagent.status says no node: a job keeps the one jobs.list said.
+      const known = new Map(this.state.jobs.map((j) => [j.job_id, j.node]));
+      const mine = (d.jobs || []).map((j) => (j.node || !known.get(j.job_id) ? j : { ...j, node: known.get(j.job_id) }));
       const others = this.state.jobs.filter((j) => j.parent_agent_id !== parent);
       this.set({ jobs: [...mine, ...others].sort((a, b) => (b.created_at || 0) - (a.created_at || 0)) });
     }, () => {});
