@@ -145,46 +145,80 @@ func (cr *clusterRuns) interruptPrevious(ctx context.Context, r *runner.Runner, 
 		cr.previous = nil
 		cr.mu.Unlock()
 		for _, rj := range todo {
-			inc := rj.inc
-			prev := strconv.FormatUint(inc, 10)
-			got, err := r.InterruptPrevious(ctx, prev)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("cluster: runs of the previous incarnation not all interrupted", "previous", inc, "err", err)
-			}
-			if len(got) > 0 {
-				log.Info(fmt.Sprintf("cluster: interrupted %d runs of incarnation %d", len(got), inc), "runs", len(got), "previous", inc)
-			}
-			if !rj.restarted {
-				continue
-			}
-			// Its worktrees of those runs go, whoever interrupted them (a
-			// survivor may have been first): the runs that incarnation
-			// held, now interrupted.
-			left, err := r.HeldBy(ctx, prev)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("cluster: runs of the previous incarnation not listed", "previous", inc, "err", err)
-			}
-			retire := map[string]records.RunRecord{}
-			for _, e := range got { // interrupted here, whatever a read says
-				retire[e.Key] = e.Value
-			}
-			for _, e := range left {
-				if e.Value.State == protocol.RunInterrupted {
-					retire[e.Key] = e.Value
-				}
-			}
-			for _, e := range sortedRuns(retire) {
-				if gone, err := g.Retire(ctx, e); err != nil && ctx.Err() == nil {
-					log.Warn("cluster: worktree of an interrupted run not retired", "run_id", e.RunID, "err", err)
-				} else if gone {
-					log.Info("cluster: retired the worktree of interrupted run "+e.RunID, "run_id", e.RunID)
-				}
-			}
+			cr.retirePrevious(ctx, r, g, log, rj)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-cr.kick:
+		}
+	}
+}
+
+// retirePrevious interrupts the runs incarnation rj held and, when this
+// node restarted, retires its worktrees of them once they are interrupted,
+// whoever interrupted them (a survivor may have been first). Right after a
+// restart this node's server may still answer a listing from its old state
+// (docs/cluster.md, "Stale reads"), where such a run still looks active:
+// it asks again, after a growing wait, until every run that incarnation
+// held is seen ended, or ctx ends.
+func (cr *clusterRuns) retirePrevious(ctx context.Context, r *runner.Runner, g *runner.Git, log interface {
+	Info(string, ...any)
+	Warn(string, ...any)
+}, rj rejoin) {
+	prev := strconv.FormatUint(rj.inc, 10)
+	retired := map[string]bool{}
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		got, err := r.InterruptPrevious(ctx, prev)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("cluster: runs of the previous incarnation not all interrupted", "previous", rj.inc, "err", err)
+		}
+		if len(got) > 0 {
+			log.Info(fmt.Sprintf("cluster: interrupted %d runs of incarnation %d", len(got), rj.inc), "runs", len(got), "previous", rj.inc)
+		}
+		if !rj.restarted {
+			return
+		}
+		left, lerr := r.HeldBy(ctx, prev)
+		if lerr != nil && ctx.Err() == nil {
+			log.Warn("cluster: runs of the previous incarnation not listed", "previous", rj.inc, "err", lerr)
+		}
+		retire := map[string]records.RunRecord{}
+		for _, e := range got { // interrupted here, whatever a read says
+			retire[e.Key] = e.Value
+		}
+		settled := err == nil && lerr == nil
+		for _, e := range left {
+			switch {
+			case e.Value.State == protocol.RunInterrupted:
+				retire[e.Key] = e.Value
+			case !e.Value.State.Terminal() && retire[e.Key].RunID == "":
+				settled = false // a stale read, or not interrupted yet
+			}
+		}
+		for _, e := range sortedRuns(retire) {
+			key := records.RunKey(e.JobID, e.RunID)
+			if retired[key] {
+				continue
+			}
+			if gone, err := g.Retire(ctx, e); err != nil && ctx.Err() == nil {
+				log.Warn("cluster: worktree of an interrupted run not retired", "run_id", e.RunID, "err", err)
+			} else if err == nil {
+				retired[key] = true
+				if gone {
+					log.Info("cluster: retired the worktree of interrupted run "+e.RunID, "run_id", e.RunID)
+				}
+			}
+		}
+		if settled {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
 		}
 	}
 }
