@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/shard-dev/shard/internal/clock"
 )
 
 // Bucket names. Each is a KV bucket (a stream KV_<name>) of one record
@@ -171,7 +172,7 @@ func openTable[T Record](ctx context.Context, js jetstream.JetStream, name, desc
 		if err == nil || errors.Is(err, ErrInvalid) {
 			return t, err
 		}
-		if !sleepCtx(ctx, o.RetryWait) {
+		if !clock.Sleep(ctx, o.RetryWait) {
 			return nil, fail(ErrUnavailable, err, "open bucket %s", name)
 		}
 	}
@@ -202,16 +203,4 @@ func bindTable[T Record](ctx context.Context, js jetstream.JetStream, name strin
 		return nil, err
 	}
 	return &Table[T]{bucket: name, kv: kv, js: js, stream: stream, subj: "$KV." + name + ".", opts: o}, nil
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -349,7 +350,7 @@ func (t *Table[T]) lastMsg(ctx context.Context, key string) (*jetstream.RawStrea
 
 // pause waits a little before another attempt (a leader election takes
 // a few hundred milliseconds). It reports false when ctx ended first.
-func (t *Table[T]) pause(ctx context.Context) bool { return sleepCtx(ctx, t.opts.RetryWait) }
+func (t *Table[T]) pause(ctx context.Context) bool { return clock.Sleep(ctx, t.opts.RetryWait) }
 
 // opCtx bounds one operation by Options.Timeout, so a node cut off from
 // the majority answers ErrUnavailable instead of waiting forever.

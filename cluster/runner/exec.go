@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -288,7 +289,7 @@ func (x *exec) must(ctx context.Context, change func(*records.RunRecord)) error 
 	for errors.Is(err, records.ErrUnavailable) {
 		x.r.log.Warn("cluster: run record not written; retrying", "run_id", x.cur.Value.RunID,
 			"retry_in", wait.String(), "err", err)
-		if !sleep(ctx, wait) {
+		if !clock.Sleep(ctx, wait) {
 			break
 		}
 		wait = min(2*wait, x.r.o.MaxRetry)

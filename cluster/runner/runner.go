@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -203,7 +204,7 @@ func (r *Runner) followQueue(ctx context.Context) {
 		ch, err := r.o.Records.Claims.Watch(ctx, "")
 		if err != nil {
 			r.log.Warn("cluster: claim queue not followed; retrying", "retry_in", wait.String(), "err", err)
-			if !sleep(ctx, wait) {
+			if !clock.Sleep(ctx, wait) {
 				return
 			}
 			wait = min(2*wait, r.o.MaxRetry)
@@ -232,7 +233,7 @@ func (r *Runner) InterruptPrevious(ctx context.Context, previous string) ([]reco
 		if err == nil || !errors.Is(err, records.ErrUnavailable) {
 			return all, err
 		}
-		if !sleep(ctx, wait) {
+		if !clock.Sleep(ctx, wait) {
 			return all, err
 		}
 		wait = min(2*wait, r.o.MaxRetry)
@@ -255,16 +256,4 @@ func (r *Runner) HeldBy(ctx context.Context, inc string) ([]records.Entry[record
 		}
 	}
 	return out, nil
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

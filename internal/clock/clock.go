@@ -162,3 +162,17 @@ func (m *Manual) WaitPending(ctx context.Context, n int) error {
 		}
 	}
 }
+
+// Sleep waits d or until ctx ends, and reports whether d passed: the wait
+// between two attempts of a goroutine that retries (never in an actor's
+// mailbox).
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/shard-dev/shard/cluster"
 	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/cluster/runner"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
@@ -104,7 +105,7 @@ func (d *Daemon) startRuns() {
 				return
 			}
 			log.Warn("cluster: run records not open; retrying", "retry_in", wait.String(), "err", err)
-			if !sleepCtx(ctx, wait) {
+			if !clock.Sleep(ctx, wait) {
 				return
 			}
 			wait = min(2*wait, runner.DefaultMaxRetry)
@@ -213,12 +214,8 @@ func (cr *clusterRuns) retirePrevious(ctx context.Context, r *runner.Runner, g *
 		if settled {
 			return
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 	}
 }
@@ -351,17 +348,5 @@ func (d *Daemon) clusterRunsDeps() {
 func (d *Daemon) rejoinRuns(r cluster.Rejoin) {
 	if d.runs != nil {
 		d.runs.rejoined(r.Previous)
-	}
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

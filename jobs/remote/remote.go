@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/workspaces/git"
@@ -281,7 +282,7 @@ func (r *Runs) Follow(ctx context.Context, jobID string, deliver func(records.Ru
 			return
 		}
 		r.log.Warn("cluster runs: the watch of a job's runs was lost; following again", "job_id", jobID, "retry_in", wait.String(), "err", err)
-		if !sleep(ctx, wait) {
+		if !clock.Sleep(ctx, wait) {
 			return
 		}
 		wait = min(2*wait, retryMax)
@@ -365,21 +366,9 @@ func (r *Runs) InterruptNode(ctx context.Context, node string, inc uint64) {
 			return
 		}
 		r.log.Warn("cluster runs: interrupting a lost node's runs failed; retrying", "dead_node", node, "err", err)
-		if !sleep(ctx, wait) {
+		if !clock.Sleep(ctx, wait) {
 			return
 		}
 		wait = min(2*wait, retryMax)
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

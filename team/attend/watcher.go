@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -165,7 +166,7 @@ func (w *Watcher) run(ctx context.Context) {
 		if synced {
 			wait = 0
 		}
-		if !sleep(ctx, wait) {
+		if !clock.Sleep(ctx, wait) {
 			err = ctx.Err()
 			break
 		}
@@ -215,21 +216,6 @@ func refusal(err error) error {
 		return fmt.Errorf("%w: %w", errGone, err)
 	}
 	return err
-}
-
-// sleep waits d (0: not at all); false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // session is one connection: dial, attach, read until it ends. synced
