@@ -212,7 +212,15 @@ func writeRunWorkspaces(w io.Writer, runs []protocol.OpRun) error {
 // writeRunsTable renders the runs of a job.
 func writeRunsTable(w io.Writer, runs []protocol.OpRun, clk clock, p palette, width int) error {
 	tw := newTable(w)
-	fmt.Fprintln(tw, "#\tNAME\tALIAS\tRUN_ID\tAGENT_ID\tSTATE\tQUEUED\tWAIT\tRAN\tSTOP\tEXIT\tERROR")
+	// A NODE column only when a run ran on a cluster's node other than its
+	// parent's ("node" is set only then): a single shardd's table is
+	// unchanged.
+	nodes := slices.ContainsFunc(runs, func(r protocol.OpRun) bool { return r.Node != "" })
+	head := "#\tNAME\tALIAS\tRUN_ID\tAGENT_ID\tSTATE\tQUEUED\tWAIT\tRAN\tSTOP\tEXIT\tERROR"
+	if nodes {
+		head = "#\tNAME\tALIAS\tRUN_ID\tAGENT_ID\tNODE\tSTATE\tQUEUED\tWAIT\tRAN\tSTOP\tEXIT\tERROR"
+	}
+	fmt.Fprintln(tw, head)
 	for _, r := range runs {
 		state := p.runState(r.State)
 		if r.Stuck {
@@ -225,8 +233,12 @@ func writeRunsTable(w io.Writer, runs []protocol.OpRun, clk clock, p palette, wi
 		case r.State == protocol.RunQueued && r.QueuedAt != 0:
 			wait = clk.span(r.QueuedAt, 0)
 		}
+		agent := orDash(r.AgentID)
+		if nodes {
+			agent += "\t" + orDash(r.Node)
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.Index+1, orDash(r.Name), orDash(r.Alias), r.RunID, orDash(r.AgentID), state,
+			r.Index+1, orDash(r.Name), orDash(r.Alias), r.RunID, agent, state,
 			clk.formatTime(r.QueuedAt), wait, clk.span(r.StartedAt, r.EndedAt),
 			stopText(r, clk), orDash(r.ExitStatus), orDash(fit(r.Error, 48, width)))
 	}
