@@ -180,6 +180,11 @@ func (a *connActor) start(c actor.Context) {
 	}
 	if a.forwarded != nil {
 		a.client.Source = a.forwarded.Source
+		a.client.Origin = a.forwarded.Origin
+	} else if a.g.cfg.Cluster != nil {
+		// Who this connection is on every node its commands reach
+		// (docs/protocol.md §13 "Runs on other nodes").
+		a.client.Origin = fmt.Sprintf("%s/%s/%d", a.g.cfg.Cluster.Node(), a.g.run, a.id)
 	}
 	a.out.Push(protocol.MustMarshal(protocol.Hello{
 		Header:          protocol.Header{Type: protocol.TypeHello},
@@ -511,7 +516,8 @@ func (a *connActor) forward(c actor.Context, node string, cmd *registry.Command,
 	}
 	u := a.upstreams[node]
 	if u == nil {
-		ident := forwardIdent{V: forwardVersion, Node: a.g.cfg.Cluster.Node(), Source: a.client.Source, Principal: a.cred.principal}
+		ident := forwardIdent{V: forwardVersion, Node: a.g.cfg.Cluster.Node(), Source: a.client.Source, Principal: a.cred.principal,
+			Origin: a.client.Origin}
 		u = newUpstream(a.g.ctx, node, ident, a.out, c.ActorSystem(), c.Self(), a.g.cfg.Cluster.Dial, a.g.group.Go)
 		if a.upstreams == nil {
 			a.upstreams, a.remote = map[string]*upstream{}, map[string]string{}

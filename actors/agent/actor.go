@@ -424,6 +424,10 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onCheckResponder(c, m)
 	case *ResponderChecked:
 		a.onResponderChecked(c, m)
+	case *CheckOrigin:
+		a.onCheckOrigin(c, m)
+	case *DelegateLost:
+		a.onDelegateLost(c, m)
 	case *startTimeout:
 		if m.epoch == a.epoch && a.rt != nil && !a.ready {
 			// Starved or hung? The answer decides (onStarved).
