@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -132,6 +133,14 @@ func (a *Actor) answerDelegated(c actor.Context, r *Request) bool {
 	}
 	o := a.open[reqID]
 	if o == nil {
+		if slices.Contains(a.closed, reqID) {
+			// A late answer of an ancestor's client (it saw the request;
+			// another answer won): discarded silently, as on one node
+			// for an attached client (docs/protocol.md §6.3). Who
+			// answers is not checked: nothing is done either way.
+			r.Client.Send(protocol.NewResponse(r.Header.ID, r.Header.Type, nil))
+			return true
+		}
 		return false
 	}
 	if o.delegating {
@@ -177,7 +186,20 @@ func (a *Actor) resolvedFor(c actor.Context, reqID string, line []byte) {
 		return
 	}
 	delete(a.delegated, reqID)
+	a.closedDelegated(reqID)
 	c.Send(pid, &DelegatedResolved{RequestID: reqID, Rec: protocol.WithAgentID(line, a.m.AgentID)})
+}
+
+// maxClosedDelegated bounds the delegated requests an agent remembers
+// as closed, for late answers.
+const maxClosedDelegated = 64
+
+// closedDelegated remembers a delegated request that closed.
+func (a *Actor) closedDelegated(reqID string) {
+	if len(a.closed) == maxClosedDelegated {
+		a.closed = a.closed[1:]
+	}
+	a.closed = append(a.closed, reqID)
 }
 
 // foreignPending lists descendants' requests surfaced here, for sync.
