@@ -1,12 +1,12 @@
 package daemon
 
 import (
-	"net"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
