@@ -182,6 +182,11 @@ func (a *connActor) start(c actor.Context) {
 	}
 	if a.forwarded != nil {
 		a.client.Source = a.forwarded.Source
+		a.client.Origin = a.forwarded.Origin
+	} else if a.g.cfg.Cluster != nil {
+		// Who this connection is on every node its commands reach
+		// (docs/protocol.md §13 "Runs on other nodes").
+		a.client.Origin = fmt.Sprintf("%s/%s/%d", a.g.cfg.Cluster.Node(), a.g.run, a.id)
 	}
 	a.out.Push(protocol.MustMarshal(protocol.Hello{
 		Header:          protocol.Header{Type: protocol.TypeHello},

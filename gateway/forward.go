@@ -55,12 +55,16 @@ const forwardVersion = 1
 // the person used ("unix", "websocket"), echoed as the `source` of a
 // permission or UI answer given through it; principal is the principal
 // their connection was opened under ("" for local trust, the unix socket
-// or a ticket minted over it). One JSON object on one line.
+// or a ticket minted over it); origin names their connection across the
+// cluster (agent.Client.Origin: node, gateway run, connection id), so a
+// child's node can ask an ancestor's node whether they are one of its
+// interactive clients. One JSON object on one line.
 type forwardIdent struct {
 	V         int    `json:"v"`
 	Node      string `json:"node"`
 	Source    string `json:"source"`
 	Principal string `json:"principal,omitempty"`
+	Origin    string `json:"origin,omitempty"`
 }
 
 // maxForwardIdent bounds the preamble's line.
@@ -97,6 +101,8 @@ func decodeForwardIdent(line []byte) (forwardIdent, error) {
 		return forwardIdent{}, fmt.Errorf("%w: source %q", errForwardIdent, f.Source)
 	case len(f.Principal) > 128:
 		return forwardIdent{}, fmt.Errorf("%w: principal of %d bytes", errForwardIdent, len(f.Principal))
+	case len(f.Origin) > 128:
+		return forwardIdent{}, fmt.Errorf("%w: origin of %d bytes", errForwardIdent, len(f.Origin))
 	}
 	return f, nil
 }

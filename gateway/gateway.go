@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -119,6 +121,9 @@ type Gateway struct {
 	tickets  *Tickets
 	auth     *authority
 	log      *slog.Logger
+	// run tells this gateway's connection ids from a previous run's in
+	// a connection's cluster-wide origin (agent.Client.Origin).
+	run string
 
 	// guard is the resolved web policy (Listen); the limiters guard
 	// POST /enroll and POST /bootstrap.
@@ -173,7 +178,15 @@ func New(cfg Config, sys *actor.ActorSystem, registry *actor.PID, hub *outbox.Hu
 		ctx:            ctx, cancel: cancel,
 		corkBufs: newCorkPool(),
 		conns:    make(map[uint64]*connActor),
+		run:      runNonce(),
 	}
+}
+
+// runNonce is a few random bytes naming this run of the gateway.
+func runNonce() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return hex.EncodeToString(b[:])
 }
 
 // Listen binds the unix socket and the web address. A stale socket file is

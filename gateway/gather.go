@@ -229,7 +229,8 @@ func withID(rec []byte, id string) ([]byte, error) {
 func (a *connActor) upstreamTo(c actor.Context, node string) *upstream {
 	u := a.upstreams[node]
 	if u == nil {
-		ident := forwardIdent{V: forwardVersion, Node: a.g.cfg.Cluster.Node(), Source: a.client.Source, Principal: a.cred.principal}
+		ident := forwardIdent{V: forwardVersion, Node: a.g.cfg.Cluster.Node(), Source: a.client.Source, Principal: a.cred.principal,
+			Origin: a.client.Origin}
 		u = newUpstream(a.g.ctx, node, ident, a.out, c.ActorSystem(), c.Self(), a.g.cfg.Cluster.Dial, a.g.group.Go)
 		if a.upstreams == nil {
 			a.upstreams, a.remote = map[string]*upstream{}, map[string]string{}

@@ -337,6 +337,11 @@ type requestState struct {
 	open      map[string]*openRequest
 	foreign   map[string]*foreignRequest
 	delegated map[string]*actor.PID
+	// closed are the newest requests that were delegated and closed
+	// since (at most maxClosedDelegated): an ancestor's client that
+	// answers one late is answered success, nothing done (docs/protocol.md
+	// §6.3), rather than NOT_ATTACHED.
+	closed []string
 }
 
 // subagent is the agent's part in subagent runs: the lease of the run it
@@ -424,6 +429,10 @@ func (a *Actor) Receive(c actor.Context) {
 		a.onCheckResponder(c, m)
 	case *ResponderChecked:
 		a.onResponderChecked(c, m)
+	case *CheckOrigin:
+		a.onCheckOrigin(c, m)
+	case *DelegateLost:
+		a.onDelegateLost(c, m)
 	case *startTimeout:
 		if m.epoch == a.epoch && a.rt != nil && !a.ready {
 			// Starved or hung? The answer decides (onStarved).

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -59,12 +60,41 @@ func (a *Actor) onDelegateResult(c actor.Context, m *DelegateResult) {
 		return
 	}
 	o.delegating = false
+	parked := o.parked
+	o.parked = nil
 	if m.Accepted {
 		o.delegate = m.PID
 		a.delegated[m.RequestID] = m.PID
+		for _, r := range parked {
+			c.Request(m.PID, &CheckResponder{Req: r})
+		}
 		return
 	}
+	for _, r := range parked {
+		r.Client.Send(protocol.NewErrorResponse(r.Header.ID, r.Header.Type,
+			protocol.Errorf(protocol.CodeNotAttached, "connection is not attached to agent %s", a.m.AgentID)))
+	}
 	a.headless(m.RequestID, o.kind)
+}
+
+// onDelegateLost: the ancestor holding a request is out of reach (its
+// node was lost). The request goes up again, as a new one would: to a
+// responder attached here meanwhile (it has the request already), to the
+// ancestor again once its node is back, else to the headless policy.
+func (a *Actor) onDelegateLost(c actor.Context, m *DelegateLost) {
+	delete(a.delegated, m.RequestID)
+	o := a.open[m.RequestID]
+	if o == nil || o.delegate == nil {
+		return
+	}
+	o.delegate = nil
+	switch {
+	case a.hasResponder():
+	case a.m.ParentAgentID != "":
+		a.delegateUp(c, m.RequestID, o.rec)
+	default:
+		a.headless(m.RequestID, o.kind)
+	}
 }
 
 // onDelegatedResolved: a descendant's request closed.
@@ -102,11 +132,40 @@ func (a *Actor) answerDelegated(c actor.Context, r *Request) bool {
 		return false
 	}
 	o := a.open[reqID]
-	if o == nil || o.delegate == nil {
+	if o == nil {
+		if slices.Contains(a.closed, reqID) {
+			// A late answer of an ancestor's client (it saw the request;
+			// another answer won): discarded silently, as on one node
+			// for an attached client (docs/protocol.md §6.3). Who
+			// answers is not checked: nothing is done either way.
+			r.Client.Send(protocol.NewResponse(r.Header.ID, r.Header.Type, nil))
+			return true
+		}
+		return false
+	}
+	if o.delegating {
+		o.parked = append(o.parked, r) // checked once the ancestor accepted
+		return true
+	}
+	if o.delegate == nil {
 		return false
 	}
 	c.Request(o.delegate, &CheckResponder{Req: r})
 	return true
+}
+
+// onCheckOrigin: is the connection of that origin one of this agent's
+// interactive clients? (A child's node asks, for a client that answered
+// there: docs/protocol.md §13 "Runs on other nodes".)
+func (a *Actor) onCheckOrigin(c actor.Context, m *CheckOrigin) {
+	ok := false
+	for _, att := range a.attached {
+		if m.Origin != "" && att.client.Origin == m.Origin && att.role == protocol.RoleInteractive {
+			ok = true
+			break
+		}
+	}
+	c.Respond(&OriginChecked{Seq: m.Seq, OK: ok})
 }
 
 func (a *Actor) onResponderChecked(c actor.Context, m *ResponderChecked) {
@@ -127,7 +186,20 @@ func (a *Actor) resolvedFor(c actor.Context, reqID string, line []byte) {
 		return
 	}
 	delete(a.delegated, reqID)
+	a.closedDelegated(reqID)
 	c.Send(pid, &DelegatedResolved{RequestID: reqID, Rec: protocol.WithAgentID(line, a.m.AgentID)})
+}
+
+// maxClosedDelegated bounds the delegated requests an agent remembers
+// as closed, for late answers.
+const maxClosedDelegated = 64
+
+// closedDelegated remembers a delegated request that closed.
+func (a *Actor) closedDelegated(reqID string) {
+	if len(a.closed) == maxClosedDelegated {
+		a.closed = a.closed[1:]
+	}
+	a.closed = append(a.closed, reqID)
 }
 
 // foreignPending lists descendants' requests surfaced here, for sync.

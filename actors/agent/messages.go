@@ -33,6 +33,9 @@ func (DelegateResult) agentMessage()    {}
 func (DelegatedResolved) agentMessage() {}
 func (CheckResponder) agentMessage()    {}
 func (ResponderChecked) agentMessage()  {}
+func (CheckOrigin) agentMessage()       {}
+func (OriginChecked) agentMessage()     {}
+func (DelegateLost) agentMessage()      {}
 func (startTimeout) agentMessage()      {}
 func (idleTick) agentMessage()          {}
 func (escTimer) agentMessage()          {}
@@ -54,6 +57,12 @@ type Client struct {
 	// Source names the transport ("unix", "websocket"); it is echoed as the
 	// `source` of a request this client resolves.
 	Source string
+	// Origin names the person's connection across a cluster: the node
+	// and connection their commands come from, the same on every node
+	// those commands are forwarded to ("" on a single shardd). A child's
+	// node asks its ancestor's node by it whether an answering client is
+	// one of the ancestor's interactive clients (CheckOrigin).
+	Origin string
 }
 
 // Send pushes one record to the client, and writes it at once, from the
@@ -264,6 +273,27 @@ type ResponderChecked struct {
 	OK  bool
 	Req *Request
 }
+
+// CheckOrigin asks an ancestor, for a child on another node, whether the
+// connection Origin (Client.Origin) is one of its interactive attachments:
+// a CheckResponder that crossed nodes, where the answering connection is
+// known by its origin only. Answered OriginChecked with the same Seq.
+type CheckOrigin struct {
+	Seq       uint64
+	RequestID string
+	Origin    string
+}
+
+// OriginChecked answers CheckOrigin.
+type OriginChecked struct {
+	Seq uint64
+	OK  bool
+}
+
+// DelegateLost tells a child that the ancestor its request was delegated
+// to can no longer be reached (its node was lost): the request is
+// delegated again, or falls to the headless policy, as a new one would.
+type DelegateLost struct{ RequestID string }
 
 // Timer messages the actor sends itself (see after), tagged with the
 // generation they were armed for so that stale ones are ignored.

@@ -11,12 +11,18 @@ import (
 // openRequest is a permission/UI request no response has won yet.
 type openRequest struct {
 	kind    string // permission_request | ui_request
+	rec     []byte // the request event, to delegate it again (DelegateLost)
 	options map[string]bool
 	choices map[string]bool
 	// delegating: sent up the hierarchy, no answer yet; delegate: the
 	// ancestor actor whose interactive clients may answer it.
 	delegating bool
 	delegate   *actor.PID
+	// parked are answers of clients not attached here that came while
+	// the request was delegating: on another node an ancestor's client
+	// may see the request, and answer, before its node's acceptance gets
+	// back here. They are checked once the acceptance arrives.
+	parked []*Request
 }
 
 // answer applies first-valid-response-wins (docs/protocol.md §6.3, §9.5).
@@ -97,6 +103,7 @@ func (a *Actor) onRequestEvent(c actor.Context, typ string, line []byte) {
 	if reqID == "" {
 		return
 	}
+	o.rec = append([]byte(nil), line...)
 	a.open[reqID] = o
 	if a.hasResponder() {
 		return

@@ -72,6 +72,22 @@ type AttachWorkspaces struct{ PID *actor.PID }
 // once it has; the daemon sends it before it stops that actor.
 type DetachWorkspaces struct{ Done chan<- struct{} }
 
+// AttachUplink hands the registry, on a cluster node, the actor that
+// carries a child's permission and UI requests to an ancestor on another
+// node (actors/uplink): a Delegate for an agent the directory places on
+// another node goes there as a RemoteDelegate instead of being refused.
+// Sent before the gateway serves; nil keeps refusing.
+type AttachUplink struct{ PID *actor.PID }
+
+// RemoteDelegate is a child's Delegate for AgentID, an ancestor that Node
+// hosts (docs/protocol.md §13 "Runs on other nodes"): what the registry
+// hands the uplink (AttachUplink). The uplink answers Msg.Origin as the
+// ancestor would (agent.DelegateResult).
+type RemoteDelegate struct {
+	Node, AgentID string
+	Msg           *agent.Delegate
+}
+
 // AttachTeam hands the registry the team coordinator, its sibling under
 // the root, to which it forwards team.* commands (docs/protocol.md §10.4;
 // the coordinator answers the client itself). Like AttachJobs, the
@@ -138,6 +154,7 @@ func (*AttachWorkspaces) isRegistryMessage() {}
 func (*DetachWorkspaces) isRegistryMessage() {}
 func (*AgentStates) isRegistryMessage()      {}
 func (*AttachTeam) isRegistryMessage()       {}
+func (*AttachUplink) isRegistryMessage()     {}
 func (*DetachTeam) isRegistryMessage()       {}
 func (*RemoveAgents) isRegistryMessage()     {}
 func (*LiveAgents) isRegistryMessage()       {}

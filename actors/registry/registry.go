@@ -110,6 +110,9 @@ type Actor struct {
 	workspaces *actor.PID
 	// team is the team coordinator (AttachTeam), handled like jobs.
 	team *actor.PID
+	// uplink carries delegations to ancestors on other nodes
+	// (AttachUplink); nil on a single shardd.
+	uplink *actor.PID
 }
 
 // Props returns the registry's props.
@@ -168,6 +171,8 @@ func (r *Actor) Receive(c actor.Context) {
 		if m.Done != nil {
 			close(m.Done)
 		}
+	case *AttachUplink:
+		r.uplink = m.PID
 	case *AttachTeam:
 		if r.draining || m.PID == nil {
 			return
@@ -542,6 +547,12 @@ func (r *Actor) undelivered(c actor.Context, id string, msg any, sender *actor.P
 			c.Send(sender, &agent.Injected{Key: msg.Key, Err: perr})
 		}
 	case *agent.Delegate:
+		// An ancestor on another node: the uplink carries the request
+		// there (docs/protocol.md §13 "Runs on other nodes").
+		if in, ok := r.remoteInfo(id); ok && r.uplink != nil && in.Node != "" {
+			c.Send(r.uplink, &RemoteDelegate{Node: in.Node, AgentID: id, Msg: msg})
+			return
+		}
 		c.Send(msg.Origin, &agent.DelegateResult{RequestID: msg.RequestID})
 	}
 }

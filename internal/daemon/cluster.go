@@ -150,6 +150,9 @@ func (d *Daemon) closeCluster() {
 	if d.node == nil {
 		return
 	}
+	if d.uplinkLn != nil {
+		d.uplinkLn.Close()
+	}
 	d.stopRuns()
 	d.stopDirectory()
 	_ = d.node.Close()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -117,6 +118,10 @@ type Daemon struct {
 	// runs is this node's side of the runs any node may take
 	// (clusterruns.go); nil on a single shardd.
 	runs *clusterRuns
+	// uplinkLn takes the other nodes' links carrying their children's
+	// requests to this node's agents (clusteruplink.go); nil on a single
+	// shardd.
+	uplinkLn net.Listener
 	// gate is the daemon's fork gate (set in Start), which the git of
 	// claimed runs goes through too.
 	gate *procs.ForkGate
@@ -433,6 +438,10 @@ func (d *Daemon) Start() error {
 	// clustered daemon talks to a member. No cluster.* setting, no NATS.
 	if d.clustered {
 		if err := d.startCluster(d.cluster); err != nil {
+			d.failStart()
+			return err
+		}
+		if err := d.startUplink(); err != nil {
 			d.failStart()
 			return err
 		}

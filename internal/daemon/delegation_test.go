@@ -14,7 +14,7 @@ import (
 // interactive client of its own surfaces its permission request through the
 // nearest ancestor that has one, keeping the child's agent_id
 // (docs/protocol.md §6.3); the answer resolves the child's request, also
-// after the ancestor's client reconnects.
+// after the ancestor's client reconnects, and a late one is success.
 func TestChildPermissionDelegatesToInteractiveAncestor(t *testing.T) {
 	h := start(t, nil)
 	c := h.dial()
@@ -57,6 +57,11 @@ func TestChildPermissionDelegatesToInteractiveAncestor(t *testing.T) {
 	res := waitFor(t, c2, isType(protocol.TypePermissionResolved, child)).Msg.(*protocol.PermissionResolved)
 	if res.RequestID != req.RequestID || res.Decision != protocol.DecisionAllow {
 		t.Fatalf("resolved = %+v", res)
+	}
+	// A late answer of the ancestor's client is discarded silently
+	// (docs/protocol.md §6.3), not refused NOT_ATTACHED.
+	if _, err := c2.Request(ctx(t), permResponse(child, req.RequestID, protocol.DecisionDeny, "")); err != nil {
+		t.Fatalf("ancestor client's late answer: %v, want success", err)
 	}
 	wr := waitRuns(t, c2, parent, []string{job.JobID}, "", nil)
 	if wr.Runs[0].State != protocol.RunCompleted {

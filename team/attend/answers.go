@@ -32,6 +32,7 @@ var permissionMeanings = map[string]permissionMeaning{
 // the daemon's own, docs/protocol.md §6.3, §9.5).
 var nonClientSources = map[string]bool{
 	"headless": true, "timeout": true, "abort": true, "runtime_exit": true, "notify": true,
+	"node_lost": true, // the child's node was lost (docs/protocol.md §13 "Runs on other nodes")
 }
 
 // permissionAnswer is the permission_response an option makes for m:

@@ -1,0 +1,183 @@
+package uplink
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"testing"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/actors/registry"
+	"github.com/shard-dev/shard/internal/actortest"
+	"github.com/shard-dev/shard/internal/xsync"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// link is two uplink roots, a child's node (A) and an ancestor's node (B),
+// joined by a pipe that A dials; the probes stand for B's registry (and
+// the ancestor behind it) and A's child.
+type link struct {
+	sys        *actor.ActorSystem
+	a, b       *actor.PID
+	reg, child *actortest.Probe
+	pipe       chan net.Conn // A's end of each dial
+}
+
+func newLink(t *testing.T) *link {
+	t.Helper()
+	l := &link{sys: actortest.NewSystem(), pipe: make(chan net.Conn, 4)}
+	g := &xsync.Group{}
+	t.Cleanup(g.Close) // last: once the links stopped, their goroutines end
+	l.reg = actortest.NewProbe(t, l.sys, "registry")
+	l.child = actortest.NewProbe(t, l.sys, "child")
+	l.b = l.reg.Spawn(t, Props(Deps{Registry: l.reg.PID, Group: g, Dial: func(context.Context, string) (net.Conn, error) {
+		return nil, errors.New("B dials nobody")
+	}}), "uplink-b")
+	l.a = l.child.Spawn(t, Props(Deps{Registry: l.child.PID, Group: g, Dial: func(_ context.Context, node string) (net.Conn, error) {
+		if node != "B" {
+			return nil, errors.New("no node " + node)
+		}
+		ca, cb := net.Pipe()
+		l.sys.Root.Send(l.b, &accepted{conn: cb})
+		l.pipe <- ca
+		return ca, nil
+	}}), "uplink-a")
+	return l
+}
+
+const permRec = `{"type":"permission_request","request_id":"r1","tool_name":"write","agent_id":"child-1"}`
+
+// delegate sends r1 up from A's child and plays B's ancestor accepting it;
+// it returns B's in link (the request's origin there) and A's out link
+// (the child's delegate).
+func (l *link) delegate(t *testing.T) (in, out *actor.PID) {
+	t.Helper()
+	l.child.Send(l.a, &registry.RemoteDelegate{Node: "B", AgentID: "parent-1",
+		Msg: &agent.Delegate{RequestID: "r1", Rec: []byte(permRec), Origin: l.child.PID}})
+	rt := actortest.Expect(t, l.reg, func(m *agent.Route) bool { return m.AgentID == "parent-1" })
+	d, ok := rt.Msg.(*agent.Delegate)
+	if !ok || d.RequestID != "r1" || string(d.Rec) != permRec {
+		t.Fatalf("delegated at B: %+v", rt.Msg)
+	}
+	l.reg.Send(d.Origin, &agent.DelegateResult{RequestID: "r1", Accepted: true, PID: l.reg.PID})
+	res := actortest.Expect(t, l.child, func(m *agent.DelegateResult) bool { return m.RequestID == "r1" })
+	if !res.Accepted || res.PID == nil {
+		t.Fatalf("result at A: %+v", res)
+	}
+	return d.Origin, res.PID
+}
+
+// TestLinkDelegatesChecksAndResolves: a request goes over and is
+// accepted; an answering client is checked at the ancestor by its origin;
+// the resolution goes over with its event.
+func TestLinkDelegatesChecksAndResolves(t *testing.T) {
+	l := newLink(t)
+	in, out := l.delegate(t)
+	req := &agent.Request{Client: &agent.Client{Origin: "n3/run/7"}, Cmd: &protocol.PermissionResponse{RequestID: "r1"}}
+	l.child.Send(out, &agent.CheckResponder{Req: req})
+	co := actortest.Expect(t, l.reg, func(m *agent.CheckOrigin) bool { return m.RequestID == "r1" })
+	if co.Origin != "n3/run/7" {
+		t.Fatalf("checked origin %q", co.Origin)
+	}
+	l.reg.Send(in, &agent.OriginChecked{Seq: co.Seq, OK: true})
+	if got := actortest.Expect(t, l.child, func(m *agent.ResponderChecked) bool { return m.Req == req }); !got.OK {
+		t.Fatalf("check at A: %+v", got)
+	}
+	// A client of no origin is refused without asking.
+	anon := &agent.Request{Client: &agent.Client{}, Cmd: &protocol.PermissionResponse{RequestID: "r1"}}
+	l.child.Send(out, &agent.CheckResponder{Req: anon})
+	if got := actortest.Expect(t, l.child, func(m *agent.ResponderChecked) bool { return m.Req == anon }); got.OK {
+		t.Fatal("a client without an origin was vouched for")
+	}
+	ev := `{"type":"permission_resolved","request_id":"r1","decision":"allow","source":"unix","agent_id":"child-1"}`
+	l.child.Send(out, &agent.DelegatedResolved{RequestID: "r1", Rec: []byte(ev)})
+	got := actortest.Expect(t, l.reg, func(m *agent.DelegatedResolved) bool { return m.RequestID == "r1" })
+	if string(got.Rec) != ev {
+		t.Fatalf("resolution at B: %s", got.Rec)
+	}
+}
+
+// TestLinkRefused: an ancestor with nobody to answer refuses; the child
+// hears it.
+func TestLinkRefused(t *testing.T) {
+	l := newLink(t)
+	l.child.Send(l.a, &registry.RemoteDelegate{Node: "B", AgentID: "parent-1",
+		Msg: &agent.Delegate{RequestID: "r1", Rec: []byte(permRec), Origin: l.child.PID}})
+	rt := actortest.Expect(t, l.reg, func(m *agent.Route) bool { return true })
+	l.reg.Send(rt.Msg.(*agent.Delegate).Origin, &agent.DelegateResult{RequestID: "r1"})
+	if res := actortest.Expect(t, l.child, func(m *agent.DelegateResult) bool { return m.RequestID == "r1" }); res.Accepted {
+		t.Fatalf("result at A: %+v", res)
+	}
+}
+
+// TestLinkLost: the link breaks with a request accepted: the ancestor's
+// node resolves it for its clients (node_lost, denied, the child's id),
+// the child's node is told its delegate is gone; an unreachable node
+// refuses at once.
+func TestLinkLost(t *testing.T) {
+	l := newLink(t)
+	l.delegate(t)
+	(<-l.pipe).Close()
+	got := actortest.Expect(t, l.reg, func(m *agent.DelegatedResolved) bool { return m.RequestID == "r1" })
+	var ev protocol.PermissionResolved
+	if err := json.Unmarshal(got.Rec, &ev); err != nil || ev.Source != SourceNodeLost || ev.Decision != protocol.DecisionDeny ||
+		ev.AgentID != "child-1" || ev.Type != protocol.TypePermissionResolved {
+		t.Fatalf("resolution at B after the loss: %s (%v)", got.Rec, err)
+	}
+	actortest.Expect(t, l.child, func(m *agent.DelegateLost) bool { return m.RequestID == "r1" })
+
+	l.child.Send(l.a, &registry.RemoteDelegate{Node: "C", AgentID: "parent-2",
+		Msg: &agent.Delegate{RequestID: "r2", Rec: []byte(permRec), Origin: l.child.PID}})
+	if res := actortest.Expect(t, l.child, func(m *agent.DelegateResult) bool { return m.RequestID == "r2" }); res.Accepted {
+		t.Fatalf("a node that cannot be dialed accepted: %+v", res)
+	}
+}
+
+func TestDecodeFrame(t *testing.T) {
+	for _, ok := range []string{
+		`{"t":"hello","v":1,"node":"n3"}`,
+		`{"t":"delegate","rid":"r","agent":"a","rec":{"type":"x"}}`,
+		`{"t":"resolved","rid":"r"}`,
+		`{"t":"check","n":3,"rid":"r","origin":"o"}`,
+		`{"t":"result","rid":"r","ok":true}`,
+		`{"t":"checked","n":3}`,
+	} {
+		f, err := decodeFrame([]byte(ok))
+		if err != nil {
+			t.Errorf("%s: %v", ok, err)
+			continue
+		}
+		if back, err := decodeFrame(f.encode()[:len(f.encode())-1]); err != nil || back.T != f.T {
+			t.Errorf("%s: re-encoded %v", ok, err)
+		}
+	}
+	for _, bad := range []string{
+		``, `[]`, `{"t":"hello","v":2,"node":"n"}`, `{"t":"hello","v":1}`, `{"t":"nope"}`,
+		`{"t":"delegate","rid":"r","agent":"a","rec":"x"}`, `{"t":"delegate","rid":"r","rec":{}}`,
+		`{"t":"result"}`, `{"t":"check","n":1}`, `{"t":"checked","extra":1}`, `{"t":"checked"} {}`,
+	} {
+		if _, err := decodeFrame([]byte(bad)); !errors.Is(err, errFrame) {
+			t.Errorf("%q: %v, want errFrame", bad, err)
+		}
+	}
+}
+
+func FuzzDecodeFrame(f *testing.F) {
+	f.Add([]byte(`{"t":"delegate","rid":"r","agent":"a","rec":{"type":"x"}}`))
+	f.Add([]byte(`{"t":"hello","v":1,"node":"n3"}`))
+	f.Add([]byte(`{"t":"checked","n":3,"ok":true}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		fr, err := decodeFrame(line)
+		if err != nil {
+			return
+		}
+		enc := fr.encode()
+		again, err := decodeFrame(enc[:len(enc)-1])
+		if err != nil || again.T != fr.T || again.RID != fr.RID || again.N != fr.N {
+			t.Fatalf("%q decoded, re-encoded %q: %v", line, enc, err)
+		}
+	})
+}
