@@ -1,0 +1,146 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/shard-dev/shard/cluster/clustertest"
+	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/cluster/records/recordstest"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// TestClusterRunsNoQuorum: a create whose cluster records cannot be
+// written (two of three nodes down: no quorum) answers TIMEOUT and leaves
+// nothing to run: the branch it pushed is removed from origin, no job is
+// kept on the parent's node, and once the cluster is whole again nothing
+// of it is on the claim queue. (Its records themselves may be there: a
+// write whose acknowledgement did not come may commit once the nodes are
+// back, as Raft's leader keeps it in its log. They are held off the queue,
+// so no node ever runs what the create refused.)
+func TestClusterRunsNoQuorum(t *testing.T) {
+	mesh := clustertest.NewMesh(t, 3)
+	token := randomToken(t, "cluster-token")
+	homes := []string{newHome(t), newHome(t), newHome(t)}
+	natsAddr := freeAddr(t)
+	nodes := make([]*daemon, 3)
+	for i := range nodes {
+		extra := []string{"--cluster.claim-runs=false"}
+		if i == 0 {
+			extra = append(extra, "--cluster.client-listen", natsAddr)
+		}
+		nodes[i] = clusterNode(t, mesh, i, homes[i], token, extra...)
+	}
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	n1 := nodes[0]
+	for _, name := range []string{"n1", "n2", "n3"} {
+		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	}
+	repo, origin := originRepo(t)
+	c1, _ := collectRunEvents(t, n1)
+	var parent protocol.AgentCreateData
+	call(t, c1, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)
+	// A first job opens the records on n1 (and shows the path works).
+	var first protocol.SubagentCreateData
+	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
+		Name: "first", Task: "sim: say first", Isolation: protocol.IsolationWorkspace}, &first)
+	before := wsGit(t, origin, "for-each-ref", "--format=%(refname)", "refs/heads/")
+
+	for _, d := range nodes[1:] {
+		d.kill()
+		d.waitExit(t, exitTimeout)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterWait)
+	defer cancel()
+	err := c1.Call(ctx, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
+		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace,
+		Tasks: []protocol.TaskSpec{{Name: "lost1", Task: "sim: say x"}, {Name: "lost2", Task: "sim: say y"}}}, &protocol.SubagentCreateData{})
+	if protocol.CodeOf(err) != protocol.CodeTimeout || !strings.Contains(err.Error(), "record") {
+		t.Fatalf("a create without a quorum: %v, want TIMEOUT naming the record", err)
+	}
+	if refs := wsGit(t, origin, "for-each-ref", "--format=%(refname)", "refs/heads/"); refs != before {
+		t.Fatalf("origin's branches after the failed create: %q, want %q", refs, before)
+	}
+	var st protocol.SubagentStatusData
+	call(t, c1, &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: parent.AgentID}, &st)
+	if len(st.Jobs) != 1 || st.Jobs[0].JobID != first.JobID {
+		t.Fatalf("jobs on n1 after the failed create: %+v", st.Jobs)
+	}
+
+	// The cluster whole again: only the first job has records.
+	for i := 1; i < 3; i++ {
+		nodes[i] = clusterNode(t, mesh, i, homes[i], token, "--cluster.claim-runs=false")
+	}
+	for _, d := range nodes[1:] {
+		d.waitServing()
+	}
+	rec := recordstest.Dial(t, "nats://"+natsAddr, token, records.Options{Replicas: 3})
+	// Right after the restarts a stream's new leader may answer a listing
+	// before it applied what it committed (docs/cluster.md, "Stale
+	// reads"). A sentinel written now, through a leader that can commit,
+	// comes after every record there is: a listing that holds it holds
+	// them all.
+	eventually(t, clusterWait, "a sentinel job record written", func() bool {
+		_, err := rec.Jobs.Create(context.Background(), "job-sentinel", records.JobRecord{JobID: "job-sentinel", ParentAgentID: "agent-sentinel"})
+		return err == nil || errors.Is(err, records.ErrExists)
+	})
+	eventually(t, clusterWait, "a sentinel run record written", func() bool {
+		_, err := rec.Runs.Create(context.Background(), records.RunKey("job-sentinel", "run-sentinel"),
+			records.RunRecord{RunID: "run-sentinel", JobID: "job-sentinel", Node: "n1", State: protocol.RunCompleted})
+		return err == nil || errors.Is(err, records.ErrExists)
+	})
+	var jobs []records.Entry[records.JobRecord]
+	eventually(t, clusterWait, "the job records listed, the sentinel with them", func() bool {
+		all, err := rec.Jobs.List(context.Background(), "")
+		jobs = jobs[:0]
+		seen := false
+		for _, e := range all {
+			if e.Value.JobID == "job-sentinel" {
+				seen = true
+			} else {
+				jobs = append(jobs, e)
+			}
+		}
+		return err == nil && seen
+	})
+	if len(jobs) == 0 || jobs[0].Value.JobID != first.JobID {
+		t.Fatalf("job records after the failed create: %+v", jobs)
+	}
+	var runs []records.Entry[records.RunRecord]
+	eventually(t, clusterWait, "the run records listed, the sentinel with them", func() bool {
+		all, err := rec.Runs.List(context.Background(), "")
+		runs = runs[:0]
+		seen := false
+		for _, e := range all {
+			if e.Value.JobID == "job-sentinel" {
+				seen = true
+			} else {
+				runs = append(runs, e)
+			}
+		}
+		return err == nil && seen
+	})
+	var claims []string
+	eventually(t, clusterWait, "the claim queue listed", func() bool {
+		claims, err = rec.Claims.Keys(context.Background(), "")
+		return err == nil
+	})
+	for _, e := range runs {
+		if e.Value.JobID == first.JobID {
+			continue
+		}
+		if e.Value.State != protocol.RunQueued || e.Value.Node != "" {
+			t.Fatalf("a run of the refused create was taken: %+v", e.Value)
+		}
+		if slices.Contains(claims, e.Key) {
+			t.Fatalf("a run of the refused create is on the claim queue: %s", e.Key)
+		}
+	}
+}
