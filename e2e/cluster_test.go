@@ -64,6 +64,11 @@ func (d *daemon) waitServing() {
 	if err := d.sd().WaitReady(clusterWait); err != nil {
 		d.t.Fatalf("%v\nstderr:\n%s", err, d.stderr.String())
 	}
+	// daemon.json (its web URL) is written right after the listeners,
+	// so a node may take clients a moment before it exists.
+	if err := d.sd().WaitDiscovery(clusterWait); err != nil {
+		d.t.Fatalf("%v\nstderr:\n%s", err, d.stderr.String())
+	}
 }
 
 // clusterStatusOf asks d for cluster.status over a fresh connection.
