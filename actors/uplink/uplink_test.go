@@ -144,6 +144,9 @@ func TestDecodeFrame(t *testing.T) {
 		`{"t":"check","n":3,"rid":"r","origin":"o"}`,
 		`{"t":"result","rid":"r","ok":true}`,
 		`{"t":"checked","n":3}`,
+		`{"t":"steer","rid":"c","agent":"a","run":"r","msg":"go left"}`,
+		`{"t":"steered","rid":"c","status":"injected","turn":"t1"}`,
+		`{"t":"steered","rid":"c","status":"conflict"}`,
 	} {
 		f, err := decodeFrame([]byte(ok))
 		if err != nil {
@@ -158,6 +161,7 @@ func TestDecodeFrame(t *testing.T) {
 		``, `[]`, `{"t":"hello","v":2,"node":"n"}`, `{"t":"hello","v":1}`, `{"t":"nope"}`,
 		`{"t":"delegate","rid":"r","agent":"a","rec":"x"}`, `{"t":"delegate","rid":"r","rec":{}}`,
 		`{"t":"result"}`, `{"t":"check","n":1}`, `{"t":"checked","extra":1}`, `{"t":"checked"} {}`,
+		`{"t":"steer","rid":"c","agent":"a","msg":"m"}`, `{"t":"steered","rid":"c"}`, `{"t":"steered","rid":"c","status":"maybe"}`,
 	} {
 		if _, err := decodeFrame([]byte(bad)); !errors.Is(err, errFrame) {
 			t.Errorf("%q: %v, want errFrame", bad, err)
@@ -169,6 +173,8 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add([]byte(`{"t":"delegate","rid":"r","agent":"a","rec":{"type":"x"}}`))
 	f.Add([]byte(`{"t":"hello","v":1,"node":"n3"}`))
 	f.Add([]byte(`{"t":"checked","n":3,"ok":true}`))
+	f.Add([]byte(`{"t":"steer","rid":"c","agent":"a","run":"r","msg":"m"}`))
+	f.Add([]byte(`{"t":"steered","rid":"c","status":"injected","turn":"t"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		fr, err := decodeFrame(line)
 		if err != nil {
