@@ -43,6 +43,9 @@ func TestClusterRunsSteer(t *testing.T) {
 	c1.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)
 	var att protocol.AgentAttachData
 	c1.call(attachCmd(parent.AgentID), &att)
+	// The child on n3 sends its ask to the parent only once n3's agent
+	// directory lists it (before, the child's headless policy answers).
+	waitListed(t, nodes[2], "n3 lists the parent", func(l []protocol.AgentInfo) bool { _, ok := agentOf(l, parent.AgentID); return ok })
 
 	spawn := func(name, task string) (runID, child string) {
 		t.Helper()
@@ -56,6 +59,11 @@ func TestClusterRunsSteer(t *testing.T) {
 	steerAfterAsk := func(runID, child, msg string) (protocol.SubagentSteerData, error) {
 		t.Helper()
 		ask := c1.waitFor("the ui_request of child "+child, of(protocol.TypeUIRequest, child)).(*protocol.UIRequest)
+		// The ask can reach n1 before n3's word that the run is active
+		// does (a steer before that is CONFLICT, the run starting).
+		waitRun(t, n1, parent.AgentID, runID, "n1 shows run "+runID+" active", func(r protocol.RunSnapshot) bool {
+			return r.State == protocol.RunActive
+		})
 		type result struct {
 			data protocol.SubagentSteerData
 			err  error
