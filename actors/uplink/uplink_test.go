@@ -260,7 +260,10 @@ func TestLinkSteer(t *testing.T) {
 
 	// The link breaks with a steer over there: NODE_UNAVAILABLE.
 	steer("B", "steer-2")
-	actortest.Expect(t, l.reg, func(m *agent.Route) bool { s, ok := m.Msg.(*agent.LeaseSteer); return ok && s.CorrelationID == "steer-2" })
+	actortest.Expect(t, l.reg, func(m *agent.Route) bool {
+		s, ok := m.Msg.(*agent.LeaseSteer)
+		return ok && s.CorrelationID == "steer-2"
+	})
 	(<-l.pipe).Close()
 	if r := answer(); r.Success || r.Error == nil || r.Error.Code != protocol.CodeNodeUnavailable || r.ID != "req-steer-2" {
 		t.Fatalf("answer after the loss: %+v", r)
