@@ -455,9 +455,11 @@ func (co *Coordinator) steer(c actor.Context, cmd *registry.Command, m *protocol
 	}
 	if r.Anywhere && r.Node != co.node() {
 		// Its child lives on the node that claimed it (docs/protocol.md
-		// §13 "Runs on other nodes"); a steer does not travel between
-		// nodes yet.
-		fail(cmd, protocol.Errorf(protocol.CodeUnsupported, "run %s runs on node %s; steering a run on another node is not supported yet", r.RunID, r.Node))
+		// §13 "Runs on other nodes"): the uplink carries the steer there
+		// and the outcome back, which the run's job actor records before
+		// the parent is answered; a lost link answers NODE_UNAVAILABLE.
+		c.Send(co.deps.Registry, &registry.RemoteSteer{Node: r.Node, AgentID: r.AgentID, Holder: co.actors[co.idx.jobOf(r.RunID)],
+			Msg: &agent.LeaseSteer{RunID: r.RunID, Message: m.Message, CorrelationID: ids.New("steer"), Client: cmd.Client, Header: cmd.Header}})
 		return
 	}
 	c.Send(co.deps.Registry, &agent.Route{AgentID: r.AgentID, Msg: &agent.LeaseSteer{

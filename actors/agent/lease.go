@@ -307,7 +307,10 @@ func (a *Actor) answerSteer(f *inflight, resp *protocol.Response) {
 		status, turnID = protocol.SteerInjected, data.TurnID
 	}
 	var send func()
-	if m := f.steer; m != nil {
+	if m := f.steer; m != nil && m.ReplyTo != nil {
+		ans, to := &SteerAnswer{CorrelationID: m.CorrelationID, Status: status, TurnID: turnID}, m.ReplyTo
+		send = func() { a.sys.Root.Send(to, ans) }
+	} else if m != nil {
 		rec := protocol.NewResponse(m.Header.ID, m.Header.Type, protocol.SubagentSteerData{
 			Status: status, RunID: m.RunID, TurnID: turnID, CorrelationID: m.CorrelationID})
 		send = func() { m.Client.Send(rec) }

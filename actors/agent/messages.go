@@ -163,6 +163,18 @@ type LeaseSteer struct {
 	RunID, Message, CorrelationID string
 	Client                        *Client
 	Header                        protocol.Header
+	// ReplyTo, when set, takes the outcome instead of Client, as a
+	// SteerAnswer: the steer came from the parent's node over the cluster
+	// (docs/protocol.md §13 "Runs on other nodes"), where the parent's
+	// client is answered once the parent's node recorded it.
+	ReplyTo *actor.PID
+}
+
+// SteerAnswer is the outcome of a LeaseSteer with ReplyTo: injected (the
+// runtime took the message into a provider request of the run's turn, in
+// TurnID) or conflict.
+type SteerAnswer struct {
+	CorrelationID, Status, TurnID string
 }
 
 // LeaseSteered tells the holder how a steer of the leased run resolved, so

@@ -88,6 +88,19 @@ type RemoteDelegate struct {
 	Msg           *agent.Delegate
 }
 
+// RemoteSteer is a parent's subagent.steer of a run that Node claimed
+// (docs/protocol.md §13 "Runs on other nodes"): what the jobs coordinator
+// hands the registry, which hands it the uplink (AttachUplink), or
+// answers NODE_UNAVAILABLE off a cluster. The uplink carries Msg to the
+// child on Node, records the outcome at Holder (the run's job actor, by
+// agent.LeaseSteered) and then answers Msg.Client; a lost link answers
+// NODE_UNAVAILABLE.
+type RemoteSteer struct {
+	Node, AgentID string
+	Msg           *agent.LeaseSteer
+	Holder        *actor.PID
+}
+
 // AttachTeam hands the registry the team coordinator, its sibling under
 // the root, to which it forwards team.* commands (docs/protocol.md §10.4;
 // the coordinator answers the client itself). Like AttachJobs, the
@@ -155,6 +168,7 @@ func (*DetachWorkspaces) isRegistryMessage() {}
 func (*AgentStates) isRegistryMessage()      {}
 func (*AttachTeam) isRegistryMessage()       {}
 func (*AttachUplink) isRegistryMessage()     {}
+func (*RemoteSteer) isRegistryMessage()      {}
 func (*DetachTeam) isRegistryMessage()       {}
 func (*RemoveAgents) isRegistryMessage()     {}
 func (*LiveAgents) isRegistryMessage()       {}

@@ -173,6 +173,13 @@ func (r *Actor) Receive(c actor.Context) {
 		}
 	case *AttachUplink:
 		r.uplink = m.PID
+	case *RemoteSteer:
+		if r.uplink == nil {
+			m.Msg.Client.Send(protocol.NewErrorResponse(m.Msg.Header.ID, m.Msg.Header.Type,
+				protocol.Errorf(protocol.CodeNodeUnavailable, "node %s is out of reach: this node is not in a cluster", m.Node)))
+			return
+		}
+		c.Send(r.uplink, m)
 	case *AttachTeam:
 		if r.draining || m.PID == nil {
 			return
@@ -542,6 +549,14 @@ func (r *Actor) undelivered(c actor.Context, id string, msg any, sender *actor.P
 		msg.Client.Send(protocol.NewErrorResponse(msg.Header.ID, msg.Header.Type, perr))
 	case *agent.LeaseStart:
 		c.Send(msg.Holder, &agent.LeaseEnded{RunID: msg.RunID, AgentID: id, Error: perr.Message})
+	case *agent.LeaseSteer:
+		// No child to take it: no turn of the run is in flight.
+		if msg.ReplyTo != nil {
+			c.Send(msg.ReplyTo, &agent.SteerAnswer{CorrelationID: msg.CorrelationID, Status: protocol.SteerConflict})
+		} else if msg.Client != nil {
+			msg.Client.Send(protocol.NewResponse(msg.Header.ID, msg.Header.Type, protocol.SubagentSteerData{
+				Status: protocol.SteerConflict, RunID: msg.RunID, CorrelationID: msg.CorrelationID}))
+		}
 	case *agent.Inject:
 		if sender != nil {
 			c.Send(sender, &agent.Injected{Key: msg.Key, Err: perr})

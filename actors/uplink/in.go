@@ -28,6 +28,9 @@ type in struct {
 	// node is the child's node, from its hello ("" before it).
 	node string
 	reqs map[string]*inReq
+	// steers are the parent's steers handed to children here and not
+	// answered yet, by correlation id.
+	steers map[string]bool
 	// gone: the link is lost; the actor stops once no request waits for
 	// its ancestor's result.
 	gone bool
@@ -47,7 +50,7 @@ type inReq struct {
 }
 
 func newIn(deps Deps, conn net.Conn) *in {
-	return &in{deps: deps, conn: conn, reqs: map[string]*inReq{}}
+	return &in{deps: deps, conn: conn, reqs: map[string]*inReq{}, steers: map[string]bool{}}
 }
 
 // Receive implements actor.Actor.
@@ -64,6 +67,13 @@ func (l *in) Receive(c actor.Context) {
 		l.onLost(c, m.err)
 	case *agent.DelegateResult:
 		l.onResult(c, m)
+	case *agent.SteerAnswer:
+		if l.steers[m.CorrelationID] {
+			delete(l.steers, m.CorrelationID)
+			if !l.gone {
+				l.p.send(frame{T: kindSteered, RID: m.CorrelationID, Status: m.Status, Turn: m.TurnID}.encode())
+			}
+		}
 	case *agent.OriginChecked:
 		if !l.gone {
 			l.p.send(frame{T: kindChecked, N: m.Seq, OK: m.OK}.encode())
@@ -105,6 +115,16 @@ func (l *in) onFrame(c actor.Context, f frame) {
 		}
 		delete(l.reqs, f.RID)
 		c.Send(r.holder, &agent.DelegatedResolved{RequestID: f.RID, Rec: f.Rec})
+	case kindSteer:
+		// The child answers here (agent.SteerAnswer) once its runtime
+		// took the message into the turn, or conflict; its lease's holder
+		// on this node keeps no record: the parent's node does.
+		if l.steers[f.RID] {
+			return // sent once per steer
+		}
+		l.steers[f.RID] = true
+		c.Send(l.deps.Registry, &agent.Route{AgentID: f.Agent, Msg: &agent.LeaseSteer{RunID: f.Run, Message: f.Msg,
+			CorrelationID: f.RID, ReplyTo: l.self}})
 	case kindCheck:
 		r := l.reqs[f.RID]
 		if r == nil || r.holder == nil {

@@ -3,6 +3,7 @@ package uplink
 import (
 	"context"
 	"net"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -29,6 +30,9 @@ type out struct {
 	// checks are the client checks sent over and not answered, by number.
 	checks map[uint64]outCheck
 	seq    uint64
+	// steers are the parent's steers sent over and not answered, by
+	// correlation id.
+	steers map[string]*registry.RemoteSteer
 }
 
 // outReq is one request sent over: whom to answer (the child, or an in
@@ -48,7 +52,7 @@ type outCheck struct {
 }
 
 func newOut(deps Deps, node string) *out {
-	return &out{deps: deps, node: node, reqs: map[string]*outReq{}, checks: map[uint64]outCheck{}}
+	return &out{deps: deps, node: node, reqs: map[string]*outReq{}, checks: map[uint64]outCheck{}, steers: map[string]*registry.RemoteSteer{}}
 }
 
 // Receive implements actor.Actor.
@@ -59,6 +63,9 @@ func (o *out) Receive(c actor.Context) {
 	case *registry.RemoteDelegate:
 		o.reqs[m.Msg.RequestID] = &outReq{origin: m.Msg.Origin}
 		o.send(c, frame{T: kindDelegate, RID: m.Msg.RequestID, Agent: m.AgentID, Rec: m.Msg.Rec})
+	case *registry.RemoteSteer:
+		o.steers[m.Msg.CorrelationID] = m
+		o.send(c, frame{T: kindSteer, RID: m.Msg.CorrelationID, Agent: m.AgentID, Run: m.Msg.RunID, Msg: m.Msg.Message})
 	case *agent.DelegatedResolved:
 		if _, ok := o.reqs[m.RequestID]; !ok {
 			return // lost with the link: the other side resolved it
@@ -124,6 +131,11 @@ func (o *out) onFrame(c actor.Context, f frame) {
 		}
 		delete(o.reqs, f.RID)
 		c.Send(r.origin, &agent.DelegateResult{RequestID: f.RID})
+	case kindSteered:
+		if s := o.steers[f.RID]; s != nil {
+			delete(o.steers, f.RID)
+			o.steered(c, s, f.Status, f.Turn)
+		}
 	case kindChecked:
 		ch, ok := o.checks[f.N]
 		if !ok {
@@ -165,6 +177,40 @@ func (o *out) onLost(c actor.Context, err error) {
 	for n, ch := range o.checks {
 		o.answer(c, ch, false)
 		delete(o.checks, n)
+	}
+	// A steer whose outcome did not come back may or may not be in the
+	// run's turn: nothing is recorded, and the parent hears the node is
+	// out of reach.
+	for id, s := range o.steers {
+		s.Msg.Client.Send(protocol.NewErrorResponse(s.Msg.Header.ID, s.Msg.Header.Type,
+			protocol.Errorf(protocol.CodeNodeUnavailable, "node %s is out of reach: the outcome of steer %s of run %s is unknown", o.node, id, s.Msg.RunID)))
+		delete(o.steers, id)
+	}
+}
+
+// steerRecordWait bounds how long a steer's answer waits for the run's
+// job actor to commit its record (one store write), as on one node.
+const steerRecordWait = 10 * time.Second
+
+// steered records a steer's outcome at the run's job actor
+// (agent.LeaseSteered) and, once it is committed, answers the parent's
+// client: persist before acknowledging (docs/protocol.md §10.3). The wait
+// happens in a goroutine, off the mailbox.
+func (o *out) steered(c actor.Context, s *registry.RemoteSteer, status, turnID string) {
+	m := s.Msg
+	rec := protocol.NewResponse(m.Header.ID, m.Header.Type, protocol.SubagentSteerData{
+		Status: status, RunID: m.RunID, TurnID: turnID, CorrelationID: m.CorrelationID})
+	if s.Holder == nil {
+		m.Client.Send(rec)
+		return
+	}
+	fut := c.RequestFuture(s.Holder, &agent.LeaseSteered{RunID: m.RunID, AgentID: s.AgentID, Steer: protocol.RunSteer{
+		CorrelationID: m.CorrelationID, Source: protocol.SteerSourceParent, Status: status, TurnID: turnID}}, steerRecordWait)
+	if !o.deps.Group.Go(func() {
+		_, _ = fut.Result() // recorded, the job gone or timed out: answer either way
+		m.Client.Send(rec)
+	}) {
+		m.Client.Send(rec)
 	}
 }
 

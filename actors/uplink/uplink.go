@@ -23,6 +23,14 @@
 // policy (agent.DelegateLost), the ancestor's node resolves them for its
 // clients with source "node_lost".
 //
+// The other way, a parent's subagent.steer of a run another node claimed
+// goes over the parent's node's out link to that node (a registry.RemoteSteer;
+// frames steer and steered): there the in link hands it to the child as
+// its lease's holder would (agent.LeaseSteer), strict as on one node, and
+// sends the runtime's outcome back; the parent's node records it against
+// the run (agent.LeaseSteered to the job actor) and only then answers the
+// parent's client. A link lost before the outcome answers NODE_UNAVAILABLE.
+//
 // First answer wins as on one node: the child's actor, the one holder of
 // its open requests, decides; an answer from the ancestor's node reaches
 // it as a forwarded command (the gateway forwards a command for another
@@ -91,19 +99,25 @@ func dispatcher(deps Deps) actor.Dispatcher {
 func (r *root) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *registry.RemoteDelegate:
-		pid := r.outs[m.Node]
-		if pid == nil {
-			node := m.Node
-			pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOut(r.deps, node) },
-				actor.WithSupervisor(supervisor.StopOnFailure()), actor.WithDispatcher(dispatcher(r.deps))))
-			r.outs[m.Node] = pid
-		}
-		c.Send(pid, m)
+		c.Send(r.out(c, m.Node), m)
+	case *registry.RemoteSteer:
+		c.Send(r.out(c, m.Node), m)
 	case *accepted:
 		conn := m.conn
 		c.Spawn(actor.PropsFromProducer(func() actor.Actor { return newIn(r.deps, conn) },
 			actor.WithSupervisor(supervisor.StopOnFailure()), actor.WithDispatcher(dispatcher(r.deps))))
 	}
+}
+
+// out is the link actor to node, spawned at its first use.
+func (r *root) out(c actor.Context, node string) *actor.PID {
+	pid := r.outs[node]
+	if pid == nil {
+		pid = c.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOut(r.deps, node) },
+			actor.WithSupervisor(supervisor.StopOnFailure()), actor.WithDispatcher(dispatcher(r.deps))))
+		r.outs[node] = pid
+	}
+	return pid
 }
 
 // Serve hands the connections ln accepts to the uplink's root actor pid,

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/internal/actortest"
+	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/internal/xsync"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -144,6 +146,9 @@ func TestDecodeFrame(t *testing.T) {
 		`{"t":"check","n":3,"rid":"r","origin":"o"}`,
 		`{"t":"result","rid":"r","ok":true}`,
 		`{"t":"checked","n":3}`,
+		`{"t":"steer","rid":"c","agent":"a","run":"r","msg":"go left"}`,
+		`{"t":"steered","rid":"c","status":"injected","turn":"t1"}`,
+		`{"t":"steered","rid":"c","status":"conflict"}`,
 	} {
 		f, err := decodeFrame([]byte(ok))
 		if err != nil {
@@ -158,6 +163,7 @@ func TestDecodeFrame(t *testing.T) {
 		``, `[]`, `{"t":"hello","v":2,"node":"n"}`, `{"t":"hello","v":1}`, `{"t":"nope"}`,
 		`{"t":"delegate","rid":"r","agent":"a","rec":"x"}`, `{"t":"delegate","rid":"r","rec":{}}`,
 		`{"t":"result"}`, `{"t":"check","n":1}`, `{"t":"checked","extra":1}`, `{"t":"checked"} {}`,
+		`{"t":"steer","rid":"c","agent":"a","msg":"m"}`, `{"t":"steered","rid":"c"}`, `{"t":"steered","rid":"c","status":"maybe"}`,
 	} {
 		if _, err := decodeFrame([]byte(bad)); !errors.Is(err, errFrame) {
 			t.Errorf("%q: %v, want errFrame", bad, err)
@@ -169,6 +175,8 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add([]byte(`{"t":"delegate","rid":"r","agent":"a","rec":{"type":"x"}}`))
 	f.Add([]byte(`{"t":"hello","v":1,"node":"n3"}`))
 	f.Add([]byte(`{"t":"checked","n":3,"ok":true}`))
+	f.Add([]byte(`{"t":"steer","rid":"c","agent":"a","run":"r","msg":"m"}`))
+	f.Add([]byte(`{"t":"steered","rid":"c","status":"injected","turn":"t"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		fr, err := decodeFrame(line)
 		if err != nil {
@@ -180,4 +188,92 @@ func FuzzDecodeFrame(f *testing.F) {
 			t.Fatalf("%q decoded, re-encoded %q: %v", line, enc, err)
 		}
 	})
+}
+
+// TestLinkSteer: a parent's steer of a run on the other node goes over to
+// the child there (agent.LeaseSteer, ReplyTo the link); the outcome comes
+// back, is recorded at the run's job actor, and only then answers the
+// parent's client. A link lost before the outcome, or a node that cannot
+// be dialed, answers NODE_UNAVAILABLE with nothing recorded.
+func TestLinkSteer(t *testing.T) {
+	l := newLink(t)
+	recorded, release := make(chan *agent.LeaseSteered, 4), make(chan struct{})
+	holder := l.sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*agent.LeaseSteered); ok {
+			recorded <- m
+			<-release // the test looks for an early answer meanwhile
+			c.Respond(&agent.SteerRecorded{})
+		}
+	}))
+	t.Cleanup(func() { l.sys.Root.Stop(holder) })
+	answers := make(chan []byte, 4)
+	client := &agent.Client{Out: outbox.New(outbox.Limits{})}
+	client.Out.SetObserver(func(rec []byte) { answers <- rec })
+	steer := func(node, id string) {
+		l.child.Send(l.a, &registry.RemoteSteer{Node: node, AgentID: "child-1", Holder: holder, Msg: &agent.LeaseSteer{
+			RunID: "run-1", Message: "go left", CorrelationID: id, Client: client,
+			Header: protocol.Header{Type: protocol.TypeSubagentSteer, ID: "req-" + id}}})
+	}
+	answer := func() *protocol.Response {
+		t.Helper()
+		select {
+		case rec := <-answers:
+			var r protocol.Response
+			if err := json.Unmarshal(rec, &r); err != nil {
+				t.Fatalf("answer %s: %v", rec, err)
+			}
+			return &r
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer to the steer")
+			return nil
+		}
+	}
+
+	steer("B", "steer-1")
+	rt := actortest.Expect(t, l.reg, func(m *agent.Route) bool { return m.AgentID == "child-1" })
+	ls, ok := rt.Msg.(*agent.LeaseSteer)
+	if !ok || ls.RunID != "run-1" || ls.Message != "go left" || ls.CorrelationID != "steer-1" || ls.ReplyTo == nil || ls.Client != nil {
+		t.Fatalf("steer at B: %+v", rt.Msg)
+	}
+	l.reg.Send(ls.ReplyTo, &agent.SteerAnswer{CorrelationID: "steer-1", Status: protocol.SteerInjected, TurnID: "turn-1"})
+	var rec *agent.LeaseSteered
+	select {
+	case rec = <-recorded:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the outcome was not recorded")
+	}
+	if rec.RunID != "run-1" || rec.AgentID != "child-1" || rec.Steer.CorrelationID != "steer-1" || rec.Steer.Status != protocol.SteerInjected ||
+		rec.Steer.TurnID != "turn-1" || rec.Steer.Source != protocol.SteerSourceParent {
+		t.Fatalf("recorded %+v", rec)
+	}
+	select {
+	case a := <-answers:
+		t.Fatalf("answered before the record was committed: %s", a)
+	default:
+	}
+	close(release)
+	var data protocol.SubagentSteerData
+	if r := answer(); !r.Success || r.ID != "req-steer-1" || json.Unmarshal(r.Data, &data) != nil ||
+		data.Status != protocol.SteerInjected || data.TurnID != "turn-1" || data.RunID != "run-1" || data.CorrelationID != "steer-1" {
+		t.Fatalf("answer %+v (%+v)", r, data)
+	}
+
+	// The link breaks with a steer over there: NODE_UNAVAILABLE.
+	steer("B", "steer-2")
+	actortest.Expect(t, l.reg, func(m *agent.Route) bool {
+		s, ok := m.Msg.(*agent.LeaseSteer)
+		return ok && s.CorrelationID == "steer-2"
+	})
+	(<-l.pipe).Close()
+	if r := answer(); r.Success || r.Error == nil || r.Error.Code != protocol.CodeNodeUnavailable || r.ID != "req-steer-2" {
+		t.Fatalf("answer after the loss: %+v", r)
+	}
+	// A node that cannot be dialed: the same, at once.
+	steer("C", "steer-3")
+	if r := answer(); r.Success || r.Error == nil || r.Error.Code != protocol.CodeNodeUnavailable || r.ID != "req-steer-3" {
+		t.Fatalf("answer for an unreachable node: %+v", r)
+	}
+	if len(recorded) != 0 {
+		t.Fatalf("a steer of unknown outcome was recorded: %+v", <-recorded)
+	}
 }

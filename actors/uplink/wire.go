@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/shard-dev/shard/protocol"
 )
 
 // wireVersion is the version of the link's lines; a hello of another
@@ -22,9 +24,11 @@ const (
 	kindDelegate = "delegate" // {rid, agent, rec}: surface rec at agent
 	kindResolved = "resolved" // {rid, rec?}: the request closed (rec: its event)
 	kindCheck    = "check"    // {n, rid, origin}: is origin an interactive client of the holder?
+	kindSteer    = "steer"    // {rid, agent, run, msg}: a parent's strict steer of run, whose child agent runs on the acceptor
 	// From the ancestor's node back.
 	kindResult  = "result"  // {rid, ok}: accepted (ok) or nobody to answer
 	kindChecked = "checked" // {n, ok}: the answer to check n
+	kindSteered = "steered" // {rid, status, turn?}: how steer rid resolved (injected | conflict)
 )
 
 // frame is one line of a link, JSON. Only the fields of its kind are set.
@@ -38,6 +42,10 @@ type frame struct {
 	N      uint64          `json:"n,omitempty"`
 	Origin string          `json:"origin,omitempty"`
 	OK     bool            `json:"ok,omitempty"`
+	Run    string          `json:"run,omitempty"`
+	Msg    string          `json:"msg,omitempty"`
+	Status string          `json:"status,omitempty"`
+	Turn   string          `json:"turn,omitempty"`
 }
 
 // errFrame marks a line the link refuses; the link ends with it.
@@ -65,7 +73,8 @@ func decodeFrame(line []byte) (frame, error) {
 		return frame{}, fmt.Errorf("%w: trailing data", errFrame)
 	}
 	bad := func(what string) (frame, error) { return frame{}, fmt.Errorf("%w: %s %s", errFrame, f.T, what) }
-	if len(f.RID) > 256 || len(f.Agent) > 256 || len(f.Origin) > 256 || len(f.Node) > 64 {
+	if len(f.RID) > 256 || len(f.Agent) > 256 || len(f.Origin) > 256 || len(f.Node) > 64 ||
+		len(f.Run) > 256 || len(f.Turn) > 256 || len(f.Status) > 16 {
 		return bad("field too long")
 	}
 	switch f.T {
@@ -90,6 +99,14 @@ func decodeFrame(line []byte) (frame, error) {
 			return bad("without rid")
 		}
 	case kindChecked:
+	case kindSteer:
+		if f.RID == "" || f.Agent == "" || f.Run == "" {
+			return bad("without rid, agent or run")
+		}
+	case kindSteered:
+		if f.RID == "" || (f.Status != protocol.SteerInjected && f.Status != protocol.SteerConflict) {
+			return bad("without rid or status")
+		}
 	default:
 		return bad("unknown kind")
 	}

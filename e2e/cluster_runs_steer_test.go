@@ -1,0 +1,133 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/shard-dev/shard/cluster/clustertest"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// TestClusterRunsSteer: a child running on n3 (the only node that claims
+// runs) is steered by its parent on n1 with subagent.steer
+// (docs/protocol.md §13 "Runs on other nodes"). The steer crosses to n3,
+// is answered injected with the run's turn only once the child's runtime
+// took it into a provider request, is in the run's steers on n1 when the
+// answer comes (jobs.show), and the run's final text shows it. A steer of
+// a run whose turn fails before it is taken is CONFLICT. The child's ask
+// holds its turn in flight (answered by the parent's client on n1); the
+// sleep after it leaves the steer time to cross before the turn ends.
+func TestClusterRunsSteer(t *testing.T) {
+	mesh := clustertest.NewMesh(t, 3)
+	token := randomToken(t, "cluster-token")
+	homes := []string{newHome(t), newHome(t), newHome(t)}
+	nodes := []*daemon{
+		runsNodeWith(t, mesh, 0, homes[0], token, "--cluster.claim-runs=false"),
+		runsNodeWith(t, mesh, 1, homes[1], token, "--cluster.claim-runs=false"),
+		runsNodeWith(t, mesh, 2, homes[2], token),
+	}
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	n1 := nodes[0]
+	for _, name := range []string{"n1", "n2", "n3"} {
+		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	}
+	repo, _ := originRepo(t)
+	c1, cs := dialEvents(t, n1), dialEvents(t, n1)
+	var parent protocol.AgentCreateData
+	c1.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)
+	var att protocol.AgentAttachData
+	c1.call(attachCmd(parent.AgentID), &att)
+	// The child on n3 sends its ask to the parent only once n3's agent
+	// directory lists it (before, the child's headless policy answers).
+	waitListed(t, nodes[2], "n3 lists the parent", func(l []protocol.AgentInfo) bool { _, ok := agentOf(l, parent.AgentID); return ok })
+
+	spawn := func(name, task string) (runID, child string) {
+		t.Helper()
+		var job protocol.SubagentCreateData
+		c1.call(&protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
+			Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace, Tasks: []protocol.TaskSpec{{Name: name, Task: task}}}, &job)
+		return job.Runs[0].RunID, job.Runs[0].AgentID
+	}
+	// steerAfterAsk waits for the child's ask on n1, sends the parent's
+	// steer, answers the ask, and returns the steer's outcome.
+	steerAfterAsk := func(runID, child, msg string) (protocol.SubagentSteerData, error) {
+		t.Helper()
+		ask := c1.waitFor("the ui_request of child "+child, of(protocol.TypeUIRequest, child)).(*protocol.UIRequest)
+		// The ask can reach n1 before n3's word that the run is active
+		// does (a steer before that is CONFLICT, the run starting).
+		waitRun(t, n1, parent.AgentID, runID, "n1 shows run "+runID+" active", func(r protocol.RunSnapshot) bool {
+			return r.State == protocol.RunActive
+		})
+		type result struct {
+			data protocol.SubagentSteerData
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*clusterWait)
+			defer cancel()
+			var r result
+			r.err = cs.c.Call(ctx, &protocol.SubagentSteer{Header: protocol.Header{Type: protocol.TypeSubagentSteer},
+				ParentAgentID: parent.AgentID, Target: runID, Message: msg}, &r.data)
+			done <- r
+		}()
+		if err := c1.try(&protocol.UIResponse{Header: protocol.Header{Type: protocol.TypeUIResponse, AgentID: child},
+			RequestID: ask.RequestID, Value: json.RawMessage(`"true"`)}); err != nil {
+			t.Fatalf("n1's answer to the child's ask: %v", err)
+		}
+		r := <-done
+		return r.data, r.err
+	}
+	steersOf := func(runID string) []protocol.RunSteer {
+		t.Helper()
+		var shown protocol.OpJob
+		c1.call(&protocol.JobsShow{Header: protocol.Header{Type: protocol.TypeJobsShow}, Handle: runID}, &shown)
+		for _, r := range shown.Runs {
+			if r.RunID == runID {
+				return r.Steers
+			}
+		}
+		t.Fatalf("jobs.show %s: no such run in %+v", runID, shown)
+		return nil
+	}
+
+	// 1. Injected: answered with the turn, recorded before the answer.
+	run1, child1 := spawn("steered", "sim: ask confirm Go on\nsim: sleep 4000\nsim: say base")
+	got, err := steerAfterAsk(run1, child1, "sim: say steered from n1")
+	if err != nil || got.Status != protocol.SteerInjected || got.TurnID == "" || got.RunID != run1 || got.CorrelationID == "" {
+		t.Fatalf("subagent.steer of the run on n3: %+v, %v (want injected with its turn)", got, err)
+	}
+	if s := steersOf(run1); len(s) != 1 || s[0].CorrelationID != got.CorrelationID || s[0].Status != protocol.SteerInjected ||
+		s[0].TurnID != got.TurnID || s[0].Source != protocol.SteerSourceParent || s[0].At == 0 {
+		t.Fatalf("run's steers on n1 when the steer was answered: %+v (want %+v)", s, got)
+	}
+	r1 := waitRun(t, n1, parent.AgentID, run1, "run 1 ends", func(r protocol.RunSnapshot) bool { return r.State.Terminal() })
+	if r1.State != protocol.RunCompleted || r1.Node != "n3" || !strings.Contains(r1.FinalText, "steered from n1") {
+		t.Fatalf("run 1: %+v (want completed on n3, its final text showing the steer)", r1)
+	}
+
+	// 2. The turn fails before the steer is taken: CONFLICT.
+	run2, child2 := spawn("failing", "sim: ask confirm Go on\nsim: fail upstream broke")
+	got, err = steerAfterAsk(run2, child2, "sim: say ghost")
+	switch {
+	case err == nil && got.Status == protocol.SteerConflict:
+		// It crossed to n3: recorded against the run on n1.
+		if s := steersOf(run2); len(s) != 1 || s[0].Status != protocol.SteerConflict || s[0].Source != protocol.SteerSourceParent {
+			t.Fatalf("run 2's steers: %+v", s)
+		}
+	case protocol.CodeOf(err) == protocol.CodeConflict:
+		// n1 already knew the run ended.
+	default:
+		t.Fatalf("subagent.steer of a turn that failed: %+v, %v (want conflict)", got, err)
+	}
+	r2 := waitRun(t, n1, parent.AgentID, run2, "run 2 ends", func(r protocol.RunSnapshot) bool { return r.State.Terminal() })
+	if r2.State != protocol.RunFailed || strings.Contains(r2.FinalText, "ghost") {
+		t.Fatalf("run 2: %+v", r2)
+	}
+}
