@@ -69,6 +69,10 @@ func TestClusterRunsRequests(t *testing.T) {
 	c1.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)
 	var att protocol.AgentAttachData
 	c1.call(attachCmd(parent.AgentID), &att)
+	// The child's node sends its requests up once its agent directory
+	// lists the parent (docs/cluster.md, "A child's requests"); a run
+	// claimed before that falls back to the child's headless policy.
+	waitListed(t, n3, "n3 lists the parent", func(l []protocol.AgentInfo) bool { _, ok := agentOf(l, parent.AgentID); return ok })
 
 	// spawn starts a job of one run whose child writes file, and returns
 	// the run's handle and child.
