@@ -5,12 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/shard-dev/shard/cluster/clustertest"
-	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -18,24 +16,8 @@ import (
 // a node free of claimed runs).
 func runsNodeWith(t *testing.T, mesh *clustertest.Mesh, i int, home, token string, extra ...string) *daemon {
 	t.Helper()
-	p := &proc{stdout: &shardtest.Buffer{}, stderr: &shardtest.Buffer{}}
-	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
-		Shardd: sharddBin, Home: home,
-		Args: append([]string{"--web-port", "0", "--store.no-sync", "--jobs.max-active", "1", "--shutdown.timeout", "1s",
-			"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
-			"--cluster.client-listen", "127.0.0.1:0",
-			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
-			"--cluster.lease", clusterLease}, extra...),
-		Env:    []string{"SHARD_CLUSTER_TOKEN=" + token},
-		Stdout: p.stdout, Stderr: io.MultiWriter(p.stderr, mesh.RouteWatcher(i)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Proc, p.cmd = sd.Proc, sd.Cmd
-	d := &daemon{t: t, home: home, proc: p}
-	t.Cleanup(d.cleanup)
-	return d
+	return clusterNode(t, mesh, i, home, token, append([]string{"--jobs.max-active", "1", "--shutdown.timeout", "1s",
+		"--cluster.client-listen", "127.0.0.1:0"}, extra...)...)
 }
 
 // TestClusterRunsRequests: a child running on n3 (the only node that

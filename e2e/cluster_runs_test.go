@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,7 +18,6 @@ import (
 	"github.com/shard-dev/shard/cluster/clustertest"
 	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/cluster/records/recordstest"
-	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 	"github.com/shard-dev/shard/store"
 )
@@ -29,24 +27,7 @@ import (
 // loopback, which the test (playing the parent's node) connects to.
 func runsNode(t *testing.T, mesh *clustertest.Mesh, i int, home, token string) *daemon {
 	t.Helper()
-	p := &proc{stdout: &shardtest.Buffer{}, stderr: &shardtest.Buffer{}}
-	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
-		Shardd: sharddBin, Home: home,
-		Args: []string{"--web-port", "0", "--store.no-sync", "--jobs.max-active", "1", "--shutdown.timeout", "1s",
-			"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
-			"--cluster.client-listen", "127.0.0.1:0",
-			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
-			"--cluster.lease", clusterLease},
-		Env:    []string{"SHARD_CLUSTER_TOKEN=" + token},
-		Stdout: p.stdout, Stderr: io.MultiWriter(p.stderr, mesh.RouteWatcher(i)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Proc, p.cmd = sd.Proc, sd.Cmd
-	d := &daemon{t: t, home: home, proc: p}
-	t.Cleanup(d.cleanup)
-	return d
+	return runsNodeWith(t, mesh, i, home, token)
 }
 
 var natsClientsRE = regexp.MustCompile(`cluster: NATS clients at (nats://127\.0\.0\.1:\d+)`)

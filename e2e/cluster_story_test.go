@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/shard-dev/shard/cluster/clustertest"
 	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/cluster/records/recordstest"
-	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -29,24 +27,8 @@ const storyRuns = 6
 // the test reads the records as that node's server has them.
 func storyNode(t *testing.T, mesh *clustertest.Mesh, i int, home, token string) *daemon {
 	t.Helper()
-	p := &proc{stdout: &shardtest.Buffer{}, stderr: &shardtest.Buffer{}}
-	sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
-		Shardd: sharddBin, Home: home,
-		Args: []string{"--web-port", "0", "--store.no-sync", "--jobs.max-active", "2", "--shutdown.timeout", "1s",
-			"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
-			"--cluster.client-listen", "127.0.0.1:0",
-			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
-			"--cluster.lease", clusterLease},
-		Env:    []string{"SHARD_CLUSTER_TOKEN=" + token},
-		Stdout: p.stdout, Stderr: io.MultiWriter(p.stderr, mesh.RouteWatcher(i)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.Proc, p.cmd = sd.Proc, sd.Cmd
-	d := &daemon{t: t, home: home, proc: p}
-	t.Cleanup(d.cleanup)
-	return d
+	return clusterNode(t, mesh, i, home, token, "--jobs.max-active", "2", "--shutdown.timeout", "1s",
+		"--cluster.client-listen", "127.0.0.1:0")
 }
 
 // story is the shape both story tests share: three nodes, a parent on n1
