@@ -23,32 +23,9 @@ import (
 // the daemons' part of it alone, which is where a cluster differs. SVG,
 // so that the page renders in the repository's Markdown and diffs as text.
 func plotClusterLive(dir string, live []clusterLive) ([]string, error) {
-	held := plot.New()
-	held.Title.Text = "cluster: live agents (runtimes up) vs nodes, one machine"
-	held.X.Label.Text = "nodes"
-	held.Y.Label.Text = "live agents"
-	held.Y.Min = 0
-	held.Legend.Top, held.Legend.Left = true, true
-	held.Legend.YOffs, held.Legend.XOffs = -vg.Millimeter*6, vg.Millimeter*4
-	held.Add(plotter.NewGrid())
-
-	over := plot.New()
-	over.Title.Text = "cluster: the daemons' memory per live agent"
-	over.X.Label.Text = "nodes"
-	over.Y.Label.Text = "KiB per live agent"
-	over.Y.Min = 0
-	over.Legend.Top, over.Legend.Left = true, true
-	over.Legend.YOffs, over.Legend.XOffs = -vg.Millimeter*6, vg.Millimeter*4
-	over.Add(plotter.NewGrid())
-
-	mem := plot.New()
-	mem.Title.Text = "cluster: memory per live agent vs nodes"
-	mem.X.Label.Text = "nodes"
-	mem.Y.Label.Text = "KiB per live agent"
-	mem.Y.Min = 0
-	mem.Legend.Top, mem.Legend.Left = true, true
-	mem.Legend.YOffs, mem.Legend.XOffs = -vg.Millimeter*6, vg.Millimeter*4
-	mem.Add(plotter.NewGrid())
+	held := nodesPlot("cluster: live agents (runtimes up) vs nodes, one machine", "live agents")
+	over := nodesPlot("cluster: the daemons' memory per live agent", "KiB per live agent")
+	mem := nodesPlot("cluster: memory per live agent vs nodes", "KiB per live agent")
 
 	var asked, got, daemon, child, total plotter.XYs
 	perNode := make([]plotter.XYs, 0)
@@ -141,4 +118,18 @@ func plotClusterLive(dir string, live []clusterLive) ([]string, error) {
 		return nil, err
 	}
 	return []string{file}, f.Close()
+}
+
+// nodesPlot is an empty plot of a measure against the cluster's nodes,
+// from zero, with its legend at the top left and a grid.
+func nodesPlot(title, ylabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "nodes"
+	p.Y.Label.Text = ylabel
+	p.Y.Min = 0
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.YOffs, p.Legend.XOffs = -vg.Millimeter*6, vg.Millimeter*4
+	p.Add(plotter.NewGrid())
+	return p
 }
