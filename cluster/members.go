@@ -16,6 +16,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shard-dev/shard/internal/clock"
 )
 
 // NodesBucket is the replicated KV bucket of membership: node.<name>
@@ -376,12 +378,8 @@ func retry(ctx context.Context, op func(context.Context) error) error {
 		if err == nil {
 			return nil
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, backoff) {
 			return err
-		case <-t.C:
 		}
 		backoff = min(2*backoff, time.Second)
 	}

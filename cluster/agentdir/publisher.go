@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -158,12 +159,8 @@ func (p *Publisher) Run(ctx context.Context) {
 			p.dirty[id] = struct{}{}
 		}
 		p.mu.Unlock()
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		wait = min(2*wait, p.o.MaxRetry)
 		p.signal()

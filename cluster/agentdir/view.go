@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/internal/clock"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -110,12 +111,8 @@ func (v *View) Run(ctx context.Context) {
 			return
 		}
 		v.log.Warn("cluster: agent directory watch ended; watching again", "retry_in", wait.String(), "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !clock.Sleep(ctx, wait) {
 			return
-		case <-t.C:
 		}
 		wait = min(2*wait, DefaultMaxRetry)
 	}
