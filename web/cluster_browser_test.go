@@ -156,6 +156,26 @@ func TestDashboardCluster(t *testing.T) {
 	}
 
 	local := p.createAgent(t.TempDir(), "here")
+	// The form offers the other alive nodes: an agent made for n1 from
+	// n2's page is hosted on n1 (agent.create node) and opens like any.
+	p.until("the node choice", `[...document.querySelectorAll("#create-node option")].map(o => o.value + "=" + o.textContent).join(",") === "=this node (n2),n1=n1,n3=n3"`)
+	p.run("choose n1", chromedp.SetValue(chromedp.CSS("#create-node"), "n1"))
+	p.until("n1 chosen", `(el => (el.dispatchEvent(new Event("change", {bubbles: true})), el.value === "n1"))(document.querySelector("#create-node"))`)
+	onN1 := p.createAgent(t.TempDir(), "yonder")
+	if got := eval[string](p, fmt.Sprintf(`(el => el.dataset.node + "|" + el.classList.contains("remote"))(document.querySelector('[data-agent=%q]'))`, onN1)); got != "n1|true" {
+		t.Fatalf("the agent made for n1: %s", got)
+	}
+	if sentNode := func() string {
+		for _, m := range sent(p, "agent.create") {
+			if m["name"] == "yonder" {
+				n, _ := m["node"].(string)
+				return n
+			}
+		}
+		return ""
+	}(); sentNode != "n1" {
+		t.Fatalf("agent.create for n1 carried node %q", sentNode)
+	}
 	remote := n3.ctl("agents", "create", "--cwd", t.TempDir())
 	p.until("n3's agent listed, marked as n3's", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3" && el.classList.contains("remote") && el.querySelector(".badge.node.remote")?.textContent === "on n3")(document.querySelector('[data-agent=%q]'))`, remote))
 	if got := eval[string](p, fmt.Sprintf(`(el => el.dataset.node + "|" + el.classList.contains("remote") + "|" + el.querySelector(".badge.node").textContent)(document.querySelector('[data-agent=%q]'))`, local)); got != "n2|false|n2" {

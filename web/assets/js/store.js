@@ -572,7 +572,7 @@ export class Store {
 
   create(fields) {
     const msg = { type: "agent.create", cwd: fields.cwd };
-    for (const k of ["name", "model", "mode"]) if (fields[k]) msg[k] = fields[k];
+    for (const k of ["name", "model", "mode", "node"]) if (fields[k]) msg[k] = fields[k];
     // tools and skills are comma-separated lists in the form (docs/protocol.md §10.1).
     for (const k of ["tools", "skills"]) {
       const list = (fields[k] || "").split(",").map((x) => x.trim()).filter(Boolean);
