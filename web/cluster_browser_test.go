@@ -162,9 +162,8 @@ func TestDashboardCluster(t *testing.T) {
 	p.run("choose n1", chromedp.SetValue(chromedp.CSS("#create-node"), "n1"))
 	p.until("n1 chosen", `(el => (el.dispatchEvent(new Event("change", {bubbles: true})), el.value === "n1"))(document.querySelector("#create-node"))`)
 	onN1 := p.createAgent(t.TempDir(), "yonder")
-	if got := eval[string](p, fmt.Sprintf(`(el => el.dataset.node + "|" + el.classList.contains("remote"))(document.querySelector('[data-agent=%q]'))`, onN1)); got != "n1|true" {
-		t.Fatalf("the agent made for n1: %s", got)
-	}
+	// Listed once n1 publishes it to the agent directory.
+	p.until("the agent made for n1 listed as n1's", fmt.Sprintf(`(el => !!el && el.dataset.node === "n1" && el.classList.contains("remote"))(document.querySelector('[data-agent=%q]'))`, onN1))
 	if sentNode := func() string {
 		for _, m := range sent(p, "agent.create") {
 			if m["name"] == "yonder" {
@@ -217,6 +216,9 @@ func TestDashboardCluster(t *testing.T) {
 	if got := eval[string](p, fmt.Sprintf(`document.querySelector('[data-agent=%q]')?.dataset.node || ""`, remote)); got != "n3" {
 		t.Fatalf("n3's agent after n3 died: node %q", got)
 	}
+	// Its badge says its node is down: its status is only what n3 last
+	// published.
+	p.until("n3's agent's badge says n3 is dead", fmt.Sprintf(`document.querySelector('[data-agent=%q] .badge.node.down')?.textContent === "on n3 · dead"`, remote))
 	p.run("open n3's agent again", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-agent=%q] .pick`, remote))))
 	p.until("the note of an unreachable node", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3" && el.textContent.includes("lives on node n3, which this page's daemon cannot reach now: node n3 is unavailable"))(document.querySelector('#remote-agent[data-selected=%q]'))`, remote))
 	if notice := eval[string](p, `document.querySelector("#notice").textContent`); strings.Contains(notice, "attach") || strings.Contains(notice, "unavailable") {

@@ -105,12 +105,18 @@ export function ClusterChip({ st }) {
 
 /**
  * NodeBadge marks an agent's node in the agent list: only when the agent
- * has one (a cluster), and as "elsewhere" when it is not the page's node.
+ * has one (a cluster), as "elsewhere" when it is not the page's node, and
+ * with that node's health when cluster.status (st) says it is not alive:
+ * the agent's status is then only what its node last published.
  */
-export function NodeBadge({ a, remote }) {
+export function NodeBadge({ a, remote, st }) {
   if (!a.node) return null;
-  return html`<span class=${"badge node" + (remote ? " remote" : "")} data-node=${a.node}
-    title=${remote ? "lives on node " + a.node + ", reached through this page's node" : "on this node"}>${remote ? "on " + a.node : a.node}</span>`;
+  const n = ((st && st.nodes) || []).find((x) => x.node === a.node);
+  const down = n && n.health !== "alive" ? n.health : "";
+  const title = (remote ? "lives on node " + a.node + ", reached through this page's node" : "on this node") +
+    (down ? "; the node is " + down + ": its status is as it last published it" : "");
+  return html`<span class=${"badge node" + (remote ? " remote" : "") + (down ? " down" : "")} data-node=${a.node} data-health=${down}
+    title=${title}>${(remote ? "on " + a.node : a.node) + (down ? " · " + down : "")}</span>`;
 }
 
 /**

@@ -33,7 +33,7 @@ function Row({ a, s, store }) {
       <span class="name" title=${a.agent_id}>${label}</span>
       <span class="phase">${phase}</span>
       ${needsInput(a.status) ? html`<span class="badge ask">needs input</span>` : null}
-      <${NodeBadge} a=${a} remote=${remote} />
+      <${NodeBadge} a=${a} remote=${remote} st=${s.cluster} />
       ${label !== a.agent_id ? html`<span class="aid">${a.agent_id}</span>` : null}
       ${a.exit && a.runtime_state !== "running" ? html`<span class="exit" title="agent_exited">exited: ${a.exit.reason || "?"}</span>` : null}
       <span class="meta">${a.cwd}${a.model ? " · " + (a.provider ? a.provider + "/" : "") + a.model : ""}${a.mode ? " · " + a.mode : ""}${cost(a.usage) ? " · " + cost(a.usage) : ""}${a.runtime_state && a.runtime_state !== "running" ? " · " + a.runtime_state : ""}${sel && !s.elsewhere[a.agent_id] ? " · attached here (interactive)" : ""}</span>
