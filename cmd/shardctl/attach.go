@@ -154,11 +154,7 @@ func (o *attachOptions) run(ctx context.Context, agent string, stdin io.Reader, 
 				return err
 			}
 			conn, att = c, a
-			if node != from {
-				scr.line(pal.dim(fmt.Sprintf("(reconnected through node %s; node %s is gone)", safe(node), safe(from))))
-			} else {
-				scr.line(pal.dim(fmt.Sprintf("(reconnected through node %s)", safe(node))))
-			}
+			scr.line(pal.dim("(" + client.FailoverNote(safe(from), safe(node)) + ")"))
 			continue
 		}
 		c, a, err := o.g.reattach(ctx, &rc, o.reconnect, agentID, lost.err)
