@@ -4,11 +4,14 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shard-dev/shard/client"
+	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -169,4 +172,102 @@ func text(m protocol.Message) string {
 		}
 	}
 	return b.String()
+}
+
+// TestClusterAttachFailoverWebSocket: shardctl attach --url (a subprocess
+// on n2's web address, n2's token in $SHARD_TOKEN with n1's and n3's as
+// node=token entries) attaches n1's agent through n2's WebSocket. n2 is
+// SIGKILLed while attach is frozen (SIGSTOP) and a turn runs on n1
+// meanwhile. Thawed, attach goes on through n3's web_url with n3's token,
+// says so as through sockets, shows the missed turn once, and a prompt
+// typed then runs through n3.
+func TestClusterAttachFailoverWebSocket(t *testing.T) {
+	nodes, _, _, _ := threeNodes(t)
+	n1, n2 := nodes[0], nodes[1]
+	webs := map[string]string{}
+	for i, name := range []string{"n1", "n2", "n3"} {
+		web, err := nodes[i].sd().WebURL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		webs[name] = web
+		waitNode(t, n2, "n2 knows "+name+"'s web_url", name, func(n protocol.ClusterNode) bool {
+			return n.Health == protocol.NodeAlive && n.WebURL == web
+		})
+	}
+	tokens := map[string]string{}
+	for i, name := range []string{"n1", "n2", "n3"} {
+		var tok protocol.TokenCreateData
+		call(t, nodes[i].dial(), &protocol.TokenCreate{Header: protocol.Header{Type: protocol.TypeTokenCreate}, Note: "attach " + name}, &tok)
+		tokens[name] = tok.Token
+	}
+	c1 := dialEvents(t, n1)
+	a1 := createOn(t, c1.c)
+	waitListed(t, n2, "n2 lists n1's agent", func(l []protocol.AgentInfo) bool {
+		in, ok := agentOf(l, a1)
+		return ok && in.Node == "n1"
+	})
+	c1.call(attachCmd(a1), nil)
+	c1.waitFor("sync on n1", of(protocol.TypeSync, a1))
+	c1.call(promptCmd(a1, "sim: say before the failover"), nil)
+	if got := c1.streamed(a1); got != "before the failover" {
+		t.Fatalf("first turn: %q", got)
+	}
+
+	// No home: attach reaches the daemon only through --url.
+	cmd := n2.ctlCmd("--home", t.TempDir(), "--url", webs["n2"], "attach", "--reconnect", "90s", a1)
+	cmd.Env = append(cmd.Env, "SHARD_TOKEN="+tokens["n2"]+",n1="+tokens["n1"]+",n3="+tokens["n3"])
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr := &shardtest.Buffer{}, &shardtest.Buffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	shows := func(what, text string) {
+		t.Helper()
+		eventually(t, clusterWait, what, func() bool { return strings.Contains(stdout.String(), text) })
+	}
+	shows("attach through n2's WebSocket shows the first turn", "before the failover")
+	shows("attach through n2's WebSocket is ready", "— now —")
+
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	n2.kill()
+	n2.waitExit(t, clusterWait)
+	c1.call(promptCmd(a1, "sim: say while attach was away"), nil)
+	if got := c1.streamed(a1); got != "while attach was away" {
+		t.Fatalf("turn while away: %q", got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	shows("attach goes on through n3", "(reconnected through node n3; node n2 is gone)")
+	shows("the resync shows the turn it missed", "while attach was away")
+	if _, err := io.WriteString(stdin, "sim: say after the failover\n"); err != nil {
+		t.Fatal(err)
+	}
+	shows("a prompt through n3", "after the failover")
+	stdin.Close()
+	if err := <-exited; err != nil {
+		t.Fatalf("attach: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	exited <- nil // for the cleanup
+	out := stdout.String()
+	if n := strings.Count(out, "\nbefore the failover\n"); n != 1 {
+		t.Errorf("the first turn's answer shown %d times, want once:\n%s", n, out)
+	}
+	if n, m := strings.Count(out, "\nyou: sim: say while attach was away\n"), strings.Count(out, "\nwhile attach was away\n"); n != 1 || m != 1 {
+		t.Errorf("the missed turn shown %d/%d times, want once:\n%s", n, m, out)
+	}
 }
