@@ -2,6 +2,7 @@ package main
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -42,4 +43,26 @@ func TestWSEndpoint(t *testing.T) {
 			t.Errorf("wsEndpoint(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
+}
+
+// FuzzParseWebTokens: any $SHARD_TOKEN either fails or yields entries
+// that are each named in it, none empty.
+func FuzzParseWebTokens(f *testing.F) {
+	f.Add("tok-a.x,n1=tok-1.y")
+	f.Add("a,b")
+	f.Add("=,=x,n=")
+	f.Fuzz(func(t *testing.T, v string) {
+		w, err := parseWebTokens(v)
+		if err != nil {
+			return
+		}
+		for n, tok := range w.byNode {
+			if n == "" || tok == "" || !strings.Contains(v, n+"="+tok) {
+				t.Fatalf("%q: entry %q=%q", v, n, tok)
+			}
+		}
+		if w.def != "" && (strings.ContainsAny(w.def, "=,") || !strings.Contains(v, w.def)) {
+			t.Fatalf("%q: token %q", v, w.def)
+		}
+	})
 }
