@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/chromedp"
 )
 
@@ -96,8 +97,10 @@ func (p *page) untilAcross(d time.Duration, what, expr string) {
 	}
 }
 
-// navigatedAway says err is a poll's page going away under it.
+// navigatedAway says err is a poll's page going away under it: the
+// DevTools server's error -32000 ("Inspected target navigated or closed",
+// "Execution context was destroyed").
 func navigatedAway(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "navigated or closed") || strings.Contains(s, "context was destroyed") || strings.Contains(s, "Cannot find context")
+	var ce *cdproto.Error
+	return errors.As(err, &ce) && ce.Code == -32000
 }
