@@ -42,7 +42,7 @@ type Failover struct {
 	// (web_url, a WebSocket) rather than their unix socket: a client that
 	// connected through a node's WebSocket (DialWebSocket) fails over the
 	// same way, through the nodes that published a web_url, with a
-	// Dialer such as WebDialer. Set it before the first Observe.
+	// Dialer such as WebDialer. Set it before the first Candidates.
 	Web bool
 
 	mu    sync.Mutex

@@ -94,8 +94,7 @@ func TestClusterWebSocketFailover(t *testing.T) {
 
 	n2.kill()
 	n2.waitExit(t, clusterWait)
-	for range e2.evs { // the connection through n2 drops
-	}
+	eventually(t, clusterWait, "the connection through n2 drops", func() bool { return ws.Err() != nil })
 	c1.call(promptCmd(a1, "sim: say while the client was away"), nil)
 	if got := c1.streamed(a1); got != "while the client was away" {
 		t.Fatalf("turn while away: %q", got)
