@@ -29,8 +29,11 @@ const clusterReady = 90 * time.Second
 
 // startCluster starts n real shardd nodes (n1, n2, …) on loopback, each on
 // its own home with its web page on a port of its own, and waits until
-// every one serves.
-func startCluster(t *testing.T, n int) []*daemon {
+// every one serves. hosts, when given, are the nodes' loopback web
+// addresses (--web-host), one per node: a browser keeps cookies by host,
+// not port, so nodes on one address would share (and overwrite) one
+// session cookie.
+func startCluster(t *testing.T, n int, hosts ...string) []*daemon {
 	t.Helper()
 	shardd, _ := built(t)
 	mesh := clustertest.NewMesh(t, n)
@@ -43,12 +46,16 @@ func startCluster(t *testing.T, n int) []*daemon {
 	for i := range nodes {
 		home := t.TempDir()
 		d := &daemon{t: t, home: home, port: freePort(t), stderr: &shardtest.Buffer{}}
+		args := []string{"--web-port", strconv.Itoa(d.port), "--store.no-sync",
+			"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
+			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
+			"--cluster.lease", "3s"}
+		if len(hosts) > 0 {
+			args = append(args, "--web-host", hosts[i])
+		}
 		sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
 			Shardd: shardd, Home: home,
-			Args: []string{"--web-port", strconv.Itoa(d.port), "--store.no-sync",
-				"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
-				"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
-				"--cluster.lease", "3s"},
+			Args:   args,
 			Env:    []string{"SHARD_CLUSTER_TOKEN=" + token},
 			Stderr: io.MultiWriter(d.stderr, mesh.RouteWatcher(i)),
 		})
