@@ -230,6 +230,11 @@ func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *proto
 	}
 	am, err := co.idx.agent(agentID)
 	if err != nil {
+		if prev := co.idx.currentRun(agentID); prev != nil && prev.Anywhere && co.deps.Remote != nil {
+			// It lives on the node its run ran on (anywhere.go).
+			co.relaunchRemote(c, cmd, m, agentID, prev)
+			return
+		}
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", agentID))
 		return
 	}
