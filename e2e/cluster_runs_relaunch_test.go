@@ -1,0 +1,175 @@
+//go:build linux
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/shard-dev/shard/cluster/clustertest"
+	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/cluster/records/recordstest"
+	"github.com/shard-dev/shard/protocol"
+)
+
+// TestClusterRunsRelaunch: subagent.relaunch of a child whose run ran on
+// another node (docs/protocol.md §13 "Runs on other nodes"). The parent
+// lives on n1, which claims no runs; its isolated child's first run is
+// claimed by n2 or n3 (X) and writes one.txt. The parent relaunches the
+// child (by alias) with a new task: the same agent, a new job and run,
+// queued; the run's record is pinned to X (the child's host, its
+// incarnation, the first run's worktree) and X runs it, with the
+// child's conversation before it (an attach through n1 shows both
+// tasks' answers in one session); the run writes two.txt in the same
+// worktree, on the same branch. n1 reports it once, workspace.diff on n1
+// shows both files and workspace.merge brings them into the checkout.
+// A duplicate relaunch while it is live is CONFLICT, another parent's
+// NOT_FOUND. Once X is SIGKILLed and dead, a relaunch answers
+// NODE_UNAVAILABLE naming X, and nothing is written: the child's latest
+// run is still the relaunched one.
+func TestClusterRunsRelaunch(t *testing.T) {
+	mesh := clustertest.NewMesh(t, 3)
+	token := randomToken(t, "cluster-token")
+	homes := []string{newHome(t), newHome(t), newHome(t)}
+	natsAddr := freeAddr(t)
+	nodes := []*daemon{
+		clusterNode(t, mesh, 0, homes[0], token, "--jobs.max-active", "1", "--shutdown.timeout", "1s",
+			"--cluster.claim-runs=false", "--cluster.client-listen", natsAddr),
+		runsNode(t, mesh, 1, homes[1], token),
+		runsNode(t, mesh, 2, homes[2], token),
+	}
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	n1 := nodes[0]
+	for _, name := range []string{"n1", "n2", "n3"} {
+		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	}
+	rec := recordstest.Dial(t, "nats://"+natsAddr, token, records.Options{Replicas: 3})
+	repo, _ := originRepo(t)
+	c1, events := collectRunEvents(t, n1)
+	var parent protocol.AgentCreateData
+	call(t, c1, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo, HeadlessPolicy: "queue"}, &parent)
+
+	var job protocol.SubagentCreateData
+	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
+		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace, Tasks: []protocol.TaskSpec{{Name: "worker",
+			Task: "sim: tool write {\"path\":\"one.txt\",\"content\":\"one\\n\"}\nsim: say first task done"}}}, &job)
+	first := job.Runs[0]
+	// Whoever hosts the child answers its write requests (this test,
+	// attached to it there), for both runs.
+	for _, d := range nodes {
+		allowWherever(t, d, first.AgentID)
+	}
+	r1 := waitRun(t, n1, parent.AgentID, first.RunID, "the first run ends", func(r protocol.RunSnapshot) bool { return r.State.Terminal() })
+	host := r1.Node
+	if r1.State != protocol.RunCompleted || (host != "n2" && host != "n3") || r1.Workspace == nil {
+		t.Fatalf("first run: %+v (want completed on n2 or n3)", r1)
+	}
+	wsID := r1.Workspace.WorkspaceID
+
+	// The relaunch, by alias.
+	var rl protocol.SubagentRelaunchData
+	call(t, c1, &protocol.SubagentRelaunch{Header: protocol.Header{Type: protocol.TypeSubagentRelaunch}, ParentAgentID: parent.AgentID,
+		Target: strings.ToUpper(first.Alias), Task: "sim: tool write {\"path\":\"two.txt\",\"content\":\"two\\n\"}\nsim: say second task done"}, &rl)
+	if rl.AgentID != first.AgentID || rl.Alias != first.Alias || rl.RunID == first.RunID || rl.JobID == job.JobID || rl.State != protocol.RunQueued {
+		t.Fatalf("relaunch = %+v (first run %+v)", rl, first)
+	}
+	if err := dialEvents(t, n1).try(&protocol.SubagentRelaunch{Header: protocol.Header{Type: protocol.TypeSubagentRelaunch},
+		ParentAgentID: parent.AgentID, Target: first.AgentID, Task: "dup"}); protocol.CodeOf(err) != protocol.CodeConflict {
+		// Only CONFLICT while it is queued or active.
+		if r := waitRun(t, n1, parent.AgentID, rl.RunID, "the relaunch's state", func(protocol.RunSnapshot) bool { return true }); !r.State.Terminal() {
+			t.Fatalf("a duplicate relaunch of a child with a live run: %v", err)
+		}
+	}
+	rr := runRecord(t, rec, rl.JobID, rl.RunID).Value
+	if rr.Host != host || rr.Worktree != first.RunID || rr.Incarnation != "1" || rr.Git == nil || rr.Git.Branch != r1.Workspace.Branch || rr.AgentID != first.AgentID {
+		t.Fatalf("the relaunch's record: %+v (want pinned to %s, in run %s's worktree, on branch %s)", rr, host, first.RunID, r1.Workspace.Branch)
+	}
+	r2 := waitRun(t, n1, parent.AgentID, rl.RunID, "the relaunch ends", func(r protocol.RunSnapshot) bool { return r.State.Terminal() })
+	if r2.State != protocol.RunCompleted || r2.Node != host || r2.FinalText != "second task done" || r2.Workspace == nil || r2.Workspace.WorkspaceID != wsID {
+		t.Fatalf("relaunched run: %+v (want completed on %s in workspace %s)", r2, host, wsID)
+	}
+	eventually(t, clusterWait, "the relaunch's completion event", func() bool {
+		tr := events.transitions(rl.RunID)
+		return len(tr) > 0 && strings.HasSuffix(tr[len(tr)-1], ">completed")
+	})
+
+	// One session: the child's conversation holds both tasks' answers.
+	var att protocol.AgentAttachData
+	ca := dialEvents(t, n1)
+	ca.call(attachCmd(first.AgentID), &att)
+	sy := ca.waitFor("the child's sync", of(protocol.TypeSync, first.AgentID)).(*protocol.Sync)
+	window, _ := json.Marshal(sy.LiveWindow)
+	if !strings.Contains(string(window), "first task done") || !strings.Contains(string(window), "second task done") {
+		t.Fatalf("the child's conversation after the relaunch lacks a task's answer: %s", window)
+	}
+
+	// Its work is on n1: both files in the diff, and merged.
+	var diff protocol.WorkspaceDiffData
+	call(t, c1, &protocol.WorkspaceDiff{Header: protocol.Header{Type: protocol.TypeWorkspaceDiff}, WorkspaceID: wsID}, &diff)
+	if diff.Stats.Files != 2 || len(diff.Files) != 2 {
+		t.Fatalf("workspace.diff after the relaunch: %+v", diff)
+	}
+	var merged protocol.WorkspaceMergeData
+	call(t, c1, &protocol.WorkspaceMerge{Header: protocol.Header{Type: protocol.TypeWorkspaceMerge}, WorkspaceID: wsID,
+		Strategy: protocol.MergeMerge}, &merged)
+	for f, want := range map[string]string{"one.txt": "one\n", "two.txt": "two\n"} {
+		if b, err := os.ReadFile(filepath.Join(repo, f)); err != nil || string(b) != want {
+			t.Fatalf("after workspace.merge, %s in the main checkout: %q, %v (%+v)", f, b, err, merged)
+		}
+	}
+	// Reported once each.
+	eventually(t, clusterWait, "both reports delivered", func() bool {
+		got := reportsOf(t, homes[0])
+		return got[first.RunID] > 0 && got[rl.RunID] > 0
+	})
+	if got := reportsOf(t, homes[0]); got[first.RunID] != 1 || got[rl.RunID] != 1 {
+		t.Fatalf("reports %v, want one of %s and one of %s", got, first.RunID, rl.RunID)
+	}
+	if tr := events.transitions(rl.RunID); strings.Count(strings.Join(tr, " "), ">completed") != 1 {
+		t.Fatalf("the relaunch's events: %v", tr)
+	}
+
+	// Another parent's relaunch of the child: NOT_FOUND.
+	var other protocol.AgentCreateData
+	call(t, c1, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &other)
+	for _, target := range []string{first.AgentID, first.Alias, rl.RunID} {
+		if err := dialEvents(t, n1).try(&protocol.SubagentRelaunch{Header: protocol.Header{Type: protocol.TypeSubagentRelaunch},
+			ParentAgentID: other.AgentID, Target: target, Task: "not yours"}); protocol.CodeOf(err) != protocol.CodeNotFound {
+			t.Fatalf("another parent's relaunch of %s: %v, want NOT_FOUND", target, err)
+		}
+	}
+
+	// The child's node dies: its relaunch is refused, naming it.
+	x := nodes[1]
+	if host == "n3" {
+		x = nodes[2]
+	}
+	x.kill()
+	x.waitExit(t, exitTimeout)
+	waitNode(t, n1, "n1 sees "+host+" dead", host, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeDead })
+	err := dialEvents(t, n1).try(&protocol.SubagentRelaunch{Header: protocol.Header{Type: protocol.TypeSubagentRelaunch},
+		ParentAgentID: parent.AgentID, Target: rl.RunID, Task: "sim: say third"})
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Code != protocol.CodeNodeUnavailable || !strings.Contains(pe.Message, "node "+host+" is unavailable") {
+		t.Fatalf("relaunch with %s dead: %v, want NODE_UNAVAILABLE", host, err)
+	}
+	if d, _ := pe.Data.(map[string]any); d["node"] != host {
+		t.Fatalf("relaunch with %s dead: error data %#v, want node %s", host, pe.Data, host)
+	}
+	var st protocol.SubagentStatusData
+	call(t, c1, &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: parent.AgentID,
+		Targets: []string{first.AgentID}}, &st)
+	if len(st.Agents) != 1 || st.Agents[0].Run == nil || st.Agents[0].Run.RunID != rl.RunID {
+		t.Fatalf("the child's status after the refused relaunch: %+v (want its latest run %s)", st, rl.RunID)
+	}
+	if jobs, err := rec.Jobs.List(context.Background(), ""); err != nil || len(jobs) != 2 {
+		t.Fatalf("the cluster's job records after the refusal: %d, %v (want the two jobs)", len(jobs), err)
+	}
+}
