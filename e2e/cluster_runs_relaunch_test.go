@@ -169,7 +169,15 @@ func TestClusterRunsRelaunch(t *testing.T) {
 	if len(st.Agents) != 1 || st.Agents[0].Run == nil || st.Agents[0].Run.RunID != rl.RunID {
 		t.Fatalf("the child's status after the refused relaunch: %+v (want its latest run %s)", st, rl.RunID)
 	}
-	if jobs, err := rec.Jobs.List(context.Background(), ""); err != nil || len(jobs) != 2 {
-		t.Fatalf("the cluster's job records after the refusal: %d, %v (want the two jobs)", len(jobs), err)
+	// (Read once the records' streams have their leaders again: one may
+	// have been on the dead node.)
+	var jobs []records.Entry[records.JobRecord]
+	eventually(t, clusterWait, "the cluster's job records readable", func() bool {
+		var err error
+		jobs, err = rec.Jobs.List(context.Background(), "")
+		return err == nil
+	})
+	if len(jobs) != 2 {
+		t.Fatalf("the cluster's job records after the refusal: %+v (want the two jobs)", jobs)
 	}
 }
