@@ -30,8 +30,9 @@ import (
 // shows both files and workspace.merge brings them into the checkout.
 // A duplicate relaunch while it is live is CONFLICT, another parent's
 // NOT_FOUND. Once X is SIGKILLed and dead, a relaunch answers
-// NODE_UNAVAILABLE naming X, and nothing is written: the child's latest
-// run is still the relaunched one.
+// NODE_UNAVAILABLE naming X (over the wire and from shardctl jobs
+// relaunch), and nothing is written: the child's latest run is still the
+// relaunched one, and the cluster holds the two jobs only.
 func TestClusterRunsRelaunch(t *testing.T) {
 	mesh := clustertest.NewMesh(t, 3)
 	token := randomToken(t, "cluster-token")
@@ -162,6 +163,9 @@ func TestClusterRunsRelaunch(t *testing.T) {
 	}
 	if d, _ := pe.Data.(map[string]any); d["node"] != host {
 		t.Fatalf("relaunch with %s dead: error data %#v, want node %s", host, pe.Data, host)
+	}
+	if r := n1.ctl("", "jobs", "relaunch", rl.RunID, "--task", "sim: say third"); r.code == 0 || !strings.Contains(r.stderr, "NODE_UNAVAILABLE") {
+		t.Fatalf("shardctl jobs relaunch with %s dead: exit %d\n%s%s", host, r.code, r.stdout, r.stderr)
 	}
 	var st protocol.SubagentStatusData
 	call(t, c1, &protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: parent.AgentID,
