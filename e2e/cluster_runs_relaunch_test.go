@@ -20,19 +20,20 @@ import (
 // TestClusterRunsRelaunch: subagent.relaunch of a child whose run ran on
 // another node (docs/protocol.md §13 "Runs on other nodes"). The parent
 // lives on n1, which claims no runs; its isolated child's first run is
-// claimed by n2 or n3 (X) and writes one.txt. The parent relaunches the
-// child (by alias) with a new task: the same agent, a new job and run,
+// claimed by n2 or n3 (X) and writes one.txt. A relaunch that holds (by
+// agent id) makes a duplicate CONFLICT and is stopped (cancelled). The
+// parent relaunches the child again (by alias, its latest run now that
+// pinned relaunch) with a new task: the same agent, a new job and run,
 // queued; the run's record is pinned to X (the child's host, its
 // incarnation, the first run's worktree) and X runs it, with the
 // child's conversation before it (an attach through n1 shows both
 // tasks' answers in one session); the run writes two.txt in the same
 // worktree, on the same branch. n1 reports it once, workspace.diff on n1
 // shows both files and workspace.merge brings them into the checkout.
-// A duplicate relaunch while it is live is CONFLICT, another parent's
-// NOT_FOUND. Once X is SIGKILLed and dead, a relaunch answers
+// Each run is reported once. Another parent's relaunch is NOT_FOUND. Once X is SIGKILLed and dead, a relaunch answers
 // NODE_UNAVAILABLE naming X (over the wire and from shardctl jobs
 // relaunch), and nothing is written: the child's latest run is still the
-// relaunched one, and the cluster holds the two jobs only.
+// relaunched one, and the cluster holds the three jobs only.
 func TestClusterRunsRelaunch(t *testing.T) {
 	mesh := clustertest.NewMesh(t, 3)
 	token := randomToken(t, "cluster-token")
@@ -74,19 +75,30 @@ func TestClusterRunsRelaunch(t *testing.T) {
 	}
 	wsID := r1.Workspace.WorkspaceID
 
+	// A relaunch that holds (by its agent id): a duplicate is CONFLICT
+	// while it lives, and a stop ends it cancelled.
+	var held protocol.SubagentRelaunchData
+	call(t, c1, &protocol.SubagentRelaunch{Header: protocol.Header{Type: protocol.TypeSubagentRelaunch}, ParentAgentID: parent.AgentID,
+		Target: first.AgentID, Task: "sim: sleep 600000"}, &held)
+	if err := dialEvents(t, n1).try(&protocol.SubagentRelaunch{Header: protocol.Header{Type: protocol.TypeSubagentRelaunch},
+		ParentAgentID: parent.AgentID, Target: first.RunID, Task: "dup"}); protocol.CodeOf(err) != protocol.CodeConflict {
+		t.Fatalf("a duplicate relaunch of a child with a live run: %v, want CONFLICT", err)
+	}
+	var stopped protocol.SubagentStopData
+	call(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: first.Alias}, &stopped)
+	if len(stopped.Cancelled) != 1 || stopped.Cancelled[0].RunID != held.RunID {
+		t.Fatalf("subagent.stop of the held relaunch: %+v", stopped)
+	}
+	if r := waitRun(t, n1, parent.AgentID, held.RunID, "the held relaunch ends", func(r protocol.RunSnapshot) bool { return r.State.Terminal() }); r.State != protocol.RunCancelled {
+		t.Fatalf("the held relaunch after its stop: %+v", r)
+	}
+
 	// The relaunch, by alias.
 	var rl protocol.SubagentRelaunchData
 	call(t, c1, &protocol.SubagentRelaunch{Header: protocol.Header{Type: protocol.TypeSubagentRelaunch}, ParentAgentID: parent.AgentID,
 		Target: strings.ToUpper(first.Alias), Task: "sim: tool write {\"path\":\"two.txt\",\"content\":\"two\\n\"}\nsim: say second task done"}, &rl)
 	if rl.AgentID != first.AgentID || rl.Alias != first.Alias || rl.RunID == first.RunID || rl.JobID == job.JobID || rl.State != protocol.RunQueued {
 		t.Fatalf("relaunch = %+v (first run %+v)", rl, first)
-	}
-	if err := dialEvents(t, n1).try(&protocol.SubagentRelaunch{Header: protocol.Header{Type: protocol.TypeSubagentRelaunch},
-		ParentAgentID: parent.AgentID, Target: first.AgentID, Task: "dup"}); protocol.CodeOf(err) != protocol.CodeConflict {
-		// Only CONFLICT while it is queued or active.
-		if r := waitRun(t, n1, parent.AgentID, rl.RunID, "the relaunch's state", func(protocol.RunSnapshot) bool { return true }); !r.State.Terminal() {
-			t.Fatalf("a duplicate relaunch of a child with a live run: %v", err)
-		}
 	}
 	rr := runRecord(t, rec, rl.JobID, rl.RunID).Value
 	if rr.Host != host || rr.Worktree != first.RunID || rr.Incarnation != "1" || rr.Git == nil || rr.Git.Branch != r1.Workspace.Branch || rr.AgentID != first.AgentID {
@@ -126,12 +138,12 @@ func TestClusterRunsRelaunch(t *testing.T) {
 		}
 	}
 	// Reported once each.
-	eventually(t, clusterWait, "both reports delivered", func() bool {
+	eventually(t, clusterWait, "the three reports delivered", func() bool {
 		got := reportsOf(t, homes[0])
-		return got[first.RunID] > 0 && got[rl.RunID] > 0
+		return got[first.RunID] > 0 && got[held.RunID] > 0 && got[rl.RunID] > 0
 	})
-	if got := reportsOf(t, homes[0]); got[first.RunID] != 1 || got[rl.RunID] != 1 {
-		t.Fatalf("reports %v, want one of %s and one of %s", got, first.RunID, rl.RunID)
+	if got := reportsOf(t, homes[0]); got[first.RunID] != 1 || got[held.RunID] != 1 || got[rl.RunID] != 1 {
+		t.Fatalf("reports %v, want one each of %s, %s and %s", got, first.RunID, held.RunID, rl.RunID)
 	}
 	if tr := events.transitions(rl.RunID); strings.Count(strings.Join(tr, " "), ">completed") != 1 {
 		t.Fatalf("the relaunch's events: %v", tr)
@@ -181,7 +193,7 @@ func TestClusterRunsRelaunch(t *testing.T) {
 		jobs, err = rec.Jobs.List(context.Background(), "")
 		return err == nil
 	})
-	if len(jobs) != 2 {
-		t.Fatalf("the cluster's job records after the refusal: %+v (want the two jobs)", jobs)
+	if len(jobs) != 3 {
+		t.Fatalf("the cluster's job records after the refusal: %+v (want the three jobs)", jobs)
 	}
 }
