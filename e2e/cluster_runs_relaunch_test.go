@@ -197,3 +197,66 @@ func TestClusterRunsRelaunch(t *testing.T) {
 		t.Fatalf("the cluster's job records after the refusal: %+v (want the three jobs)", jobs)
 	}
 }
+
+// TestClusterRunsRelaunchOnItsParentsNode: the anywhere run was claimed
+// by the parent's own node (n1, the only node that claims): its child
+// lives there, in n1's cluster worktree of the run's branch, not in the
+// parent's workspace. Its relaunch is still an anywhere run pinned to n1
+// (not a local run in that worktree, whose work would never reach the
+// workspace): n1 claims it, the same agent goes on with its conversation,
+// and workspace.diff on n1 shows both runs' work.
+func TestClusterRunsRelaunchOnItsParentsNode(t *testing.T) {
+	mesh := clustertest.NewMesh(t, 3)
+	token := randomToken(t, "cluster-token")
+	homes := []string{newHome(t), newHome(t), newHome(t)}
+	natsAddr := freeAddr(t)
+	nodes := []*daemon{
+		clusterNode(t, mesh, 0, homes[0], token, "--jobs.max-active", "1", "--shutdown.timeout", "1s",
+			"--cluster.client-listen", natsAddr),
+		runsNodeWith(t, mesh, 1, homes[1], token, "--cluster.claim-runs=false"),
+		runsNodeWith(t, mesh, 2, homes[2], token, "--cluster.claim-runs=false"),
+	}
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	n1 := nodes[0]
+	for _, name := range []string{"n1", "n2", "n3"} {
+		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	}
+	rec := recordstest.Dial(t, "nats://"+natsAddr, token, records.Options{Replicas: 3})
+	repo, _ := originRepo(t)
+	c1, _ := collectRunEvents(t, n1)
+	var parent protocol.AgentCreateData
+	call(t, c1, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo, HeadlessPolicy: "queue"}, &parent)
+	var job protocol.SubagentCreateData
+	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
+		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace, Tasks: []protocol.TaskSpec{{Name: "worker",
+			Task: "sim: tool write {\"path\":\"one.txt\",\"content\":\"one\\n\"}\nsim: say first task done"}}}, &job)
+	first := job.Runs[0]
+	allowWherever(t, n1, first.AgentID)
+	r1 := waitRun(t, n1, parent.AgentID, first.RunID, "the first run ends", func(r protocol.RunSnapshot) bool { return r.State.Terminal() })
+	if r1.State != protocol.RunCompleted || r1.Node != "n1" || r1.Workspace == nil {
+		t.Fatalf("first run: %+v (want completed on n1)", r1)
+	}
+	var rl protocol.SubagentRelaunchData
+	call(t, c1, &protocol.SubagentRelaunch{Header: protocol.Header{Type: protocol.TypeSubagentRelaunch}, ParentAgentID: parent.AgentID,
+		Target: first.AgentID, Task: "sim: tool write {\"path\":\"two.txt\",\"content\":\"two\\n\"}\nsim: say second task done"}, &rl)
+	if rr := runRecord(t, rec, rl.JobID, rl.RunID).Value; rr.Host != "n1" || rr.Worktree != first.RunID {
+		t.Fatalf("the relaunch's record: %+v (want pinned to n1, in run %s's worktree)", rr, first.RunID)
+	}
+	r2 := waitRun(t, n1, parent.AgentID, rl.RunID, "the relaunch ends", func(r protocol.RunSnapshot) bool { return r.State.Terminal() })
+	if r2.State != protocol.RunCompleted || r2.Node != "n1" || r2.FinalText != "second task done" {
+		t.Fatalf("relaunched run: %+v (want completed on n1)", r2)
+	}
+	ca := dialEvents(t, n1)
+	ca.call(attachCmd(first.AgentID), &protocol.AgentAttachData{})
+	sy := ca.waitFor("the child's sync", of(protocol.TypeSync, first.AgentID)).(*protocol.Sync)
+	if window, _ := json.Marshal(sy.LiveWindow); !strings.Contains(string(window), "first task done") || !strings.Contains(string(window), "second task done") {
+		t.Fatalf("the child's conversation after the relaunch lacks a task's answer: %s", window)
+	}
+	var diff protocol.WorkspaceDiffData
+	call(t, c1, &protocol.WorkspaceDiff{Header: protocol.Header{Type: protocol.TypeWorkspaceDiff}, WorkspaceID: r1.Workspace.WorkspaceID}, &diff)
+	if diff.Stats.Files != 2 || len(diff.Files) != 2 {
+		t.Fatalf("workspace.diff after the relaunch: %+v", diff)
+	}
+}

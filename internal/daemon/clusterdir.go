@@ -250,6 +250,9 @@ func (d *Daemon) runsDeps(forks *procs.ForkGate) *remote.Runs {
 		if d.node == nil {
 			return 0, false
 		}
+		if node == d.node.Name() {
+			return d.node.Incarnation(), true // a child this node claimed
+		}
 		for _, m := range d.node.Members() {
 			if m.Node == node {
 				return m.Incarnation, m.Health != cluster.HealthDead
