@@ -256,6 +256,12 @@ func (h *runHost) Start(_ context.Context, run records.RunRecord, cwd string) (r
 		// settings, given the new task in its own worktree. A child its
 		// first run never got to host here is hosted from the manifest.
 		if a, err := d.store.GetAgent(run.AgentID); err == nil {
+			// Only a child, of the parent the record names, in the run's
+			// worktree: never another agent of this node.
+			var m store.Agent
+			if json.Unmarshal(run.Child, &m) != nil || a.ParentAgentID == "" || a.ParentAgentID != m.ParentAgentID {
+				return nil, fmt.Errorf("agent %s is not the run's child", a.AgentID)
+			}
 			if filepath.Clean(a.Cwd) != filepath.Clean(cwd) {
 				return nil, fmt.Errorf("agent %s works in %s, not in the run's worktree", a.AgentID, a.Cwd)
 			}
