@@ -76,6 +76,27 @@ func TestDashboardFailover(t *testing.T) {
 	}
 }
 
+// TestDashboardFailoverUnenrolled: the browser is enrolled with n2 only.
+// n2 SIGKILLed, the page still moves to n3's dashboard, which does not
+// know this browser: its sign-in page says why the page landed there and
+// that each node enrolls browsers on its own.
+func TestDashboardFailoverUnenrolled(t *testing.T) {
+	b := newBrowser(t)
+	nodes := startCluster(t, 3, "127.0.0.1", "127.0.0.2", "127.0.0.3")
+	n2, n3 := nodes[1], nodes[2]
+
+	p := b.newPage("unenrolled")
+	p.enroll(n2)
+	p.until("the cluster chip", `document.querySelector("#cluster summary")?.textContent === "node n2 · 3/3 alive"`)
+	p.until("the other nodes' dashboards", `document.querySelectorAll("#cluster .cn .dash a").length === 2`)
+
+	n2.sd.Kill()
+	p.untilAcross(clusterReady, "n3's sign-in page, saying why", fmt.Sprintf(`location.origin === %q && (el => !!el && el.textContent.includes("Node n2 is gone") && el.textContent.includes("enroll this browser here too"))(document.querySelector("#signin-moved"))`, n3.url()))
+	if got := eval[string](p, `document.querySelector("#signin h1")?.textContent || ""`); got != "Enroll this browser" {
+		t.Fatalf("n3's page: %q", got)
+	}
+}
+
 // untilAcross is untilWithin across a navigation: a poll whose page goes
 // away (chromedp's "navigated or closed", a destroyed context) polls again
 // on the page that replaced it, until d has passed.
