@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/shard-dev/shard/cluster"
+	"github.com/shard-dev/shard/cluster/events"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -103,6 +104,14 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 		log.Info("cluster: NATS clients at "+url, "client_url", url)
 	}
 	d.startDirectory(ctx)
+	// The workspace events travel to the other nodes' clients, and theirs
+	// to this node's (docs/protocol.md §13 "Events of other nodes").
+	relay := events.NewRelay(events.Options{Node: n.Name(), Conn: n.Conn(), Hub: d.hub, Logger: log})
+	d.dir.wg.Go(func() {
+		if err := relay.Run(ctx); err != nil {
+			log.Error("cluster: the other nodes' events will not reach this node's clients", "err", err)
+		}
+	})
 	d.startRuns()
 	return nil
 }

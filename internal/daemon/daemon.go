@@ -360,6 +360,7 @@ func (d *Daemon) Start() error {
 		Group:        d.group,
 		Logger:       d.log.With("component", "workspaces"),
 		Hub:          d.hub,
+		Node:         d.cluster.Node, // "" on a single shardd
 		Root:         cfg.WorktreeRoot(),
 		CopyFiles:    splitList(cfg.Workspaces.CopyFiles),
 		SetupCommand: cfg.Workspaces.SetupCommand,
