@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -92,30 +93,62 @@ type Options struct {
 }
 
 // Relay publishes this node's events that travel and delivers the other
-// nodes' (see the package comment). Run it on a goroutine of its own.
+// nodes' (see the package comment).
 type Relay struct {
-	o Options
+	o    Options
+	done chan struct{}
 }
 
-// NewRelay returns a Relay; it does nothing before Run.
+// NewRelay returns a Relay; it does nothing before Start.
 func NewRelay(o Options) *Relay {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Relay{o: o}
+	return &Relay{o: o, done: make(chan struct{})}
 }
 
-// Run subscribes to the other nodes' events and follows this node's
-// broadcasts until ctx ends. It returns an error only when the
-// subscription cannot be made.
-func (r *Relay) Run(ctx context.Context) error {
+// subscribeTimeout bounds Start's wait for the server to confirm the
+// subscription.
+const subscribeTimeout = 10 * time.Second
+
+// Start subscribes to the other nodes' events and starts following this
+// node's broadcasts, on a goroutine of its own, until ctx ends (Done).
+// When it returns nil, every broadcast from then on is published and
+// every event another node publishes from then on is delivered. It waits
+// (within ctx, at most 10 s) for the server to confirm the subscription;
+// an error means neither happens.
+func (r *Relay) Start(ctx context.Context) error {
 	sub, err := r.o.Conn.Subscribe(SubjectPrefix+"*", r.deliver)
+	if err == nil {
+		fctx, cancel := context.WithTimeout(ctx, subscribeTimeout)
+		err = r.o.Conn.FlushWithContext(fctx)
+		cancel()
+	}
 	if err != nil {
+		if sub != nil {
+			_ = sub.Unsubscribe()
+		}
+		close(r.done)
 		return fmt.Errorf("events: subscribe: %w", err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	r.follow(ctx)
+	out := r.join()
+	go func() {
+		defer close(r.done)
+		defer func() { _ = sub.Unsubscribe() }()
+		r.follow(ctx, out)
+	}()
 	return nil
+}
+
+// Done is closed once the Relay stopped (its context ended, or Start
+// failed).
+func (r *Relay) Done() <-chan struct{} { return r.done }
+
+// join adds a follower's outbox to the hub.
+func (r *Relay) join() *outbox.Outbox {
+	out := outbox.New(outbox.Limits{})
+	r.o.Hub.Add(out)
+	return out
 }
 
 // deliver broadcasts another node's event to this node's clients. Only
@@ -138,11 +171,9 @@ func (r *Relay) deliver(m *nats.Msg) {
 // nodes' ones it delivered name theirs). A follower that fell behind (its
 // outbox overflowed) joins again; what it missed is lost to the other
 // nodes' clients until they list again.
-func (r *Relay) follow(ctx context.Context) {
+func (r *Relay) follow(ctx context.Context, out *outbox.Outbox) {
 	subject := Subject(r.o.Node)
-	for ctx.Err() == nil {
-		out := outbox.New(outbox.Limits{})
-		r.o.Hub.Add(out)
+	for {
 		for {
 			recs, ok := out.Next(ctx)
 			if !ok {
@@ -161,8 +192,10 @@ func (r *Relay) follow(ctx context.Context) {
 		}
 		r.o.Hub.Remove(out)
 		out.Close()
-		if ctx.Err() == nil {
-			r.o.Logger.Warn("events: fell behind the broadcasts; some events did not reach the other nodes")
+		if ctx.Err() != nil {
+			return
 		}
+		r.o.Logger.Warn("events: fell behind the broadcasts; some events did not reach the other nodes")
+		out = r.join()
 	}
 }

@@ -107,11 +107,10 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 	// The workspace events travel to the other nodes' clients, and theirs
 	// to this node's (docs/protocol.md §13 "Events of other nodes").
 	relay := events.NewRelay(events.Options{Node: n.Name(), Conn: n.Conn(), Hub: d.hub, Logger: log})
-	d.dir.wg.Go(func() {
-		if err := relay.Run(ctx); err != nil {
-			log.Error("cluster: the other nodes' events will not reach this node's clients", "err", err)
-		}
-	})
+	if err := relay.Start(ctx); err != nil {
+		log.Error("cluster: the other nodes' events will not reach this node's clients", "err", err)
+	}
+	d.dir.wg.Go(func() { <-relay.Done() })
 	d.startRuns()
 	return nil
 }
