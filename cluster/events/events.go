@@ -16,10 +16,16 @@
 // broadcasts there, so the client has the other node's events only from
 // its own node's Relay.
 //
-// subagent_run_changed does not travel here: it goes to the connections
-// that speak for the parent (subagent.*), and a client of another node
-// speaks for it through its connection to the parent's node (its
-// subagent.* commands are forwarded there), which delivers them.
+// A parent's subagent_run_changed goes, on one node, to the connections
+// that speak for the parent (docs/protocol.md §10.3). A client of another
+// node speaks for it through its node, which forwards its subagent.*
+// commands to the parent's node; that client is one of its node's
+// Listeners. The parent's node publishes every run change (PublishRun) on
+// the same subject and sends none on the connections other nodes opened
+// to forward commands; each node delivers the run changes to its
+// Listeners of that parent. So a client gets each once, and keeps getting
+// them when its node's connection to the parent's node is lost and
+// opened again.
 package events
 
 import (
@@ -28,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -83,11 +90,12 @@ func Origin(rec []byte) (typ, node string, ok bool) {
 type Options struct {
 	// Node is this node's name; required.
 	Node string
-	// Conn is the node's NATS connection; required.
-	Conn *nats.Conn
 	// Hub is the daemon's broadcast hub: the Relay follows it for this
 	// node's events and broadcasts the other nodes' into it; required.
 	Hub *outbox.Hub
+	// Listeners are this node's connections speaking for other nodes'
+	// parents, which get those parents' run changes; nil delivers none.
+	Listeners *Listeners
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -97,6 +105,11 @@ type Options struct {
 type Relay struct {
 	o    Options
 	done chan struct{}
+	// runs queues this node's run changes for publication (PublishRun):
+	// the jobs actor hands them over without waiting on the network.
+	runs queue
+	// nc is the NATS connection, set by Start.
+	nc *nats.Conn
 }
 
 // NewRelay returns a Relay; it does nothing before Start.
@@ -104,7 +117,16 @@ func NewRelay(o Options) *Relay {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Relay{o: o, done: make(chan struct{})}
+	return &Relay{o: o, done: make(chan struct{}), runs: queue{wake: make(chan struct{}, 1)}}
+}
+
+// PublishRun hands one of this node's subagent_run_changed records over
+// for publication to the other nodes; it never blocks. Records handed
+// over before Start are published once it starts.
+func (r *Relay) PublishRun(rec []byte) {
+	if !r.runs.push(rec) {
+		r.o.Logger.Warn("events: too many run changes at once; one did not reach the other nodes")
+	}
 }
 
 // subscribeTimeout bounds Start's wait for the server to confirm the
@@ -117,11 +139,12 @@ const subscribeTimeout = 10 * time.Second
 // every event another node publishes from then on is delivered. It waits
 // (within ctx, at most 10 s) for the server to confirm the subscription;
 // an error means neither happens.
-func (r *Relay) Start(ctx context.Context) error {
-	sub, err := r.o.Conn.Subscribe(SubjectPrefix+"*", r.deliver)
+func (r *Relay) Start(ctx context.Context, nc *nats.Conn) error {
+	r.nc = nc
+	sub, err := nc.Subscribe(SubjectPrefix+"*", r.deliver)
 	if err == nil {
 		fctx, cancel := context.WithTimeout(ctx, subscribeTimeout)
-		err = r.o.Conn.FlushWithContext(fctx)
+		err = nc.FlushWithContext(fctx)
 		cancel()
 	}
 	if err != nil {
@@ -132,10 +155,16 @@ func (r *Relay) Start(ctx context.Context) error {
 		return fmt.Errorf("events: subscribe: %w", err)
 	}
 	out := r.join()
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		r.publishRuns(ctx)
+	}()
 	go func() {
 		defer close(r.done)
 		defer func() { _ = sub.Unsubscribe() }()
 		r.follow(ctx, out)
+		<-published
 	}()
 	return nil
 }
@@ -157,6 +186,12 @@ func (r *Relay) join() *outbox.Outbox {
 func (r *Relay) deliver(m *nats.Msg) {
 	from := strings.TrimPrefix(m.Subject, SubjectPrefix)
 	if from == r.o.Node {
+		return
+	}
+	if parent, ok := RunParent(m.Data); ok {
+		if r.o.Listeners != nil {
+			r.o.Listeners.deliver(parent, m.Data)
+		}
 		return
 	}
 	if _, node, ok := Origin(m.Data); !ok || node != from {
@@ -185,7 +220,7 @@ func (r *Relay) follow(ctx context.Context, out *outbox.Outbox) {
 				}
 				// Publish copies rec into the connection's buffer; a
 				// node cut off loses it (at most once).
-				if err := r.o.Conn.Publish(subject, rec); err != nil {
+				if err := r.nc.Publish(subject, rec); err != nil {
 					r.o.Logger.Warn("events: publish failed", "err", err)
 				}
 			}
@@ -197,5 +232,68 @@ func (r *Relay) follow(ctx context.Context, out *outbox.Outbox) {
 		}
 		r.o.Logger.Warn("events: fell behind the broadcasts; some events did not reach the other nodes")
 		out = r.join()
+	}
+}
+
+// publishRuns publishes the run changes handed over (PublishRun) until
+// ctx ends.
+func (r *Relay) publishRuns(ctx context.Context) {
+	subject := Subject(r.o.Node)
+	for {
+		recs, ok := r.runs.next(ctx)
+		if !ok {
+			return
+		}
+		for _, rec := range recs {
+			if err := r.nc.Publish(subject, rec); err != nil {
+				r.o.Logger.Warn("events: publish failed", "err", err)
+			}
+		}
+	}
+}
+
+// maxQueued bounds the run changes waiting for publication: past it a
+// burst's are dropped (lost to the other nodes, whose lists correct the
+// view) rather than grow without bound while NATS is away.
+const maxQueued = 4096
+
+// queue is a bounded FIFO of records with one reader.
+type queue struct {
+	mu   sync.Mutex
+	recs [][]byte
+	wake chan struct{}
+}
+
+// push queues rec; false when the queue is full (rec dropped).
+func (q *queue) push(rec []byte) bool {
+	q.mu.Lock()
+	if len(q.recs) >= maxQueued {
+		q.mu.Unlock()
+		return false
+	}
+	q.recs = append(q.recs, rec)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// next waits for records and takes them all; false once ctx ended.
+func (q *queue) next(ctx context.Context) ([][]byte, bool) {
+	for {
+		q.mu.Lock()
+		recs := q.recs
+		q.recs = nil
+		q.mu.Unlock()
+		if len(recs) > 0 {
+			return recs, true
+		}
+		select {
+		case <-q.wake:
+		case <-ctx.Done():
+			return nil, false
+		}
 	}
 }

@@ -34,9 +34,11 @@ func serve(t *testing.T) *server.Server {
 
 // node is one daemon as the Relay sees it: a hub with a client in it.
 type node struct {
-	hub    *outbox.Hub
-	client *outbox.Outbox
-	nc     *nats.Conn
+	hub       *outbox.Hub
+	client    *outbox.Outbox
+	nc        *nats.Conn
+	listeners *Listeners
+	relay     *Relay
 }
 
 // startNode connects a node named name to s and starts its Relay.
@@ -47,11 +49,12 @@ func startNode(t *testing.T, s *server.Server, name string) *node {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	n := &node{hub: outbox.NewHub(), client: outbox.New(outbox.Limits{}), nc: nc}
+	n := &node{hub: outbox.NewHub(), client: outbox.New(outbox.Limits{}), nc: nc, listeners: NewListeners()}
 	n.hub.Add(n.client)
 	ctx, cancel := context.WithCancel(context.Background())
-	r := NewRelay(Options{Node: name, Conn: nc, Hub: n.hub})
-	if err := r.Start(ctx); err != nil {
+	r := NewRelay(Options{Node: name, Hub: n.hub, Listeners: n.listeners})
+	n.relay = r
+	if err := r.Start(ctx, nc); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -154,6 +157,89 @@ func TestRelayDropsForgedEvents(t *testing.T) {
 	if got := b.read(t, 1); len(got) != 1 || !strings.Contains(got[0], `"ws-ok"`) {
 		t.Fatalf("b's client: %v", got)
 	}
+}
+
+func runChanged(parent, run string, state protocol.RunState) []byte {
+	return protocol.MustMarshal(protocol.SubagentRunChanged{
+		Header:        protocol.Header{Type: protocol.TypeSubagentRunChanged},
+		ParentAgentID: parent, JobID: "job-1", RunID: run, State: state,
+	})
+}
+
+// TestRelayRunChangesGoToListeners: a run change a's jobs publish reaches
+// b's connections that speak for its parent, once each, and no other
+// connection of either node (a's jobs send it to a's own connections
+// themselves); a connection forgotten gets no more.
+func TestRelayRunChangesGoToListeners(t *testing.T) {
+	s := serve(t)
+	a, b := startNode(t, s, "a"), startNode(t, s, "b")
+	speaker, other := outbox.New(outbox.Limits{}), outbox.New(outbox.Limits{})
+	b.listeners.Listen("agent-p", speaker)
+	b.listeners.Listen("agent-p", speaker) // twice: still once
+	b.listeners.Listen("agent-q", other)
+	read := func(o *outbox.Outbox) []string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		defer cancel()
+		recs, ok := o.Next(ctx)
+		if !ok {
+			t.Fatal("no run change within the bound")
+		}
+		var got []string
+		for _, rec := range recs {
+			got = append(got, string(rec))
+		}
+		return got
+	}
+	a.relay.PublishRun(runChanged("agent-p", "run-1", protocol.RunActive))
+	a.relay.PublishRun(runChanged("agent-q", "run-2", protocol.RunActive))
+	if got := read(speaker); len(got) != 1 || !strings.Contains(got[0], `"run-1"`) {
+		t.Fatalf("p's speaker: %v", got)
+	}
+	if got := read(other); len(got) != 1 || !strings.Contains(got[0], `"run-2"`) {
+		t.Fatalf("q's speaker: %v", got)
+	}
+	// Forgotten: the next goes to nobody; a workspace event after it
+	// shows it came and went (NATS keeps a's order).
+	b.listeners.Forget(speaker)
+	a.relay.PublishRun(runChanged("agent-p", "run-1", protocol.RunCompleted))
+	a.relay.PublishRun(runChanged("agent-q", "run-2", protocol.RunCompleted))
+	if got := read(other); len(got) != 1 || !strings.Contains(got[0], `"completed"`) {
+		t.Fatalf("q's speaker: %v", got)
+	}
+	a.hub.Broadcast(created("ws-1", "a"))
+	if got := b.read(t, 1); !strings.Contains(got[0], `"ws-1"`) {
+		t.Fatalf("b's hub client got %v before a's workspace event (run changes are not broadcast)", got)
+	}
+	if got := a.read(t, 1); !strings.Contains(got[0], `"ws-1"`) {
+		t.Fatalf("a's hub client: %v", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if recs, _ := speaker.Next(ctx); len(recs) != 0 {
+		t.Fatalf("a forgotten speaker got %q", recs)
+	}
+}
+
+func TestRunParent(t *testing.T) {
+	if p, ok := RunParent(runChanged("agent-p", "run-1", protocol.RunActive)); !ok || p != "agent-p" {
+		t.Fatalf("RunParent = %q %v", p, ok)
+	}
+	for _, rec := range []string{`{"type":"subagent_run_changed","run_id":"r"}`, `{"type":"workspace_created","parent_agent_id":"p","run_id":"r"}`, `[`} {
+		if p, ok := RunParent([]byte(rec)); ok {
+			t.Fatalf("RunParent(%s) = %q", rec, p)
+		}
+	}
+}
+
+func FuzzRunParent(f *testing.F) {
+	f.Add([]byte(`{"type":"subagent_run_changed","parent_agent_id":"agent-p","run_id":"run-1","job_id":"j","state":"active"}`))
+	f.Add([]byte(`{"type":"subagent_run_changed","type":"x","parent_agent_id":"p","run_id":"r"}`))
+	f.Fuzz(func(t *testing.T, rec []byte) {
+		if p, ok := RunParent(rec); ok && p == "" || !ok && p != "" {
+			t.Fatalf("RunParent = %q %v", p, ok)
+		}
+	})
 }
 
 func TestOrigin(t *testing.T) {

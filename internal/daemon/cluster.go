@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/shard-dev/shard/cluster"
-	"github.com/shard-dev/shard/cluster/events"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -104,13 +103,7 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 		log.Info("cluster: NATS clients at "+url, "client_url", url)
 	}
 	d.startDirectory(ctx)
-	// The workspace events travel to the other nodes' clients, and theirs
-	// to this node's (docs/protocol.md §13 "Events of other nodes").
-	relay := events.NewRelay(events.Options{Node: n.Name(), Conn: n.Conn(), Hub: d.hub, Logger: log})
-	if err := relay.Start(ctx); err != nil {
-		log.Error("cluster: the other nodes' events will not reach this node's clients", "err", err)
-	}
-	d.dir.wg.Go(func() { <-relay.Done() })
+	d.startEvents(ctx)
 	d.startRuns()
 	return nil
 }
