@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/shard-dev/shard/cluster/clustertest"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -154,6 +155,66 @@ func TestClusterJobAndWorkspaceEvents(t *testing.T) {
 			if n != 1 {
 				t.Errorf("n2's client got the run change %q %d times, want once", key, n)
 			}
+		}
+	}
+}
+
+// TestClusterRunEventsOutliveTheParentsNode: a client of n2 that spoke for
+// a parent on n1 (subagent.status, forwarded) keeps getting its run
+// changes after n1 restarts, though the connection n2 had opened to n1
+// for it is gone and it sent nothing since: n2 keeps who speaks for whom
+// and n1 publishes its run changes to every node, as one node keeps a
+// connection's parents for the connection's life (docs/protocol.md §13
+// "Events of other nodes"). Each change comes once.
+func TestClusterRunEventsOutliveTheParentsNode(t *testing.T) {
+	mesh := clustertest.NewMesh(t, 3)
+	token := randomToken(t, "cluster-token")
+	homes := []string{newHome(t), newHome(t), newHome(t)}
+	nodes := make([]*daemon, 3)
+	for i := range nodes {
+		nodes[i] = clusterNode(t, mesh, i, homes[i], token)
+	}
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	n1, n2 := nodes[0], nodes[1]
+	c1 := dialRaw(t, n1)
+	parent := createOn(t, c1)
+	waitListed(t, n2, "n2 lists the parent", func(l []protocol.AgentInfo) bool {
+		_, ok := agentOf(l, parent)
+		return ok
+	})
+	e2 := dialEvents(t, n2)
+	e2.call(&protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: parent}, nil)
+
+	// n1 SIGKILLed and started again on its home.
+	c1.Close()
+	n1.kill()
+	n1.waitExit(t, exitTimeout)
+	n1 = clusterNode(t, mesh, 0, homes[0], token)
+	n1.waitServing()
+	c1 = dialRaw(t, n1)
+
+	counts := newEventCounts()
+	runDone := func(run string) func(protocol.Typed) bool {
+		return func(m protocol.Typed) bool {
+			counts.add(m)
+			rc, ok := m.(*protocol.SubagentRunChanged)
+			return ok && rc.RunID == run && rc.State == protocol.RunCompleted
+		}
+	}
+	var job, fence protocol.SubagentCreateData
+	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent,
+		Name: "kid", Task: "sim: say hi"}, &job)
+	e2.waitFor("the run completed, on n2, after n1's restart", runDone(job.Runs[0].RunID))
+	// A second job's changes come after any copy of the first's (n1
+	// publishes them in order).
+	call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent,
+		Name: "fence", Task: "sim: say hi"}, &fence)
+	e2.waitFor("the second run completed, on n2", runDone(fence.Runs[0].RunID))
+	for key, n := range counts.runs {
+		if n != 1 {
+			t.Errorf("n2's client got the run change %q %d times, want once", key, n)
 		}
 	}
 }
