@@ -32,6 +32,15 @@ const clusterReady = 90 * time.Second
 // every one serves.
 func startCluster(t *testing.T, n int) []*daemon {
 	t.Helper()
+	nodes, _ := startClusterRestartable(t, n)
+	return nodes
+}
+
+// startClusterRestartable is startCluster, and a restart of node i on
+// its home and port (after the test killed it), which waits until it
+// serves again.
+func startClusterRestartable(t *testing.T, n int) ([]*daemon, func(i int) *daemon) {
+	t.Helper()
 	shardd, _ := built(t)
 	mesh := clustertest.NewMesh(t, n)
 	b := make([]byte, 8)
@@ -39,10 +48,8 @@ func startCluster(t *testing.T, n int) []*daemon {
 		t.Fatal(err)
 	}
 	token := "cluster-token-" + hex.EncodeToString(b)
-	nodes := make([]*daemon, n)
-	for i := range nodes {
-		home := t.TempDir()
-		d := &daemon{t: t, home: home, port: freePort(t), stderr: &shardtest.Buffer{}}
+	start := func(i int, home string, port int) *daemon {
+		d := &daemon{t: t, home: home, port: port, stderr: &shardtest.Buffer{}}
 		sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
 			Shardd: shardd, Home: home,
 			Args: []string{"--web-port", strconv.Itoa(d.port), "--store.no-sync",
@@ -64,9 +71,9 @@ func startCluster(t *testing.T, n int) []*daemon {
 				}
 			}
 		})
-		nodes[i] = d
+		return d
 	}
-	for _, d := range nodes {
+	ready := func(d *daemon) {
 		if err := d.sd.WaitReady(clusterReady); err != nil {
 			t.Fatalf("%v\n%s", err, d.stderr.String())
 		}
@@ -74,7 +81,21 @@ func startCluster(t *testing.T, n int) []*daemon {
 			t.Fatal(err)
 		}
 	}
-	return nodes
+	nodes := make([]*daemon, n)
+	for i := range nodes {
+		nodes[i] = start(i, t.TempDir(), freePort(t))
+	}
+	for _, d := range nodes {
+		ready(d)
+	}
+	restart := func(i int) *daemon {
+		t.Helper()
+		d := start(i, nodes[i].home, nodes[i].port)
+		ready(d)
+		nodes[i] = d
+		return d
+	}
+	return nodes, restart
 }
 
 // untilWithin is until with its own bound (run caps a step at

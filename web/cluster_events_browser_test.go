@@ -52,3 +52,33 @@ func TestDashboardClusterJobsLive(t *testing.T) {
 		t.Fatalf("console errors: %q", errs)
 	}
 }
+
+// TestDashboardClusterListsAgainWhenANodeIsBack: events a node publishes
+// while another cannot hear it are lost (docs/protocol.md §13 "Events of
+// other nodes"), so n2's page reads its panels again when a node it saw
+// dead is alive again. n3's workspace is listed on n2's page; n3 killed,
+// a later list (after n1's workspace_created) leaves it out; n3 started
+// again on its home, the page lists it again, with no event of it.
+func TestDashboardClusterListsAgainWhenANodeIsBack(t *testing.T) {
+	b := newBrowser(t)
+	nodes, restart := startClusterRestartable(t, 3)
+	n1, n2, n3 := nodes[0], nodes[1], nodes[2]
+	_, far := newWorkspace(t, n3, "far")
+	farSel := fmt.Sprintf(`document.querySelector('#workspaces [data-workspace=%q]')`, far.Workspace.WorkspaceID)
+
+	p := b.newPage("n2")
+	p.enroll(n2)
+	p.until("the cluster chip", `document.querySelector("#cluster summary")?.textContent === "node n2 · 3/3 alive"`)
+	p.until("n3's workspace listed", farSel+`?.dataset.node === "n3"`)
+
+	n3.sd.Kill()
+	p.untilWithin(clusterReady, "n3 dead in the chip", `document.querySelector('#cluster .cn[data-node="n3"]')?.dataset.health === "dead"`)
+	_, near := newWorkspace(t, n1, "near")
+	p.until("n1's new workspace listed, n3's left out", fmt.Sprintf(`document.querySelector('#workspaces [data-workspace=%q]')?.dataset.node === "n1" && !%s`, near.Workspace.WorkspaceID, farSel))
+
+	restart(2)
+	p.untilWithin(clusterReady, "n3's workspace listed again once n3 is back", farSel+`?.dataset.node === "n3"`)
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Fatalf("console errors: %q", errs)
+	}
+}
