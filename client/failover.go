@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -37,6 +38,13 @@ func ClusterStatus(ctx context.Context, conn *Conn) (protocol.ClusterStatusData,
 // A Failover is safe for concurrent use. Its zero value knows no cluster:
 // Candidates is empty, and the client reconnects as to a single shardd.
 type Failover struct {
+	// Web says the client reaches the nodes through their web listener
+	// (web_url, a WebSocket) rather than their unix socket: a client that
+	// connected through a node's WebSocket (DialWebSocket) fails over the
+	// same way, through the nodes that published a web_url, with a
+	// Dialer such as WebDialer. Set it before the first Candidates.
+	Web bool
+
 	mu    sync.Mutex
 	node  string                 // the node the client is connected through
 	nodes []protocol.ClusterNode // the last cluster.status's, by name
@@ -66,9 +74,19 @@ func (f *Failover) Node() string {
 	return f.node
 }
 
+// addr is where the client reaches n: its socket, or its web_url when
+// the client is a WebSocket one (Web).
+func (f *Failover) addr(n protocol.ClusterNode) string {
+	if f.Web {
+		return n.WebURL
+	}
+	return n.Socket
+}
+
 // Candidates lists the nodes to reconnect through after the connection
 // through Node dropped, in the order to try them: the other nodes not
-// known dead that published a socket, in name order starting after Node
+// known dead that published a socket (a web_url when Web), in name
+// order starting after Node
 // (so the clients of one node do not all crowd the first name), then
 // Node itself last, which may come back (a restart). Empty when no
 // cluster is known.
@@ -81,7 +99,7 @@ func (f *Failover) Candidates() []protocol.ClusterNode {
 		switch {
 		case n.Node == f.node:
 			self = &f.nodes[i]
-		case n.Socket == "" || n.Health == protocol.NodeDead:
+		case f.addr(n) == "" || n.Health == protocol.NodeDead:
 		case n.Node > f.node:
 			after = append(after, n)
 		default:
@@ -89,7 +107,7 @@ func (f *Failover) Candidates() []protocol.ClusterNode {
 		}
 	}
 	out := append(after, before...)
-	if self != nil && self.Socket != "" {
+	if self != nil && f.addr(*self) != "" {
 		out = append(out, *self)
 	}
 	return out
@@ -105,6 +123,77 @@ func DialSocket(ctx context.Context, n protocol.ClusterNode) (*Conn, error) {
 		return nil, fmt.Errorf("client: node %s published no socket", n.Node)
 	}
 	return Dial(ctx, n.Socket)
+}
+
+// WebCredential is how a WebSocket client authenticates to one node
+// (docs/protocol.md §4.1): a ticket (ws.ticket over that node's socket)
+// or an API token (token.create on that node). Credentials are each
+// node's own: the nodes keep their security stores apart, while the
+// single trust level of docs/protocol.md §4.3 holds cluster-wide, so a
+// client that holds one for a node may act there on any agent of the
+// cluster. Exactly one of the two is set.
+type WebCredential struct {
+	Ticket string
+	Token  string
+}
+
+// WebDialer is the Dialer of a client that reaches the nodes over
+// WebSocket (a Failover with Web): it dials the /ws endpoint under n's
+// web_url (http becomes ws, https wss) with the credential cred gives
+// for n. A node cred has none for (an error) is passed over like one
+// that is down.
+func WebDialer(cred func(ctx context.Context, n protocol.ClusterNode) (WebCredential, error)) Dialer {
+	return func(ctx context.Context, n protocol.ClusterNode) (*Conn, error) {
+		u, err := WebSocketURL(n.WebURL)
+		if err != nil {
+			return nil, fmt.Errorf("client: node %s: %w", n.Node, err)
+		}
+		c, err := cred(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if c.Token != "" {
+			return DialWebSocketToken(ctx, u, c.Token)
+		}
+		return DialWebSocket(ctx, u, c.Ticket)
+	}
+}
+
+// WebSocketURL is the WebSocket endpoint under a node's web_url
+// (docs/protocol.md §10.1 cluster.status): ws://host/ws for
+// http://host, wss for https, the web_url's path kept as a prefix (a
+// node behind a proxy at a sub-path).
+func WebSocketURL(webURL string) (string, error) {
+	if webURL == "" {
+		return "", errors.New("no web_url published")
+	}
+	u, err := url.Parse(webURL)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("web_url %q: not an http(s) URL", webURL)
+	}
+	switch u.Scheme {
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	default:
+		return "", fmt.Errorf("web_url %q: not an http(s) URL", webURL)
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + "/ws"
+	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
+	return u.String(), nil
+}
+
+// FailoverNote is what a client tells its user once it has reconnected
+// through node to after losing node from (shardctl attach and the page
+// say the same): "reconnected through node n3; node n2 is gone", or,
+// back through the same node (it restarted), "reconnected through node
+// n2".
+func FailoverNote(from, to string) string {
+	if from == "" || from == to {
+		return "reconnected through node " + to
+	}
+	return "reconnected through node " + to + "; node " + from + " is gone"
 }
 
 // Reconnect makes one round over Candidates: it dials each with dial,

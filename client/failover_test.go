@@ -167,3 +167,56 @@ func TestMessagesAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestFailoverCandidatesWeb: a WebSocket client (Web) fails over through
+// the nodes that published a web_url, in the same order as a socket
+// client through sockets.
+func TestFailoverCandidatesWeb(t *testing.T) {
+	f := Failover{Web: true}
+	node := func(name string, h protocol.NodeHealth, sock, web string) protocol.ClusterNode {
+		return protocol.ClusterNode{Node: name, Health: h, Socket: sock, WebURL: web}
+	}
+	f.Observe(protocol.ClusterStatusData{Enabled: true, Node: "n2", Nodes: []protocol.ClusterNode{
+		node("n5", protocol.NodeAlive, "/s/n5", ""), // a socket but no web_url
+		node("n3", protocol.NodeSuspect, "", "http://h3:1"),
+		node("n1", protocol.NodeAlive, "", "http://h1:1"),
+		node("n4", protocol.NodeDead, "", "http://h4:1"),
+		node("n2", protocol.NodeAlive, "", "http://h2:1"),
+		node("n6", protocol.NodeAlive, "/s/n6", "https://h6/shard/"),
+	}})
+	var got []string
+	for _, n := range f.Candidates() {
+		got = append(got, n.Node)
+	}
+	if strings.Join(got, ",") != "n3,n6,n1,n2" {
+		t.Fatalf("candidates %v, want n3,n6,n1,n2", got)
+	}
+}
+
+// TestWebSocketURL: a node's WebSocket endpoint is /ws under its web_url.
+func TestWebSocketURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://127.0.0.1:7420":       "ws://127.0.0.1:7420/ws",
+		"http://127.0.0.1:7420/":      "ws://127.0.0.1:7420/ws",
+		"https://shard.example/n3/":   "wss://shard.example/n3/ws",
+		"https://shard.example?x=1#y": "wss://shard.example/ws",
+		"ftp://h/":                    "",
+		"":                            "",
+		"/just/a/path":                "",
+	} {
+		got, err := WebSocketURL(in)
+		if (err != nil) != (want == "") || got != want {
+			t.Errorf("WebSocketURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+// TestFailoverNote: what a client says after a failover.
+func TestFailoverNote(t *testing.T) {
+	if got := FailoverNote("n2", "n3"); got != "reconnected through node n3; node n2 is gone" {
+		t.Errorf("another node: %q", got)
+	}
+	if got := FailoverNote("n2", "n2"); got != "reconnected through node n2" {
+		t.Errorf("the same node: %q", got)
+	}
+}

@@ -50,7 +50,8 @@ func jobNodes(jobs []protocol.OpJob) map[string]string {
 // n3) and workspaces (on n1 and n2) are listed through each node in the
 // commands' order, jobs.list paged a job at a time across the nodes with
 // each job once; shardctl jobs ls and ws ls show a NODE column; jobs.show,
-// subagent.status (its connection then gets the parent's run events) and
+// subagent.status (its connection then gets the parent's run events),
+// subagent.create, wait and shardctl jobs relaunch of a parent on n3,
 // subagent.wait (by the parent's node)
 // and workspace.status, diff, merge and retire of one node's job or workspace
 // work through another; an id no node holds is NOT_FOUND. n3 SIGKILLed and
@@ -212,6 +213,25 @@ func TestClusterJobsAndWorkspaces(t *testing.T) {
 	if len(waited.Runs) != 1 || waited.Runs[0].JobID != n3Job {
 		t.Fatalf("subagent.wait of n3's job through n2: %+v", waited)
 	}
+	// Every subagent.* command of a parent goes to its node: a run
+	// created through n2 for n3's parent, waited for, and relaunched by
+	// shardctl on n2.
+	var made protocol.SubagentCreateData
+	call(t, c2, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parentOf[n3Job],
+		Name: "via", Task: "sim: say made"}, &made)
+	long := 120.0
+	call(t, c2, &protocol.SubagentWait{Header: protocol.Header{Type: protocol.TypeSubagentWait}, ParentAgentID: parentOf[n3Job],
+		Handles: []string{made.JobID}, Timeout: &long}, &waited)
+	if waited.TimedOut || len(waited.Runs) != 1 || waited.Runs[0].State != protocol.RunCompleted || waited.Runs[0].Node != "" && waited.Runs[0].Node != "n3" {
+		t.Fatalf("subagent.create of n3's parent through n2, waited: %+v", waited)
+	}
+	want[made.JobID] = "n3"
+	var again3 protocol.SubagentRelaunchData
+	out = n2.mustCtl("", "jobs", "relaunch", made.Runs[0].AgentID, "--task", "sim: say again", "-o", "json").stdout
+	if err := json.Unmarshal([]byte(out), &again3); err != nil || again3.AgentID != made.Runs[0].AgentID || again3.JobID == "" {
+		t.Fatalf("shardctl jobs relaunch through n2: %+v", again3)
+	}
+	want[again3.JobID] = "n3"
 	out = n2.mustCtl("", "jobs", "show", n3Job).stdout
 	if !strings.Contains(out, n3Job) || !lineHas(out, "Node:", "n3") {
 		t.Fatalf("shardctl jobs show of n3's job on n2:\n%s", out)

@@ -495,7 +495,7 @@ func (a *connActor) remoteNode(cmd *registry.Command) (string, error) {
 		}
 		return node, nil
 	}
-	if parent := readsJobsOf(cmd.Cmd); parent != "" {
+	if parent := jobsParentOf(cmd.Cmd); parent != "" {
 		// A parent's jobs are held by its node (docs/protocol.md §13
 		// "Jobs and workspaces of other nodes").
 		return a.nodeOf(parent), nil
@@ -506,11 +506,17 @@ func (a *connActor) remoteNode(cmd *registry.Command) (string, error) {
 	return a.nodeOf(h.AgentID), nil
 }
 
-// readsJobsOf names the parent whose jobs cmd reads or stops by handle
-// (subagent.status, subagent.wait, subagent.stop), "" for any other
-// command: those go to the parent's node, which holds its jobs.
-func readsJobsOf(cmd protocol.Command) string {
+// jobsParentOf names the parent on whose behalf cmd acts on jobs (every
+// subagent.* command), "" for any other command: those go to the parent's
+// node, which holds its jobs and hosts its children or follows them.
+func jobsParentOf(cmd protocol.Command) string {
 	switch m := cmd.(type) {
+	case *protocol.SubagentCreate:
+		return m.ParentAgentID
+	case *protocol.SubagentSteer:
+		return m.ParentAgentID
+	case *protocol.SubagentRelaunch:
+		return m.ParentAgentID
 	case *protocol.SubagentStatus:
 		return m.ParentAgentID
 	case *protocol.SubagentWait:
@@ -553,7 +559,7 @@ func (a *connActor) forward(c actor.Context, node string, cmd *registry.Command,
 	if perAgent(h) {
 		a.remote[h.AgentID] = node
 	}
-	if parent := readsJobsOf(cmd.Cmd); parent != "" {
+	if parent := jobsParentOf(cmd.Cmd); parent != "" {
 		// It speaks for the parent, as on one node (docs/protocol.md
 		// §10.3): its run changes come from this node (§13 "Events of
 		// other nodes"), not through the upstream.

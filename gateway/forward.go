@@ -40,8 +40,8 @@ type Cluster interface {
 	// its health: the nodes a cluster-wide list asks (gather.go).
 	Nodes() []string
 	// SpeakFor records that the connection whose outbox is out speaks for
-	// parent, another node's agent (it sent the parent's subagent.status,
-	// wait or stop, forwarded to its node): this node delivers it the
+	// parent, another node's agent (it sent a subagent.* command naming
+	// the parent, forwarded to its node): this node delivers it the
 	// parent's subagent_run_changed (docs/protocol.md §13 "Events of other
 	// nodes"), until Forget.
 	SpeakFor(parent string, out *outbox.Outbox)

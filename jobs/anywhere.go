@@ -10,6 +10,7 @@ import (
 
 	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/cluster/records"
+	"github.com/shard-dev/shard/internal/ids"
 	"github.com/shard-dev/shard/jobs/remote"
 	"github.com/shard-dev/shard/jobs/view"
 	"github.com/shard-dev/shard/protocol"
@@ -107,6 +108,55 @@ func publish(r *remote.Runs, job *store.Job, agents []store.Agent, recs []store.
 		return nil, nil, err
 	}
 	return nil, undo, nil
+}
+
+// relaunchRemote is subagent.relaunch of a child that lives on another
+// node: its latest run prev was an anywhere run, so its manifest, session
+// and worktree are on the node that claimed it (docs/protocol.md §13
+// "Runs on other nodes"). The new job's one run is an anywhere run pinned
+// to that node (remote.PublishRelaunch), bound here to the child's
+// workspace as a one-node relaunch is (workspaceOf: it goes on in its
+// workspace, on its branch, and a retired workspace refuses it), and
+// followed and reported like any anywhere run. The commit goroutine
+// publishes it, then commits the job here; a refusal there (the child's
+// node unavailable) answers the relaunch and leaves nothing.
+func (co *Coordinator) relaunchRemote(c actor.Context, cmd *registry.Command, m *protocol.SubagentRelaunch, agentID string, prev *store.Run) {
+	var ws *protocol.RunWorkspace
+	if prev.Workspace != nil {
+		var err error
+		if ws, err = co.workspaceBinding(prev.Workspace.WorkspaceID, prev.Workspace.Cwd); err != nil {
+			fail(cmd, err)
+			return
+		}
+		if ws != nil && ws.Branch == "" {
+			ws.Branch = prev.Workspace.Branch
+		}
+	}
+	prevJob := co.idx.jobOf(prev.RunID)
+	now := co.deps.Clock.Now()
+	job := store.Job{JobID: ids.New("job"), ParentAgentID: m.ParentAgentID, Strategy: protocol.StrategySingle,
+		CreatedAt: now.UnixMilli(), Runs: []store.Run{{
+			RunID: ids.New("run"), Name: prev.Name, AgentID: agentID, Alias: prev.Alias, Task: m.Task,
+			State: protocol.RunQueued, QueuedAt: now.UnixMilli(), TimeoutMs: co.deps.Limits.RunTimeout.Milliseconds(),
+			Workspace: ws, Anywhere: true,
+		}}}
+	// Index now so a concurrent relaunch of the same agent conflicts.
+	co.idx.addLive(&job)
+	st, sys, self, rem := co.deps.Store, co.sys, co.self, co.deps.Remote
+	started := co.deps.Group.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), remote.OpenWait)
+		defer cancel()
+		undo, err := rem.PublishRelaunch(ctx, remote.Relaunch{Job: job, PrevJobID: prevJob, PrevRunID: prev.RunID})
+		if err == nil {
+			if _, err = st.CreateJobWorkspaces(job, nil, nil, nil); err != nil {
+				undo(context.Background())
+			}
+		}
+		sys.Root.Send(self, &createDone{cmd: cmd, job: job, err: err})
+	})
+	if !started {
+		co.onCreated(c, &createDone{cmd: cmd, job: job, err: errStopping})
+	}
 }
 
 // anywhere reports whether the job's runs are followed in the cluster.

@@ -228,6 +228,14 @@ func (co *Coordinator) relaunch(c actor.Context, cmd *registry.Command, m *proto
 		fail(cmd, protocol.Errorf(protocol.CodeConflict, "agent %s already has run %s (%s)", agentID, run.RunID, run.State))
 		return
 	}
+	if co.deps.Remote != nil {
+		if prev := co.idx.currentRun(agentID); prev != nil && prev.Anywhere {
+			// It lives on the node its run ran on, this one included, in
+			// that node's worktree of its branch (anywhere.go).
+			co.relaunchRemote(c, cmd, m, agentID, prev)
+			return
+		}
+	}
 	am, err := co.idx.agent(agentID)
 	if err != nil {
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", agentID))

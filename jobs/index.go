@@ -285,6 +285,13 @@ func (x *index) resolveAgent(parent, h string) (string, error) {
 		if a, err := x.st.GetAgent(h); err == nil && a.ParentAgentID == parent {
 			return h, nil
 		}
+		// A child that lives on another node of a cluster has no manifest
+		// here: its runs, held by its parent's jobs here, say whose it is.
+		if r := x.currentRun(h); r != nil && r.Anywhere {
+			if j, _ := x.run(r.RunID); j != nil && j.ParentAgentID == parent {
+				return h, nil
+			}
+		}
 	}
 	if id, ok := x.alias(parent, h); ok {
 		return id, nil

@@ -190,3 +190,28 @@ func TestIndexKeepsNoTaskText(t *testing.T) {
 		t.Errorf("the record given to the index lost its task: %q", j.Runs[0].Task)
 	}
 }
+
+// TestIndexResolvesAChildOfAnotherNode: a child whose run was an anywhere
+// run has no manifest on its parent's node (it lives where its run was
+// claimed); its agent id still resolves for its parent, through the
+// parent's job, and stays NOT_FOUND for any other parent.
+func TestIndexResolvesAChildOfAnotherNode(t *testing.T) {
+	x, st := indexFixture(t)
+	j := store.Job{JobID: "job-4", ParentAgentID: "agent-p", EndedAt: 7, Runs: []store.Run{
+		{RunID: "run-4r", AgentID: "agent-r", State: protocol.RunCompleted, Anywhere: true, Node: "n2"},
+	}}
+	if _, err := st.CreateJob(j, nil, map[string]string{"rosa": "agent-r"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"agent-r", "Rosa", "run-4r"} {
+		if got, err := x.resolveAgent("agent-p", h); err != nil || got != "agent-r" {
+			t.Fatalf("resolveAgent(agent-p, %s) = %q, %v; want agent-r", h, got, err)
+		}
+		if got, err := x.resolveAgent("agent-q", h); protocol.CodeOf(err) != protocol.CodeNotFound {
+			t.Fatalf("resolveAgent(agent-q, %s) = %q, %v; want NOT_FOUND", h, got, err)
+		}
+	}
+	if r := x.currentRun("agent-r"); r == nil || r.RunID != "run-4r" || !r.Anywhere {
+		t.Fatalf("currentRun(agent-r) = %+v", r)
+	}
+}

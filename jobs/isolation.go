@@ -123,10 +123,17 @@ func workspaceIDOf(r *store.Run) string {
 // run's start, under the repository's lock (workspaces/claims.go), and the
 // run ends failed with the same refusal.
 func (co *Coordinator) workspaceOf(am store.Agent) (*protocol.RunWorkspace, error) {
-	if am.WorkspaceID == "" {
+	return co.workspaceBinding(am.WorkspaceID, am.Cwd)
+}
+
+// workspaceBinding is workspaceOf for workspace id, whose worktree here
+// is cwd ("" id: none).
+func (co *Coordinator) workspaceBinding(id, cwd string) (*protocol.RunWorkspace, error) {
+	if id == "" {
 		return nil, nil
 	}
-	b := &protocol.RunWorkspace{WorkspaceID: am.WorkspaceID, Cwd: am.Cwd}
+	am := store.Agent{WorkspaceID: id}
+	b := &protocol.RunWorkspace{WorkspaceID: id, Cwd: cwd}
 	rec, err := co.deps.Store.GetWorkspace(am.WorkspaceID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -29,17 +29,20 @@ const clusterReady = 90 * time.Second
 
 // startCluster starts n real shardd nodes (n1, n2, …) on loopback, each on
 // its own home with its web page on a port of its own, and waits until
-// every one serves.
-func startCluster(t *testing.T, n int) []*daemon {
+// every one serves. hosts, when given, are the nodes' loopback web
+// addresses (--web-host), one per node: a browser keeps cookies by host,
+// not port, so nodes on one address would share (and overwrite) one
+// session cookie.
+func startCluster(t *testing.T, n int, hosts ...string) []*daemon {
 	t.Helper()
-	nodes, _ := startClusterRestartable(t, n)
+	nodes, _ := startClusterRestartable(t, n, hosts...)
 	return nodes
 }
 
 // startClusterRestartable is startCluster, and a restart of node i on
 // its home and port (after the test killed it), which waits until it
 // serves again.
-func startClusterRestartable(t *testing.T, n int) ([]*daemon, func(i int) *daemon) {
+func startClusterRestartable(t *testing.T, n int, hosts ...string) ([]*daemon, func(i int) *daemon) {
 	t.Helper()
 	shardd, _ := built(t)
 	mesh := clustertest.NewMesh(t, n)
@@ -50,12 +53,16 @@ func startClusterRestartable(t *testing.T, n int) ([]*daemon, func(i int) *daemo
 	token := "cluster-token-" + hex.EncodeToString(b)
 	start := func(i int, home string, port int) *daemon {
 		d := &daemon{t: t, home: home, port: port, stderr: &shardtest.Buffer{}}
+		args := []string{"--web-port", strconv.Itoa(d.port), "--store.no-sync",
+			"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
+			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
+			"--cluster.lease", "3s"}
+		if len(hosts) > 0 {
+			args = append(args, "--web-host", hosts[i])
+		}
 		sd, err := shardtest.StartDaemon(shardtest.DaemonOptions{
 			Shardd: shardd, Home: home,
-			Args: []string{"--web-port", strconv.Itoa(d.port), "--store.no-sync",
-				"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
-				"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
-				"--cluster.lease", "3s"},
+			Args:   args,
 			Env:    []string{"SHARD_CLUSTER_TOKEN=" + token},
 			Stderr: io.MultiWriter(d.stderr, mesh.RouteWatcher(i)),
 		})
@@ -177,6 +184,25 @@ func TestDashboardCluster(t *testing.T) {
 	}
 
 	local := p.createAgent(t.TempDir(), "here")
+	// The form offers the other alive nodes: an agent made for n1 from
+	// n2's page is hosted on n1 (agent.create node) and opens like any.
+	p.until("the node choice", `[...document.querySelectorAll("#create-node option")].map(o => o.value + "=" + o.textContent).join(",") === "=this node (n2),n1=n1,n3=n3"`)
+	p.run("choose n1", chromedp.SetValue(chromedp.CSS("#create-node"), "n1"))
+	p.until("n1 chosen", `(el => (el.dispatchEvent(new Event("change", {bubbles: true})), el.value === "n1"))(document.querySelector("#create-node"))`)
+	onN1 := p.createAgent(t.TempDir(), "yonder")
+	// Listed once n1 publishes it to the agent directory.
+	p.until("the agent made for n1 listed as n1's", fmt.Sprintf(`(el => !!el && el.dataset.node === "n1" && el.classList.contains("remote"))(document.querySelector('[data-agent=%q]'))`, onN1))
+	if sentNode := func() string {
+		for _, m := range sent(p, "agent.create") {
+			if m["name"] == "yonder" {
+				n, _ := m["node"].(string)
+				return n
+			}
+		}
+		return ""
+	}(); sentNode != "n1" {
+		t.Fatalf("agent.create for n1 carried node %q", sentNode)
+	}
 	remote := n3.ctl("agents", "create", "--cwd", t.TempDir())
 	p.until("n3's agent listed, marked as n3's", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3" && el.classList.contains("remote") && el.querySelector(".badge.node.remote")?.textContent === "on n3")(document.querySelector('[data-agent=%q]'))`, remote))
 	if got := eval[string](p, fmt.Sprintf(`(el => el.dataset.node + "|" + el.classList.contains("remote") + "|" + el.querySelector(".badge.node").textContent)(document.querySelector('[data-agent=%q]'))`, local)); got != "n2|false|n2" {
@@ -218,6 +244,9 @@ func TestDashboardCluster(t *testing.T) {
 	if got := eval[string](p, fmt.Sprintf(`document.querySelector('[data-agent=%q]')?.dataset.node || ""`, remote)); got != "n3" {
 		t.Fatalf("n3's agent after n3 died: node %q", got)
 	}
+	// Its badge says its node is down: its status is only what n3 last
+	// published.
+	p.until("n3's agent's badge says n3 is dead", fmt.Sprintf(`document.querySelector('[data-agent=%q] .badge.node.down')?.textContent === "on n3 · dead"`, remote))
 	p.run("open n3's agent again", chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-agent=%q] .pick`, remote))))
 	p.until("the note of an unreachable node", fmt.Sprintf(`(el => !!el && el.dataset.node === "n3" && el.textContent.includes("lives on node n3, which this page's daemon cannot reach now: node n3 is unavailable"))(document.querySelector('#remote-agent[data-selected=%q]'))`, remote))
 	if notice := eval[string](p, `document.querySelector("#notice").textContent`); strings.Contains(notice, "attach") || strings.Contains(notice, "unavailable") {

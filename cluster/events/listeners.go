@@ -9,8 +9,8 @@ import (
 )
 
 // Listeners are this node's client connections that speak for another
-// node's parents: they sent that parent's subagent.status, wait or stop,
-// which this node forwarded to the parent's node. On one node the jobs
+// node's parents: they sent a subagent.* command naming that parent, which
+// this node forwarded to the parent's node. On one node the jobs
 // send a parent's subagent_run_changed to the connections that spoke for
 // it (docs/protocol.md §10.3); across nodes the parent's node publishes
 // them (Relay.PublishRun) and this node delivers them to these, while the

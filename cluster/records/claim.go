@@ -138,6 +138,11 @@ func (r *Records) Claim(ctx context.Context, node, incarnation string, capacity 
 			r.drop(ctx, c)
 			continue
 		}
+		if run.Host != "" && (run.Host != node || run.Incarnation != incarnation) {
+			// Pinned to the node hosting its child (a relaunch): that
+			// node's, and its pointer stays for it.
+			continue
+		}
 		now := r.opts.Now()
 		run.Node, run.Incarnation = node, incarnation
 		run.ClaimedAt, run.LeaseUntil = now.UnixMilli(), now.Add(r.opts.Lease).UnixMilli()
@@ -200,6 +205,11 @@ func (r *Records) InterruptNodeRuns(ctx context.Context, node, incarnation strin
 		return nil, fail(ErrInvalid, nil, "interrupt: a node and its incarnation are required")
 	}
 	held := func(run *RunRecord) bool {
+		if run.Node == "" && run.Host == node {
+			// A relaunch pinned to that incarnation, not claimed yet: no
+			// other node may take it, so it ends with its host.
+			return run.Incarnation == incarnation && run.State == protocol.RunQueued
+		}
 		return run.Node == node && run.Incarnation == incarnation && !run.State.Terminal()
 	}
 	runs, err := r.Runs.List(ctx, "")

@@ -204,3 +204,51 @@ func TestInterruptNodeRunsExactlyOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimPinnedToItsHost: a run pinned to the node hosting its child (a
+// relaunch, docs/protocol.md §13 "Runs on other nodes") is claimed by no
+// other node, nor by its host in another incarnation, and its pointer
+// stays on the queue until its host claims it; declaring its host's
+// incarnation dead interrupts it while it waits, once.
+func TestClaimPinnedToItsHost(t *testing.T) {
+	b := setup(t, 3, records.Options{})
+	pinned := func(id string) records.RunRecord {
+		r := run("job-h", id)
+		r.Host, r.Incarnation, r.Worktree = "n2", "inc-1", "run-first"
+		return r
+	}
+	bad := pinned("run-bad")
+	bad.Worktree = ""
+	if _, err := b.rec[0].CreateRun(ctx(t), bad); !errors.Is(err, records.ErrInvalid) {
+		t.Fatalf("a pinned run without its worktree: %v, want ErrInvalid", err)
+	}
+	for _, id := range []string{"run-a", "run-b"} {
+		if _, err := b.rec[0].CreateRun(ctx(t), pinned(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, who := range [][2]string{{"n1", "inc-1"}, {"n3", "inc-1"}, {"n2", "inc-2"}} {
+		if got, err := b.rec[1].Claim(ctx(t), who[0], who[1], 5); err != nil || len(got) != 0 {
+			t.Fatalf("%s (%s) claimed %+v, %v: want nothing", who[0], who[1], got, err)
+		}
+	}
+	if keys, err := b.rec[0].Claims.Keys(ctx(t), ""); err != nil || len(keys) != 2 {
+		t.Fatalf("pointers after the others' claims: %v %v, want both kept", keys, err)
+	}
+	got, err := b.rec[1].Claim(ctx(t), "n2", "inc-1", 1)
+	if err != nil || len(got) != 1 || got[0].Value.Node != "n2" || got[0].Value.Host != "n2" {
+		t.Fatalf("the host's claim: %+v %v", got, err)
+	}
+	// n2's incarnation is declared dead: the run it claimed and the one
+	// still waiting for it are interrupted, each once.
+	lost, err := b.rec[2].InterruptNodeRuns(ctx(t), "n2", "inc-1")
+	if err != nil || len(lost) != 2 {
+		t.Fatalf("interrupt n2: %+v %v, want both runs", lost, err)
+	}
+	if again, err := b.rec[0].InterruptNodeRuns(ctx(t), "n2", "inc-1"); err != nil || len(again) != 0 {
+		t.Fatalf("second declaration: %+v %v", again, err)
+	}
+	if got, err := b.rec[1].Claim(ctx(t), "n2", "inc-1", 5); err != nil || len(got) != 0 {
+		t.Fatalf("claim after the interruption: %+v %v", got, err)
+	}
+}

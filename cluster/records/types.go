@@ -129,6 +129,20 @@ type RunRecord struct {
 	// which follows the record and stops its lease (store.Run's fields).
 	StopRequestedAt int64  `json:"stop_requested_at,omitempty"`
 	StopStage       string `json:"stop_stage,omitempty"`
+	// Host pins the run to the node that hosts its child already: a
+	// subagent.relaunch of a child that ran there (docs/protocol.md §13
+	// "Runs on other nodes"). Only that node, in the incarnation
+	// Incarnation names while the run waits, may claim it, and it gives
+	// the task to the child it hosts (Child only stands in when that node
+	// never hosted it). "" for every other run: any node may claim it.
+	// Both fields are omitted when empty, so the record of a run that is
+	// not a relaunch is written as before; a node of an older build
+	// refuses a relaunch's record (an unknown field) rather than claim it.
+	Host string `json:"host,omitempty"`
+	// Worktree names the child's worktree on Host that a relaunch goes on
+	// in: the id of the run that made it (the child's first run there),
+	// whose directory is the child's cwd.
+	Worktree string `json:"worktree,omitempty"`
 }
 
 // RunGit is an anywhere run's place in the shared git remote.
@@ -200,6 +214,8 @@ func (r *RunRecord) validate() error {
 		return fmt.Errorf("%w: run %s is neither claimable nor placed", ErrInvalid, r.RunID)
 	case r.Git != nil && (r.Git.Remote == "" || r.Git.Base == "" || r.Git.Branch == ""):
 		return fmt.Errorf("%w: run %s has an incomplete git place", ErrInvalid, r.RunID)
+	case r.Host != "" && (!r.Anywhere || r.Incarnation == "" || !validToken(r.Worktree)):
+		return fmt.Errorf("%w: run %s is pinned to %s without its incarnation or worktree", ErrInvalid, r.RunID, r.Host)
 	}
 	return nil
 }

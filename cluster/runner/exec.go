@@ -65,7 +65,13 @@ func (x *exec) run(ctx context.Context) {
 		x.finish(ctx, log, Outcome{Error: "the run has no git place (remote, base, branch)"}, nil)
 		return
 	}
-	ws, err := x.r.o.Git.Prepare(ctx, run)
+	prepare := x.r.o.Git.Prepare
+	if run.Host != "" {
+		// A relaunch of a child this node hosts: it goes on in its own
+		// worktree, on its branch (Git.Resume).
+		prepare = x.r.o.Git.Resume
+	}
+	ws, err := prepare(ctx, run)
 	if err != nil {
 		if ctx.Err() != nil {
 			return

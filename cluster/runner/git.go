@@ -179,6 +179,85 @@ func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, er
 	return ws, nil
 }
 
+// Resume makes ready the worktree a relaunched child goes on in (a run
+// pinned to this node, records.RunRecord.Host; docs/protocol.md §13 "Runs
+// on other nodes"). As on one node, where a relaunched isolated child
+// keeps its workspace, its worktree and its branch, the child keeps the
+// worktree its first run here made (Root/worktrees/<run.Worktree>, its
+// cwd) and the run's branch: the branch is fetched from the remote and
+// the worktree fast-forwarded to it (it is there already unless someone
+// pushed the branch since). A worktree that is gone (retired after an
+// interruption) is made again at the same path, on the branch as this
+// node's cache kept it when that descends from the remote's, else as the
+// remote has it. The run's base stays the workspace's base, so its diff
+// stat is the workspace's whole diff, as on one node.
+func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, error) {
+	if err := check(run.Git); err != nil {
+		return Workspace{}, err
+	}
+	if !validName(run.RunID) || !validName(run.Worktree) {
+		return Workspace{}, fmt.Errorf("%w: run %q, worktree %q", ErrBadPlace, run.RunID, run.Worktree)
+	}
+	if err := g.mkdirs(); err != nil {
+		return Workspace{}, fmt.Errorf("runner: make %s: %w", g.Root, err)
+	}
+	p := run.Git
+	ws := Workspace{Dir: g.WorktreeOf(run.Worktree), Cache: g.cacheOf(p.Remote)}
+	unlock, err := g.locks.Lock(ctx, ws.Cache)
+	if err != nil {
+		return ws, err
+	}
+	defer unlock()
+	if _, err := os.Stat(ws.Cache); err != nil {
+		return ws, fmt.Errorf("runner: no cache of the run's remote on this node: %w", err)
+	}
+	if _, err := g.run(ctx, ws.Cache, "check-ref-format", "--branch", p.Branch); err != nil {
+		return ws, fmt.Errorf("%w: branch %q", ErrBadPlace, p.Branch)
+	}
+	remoteRef := "refs/remotes/origin/" + p.Branch
+	if _, err := g.run(ctx, ws.Cache, "fetch", "--quiet", "--no-tags", "--", p.Remote, "+refs/heads/"+p.Branch+":"+remoteRef); err != nil {
+		return ws, fmt.Errorf("runner: fetch branch %s: %w", p.Branch, err)
+	}
+	if _, err := g.run(ctx, ws.Cache, "merge-base", "--is-ancestor", p.Base, remoteRef); err != nil {
+		return ws, fmt.Errorf("%w: %s on %s: %w", ErrBaseMissing, p.Base, p.Branch, err)
+	}
+	listed, err := g.listed(ctx, ws.Cache, ws.Dir)
+	if err != nil {
+		return ws, err
+	}
+	if listed {
+		if _, err := g.run(ctx, ws.Dir, "merge", "--ff-only", "--quiet", remoteRef); err != nil {
+			return ws, fmt.Errorf("runner: bring the child's worktree to branch %s: %w", p.Branch, err)
+		}
+		return ws, nil
+	}
+	if _, err := os.Stat(ws.Dir); err == nil {
+		return ws, fmt.Errorf("runner: %s is there but is no worktree of the run's cache", ws.Dir)
+	}
+	start := remoteRef
+	if _, err := g.run(ctx, ws.Cache, "merge-base", "--is-ancestor", remoteRef, "refs/heads/"+p.Branch); err == nil {
+		start = "refs/heads/" + p.Branch // what a retire committed here, kept
+	}
+	if _, err := g.run(ctx, ws.Cache, "worktree", "add", "--quiet", "--no-track", "-B", p.Branch, ws.Dir, start); err != nil {
+		return ws, fmt.Errorf("runner: make worktree again: %w", err)
+	}
+	return ws, nil
+}
+
+// listed reports whether dir is one of the cache's worktrees.
+func (g *Git) listed(ctx context.Context, cache, dir string) (bool, error) {
+	out, err := g.run(ctx, cache, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return false, fmt.Errorf("runner: list the worktrees of %s: %w", cache, err)
+	}
+	for f := range strings.SplitSeq(string(out), "\x00") {
+		if path, ok := strings.CutPrefix(f, "worktree "); ok && sameDir(path, dir) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Finish commits the worktree's changes (every file, .gitignore kept),
 // pushes the branch to the remote and measures it against the base. A
 // push the remote refuses (the branch moved there) is an error: the run
@@ -258,10 +337,14 @@ func (g *Git) diffStat(ctx context.Context, dir, base, head string) (*protocol.D
 // pushed: the run did not end, and its branch on the remote stays as the
 // parent's node knows it). It reports whether it removed the worktree.
 func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
-	if check(run.Git) != nil || !validName(run.RunID) {
+	name := run.RunID
+	if run.Host != "" {
+		name = run.Worktree // a relaunch ran in its child's worktree
+	}
+	if check(run.Git) != nil || !validName(name) {
 		return false, nil
 	}
-	dir, cache := g.WorktreeOf(run.RunID), g.cacheOf(run.Git.Remote)
+	dir, cache := g.WorktreeOf(name), g.cacheOf(run.Git.Remote)
 	unlock, err := g.locks.Lock(ctx, cache)
 	if err != nil {
 		return false, err
@@ -270,15 +353,9 @@ func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 	if _, err := os.Stat(cache); errors.Is(err, os.ErrNotExist) {
 		return false, nil // no cache: nothing of ours
 	}
-	out, err := g.run(ctx, cache, "worktree", "list", "--porcelain", "-z")
+	listed, err := g.listed(ctx, cache, dir)
 	if err != nil {
-		return false, fmt.Errorf("runner: list the worktrees of %s: %w", cache, err)
-	}
-	listed := false
-	for f := range strings.SplitSeq(string(out), "\x00") {
-		if path, ok := strings.CutPrefix(f, "worktree "); ok && sameDir(path, dir) {
-			listed = true
-		}
+		return false, err
 	}
 	if !listed {
 		return false, nil

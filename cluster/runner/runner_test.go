@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -393,5 +394,66 @@ func TestRunnerStopStuck(t *testing.T) {
 	host.lease("run-0").end(runner.Outcome{Cancelled: true, StopStage: "kill", Error: "runtime exited (signal: killed)"})
 	if r := waitRun(t, parent, keys[0], "its end", terminal); r.State != protocol.RunCancelled || r.StopStage != "kill" {
 		t.Fatalf("stuck stop's end: %+v", r)
+	}
+}
+
+// TestGitResume: a relaunch (a run pinned here, naming the child's
+// worktree) goes on in the worktree the child's first run made, on its
+// branch as pushed, and its push follows that work; once that worktree
+// was retired, it is made again at the same path from what the cache
+// kept.
+func TestGitResume(t *testing.T) {
+	o := newOrigin(t)
+	g := &runner.Git{Root: filepath.Join(t.TempDir(), "runs"), Node: "n1"}
+	first := records.RunRecord{RunID: "run-1", JobID: "job-1", Name: "t", Git: o.branch("shard/job-1-run-1")}
+	ws, err := g.Prepare(t.Context(), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws.Dir, "one.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Finish(t.Context(), first, ws); err != nil {
+		t.Fatal(err)
+	}
+	again := records.RunRecord{RunID: "run-2", JobID: "job-2", Name: "t", Git: first.Git, Host: "n1", Worktree: "run-1"}
+	ws2, err := g.Resume(t.Context(), again)
+	if err != nil || ws2.Dir != ws.Dir {
+		t.Fatalf("resume: %+v %v, want worktree %s", ws2, err, ws.Dir)
+	}
+	if err := os.WriteFile(filepath.Join(ws2.Dir, "two.txt"), []byte("two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := g.Finish(t.Context(), again, ws2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.show("shard/job-1-run-1", "one.txt") != "one\n" || o.show("shard/job-1-run-1", "two.txt") != "two\n" {
+		t.Fatal("the branch on the remote lacks the first run's or the relaunch's work")
+	}
+	if pushed.DiffStat == nil || pushed.DiffStat.Files != 2 {
+		t.Fatalf("the relaunch's diff stat = %+v, want the workspace's two files", pushed.DiffStat)
+	}
+	// Retired after an interruption: made again, with what it held.
+	if err := os.WriteFile(filepath.Join(ws2.Dir, "three.txt"), []byte("three\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := g.Retire(t.Context(), again); err != nil || !gone {
+		t.Fatalf("retire: %v %v", gone, err)
+	}
+	third := records.RunRecord{RunID: "run-3", JobID: "job-3", Name: "t", Git: first.Git, Host: "n1", Worktree: "run-1"}
+	ws3, err := g.Resume(t.Context(), third)
+	if err != nil || ws3.Dir != ws.Dir {
+		t.Fatalf("resume after a retire: %+v %v", ws3, err)
+	}
+	for _, f := range []string{"one.txt", "two.txt", "three.txt"} {
+		if _, err := os.Stat(filepath.Join(ws3.Dir, f)); err != nil {
+			t.Fatalf("%s in the worktree made again: %v", f, err)
+		}
+	}
+	bad := third
+	bad.Worktree = "../x"
+	if _, err := g.Resume(t.Context(), bad); !errors.Is(err, runner.ErrBadPlace) {
+		t.Fatalf("resume of a bad worktree name: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -31,6 +32,9 @@ type agentsLsOptions struct {
 	// more: the daemon holds matching agents beyond the ones shown.
 	more  bool
 	watch bool
+	// down maps each node of the cluster that is not alive to its health:
+	// its agents are listed as it last published them.
+	down map[string]protocol.NodeHealth
 }
 
 // AddFlags registers the agents ls flags on cmd.
@@ -126,6 +130,18 @@ stopped): their runtime_state is "stopped" and their status is unknown
 				}
 				data, more, err := fetchAgents(ctx, conn, q, o.keep, o.limit, o.pageSize)
 				o.more = more
+				o.down = nil
+				if err == nil && slices.ContainsFunc(data.Agents, func(a protocol.AgentInfo) bool { return a.Node != "" }) {
+					st, _ := clusterOf(ctx, conn)
+					for _, n := range st.Nodes {
+						if n.Health != protocol.NodeAlive {
+							if o.down == nil {
+								o.down = map[string]protocol.NodeHealth{}
+							}
+							o.down[n.Node] = n.Health
+						}
+					}
+				}
 				return data, err
 			}
 			if o.watch {
@@ -210,7 +226,11 @@ func (o *agentsLsOptions) print(stdout, stderr io.Writer, data protocol.AgentLis
 	for _, a := range agents {
 		node := ""
 		if nodes {
-			node = orDash(safe(a.Node)) + "\t"
+			node = orDash(safe(a.Node))
+			if h, ok := o.down[a.Node]; ok {
+				node += " (" + string(h) + ")"
+			}
+			node += "\t"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\n",
 			st.agent(a.AgentID), agentName(a), st.agent(a.ParentAgentID), p.status(a.Status), orDash(string(a.RuntimeState)),
@@ -221,6 +241,11 @@ func (o *agentsLsOptions) print(stdout, stderr io.Writer, data protocol.AgentLis
 	}
 	if o.more {
 		fmt.Fprintf(stderr, "(the %d oldest; --limit 0 shows all, --since the recent ones)\n", len(agents))
+	}
+	for _, n := range slices.Sorted(maps.Keys(o.down)) {
+		if slices.ContainsFunc(agents, func(a protocol.AgentInfo) bool { return a.Node == n }) {
+			fmt.Fprintf(stderr, "(node %s is %s: its agents are shown as it last published them; shardctl cluster status)\n", safe(n), o.down[n])
+		}
 	}
 	return nil
 }

@@ -129,6 +129,9 @@ func (o *agentsShowOptions) table(w io.Writer, v agentView) error {
 	row("Runtime", orDash(string(a.RuntimeState)))
 	row("Model", orDash(strings.Trim(a.Provider+"/"+a.Model, "/")))
 	row("Mode", orDash(a.Mode))
+	if a.Node != "" {
+		row("Node", a.Node) // a cluster's: the node hosting the agent; Cwd is a path there
+	}
 	row("Cwd", orDash(a.Cwd))
 	if len(a.Tools) > 0 {
 		row("Tools", strings.Join(a.Tools, ", "))

@@ -216,6 +216,9 @@ func agentOpsDaemon(t *testing.T) *fakeDaemon {
 		case protocol.TypeAgentStatus:
 			for _, a := range sampleAgents {
 				if a.AgentID == h.AgentID {
+					if a.AgentID == "agent-02" {
+						a.Node = "n3" // a cluster node's agent, to show
+					}
 					c.respond(h, protocol.AgentListData{Agents: []protocol.AgentInfo{a}})
 					return
 				}
@@ -270,7 +273,7 @@ func TestAgentsShow(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
 	}
-	for _, want := range []string{"Agent:", "agent-02", "Parent:", "agent-01", "Alias:", "scout", "Job:", "job-9: completed (run run-9)", "Children:"} {
+	for _, want := range []string{"Agent:", "agent-02", "Parent:", "agent-01", "Alias:", "scout", "Job:", "job-9: completed (run run-9)", "Children:", "Node:", "n3"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("show lacks %q:\n%s", want, r.stdout)
 		}

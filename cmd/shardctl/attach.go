@@ -79,7 +79,8 @@ reconnects with backoff for up to --reconnect, then attaches again and shows
 what the agent did meanwhile (the messages after the last one shown); a turn
 this session started may have been lost with the daemon. In a cluster, a
 connection lost with its node goes on through another node of the last
-cluster.status (its socket, on this machine), then that node again.
+cluster.status (its socket, on this machine; with --url its web_url, with
+its token of $SHARD_TOKEN), then that node again.
 
 Exits 0 when detached, 1 if the connection is lost and does not come back
 within --reconnect, 130 on SIGINT (when not on a terminal).`,
@@ -101,7 +102,7 @@ func (o *attachOptions) run(ctx context.Context, agent string, stdin io.Reader, 
 	defer func() { conn.Close() }() // the connection in use at the end
 	// In a cluster, where to go when this node is lost: the nodes of
 	// its cluster.status (best effort: without it, the same socket).
-	var fo client.Failover
+	fo := client.Failover{Web: o.g.url != ""}
 	if o.reconnect > 0 {
 		sctx, cancel := context.WithTimeout(ctx, o.g.timeout)
 		if st, err := client.ClusterStatus(sctx, conn); err == nil {
@@ -154,11 +155,7 @@ func (o *attachOptions) run(ctx context.Context, agent string, stdin io.Reader, 
 				return err
 			}
 			conn, att = c, a
-			if node != from {
-				scr.line(pal.dim(fmt.Sprintf("(reconnected through node %s; node %s is gone)", safe(node), safe(from))))
-			} else {
-				scr.line(pal.dim(fmt.Sprintf("(reconnected through node %s)", safe(node))))
-			}
+			scr.line(pal.dim("(" + client.FailoverNote(safe(from), safe(node)) + ")"))
 			continue
 		}
 		c, a, err := o.g.reattach(ctx, &rc, o.reconnect, agentID, lost.err)

@@ -58,13 +58,9 @@ A single shardd (no cluster.* settings) prints "not clustered" and exits 0.
 }
 
 func (o *clusterStatusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer) error {
-	resp, err := conn.Request(ctx, &protocol.ClusterStatus{Header: protocol.Header{Type: protocol.TypeClusterStatus}})
+	st, err := clusterOf(ctx, conn)
 	if err != nil {
 		return err
-	}
-	st, err := protocol.DecodeClusterStatusData(resp.Data)
-	if err != nil {
-		return fmt.Errorf("cluster.status: %w", err)
 	}
 	if o.output.structured() {
 		return o.output.write(w, st)

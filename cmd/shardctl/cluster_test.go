@@ -124,4 +124,13 @@ func TestClusterAgentsNodeColumn(t *testing.T) {
 	if f := strings.Fields(lines[1]); f[col] != "-" {
 		t.Fatalf("agent-1's NODE cell: %q", f)
 	}
+	// n3 dead: its agent is listed as n3 last published it, and says so.
+	r = runCtl(t, nil, clusterDaemon(t, threeNodes, agents).path, "", "agents", "ls")
+	lines = strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 3 || !strings.Contains(lines[2], " n3 (dead) ") || strings.Contains(lines[1], "(") {
+		t.Fatalf("n3 dead: exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+	if r.stderr != "(node n3 is dead: its agents are shown as it last published them; shardctl cluster status)\n" {
+		t.Fatalf("n3 dead: stderr %q", r.stderr)
+	}
 }

@@ -220,3 +220,35 @@ func TestDoctorWorkspaces(t *testing.T) {
 		t.Errorf("workspaces of an empty home = %+v", c["workspaces"])
 	}
 }
+
+// TestDoctorKeepsToItsNode: a cluster node lists every node's workspaces;
+// another node's, whose paths mean nothing here, are not this home's
+// problems.
+func TestDoctorKeepsToItsNode(t *testing.T) {
+	d := newFakeDaemon(t, func(c *daemonConn, h protocol.Header, _ []byte) {
+		switch h.Type {
+		case protocol.TypeDaemonStatus:
+			st := sampleStatus
+			st.PID = os.Getpid()
+			c.respond(h, st)
+		case protocol.TypeDaemonCheck:
+			c.respond(h, protocol.DaemonCheckData{SchemaVersion: 1})
+		case protocol.TypeClusterStatus:
+			c.respond(h, protocol.ClusterStatusData{Enabled: true, Node: "n2"})
+		case protocol.TypeWorkspaceList:
+			c.respond(h, protocol.WorkspaceListData{Workspaces: []protocol.WorkspaceInfo{
+				{WorkspaceID: "workspace-1", Node: "n1", State: protocol.WorkspaceStateActive, Cwd: "/on/n1/only"},
+				{WorkspaceID: "workspace-2", Node: "n2", State: protocol.WorkspaceStateActive, Cwd: "/gone/from/n2"},
+			}})
+		}
+	})
+	home := filepath.Dir(d.path)
+	if err := os.Chmod(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, _, c := doctor(t, "--home", home)
+	w := c["workspaces"]
+	if w.Status != checkWarn || !strings.Contains(w.Detail, "workspace-2") || strings.Contains(w.Detail, "workspace-1") {
+		t.Fatalf("workspaces: %+v", w)
+	}
+}

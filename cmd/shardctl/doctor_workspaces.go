@@ -46,6 +46,12 @@ func checkWorkspaces(r *doctorReport, ctx context.Context, home string, conn *cl
 		r.add("workspaces", checkSkip, "cannot list the workspaces (%s): %v", where, err)
 		return
 	}
+	if up {
+		// A cluster node lists every node's workspaces; this home holds
+		// only its own, and another node's paths mean nothing here.
+		self := ownNode(ctx, conn)
+		recs = slices.DeleteFunc(recs, func(ws protocol.WorkspaceInfo) bool { return !ownedBy(self, ws.Node) })
+	}
 	var missing, stuck, conflict []string
 	claimed := map[string]bool{}
 	for _, ws := range recs {

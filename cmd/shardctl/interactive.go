@@ -67,18 +67,14 @@ func (o *globalOptions) reattach(ctx context.Context, rc *reconnector, window ti
 // failover is reattach for a client of a cluster: each attempt, paced
 // by rc within window, tries the nodes of fo (client.Failover: the other
 // nodes of the last cluster.status, then the lost one) through their
-// sockets, and attaches to agentID again on the first that is up. A
+// sockets (their web_url with --url), and attaches to agentID again on the first that is up. A
 // node that refuses the attach (its agent's node unreachable from it
 // for now) is passed over like one that is down; the window bounds it
 // all, and its end names the last failure. node is the node it attached
 // through.
 func (o *globalOptions) failover(ctx context.Context, rc *reconnector, fo *client.Failover, window time.Duration, agentID string, lost error) (conn *client.Conn, att protocol.AgentAttachData, node string, err error) {
 	var last error
-	dial := func(ctx context.Context, n protocol.ClusterNode) (*client.Conn, error) {
-		dctx, cancel := context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-		return client.DialSocket(dctx, n)
-	}
+	dial := o.nodeDialer()
 	resume := func(ctx context.Context, c *client.Conn) error {
 		var err error
 		att, err = interactiveAttach(ctx, c, agentID)

@@ -175,12 +175,18 @@ func questionOf(a protocol.AgentInfo, raw json.RawMessage) (openQuestion, bool) 
 	case *protocol.PermissionRequest:
 		q.RequestID, q.Kind, q.perm = m.RequestID, "permission", m
 		q.What = orDefault(strings.Join(strings.Fields(m.Prompt), " "), strings.TrimSpace(m.ToolName+" "+toolTarget(m.Input)))
+		word := map[string]string{protocol.DecisionAllow: "allow", protocol.DecisionDeny: "deny", protocol.DecisionAllowAlways: "always"}
 		for _, d := range []string{protocol.DecisionAllow, protocol.DecisionDeny, protocol.DecisionAllowAlways} {
 			if allows(m, d) {
-				q.Answers = append(q.Answers, map[string]string{protocol.DecisionAllow: "allow", protocol.DecisionDeny: "deny", protocol.DecisionAllowAlways: "always"}[d])
+				q.Answers = append(q.Answers, word[d])
 			}
 		}
 		for _, c := range m.Choices {
+			// A choice named like a decision ("allow", "allow_always") is
+			// already offered by its word; listing it again reads as two answers.
+			if w, ok := word[c.ID]; ok && slices.Contains(q.Answers, w) {
+				continue
+			}
 			q.Answers = append(q.Answers, c.ID)
 		}
 	case *protocol.UIRequest:

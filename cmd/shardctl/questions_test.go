@@ -145,3 +145,22 @@ func TestAgentsLsWatch(t *testing.T) {
 		t.Fatalf("stdout:\n%s", r.stdout)
 	}
 }
+
+// A daemon's own permission requests offer choices named like the
+// decisions; questions ls lists each answer once.
+func TestQuestionAnswersListedOnce(t *testing.T) {
+	perm := permissionRequest("req-p")
+	perm.Choices = []protocol.PermissionChoice{
+		{ID: protocol.DecisionAllow, Intent: "allow"},
+		{ID: protocol.DecisionAllowAlways, Intent: "persist"},
+		{ID: protocol.DecisionDeny, Intent: "deny"},
+		{ID: "allow_session", Intent: "allow"},
+	}
+	q, ok := questionOf(protocol.AgentInfo{AgentID: "agent-p"}, protocol.MustMarshal(perm))
+	if !ok {
+		t.Fatal("not a question")
+	}
+	if got := strings.Join(q.Answers, "|"); got != "allow|deny|always|allow_session" {
+		t.Fatalf("answers = %s", got)
+	}
+}

@@ -33,6 +33,13 @@ Read commands take -o table|json|yaml. JSON and YAML carry the same stable
 snake_case fields; tables are for people (colors and truncation only on a
 terminal; --no-color or NO_COLOR=1 turns colors off).
 
+--url connects through the daemon's web listener instead (a node's web
+address, http(s)://host:port, or its ws(s)://host:port/ws), with an API token
+of that daemon (shardctl token create, on its machine) in $SHARD_TOKEN; in a
+cluster, add node=token entries for the nodes attach may fail over to
+(SHARD_TOKEN=tok,n1=tok1,n3=tok3). Commands answered on the socket only
+(web enroll, token, …) are refused over it.
+
 --offline makes "jobs ls", "jobs show" and "agents ls" read <home>/shard.db
 directly, read-only, for forensics while the daemon is down.
 
@@ -74,6 +81,7 @@ type globalOptions struct {
 	noColor   bool
 	noHeaders bool
 	offline   bool
+	url       string // --url: a node's web listener instead of the socket (weburl.go)
 	timeout   time.Duration
 	clock     clock
 }
@@ -86,6 +94,7 @@ func (o *globalOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.noHeaders, "no-headers", false, "print list tables without their header line")
 	fs.BoolVar(&o.offline, "offline", false, "read <home>/shard.db read-only instead of asking the daemon (jobs ls, jobs show, agents ls; the daemon must be stopped)")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "how long to wait while connecting to the daemon")
+	fs.StringVar(&o.url, "url", "", "connect through the daemon's web listener (http(s)://host:port or ws(s)://host:port/ws) instead of its socket, with the API token in $SHARD_TOKEN")
 }
 
 // homeDir resolves the Shard home: --home, else the directory of --socket,
@@ -132,6 +141,9 @@ func (o *globalOptions) dbPath() (string, error) {
 // connect dials the daemon. The connect timeout bounds the dial and the
 // wait for hello only. Failures are *unreachableError (exit 3).
 func (o *globalOptions) connect(ctx context.Context) (*client.Conn, error) {
+	if o.url != "" {
+		return o.connectWeb(ctx)
+	}
 	path, err := o.socketPath()
 	if err != nil {
 		return nil, err

@@ -85,6 +85,7 @@ func (o *statusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer)
 	if err := conn.Call(ctx, &protocol.DaemonStatus{Header: protocol.Header{Type: protocol.TypeDaemonStatus}}, &v.DaemonStatusData); err != nil {
 		return err
 	}
+	self := ownNode(ctx, conn)
 	jobs, err := statusJobs(ctx, conn, o.g.clock.now())
 	if err != nil {
 		var pe *protocol.Error
@@ -93,6 +94,7 @@ func (o *statusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer)
 		}
 		v.JobsError = fmt.Sprintf("%s: %s", pe.Code, pe.Message)
 	}
+	jobs = slices.DeleteFunc(jobs, func(j protocol.OpJob) bool { return !ownedBy(self, j.Node) })
 	v.Jobs = len(jobs)
 	v.RunsByState = map[protocol.RunState]int{}
 	for _, j := range jobs {
@@ -114,7 +116,9 @@ func (o *statusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer)
 		v.WorkspacesError = fmt.Sprintf("%s: %s", pe.Code, pe.Message)
 	}
 	for _, ws := range wss.Workspaces {
-		v.WorkspacesByState[ws.State]++
+		if ownedBy(self, ws.Node) {
+			v.WorkspacesByState[ws.State]++
+		}
 	}
 	if v.AgentsByRuntimeState == nil {
 		v.AgentsByRuntimeState = map[protocol.RuntimeState]int{}
@@ -200,6 +204,37 @@ func statusJobs(ctx context.Context, conn *client.Conn, now time.Time) ([]protoc
 		}
 	}
 	return out, nil
+}
+
+// ownNode names the cluster node conn's daemon is, "" when it runs alone
+// or cannot say. In a cluster, jobs.list and workspace.list answer for
+// every node; status and doctor speak of this daemon, so they keep only
+// its own items.
+func ownNode(ctx context.Context, conn *client.Conn) string {
+	st, err := clusterOf(ctx, conn)
+	if err != nil || !st.Enabled {
+		return ""
+	}
+	return st.Node
+}
+
+// clusterOf reads cluster.status.
+func clusterOf(ctx context.Context, conn *client.Conn) (protocol.ClusterStatusData, error) {
+	resp, err := conn.Request(ctx, &protocol.ClusterStatus{Header: protocol.Header{Type: protocol.TypeClusterStatus}})
+	if err != nil {
+		return protocol.ClusterStatusData{}, err
+	}
+	st, err := protocol.DecodeClusterStatusData(resp.Data)
+	if err != nil {
+		return protocol.ClusterStatusData{}, fmt.Errorf("cluster.status: %w", err)
+	}
+	return st, nil
+}
+
+// ownedBy reports whether an item listed with node belongs to self
+// (ownNode's answer): everything does when self is "".
+func ownedBy(self, node string) bool {
+	return self == "" || node == "" || node == self
 }
 
 // counts renders a per-state count map as ": a 1, b 2" in key order, or ""

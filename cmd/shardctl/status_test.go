@@ -76,8 +76,46 @@ func statusDaemon(t *testing.T) *fakeDaemon {
 			c.respond(h, answerJobs(raw))
 		case protocol.TypeWorkspaceList:
 			c.respond(h, statusWorkspaces)
+		case protocol.TypeClusterStatus:
+			c.respond(h, protocol.ClusterStatusData{})
 		}
 	})
+}
+
+// TestStatusCountsItsOwnNode: a cluster node's lists hold every node's
+// jobs and workspaces; status counts only its own.
+func TestStatusCountsItsOwnNode(t *testing.T) {
+	run := func(id string) []protocol.OpRun {
+		return []protocol.OpRun{{RunSnapshot: protocol.RunSnapshot{RunID: id, State: protocol.RunActive}}}
+	}
+	d := newFakeDaemon(t, func(c *daemonConn, h protocol.Header, raw []byte) {
+		switch h.Type {
+		case protocol.TypeDaemonStatus:
+			c.respond(h, sampleStatus)
+		case protocol.TypeClusterStatus:
+			c.respond(h, protocol.ClusterStatusData{Enabled: true, Node: "n2"})
+		case protocol.TypeJobsList:
+			c.respond(h, protocol.JobsListData{Jobs: []protocol.OpJob{
+				{JobID: "job-2", Node: "n2", State: protocol.JobRunning, CreatedAt: statusNow, Runs: run("run-2")},
+				{JobID: "job-1", Node: "n1", State: protocol.JobRunning, CreatedAt: statusNow, Runs: run("run-1")},
+			}})
+		case protocol.TypeWorkspaceList:
+			c.respond(h, protocol.WorkspaceListData{Workspaces: []protocol.WorkspaceInfo{
+				{WorkspaceID: "workspace-2", Node: "n2", State: protocol.WorkspaceStateActive},
+				{WorkspaceID: "workspace-1", Node: "n1", State: protocol.WorkspaceStateActive},
+				{WorkspaceID: "workspace-3", Node: "n1", State: protocol.WorkspaceStateMissing},
+			}})
+		}
+	})
+	r := runCtl(t, nil, d.path, "", "status")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, want := range []string{"1 live or from the last 24h", "Runs:", "1 total: active 1", "Workspaces:", "1 live: active 1"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
 }
 
 func TestStatusTable(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shard-dev/shard/actors/agent"
 	"github.com/shard-dev/shard/actors/registry"
+	"github.com/shard-dev/shard/cluster"
 	"github.com/shard-dev/shard/cluster/agentdir"
 	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/internal/outbox"
@@ -240,5 +241,24 @@ func (d *Daemon) runsDeps(forks *procs.ForkGate) *remote.Runs {
 		return nil
 	}
 	d.remoteRuns = remote.New(d.cluster.Node, &git.Exec{Forks: forks}, d.log.With("component", "cluster"))
+	// A relaunch of a child on another node is pinned to that node's
+	// incarnation, and refused while the node is dead or unknown
+	// (docs/protocol.md §13 "Runs on other nodes"). A suspect node is
+	// taken at its word: if it is declared dead, the relaunch waiting for
+	// it is interrupted with its other runs.
+	d.remoteRuns.SetNodes(func(node string) (uint64, bool) {
+		if d.node == nil {
+			return 0, false
+		}
+		if node == d.node.Name() {
+			return d.node.Incarnation(), true // a child this node claimed
+		}
+		for _, m := range d.node.Members() {
+			if m.Node == node {
+				return m.Incarnation, m.Health != cluster.HealthDead
+			}
+		}
+		return 0, false
+	})
 	return d.remoteRuns
 }

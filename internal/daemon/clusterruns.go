@@ -250,6 +250,26 @@ type runHost struct{ d *Daemon }
 // Start implements runner.Host.
 func (h *runHost) Start(_ context.Context, run records.RunRecord, cwd string) (runner.Lease, error) {
 	d := h.d
+	if run.Host != "" {
+		// A relaunch of a child this node hosts (docs/protocol.md §13
+		// "Runs on other nodes"): the same durable agent, its session and
+		// settings, given the new task in its own worktree. A child its
+		// first run never got to host here is hosted from the manifest.
+		if a, err := d.store.GetAgent(run.AgentID); err == nil {
+			// Only a child, of the parent the record names, in the run's
+			// worktree: never another agent of this node.
+			var m store.Agent
+			if json.Unmarshal(run.Child, &m) != nil || a.ParentAgentID == "" || a.ParentAgentID != m.ParentAgentID {
+				return nil, fmt.Errorf("agent %s is not the run's child", a.AgentID)
+			}
+			if filepath.Clean(a.Cwd) != filepath.Clean(cwd) {
+				return nil, fmt.Errorf("agent %s works in %s, not in the run's worktree", a.AgentID, a.Cwd)
+			}
+			return h.lease(run), nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("read the child: %w", err)
+		}
+	}
 	var m store.Agent
 	if err := json.Unmarshal(run.Child, &m); err != nil {
 		return nil, fmt.Errorf("the child's manifest: %w", err)
@@ -274,13 +294,20 @@ func (h *runHost) Start(_ context.Context, run records.RunRecord, cwd string) (r
 		return nil, fmt.Errorf("store the child: %w", err)
 	}
 	d.sys.Root.Send(d.registry, &registry.Adopt{Agents: []store.Agent{m}})
-	l := &runLease{d: d, agentID: m.AgentID, runID: run.RunID,
-		started: make(chan struct{}), ended: make(chan runner.Outcome, 1), stopping: make(chan string, 4)}
-	pid := d.sys.Root.Spawn(actor.PropsFromFunc(l.receive))
 	// After the Adopt, through the same mailbox: the child exists when
 	// the lease reaches the registry.
-	d.sys.Root.Send(d.registry, &agent.Route{AgentID: m.AgentID, Msg: &agent.LeaseStart{RunID: run.RunID, Task: run.Task, Holder: pid}})
-	return l, nil
+	return h.lease(run), nil
+}
+
+// lease leases run's task to its child, which the registry knows, with a
+// holder actor of the run's own.
+func (h *runHost) lease(run records.RunRecord) *runLease {
+	d := h.d
+	l := &runLease{d: d, agentID: run.AgentID, runID: run.RunID,
+		started: make(chan struct{}), ended: make(chan runner.Outcome, 1), stopping: make(chan string, 4)}
+	pid := d.sys.Root.Spawn(actor.PropsFromFunc(l.receive))
+	d.sys.Root.Send(d.registry, &agent.Route{AgentID: run.AgentID, Msg: &agent.LeaseStart{RunID: run.RunID, Task: run.Task, Holder: pid}})
+	return l
 }
 
 // runLease is one child's lease of a claimed run (runner.Lease); its

@@ -54,6 +54,7 @@ type Runs struct {
 	mu    sync.Mutex
 	rec   *records.Records
 	ready chan struct{}
+	nodes func(node string) (incarnation uint64, alive bool)
 }
 
 // New returns the handle of node, running git through g (nil: the real
@@ -77,6 +78,28 @@ func (r *Runs) SetRecords(rec *records.Records) {
 		r.rec = rec
 		close(r.ready)
 	}
+}
+
+// SetNodes tells the handle how this node sees the others: a node's
+// current incarnation, and whether it is alive (not declared dead, nor
+// unknown). A relaunch is pinned to the incarnation of its child's node
+// (PublishRelaunch). Until it is set, every other node counts as
+// unavailable.
+func (r *Runs) SetNodes(f func(node string) (incarnation uint64, alive bool)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nodes = f
+}
+
+// nodeOf is node's incarnation and whether it is alive.
+func (r *Runs) nodeOf(node string) (uint64, bool) {
+	r.mu.Lock()
+	f := r.nodes
+	r.mu.Unlock()
+	if f == nil {
+		return 0, false
+	}
+	return f(node)
 }
 
 // Records returns the records, or nil while they are not open.
@@ -214,6 +237,111 @@ func (r *Runs) Publish(ctx context.Context, p Publication) (undo func(context.Co
 			return nil, fmt.Errorf("write the cluster record of run %s: %w", run.RunID, err)
 		}
 		written = append(written, records.Entry[records.RunRecord]{Key: key, Value: rr, Revision: rev})
+	}
+	return remove, nil
+}
+
+// Relaunch is what a subagent.relaunch of a child that ran on another
+// node publishes: the new job (one run, marked Anywhere, its task and its
+// workspace binding on this node) and the run of the child it follows
+// (the child's latest, whose record says where the child lives).
+type Relaunch struct {
+	Job       store.Job
+	PrevJobID string
+	PrevRunID string
+}
+
+// PublishRelaunch writes the job's record and its one run's record, held
+// off the claim queue until Follow queues it, as Publish does, for a
+// relaunch of a child whose latest run ran on another node
+// (docs/protocol.md §13 "Runs on other nodes"). The child lives on the
+// node that claimed that run (or that a relaunch of it was pinned to): the
+// new run is pinned to that node in its current incarnation
+// (RunRecord.Host), goes on in the child's worktree there
+// (RunRecord.Worktree) and on the same branch from the same base, which is
+// on the remote already, so nothing is pushed. A child whose run no node
+// ever claimed was never hosted anywhere: its relaunch is an ordinary
+// anywhere run with the same manifest and branch.
+//
+// A child's node that is not alive is refused with NODE_UNAVAILABLE
+// (data.node), and a record that is gone with NOT_FOUND; nothing is
+// written then. On success it returns undo, as Publish does.
+func (r *Runs) PublishRelaunch(ctx context.Context, p Relaunch) (undo func(context.Context), err error) {
+	rec := r.Records()
+	if rec == nil {
+		return nil, protocol.Errorf(protocol.CodeTimeout, "the cluster's records are not open yet")
+	}
+	if len(p.Job.Runs) != 1 {
+		return nil, protocol.Errorf(protocol.CodeInternal, "a relaunch has one run, not %d", len(p.Job.Runs))
+	}
+	prevKey := records.RunKey(p.PrevJobID, p.PrevRunID)
+	pe, err := rec.Runs.Get(ctx, prevKey)
+	if errors.Is(err, records.ErrNotFound) {
+		return nil, protocol.Errorf(protocol.CodeNotFound, "the cluster has no record of run %s", p.PrevRunID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster record of run %s: %w", p.PrevRunID, err)
+	}
+	prev := pe.Value
+	if prev.Git == nil {
+		return nil, protocol.Errorf(protocol.CodeInternal, "run %s has no git place", p.PrevRunID)
+	}
+	if !prev.State.Terminal() {
+		return nil, protocol.Errorf(protocol.CodeConflict, "agent %s still has run %s (%s)", prev.AgentID, prev.RunID, prev.State)
+	}
+	host, worktree := prev.Node, prev.RunID
+	if prev.Host != "" {
+		host, worktree = prev.Host, prev.Worktree
+	}
+	run := p.Job.Runs[0]
+	rr := records.RunRecord{
+		RunID: run.RunID, JobID: p.Job.JobID, Index: run.Index, Name: run.Name, AgentID: run.AgentID,
+		Alias: run.Alias, Task: run.Task, State: protocol.RunQueued, Anywhere: true,
+		TimeoutMs: run.TimeoutMs, QueuedAt: run.QueuedAt,
+		Git:   &records.RunGit{Remote: prev.Git.Remote, Base: prev.Git.Base, Branch: prev.Git.Branch},
+		Child: prev.Child,
+	}
+	if host != "" {
+		inc, alive := r.nodeOf(host)
+		if !alive {
+			e := protocol.Errorf(protocol.CodeNodeUnavailable,
+				"node %s is unavailable: agent %s lives there and cannot be relaunched until it is back", host, run.AgentID)
+			e.Data = map[string]string{"node": host}
+			return nil, e
+		}
+		rr.Host, rr.Incarnation, rr.Worktree = host, Incarnation(inc), worktree
+	}
+	if run.Workspace != nil {
+		ws := *run.Workspace
+		rr.Workspace = &ws
+	}
+	jr := records.JobRecord{JobID: p.Job.JobID, ParentAgentID: p.Job.ParentAgentID, ParentNode: r.node,
+		Strategy: p.Job.Strategy, CreatedAt: p.Job.CreatedAt, RunIDs: []string{run.RunID}}
+	if _, err := rec.Jobs.Create(ctx, jr.JobID, jr); err != nil {
+		return nil, fmt.Errorf("write the job's cluster record: %w", err)
+	}
+	key := records.RunKey(rr.JobID, rr.RunID)
+	remove := func(ctx context.Context) {
+		r.withdraw(ctx, rec, key)
+		if e, err := rec.Jobs.Get(ctx, jr.JobID); err == nil {
+			_ = rec.Jobs.Delete(ctx, e.Key, e.Revision)
+		}
+	}
+	if _, err := rec.Runs.Create(ctx, key, rr); err != nil {
+		remove(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("write the cluster record of run %s: %w", run.RunID, err)
+	}
+	if rr.Host != "" {
+		// Asked again once written: a host declared dead meanwhile may
+		// have had its runs interrupted before this record existed, and
+		// nobody else would end it. (A declaration this node has not seen
+		// yet still slips through: docs/cluster.md, known limits.)
+		if inc, alive := r.nodeOf(rr.Host); !alive || Incarnation(inc) != rr.Incarnation {
+			remove(context.WithoutCancel(ctx))
+			e := protocol.Errorf(protocol.CodeNodeUnavailable, "node %s is unavailable: it was lost while agent %s was relaunched", rr.Host, run.AgentID)
+			e.Data = map[string]string{"node": rr.Host}
+			return nil, e
+		}
 	}
 	return remove, nil
 }

@@ -13,7 +13,7 @@ import { Side } from "./side.js";
 import { StoreCtx } from "./ctx.js";
 import { ViewNav, TeamView } from "./teamview.js";
 import { openDecisions } from "./team.js";
-import { ClusterChip, RemoteAgent } from "./cluster.js";
+import { ClusterChip, RemoteAgent, Moved } from "./cluster.js";
 
 // useStore follows the store's state. The effect subscribes after the
 // first paint, and the store may change before it (store.start() runs at
@@ -38,6 +38,7 @@ function Banner({ s, store }) {
   }, [s.conn]);
   if (s.conn === State.online) return null;
   let text = "Connecting…";
+  if (s.conn === State.moving) text = `Node ${s.connInfo.from} is gone. Moving to node ${s.connInfo.to}'s dashboard…`;
   if (s.conn === State.reconnecting) {
     const left = s.connInfo.at ? Math.max(0, Math.ceil((s.connInfo.at - now) / 1000)) : 0;
     text = left > 0 ? `Disconnected (${s.connInfo.reason || "connection lost"}). Reconnecting in ${left} s…` : "Reconnecting…";
@@ -53,6 +54,8 @@ function SignIn({ s }) {
     ${revoked
       ? html`<p id="signin-reason">This browser's session is no longer valid (${s.connInfo.reason || "revoked or expired"}).</p>`
       : html`<p id="signin-reason">This browser is not enrolled with this Shard daemon yet.</p>`}
+    ${s.movedFrom ? html`<p id="signin-moved">Node ${s.movedFrom} is gone, and its page moved here, to another node of its cluster (${location.host}).
+      Each node enrolls browsers on its own: enroll this browser here too.</p>` : null}
     <ol>
       <li>On the machine running <code>shardd</code>, run <code>shardctl web enroll</code>.</li>
       <li>Open the link it prints in this browser within five minutes. The link works once.</li>
@@ -143,6 +146,7 @@ function App({ store }) {
       <span class="notice" id="notice" aria-live="polite">${s.notice}</span>
       <span class="grow"></span><span class="keys">${s.view === "team" ? "n new goal · d decision · v view · t theme" : "j/k select · / prompt · n new · v view · t theme"}</span> <${Theme} /></header>
     <${Banner} s=${s} store=${store} />
+    <${Moved} moved=${s.moved} dismiss=${() => store.set({ moved: null })} />
     ${s.view === "team" ? html`<${TeamView} s=${s} store=${store} />` : html`<div class="cols">
       <nav class="overview" aria-label="Agents"><${Overview} s=${s} store=${store} /><${CreateForm} s=${s} store=${store} /></nav>
       <main class="main">${s.selected ? (away ? html`<${RemoteAgent} a=${s.agents[s.selected] || { agent_id: s.selected }} node=${away.node} why=${away.why} retry=${() => store.attach(s.selected)} st=${s.cluster} />` : html`<${AgentView} s=${s} store=${store} />`) : html`<p class="empty">Select an agent, or create one.</p>`}</main>

@@ -55,14 +55,88 @@ export function unreachableNode(e, fallback) {
  */
 export function dashboardURL(st, name) {
   const n = ((st && st.nodes) || []).find((x) => x.node === name);
-  if (!n || n.health !== "alive" || !n.web_url) return "";
+  if (!n || n.health !== "alive") return "";
+  return webBase(n.web_url);
+}
+
+/** webBase is a web_url as a dashboard's address ("…/"), "" when it is
+ * not an http(s) URL. */
+function webBase(webURL) {
+  if (!webURL) return "";
   try {
-    const u = new URL(n.web_url);
+    const u = new URL(webURL);
     if (u.protocol !== "http:" && u.protocol !== "https:") return "";
     return u.origin + u.pathname.replace(/\/*$/, "/");
   } catch (e) {
     return "";
   }
+}
+
+/**
+ * failoverTarget is where the page goes when its own node is gone (its
+ * daemon does not answer at all): the dashboard of the next node of st
+ * (the last cluster.status it read) in name order after the page's node,
+ * wrapping around, skipping the nodes known dead, those that published no
+ * http(s) web_url, and any served from the page's own origin here — the
+ * order a client of the package and shardctl attach fail over in
+ * (client.Failover, docs/protocol.md §13 "A client's node dies"), the
+ * lost node itself being where the page already is. null when there is
+ * none (or no cluster).
+ */
+export function failoverTarget(st, here) {
+  if (!clustered(st) || !st.node) return null;
+  const others = st.nodes.filter((n) => n.node !== st.node && n.health !== "dead")
+    .sort((a, b) => (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
+  const order = [...others.filter((n) => n.node > st.node), ...others.filter((n) => n.node < st.node)];
+  for (const n of order) {
+    const url = webBase(n.web_url);
+    if (url && new URL(url).origin !== here) return { node: n.node, url };
+  }
+  return null;
+}
+
+/** The node-name shape (cluster.node), for a name read from the address. */
+const nodeName = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/**
+ * failoverHash is the address fragment the page hands the next node's
+ * dashboard: what it showed (#agent=<id>, #team[=<goal>]) and the node
+ * it lost ("from=<node>"), which that page says it came from.
+ */
+export function failoverHash(s, from) {
+  let h = "";
+  if (s.view === "team") h = "team" + (s.teamGoal ? "=" + s.teamGoal : "");
+  else if (s.selected) h = "agent=" + s.selected;
+  return "#" + (h ? h + "&" : "") + "from=" + encodeURIComponent(from);
+}
+
+/**
+ * splitFailover reads failoverHash's fragment back: the lost node ("" when
+ * the fragment names none, or not a node name) and the fragment without
+ * it (the page's own #agent=… or #team…).
+ */
+export function splitFailover(hash) {
+  const m = /^#(?:(.*)&)?from=([^&]*)$/.exec(hash || "");
+  if (!m) return { from: "", hash: hash || "" };
+  let from = "";
+  try { from = decodeURIComponent(m[2]); } catch (e) { from = ""; }
+  return { from: nodeName.test(from) ? from : "", hash: m[1] ? "#" + m[1] : "" };
+}
+
+/** failoverNote is what the page says after it moved: the words of
+ * shardctl attach (client.FailoverNote). */
+export function failoverNote(from, to) {
+  return !from || from === to ? "reconnected through node " + to : "reconnected through node " + to + "; node " + from + " is gone";
+}
+
+/**
+ * Moved is the note a page shows once it took over from a lost node's
+ * page: "reconnected through node n3; node n2 is gone", until dismissed.
+ */
+export function Moved({ moved, dismiss }) {
+  if (!moved) return null;
+  return html`<div id="moved" class="banner moved" role="status" data-from=${moved.from} data-to=${moved.to}>${failoverNote(moved.from, moved.to)}
+    ${" "}<button class="dismiss" onClick=${dismiss} title="dismiss">✕</button></div>`;
 }
 
 /** The nodes of st counted by health, in a fixed order. */
@@ -105,12 +179,18 @@ export function ClusterChip({ st }) {
 
 /**
  * NodeBadge marks an agent's node in the agent list: only when the agent
- * has one (a cluster), and as "elsewhere" when it is not the page's node.
+ * has one (a cluster), as "elsewhere" when it is not the page's node, and
+ * with that node's health when cluster.status (st) says it is not alive:
+ * the agent's status is then only what its node last published.
  */
-export function NodeBadge({ a, remote }) {
+export function NodeBadge({ a, remote, st }) {
   if (!a.node) return null;
-  return html`<span class=${"badge node" + (remote ? " remote" : "")} data-node=${a.node}
-    title=${remote ? "lives on node " + a.node + ", reached through this page's node" : "on this node"}>${remote ? "on " + a.node : a.node}</span>`;
+  const n = ((st && st.nodes) || []).find((x) => x.node === a.node);
+  const down = n && n.health !== "alive" ? n.health : "";
+  const title = (remote ? "lives on node " + a.node + ", reached through this page's node" : "on this node") +
+    (down ? "; the node is " + down + ": its status is as it last published it" : "");
+  return html`<span class=${"badge node" + (remote ? " remote" : "") + (down ? " down" : "")} data-node=${a.node} data-health=${down}
+    title=${title}>${(remote ? "on " + a.node : a.node) + (down ? " · " + down : "")}</span>`;
 }
 
 /**

@@ -11,6 +11,7 @@ import { backoffDelay } from "./backoff.js";
 export const State = {
   connecting: "connecting", online: "online", reconnecting: "reconnecting",
   unenrolled: "unenrolled", signedOut: "signed_out", incompatible: "incompatible",
+  moving: "moving", // the page's node is gone: off to another node's dashboard
 };
 
 /** The WebSocket close code the daemon closes a revoked or expired
@@ -34,7 +35,9 @@ export function compatible(version) {
 export class Conn {
   /**
    * @param {object} h handlers: onState(state, info), onEvent(msg),
-   *   onOnline(hello, generation)
+   *   onOnline(hello, generation), and onUnreachable() (optional): the
+   *   page's daemon did not answer a reconnect; true when the page is
+   *   leaving for another node's dashboard
    */
   constructor(h) {
     this.h = h;
@@ -62,7 +65,16 @@ export class Conn {
     this.state(this.attempt === 0 ? State.connecting : State.reconnecting, { attempt: this.attempt });
     let boot;
     try {
-      const r = await fetch("/bootstrap", { method: "POST", credentials: "same-origin", cache: "no-store" });
+      let r;
+      try {
+        r = await fetch("/bootstrap", { method: "POST", credentials: "same-origin", cache: "no-store" });
+      } catch (e) {
+        // No answer at all: the page's daemon is down (a proxy in front
+        // says so with 502, 503 or 504, below).
+        if (this.unreachable()) return;
+        throw e;
+      }
+      if ((r.status === 502 || r.status === 503 || r.status === 504) && this.unreachable()) return;
       const body = await r.json().catch(() => ({}));
       if (r.status === 401) {
         // No cookie: never enrolled (or cleared). A cookie the daemon
@@ -133,6 +145,16 @@ export class Conn {
       this.retry("connection lost");
     };
     ws.onerror = () => {}; // onclose follows and retries
+  }
+
+  // unreachable asks onUnreachable whether the page leaves for another
+  // node (a cluster's, docs/protocol.md §13 "A client's node dies"); if it
+  // does, this connection stops here.
+  unreachable() {
+    if (this.stopped || !this.h.onUnreachable || !this.h.onUnreachable()) return false;
+    this.stopped = true;
+    this.failCalls("moving to another node");
+    return true;
   }
 
   retry(reason) {

@@ -7,7 +7,7 @@ import { html } from "./html.js";
 import { groupAgents } from "./store.js";
 import { needsInput } from "./transcript.js";
 import { createWorkspace } from "./orch.js";
-import { NodeBadge, remoteNode } from "./cluster.js";
+import { NodeBadge, clustered, remoteNode } from "./cluster.js";
 
 function cost(u) {
   if (!u || !u.cost) return "";
@@ -33,7 +33,7 @@ function Row({ a, s, store }) {
       <span class="name" title=${a.agent_id}>${label}</span>
       <span class="phase">${phase}</span>
       ${needsInput(a.status) ? html`<span class="badge ask">needs input</span>` : null}
-      <${NodeBadge} a=${a} remote=${remote} />
+      <${NodeBadge} a=${a} remote=${remote} st=${s.cluster} />
       ${label !== a.agent_id ? html`<span class="aid">${a.agent_id}</span>` : null}
       ${a.exit && a.runtime_state !== "running" ? html`<span class="exit" title="agent_exited">exited: ${a.exit.reason || "?"}</span>` : null}
       <span class="meta">${a.cwd}${a.model ? " · " + (a.provider ? a.provider + "/" : "") + a.model : ""}${a.mode ? " · " + a.mode : ""}${cost(a.usage) ? " · " + cost(a.usage) : ""}${a.runtime_state && a.runtime_state !== "running" ? " · " + a.runtime_state : ""}${sel && !s.elsewhere[a.agent_id] ? " · attached here (interactive)" : ""}</span>
@@ -159,7 +159,7 @@ export function mcpServersField(rows) {
  * and its integration target when given (the daemon picks them otherwise).
  */
 export function CreateForm({ s, store }) {
-  const [f, setF] = useState({ cwd: "", name: "", model: "", mode: "", tools: "", skills: "", mcp: [], isolation: "none", label: "", branch: "", base_ref: "", integration_target: "" });
+  const [f, setF] = useState({ cwd: "", name: "", model: "", mode: "", tools: "", skills: "", mcp: [], isolation: "none", label: "", branch: "", base_ref: "", integration_target: "", node: "" });
   const [err, setErr] = useState("");
   const on = (k) => (e) => setF({ ...f, [k]: e.target.value });
   const catalog = s && s.catalog;
@@ -178,6 +178,10 @@ export function CreateForm({ s, store }) {
     store.create(fields).then(() => setF({ ...f, name: "" }), () => {});
   };
   const ws = f.isolation === "workspace";
+  // In a cluster the agent may go to another alive node (agent.create
+  // node, docs/protocol.md §13 "Agents of other nodes"); a workspace is
+  // made on the page's node.
+  const nodes = clustered(s && s.cluster) ? s.cluster.nodes.filter((n) => !n.self && n.health === "alive").map((n) => n.node) : [];
   const setRow = (i, k) => (e) => setF({ ...f, mcp: f.mcp.map((r, j) => (j === i ? { ...r, [k]: e.target.value } : r)) });
   return html`<form class="create" id="create" onSubmit=${submit}>
     <h2>New agent</h2>
@@ -191,6 +195,9 @@ export function CreateForm({ s, store }) {
       <label>Merge into <input id="create-target" placeholder="the checked-out branch" value=${f.integration_target} onInput=${on("integration_target")} /></label>
       <label>Label <input id="create-label" value=${f.label} onInput=${on("label")} /></label>
     </fieldset>` : null}
+    ${nodes.length && !ws ? html`<label>Node <select id="create-node" title="The node that hosts the agent: its runtime runs there and the directory is a path on it (agent.create node)" value=${f.node} onChange=${on("node")}>
+      <option value="">this node (${s.cluster.node})</option>
+      ${nodes.map((n) => html`<option value=${n}>${n}</option>`)}</select></label>` : null}
     <label>Name <input id="create-name" value=${f.name} onInput=${on("name")} /></label>
     <${ModelChoice} id="create-model" catalog=${catalog} value=${f.model} onChange=${(v) => setF({ ...f, model: v })} />
     <label>Mode <input id="create-mode" placeholder="default" value=${f.mode} onInput=${on("mode")} /></label>

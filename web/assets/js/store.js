@@ -10,7 +10,7 @@
 import { Conn, State } from "./conn.js";
 import { initial, reduce, addLocalPrompt, dropQueued, needsInput } from "./transcript.js";
 import { wireImage, setImageSource } from "./images.js";
-import { unreachableNode } from "./cluster.js";
+import { unreachableNode, failoverTarget, failoverHash, splitFailover } from "./cluster.js";
 import { emptyTeam, applyTeamEvent, upsertGoals, upsertTasks, upsertDecisions, addFeed, replaceOpenDecisions, goalsNewestFirst } from "./team.js";
 
 /** How often the overview re-reads agent.list (attached clients, cost). */
@@ -64,6 +64,8 @@ export class Store {
       feedBefore: "",    // team.feed next_before: older items remain
       cluster: null,     // the last cluster.status answer; null until read, or from a daemon without it
       elsewhere: {},     // agent_id -> {node, why}: its attach could not reach its node (NODE_UNAVAILABLE)
+      movedFrom: "",     // the lost node whose page sent this one here (#…&from=<node>)
+      moved: null,       // {from, to}: shown once this page is online after a failover
     };
     // the decisions this page answered (a close it caused is no news)
     this.answered = new Set();
@@ -74,6 +76,7 @@ export class Store {
       onState: (s, info) => this.set({ conn: s, connInfo: info }),
       onEvent: (m) => this.onEvent(m),
       onOnline: () => this.onOnline(),
+      onUnreachable: () => this.failover(),
     });
     setImageSource((sha) => this.image(sha));
   }
@@ -92,6 +95,13 @@ export class Store {
   }
 
   start() {
+    // A page a lost node's page sent here (failover below): note where
+    // from, and keep the rest of the address.
+    const moved = splitFailover(location.hash);
+    if (moved.from) {
+      this.state.movedFrom = moved.from;
+      history.replaceState(null, "", moved.hash || location.pathname);
+    }
     const fromHash = () => {
       const m = /^#agent=([A-Za-z0-9_-]+)$/.exec(location.hash);
       return m ? m[1] : "";
@@ -112,6 +122,24 @@ export class Store {
       if (t) { this.setView("team"); if (t.goal) this.selectGoal(t.goal); }
     });
     this.conn.start();
+  }
+
+  // failover leaves for another node's dashboard when the page's own
+  // node does not answer a reconnect and the page knows a cluster: the
+  // next node of its last cluster.status (failoverTarget), with the agent
+  // or goal it showed and the lost node in the address. That page
+  // authenticates with its own session (each node keeps its own), attaches
+  // the same agent (its sync is the resync, docs/protocol.md §6.4) and
+  // says "reconnected through node n3; node n2 is gone", the words of
+  // shardctl attach (docs/protocol.md §13 "A client's node dies"). false
+  // when there is nowhere to go: the page keeps reconnecting to its own.
+  failover() {
+    const st = this.state.cluster;
+    const to = failoverTarget(st, location.origin);
+    if (!to) return false;
+    this.set({ conn: State.moving, connInfo: { from: st.node, to: to.node } });
+    location.assign(to.url + failoverHash(this.state, st.node));
+    return true;
   }
 
   // setView switches the main view; the address says which.
@@ -220,6 +248,10 @@ export class Store {
     } catch (e) { this.fail("agent.list")(e); }
     // The page's node first: the selected agent may be another node's.
     await this.refreshCluster();
+    if (this.state.movedFrom) {
+      const to = (this.state.cluster && this.state.cluster.node) || location.host;
+      this.set({ moved: { from: this.state.movedFrom, to }, movedFrom: "" });
+    }
     if (this.state.selected) this.attach(this.state.selected);
     this.refreshSide();
     this.refreshCatalog();
@@ -585,7 +617,7 @@ export class Store {
 
   create(fields) {
     const msg = { type: "agent.create", cwd: fields.cwd };
-    for (const k of ["name", "model", "mode"]) if (fields[k]) msg[k] = fields[k];
+    for (const k of ["name", "model", "mode", "node"]) if (fields[k]) msg[k] = fields[k];
     // tools and skills are comma-separated lists in the form (docs/protocol.md §10.1).
     for (const k of ["tools", "skills"]) {
       const list = (fields[k] || "").split(",").map((x) => x.trim()).filter(Boolean);

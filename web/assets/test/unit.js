@@ -14,7 +14,7 @@ import { RunSteers } from "../js/side.js";
 import { checkAdd, MAX_IMAGES, MAX_IMAGE_BYTES, setImageSource } from "../js/images.js";
 import { emptyTeam, applyTeamEvent, upsertTasks, boardColumns, depEdges, goalTasks, taskNumbers, openDecisions, replaceOpenDecisions, goalCost, decisionOptions, prioritizeArg, addFeed } from "../js/team.js";
 import { Board, Decisions, Memory, ViewNav, defaultCwd } from "../js/teamview.js";
-import { clustered, remoteNode, unreachableNode, healthCounts, loadText, dashboardURL, ClusterChip, NodeBadge, RemoteAgent } from "../js/cluster.js";
+import { clustered, remoteNode, unreachableNode, healthCounts, loadText, dashboardURL, ClusterChip, NodeBadge, RemoteAgent, failoverTarget, failoverHash, splitFailover, failoverNote, Moved } from "../js/cluster.js";
 import { render } from "../vendor/preact.mjs";
 import { html } from "../js/html.js";
 
@@ -709,6 +709,31 @@ test("store: another node's agent is attached like any other; NODE_UNAVAILABLE m
   down = false;
   await st.attach("c");
   eq(st.state.elsewhere, {}, "back: the mark goes");
+});
+
+test("cluster: a lost node's page goes to the next node in name order, the address carries what it showed", async () => {
+  const node = (n, health, web_url) => ({ node: n, health, web_url });
+  const st = { enabled: true, node: "n3", nodes: [
+    node("n5", "dead", "http://h5:1"), node("n1", "alive", "http://h1:1/"), node("n2", "suspect", "https://h2/shard"),
+    node("n3", "alive", "http://h3:1"), node("n4", "alive", "javascript:alert(1)"), node("n6", "alive", "")] };
+  eq(failoverTarget(st, "http://h3:1"), { node: "n1", url: "http://h1:1/" }, "after n3: n4 (no http), n5 (dead), n6 (no url), then n1");
+  eq(failoverTarget(st, "http://h1:1"), { node: "n2", url: "https://h2/shard/" }, "a node at the page's own origin is passed over");
+  eq([failoverTarget({ ...st, node: "n1" }, "http://h1:1")?.node, failoverTarget({ enabled: false }, "x"), failoverTarget(null, "x"),
+    failoverTarget({ enabled: true, node: "n1", nodes: [node("n1", "alive", "http://h1:1")] }, "x")], ["n2", null, null, null], "n1's next; no cluster; alone");
+  eq([failoverHash({ view: "agents", selected: "ag_1" }, "n2"), failoverHash({ view: "agents", selected: "" }, "n2"),
+    failoverHash({ view: "team", teamGoal: "g1" }, "n2"), failoverHash({ view: "team", teamGoal: "" }, "n2")],
+    ["#agent=ag_1&from=n2", "#from=n2", "#team=g1&from=n2", "#team&from=n2"], "hashes");
+  eq(["#agent=ag_1&from=n2", "#from=n2", "#team=g1&from=n2", "#agent=ag_1", "", "#from=%3Cb%3E", "#agent=x_from"].map(splitFailover),
+    [{ from: "n2", hash: "#agent=ag_1" }, { from: "n2", hash: "" }, { from: "n2", hash: "#team=g1" }, { from: "", hash: "#agent=ag_1" },
+      { from: "", hash: "" }, { from: "", hash: "" }, { from: "", hash: "#agent=x_from" }], "read back");
+  eq([failoverNote("n2", "n3"), failoverNote("n2", "n2"), failoverNote("", "n3")],
+    ["reconnected through node n3; node n2 is gone", "reconnected through node n2", "reconnected through node n3"], "notes");
+  let dismissed = false;
+  const m = await mount(html`<${Moved} moved=${{ from: "n2", to: "n3" }} dismiss=${() => { dismissed = true; }} />`);
+  eq(m.q("#moved").textContent.includes("reconnected through node n3; node n2 is gone"), true, "the note");
+  m.q("#moved .dismiss").click();
+  eq(dismissed, true, "dismissed");
+  m.done();
 });
 
 const out = { pass: 0, fail: 0, failures: [] };
