@@ -151,6 +151,7 @@ func (r *Relay) Start(ctx context.Context, nc *nats.Conn) error {
 		if sub != nil {
 			_ = sub.Unsubscribe()
 		}
+		r.runs.stop()
 		close(r.done)
 		return fmt.Errorf("events: subscribe: %w", err)
 	}
@@ -158,6 +159,7 @@ func (r *Relay) Start(ctx context.Context, nc *nats.Conn) error {
 	published := make(chan struct{})
 	go func() {
 		defer close(published)
+		defer r.runs.stop()
 		r.publishRuns(ctx)
 	}()
 	go func() {
@@ -262,11 +264,26 @@ type queue struct {
 	mu   sync.Mutex
 	recs [][]byte
 	wake chan struct{}
+	// stopped: nobody reads any more (the relay ended or never started);
+	// pushes are dropped quietly.
+	stopped bool
 }
 
-// push queues rec; false when the queue is full (rec dropped).
+// stop ends the queue: what it holds and what comes later is dropped.
+func (q *queue) stop() {
+	q.mu.Lock()
+	q.stopped, q.recs = true, nil
+	q.mu.Unlock()
+}
+
+// push queues rec; false when the queue is full (rec dropped). A stopped
+// queue drops rec quietly (true).
 func (q *queue) push(rec []byte) bool {
 	q.mu.Lock()
+	if q.stopped {
+		q.mu.Unlock()
+		return true
+	}
 	if len(q.recs) >= maxQueued {
 		q.mu.Unlock()
 		return false
