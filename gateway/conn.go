@@ -99,6 +99,9 @@ type connActor struct {
 	remote    map[string]string
 	// gathers counts the gathers this connection started (gather.go).
 	gathers uint64
+	// spoke is set once the connection spoke for another node's parent
+	// (Cluster.SpeakFor): its end is told (Cluster.Forget).
+	spoke bool
 }
 
 func (a *connActor) stopReading() { a.quitOnce.Do(func() { close(a.quit) }) }
@@ -142,6 +145,9 @@ func (a *connActor) Receive(c actor.Context) {
 		for _, u := range a.upstreams {
 			u.close() // the other nodes' connections end, and their attachments
 		}
+		if a.spoke {
+			a.g.cfg.Cluster.Forget(a.out)
+		}
 		a.out.Close()
 		a.g.hub.Remove(a.out)
 		if a.unwatch != nil {
@@ -183,6 +189,7 @@ func (a *connActor) start(c actor.Context) {
 	if a.forwarded != nil {
 		a.client.Source = a.forwarded.Source
 		a.client.Origin = a.forwarded.Origin
+		a.client.Forwarded = true
 	} else if a.g.cfg.Cluster != nil {
 		// Who this connection is on every node its commands reach
 		// (docs/protocol.md §13 "Runs on other nodes").
@@ -551,6 +558,13 @@ func (a *connActor) forward(c actor.Context, node string, cmd *registry.Command,
 	u := a.upstreamTo(c, node)
 	if perAgent(h) {
 		a.remote[h.AgentID] = node
+	}
+	if parent := jobsParentOf(cmd.Cmd); parent != "" {
+		// It speaks for the parent, as on one node (docs/protocol.md
+		// §10.3): its run changes come from this node (§13 "Events of
+		// other nodes"), not through the upstream.
+		a.g.cfg.Cluster.SpeakFor(parent, a.out)
+		a.spoke = true
 	}
 	u.send(h, cmd.Raw)
 }

@@ -39,6 +39,14 @@ type Cluster interface {
 	// Nodes names every member of the cluster but this node, whatever
 	// its health: the nodes a cluster-wide list asks (gather.go).
 	Nodes() []string
+	// SpeakFor records that the connection whose outbox is out speaks for
+	// parent, another node's agent (it sent a subagent.* command naming
+	// the parent, forwarded to its node): this node delivers it the
+	// parent's subagent_run_changed (docs/protocol.md §13 "Events of other
+	// nodes"), until Forget.
+	SpeakFor(parent string, out *outbox.Outbox)
+	// Forget drops the connection whose outbox is out: it ended.
+	Forget(out *outbox.Outbox)
 }
 
 // HealthDead is the Cluster.NodeHealth of a node declared dead: commands

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/shard-dev/shard/internal/outbox"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -75,6 +76,10 @@ func (f *fakeCluster) NodeHealth(node string) (string, bool) {
 }
 
 func (f *fakeCluster) Nodes() []string { return []string{"nb", "nd", "nx"} }
+
+func (f *fakeCluster) SpeakFor(string, *outbox.Outbox) {}
+
+func (f *fakeCluster) Forget(*outbox.Outbox) {}
 
 func (f *fakeCluster) Dial(_ context.Context, node string) (net.Conn, error) {
 	f.mu.Lock()

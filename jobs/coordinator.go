@@ -108,6 +108,12 @@ type Deps struct {
 	// a repository with a remote "origin" are published there for any
 	// node to claim, and followed (anywhere.go).
 	Remote *remote.Runs
+	// RunEvents, on a cluster node, gets every subagent_run_changed for
+	// the other nodes' clients that speak for the parent (cluster/events,
+	// docs/protocol.md §13 "Events of other nodes"); the connections
+	// those nodes forward their commands on get none here. It must not
+	// block. nil on a single shardd.
+	RunEvents func(rec []byte)
 }
 
 // Coordinator is the jobs actor: see the package doc. Its state is split by
@@ -385,7 +391,13 @@ func (co *Coordinator) onRunChanged(c actor.Context, m *runChanged) {
 	// agent_id here is a payload field naming the child (docs/protocol.md
 	// §10.3 shape), spliced the same way as routing ids.
 	for _, cl := range co.parents[j.ParentAgentID] {
+		if cl.Forwarded {
+			continue // its node delivers it (RunEvents)
+		}
 		cl.Send(rec)
+	}
+	if co.deps.RunEvents != nil {
+		co.deps.RunEvents(rec)
 	}
 	if r.State.Terminal() {
 		co.checkWaiters(c)

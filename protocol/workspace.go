@@ -475,8 +475,9 @@ type WorkspaceInfo struct {
 	Tombstone *WorkspaceTombstone `json:"tombstone,omitempty"`
 	// Node (additive) is the cluster node holding the workspace (its
 	// worktree is on that node's disk), in a cluster's workspace.list
-	// (docs/protocol.md §13 "Jobs and workspaces of other nodes");
-	// absent on a single shardd.
+	// (docs/protocol.md §13 "Jobs and workspaces of other nodes") and
+	// workspace events, which every node's clients get (§13 "Events of
+	// other nodes"); absent on a single shardd.
 	Node string `json:"node,omitempty"`
 }
 

@@ -35,6 +35,15 @@ const clusterReady = 90 * time.Second
 // session cookie.
 func startCluster(t *testing.T, n int, hosts ...string) []*daemon {
 	t.Helper()
+	nodes, _ := startClusterRestartable(t, n, hosts...)
+	return nodes
+}
+
+// startClusterRestartable is startCluster, and a restart of node i on
+// its home and port (after the test killed it), which waits until it
+// serves again.
+func startClusterRestartable(t *testing.T, n int, hosts ...string) ([]*daemon, func(i int) *daemon) {
+	t.Helper()
 	shardd, _ := built(t)
 	mesh := clustertest.NewMesh(t, n)
 	b := make([]byte, 8)
@@ -42,10 +51,8 @@ func startCluster(t *testing.T, n int, hosts ...string) []*daemon {
 		t.Fatal(err)
 	}
 	token := "cluster-token-" + hex.EncodeToString(b)
-	nodes := make([]*daemon, n)
-	for i := range nodes {
-		home := t.TempDir()
-		d := &daemon{t: t, home: home, port: freePort(t), stderr: &shardtest.Buffer{}}
+	start := func(i int, home string, port int) *daemon {
+		d := &daemon{t: t, home: home, port: port, stderr: &shardtest.Buffer{}}
 		args := []string{"--web-port", strconv.Itoa(d.port), "--store.no-sync",
 			"--cluster.node", fmt.Sprintf("n%d", i+1), "--cluster.listen", "127.0.0.1:0",
 			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ","),
@@ -71,9 +78,9 @@ func startCluster(t *testing.T, n int, hosts ...string) []*daemon {
 				}
 			}
 		})
-		nodes[i] = d
+		return d
 	}
-	for _, d := range nodes {
+	ready := func(d *daemon) {
 		if err := d.sd.WaitReady(clusterReady); err != nil {
 			t.Fatalf("%v\n%s", err, d.stderr.String())
 		}
@@ -81,7 +88,21 @@ func startCluster(t *testing.T, n int, hosts ...string) []*daemon {
 			t.Fatal(err)
 		}
 	}
-	return nodes
+	nodes := make([]*daemon, n)
+	for i := range nodes {
+		nodes[i] = start(i, t.TempDir(), freePort(t))
+	}
+	for _, d := range nodes {
+		ready(d)
+	}
+	restart := func(i int) *daemon {
+		t.Helper()
+		d := start(i, nodes[i].home, nodes[i].port)
+		ready(d)
+		nodes[i] = d
+		return d
+	}
+	return nodes, restart
 }
 
 // untilWithin is until with its own bound (run caps a step at

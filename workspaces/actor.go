@@ -38,6 +38,11 @@ type Deps struct {
 	Logger *slog.Logger
 	// Hub receives the workspace_* broadcasts; nil broadcasts nothing.
 	Hub *outbox.Hub
+	// Node is this daemon's cluster node name, carried by the workspace
+	// events' projections (WorkspaceInfo.node) so that they can travel to
+	// the other nodes' clients (docs/protocol.md §13 "Events of other
+	// nodes"); "" on a single shardd, where they carry none.
+	Node string
 	// Root is the directory under which worktrees are created
 	// (config workspaces.root, default $SHARD_HOME/worktrees); required,
 	// absolute.

@@ -112,7 +112,7 @@ func (w *worker) create(ctx context.Context, req *protocol.WorkspaceCreate) *don
 	return &done{
 		data:   protocol.WorkspaceCreateData{AgentID: ag.AgentID, SessionID: ag.SessionID, Workspace: rec.Info()},
 		adopt:  []store.Agent{ag},
-		events: [][]byte{createdEvent(rec), attachedEvent(rec, ag)},
+		events: [][]byte{w.createdEvent(rec), w.attachedEvent(rec, ag)},
 	}
 }
 
@@ -433,6 +433,6 @@ func (w *worker) attach(ctx context.Context, req *protocol.WorkspaceAttach) *don
 	return &done{
 		data:   protocol.WorkspaceAttachData{AgentID: ag.AgentID, SessionID: ag.SessionID, Workspace: rec.Info()},
 		adopt:  []store.Agent{ag},
-		events: [][]byte{attachedEvent(rec, ag)},
+		events: [][]byte{w.attachedEvent(rec, ag)},
 	}
 }

@@ -305,10 +305,10 @@ func (w *worker) materialize(ctx context.Context, id, runID string) (store.Works
 	if err != nil {
 		return store.Workspace{}, err
 	}
-	events := [][]byte{createdEvent(rec)}
+	events := [][]byte{w.createdEvent(rec)}
 	for _, agentID := range rec.AgentIDs {
 		if ag, err := w.deps.Store.GetAgent(agentID); err == nil {
-			events = append(events, attachedEvent(rec, ag))
+			events = append(events, w.attachedEvent(rec, ag))
 		}
 	}
 	w.broadcast(events)

@@ -341,6 +341,6 @@ func (w *worker) finishRetire(rec store.Workspace, disp protocol.BranchDispositi
 	return &done{
 		data: protocol.WorkspaceRetireData{Workspace: upd.Info(), BranchDeleted: deleted, Proof: proof},
 		events: [][]byte{protocol.MustMarshal(protocol.WorkspaceRetired{
-			Header: protocol.Header{Type: protocol.TypeWorkspaceRetired}, Workspace: upd.Info().Summary()})},
+			Header: protocol.Header{Type: protocol.TypeWorkspaceRetired}, Workspace: w.summary(upd)})},
 	}
 }

@@ -110,20 +110,30 @@ func (w *worker) newAgent(workspaceID, cwd string, name, model, provider, mode, 
 	}
 }
 
-func createdEvent(rec store.Workspace) []byte {
-	return protocol.MustMarshal(protocol.WorkspaceCreated{
-		Header: protocol.Header{Type: protocol.TypeWorkspaceCreated}, Workspace: rec.Info().Summary()})
+// summary is rec's projection in an event: the summary, with this node's
+// name in a cluster (docs/protocol.md §13 "Events of other nodes": the
+// events travel to every node's clients, which tell by it where the
+// workspace is).
+func (w *worker) summary(rec store.Workspace) protocol.WorkspaceInfo {
+	info := rec.Info().Summary()
+	info.Node = w.deps.Node
+	return info
 }
 
-func attachedEvent(rec store.Workspace, a store.Agent) []byte {
+func (w *worker) createdEvent(rec store.Workspace) []byte {
+	return protocol.MustMarshal(protocol.WorkspaceCreated{
+		Header: protocol.Header{Type: protocol.TypeWorkspaceCreated}, Workspace: w.summary(rec)})
+}
+
+func (w *worker) attachedEvent(rec store.Workspace, a store.Agent) []byte {
 	return protocol.MustMarshal(protocol.WorkspaceAttached{
 		Header:    protocol.Header{Type: protocol.TypeWorkspaceAttached, AgentID: a.AgentID},
-		SessionID: a.SessionID, Workspace: rec.Info().Summary()})
+		SessionID: a.SessionID, Workspace: w.summary(rec)})
 }
 
-func conflictEvent(rec store.Workspace, reason string) []byte {
+func (w *worker) conflictEvent(rec store.Workspace, reason string) []byte {
 	return protocol.MustMarshal(protocol.WorkspaceConflict{
-		Header: protocol.Header{Type: protocol.TypeWorkspaceConflict}, Reason: reason, Workspace: rec.Info().Summary()})
+		Header: protocol.Header{Type: protocol.TypeWorkspaceConflict}, Reason: reason, Workspace: w.summary(rec)})
 }
 
 func (w *worker) get(id string) (store.Workspace, error) {
@@ -169,5 +179,5 @@ func (w *worker) markMissing(rec store.Workspace, reason string) *done {
 	if err != nil {
 		return &done{}
 	}
-	return &done{events: [][]byte{conflictEvent(upd, reason)}}
+	return &done{events: [][]byte{w.conflictEvent(upd, reason)}}
 }

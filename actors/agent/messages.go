@@ -63,6 +63,11 @@ type Client struct {
 	// node asks its ancestor's node by it whether an answering client is
 	// one of the ancestor's interactive clients (CheckOrigin).
 	Origin string
+	// Forwarded is set on a connection another node opened to forward
+	// its client's commands (docs/protocol.md §13 "Agents of other
+	// nodes"). That node delivers its client the parents' run changes
+	// itself (cluster/events), so the jobs send it none here.
+	Forwarded bool
 }
 
 // Send pushes one record to the client, and writes it at once, from the

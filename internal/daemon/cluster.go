@@ -103,6 +103,7 @@ func (d *Daemon) startCluster(cc cluster.Config) error {
 		log.Info("cluster: NATS clients at "+url, "client_url", url)
 	}
 	d.startDirectory(ctx)
+	d.startEvents(ctx)
 	d.startRuns()
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/shard-dev/shard/actors/registry"
 	acserver "github.com/shard-dev/shard/agentcraft/server"
 	"github.com/shard-dev/shard/cluster"
+	"github.com/shard-dev/shard/cluster/events"
 	"github.com/shard-dev/shard/config"
 	"github.com/shard-dev/shard/gateway"
 	"github.com/shard-dev/shard/internal/clock"
@@ -111,6 +112,12 @@ type Daemon struct {
 	// dir is the agent directory's part of this node (clusterdir.go);
 	// nil on a single shardd.
 	dir *directory
+	// events relays the jobs' and workspaces' events between this node's
+	// clients and the other nodes' (clusterevents.go), and listeners are
+	// this node's connections speaking for other nodes' parents; nil on a
+	// single shardd.
+	events    *events.Relay
+	listeners *events.Listeners
 	// remoteRuns is the jobs coordinator's handle on the runs any node of
 	// the cluster may take, the parent's node's side (jobs/remote); nil on
 	// a single shardd.
@@ -360,6 +367,7 @@ func (d *Daemon) Start() error {
 		Group:        d.group,
 		Logger:       d.log.With("component", "workspaces"),
 		Hub:          d.hub,
+		Node:         d.cluster.Node, // "" on a single shardd
 		Root:         cfg.WorktreeRoot(),
 		CopyFiles:    splitList(cfg.Workspaces.CopyFiles),
 		SetupCommand: cfg.Workspaces.SetupCommand,
@@ -397,6 +405,7 @@ func (d *Daemon) Start() error {
 		CheckTools:   deps.Agent.Runtime.CheckTools,
 		Dispatcher:   d.mailboxes,
 		Remote:       d.runsDeps(forks),
+		RunEvents:    d.eventsDeps(),
 	}
 	jpid, err := d.sys.Root.SpawnNamed(jobs.Props(jd).Configure(actor.WithGuardian(supervisor.StopOnFailure())), "jobs")
 	if err != nil {

@@ -276,9 +276,19 @@ export class Store {
   // refreshCluster reads cluster.status. A single shardd answers
   // {enabled: false}; a daemon that predates the command refuses it
   // (INVALID_REQUEST): both leave the page unclustered.
+  //
+  // A node alive again (or anew) after this page saw it otherwise: the
+  // events of its jobs and workspaces while it was away never reached
+  // this page, and the lists left its items out, so the panels are read
+  // again (docs/protocol.md §13 "Events of other nodes").
   refreshCluster() {
+    const was = this.state.cluster && this.state.cluster.enabled
+      ? new Map((this.state.cluster.nodes || []).map((n) => [n.node, n.health + "/" + n.incarnation])) : null;
     return this.conn.call({ type: "cluster.status" }).then(
-      (d) => this.set({ cluster: d || null }),
+      (d) => {
+        this.set({ cluster: d || null });
+        if (was && d && d.enabled && (d.nodes || []).some((n) => n.health === "alive" && was.get(n.node) !== "alive/" + n.incarnation)) this.refreshSide();
+      },
       () => this.set({ cluster: null }));
   }
 
@@ -483,6 +493,9 @@ export class Store {
         // ended, the steers recorded against the run).
         this.refreshJobs(m.parent_agent_id);
         return;
+      // Daemon broadcasts; in a cluster every node's reach every page,
+      // each with its node (docs/protocol.md §13 "Events of other nodes"):
+      // the lists are read again, cluster-wide.
       case "workspace_created": case "workspace_attached": case "workspace_retired": case "workspace_conflict":
         this.refreshSide();
         return;
