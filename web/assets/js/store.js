@@ -63,6 +63,7 @@ export class Store {
       teamClosed: [],    // decisions another client answered first: {decision_id, text}
       feedBefore: "",    // team.feed next_before: older items remain
       cluster: null,     // the last cluster.status answer; null until read, or from a daemon without it
+      sideMissing: {},   // {jobs, workspaces}: the nodes the last lists left out (unavailable_nodes)
       elsewhere: {},     // agent_id -> {node, why}: its attach could not reach its node (NODE_UNAVAILABLE)
       movedFrom: "",     // the lost node whose page sent this one here (#…&from=<node>)
       moved: null,       // {from, to}: shown once this page is online after a failover
@@ -287,7 +288,11 @@ export class Store {
     return this.conn.call({ type: "cluster.status" }).then(
       (d) => {
         this.set({ cluster: d || null });
-        if (was && d && d.enabled && (d.nodes || []).some((n) => n.health === "alive" && was.get(n.node) !== "alive/" + n.incarnation)) this.refreshSide();
+        // A node back may be alive before its daemon answers a list: a
+        // list that still left out an alive node is read again at the
+        // next poll, until it answers.
+        const missing = new Set([...(this.state.sideMissing.jobs || []), ...(this.state.sideMissing.workspaces || [])]);
+        if (was && d && d.enabled && (d.nodes || []).some((n) => n.health === "alive" && (was.get(n.node) !== "alive/" + n.incarnation || missing.has(n.node)))) this.refreshSide();
       },
       () => this.set({ cluster: null }));
   }
@@ -354,9 +359,14 @@ export class Store {
       () => this.set({ catalog: null }));
   }
 
+  // The lists name the nodes whose items they left out
+  // (unavailable_nodes, docs/protocol.md §13): refreshCluster reads them
+  // again while one of those is alive.
   refreshSide() {
-    this.conn.call({ type: "jobs.list", limit: 50 }).then((d) => this.set({ jobs: d.jobs || [] }), () => {});
-    this.conn.call({ type: "workspace.list" }).then((d) => this.set({ workspaces: d.workspaces || [] }), () => {});
+    this.conn.call({ type: "jobs.list", limit: 50 }).then(
+      (d) => this.set({ jobs: d.jobs || [], sideMissing: { ...this.state.sideMissing, jobs: d.unavailable_nodes || [] } }), () => {});
+    this.conn.call({ type: "workspace.list" }).then(
+      (d) => this.set({ workspaces: d.workspaces || [], sideMissing: { ...this.state.sideMissing, workspaces: d.unavailable_nodes || [] } }), () => {});
   }
 
   // refreshJobs reads the parent's jobs with subagent.status, which also
