@@ -40,6 +40,7 @@ type in struct {
 type inReq struct {
 	agent string // the ancestor it was delegated to
 	rec   []byte // the request event, the child's agent_id in it
+	node  string // the node hosting the child
 	// holder is the ancestor actor that accepted it; nil while waiting.
 	holder *actor.PID
 	// waiting for the ancestor's result; resolved (with its event, which
@@ -83,7 +84,7 @@ func (l *in) Receive(c actor.Context) {
 		// up again from its ancestor here.
 		if r := l.reqs[m.RequestID]; r != nil && !l.gone && r.holder != nil {
 			r.holder, r.waiting = nil, true
-			c.Send(l.deps.Registry, &agent.Route{AgentID: r.agent, Msg: &agent.Delegate{RequestID: m.RequestID, Rec: r.rec, Origin: l.self}})
+			c.Send(l.deps.Registry, &agent.Route{AgentID: r.agent, Msg: &agent.Delegate{RequestID: m.RequestID, Rec: r.rec, Origin: l.self, Node: r.node}})
 		}
 	case *actor.Stopping:
 		l.p.close()
@@ -102,8 +103,17 @@ func (l *in) onFrame(c actor.Context, f frame) {
 		if l.reqs[f.RID] != nil {
 			return // sent once per request
 		}
-		l.reqs[f.RID] = &inReq{agent: f.Agent, rec: f.Rec, waiting: true}
-		c.Send(l.deps.Registry, &agent.Route{AgentID: f.Agent, Msg: &agent.Delegate{RequestID: f.RID, Rec: f.Rec, Origin: l.self}})
+		// The child's node: the one that sent it, or the one it names
+		// (a request of a third node's child, relayed).
+		from := f.Node
+		if from == "" {
+			from = l.node
+		}
+		l.reqs[f.RID] = &inReq{agent: f.Agent, rec: f.Rec, waiting: true, node: from}
+		if l.deps.Located != nil {
+			l.deps.Located(agentIDOf(f.Rec), from)
+		}
+		c.Send(l.deps.Registry, &agent.Route{AgentID: f.Agent, Msg: &agent.Delegate{RequestID: f.RID, Rec: f.Rec, Origin: l.self, Node: from}})
 	case kindResolved:
 		r := l.reqs[f.RID]
 		if r == nil {
@@ -193,6 +203,15 @@ func (l *in) stopIfDone(c actor.Context) {
 	if l.gone && len(l.reqs) == 0 {
 		c.Stop(l.self)
 	}
+}
+
+// agentIDOf is the agent_id of request event rec ("" if it has none).
+func agentIDOf(rec []byte) string {
+	var ev struct {
+		AgentID string `json:"agent_id"`
+	}
+	_ = json.Unmarshal(rec, &ev)
+	return ev.AgentID
 }
 
 // lostResolution is the resolution event of request event rec, with its

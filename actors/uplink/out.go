@@ -62,7 +62,11 @@ func (o *out) Receive(c actor.Context) {
 		o.self = c.Self()
 	case *registry.RemoteDelegate:
 		o.reqs[m.Msg.RequestID] = &outReq{origin: m.Msg.Origin}
-		o.send(c, frame{T: kindDelegate, RID: m.Msg.RequestID, Agent: m.AgentID, Rec: m.Msg.Rec})
+		from := m.Msg.Node
+		if from == "" {
+			from = o.deps.Node
+		}
+		o.send(c, frame{T: kindDelegate, RID: m.Msg.RequestID, Agent: m.AgentID, Rec: m.Msg.Rec, Node: from})
 	case *registry.RemoteSteer:
 		o.steers[m.Msg.CorrelationID] = m
 		o.send(c, frame{T: kindSteer, RID: m.Msg.CorrelationID, Agent: m.AgentID, Run: m.Msg.RunID, Msg: m.Msg.Message})

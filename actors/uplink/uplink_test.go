@@ -26,19 +26,21 @@ type link struct {
 	a, b       *actor.PID
 	reg, child *actortest.Probe
 	pipe       chan net.Conn // A's end of each dial
+	// located is what B was told of where children live (Deps.Located).
+	located chan [2]string
 }
 
 func newLink(t *testing.T) *link {
 	t.Helper()
-	l := &link{sys: actortest.NewSystem(), pipe: make(chan net.Conn, 4)}
+	l := &link{sys: actortest.NewSystem(), pipe: make(chan net.Conn, 4), located: make(chan [2]string, 16)}
 	g := &xsync.Group{}
 	t.Cleanup(g.Close) // last: once the links stopped, their goroutines end
 	l.reg = actortest.NewProbe(t, l.sys, "registry")
 	l.child = actortest.NewProbe(t, l.sys, "child")
-	l.b = l.reg.Spawn(t, Props(Deps{Registry: l.reg.PID, Group: g, Dial: func(context.Context, string) (net.Conn, error) {
+	l.b = l.reg.Spawn(t, Props(Deps{Registry: l.reg.PID, Node: "B", Group: g, Located: func(id, node string) { l.located <- [2]string{id, node} }, Dial: func(context.Context, string) (net.Conn, error) {
 		return nil, errors.New("B dials nobody")
 	}}), "uplink-b")
-	l.a = l.child.Spawn(t, Props(Deps{Registry: l.child.PID, Group: g, Dial: func(_ context.Context, node string) (net.Conn, error) {
+	l.a = l.child.Spawn(t, Props(Deps{Registry: l.child.PID, Node: "A", Group: g, Dial: func(_ context.Context, node string) (net.Conn, error) {
 		if node != "B" {
 			return nil, errors.New("no node " + node)
 		}
@@ -61,8 +63,11 @@ func (l *link) delegate(t *testing.T) (in, out *actor.PID) {
 		Msg: &agent.Delegate{RequestID: "r1", Rec: []byte(permRec), Origin: l.child.PID}})
 	rt := actortest.Expect(t, l.reg, func(m *agent.Route) bool { return m.AgentID == "parent-1" })
 	d, ok := rt.Msg.(*agent.Delegate)
-	if !ok || d.RequestID != "r1" || string(d.Rec) != permRec {
-		t.Fatalf("delegated at B: %+v", rt.Msg)
+	if !ok || d.RequestID != "r1" || string(d.Rec) != permRec || d.Node != "A" {
+		t.Fatalf("delegated at B: %+v (want r1 of A's child)", rt.Msg)
+	}
+	if got := <-l.located; got != [2]string{"child-1", "A"} {
+		t.Fatalf("B learned %v, want child-1 on A", got)
 	}
 	l.reg.Send(d.Origin, &agent.DelegateResult{RequestID: "r1", Accepted: true, PID: l.reg.PID})
 	res := actortest.Expect(t, l.child, func(m *agent.DelegateResult) bool { return m.RequestID == "r1" })
@@ -275,5 +280,21 @@ func TestLinkSteer(t *testing.T) {
 	}
 	if len(recorded) != 0 {
 		t.Fatalf("a steer of unknown outcome was recorded: %+v", <-recorded)
+	}
+}
+
+// TestLinkRelaysTheChildsNode: a request A relays for a third node's child
+// (its Delegate names that node) reaches B naming that node, so B forwards
+// its clients' answers there, not to A.
+func TestLinkRelaysTheChildsNode(t *testing.T) {
+	l := newLink(t)
+	l.child.Send(l.a, &registry.RemoteDelegate{Node: "B", AgentID: "grandparent-1",
+		Msg: &agent.Delegate{RequestID: "r1", Rec: []byte(permRec), Origin: l.child.PID, Node: "C"}})
+	rt := actortest.Expect(t, l.reg, func(m *agent.Route) bool { return m.AgentID == "grandparent-1" })
+	if d, ok := rt.Msg.(*agent.Delegate); !ok || d.Node != "C" {
+		t.Fatalf("delegated at B: %+v (want the child's node C)", rt.Msg)
+	}
+	if got := <-l.located; got != [2]string{"child-1", "C"} {
+		t.Fatalf("B learned %v, want child-1 on C", got)
 	}
 }

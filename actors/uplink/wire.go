@@ -21,7 +21,7 @@ const maxLine = 32 << 20
 const (
 	// From the child's node (the dialer) to the ancestor's node.
 	kindHello    = "hello"    // {v, node}: first, once
-	kindDelegate = "delegate" // {rid, agent, rec}: surface rec at agent
+	kindDelegate = "delegate" // {rid, agent, rec, node?}: surface rec at agent; node hosts the child
 	kindResolved = "resolved" // {rid, rec?}: the request closed (rec: its event)
 	kindCheck    = "check"    // {n, rid, origin}: is origin an interactive client of the holder?
 	kindSteer    = "steer"    // {rid, agent, run, msg}: a parent's strict steer of run, whose child agent runs on the acceptor

@@ -273,6 +273,12 @@ func (h *runHost) Start(_ context.Context, run records.RunRecord, cwd string) (r
 		}
 		return nil, fmt.Errorf("store the child: %w", err)
 	}
+	if run.ParentNode != d.node.Name() {
+		// Before the child exists: its first request goes up to its
+		// parent's node even when the directory does not list the
+		// parent yet (an older record without it: the directory's word).
+		d.dir.learn(m.ParentAgentID, run.ParentNode)
+	}
 	d.sys.Root.Send(d.registry, &registry.Adopt{Agents: []store.Agent{m}})
 	l := &runLease{d: d, agentID: m.AgentID, runID: run.RunID,
 		started: make(chan struct{}), ended: make(chan runner.Outcome, 1), stopping: make(chan string, 4)}
