@@ -111,7 +111,46 @@ func TestClusterRunsSteer(t *testing.T) {
 		t.Fatalf("run 1: %+v (want completed on n3, its final text showing the steer)", r1)
 	}
 
-	// 2. The turn fails before the steer is taken: CONFLICT.
+	// 2. A person's steer of the child, sent to n1 and forwarded to n3:
+	// answered there with the turn, recorded on n1 (source client) before
+	// the answer, as a person's steer of a local child is.
+	run3, child3 := spawn("person", "sim: ask confirm Go on\nsim: sleep 4000\nsim: say base")
+	ask := c1.waitFor("the ui_request of child "+child3, of(protocol.TypeUIRequest, child3)).(*protocol.UIRequest)
+	waitRun(t, n1, parent.AgentID, run3, "n1 shows run 3 active", func(r protocol.RunSnapshot) bool { return r.State == protocol.RunActive })
+	// A steer is a command of an attached client (§10.3): the person
+	// attaches to the child through n1.
+	cs.call(attachCmd(child3), &att)
+	type steered struct {
+		data protocol.SteerData
+		err  error
+	}
+	done := make(chan steered, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*clusterWait)
+		defer cancel()
+		var r steered
+		r.err = cs.c.Call(ctx, &protocol.Steer{Header: protocol.Header{Type: protocol.TypeSteer, AgentID: child3},
+			Message: "sim: say a person steered"}, &r.data)
+		done <- r
+	}()
+	if err := c1.try(&protocol.UIResponse{Header: protocol.Header{Type: protocol.TypeUIResponse, AgentID: child3},
+		RequestID: ask.RequestID, Value: json.RawMessage(`"true"`)}); err != nil {
+		t.Fatalf("n1's answer to the child's ask: %v", err)
+	}
+	hs := <-done
+	if hs.err != nil || hs.data.TurnID == "" {
+		t.Fatalf("a person's steer of the child on n3: %+v, %v (want its turn)", hs.data, hs.err)
+	}
+	if s := steersOf(run3); len(s) != 1 || s[0].Source != protocol.SteerSourceClient || s[0].Status != protocol.SteerInjected ||
+		s[0].TurnID != hs.data.TurnID || s[0].CorrelationID == "" || s[0].At == 0 {
+		t.Fatalf("run 3's steers on n1 when the person's steer was answered: %+v (want it, source client)", s)
+	}
+	r3 := waitRun(t, n1, parent.AgentID, run3, "run 3 ends", func(r protocol.RunSnapshot) bool { return r.State.Terminal() })
+	if r3.State != protocol.RunCompleted || !strings.Contains(r3.FinalText, "a person steered") {
+		t.Fatalf("run 3: %+v (want completed, its final text showing the person's steer)", r3)
+	}
+
+	// 3. The turn fails before the steer is taken: CONFLICT.
 	run2, child2 := spawn("failing", "sim: ask confirm Go on\nsim: fail upstream broke")
 	got, err = steerAfterAsk(run2, child2, "sim: say ghost")
 	switch {

@@ -180,6 +180,20 @@ func (r *Actor) Receive(c actor.Context) {
 			return
 		}
 		c.Send(r.uplink, m)
+	case *RemoteSteered:
+		if r.uplink == nil || m.Node == "" {
+			c.Send(m.ReplyTo, &agent.SteerRecorded{}) // nowhere to record it
+			return
+		}
+		c.Send(r.uplink, m)
+	case *RecordSteer:
+		if r.jobs == nil || r.draining {
+			if c.Sender() != nil {
+				c.Respond(&agent.SteerRecorded{})
+			}
+			return
+		}
+		c.Forward(r.jobs) // the run's job actor answers the sender
 	case *AttachTeam:
 		if r.draining || m.PID == nil {
 			return

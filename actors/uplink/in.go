@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -50,6 +51,10 @@ type inReq struct {
 	closing  []byte
 }
 
+// recorded: a person's steer sent over (frame record) is committed to
+// its run, or could not be.
+type recorded struct{ rid string }
+
 func newIn(deps Deps, conn net.Conn) *in {
 	return &in{deps: deps, conn: conn, reqs: map[string]*inReq{}, steers: map[string]bool{}}
 }
@@ -74,6 +79,10 @@ func (l *in) Receive(c actor.Context) {
 			if !l.gone {
 				l.p.send(frame{T: kindSteered, RID: m.CorrelationID, Status: m.Status, Turn: m.TurnID}.encode())
 			}
+		}
+	case *recorded:
+		if !l.gone {
+			l.p.send(frame{T: kindRecorded, RID: m.rid}.encode())
 		}
 	case *agent.OriginChecked:
 		if !l.gone {
@@ -135,6 +144,21 @@ func (l *in) onFrame(c actor.Context, f frame) {
 		l.steers[f.RID] = true
 		c.Send(l.deps.Registry, &agent.Route{AgentID: f.Agent, Msg: &agent.LeaseSteer{RunID: f.Run, Message: f.Msg,
 			CorrelationID: f.RID, ReplyTo: l.self}})
+	case kindRecord:
+		// A person's steer of a child there, leased a run of a job
+		// here: recorded by the run's job actor (through the registry
+		// and the jobs coordinator), then acknowledged, so the child's
+		// node answers the person once it is committed.
+		steered := &agent.LeaseSteered{RunID: f.Run, AgentID: f.Agent, Steer: protocol.RunSteer{
+			CorrelationID: f.RID, Source: protocol.SteerSourceClient, Status: f.Status, TurnID: f.Turn}}
+		fut := c.RequestFuture(l.deps.Registry, &registry.RecordSteer{Steered: steered}, steerRecordWait)
+		sys, self, rid := c.ActorSystem(), l.self, f.RID
+		if !l.deps.Group.Go(func() {
+			_, _ = fut.Result() // recorded, no such job or timed out: acknowledge either way
+			sys.Root.Send(self, &recorded{rid: rid})
+		}) {
+			l.p.send(frame{T: kindRecorded, RID: rid}.encode())
+		}
 	case kindCheck:
 		r := l.reqs[f.RID]
 		if r == nil || r.holder == nil {

@@ -110,6 +110,8 @@ func (r *root) Receive(c actor.Context) {
 		c.Send(r.out(c, m.Node), m)
 	case *registry.RemoteSteer:
 		c.Send(r.out(c, m.Node), m)
+	case *registry.RemoteSteered:
+		c.Send(r.out(c, m.Node), m)
 	case *accepted:
 		conn := m.conn
 		c.Spawn(actor.PropsFromProducer(func() actor.Actor { return newIn(r.deps, conn) },

@@ -280,7 +280,7 @@ func (h *runHost) Start(_ context.Context, run records.RunRecord, cwd string) (r
 		d.dir.learn(m.ParentAgentID, run.ParentNode)
 	}
 	d.sys.Root.Send(d.registry, &registry.Adopt{Agents: []store.Agent{m}})
-	l := &runLease{d: d, agentID: m.AgentID, runID: run.RunID,
+	l := &runLease{d: d, agentID: m.AgentID, runID: run.RunID, parentID: m.ParentAgentID, parentNode: run.ParentNode,
 		started: make(chan struct{}), ended: make(chan runner.Outcome, 1), stopping: make(chan string, 4)}
 	pid := d.sys.Root.Spawn(actor.PropsFromFunc(l.receive))
 	// After the Adopt, through the same mailbox: the child exists when
@@ -294,6 +294,10 @@ func (h *runHost) Start(_ context.Context, run records.RunRecord, cwd string) (r
 type runLease struct {
 	d              *Daemon
 	agentID, runID string
+	// parentID and parentNode are the child's parent and the node
+	// hosting it ("" from an older record: the directory's word), where
+	// the run's job records its steers.
+	parentID, parentNode string
 	started        chan struct{}
 	ended          chan runner.Outcome
 	stopping       chan string
@@ -302,8 +306,14 @@ type runLease struct {
 }
 
 // receive is the holder actor: LeaseStarted, the stages of a stop, then
-// one LeaseEnded (after which it stops); a steer of the leased run is
-// acknowledged at once, this node keeping no record of it.
+// one LeaseEnded (after which it stops). This node keeps no record of a
+// steer of the leased run: the run's job on the parent's node does. A
+// parent's steer came from there and is recorded there when its outcome
+// goes back; a person's steer sent to the child directly is sent there to
+// be recorded (registry.RemoteSteered over the uplink), and the child
+// answers the person once it is (docs/protocol.md §10.3: persist before
+// acknowledging). A run its parent's own node claimed has its job here:
+// every steer is recorded by it (registry.RecordSteer).
 func (l *runLease) receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *agent.LeaseStarted:
@@ -320,7 +330,20 @@ func (l *runLease) receive(c actor.Context) {
 		default: // the executor is behind: the end carries the last stage
 		}
 	case *agent.LeaseSteered:
-		if c.Sender() != nil {
+		if c.Sender() == nil {
+			return
+		}
+		node := l.parentNode
+		if node == "" {
+			node, _ = l.d.dir.NodeOf(l.parentID)
+		}
+		switch {
+		case node == "" || node == l.d.node.Name():
+			// The parent's node claimed its own run: its job is here.
+			c.RequestWithCustomSender(l.d.registry, &registry.RecordSteer{Steered: m}, c.Sender())
+		case m.Steer.Source == protocol.SteerSourceClient:
+			c.Send(l.d.registry, &registry.RemoteSteered{Node: node, Steered: m, ReplyTo: c.Sender()})
+		default: // the parent's steer: its node records the outcome it gets back
 			c.Respond(&agent.SteerRecorded{})
 		}
 	}
