@@ -298,11 +298,11 @@ type runLease struct {
 	// hosting it ("" from an older record: the directory's word), where
 	// the run's job records its steers.
 	parentID, parentNode string
-	started        chan struct{}
-	ended          chan runner.Outcome
-	stopping       chan string
-	startOnce      sync.Once
-	endOnce        sync.Once
+	started              chan struct{}
+	ended                chan runner.Outcome
+	stopping             chan string
+	startOnce            sync.Once
+	endOnce              sync.Once
 }
 
 // receive is the holder actor: LeaseStarted, the stages of a stop, then
