@@ -169,3 +169,94 @@ func TestClusterRunsSteer(t *testing.T) {
 		t.Fatalf("run 2: %+v", r2)
 	}
 }
+
+// TestClusterRunsSteerHere: a run the parent's own node claimed (n1 is the
+// only node that claims) records its steers on that node as a run of one
+// node does: the parent's subagent.steer (source parent) and a person's
+// steer of the child (source client), each before it is answered.
+func TestClusterRunsSteerHere(t *testing.T) {
+	mesh := clustertest.NewMesh(t, 3)
+	token := randomToken(t, "cluster-token")
+	nodes := []*daemon{
+		runsNodeWith(t, mesh, 0, newHome(t), token),
+		runsNodeWith(t, mesh, 1, newHome(t), token, "--cluster.claim-runs=false"),
+		runsNodeWith(t, mesh, 2, newHome(t), token, "--cluster.claim-runs=false"),
+	}
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	n1 := nodes[0]
+	for _, name := range []string{"n1", "n2", "n3"} {
+		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	}
+	repo, _ := originRepo(t)
+	c1, cs := dialEvents(t, n1), dialEvents(t, n1)
+	var parent protocol.AgentCreateData
+	c1.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)
+	var att protocol.AgentAttachData
+	c1.call(attachCmd(parent.AgentID), &att)
+	spawn := func(name string) (runID, child string) {
+		t.Helper()
+		var job protocol.SubagentCreateData
+		c1.call(&protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent.AgentID,
+			Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace, Tasks: []protocol.TaskSpec{{Name: name,
+				Task: "sim: ask confirm Go on\nsim: sleep 3000\nsim: say base"}}}, &job)
+		return job.Runs[0].RunID, job.Runs[0].AgentID
+	}
+	steersOf := func(runID string) []protocol.RunSteer {
+		t.Helper()
+		var shown protocol.OpJob
+		c1.call(&protocol.JobsShow{Header: protocol.Header{Type: protocol.TypeJobsShow}, Handle: runID}, &shown)
+		for _, r := range shown.Runs {
+			if r.RunID == runID {
+				return r.Steers
+			}
+		}
+		t.Fatalf("jobs.show %s: no such run in %+v", runID, shown)
+		return nil
+	}
+	// steerDuringAsk sends steer while the child's ask holds its turn,
+	// answers the ask (the sleep after it leaves the steer time to reach
+	// the turn), and returns the steer's error.
+	steerDuringAsk := func(runID, child string, steer protocol.Typed, data any) error {
+		t.Helper()
+		ask := c1.waitFor("the child's ask", of(protocol.TypeUIRequest, child)).(*protocol.UIRequest)
+		waitRun(t, n1, parent.AgentID, runID, "the run is active", func(r protocol.RunSnapshot) bool { return r.State == protocol.RunActive })
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*clusterWait)
+			defer cancel()
+			done <- cs.c.Call(ctx, steer, data)
+		}()
+		if err := c1.try(&protocol.UIResponse{Header: protocol.Header{Type: protocol.TypeUIResponse, AgentID: child},
+			RequestID: ask.RequestID, Value: json.RawMessage(`"true"`)}); err != nil {
+			t.Fatalf("the answer to the child's ask: %v", err)
+		}
+		return <-done
+	}
+
+	run1, child1 := spawn("parent-steered")
+	var ps protocol.SubagentSteerData
+	if err := steerDuringAsk(run1, child1, &protocol.SubagentSteer{Header: protocol.Header{Type: protocol.TypeSubagentSteer},
+		ParentAgentID: parent.AgentID, Target: run1, Message: "sim: say parent steered"}, &ps); err != nil || ps.Status != protocol.SteerInjected {
+		t.Fatalf("subagent.steer of the run n1 claimed: %+v, %v", ps, err)
+	}
+	if s := steersOf(run1); len(s) != 1 || s[0].Source != protocol.SteerSourceParent || s[0].TurnID != ps.TurnID || s[0].CorrelationID != ps.CorrelationID {
+		t.Fatalf("steers when the parent's steer was answered: %+v (want it)", s)
+	}
+	if r := waitRun(t, n1, parent.AgentID, run1, "run 1 ends", func(r protocol.RunSnapshot) bool { return r.State.Terminal() }); r.Node != "n1" {
+		t.Fatalf("run 1: %+v (want it claimed by n1)", r)
+	}
+
+	run2, child2 := spawn("person-steered")
+	waitRun(t, n1, parent.AgentID, run2, "run 2 is active", func(r protocol.RunSnapshot) bool { return r.State == protocol.RunActive })
+	cs.call(attachCmd(child2), &att) // a steer is an attached client's command
+	var hs protocol.SteerData
+	if err := steerDuringAsk(run2, child2, &protocol.Steer{Header: protocol.Header{Type: protocol.TypeSteer, AgentID: child2},
+		Message: "sim: say a person steered"}, &hs); err != nil || hs.TurnID == "" {
+		t.Fatalf("a person's steer of the child: %+v, %v", hs, err)
+	}
+	if s := steersOf(run2); len(s) != 1 || s[0].Source != protocol.SteerSourceClient || s[0].TurnID != hs.TurnID || s[0].Status != protocol.SteerInjected {
+		t.Fatalf("steers when the person's steer was answered: %+v (want it)", s)
+	}
+}
