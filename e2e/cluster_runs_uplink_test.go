@@ -208,3 +208,100 @@ func TestClusterRunsChain(t *testing.T) {
 		t.Fatalf("P's run: %+v", pr)
 	}
 }
+
+// TestClusterRunsChainThreeNodes: an uplink chain over three nodes. The
+// grandparent on n1 (its person attached there); its child P's run
+// claimed by one node (B); P's own isolated run claimed by the third (C:
+// B is full, one run each) — a claimed run's worktree is a repository of
+// its own whose origin is the shared remote, so P's isolated runs are
+// anywhere runs too. The grandchild X on C has nobody attached, nor has P:
+// its permission request goes C → B → n1, to the grandparent's person;
+// n1 forwards the answer to C (the request named X's node on its way),
+// X's write runs, and a client that attached to X on C after the request
+// went up sees it resolved by that answer.
+func TestClusterRunsChainThreeNodes(t *testing.T) {
+	mesh := clustertest.NewMesh(t, 3)
+	token := randomToken(t, "cluster-token")
+	nodes := []*daemon{
+		runsNodeWith(t, mesh, 0, newHome(t), token, "--cluster.claim-runs=false"),
+		runsNodeWith(t, mesh, 1, newHome(t), token),
+		runsNodeWith(t, mesh, 2, newHome(t), token),
+	}
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	n1 := nodes[0]
+	for _, name := range []string{"n1", "n2", "n3"} {
+		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	}
+	repo, _ := originRepo(t)
+	c1 := dialEvents(t, n1)
+	var gp protocol.AgentCreateData
+	c1.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &gp)
+	var att protocol.AgentAttachData
+	c1.call(attachCmd(gp.AgentID), &att)
+
+	create, err := json.Marshal(map[string]any{"action": "create", "name": "x", "isolation": "workspace",
+		"task": "sim: tool write {\"path\":\"x.txt\",\"content\":\"x\\n\"}\nsim: say x done"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pTask := "sim: tool subagent " + string(create) + "\nsim: tool subagent {\"action\":\"wait\",\"handles\":[\"ada\"]}\nsim: say p done"
+	var job protocol.SubagentCreateData
+	c1.call(&protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: gp.AgentID,
+		Strategy: protocol.StrategyParallel, Isolation: protocol.IsolationWorkspace, Tasks: []protocol.TaskSpec{{Name: "p", Task: pTask}}}, &job)
+	pRun, p := job.Runs[0].RunID, job.Runs[0].AgentID
+
+	req := c1.waitFor("the grandchild's request on n1", func(m protocol.Typed) bool {
+		r, ok := m.(*protocol.PermissionRequest)
+		return ok && r.AgentID != p && r.AgentID != gp.AgentID
+	}).(*protocol.PermissionRequest)
+	pr := waitRun(t, n1, gp.AgentID, pRun, "n1 shows where P runs", func(r protocol.RunSnapshot) bool { return r.Node != "" })
+	x, _ := agentOf(waitListed(t, n1, "n1 lists the grandchild", func(l []protocol.AgentInfo) bool { _, ok := agentOf(l, req.AgentID); return ok }), req.AgentID)
+	if x.ParentAgentID != p || x.Node == "" || x.Node == pr.Node || x.Node == "n1" {
+		t.Fatalf("grandchild %+v, P on %s: want a child of P on the third node", x, pr.Node)
+	}
+	var nc *daemon
+	for i, d := range nodes {
+		if x.Node == fmt.Sprintf("n%d", i+1) {
+			nc = d
+		}
+	}
+	cx := dialEvents(t, nc)
+	cx.call(attachCmd(x.AgentID), &att)
+	if err := c1.try(permResponse(x.AgentID, req.RequestID, protocol.DecisionAllow)); err != nil {
+		t.Fatalf("n1's answer to the grandchild on %s: %v", x.Node, err)
+	}
+	isRes := func(m protocol.Typed) bool {
+		r, ok := m.(*protocol.PermissionResolved)
+		return ok && r.AgentID == x.AgentID && r.RequestID == req.RequestID
+	}
+	if res := c1.waitFor("the resolution on n1", isRes).(*protocol.PermissionResolved); res.Source != "unix" || res.Decision != protocol.DecisionAllow {
+		t.Fatalf("resolution on n1: %+v (want n1's allow)", res)
+	}
+	if res := cx.waitFor("the resolution seen by the grandchild's client", isRes).(*protocol.PermissionResolved); res.Source != "unix" || res.Decision != protocol.DecisionAllow {
+		t.Fatalf("resolution seen on %s: %+v (want n1's allow)", x.Node, res)
+	}
+	pr = waitRun(t, n1, gp.AgentID, pRun, "P's run ends", func(r protocol.RunSnapshot) bool { return r.State.Terminal() })
+	if pr.State != protocol.RunCompleted {
+		t.Fatalf("P's run: %+v", pr)
+	}
+	// The grandchild's run, asked of P's node through n1: completed on
+	// C with its one file (its branch fetched back into its workspace on B).
+	var st protocol.SubagentStatusData
+	c1.call(&protocol.SubagentStatus{Header: protocol.Header{Type: protocol.TypeSubagentStatus}, ParentAgentID: p}, &st)
+	var found bool
+	for _, j := range st.Jobs {
+		for _, r := range j.Runs {
+			if r.AgentID == x.AgentID {
+				found = true
+				if r.State != protocol.RunCompleted || r.Node != x.Node || r.Workspace == nil || r.Workspace.DiffStat == nil || r.Workspace.DiffStat.Files != 1 {
+					t.Fatalf("the grandchild's run, from n1: %+v (want completed on %s, its one file)", r, x.Node)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("subagent.status of P from n1: no run of %s in %+v", x.AgentID, st)
+	}
+}

@@ -20,9 +20,14 @@ import (
 // Git makes claimed runs' worktrees from their shared remote and pushes
 // their branches back. Everything it makes is under Root, owner-only: a
 // bare cache repository per remote (repos/<hash of the remote>.git), into
-// which the remote is fetched, and one worktree of it per run
-// (worktrees/<run_id>). Its methods are safe for concurrent use: the
-// steps on one cache are serialized.
+// which the remote is fetched, and one work tree per run
+// (worktrees/<run_id>): a clone of the cache sharing its objects, a
+// repository of its own with its main checkout on the run's branch and
+// the remote as its origin, so a child there may make isolated runs of
+// its own (anywhere runs of the same remote) as its parent did; a linked
+// worktree of the bare cache would have no main checkout to branch from.
+// Its methods are safe for concurrent use: the steps on one cache are
+// serialized.
 //
 // Every git it runs is the real git through Runner (no shell, a timeout,
 // no prompts) with an environment of its own: no system or global git
@@ -173,8 +178,17 @@ func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, er
 	if _, err := os.Stat(ws.Dir); err == nil {
 		return ws, fmt.Errorf("runner: worktree %s exists already", ws.Dir)
 	}
-	if _, err := g.run(ctx, ws.Cache, "worktree", "add", "--quiet", "--no-track", "-B", p.Branch, ws.Dir, p.Base); err != nil {
+	if _, err := g.run(ctx, filepath.Join(g.Root, "worktrees"), "clone", "--quiet", "--shared", "--no-checkout", "--", ws.Cache, ws.Dir); err != nil {
 		return ws, fmt.Errorf("runner: make worktree: %w", err)
+	}
+	for _, args := range [][]string{
+		{"remote", "set-url", "origin", p.Remote},
+		{"checkout", "--quiet", "--no-track", "-B", p.Branch, p.Base},
+	} {
+		if _, err := g.run(ctx, ws.Dir, args...); err != nil {
+			_ = os.RemoveAll(ws.Dir)
+			return ws, fmt.Errorf("runner: make worktree: %w", err)
+		}
 	}
 	return ws, nil
 }
@@ -252,8 +266,8 @@ func (g *Git) diffStat(ctx context.Context, dir, base, head string) (*protocol.D
 
 // Retire removes the worktree of a run that will not go on here (it was
 // interrupted), when the worktree is provably this node's: its path is
-// under Root/worktrees and the run's cache lists it as one of its
-// worktrees. Anything else is left alone. What the child changed is not
+// under Root/worktrees and it is a clone sharing the run's cache's
+// objects (its alternates name them). Anything else is left alone. What the child changed is not
 // lost: it is committed first onto the run's branch in the cache (not
 // pushed: the run did not end, and its branch on the remote stays as the
 // parent's node knows it). It reports whether it removed the worktree.
@@ -270,24 +284,19 @@ func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 	if _, err := os.Stat(cache); errors.Is(err, os.ErrNotExist) {
 		return false, nil // no cache: nothing of ours
 	}
-	out, err := g.run(ctx, cache, "worktree", "list", "--porcelain", "-z")
-	if err != nil {
-		return false, fmt.Errorf("runner: list the worktrees of %s: %w", cache, err)
-	}
-	listed := false
-	for f := range strings.SplitSeq(string(out), "\x00") {
-		if path, ok := strings.CutPrefix(f, "worktree "); ok && sameDir(path, dir) {
-			listed = true
-		}
-	}
-	if !listed {
-		return false, nil
+	alt, err := os.ReadFile(filepath.Join(dir, ".git", "objects", "info", "alternates"))
+	if err != nil || !sameDir(strings.TrimSpace(string(alt)), filepath.Join(cache, "objects")) {
+		return false, nil // not a clone of the cache: not ours
 	}
 	if _, err := g.commit(ctx, run, dir); err != nil {
 		return false, err
 	}
-	if _, err := g.run(ctx, cache, "worktree", "remove", "--force", "--force", dir); err != nil {
-		return false, err
+	if _, err := g.run(ctx, dir, "-c", "core.hooksPath="+os.DevNull, "push", "--quiet", "--force", "--no-verify", "--",
+		cache, "HEAD:refs/heads/"+run.Git.Branch); err != nil {
+		return false, fmt.Errorf("runner: keep the run's work in the cache: %w", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return false, fmt.Errorf("runner: remove the worktree: %w", err)
 	}
 	return true, nil
 }
