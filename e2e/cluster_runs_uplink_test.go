@@ -20,7 +20,9 @@ import (
 // out of the directory (n3 no longer lists it, as in the moment after a
 // parent was created), then its job is created: the child on n3 still
 // sends its permission request up to the person attached to the parent on
-// n1, whose answer lets the child's tool run.
+// n1, whose answer lets the child's tool run. A client that attached to
+// the child on n3 after the request went up sees it pending in the child's
+// sync, and resolved by n1's answer.
 func TestClusterRunsRequestsUnlisted(t *testing.T) {
 	mesh := clustertest.NewMesh(t, 3)
 	token := randomToken(t, "cluster-token")
@@ -67,15 +69,29 @@ func TestClusterRunsRequestsUnlisted(t *testing.T) {
 		t.Fatalf("run record %+v: %v (want parent_node n1)", rr.Value, err)
 	}
 	req := c1.waitFor("the permission request of child "+child, of(protocol.TypePermissionRequest, child)).(*protocol.PermissionRequest)
+	// A client attaches to the child on n3 once its request went up: its
+	// sync lists the request, and the answer of n1's person resolves it.
+	c3 := dialEvents(t, n3)
+	c3.call(attachCmd(child), &att)
+	s := c3.waitFor("the child's sync on n3", of(protocol.TypeSync, child)).(*protocol.Sync)
+	listed := false
+	for _, p := range s.PendingRequests {
+		listed = listed || strings.Contains(string(p), req.RequestID)
+	}
+	if !listed {
+		t.Fatalf("the child's sync on n3 does not list %s: %s", req.RequestID, s.PendingRequests)
+	}
 	if err := c1.try(permResponse(child, req.RequestID, protocol.DecisionAllow)); err != nil {
 		t.Fatalf("n1's answer to the child on n3: %v", err)
 	}
-	res := c1.waitFor("the resolution", func(m protocol.Typed) bool {
+	isRes := func(m protocol.Typed) bool {
 		r, ok := m.(*protocol.PermissionResolved)
 		return ok && r.AgentID == child && r.RequestID == req.RequestID
-	}).(*protocol.PermissionResolved)
-	if res.Source != "unix" || res.Decision != protocol.DecisionAllow {
-		t.Fatalf("resolution on n1: %+v (want n1's allow)", res)
+	}
+	for _, e := range []*evConn{c1, c3} {
+		if res := e.waitFor("the resolution", isRes).(*protocol.PermissionResolved); res.Source != "unix" || res.Decision != protocol.DecisionAllow {
+			t.Fatalf("resolution: %+v (want n1's allow)", res)
+		}
 	}
 	r := waitRun(t, n1, parent.AgentID, runID, "the run ends", func(r protocol.RunSnapshot) bool { return r.State.Terminal() })
 	if r.State != protocol.RunCompleted || r.Node != "n3" || r.FinalText != "w done" {
