@@ -267,7 +267,8 @@ func (g *Git) diffStat(ctx context.Context, dir, base, head string) (*protocol.D
 // Retire removes the worktree of a run that will not go on here (it was
 // interrupted), when the worktree is provably this node's: its path is
 // under Root/worktrees and it is a clone sharing the run's cache's
-// objects (its alternates name them). Anything else is left alone. What the child changed is not
+// objects (its alternates name them), or a linked worktree the cache
+// lists (an earlier build's). Anything else is left alone. What the child changed is not
 // lost: it is committed first onto the run's branch in the cache (not
 // pushed: the run did not end, and its branch on the remote stays as the
 // parent's node knows it). It reports whether it removed the worktree.
@@ -286,7 +287,7 @@ func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 	}
 	alt, err := os.ReadFile(filepath.Join(dir, ".git", "objects", "info", "alternates"))
 	if err != nil || !sameDir(strings.TrimSpace(string(alt)), filepath.Join(cache, "objects")) {
-		return false, nil // not a clone of the cache: not ours
+		return g.retireLinked(ctx, run, dir, cache)
 	}
 	if _, err := g.commit(ctx, run, dir); err != nil {
 		return false, err
@@ -297,6 +298,33 @@ func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return false, fmt.Errorf("runner: remove the worktree: %w", err)
+	}
+	return true, nil
+}
+
+// retireLinked retires a worktree an earlier build made, a linked
+// worktree of the cache, when the cache lists it (anything else is not
+// this node's): its changes committed onto the run's branch in the cache,
+// then removed.
+func (g *Git) retireLinked(ctx context.Context, run records.RunRecord, dir, cache string) (bool, error) {
+	out, err := g.run(ctx, cache, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return false, fmt.Errorf("runner: list the worktrees of %s: %w", cache, err)
+	}
+	listed := false
+	for f := range strings.SplitSeq(string(out), "\x00") {
+		if path, ok := strings.CutPrefix(f, "worktree "); ok && sameDir(path, dir) {
+			listed = true
+		}
+	}
+	if !listed {
+		return false, nil
+	}
+	if _, err := g.commit(ctx, run, dir); err != nil {
+		return false, err
+	}
+	if _, err := g.run(ctx, cache, "worktree", "remove", "--force", "--force", dir); err != nil {
+		return false, err
 	}
 	return true, nil
 }
