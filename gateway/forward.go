@@ -27,8 +27,8 @@ type Cluster interface {
 	// Node is this node's name.
 	Node() string
 	// AgentNode names the node hosting agentID when that is another node
-	// (the agent directory); ok is false for this node's agents and for
-	// ids no node has.
+	// (the agent directory, or where this node learned it lives); ok is
+	// false for this node's agents and for ids no node has.
 	AgentNode(agentID string) (node string, ok bool)
 	// NodeHealth is a node's health as this node sees it ("alive",
 	// "suspect", "dead"); known is false for a name that is no member.

@@ -175,6 +175,17 @@ func (co *Coordinator) Receive(c actor.Context) {
 		co.load(c)
 	case *registry.Command:
 		co.onCommand(c, m)
+	case *registry.RecordSteer:
+		// A steer of an anywhere run of this node's (a person's, sent to
+		// the child where its run was claimed; or any, when this node
+		// claimed it): recorded by the run's job actor, as the lease
+		// holder records it on one node (docs/protocol.md §13 "Runs on
+		// other nodes").
+		if pid := co.actors[co.idx.jobOf(m.Steered.RunID)]; pid != nil {
+			c.RequestWithCustomSender(pid, m.Steered, c.Sender())
+		} else if c.Sender() != nil {
+			c.Respond(&agent.SteerRecorded{})
+		}
 	case *createDone:
 		co.onCreated(c, m)
 	case *runChanged:

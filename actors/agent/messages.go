@@ -264,6 +264,11 @@ type Delegate struct {
 	RequestID string
 	Rec       []byte
 	Origin    *actor.PID
+	// Node is the node hosting the child whose request it is, when the
+	// request came over from another node ("": this node's own child).
+	// The uplink carries it up a chain of nodes, so the ancestor's node
+	// learns where to forward its clients' answers.
+	Node string
 }
 
 // DelegateResult answers a Delegate: Accepted by the ancestor actor PID, or

@@ -11,6 +11,11 @@ type Directory interface {
 	Remote() []protocol.AgentInfo
 	// Lookup returns another node's agent, its node set.
 	Lookup(agentID string) (info protocol.AgentInfo, ok bool)
+	// NodeOf names the node hosting another node's agent: the directory's
+	// word, else where a run this node took said its parent lives (the
+	// parent's node travels with the run), so a child's requests go up to
+	// a parent created a moment ago, before its listing arrives here.
+	NodeOf(agentID string) (node string, ok bool)
 }
 
 // notHere is the error of a command for an agent this node does not host:
@@ -28,6 +33,14 @@ func (r *Actor) notHere(id string) error {
 		}
 	}
 	return protocol.Errorf(protocol.CodeNotFound, "no agent %s", id)
+}
+
+// remoteNode names the node hosting another node's agent id (NodeOf).
+func (r *Actor) remoteNode(id string) (string, bool) {
+	if r.deps.Directory == nil {
+		return "", false
+	}
+	return r.deps.Directory.NodeOf(id)
 }
 
 // remoteInfo is the directory's AgentInfo of another node's agent id.

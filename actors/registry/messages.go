@@ -101,6 +101,26 @@ type RemoteSteer struct {
 	Holder        *actor.PID
 }
 
+// RemoteSteered is a person's steer of a child leased a run that this
+// node claimed, whose outcome is recorded against the run on the parent's
+// node Node (docs/protocol.md §10.3: every steer of a run is recorded
+// there, the parent's and a person's). The claiming node's lease holder
+// hands it the registry, which hands it the uplink (AttachUplink); ReplyTo
+// (the child's wait for the record) is answered agent.SteerRecorded once
+// the parent's node committed it, or at once when no link can carry it.
+type RemoteSteered struct {
+	Node    string
+	Steered *agent.LeaseSteered
+	ReplyTo *actor.PID
+}
+
+// RecordSteer is the parent's node's side of a RemoteSteered (or a
+// steer of a run this node claimed itself): the uplink (or the run's
+// lease holder) asks the registry, which asks the jobs coordinator, to
+// record Steered at the run's job actor. The sender is answered agent.SteerRecorded
+// once it is committed (or when no live job holds the run).
+type RecordSteer struct{ Steered *agent.LeaseSteered }
+
 // AttachTeam hands the registry the team coordinator, its sibling under
 // the root, to which it forwards team.* commands (docs/protocol.md §10.4;
 // the coordinator answers the client itself). Like AttachJobs, the

@@ -180,6 +180,20 @@ func (r *Actor) Receive(c actor.Context) {
 			return
 		}
 		c.Send(r.uplink, m)
+	case *RemoteSteered:
+		if r.uplink == nil || m.Node == "" {
+			c.Send(m.ReplyTo, &agent.SteerRecorded{}) // nowhere to record it
+			return
+		}
+		c.Send(r.uplink, m)
+	case *RecordSteer:
+		if r.jobs == nil || r.draining {
+			if c.Sender() != nil {
+				c.Respond(&agent.SteerRecorded{})
+			}
+			return
+		}
+		c.Forward(r.jobs) // the run's job actor answers the sender
 	case *AttachTeam:
 		if r.draining || m.PID == nil {
 			return
@@ -564,8 +578,8 @@ func (r *Actor) undelivered(c actor.Context, id string, msg any, sender *actor.P
 	case *agent.Delegate:
 		// An ancestor on another node: the uplink carries the request
 		// there (docs/protocol.md §13 "Runs on other nodes").
-		if in, ok := r.remoteInfo(id); ok && r.uplink != nil && in.Node != "" {
-			c.Send(r.uplink, &RemoteDelegate{Node: in.Node, AgentID: id, Msg: msg})
+		if node, ok := r.remoteNode(id); ok && r.uplink != nil && node != "" {
+			c.Send(r.uplink, &RemoteDelegate{Node: node, AgentID: id, Msg: msg})
 			return
 		}
 		c.Send(msg.Origin, &agent.DelegateResult{RequestID: msg.RequestID})

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/shard-dev/shard/actors/agent"
+	"github.com/shard-dev/shard/actors/registry"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -40,6 +41,7 @@ type in struct {
 type inReq struct {
 	agent string // the ancestor it was delegated to
 	rec   []byte // the request event, the child's agent_id in it
+	node  string // the node hosting the child
 	// holder is the ancestor actor that accepted it; nil while waiting.
 	holder *actor.PID
 	// waiting for the ancestor's result; resolved (with its event, which
@@ -48,6 +50,10 @@ type inReq struct {
 	resolved bool
 	closing  []byte
 }
+
+// recorded: a person's steer sent over (frame record) is committed to
+// its run, or could not be.
+type recorded struct{ rid string }
 
 func newIn(deps Deps, conn net.Conn) *in {
 	return &in{deps: deps, conn: conn, reqs: map[string]*inReq{}, steers: map[string]bool{}}
@@ -74,6 +80,10 @@ func (l *in) Receive(c actor.Context) {
 				l.p.send(frame{T: kindSteered, RID: m.CorrelationID, Status: m.Status, Turn: m.TurnID}.encode())
 			}
 		}
+	case *recorded:
+		if !l.gone {
+			l.p.send(frame{T: kindRecorded, RID: m.rid}.encode())
+		}
 	case *agent.OriginChecked:
 		if !l.gone {
 			l.p.send(frame{T: kindChecked, N: m.Seq, OK: m.OK}.encode())
@@ -83,7 +93,7 @@ func (l *in) Receive(c actor.Context) {
 		// up again from its ancestor here.
 		if r := l.reqs[m.RequestID]; r != nil && !l.gone && r.holder != nil {
 			r.holder, r.waiting = nil, true
-			c.Send(l.deps.Registry, &agent.Route{AgentID: r.agent, Msg: &agent.Delegate{RequestID: m.RequestID, Rec: r.rec, Origin: l.self}})
+			c.Send(l.deps.Registry, &agent.Route{AgentID: r.agent, Msg: &agent.Delegate{RequestID: m.RequestID, Rec: r.rec, Origin: l.self, Node: r.node}})
 		}
 	case *actor.Stopping:
 		l.p.close()
@@ -102,8 +112,17 @@ func (l *in) onFrame(c actor.Context, f frame) {
 		if l.reqs[f.RID] != nil {
 			return // sent once per request
 		}
-		l.reqs[f.RID] = &inReq{agent: f.Agent, rec: f.Rec, waiting: true}
-		c.Send(l.deps.Registry, &agent.Route{AgentID: f.Agent, Msg: &agent.Delegate{RequestID: f.RID, Rec: f.Rec, Origin: l.self}})
+		// The child's node: the one that sent it, or the one it names
+		// (a request of a third node's child, relayed).
+		from := f.Node
+		if from == "" {
+			from = l.node
+		}
+		l.reqs[f.RID] = &inReq{agent: f.Agent, rec: f.Rec, waiting: true, node: from}
+		if l.deps.Located != nil {
+			l.deps.Located(agentIDOf(f.Rec), from)
+		}
+		c.Send(l.deps.Registry, &agent.Route{AgentID: f.Agent, Msg: &agent.Delegate{RequestID: f.RID, Rec: f.Rec, Origin: l.self, Node: from}})
 	case kindResolved:
 		r := l.reqs[f.RID]
 		if r == nil {
@@ -125,6 +144,21 @@ func (l *in) onFrame(c actor.Context, f frame) {
 		l.steers[f.RID] = true
 		c.Send(l.deps.Registry, &agent.Route{AgentID: f.Agent, Msg: &agent.LeaseSteer{RunID: f.Run, Message: f.Msg,
 			CorrelationID: f.RID, ReplyTo: l.self}})
+	case kindRecord:
+		// A person's steer of a child there, leased a run of a job
+		// here: recorded by the run's job actor (through the registry
+		// and the jobs coordinator), then acknowledged, so the child's
+		// node answers the person once it is committed.
+		steered := &agent.LeaseSteered{RunID: f.Run, AgentID: f.Agent, Steer: protocol.RunSteer{
+			CorrelationID: f.RID, Source: protocol.SteerSourceClient, Status: f.Status, TurnID: f.Turn}}
+		fut := c.RequestFuture(l.deps.Registry, &registry.RecordSteer{Steered: steered}, steerRecordWait)
+		sys, self, rid := c.ActorSystem(), l.self, f.RID
+		if !l.deps.Group.Go(func() {
+			_, _ = fut.Result() // recorded, no such job or timed out: acknowledge either way
+			sys.Root.Send(self, &recorded{rid: rid})
+		}) {
+			l.p.send(frame{T: kindRecorded, RID: rid}.encode())
+		}
 	case kindCheck:
 		r := l.reqs[f.RID]
 		if r == nil || r.holder == nil {
@@ -193,6 +227,15 @@ func (l *in) stopIfDone(c actor.Context) {
 	if l.gone && len(l.reqs) == 0 {
 		c.Stop(l.self)
 	}
+}
+
+// agentIDOf is the agent_id of request event rec ("" if it has none).
+func agentIDOf(rec []byte) string {
+	var ev struct {
+		AgentID string `json:"agent_id"`
+	}
+	_ = json.Unmarshal(rec, &ev)
+	return ev.AgentID
 }
 
 // lostResolution is the resolution event of request event rec, with its

@@ -33,6 +33,9 @@ type out struct {
 	// steers are the parent's steers sent over and not answered, by
 	// correlation id.
 	steers map[string]*registry.RemoteSteer
+	// records are a person's steers sent over to be recorded and not
+	// answered yet, by correlation id: whom to tell once they are.
+	records map[string]*actor.PID
 }
 
 // outReq is one request sent over: whom to answer (the child, or an in
@@ -52,7 +55,7 @@ type outCheck struct {
 }
 
 func newOut(deps Deps, node string) *out {
-	return &out{deps: deps, node: node, reqs: map[string]*outReq{}, checks: map[uint64]outCheck{}, steers: map[string]*registry.RemoteSteer{}}
+	return &out{deps: deps, node: node, reqs: map[string]*outReq{}, checks: map[uint64]outCheck{}, steers: map[string]*registry.RemoteSteer{}, records: map[string]*actor.PID{}}
 }
 
 // Receive implements actor.Actor.
@@ -62,10 +65,22 @@ func (o *out) Receive(c actor.Context) {
 		o.self = c.Self()
 	case *registry.RemoteDelegate:
 		o.reqs[m.Msg.RequestID] = &outReq{origin: m.Msg.Origin}
-		o.send(c, frame{T: kindDelegate, RID: m.Msg.RequestID, Agent: m.AgentID, Rec: m.Msg.Rec})
+		from := m.Msg.Node
+		if from == "" {
+			from = o.deps.Node
+		}
+		o.send(c, frame{T: kindDelegate, RID: m.Msg.RequestID, Agent: m.AgentID, Rec: m.Msg.Rec, Node: from})
 	case *registry.RemoteSteer:
 		o.steers[m.Msg.CorrelationID] = m
 		o.send(c, frame{T: kindSteer, RID: m.Msg.CorrelationID, Agent: m.AgentID, Run: m.Msg.RunID, Msg: m.Msg.Message})
+	case *registry.RemoteSteered:
+		s := m.Steered
+		if o.records[s.Steer.CorrelationID] != nil {
+			c.Send(m.ReplyTo, &agent.SteerRecorded{}) // one record per steer
+			return
+		}
+		o.records[s.Steer.CorrelationID] = m.ReplyTo
+		o.send(c, frame{T: kindRecord, RID: s.Steer.CorrelationID, Agent: s.AgentID, Run: s.RunID, Status: s.Steer.Status, Turn: s.Steer.TurnID})
 	case *agent.DelegatedResolved:
 		if _, ok := o.reqs[m.RequestID]; !ok {
 			return // lost with the link: the other side resolved it
@@ -136,6 +151,11 @@ func (o *out) onFrame(c actor.Context, f frame) {
 			delete(o.steers, f.RID)
 			o.steered(c, s, f.Status, f.Turn)
 		}
+	case kindRecorded:
+		if to := o.records[f.RID]; to != nil {
+			delete(o.records, f.RID)
+			c.Send(to, &agent.SteerRecorded{})
+		}
 	case kindChecked:
 		ch, ok := o.checks[f.N]
 		if !ok {
@@ -177,6 +197,12 @@ func (o *out) onLost(c actor.Context, err error) {
 	for n, ch := range o.checks {
 		o.answer(c, ch, false)
 		delete(o.checks, n)
+	}
+	// A person's steer sent to be recorded may or may not be: its answer
+	// waits no longer (the parent's node is out of reach).
+	for id, to := range o.records {
+		c.Send(to, &agent.SteerRecorded{})
+		delete(o.records, id)
 	}
 	// A steer whose outcome did not come back may or may not be in the
 	// run's turn: nothing is recorded, and the parent hears the node is

@@ -53,6 +53,14 @@ import (
 type Deps struct {
 	// Registry delivers a delegated request to the ancestor (agent.Route).
 	Registry *actor.PID
+	// Node is this node's name: the requester's node of a request its
+	// own children send over.
+	Node string
+	// Located, when set, is told that node hosts agentID, a child whose
+	// request came over: the ancestor's clients answer it with a command
+	// for the child, which this node forwards there even before its
+	// agent directory lists the child. It must not block.
+	Located func(agentID, node string)
 	// Dial opens a byte stream to node's uplink listener (served there by
 	// Serve). ctx bounds the open.
 	Dial func(ctx context.Context, node string) (net.Conn, error)
@@ -101,6 +109,8 @@ func (r *root) Receive(c actor.Context) {
 	case *registry.RemoteDelegate:
 		c.Send(r.out(c, m.Node), m)
 	case *registry.RemoteSteer:
+		c.Send(r.out(c, m.Node), m)
+	case *registry.RemoteSteered:
 		c.Send(r.out(c, m.Node), m)
 	case *accepted:
 		conn := m.conn

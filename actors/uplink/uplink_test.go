@@ -26,19 +26,32 @@ type link struct {
 	a, b       *actor.PID
 	reg, child *actortest.Probe
 	pipe       chan net.Conn // A's end of each dial
+	// located is what B was told of where children live (Deps.Located).
+	located chan [2]string
 }
 
 func newLink(t *testing.T) *link {
 	t.Helper()
-	l := &link{sys: actortest.NewSystem(), pipe: make(chan net.Conn, 4)}
+	return newLinkTo(t, nil)
+}
+
+// newLinkTo is newLink with B's registry played by regB (nil: the probe),
+// an actor of sys.
+func newLinkTo(t *testing.T, regB func(sys *actor.ActorSystem) *actor.PID) *link {
+	t.Helper()
+	l := &link{sys: actortest.NewSystem(), pipe: make(chan net.Conn, 4), located: make(chan [2]string, 16)}
 	g := &xsync.Group{}
 	t.Cleanup(g.Close) // last: once the links stopped, their goroutines end
 	l.reg = actortest.NewProbe(t, l.sys, "registry")
 	l.child = actortest.NewProbe(t, l.sys, "child")
-	l.b = l.reg.Spawn(t, Props(Deps{Registry: l.reg.PID, Group: g, Dial: func(context.Context, string) (net.Conn, error) {
+	breg := l.reg.PID
+	if regB != nil {
+		breg = regB(l.sys)
+	}
+	l.b = l.reg.Spawn(t, Props(Deps{Registry: breg, Node: "B", Group: g, Located: func(id, node string) { l.located <- [2]string{id, node} }, Dial: func(context.Context, string) (net.Conn, error) {
 		return nil, errors.New("B dials nobody")
 	}}), "uplink-b")
-	l.a = l.child.Spawn(t, Props(Deps{Registry: l.child.PID, Group: g, Dial: func(_ context.Context, node string) (net.Conn, error) {
+	l.a = l.child.Spawn(t, Props(Deps{Registry: l.child.PID, Node: "A", Group: g, Dial: func(_ context.Context, node string) (net.Conn, error) {
 		if node != "B" {
 			return nil, errors.New("no node " + node)
 		}
@@ -61,8 +74,11 @@ func (l *link) delegate(t *testing.T) (in, out *actor.PID) {
 		Msg: &agent.Delegate{RequestID: "r1", Rec: []byte(permRec), Origin: l.child.PID}})
 	rt := actortest.Expect(t, l.reg, func(m *agent.Route) bool { return m.AgentID == "parent-1" })
 	d, ok := rt.Msg.(*agent.Delegate)
-	if !ok || d.RequestID != "r1" || string(d.Rec) != permRec {
-		t.Fatalf("delegated at B: %+v", rt.Msg)
+	if !ok || d.RequestID != "r1" || string(d.Rec) != permRec || d.Node != "A" {
+		t.Fatalf("delegated at B: %+v (want r1 of A's child)", rt.Msg)
+	}
+	if got := <-l.located; got != [2]string{"child-1", "A"} {
+		t.Fatalf("B learned %v, want child-1 on A", got)
 	}
 	l.reg.Send(d.Origin, &agent.DelegateResult{RequestID: "r1", Accepted: true, PID: l.reg.PID})
 	res := actortest.Expect(t, l.child, func(m *agent.DelegateResult) bool { return m.RequestID == "r1" })
@@ -149,6 +165,10 @@ func TestDecodeFrame(t *testing.T) {
 		`{"t":"steer","rid":"c","agent":"a","run":"r","msg":"go left"}`,
 		`{"t":"steered","rid":"c","status":"injected","turn":"t1"}`,
 		`{"t":"steered","rid":"c","status":"conflict"}`,
+		`{"t":"delegate","rid":"r","agent":"a","rec":{"type":"x"},"node":"n2"}`,
+		`{"t":"record","rid":"c","agent":"a","run":"r","status":"injected","turn":"t1"}`,
+		`{"t":"record","rid":"c","agent":"a","run":"r","status":"conflict"}`,
+		`{"t":"recorded","rid":"c"}`,
 	} {
 		f, err := decodeFrame([]byte(ok))
 		if err != nil {
@@ -164,6 +184,7 @@ func TestDecodeFrame(t *testing.T) {
 		`{"t":"delegate","rid":"r","agent":"a","rec":"x"}`, `{"t":"delegate","rid":"r","rec":{}}`,
 		`{"t":"result"}`, `{"t":"check","n":1}`, `{"t":"checked","extra":1}`, `{"t":"checked"} {}`,
 		`{"t":"steer","rid":"c","agent":"a","msg":"m"}`, `{"t":"steered","rid":"c"}`, `{"t":"steered","rid":"c","status":"maybe"}`,
+		`{"t":"record","rid":"c","agent":"a","status":"injected"}`, `{"t":"record","rid":"c","agent":"a","run":"r"}`, `{"t":"recorded"}`,
 	} {
 		if _, err := decodeFrame([]byte(bad)); !errors.Is(err, errFrame) {
 			t.Errorf("%q: %v, want errFrame", bad, err)
@@ -177,6 +198,8 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add([]byte(`{"t":"checked","n":3,"ok":true}`))
 	f.Add([]byte(`{"t":"steer","rid":"c","agent":"a","run":"r","msg":"m"}`))
 	f.Add([]byte(`{"t":"steered","rid":"c","status":"injected","turn":"t"}`))
+	f.Add([]byte(`{"t":"record","rid":"c","agent":"a","run":"r","status":"conflict"}`))
+	f.Add([]byte(`{"t":"recorded","rid":"c"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		fr, err := decodeFrame(line)
 		if err != nil {
@@ -276,4 +299,67 @@ func TestLinkSteer(t *testing.T) {
 	if len(recorded) != 0 {
 		t.Fatalf("a steer of unknown outcome was recorded: %+v", <-recorded)
 	}
+}
+
+// TestLinkRelaysTheChildsNode: a request A relays for a third node's child
+// (its Delegate names that node) reaches B naming that node, so B forwards
+// its clients' answers there, not to A.
+func TestLinkRelaysTheChildsNode(t *testing.T) {
+	l := newLink(t)
+	l.child.Send(l.a, &registry.RemoteDelegate{Node: "B", AgentID: "grandparent-1",
+		Msg: &agent.Delegate{RequestID: "r1", Rec: []byte(permRec), Origin: l.child.PID, Node: "C"}})
+	rt := actortest.Expect(t, l.reg, func(m *agent.Route) bool { return m.AgentID == "grandparent-1" })
+	if d, ok := rt.Msg.(*agent.Delegate); !ok || d.Node != "C" {
+		t.Fatalf("delegated at B: %+v (want the child's node C)", rt.Msg)
+	}
+	if got := <-l.located; got != [2]string{"child-1", "C"} {
+		t.Fatalf("B learned %v, want child-1 on C", got)
+	}
+}
+
+// TestLinkRecordsAPersonsSteer: a person's steer of a child on A, leased a
+// run whose job is on B, goes over to be recorded there (RecordSteer at
+// B's registry, as the steer's outcome: source client), and the child's
+// wait for the record ends only once B committed it. A link lost meanwhile
+// ends the wait too (the answer goes out; the record is unknown).
+func TestLinkRecordsAPersonsSteer(t *testing.T) {
+	asked, release := make(chan *registry.RecordSteer, 4), make(chan struct{}, 4)
+	l := newLinkTo(t, func(sys *actor.ActorSystem) *actor.PID {
+		pid := sys.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+			if m, ok := c.Message().(*registry.RecordSteer); ok {
+				asked <- m
+				<-release
+				c.Respond(&agent.SteerRecorded{})
+			}
+		}))
+		t.Cleanup(func() { close(release); sys.Root.Stop(pid) })
+		return pid
+	})
+	steered := func(id string) {
+		l.child.Send(l.a, &registry.RemoteSteered{Node: "B", ReplyTo: l.child.PID, Steered: &agent.LeaseSteered{RunID: "run-1", AgentID: "child-1",
+			Steer: protocol.RunSteer{CorrelationID: id, Source: protocol.SteerSourceClient, Status: protocol.SteerInjected, TurnID: "turn-1"}}})
+	}
+	steered("steer-1")
+	var got *registry.RecordSteer
+	select {
+	case got = <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("B was not asked to record the steer")
+	}
+	if s := got.Steered; s.RunID != "run-1" || s.AgentID != "child-1" || s.Steer != (protocol.RunSteer{CorrelationID: "steer-1",
+		Source: protocol.SteerSourceClient, Status: protocol.SteerInjected, TurnID: "turn-1"}) {
+		t.Fatalf("recorded at B: %+v", s)
+	}
+	if !actortest.None[*agent.SteerRecorded](l.child) {
+		t.Fatal("the child heard the steer recorded before B committed it")
+	}
+	release <- struct{}{}
+	actortest.Expect(t, l.child, func(*agent.SteerRecorded) bool { return true })
+
+	// Lost before B answers: the wait ends.
+	steered("steer-2")
+	<-asked
+	(<-l.pipe).Close()
+	actortest.Expect(t, l.child, func(*agent.SteerRecorded) bool { return true })
+	release <- struct{}{}
 }

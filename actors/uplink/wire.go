@@ -21,14 +21,16 @@ const maxLine = 32 << 20
 const (
 	// From the child's node (the dialer) to the ancestor's node.
 	kindHello    = "hello"    // {v, node}: first, once
-	kindDelegate = "delegate" // {rid, agent, rec}: surface rec at agent
+	kindDelegate = "delegate" // {rid, agent, rec, node?}: surface rec at agent; node hosts the child
 	kindResolved = "resolved" // {rid, rec?}: the request closed (rec: its event)
 	kindCheck    = "check"    // {n, rid, origin}: is origin an interactive client of the holder?
 	kindSteer    = "steer"    // {rid, agent, run, msg}: a parent's strict steer of run, whose child agent runs on the acceptor
+	kindRecord   = "record"   // {rid, agent, run, status, turn?}: a person's steer of run's child here, to record at the run
 	// From the ancestor's node back.
-	kindResult  = "result"  // {rid, ok}: accepted (ok) or nobody to answer
-	kindChecked = "checked" // {n, ok}: the answer to check n
-	kindSteered = "steered" // {rid, status, turn?}: how steer rid resolved (injected | conflict)
+	kindResult   = "result"   // {rid, ok}: accepted (ok) or nobody to answer
+	kindChecked  = "checked"  // {n, ok}: the answer to check n
+	kindSteered  = "steered"  // {rid, status, turn?}: how steer rid resolved (injected | conflict)
+	kindRecorded = "recorded" // {rid}: steer rid is recorded against its run (or cannot be)
 )
 
 // frame is one line of a link, JSON. Only the fields of its kind are set.
@@ -106,6 +108,14 @@ func decodeFrame(line []byte) (frame, error) {
 	case kindSteered:
 		if f.RID == "" || (f.Status != protocol.SteerInjected && f.Status != protocol.SteerConflict) {
 			return bad("without rid or status")
+		}
+	case kindRecord:
+		if f.RID == "" || f.Agent == "" || f.Run == "" || (f.Status != protocol.SteerInjected && f.Status != protocol.SteerConflict) {
+			return bad("without rid, agent, run or status")
+		}
+	case kindRecorded:
+		if f.RID == "" {
+			return bad("without rid")
 		}
 	default:
 		return bad("unknown kind")

@@ -150,3 +150,24 @@ func FuzzDecodeJob(f *testing.F)   { fuzzDecoder(f, validJob()) }
 func FuzzDecodeRun(f *testing.F)   { fuzzDecoder(f, validRun()) }
 func FuzzDecodeAlias(f *testing.F) { fuzzDecoder(f, validAlias()) }
 func FuzzDecodeClaim(f *testing.F) { fuzzDecoder(f, validClaim()) }
+
+// TestRunParentNode: a run carries its parent's node, and a run written
+// before the field existed (no parent_node) still decodes, its parent's
+// node left to the directory.
+func TestRunParentNode(t *testing.T) {
+	run := validRun()
+	run.ParentNode = "n1"
+	raw, err := encode(&run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decode[RunRecord](raw)
+	if err != nil || got.ParentNode != "n1" {
+		t.Fatalf("decode %s: %+v, %v (want parent_node n1)", raw, got, err)
+	}
+	old := []byte(`{"v":1,"kind":"run","data":{"run_id":"run-1","job_id":"job-1","index":0,"name":"","agent_id":"agent-2","task":"t","state":"queued","anywhere":true,"queued_at":0}}`)
+	got, err = decode[RunRecord](old)
+	if err != nil || got.ParentNode != "" {
+		t.Fatalf("decode an older writer's run: %+v, %v (want it, without a parent node)", got, err)
+	}
+}

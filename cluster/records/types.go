@@ -124,6 +124,13 @@ type RunRecord struct {
 	// the node that claims the run hosts the child with these settings.
 	// Opaque here, so this package does not depend on the store.
 	Child json.RawMessage `json:"child,omitempty"`
+	// ParentNode is the node hosting the child's parent (the job's
+	// parent_node), written by the parent's node with the run: the node
+	// that claims the run sends the child's requests and its people's
+	// steers there without waiting for its agent directory to list a
+	// parent created a moment ago. "" (a record written before it
+	// existed) means: ask the directory.
+	ParentNode string `json:"parent_node,omitempty"`
 	// StopRequestedAt and StopStage are a stop asked by the parent's node
 	// (subagent.stop, a deadline, a halted job) for the node running it,
 	// which follows the record and stops its lease (store.Run's fields).

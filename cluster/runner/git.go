@@ -20,9 +20,14 @@ import (
 // Git makes claimed runs' worktrees from their shared remote and pushes
 // their branches back. Everything it makes is under Root, owner-only: a
 // bare cache repository per remote (repos/<hash of the remote>.git), into
-// which the remote is fetched, and one worktree of it per run
-// (worktrees/<run_id>). Its methods are safe for concurrent use: the
-// steps on one cache are serialized.
+// which the remote is fetched, and one work tree per run
+// (worktrees/<run_id>): a clone of the cache sharing its objects, a
+// repository of its own with its main checkout on the run's branch and
+// the remote as its origin, so a child there may make isolated runs of
+// its own (anywhere runs of the same remote) as its parent did; a linked
+// worktree of the bare cache would have no main checkout to branch from.
+// Its methods are safe for concurrent use: the steps on one cache are
+// serialized.
 //
 // Every git it runs is the real git through Runner (no shell, a timeout,
 // no prompts) with an environment of its own: no system or global git
@@ -173,10 +178,36 @@ func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, er
 	if _, err := os.Stat(ws.Dir); err == nil {
 		return ws, fmt.Errorf("runner: worktree %s exists already", ws.Dir)
 	}
-	if _, err := g.run(ctx, ws.Cache, "worktree", "add", "--quiet", "--no-track", "-B", p.Branch, ws.Dir, p.Base); err != nil {
+	if err := g.clone(ctx, ws, p, p.Base); err != nil {
 		return ws, fmt.Errorf("runner: make worktree: %w", err)
 	}
 	return ws, nil
+}
+
+// clone makes ws.Dir a clone of ws.Cache sharing its objects, its origin
+// the remote, checked out on the run's branch at start (a commit the
+// cache holds). A clone that cannot be finished is removed.
+func (g *Git) clone(ctx context.Context, ws Workspace, p *records.RunGit, start string) error {
+	if _, err := g.run(ctx, filepath.Join(g.Root, "worktrees"), "clone", "--quiet", "--shared", "--no-checkout", "--", ws.Cache, ws.Dir); err != nil {
+		return err
+	}
+	for _, args := range [][]string{
+		{"remote", "set-url", "origin", p.Remote},
+		{"checkout", "--quiet", "--no-track", "-B", p.Branch, start},
+	} {
+		if _, err := g.run(ctx, ws.Dir, args...); err != nil {
+			_ = os.RemoveAll(ws.Dir)
+			return err
+		}
+	}
+	return nil
+}
+
+// ownClone reports whether dir is a clone made by clone from cache: its
+// alternates name the cache's objects.
+func ownClone(dir, cache string) bool {
+	alt, err := os.ReadFile(filepath.Join(dir, ".git", "objects", "info", "alternates"))
+	return err == nil && sameDir(strings.TrimSpace(string(alt)), filepath.Join(cache, "objects"))
 }
 
 // Resume makes ready the worktree a relaunched child goes on in (a run
@@ -221,11 +252,22 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 	if _, err := g.run(ctx, ws.Cache, "merge-base", "--is-ancestor", p.Base, remoteRef); err != nil {
 		return ws, fmt.Errorf("%w: %s on %s: %w", ErrBaseMissing, p.Base, p.Branch, err)
 	}
+	tip, err := g.run(ctx, ws.Cache, "rev-parse", "--verify", "--quiet", remoteRef+"^{commit}")
+	if err != nil {
+		return ws, fmt.Errorf("runner: branch %s: %w", p.Branch, err)
+	}
+	// The cache's objects are the clone's too: the tip needs no fetch.
+	if ownClone(ws.Dir, ws.Cache) {
+		if _, err := g.run(ctx, ws.Dir, "merge", "--ff-only", "--quiet", strings.TrimSpace(string(tip))); err != nil {
+			return ws, fmt.Errorf("runner: bring the child's worktree to branch %s: %w", p.Branch, err)
+		}
+		return ws, nil
+	}
 	listed, err := g.listed(ctx, ws.Cache, ws.Dir)
 	if err != nil {
 		return ws, err
 	}
-	if listed {
+	if listed { // an earlier build's linked worktree: it shares the cache's refs
 		if _, err := g.run(ctx, ws.Dir, "merge", "--ff-only", "--quiet", remoteRef); err != nil {
 			return ws, fmt.Errorf("runner: bring the child's worktree to branch %s: %w", p.Branch, err)
 		}
@@ -238,7 +280,11 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 	if _, err := g.run(ctx, ws.Cache, "merge-base", "--is-ancestor", remoteRef, "refs/heads/"+p.Branch); err == nil {
 		start = "refs/heads/" + p.Branch // what a retire committed here, kept
 	}
-	if _, err := g.run(ctx, ws.Cache, "worktree", "add", "--quiet", "--no-track", "-B", p.Branch, ws.Dir, start); err != nil {
+	sha, err := g.run(ctx, ws.Cache, "rev-parse", "--verify", "--quiet", start+"^{commit}")
+	if err != nil {
+		return ws, fmt.Errorf("runner: branch %s: %w", p.Branch, err)
+	}
+	if err := g.clone(ctx, ws, p, strings.TrimSpace(string(sha))); err != nil {
 		return ws, fmt.Errorf("runner: make worktree again: %w", err)
 	}
 	return ws, nil
@@ -331,8 +377,9 @@ func (g *Git) diffStat(ctx context.Context, dir, base, head string) (*protocol.D
 
 // Retire removes the worktree of a run that will not go on here (it was
 // interrupted), when the worktree is provably this node's: its path is
-// under Root/worktrees and the run's cache lists it as one of its
-// worktrees. Anything else is left alone. What the child changed is not
+// under Root/worktrees and it is a clone sharing the run's cache's
+// objects (its alternates name them), or a linked worktree the cache
+// lists (an earlier build's). Anything else is left alone. What the child changed is not
 // lost: it is committed first onto the run's branch in the cache (not
 // pushed: the run did not end, and its branch on the remote stays as the
 // parent's node knows it). It reports whether it removed the worktree.
@@ -353,6 +400,27 @@ func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 	if _, err := os.Stat(cache); errors.Is(err, os.ErrNotExist) {
 		return false, nil // no cache: nothing of ours
 	}
+	if !ownClone(dir, cache) {
+		return g.retireLinked(ctx, run, dir, cache)
+	}
+	if _, err := g.commit(ctx, run, dir); err != nil {
+		return false, err
+	}
+	if _, err := g.run(ctx, dir, "-c", "core.hooksPath="+os.DevNull, "push", "--quiet", "--force", "--no-verify", "--",
+		cache, "HEAD:refs/heads/"+run.Git.Branch); err != nil {
+		return false, fmt.Errorf("runner: keep the run's work in the cache: %w", err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return false, fmt.Errorf("runner: remove the worktree: %w", err)
+	}
+	return true, nil
+}
+
+// retireLinked retires a worktree an earlier build made, a linked
+// worktree of the cache, when the cache lists it (anything else is not
+// this node's): its changes committed onto the run's branch in the cache,
+// then removed.
+func (g *Git) retireLinked(ctx context.Context, run records.RunRecord, dir, cache string) (bool, error) {
 	listed, err := g.listed(ctx, cache, dir)
 	if err != nil {
 		return false, err

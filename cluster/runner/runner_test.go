@@ -457,3 +457,55 @@ func TestGitResume(t *testing.T) {
 		t.Fatalf("resume of a bad worktree name: %v", err)
 	}
 }
+
+// TestGitWorktreeIsARepository: a run's worktree is a repository of its
+// own, its main checkout on the run's branch at the base and its origin
+// the shared remote, so the child's own isolated runs can branch from it
+// and go to the remote as anywhere runs.
+func TestGitWorktreeIsARepository(t *testing.T) {
+	o := newOrigin(t)
+	g := &runner.Git{Root: filepath.Join(t.TempDir(), "runs"), Node: "n1"}
+	run := records.RunRecord{RunID: "run-1", JobID: "job-1", Name: "t", Git: o.branch("shard/job-1-run-1")}
+	ws, err := g.Prepare(t.Context(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.git(ws.Dir, "remote", "get-url", "origin"); got != o.bare {
+		t.Fatalf("the worktree's origin %q, want the remote %q", got, o.bare)
+	}
+	if got := o.git(ws.Dir, "rev-parse", "--is-bare-repository", "HEAD") + " " + o.git(ws.Dir, "rev-parse", "--abbrev-ref", "HEAD"); got != "false\n"+o.base+" shard/job-1-run-1" {
+		t.Fatalf("the worktree's repository: %q", got)
+	}
+	main, _, _ := strings.Cut(o.git(ws.Dir, "worktree", "list", "--porcelain"), "\n")
+	if !strings.HasSuffix(main, "worktrees/run-1") {
+		t.Fatalf("the worktree is not its repository's main checkout: %q", main)
+	}
+}
+
+// TestGitRetireLinked: a worktree an earlier build made (a linked worktree
+// of the cache) is still retired, its work kept in the cache.
+func TestGitRetireLinked(t *testing.T) {
+	o := newOrigin(t)
+	g := &runner.Git{Root: filepath.Join(t.TempDir(), "runs"), Node: "n1"}
+	run := records.RunRecord{RunID: "run-1", JobID: "job-1", Name: "t", Git: o.branch("shard/job-1-run-1")}
+	ws, err := g.Prepare(t.Context(), run) // makes the cache
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(ws.Dir); err != nil {
+		t.Fatal(err)
+	}
+	o.git(ws.Cache, "worktree", "add", "--quiet", "-B", run.Git.Branch, ws.Dir, o.base)
+	if err := os.WriteFile(filepath.Join(ws.Dir, "half.txt"), []byte("half done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := g.Retire(t.Context(), run); err != nil || !gone {
+		t.Fatalf("retire: %v %v", gone, err)
+	}
+	if _, err := os.Stat(ws.Dir); !os.IsNotExist(err) {
+		t.Fatalf("the worktree is still there: %v", err)
+	}
+	if got := o.git(ws.Cache, "show", "refs/heads/shard/job-1-run-1:half.txt"); got != "half done" {
+		t.Fatalf("the child's work in the cache: %q", got)
+	}
+}

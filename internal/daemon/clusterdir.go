@@ -32,6 +32,51 @@ type directory struct {
 	view   atomic.Pointer[agentdir.View]
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
+	mu sync.Mutex // protects learned and order
+	// learned is where agents of other nodes live as this node was told
+	// before its view may list them (learn): a claimed run's parent, a
+	// child whose request came up a link. An agent never moves node, so
+	// a learned node stays true; the oldest go past maxLearned.
+	learned map[string]string
+	order   []string
+}
+
+// maxLearned bounds the learned nodes: one per parent whose runs this
+// node took and per child whose requests reached it, since its start.
+const maxLearned = 4096
+
+// learn notes that node hosts agent id (another node), for NodeOf while
+// the view does not list it yet.
+func (dir *directory) learn(id, node string) {
+	if id == "" || node == "" {
+		return
+	}
+	dir.mu.Lock()
+	defer dir.mu.Unlock()
+	if dir.learned == nil {
+		dir.learned = map[string]string{}
+	}
+	if _, ok := dir.learned[id]; !ok {
+		dir.order = append(dir.order, id)
+	}
+	dir.learned[id] = node
+	if len(dir.order) > maxLearned {
+		delete(dir.learned, dir.order[0])
+		dir.order = dir.order[1:]
+	}
+}
+
+// NodeOf implements registry.Directory: the view's word first (it is
+// the host's own), else the learned one.
+func (dir *directory) NodeOf(id string) (string, bool) {
+	if in, ok := dir.Lookup(id); ok && in.Node != "" {
+		return in.Node, true
+	}
+	dir.mu.Lock()
+	defer dir.mu.Unlock()
+	node, ok := dir.learned[id]
+	return node, ok
 }
 
 // Remote implements registry.Directory.

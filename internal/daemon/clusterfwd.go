@@ -27,11 +27,11 @@ func (g gatewayCluster) Node() string { return g.d.node.Name() }
 
 // AgentNode implements gateway.Cluster.
 func (g gatewayCluster) AgentNode(id string) (string, bool) {
-	in, ok := g.d.dir.Lookup(id)
-	if !ok || in.Node == "" || in.Node == g.d.node.Name() {
+	node, ok := g.d.dir.NodeOf(id)
+	if !ok || node == "" || node == g.d.node.Name() {
 		return "", false
 	}
-	return in.Node, true
+	return node, true
 }
 
 // NodeHealth implements gateway.Cluster.

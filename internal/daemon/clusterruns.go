@@ -265,7 +265,10 @@ func (h *runHost) Start(_ context.Context, run records.RunRecord, cwd string) (r
 			if filepath.Clean(a.Cwd) != filepath.Clean(cwd) {
 				return nil, fmt.Errorf("agent %s works in %s, not in the run's worktree", a.AgentID, a.Cwd)
 			}
-			return h.lease(run), nil
+			if run.ParentNode != d.node.Name() {
+				d.dir.learn(a.ParentAgentID, run.ParentNode) // as for a new child, below
+			}
+			return h.lease(run, a.ParentAgentID), nil
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("read the child: %w", err)
 		}
@@ -293,17 +296,23 @@ func (h *runHost) Start(_ context.Context, run records.RunRecord, cwd string) (r
 		}
 		return nil, fmt.Errorf("store the child: %w", err)
 	}
+	if run.ParentNode != d.node.Name() {
+		// Before the child exists: its first request goes up to its
+		// parent's node even when the directory does not list the
+		// parent yet (an older record without it: the directory's word).
+		d.dir.learn(m.ParentAgentID, run.ParentNode)
+	}
 	d.sys.Root.Send(d.registry, &registry.Adopt{Agents: []store.Agent{m}})
 	// After the Adopt, through the same mailbox: the child exists when
 	// the lease reaches the registry.
-	return h.lease(run), nil
+	return h.lease(run, m.ParentAgentID), nil
 }
 
 // lease leases run's task to its child, which the registry knows, with a
 // holder actor of the run's own.
-func (h *runHost) lease(run records.RunRecord) *runLease {
+func (h *runHost) lease(run records.RunRecord, parentID string) *runLease {
 	d := h.d
-	l := &runLease{d: d, agentID: run.AgentID, runID: run.RunID,
+	l := &runLease{d: d, agentID: run.AgentID, runID: run.RunID, parentID: parentID, parentNode: run.ParentNode,
 		started: make(chan struct{}), ended: make(chan runner.Outcome, 1), stopping: make(chan string, 4)}
 	pid := d.sys.Root.Spawn(actor.PropsFromFunc(l.receive))
 	d.sys.Root.Send(d.registry, &agent.Route{AgentID: run.AgentID, Msg: &agent.LeaseStart{RunID: run.RunID, Task: run.Task, Holder: pid}})
@@ -315,16 +324,26 @@ func (h *runHost) lease(run records.RunRecord) *runLease {
 type runLease struct {
 	d              *Daemon
 	agentID, runID string
-	started        chan struct{}
-	ended          chan runner.Outcome
-	stopping       chan string
-	startOnce      sync.Once
-	endOnce        sync.Once
+	// parentID and parentNode are the child's parent and the node
+	// hosting it ("" from an older record: the directory's word), where
+	// the run's job records its steers.
+	parentID, parentNode string
+	started              chan struct{}
+	ended                chan runner.Outcome
+	stopping             chan string
+	startOnce            sync.Once
+	endOnce              sync.Once
 }
 
 // receive is the holder actor: LeaseStarted, the stages of a stop, then
-// one LeaseEnded (after which it stops); a steer of the leased run is
-// acknowledged at once, this node keeping no record of it.
+// one LeaseEnded (after which it stops). This node keeps no record of a
+// steer of the leased run: the run's job on the parent's node does. A
+// parent's steer came from there and is recorded there when its outcome
+// goes back; a person's steer sent to the child directly is sent there to
+// be recorded (registry.RemoteSteered over the uplink), and the child
+// answers the person once it is (docs/protocol.md §10.3: persist before
+// acknowledging). A run its parent's own node claimed has its job here:
+// every steer is recorded by it (registry.RecordSteer).
 func (l *runLease) receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *agent.LeaseStarted:
@@ -341,7 +360,20 @@ func (l *runLease) receive(c actor.Context) {
 		default: // the executor is behind: the end carries the last stage
 		}
 	case *agent.LeaseSteered:
-		if c.Sender() != nil {
+		if c.Sender() == nil {
+			return
+		}
+		node := l.parentNode
+		if node == "" {
+			node, _ = l.d.dir.NodeOf(l.parentID)
+		}
+		switch {
+		case node == "" || node == l.d.node.Name():
+			// The parent's node claimed its own run: its job is here.
+			c.RequestWithCustomSender(l.d.registry, &registry.RecordSteer{Steered: m}, c.Sender())
+		case m.Steer.Source == protocol.SteerSourceClient:
+			c.Send(l.d.registry, &registry.RemoteSteered{Node: node, Steered: m, ReplyTo: c.Sender()})
+		default: // the parent's steer: its node records the outcome it gets back
 			c.Respond(&agent.SteerRecorded{})
 		}
 	}

@@ -27,6 +27,8 @@ func (d *Daemon) startUplink() error {
 	node := d.node
 	deps := uplink.Deps{
 		Registry: d.registry,
+		Node:     node.Name(),
+		Located:  d.dir.learn,
 		Dial: func(ctx context.Context, to string) (net.Conn, error) {
 			for _, m := range node.Members() {
 				if m.Node == to && m.Health == cluster.HealthDead {

@@ -221,7 +221,7 @@ func (r *Runs) Publish(ctx context.Context, p Publication) (undo func(context.Co
 			Alias: run.Alias, Task: run.Task, State: protocol.RunQueued, Anywhere: true,
 			TimeoutMs: run.TimeoutMs, QueuedAt: run.QueuedAt,
 			Git:   &records.RunGit{Remote: p.Remote, Base: p.Base, Branch: p.Branches[run.RunID]},
-			Child: child,
+			Child: child, ParentNode: r.node,
 		}
 		if run.Workspace != nil {
 			ws := *run.Workspace
