@@ -372,3 +372,51 @@ func (r *Runs) InterruptNode(ctx context.Context, node string, inc uint64) {
 		wait = min(2*wait, retryMax)
 	}
 }
+
+// RecordJobTimes writes a job's end and stop times (epoch ms, 0 for not
+// yet) into its cluster record (JobRecord.EndedAt, StoppedAt), as a
+// compare-and-set the parent's node makes once its own job ended or was
+// stopped: the parent's node owns a job's transitions, as it owns its
+// local record. A time already there is kept (the first one written is
+// the job's), a record already up to date is not written, and a record
+// that is gone (a refused create's, removed) is left gone. A conflict
+// decides again on what is there now; no quorum is retried until ctx
+// ends.
+func (r *Runs) RecordJobTimes(ctx context.Context, jobID string, endedAt, stoppedAt int64) error {
+	rec := r.Records()
+	if rec == nil {
+		return protocol.Errorf(protocol.CodeTimeout, "the cluster's records are not open yet")
+	}
+	wait := retryMin
+	for {
+		e, err := rec.Jobs.Get(ctx, jobID)
+		if errors.Is(err, records.ErrNotFound) {
+			return nil
+		}
+		if err == nil {
+			jr := e.Value
+			if jr.EndedAt == 0 && endedAt != 0 {
+				jr.EndedAt = endedAt
+			}
+			if jr.StoppedAt == 0 && stoppedAt != 0 {
+				jr.StoppedAt = stoppedAt
+			}
+			if jr.EndedAt == e.Value.EndedAt && jr.StoppedAt == e.Value.StoppedAt {
+				return nil
+			}
+			if _, err = rec.Jobs.Update(ctx, jobID, jr, e.Revision); err == nil {
+				return nil
+			}
+			if errors.Is(err, records.ErrConflict) {
+				continue
+			}
+		}
+		if !errors.Is(err, records.ErrUnavailable) {
+			return fmt.Errorf("write the job's times into its cluster record: %w", err)
+		}
+		if !clock.Sleep(ctx, wait) {
+			return fmt.Errorf("write the job's times into its cluster record: %w", err)
+		}
+		wait = min(2*wait, retryMax)
+	}
+}
