@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/protocol"
@@ -176,6 +177,7 @@ func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, er
 	if _, err := g.run(ctx, ws.Cache, "worktree", "add", "--quiet", "--no-track", "-B", p.Branch, ws.Dir, p.Base); err != nil {
 		return ws, fmt.Errorf("runner: make worktree: %w", err)
 	}
+	g.used(ws.Cache)
 	return ws, nil
 }
 
@@ -267,6 +269,66 @@ func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 		return false, err
 	}
 	defer unlock()
+	if ok, err := g.listed(ctx, cache, dir); !ok || err != nil {
+		return false, err
+	}
+	if _, err := g.commit(ctx, run, dir); err != nil {
+		return false, err
+	}
+	if _, err := g.run(ctx, cache, "worktree", "remove", "--force", "--force", dir); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Release retires the worktree of a run that ended here and whose branch
+// the remote took at head (Finish), once its terminal record is written:
+// the work is on the remote, and the parent's node fetches it from there.
+// It removes the worktree only when it is provably this node's (as
+// Retire) and holds nothing the push did not take: its HEAD is head and
+// nothing is left to commit. Then the run's branch in the cache goes too,
+// if it is still at head. Anything else is kept, with an error saying
+// why: unpushed work is never deleted. It reports whether it removed the
+// worktree.
+func (g *Git) Release(ctx context.Context, run records.RunRecord, head string) (bool, error) {
+	if check(run.Git) != nil || !validName(run.RunID) || !commitID.MatchString(head) {
+		return false, nil
+	}
+	dir, cache := g.WorktreeOf(run.RunID), g.cacheOf(run.Git.Remote)
+	unlock, err := g.locks.Lock(ctx, cache)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if ok, err := g.listed(ctx, cache, dir); !ok || err != nil {
+		return false, err
+	}
+	out, err := g.run(ctx, dir, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return false, err
+	}
+	if at := strings.TrimSpace(string(out)); at != head {
+		return false, fmt.Errorf("runner: worktree %s is at %s, the remote took %s: kept", dir, at, head)
+	}
+	if out, err := g.run(ctx, dir, "status", "--porcelain", "--untracked-files=all"); err != nil {
+		return false, err
+	} else if len(strings.TrimSpace(string(out))) > 0 {
+		return false, fmt.Errorf("runner: worktree %s has changes the push did not take: kept", dir)
+	}
+	if _, err := g.run(ctx, cache, "worktree", "remove", "--force", dir); err != nil {
+		return false, err
+	}
+	// The branch only if it is still the pushed commit (update-ref checks).
+	if _, err := g.run(ctx, cache, "update-ref", "-d", "refs/heads/"+run.Git.Branch, head); err != nil {
+		g.used(cache)
+		return true, fmt.Errorf("runner: the cache's branch %s was kept: %w", run.Git.Branch, err)
+	}
+	g.used(cache)
+	return true, nil
+}
+
+// listed reports whether dir is one of the worktrees of cache.
+func (g *Git) listed(ctx context.Context, cache, dir string) (bool, error) {
 	if _, err := os.Stat(cache); errors.Is(err, os.ErrNotExist) {
 		return false, nil // no cache: nothing of ours
 	}
@@ -274,20 +336,106 @@ func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("runner: list the worktrees of %s: %w", cache, err)
 	}
-	listed := false
 	for f := range strings.SplitSeq(string(out), "\x00") {
 		if path, ok := strings.CutPrefix(f, "worktree "); ok && sameDir(path, dir) {
-			listed = true
+			return true, nil
 		}
 	}
-	if !listed {
+	return false, nil
+}
+
+// usedStamp is a file in a cache repository whose modification time is
+// the last time a run used the cache (made or released a worktree of it):
+// Prune's clock. git ignores a file of this name in a repository.
+const usedStamp = "shard-last-used"
+
+// used stamps a cache as used now (under its lock). A stamp that cannot
+// be written only makes the cache look older, and Prune still keeps a
+// cache with a worktree or a branch.
+func (g *Git) used(cache string) {
+	p := filepath.Join(cache, usedStamp)
+	if err := os.WriteFile(p, nil, 0o600); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(p, now, now)
+	}
+}
+
+// DefaultCacheIdle is how long a cache repository no run used is kept
+// (Runner prunes older ones): a repository is fetched again, whole, by
+// the next run of it after its cache went, so only caches nobody used for
+// a week go.
+const DefaultCacheIdle = 7 * 24 * time.Hour
+
+// Prune removes the cache repositories no run used for idle before now
+// and that hold nothing of a run: no worktree (a live run's, or one kept
+// because its push failed) and no branch (an interrupted run's work,
+// committed there by Retire and never pushed). It returns the caches it
+// removed. A cache it cannot read is kept.
+func (g *Git) Prune(ctx context.Context, idle time.Duration, now time.Time) ([]string, error) {
+	dirs, err := os.ReadDir(filepath.Join(g.Root, "repos"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, d := range dirs {
+		if !d.IsDir() || !strings.HasSuffix(d.Name(), ".git") {
+			continue
+		}
+		cache := filepath.Join(g.Root, "repos", d.Name())
+		gone, err := g.pruneOne(ctx, cache, idle, now)
+		if err != nil {
+			return removed, err
+		}
+		if gone {
+			removed = append(removed, cache)
+		}
+	}
+	return removed, nil
+}
+
+// pruneOne is Prune of one cache, under its lock.
+func (g *Git) pruneOne(ctx context.Context, cache string, idle time.Duration, now time.Time) (bool, error) {
+	unlock, err := g.locks.Lock(ctx, cache)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	fi, err := os.Stat(filepath.Join(cache, usedStamp))
+	if errors.Is(err, os.ErrNotExist) {
+		fi, err = os.Stat(cache) // made before stamps: its own time
+	}
+	if err != nil {
 		return false, nil
 	}
-	if _, err := g.commit(ctx, run, dir); err != nil {
-		return false, err
+	if now.Sub(fi.ModTime()) < idle {
+		return false, nil
 	}
-	if _, err := g.run(ctx, cache, "worktree", "remove", "--force", "--force", dir); err != nil {
-		return false, err
+	// Worktrees whose directories are gone do not count.
+	if _, err := g.run(ctx, cache, "worktree", "prune"); err != nil {
+		return false, nil
+	}
+	out, err := g.run(ctx, cache, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return false, nil
+	}
+	n := 0
+	for f := range strings.SplitSeq(string(out), "\x00") {
+		if strings.HasPrefix(f, "worktree ") {
+			n++
+		}
+	}
+	if n > 1 {
+		return false, nil // the bare repository itself is the first
+	}
+	out, err = g.run(ctx, cache, "for-each-ref", "--format=%(refname)", "refs/heads/")
+	if err != nil || strings.TrimSpace(string(out)) != "" {
+		return false, nil
+	}
+	if err := os.RemoveAll(cache); err != nil {
+		return false, fmt.Errorf("runner: remove the cache %s: %w", cache, err)
 	}
 	return true, nil
 }
