@@ -69,12 +69,16 @@ func (benchTB) Helper()                      {}
 func (benchTB) Cleanup(f func())             { atCleanup(f) }
 func (benchTB) Fatal(args ...any)            { panic(fmt.Sprint(args...)) }
 func (benchTB) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+func (benchTB) Context() context.Context     { return context.Background() }
 
 // clusterOf is k nodes: a single shardd for k = 1, otherwise the nodes
 // n1…nk of one cluster.
 type clusterOf struct {
 	nodes []*daemon
 	names []string
+	// token is the cluster's token (its clients' too); natsURL is n1's
+	// client port when startNodes was asked for one.
+	token, natsURL string
 }
 
 // startNodes starts k nodes on fresh homes with env added to their
@@ -83,6 +87,13 @@ type clusterOf struct {
 // (cluster.replicas 1): a replicated bucket refuses two copies (a write
 // needs both) and three need three servers.
 func startNodes(o *options, k int, env []string) (*clusterOf, error) {
+	return startNodesOpts(o, k, env, false)
+}
+
+// startNodesOpts is startNodes; with clientPort, n1 also listens for NATS
+// clients on a loopback port (cluster.client_listen), whose URL is
+// clusterOf.natsURL, so the driver can reach the cluster's records.
+func startNodesOpts(o *options, k int, env []string, clientPort bool) (*clusterOf, error) {
 	if k == 1 {
 		d, err := startDaemon(o, env)
 		if err != nil {
@@ -96,7 +107,7 @@ func startNodes(o *options, k int, env []string) (*clusterOf, error) {
 	}
 	env = append(slices.Clip(env), "SHARD_CLUSTER_TOKEN="+hex.EncodeToString(token))
 	mesh := clustertest.NewMesh(benchTB{}, k)
-	cl := &clusterOf{}
+	cl := &clusterOf{token: hex.EncodeToString(token)}
 	for i := range k {
 		dir, err := tempDir()
 		if err != nil {
@@ -107,6 +118,14 @@ func startNodes(o *options, k int, env []string) (*clusterOf, error) {
 			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ",")}
 		if k == 2 {
 			args = append(args, "--cluster.replicas", "1")
+		}
+		if clientPort && i == 0 {
+			addr, err := freeLoopback()
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, "--cluster.client-listen", addr)
+			cl.natsURL = "nats://" + addr
 		}
 		d, err := spawnDaemonAt(o, filepath.Join(dir, "home"), env, mesh.RouteWatcher(i), args...)
 		if err != nil {
@@ -683,6 +702,7 @@ type clusterResult struct {
 	Wake   []clusterWake   `json:"wake,omitempty"`
 	Live   []clusterLive   `json:"live,omitempty"`
 	Attach []attachPath    `json:"attach,omitempty"`
+	Scan   []clusterScan   `json:"scan,omitempty"`
 }
 
 func runCluster(o *options) (*report, error) {
@@ -701,7 +721,14 @@ func runCluster(o *options) (*report, error) {
 	paced := pick(o.n, 5000, 500, o.quick)
 	unpaced := paced
 	rate := pick(o.rate, fanoutTargetRate, fanoutTargetRate, o.quick)
-	phases := map[string]bool{"create": true, "wake": true, "live": true, "attach": true}
+	scanSizes, err := ints(o.runs, []int{1000, 4000, 16000})
+	if err != nil {
+		return nil, err
+	}
+	if o.quick && o.runs == "" {
+		scanSizes = []int{200, 1000}
+	}
+	phases := map[string]bool{"create": true, "wake": true, "live": true, "attach": true, "scan": true}
 	if o.phases != "" {
 		phases = map[string]bool{}
 		for p := range strings.SplitSeq(o.phases, ",") {
@@ -805,6 +832,16 @@ func runCluster(o *options) (*report, error) {
 		}
 	}
 
+	if phases["scan"] {
+		mark := cleanupMark()
+		sc, err := scanRun(o, scanSizes)
+		runCleanupsFrom(mark)
+		if err != nil {
+			return nil, fmt.Errorf("scan: %w", err)
+		}
+		res.Scan = sc
+	}
+
 	rep := &report{Header: []string{"phase", "nodes", "n", "per s", "p50 ms", "p99 ms", "max ms", "other"}, Results: res}
 	for _, c := range res.Create {
 		other := fmt.Sprintf("per node %v; CPU ms/create: daemons %s, runtimes %s", c.PerNode, f2(c.DaemonCPUms), f2(c.RuntimeCPUms))
@@ -845,6 +882,11 @@ func runCluster(o *options) (*report, error) {
 			f3(cross.Paced.Latency.P50-same.Paced.Latency.P50), f3(cross.Paced.Latency.P99-same.Paced.Latency.P99),
 			f2(cross.Unpaced.EventsPerSec/same.Unpaced.EventsPerSec)))
 	}
+	for _, sc := range res.Scan {
+		rep.Rows = append(rep.Rows, []string{"scan: InterruptNodeRuns", "3", fmt.Sprint(sc.Runs), "", f2(sc.InterruptMs), "", "",
+			fmt.Sprintf("%d interrupted; again (none to change) %s ms = %s µs per record; the listing alone (runner.HeldBy) %s ms; Requeue %s ms; writing %s s",
+				sc.Interrupted, f2(sc.AgainMs), f2(sc.PerRunUs), f2(sc.ListMs), f2(sc.RequeueMs), f2(sc.WriteSec))})
+	}
 	notes = append(notes, "1 node is a single shardd (a cluster node needs another node's route); n nodes are n shardd processes on this machine, each with its embedded NATS JetStream server, their routes on loopback through relays; 2 nodes keep one copy of each replicated record (cluster.replicas 1), 3 nodes three")
 	if phases["create"] {
 		notes = append(notes, fmt.Sprintf("create: %d agent.create calls, %d in flight, round-robin over the nodes' sockets; ack = sent → acknowledged (the runtime is ready); on a cluster, then the time until every node's agent.list lists every agent on the node that created it", creates, clusterWorkers))
@@ -857,6 +899,9 @@ func runCluster(o *options) (*report, error) {
 	}
 	if phases["attach"] {
 		notes = append(notes, fmt.Sprintf("attach: on the create and wake phases' three nodes, a new agent on n3 for each path (so that both attach to the same history); same-node = a client of n3, cross-node = a client of n1 (n1 forwards the connection's commands to n3 over a NATS tunnel, and n3's events back); per path, one after the other, after one untimed attach and prompt: %d fresh connections' agent.attach sent → sync, %d re-attaches (agent.detach, then agent.attach → sync) on one connection, %d prompts (`sim: say hi`) sent → first text delta, a flood of %d stamped 64 B deltas paced at %d/s and one of %d stamped 256 B deltas unpaced, each read by the client library, then the re-attaches again with both floods in the agent's live window; per-delta latency = receive − the runtime's stamp", attachSamplesN, attachSamplesN, attachSamplesN, paced, rate, unpaced))
+	}
+	if phases["scan"] {
+		notes = append(notes, fmt.Sprintf("scan: on three fresh nodes, run records written through n1's NATS client port (completed runs of a node, %d in flight) up to each of %v records, plus %d active runs of one more incarnation; then timed once each: InterruptNodeRuns of that incarnation (it changes the %d), again (it changes none), the whole listing (what runner.HeldBy reads) and Requeue; each lists the whole runs bucket, so its time follows the records kept", scanWriters, scanSizes, scanActive, scanActive))
 	}
 	rep.Notes = append(notes, "every node runs on this one machine: the nodes share its cores and memory, so more nodes add no capacity here; the figures show what the cluster costs, not what more machines would hold")
 	if len(res.Live) > 0 {

@@ -127,3 +127,42 @@ func TestClusterScenario(t *testing.T) {
 		t.Fatalf("plot is not an SVG: %v, root %q", err, root.XMLName.Local)
 	}
 }
+
+// TestClusterScanPhase runs the cluster scenario's scan phase at two small
+// sizes on three real shardd nodes and checks what it measured: the runs
+// bucket held each size (the history and each size's active runs), each
+// InterruptNodeRuns changed exactly the dead incarnation's active runs,
+// and every timing was taken. It asserts no timing.
+func TestClusterScanPhase(t *testing.T) {
+	if testing.Short() {
+		testhost.Skip(t, "-short: starts real daemons")
+	}
+	shardd := testShardd(t)
+	out := filepath.Join(t.TempDir(), "bench-cluster.json")
+	args := []string{"cluster", "--quick", "--shardd", shardd, "--out", out, "--plots", t.TempDir(), "--no-sync",
+		"--phases", "scan", "--runs", "50,120"}
+	if code := realMain(args); code != 0 {
+		t.Fatalf("bench %v exited %d", args, code)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Results clusterResult `json:"results"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatalf("result file: %v\n%s", err, b)
+	}
+	sc := res.Results.Scan
+	if len(sc) != 2 || len(res.Results.Create) != 0 {
+		t.Fatalf("scan phase: %+v", res.Results)
+	}
+	// 40 completed + 10 active; then 110 completed + 10 + 10 active.
+	for i, want := range []int{50, 130} {
+		s := sc[i]
+		if s.Runs != want || s.Interrupted != scanActive || s.InterruptMs <= 0 || s.AgainMs <= 0 || s.ListMs <= 0 || s.RequeueMs <= 0 {
+			t.Errorf("size %d: %+v", want, s)
+		}
+	}
+}
