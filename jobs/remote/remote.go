@@ -420,3 +420,41 @@ func (r *Runs) RecordJobTimes(ctx context.Context, jobID string, endedAt, stoppe
 		wait = min(2*wait, retryMax)
 	}
 }
+
+// Bounds of Sweep.
+const (
+	// SweepAge is how old (from its creation) a job of this node must be
+	// before its records may be swept: far longer than a create takes
+	// from planning its job to committing it (its pushes included), so a
+	// create in flight is never taken for a refused one.
+	SweepAge = time.Hour
+	// SweepEvery is how often Sweep looks again.
+	SweepEvery = 15 * time.Minute
+)
+
+// Sweep deletes, once the records are open and then every SweepEvery
+// until ctx ends, the cluster records of this node's jobs older than
+// SweepAge that holds says this node does not hold (records.SweepJobs):
+// the held records of a create that was refused after they were written
+// (they may commit late, docs/cluster.md "No quorum"), and the records of
+// a job its retention removed. holds must answer from this node's store:
+// true for a committed job, an error when it cannot tell.
+func (r *Runs) Sweep(ctx context.Context, holds func(jobID string) (bool, error)) {
+	rec := r.wait(ctx)
+	if rec == nil {
+		return
+	}
+	for {
+		res, err := rec.SweepJobs(ctx, r.node, time.Now().Add(-SweepAge).UnixMilli(), holds)
+		if len(res.Jobs) > 0 || res.Runs > 0 {
+			r.log.Info(fmt.Sprintf("cluster runs: swept the records of %d job(s) this node does not hold (%d run records)", len(res.Jobs), res.Runs),
+				"jobs", len(res.Jobs), "runs", res.Runs)
+		}
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("cluster runs: the sweep of records this node does not hold failed; trying again later", "retry_in", SweepEvery.String(), "err", err)
+		}
+		if !clock.Sleep(ctx, SweepEvery) {
+			return
+		}
+	}
+}
