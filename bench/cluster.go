@@ -703,6 +703,9 @@ type clusterResult struct {
 	Live   []clusterLive   `json:"live,omitempty"`
 	Attach []attachPath    `json:"attach,omitempty"`
 	Scan   []clusterScan   `json:"scan,omitempty"`
+	// Passive is the first prompt to a passivated agent of n3, through
+	// n3 and through n1 (clusterpassive.go).
+	Passive []passivePath `json:"passive,omitempty"`
 }
 
 func runCluster(o *options) (*report, error) {
@@ -728,7 +731,7 @@ func runCluster(o *options) (*report, error) {
 	if o.quick && o.runs == "" {
 		scanSizes = []int{200, 1000}
 	}
-	phases := map[string]bool{"create": true, "wake": true, "live": true, "attach": true, "scan": true}
+	phases := map[string]bool{"create": true, "wake": true, "live": true, "attach": true, "scan": true, "passive": true}
 	if o.phases != "" {
 		phases = map[string]bool{}
 		for p := range strings.SplitSeq(o.phases, ",") {
@@ -832,6 +835,16 @@ func runCluster(o *options) (*report, error) {
 		}
 	}
 
+	passiveN := max(1, samples/2)
+	if phases["passive"] {
+		mark := cleanupMark()
+		ps, err := passiveRun(o, passiveN)
+		runCleanupsFrom(mark)
+		if err != nil {
+			return nil, fmt.Errorf("passive: %w", err)
+		}
+		res.Passive = ps
+	}
 	if phases["scan"] {
 		mark := cleanupMark()
 		sc, err := scanRun(o, scanSizes)
@@ -882,6 +895,21 @@ func runCluster(o *options) (*report, error) {
 			f3(cross.Paced.Latency.P50-same.Paced.Latency.P50), f3(cross.Paced.Latency.P99-same.Paced.Latency.P99),
 			f2(cross.Unpaced.EventsPerSec/same.Unpaced.EventsPerSec)))
 	}
+	for _, p := range res.Passive {
+		name := fmt.Sprintf("%s (n3 via %s)", p.Path, p.Via)
+		for _, r := range []struct {
+			name string
+			d    dist
+		}{{"passivated: attach → sync", p.Attach}, {"passivated: prompt ack", p.Ack}, {"passivated: prompt → first event", p.First},
+			{"passivated: prompt → turn_end", p.TurnEnd}, {"passivated: attach → first event", p.Total}} {
+			rep.Rows = append(rep.Rows, []string{r.name + ": " + name, "3", fmt.Sprint(r.d.N), "", f2(r.d.P50), f2(r.d.P99), f2(r.d.Max), ""})
+		}
+	}
+	if len(res.Passive) == 2 {
+		same, cross := res.Passive[0], res.Passive[1]
+		notes = append(notes, fmt.Sprintf("passivated, cross-node against same-node: attach → sync p50 +%s ms, prompt → first event p50 +%s ms, attach → first event p50 %s× (+%s ms)",
+			f2(cross.Attach.P50-same.Attach.P50), f2(cross.First.P50-same.First.P50), f2(cross.Total.P50/same.Total.P50), f2(cross.Total.P50-same.Total.P50)))
+	}
 	for _, sc := range res.Scan {
 		rep.Rows = append(rep.Rows, []string{"scan: InterruptNodeRuns", "3", fmt.Sprint(sc.Runs), "", f2(sc.InterruptMs), "", "",
 			fmt.Sprintf("%d interrupted; again (none to change) %s ms = %s µs per record; the listing alone (runner.HeldBy) %s ms; Requeue %s ms; writing %s s",
@@ -899,6 +927,9 @@ func runCluster(o *options) (*report, error) {
 	}
 	if phases["attach"] {
 		notes = append(notes, fmt.Sprintf("attach: on the create and wake phases' three nodes, a new agent on n3 for each path (so that both attach to the same history); same-node = a client of n3, cross-node = a client of n1 (n1 forwards the connection's commands to n3 over a NATS tunnel, and n3's events back); per path, one after the other, after one untimed attach and prompt: %d fresh connections' agent.attach sent → sync, %d re-attaches (agent.detach, then agent.attach → sync) on one connection, %d prompts (`sim: say hi`) sent → first text delta, a flood of %d stamped 64 B deltas paced at %d/s and one of %d stamped 256 B deltas unpaced, each read by the client library, then the re-attaches again with both floods in the agent's live window; per-delta latency = receive − the runtime's stamp", attachSamplesN, attachSamplesN, attachSamplesN, paced, rate, unpaced))
+	}
+	if phases["passive"] {
+		notes = append(notes, fmt.Sprintf("passive: on three fresh nodes, %d agents made on n3, their runtimes stopped (agent.terminate), detached, their connection closed; once n3's log says the registry passivated each (30 s idle: its actor gone), each is woken once through a client of n3 (same node) or of n1 (cross node), alternating, %d per path after one untimed wake-up each: agent.attach sent → sync (the actor served again from its manifest, its runtime started), then `sim: say hi` sent → acknowledged, → turn_start, → turn_end; attach → first event is the whole wake-up", 2*passiveN+2, passiveN))
 	}
 	if phases["scan"] {
 		notes = append(notes, fmt.Sprintf("scan: on three fresh nodes, run records written through n1's NATS client port (completed runs of a node, %d in flight) up to each of %v records, plus %d active runs of one more incarnation; then timed once each: InterruptNodeRuns of that incarnation (it changes the %d), again (it changes none), the whole listing (what runner.HeldBy reads) and Requeue; each lists the whole runs bucket, so its time follows the records kept", scanWriters, scanSizes, scanActive, scanActive))

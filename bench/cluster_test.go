@@ -128,19 +128,22 @@ func TestClusterScenario(t *testing.T) {
 	}
 }
 
-// TestClusterScanPhase runs the cluster scenario's scan phase at two small
-// sizes on three real shardd nodes and checks what it measured: the runs
-// bucket held each size (the history and each size's active runs), each
-// InterruptNodeRuns changed exactly the dead incarnation's active runs,
-// and every timing was taken. It asserts no timing.
-func TestClusterScanPhase(t *testing.T) {
+// TestClusterScanAndPassivePhases runs the cluster scenario's scan and
+// passive phases at small sizes on three real shardd nodes each and
+// checks what they measured. Scan: the runs bucket held each size (the
+// history and each size's active runs), each InterruptNodeRuns changed
+// exactly the dead incarnation's active runs, and every timing was taken.
+// Passive: every agent of n3 was passivated (the phase fails otherwise)
+// and woken once through n3 and through n1, each sample counted, each
+// turn's end after its first event. It asserts no timing.
+func TestClusterScanAndPassivePhases(t *testing.T) {
 	if testing.Short() {
 		testhost.Skip(t, "-short: starts real daemons")
 	}
 	shardd := testShardd(t)
 	out := filepath.Join(t.TempDir(), "bench-cluster.json")
 	args := []string{"cluster", "--quick", "--shardd", shardd, "--out", out, "--plots", t.TempDir(), "--no-sync",
-		"--phases", "scan", "--runs", "50,120"}
+		"--phases", "scan,passive", "--runs", "50,120", "--wait-samples", "4"}
 	if code := realMain(args); code != 0 {
 		t.Fatalf("bench %v exited %d", args, code)
 	}
@@ -155,7 +158,7 @@ func TestClusterScanPhase(t *testing.T) {
 		t.Fatalf("result file: %v\n%s", err, b)
 	}
 	sc := res.Results.Scan
-	if len(sc) != 2 || len(res.Results.Create) != 0 {
+	if len(sc) != 2 || len(res.Results.Create) != 0 || len(res.Results.Wake) != 0 {
 		t.Fatalf("scan phase: %+v", res.Results)
 	}
 	// 40 completed + 10 active; then 110 completed + 10 + 10 active.
@@ -163,6 +166,24 @@ func TestClusterScanPhase(t *testing.T) {
 		s := sc[i]
 		if s.Runs != want || s.Interrupted != scanActive || s.InterruptMs <= 0 || s.AgainMs <= 0 || s.ListMs <= 0 || s.RequeueMs <= 0 {
 			t.Errorf("size %d: %+v", want, s)
+		}
+	}
+	ps := res.Results.Passive
+	if len(ps) != 2 {
+		t.Fatalf("passive phase: %+v", ps)
+	}
+	for i, p := range ps {
+		want := []struct{ path, via string }{{"same-node", "n3"}, {"cross-node", "n1"}}[i]
+		if p.Path != want.path || p.Via != want.via || p.Host != "n3" || p.Samples != 2 {
+			t.Errorf("passive path %d: %+v", i, p)
+		}
+		for _, d := range []dist{p.Attach, p.Ack, p.First, p.TurnEnd, p.Total} {
+			if d.N != 2 || d.Min <= 0 {
+				t.Errorf("%s: a measurement of %d samples: %+v", p.Path, p.Samples, d)
+			}
+		}
+		if p.TurnEnd.Min < p.First.Min || p.Total.Min < p.Attach.Min {
+			t.Errorf("%s: out of order: %+v", p.Path, p)
 		}
 	}
 }
