@@ -31,7 +31,7 @@ func TestClusterScenario(t *testing.T) {
 	out, plots := filepath.Join(t.TempDir(), "bench-cluster.json"), t.TempDir()
 	args := []string{"cluster", "--quick", "--shardd", shardd, "--out", out, "--plots", plots, "--no-sync",
 		"--creates", "12", "--wait-samples", "4", "--live-per-node", "3", "--nodes", "1,3", "--live-nodes", "1,2",
-		"--samples", "3", "--n", "200"}
+		"--samples", "3", "--n", "200", "--phases", "create,wake,live,attach"} // scan and passive: TestClusterScanAndPassivePhases
 	if code := realMain(args); code != 0 {
 		t.Fatalf("bench %v exited %d", args, code)
 	}
