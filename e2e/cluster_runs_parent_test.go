@@ -594,6 +594,15 @@ func TestClusterRunsSpread(t *testing.T) {
 	for _, name := range []string{"n1", "n2", "n3"} {
 		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
 	}
+	// Every node claims before the job is made: a node serves, and is
+	// alive, before its run records are open, and these runs end so fast
+	// that the first claimer would take them all, one after another.
+	for i, d := range nodes {
+		eventually(t, clusterWait, fmt.Sprintf("n%d takes runs", i+1), func() bool {
+			b, err := d.sd().Log(0)
+			return err == nil && strings.Contains(b, "cluster: this node takes runs now")
+		})
+	}
 	repo, _ := originRepo(t)
 	c1, events := collectRunEvents(t, n1)
 	var parent protocol.AgentCreateData

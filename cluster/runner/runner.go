@@ -125,6 +125,9 @@ func New(o Options) (*Runner, error) {
 	return &Runner{o: o, log: o.Logger, wake: make(chan struct{}, 1), running: map[string]bool{}}, nil
 }
 
+// Capacity is how many runs this node may hold at once now.
+func (r *Runner) Capacity() int { return r.o.Capacity() }
+
 // Running is how many runs this node holds now (its load).
 func (r *Runner) Running() int {
 	r.mu.Lock()
