@@ -3,22 +3,15 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/shard-dev/shard/client"
-	"github.com/shard-dev/shard/cluster/clustertest"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -43,6 +36,11 @@ import (
 //	        n3 (same node) and through n1 (cross node): attach → sync,
 //	        prompt → first delta, and per-delta latency and throughput of
 //	        a paced and an unpaced stamped flood (clusterattach.go).
+//	passive the first prompt to a passivated agent of n3 (its actor gone
+//	        after 30 s idle), through n3 and through n1
+//	        (clusterpassive.go).
+//	scan    InterruptNodeRuns, Requeue and runner.HeldBy's listing against
+//	        the run records kept (clusterscan.go).
 //
 // A single shardd is the 1-node figure: a cluster node needs the route of
 // at least one other node (cluster.routes), so there is no one-node
@@ -59,144 +57,6 @@ const (
 	// clusterDirWait bounds the wait for every node to list every agent.
 	clusterDirWait = 60 * time.Second
 )
-
-// benchTB lets the driver use clustertest's relays, which are written for
-// tests: their cleanups join the driver's (atCleanup) and a failure to
-// listen on a loopback port panics, which ends the run.
-type benchTB struct{ testing.TB }
-
-func (benchTB) Helper()                      {}
-func (benchTB) Cleanup(f func())             { atCleanup(f) }
-func (benchTB) Fatal(args ...any)            { panic(fmt.Sprint(args...)) }
-func (benchTB) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
-func (benchTB) Context() context.Context     { return context.Background() }
-
-// clusterOf is k nodes: a single shardd for k = 1, otherwise the nodes
-// n1…nk of one cluster.
-type clusterOf struct {
-	nodes []*daemon
-	names []string
-	// token is the cluster's token (its clients' too); natsURL is n1's
-	// client port when startNodes was asked for one.
-	token, natsURL string
-}
-
-// startNodes starts k nodes on fresh homes with env added to their
-// environment and waits until every one serves and, for a cluster, sees
-// every node alive. Two nodes keep one copy of each replicated record
-// (cluster.replicas 1): a replicated bucket refuses two copies (a write
-// needs both) and three need three servers.
-func startNodes(o *options, k int, env []string) (*clusterOf, error) {
-	return startNodesOpts(o, k, env, false)
-}
-
-// startNodesOpts is startNodes; with clientPort, n1 also listens for NATS
-// clients on a loopback port (cluster.client_listen), whose URL is
-// clusterOf.natsURL, so the driver can reach the cluster's records.
-func startNodesOpts(o *options, k int, env []string, clientPort bool) (*clusterOf, error) {
-	if k == 1 {
-		d, err := startDaemon(o, env)
-		if err != nil {
-			return nil, err
-		}
-		return &clusterOf{nodes: []*daemon{d}, names: []string{""}}, nil
-	}
-	token := make([]byte, 16)
-	if _, err := rand.Read(token); err != nil {
-		return nil, err
-	}
-	env = append(slices.Clip(env), "SHARD_CLUSTER_TOKEN="+hex.EncodeToString(token))
-	mesh := clustertest.NewMesh(benchTB{}, k)
-	cl := &clusterOf{token: hex.EncodeToString(token)}
-	for i := range k {
-		dir, err := tempDir()
-		if err != nil {
-			return nil, err
-		}
-		name := fmt.Sprintf("n%d", i+1)
-		args := []string{"--cluster.node", name, "--cluster.listen", "127.0.0.1:0",
-			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ",")}
-		if k == 2 {
-			args = append(args, "--cluster.replicas", "1")
-		}
-		if clientPort && i == 0 {
-			addr, err := freeLoopback()
-			if err != nil {
-				return nil, err
-			}
-			args = append(args, "--cluster.client-listen", addr)
-			cl.natsURL = "nats://" + addr
-		}
-		d, err := spawnDaemonAt(o, filepath.Join(dir, "home"), env, mesh.RouteWatcher(i), args...)
-		if err != nil {
-			return nil, err
-		}
-		cl.nodes = append(cl.nodes, d)
-		cl.names = append(cl.names, name)
-	}
-	for _, d := range cl.nodes {
-		if err := d.WaitReady(clusterReady); err != nil {
-			return nil, fmt.Errorf("%w\n%s", err, d.stderr.String())
-		}
-	}
-	for i, d := range cl.nodes {
-		if err := waitClustered(d, cl.names); err != nil {
-			return nil, fmt.Errorf("%s: %w\n%s", cl.names[i], err, d.stderr.String())
-		}
-	}
-	return cl, nil
-}
-
-// clusterStatus asks d for cluster.status.
-func clusterStatus(c *client.Conn) (protocol.ClusterStatusData, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), reqTimeout)
-	defer cancel()
-	resp, err := c.Request(ctx, &protocol.ClusterStatus{Header: protocol.Header{Type: protocol.TypeClusterStatus}})
-	if err != nil {
-		return protocol.ClusterStatusData{}, err
-	}
-	return protocol.DecodeClusterStatusData(resp.Data)
-}
-
-// waitClustered waits until d's cluster.status shows every node of names
-// alive, d itself marked self.
-func waitClustered(d *daemon, names []string) error {
-	c, err := d.dial()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	drain(c)
-	deadline := time.Now().Add(clusterReady)
-	var last string
-	for {
-		st, err := clusterStatus(c)
-		if err == nil {
-			if alive := aliveNodes(st); slices.Equal(alive, names) && st.Enabled {
-				return nil
-			}
-			last = fmt.Sprintf("%+v", st)
-		} else {
-			last = err.Error()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not every node of %v alive within %s: %s", names, clusterReady, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// aliveNodes are the nodes st shows alive, by name.
-func aliveNodes(st protocol.ClusterStatusData) []string {
-	var out []string
-	for _, n := range st.Nodes {
-		if n.Health == protocol.NodeAlive {
-			out = append(out, n.Node)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
 
 // clusterView is what one node's cluster.status said after a phase: the
 // proof that the nodes formed one cluster.
@@ -895,26 +755,8 @@ func runCluster(o *options) (*report, error) {
 			f3(cross.Paced.Latency.P50-same.Paced.Latency.P50), f3(cross.Paced.Latency.P99-same.Paced.Latency.P99),
 			f2(cross.Unpaced.EventsPerSec/same.Unpaced.EventsPerSec)))
 	}
-	for _, p := range res.Passive {
-		name := fmt.Sprintf("%s (n3 via %s)", p.Path, p.Via)
-		for _, r := range []struct {
-			name string
-			d    dist
-		}{{"passivated: attach → sync", p.Attach}, {"passivated: prompt ack", p.Ack}, {"passivated: prompt → first event", p.First},
-			{"passivated: prompt → turn_end", p.TurnEnd}, {"passivated: attach → first event", p.Total}} {
-			rep.Rows = append(rep.Rows, []string{r.name + ": " + name, "3", fmt.Sprint(r.d.N), "", f2(r.d.P50), f2(r.d.P99), f2(r.d.Max), ""})
-		}
-	}
-	if len(res.Passive) == 2 {
-		same, cross := res.Passive[0], res.Passive[1]
-		notes = append(notes, fmt.Sprintf("passivated, cross-node against same-node: attach → sync p50 +%s ms, prompt → first event p50 +%s ms, attach → first event p50 %s× (+%s ms)",
-			f2(cross.Attach.P50-same.Attach.P50), f2(cross.First.P50-same.First.P50), f2(cross.Total.P50/same.Total.P50), f2(cross.Total.P50-same.Total.P50)))
-	}
-	for _, sc := range res.Scan {
-		rep.Rows = append(rep.Rows, []string{"scan: InterruptNodeRuns", "3", fmt.Sprint(sc.Runs), "", f2(sc.InterruptMs), "", "",
-			fmt.Sprintf("%d interrupted; again (none to change) %s ms = %s µs per record; the listing alone (runner.HeldBy) %s ms; Requeue %s ms; writing %s s",
-				sc.Interrupted, f2(sc.AgainMs), f2(sc.PerRunUs), f2(sc.ListMs), f2(sc.RequeueMs), f2(sc.WriteSec))})
-	}
+	notes = append(notes, passiveRows(rep, res.Passive)...)
+	scanRows(rep, res.Scan)
 	notes = append(notes, "1 node is a single shardd (a cluster node needs another node's route); n nodes are n shardd processes on this machine, each with its embedded NATS JetStream server, their routes on loopback through relays; 2 nodes keep one copy of each replicated record (cluster.replicas 1), 3 nodes three")
 	if phases["create"] {
 		notes = append(notes, fmt.Sprintf("create: %d agent.create calls, %d in flight, round-robin over the nodes' sockets; ack = sent → acknowledged (the runtime is ready); on a cluster, then the time until every node's agent.list lists every agent on the node that created it", creates, clusterWorkers))
@@ -929,10 +771,10 @@ func runCluster(o *options) (*report, error) {
 		notes = append(notes, fmt.Sprintf("attach: on the create and wake phases' three nodes, a new agent on n3 for each path (so that both attach to the same history); same-node = a client of n3, cross-node = a client of n1 (n1 forwards the connection's commands to n3 over a NATS tunnel, and n3's events back); per path, one after the other, after one untimed attach and prompt: %d fresh connections' agent.attach sent → sync, %d re-attaches (agent.detach, then agent.attach → sync) on one connection, %d prompts (`sim: say hi`) sent → first text delta, a flood of %d stamped 64 B deltas paced at %d/s and one of %d stamped 256 B deltas unpaced, each read by the client library, then the re-attaches again with both floods in the agent's live window; per-delta latency = receive − the runtime's stamp", attachSamplesN, attachSamplesN, attachSamplesN, paced, rate, unpaced))
 	}
 	if phases["passive"] {
-		notes = append(notes, fmt.Sprintf("passive: on three fresh nodes, %d agents made on n3, their runtimes stopped (agent.terminate), detached, their connection closed; once n3's log says the registry passivated each (30 s idle: its actor gone), each is woken once through a client of n3 (same node) or of n1 (cross node), alternating, %d per path after one untimed wake-up each: agent.attach sent → sync (the actor served again from its manifest, its runtime started), then `sim: say hi` sent → acknowledged, → turn_start, → turn_end; attach → first event is the whole wake-up", 2*passiveN+2, passiveN))
+		notes = append(notes, passiveNote(passiveN))
 	}
 	if phases["scan"] {
-		notes = append(notes, fmt.Sprintf("scan: on three fresh nodes, run records written through n1's NATS client port (completed runs of a node, %d in flight) up to each of %v records, plus %d active runs of one more incarnation; then timed once each: InterruptNodeRuns of that incarnation (it changes the %d), again (it changes none), the whole listing (what runner.HeldBy reads) and Requeue; each lists the whole runs bucket, so its time follows the records kept", scanWriters, scanSizes, scanActive, scanActive))
+		notes = append(notes, scanNote(scanSizes))
 	}
 	rep.Notes = append(notes, "every node runs on this one machine: the nodes share its cores and memory, so more nodes add no capacity here; the figures show what the cluster costs, not what more machines would hold")
 	if len(res.Live) > 0 {

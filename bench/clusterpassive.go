@@ -192,3 +192,29 @@ func wakeOnce(tap *eventTap, id string) (wakeUp, error) {
 	w.first, w.end = first.Sub(t0), end.Sub(t0)
 	return w, nil
 }
+
+// passiveRows adds the passive phase's rows to rep and returns its
+// comparison note.
+func passiveRows(rep *report, ps []passivePath) []string {
+	for _, p := range ps {
+		name := fmt.Sprintf("%s (n3 via %s)", p.Path, p.Via)
+		for _, r := range []struct {
+			name string
+			d    dist
+		}{{"passivated: attach → sync", p.Attach}, {"passivated: prompt ack", p.Ack}, {"passivated: prompt → first event", p.First},
+			{"passivated: prompt → turn_end", p.TurnEnd}, {"passivated: attach → first event", p.Total}} {
+			rep.Rows = append(rep.Rows, []string{r.name + ": " + name, "3", fmt.Sprint(r.d.N), "", f2(r.d.P50), f2(r.d.P99), f2(r.d.Max), ""})
+		}
+	}
+	if len(ps) != 2 {
+		return nil
+	}
+	same, cross := ps[0], ps[1]
+	return []string{fmt.Sprintf("passivated, cross-node against same-node: attach → sync p50 +%s ms, prompt → first event p50 +%s ms, attach → first event p50 %s× (+%s ms)",
+		f2(cross.Attach.P50-same.Attach.P50), f2(cross.First.P50-same.First.P50), f2(cross.Total.P50/same.Total.P50), f2(cross.Total.P50-same.Total.P50))}
+}
+
+// passiveNote says what the passive phase did, with perPath samples.
+func passiveNote(perPath int) string {
+	return fmt.Sprintf("passive: on three fresh nodes, %d agents made on n3, their runtimes stopped (agent.terminate), detached, their connection closed; once n3's log says the registry passivated each (30 s idle: its actor gone), each is woken once through a client of n3 (same node) or of n1 (cross node), alternating, %d per path after one untimed wake-up each: agent.attach sent → sync (the actor served again from its manifest, its runtime started), then `sim: say hi` sent → acknowledged, → turn_start, → turn_end; attach → first event is the whole wake-up", 2*perPath+2, perPath)
+}

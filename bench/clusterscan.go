@@ -142,3 +142,17 @@ func writeRuns(ctx context.Context, rec *records.Records, from, to int, of func(
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// scanRows adds the scan phase's rows to rep.
+func scanRows(rep *report, scans []clusterScan) {
+	for _, sc := range scans {
+		rep.Rows = append(rep.Rows, []string{"scan: InterruptNodeRuns", "3", fmt.Sprint(sc.Runs), "", f2(sc.InterruptMs), "", "",
+			fmt.Sprintf("%d interrupted; again (none to change) %s ms = %s µs per record; the listing alone (runner.HeldBy) %s ms; Requeue %s ms; writing %s s",
+				sc.Interrupted, f2(sc.AgainMs), f2(sc.PerRunUs), f2(sc.ListMs), f2(sc.RequeueMs), f2(sc.WriteSec))})
+	}
+}
+
+// scanNote says what the scan phase did at sizes.
+func scanNote(sizes []int) string {
+	return fmt.Sprintf("scan: on three fresh nodes, run records written through n1's NATS client port (completed runs of a node, %d in flight) up to each of %v records, plus %d active runs of one more incarnation; then timed once each: InterruptNodeRuns of that incarnation (it changes the %d), again (it changes none), the whole listing (what runner.HeldBy reads) and Requeue; each lists the whole runs bucket, so its time follows the records kept", scanWriters, sizes, scanActive, scanActive)
+}
