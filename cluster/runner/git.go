@@ -260,18 +260,11 @@ func (g *Git) diffStat(ctx context.Context, dir, base, head string) (*protocol.D
 // pushed: the run did not end, and its branch on the remote stays as the
 // parent's node knows it). It reports whether it removed the worktree.
 func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
-	if check(run.Git) != nil || !validName(run.RunID) {
-		return false, nil
-	}
-	dir, cache := g.WorktreeOf(run.RunID), g.cacheOf(run.Git.Remote)
-	unlock, err := g.locks.Lock(ctx, cache)
-	if err != nil {
+	dir, cache, unlock, err := g.own(ctx, run)
+	if unlock == nil {
 		return false, err
 	}
 	defer unlock()
-	if ok, err := g.listed(ctx, cache, dir); !ok || err != nil {
-		return false, err
-	}
 	if _, err := g.commit(ctx, run, dir); err != nil {
 		return false, err
 	}
@@ -291,18 +284,14 @@ func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 // why: unpushed work is never deleted. It reports whether it removed the
 // worktree.
 func (g *Git) Release(ctx context.Context, run records.RunRecord, head string) (bool, error) {
-	if check(run.Git) != nil || !validName(run.RunID) || !commitID.MatchString(head) {
+	if !commitID.MatchString(head) {
 		return false, nil
 	}
-	dir, cache := g.WorktreeOf(run.RunID), g.cacheOf(run.Git.Remote)
-	unlock, err := g.locks.Lock(ctx, cache)
-	if err != nil {
+	dir, cache, unlock, err := g.own(ctx, run)
+	if unlock == nil {
 		return false, err
 	}
 	defer unlock()
-	if ok, err := g.listed(ctx, cache, dir); !ok || err != nil {
-		return false, err
-	}
 	out, err := g.run(ctx, dir, "rev-parse", "--verify", "HEAD")
 	if err != nil {
 		return false, err
@@ -325,6 +314,25 @@ func (g *Git) Release(ctx context.Context, run records.RunRecord, head string) (
 	}
 	g.used(cache)
 	return true, nil
+}
+
+// own locks the cache of a run whose worktree is provably this node's
+// (its path under Root/worktrees, listed by the run's cache) and returns
+// the worktree, the cache and the unlock. For any other run, unlock is
+// nil (with the error, if the cache could not be read).
+func (g *Git) own(ctx context.Context, run records.RunRecord) (dir, cache string, unlock func(), err error) {
+	if check(run.Git) != nil || !validName(run.RunID) {
+		return "", "", nil, nil
+	}
+	dir, cache = g.WorktreeOf(run.RunID), g.cacheOf(run.Git.Remote)
+	if unlock, err = g.locks.Lock(ctx, cache); err != nil {
+		return "", "", nil, err
+	}
+	if ok, err := g.listed(ctx, cache, dir); !ok || err != nil {
+		unlock()
+		return "", "", nil, err
+	}
+	return dir, cache, unlock, nil
 }
 
 // listed reports whether dir is one of the worktrees of cache.
