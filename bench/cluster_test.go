@@ -32,21 +32,12 @@ func TestClusterScenario(t *testing.T) {
 	args := []string{"cluster", "--quick", "--shardd", shardd, "--out", out, "--plots", plots, "--no-sync",
 		"--creates", "12", "--wait-samples", "4", "--live-per-node", "3", "--nodes", "1,3", "--live-nodes", "1,2",
 		"--samples", "3", "--n", "200", "--phases", "create,wake,live,attach"} // scan and passive: TestClusterScanAndPassivePhases
-	if code := realMain(args); code != 0 {
-		t.Fatalf("bench %v exited %d", args, code)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var res struct {
 		Scenario string        `json:"scenario"`
 		Results  clusterResult `json:"results"`
 		Plots    []string      `json:"plots"`
 	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatalf("result file: %v\n%s", err, b)
-	}
+	b := runScenario(t, args, out, &res)
 	r := res.Results
 	if res.Scenario != "cluster" || len(r.Create) != 2 || len(r.Wake) != 2 || len(r.Live) != 2 || len(r.Attach) != 2 {
 		t.Fatalf("result file has %q: %d create, %d wake, %d live phases\n%s", res.Scenario, len(r.Create), len(r.Wake), len(r.Live), b)
@@ -144,19 +135,10 @@ func TestClusterScanAndPassivePhases(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "bench-cluster.json")
 	args := []string{"cluster", "--quick", "--shardd", shardd, "--out", out, "--plots", t.TempDir(), "--no-sync",
 		"--phases", "scan,passive", "--runs", "50,120", "--wait-samples", "4"}
-	if code := realMain(args); code != 0 {
-		t.Fatalf("bench %v exited %d", args, code)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var res struct {
 		Results clusterResult `json:"results"`
 	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatalf("result file: %v\n%s", err, b)
-	}
+	runScenario(t, args, out, &res)
 	sc := res.Results.Scan
 	if len(sc) != 2 || len(res.Results.Create) != 0 || len(res.Results.Wake) != 0 {
 		t.Fatalf("scan phase: %+v", res.Results)
@@ -186,4 +168,21 @@ func TestClusterScanAndPassivePhases(t *testing.T) {
 			t.Errorf("%s: out of order: %+v", p.Path, p)
 		}
 	}
+}
+
+// runScenario runs the bench with args, which write their result to out,
+// decodes the result into res and returns it as read.
+func runScenario(t *testing.T, args []string, out string, res any) []byte {
+	t.Helper()
+	if code := realMain(args); code != 0 {
+		t.Fatalf("bench %v exited %d", args, code)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, res); err != nil {
+		t.Fatalf("result file: %v\n%s", err, b)
+	}
+	return b
 }
