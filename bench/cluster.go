@@ -3,22 +3,15 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/shard-dev/shard/client"
-	"github.com/shard-dev/shard/cluster/clustertest"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -43,6 +36,11 @@ import (
 //	        n3 (same node) and through n1 (cross node): attach → sync,
 //	        prompt → first delta, and per-delta latency and throughput of
 //	        a paced and an unpaced stamped flood (clusterattach.go).
+//	passive the first prompt to a passivated agent of n3 (its actor gone
+//	        after 30 s idle), through n3 and through n1
+//	        (clusterpassive.go).
+//	scan    InterruptNodeRuns, Requeue and runner.HeldBy's listing against
+//	        the run records kept (clusterscan.go).
 //
 // A single shardd is the 1-node figure: a cluster node needs the route of
 // at least one other node (cluster.routes), so there is no one-node
@@ -59,125 +57,6 @@ const (
 	// clusterDirWait bounds the wait for every node to list every agent.
 	clusterDirWait = 60 * time.Second
 )
-
-// benchTB lets the driver use clustertest's relays, which are written for
-// tests: their cleanups join the driver's (atCleanup) and a failure to
-// listen on a loopback port panics, which ends the run.
-type benchTB struct{ testing.TB }
-
-func (benchTB) Helper()                      {}
-func (benchTB) Cleanup(f func())             { atCleanup(f) }
-func (benchTB) Fatal(args ...any)            { panic(fmt.Sprint(args...)) }
-func (benchTB) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
-
-// clusterOf is k nodes: a single shardd for k = 1, otherwise the nodes
-// n1…nk of one cluster.
-type clusterOf struct {
-	nodes []*daemon
-	names []string
-}
-
-// startNodes starts k nodes on fresh homes with env added to their
-// environment and waits until every one serves and, for a cluster, sees
-// every node alive. Two nodes keep one copy of each replicated record
-// (cluster.replicas 1): a replicated bucket refuses two copies (a write
-// needs both) and three need three servers.
-func startNodes(o *options, k int, env []string) (*clusterOf, error) {
-	if k == 1 {
-		d, err := startDaemon(o, env)
-		if err != nil {
-			return nil, err
-		}
-		return &clusterOf{nodes: []*daemon{d}, names: []string{""}}, nil
-	}
-	token := make([]byte, 16)
-	if _, err := rand.Read(token); err != nil {
-		return nil, err
-	}
-	env = append(slices.Clip(env), "SHARD_CLUSTER_TOKEN="+hex.EncodeToString(token))
-	mesh := clustertest.NewMesh(benchTB{}, k)
-	cl := &clusterOf{}
-	for i := range k {
-		dir, err := tempDir()
-		if err != nil {
-			return nil, err
-		}
-		name := fmt.Sprintf("n%d", i+1)
-		args := []string{"--cluster.node", name, "--cluster.listen", "127.0.0.1:0",
-			"--cluster.advertise", mesh.Advertise(i), "--cluster.routes", strings.Join(mesh.Routes(i), ",")}
-		if k == 2 {
-			args = append(args, "--cluster.replicas", "1")
-		}
-		d, err := spawnDaemonAt(o, filepath.Join(dir, "home"), env, mesh.RouteWatcher(i), args...)
-		if err != nil {
-			return nil, err
-		}
-		cl.nodes = append(cl.nodes, d)
-		cl.names = append(cl.names, name)
-	}
-	for _, d := range cl.nodes {
-		if err := d.WaitReady(clusterReady); err != nil {
-			return nil, fmt.Errorf("%w\n%s", err, d.stderr.String())
-		}
-	}
-	for i, d := range cl.nodes {
-		if err := waitClustered(d, cl.names); err != nil {
-			return nil, fmt.Errorf("%s: %w\n%s", cl.names[i], err, d.stderr.String())
-		}
-	}
-	return cl, nil
-}
-
-// clusterStatus asks d for cluster.status.
-func clusterStatus(c *client.Conn) (protocol.ClusterStatusData, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), reqTimeout)
-	defer cancel()
-	resp, err := c.Request(ctx, &protocol.ClusterStatus{Header: protocol.Header{Type: protocol.TypeClusterStatus}})
-	if err != nil {
-		return protocol.ClusterStatusData{}, err
-	}
-	return protocol.DecodeClusterStatusData(resp.Data)
-}
-
-// waitClustered waits until d's cluster.status shows every node of names
-// alive, d itself marked self.
-func waitClustered(d *daemon, names []string) error {
-	c, err := d.dial()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	drain(c)
-	deadline := time.Now().Add(clusterReady)
-	var last string
-	for {
-		st, err := clusterStatus(c)
-		if err == nil {
-			if alive := aliveNodes(st); slices.Equal(alive, names) && st.Enabled {
-				return nil
-			}
-			last = fmt.Sprintf("%+v", st)
-		} else {
-			last = err.Error()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not every node of %v alive within %s: %s", names, clusterReady, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// aliveNodes are the nodes st shows alive, by name.
-func aliveNodes(st protocol.ClusterStatusData) []string {
-	var out []string
-	for _, n := range st.Nodes {
-		if n.Health == protocol.NodeAlive {
-			out = append(out, n.Node)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
 
 // clusterView is what one node's cluster.status said after a phase: the
 // proof that the nodes formed one cluster.
@@ -683,6 +562,10 @@ type clusterResult struct {
 	Wake   []clusterWake   `json:"wake,omitempty"`
 	Live   []clusterLive   `json:"live,omitempty"`
 	Attach []attachPath    `json:"attach,omitempty"`
+	Scan   []clusterScan   `json:"scan,omitempty"`
+	// Passive is the first prompt to a passivated agent of n3, through
+	// n3 and through n1 (clusterpassive.go).
+	Passive []passivePath `json:"passive,omitempty"`
 }
 
 func runCluster(o *options) (*report, error) {
@@ -701,7 +584,14 @@ func runCluster(o *options) (*report, error) {
 	paced := pick(o.n, 5000, 500, o.quick)
 	unpaced := paced
 	rate := pick(o.rate, fanoutTargetRate, fanoutTargetRate, o.quick)
-	phases := map[string]bool{"create": true, "wake": true, "live": true, "attach": true}
+	scanSizes, err := ints(o.runs, []int{1000, 4000, 16000})
+	if err != nil {
+		return nil, err
+	}
+	if o.quick && o.runs == "" {
+		scanSizes = []int{200, 1000}
+	}
+	phases := map[string]bool{"create": true, "wake": true, "live": true, "attach": true, "scan": true, "passive": true}
 	if o.phases != "" {
 		phases = map[string]bool{}
 		for p := range strings.SplitSeq(o.phases, ",") {
@@ -805,6 +695,26 @@ func runCluster(o *options) (*report, error) {
 		}
 	}
 
+	passiveN := max(1, samples/2)
+	if phases["passive"] {
+		mark := cleanupMark()
+		ps, err := passiveRun(o, passiveN)
+		runCleanupsFrom(mark)
+		if err != nil {
+			return nil, fmt.Errorf("passive: %w", err)
+		}
+		res.Passive = ps
+	}
+	if phases["scan"] {
+		mark := cleanupMark()
+		sc, err := scanRun(o, scanSizes)
+		runCleanupsFrom(mark)
+		if err != nil {
+			return nil, fmt.Errorf("scan: %w", err)
+		}
+		res.Scan = sc
+	}
+
 	rep := &report{Header: []string{"phase", "nodes", "n", "per s", "p50 ms", "p99 ms", "max ms", "other"}, Results: res}
 	for _, c := range res.Create {
 		other := fmt.Sprintf("per node %v; CPU ms/create: daemons %s, runtimes %s", c.PerNode, f2(c.DaemonCPUms), f2(c.RuntimeCPUms))
@@ -845,6 +755,8 @@ func runCluster(o *options) (*report, error) {
 			f3(cross.Paced.Latency.P50-same.Paced.Latency.P50), f3(cross.Paced.Latency.P99-same.Paced.Latency.P99),
 			f2(cross.Unpaced.EventsPerSec/same.Unpaced.EventsPerSec)))
 	}
+	notes = append(notes, passiveRows(rep, res.Passive)...)
+	scanRows(rep, res.Scan)
 	notes = append(notes, "1 node is a single shardd (a cluster node needs another node's route); n nodes are n shardd processes on this machine, each with its embedded NATS JetStream server, their routes on loopback through relays; 2 nodes keep one copy of each replicated record (cluster.replicas 1), 3 nodes three")
 	if phases["create"] {
 		notes = append(notes, fmt.Sprintf("create: %d agent.create calls, %d in flight, round-robin over the nodes' sockets; ack = sent → acknowledged (the runtime is ready); on a cluster, then the time until every node's agent.list lists every agent on the node that created it", creates, clusterWorkers))
@@ -857,6 +769,12 @@ func runCluster(o *options) (*report, error) {
 	}
 	if phases["attach"] {
 		notes = append(notes, fmt.Sprintf("attach: on the create and wake phases' three nodes, a new agent on n3 for each path (so that both attach to the same history); same-node = a client of n3, cross-node = a client of n1 (n1 forwards the connection's commands to n3 over a NATS tunnel, and n3's events back); per path, one after the other, after one untimed attach and prompt: %d fresh connections' agent.attach sent → sync, %d re-attaches (agent.detach, then agent.attach → sync) on one connection, %d prompts (`sim: say hi`) sent → first text delta, a flood of %d stamped 64 B deltas paced at %d/s and one of %d stamped 256 B deltas unpaced, each read by the client library, then the re-attaches again with both floods in the agent's live window; per-delta latency = receive − the runtime's stamp", attachSamplesN, attachSamplesN, attachSamplesN, paced, rate, unpaced))
+	}
+	if phases["passive"] {
+		notes = append(notes, passiveNote(passiveN))
+	}
+	if phases["scan"] {
+		notes = append(notes, scanNote(scanSizes))
 	}
 	rep.Notes = append(notes, "every node runs on this one machine: the nodes share its cores and memory, so more nodes add no capacity here; the figures show what the cluster costs, not what more machines would hold")
 	if len(res.Live) > 0 {

@@ -31,22 +31,13 @@ func TestClusterScenario(t *testing.T) {
 	out, plots := filepath.Join(t.TempDir(), "bench-cluster.json"), t.TempDir()
 	args := []string{"cluster", "--quick", "--shardd", shardd, "--out", out, "--plots", plots, "--no-sync",
 		"--creates", "12", "--wait-samples", "4", "--live-per-node", "3", "--nodes", "1,3", "--live-nodes", "1,2",
-		"--samples", "3", "--n", "200"}
-	if code := realMain(args); code != 0 {
-		t.Fatalf("bench %v exited %d", args, code)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+		"--samples", "3", "--n", "200", "--phases", "create,wake,live,attach"} // scan and passive: TestClusterScanAndPassivePhases
 	var res struct {
 		Scenario string        `json:"scenario"`
 		Results  clusterResult `json:"results"`
 		Plots    []string      `json:"plots"`
 	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatalf("result file: %v\n%s", err, b)
-	}
+	b := runScenario(t, args, out, &res)
 	r := res.Results
 	if res.Scenario != "cluster" || len(r.Create) != 2 || len(r.Wake) != 2 || len(r.Live) != 2 || len(r.Attach) != 2 {
 		t.Fatalf("result file has %q: %d create, %d wake, %d live phases\n%s", res.Scenario, len(r.Create), len(r.Wake), len(r.Live), b)
@@ -126,4 +117,72 @@ func TestClusterScenario(t *testing.T) {
 	if err := xml.Unmarshal(svg, &root); err != nil || root.XMLName.Local != "svg" {
 		t.Fatalf("plot is not an SVG: %v, root %q", err, root.XMLName.Local)
 	}
+}
+
+// TestClusterScanAndPassivePhases runs the cluster scenario's scan and
+// passive phases at small sizes on three real shardd nodes each and
+// checks what they measured. Scan: the runs bucket held each size (the
+// history and each size's active runs), each InterruptNodeRuns changed
+// exactly the dead incarnation's active runs, and every timing was taken.
+// Passive: every agent of n3 was passivated (the phase fails otherwise)
+// and woken once through n3 and through n1, each sample counted, each
+// turn's end after its first event. It asserts no timing.
+func TestClusterScanAndPassivePhases(t *testing.T) {
+	if testing.Short() {
+		testhost.Skip(t, "-short: starts real daemons")
+	}
+	shardd := testShardd(t)
+	out := filepath.Join(t.TempDir(), "bench-cluster.json")
+	args := []string{"cluster", "--quick", "--shardd", shardd, "--out", out, "--plots", t.TempDir(), "--no-sync",
+		"--phases", "scan,passive", "--runs", "50,120", "--wait-samples", "4"}
+	var res struct {
+		Results clusterResult `json:"results"`
+	}
+	runScenario(t, args, out, &res)
+	sc := res.Results.Scan
+	if len(sc) != 2 || len(res.Results.Create) != 0 || len(res.Results.Wake) != 0 {
+		t.Fatalf("scan phase: %+v", res.Results)
+	}
+	// 40 completed + 10 active; then 110 completed + 10 + 10 active.
+	for i, want := range []int{50, 130} {
+		s := sc[i]
+		if s.Runs != want || s.Interrupted != scanActive || s.InterruptMs <= 0 || s.AgainMs <= 0 || s.ListMs <= 0 || s.RequeueMs <= 0 {
+			t.Errorf("size %d: %+v", want, s)
+		}
+	}
+	ps := res.Results.Passive
+	if len(ps) != 2 {
+		t.Fatalf("passive phase: %+v", ps)
+	}
+	for i, p := range ps {
+		want := []struct{ path, via string }{{"same-node", "n3"}, {"cross-node", "n1"}}[i]
+		if p.Path != want.path || p.Via != want.via || p.Host != "n3" || p.Samples != 2 {
+			t.Errorf("passive path %d: %+v", i, p)
+		}
+		for _, d := range []dist{p.Attach, p.Ack, p.First, p.TurnEnd, p.Total} {
+			if d.N != 2 || d.Min <= 0 {
+				t.Errorf("%s: a measurement of %d samples: %+v", p.Path, p.Samples, d)
+			}
+		}
+		if p.TurnEnd.Min < p.First.Min || p.Total.Min < p.Attach.Min {
+			t.Errorf("%s: out of order: %+v", p.Path, p)
+		}
+	}
+}
+
+// runScenario runs the bench with args, which write their result to out,
+// decodes the result into res and returns it as read.
+func runScenario(t *testing.T, args []string, out string, res any) []byte {
+	t.Helper()
+	if code := realMain(args); code != 0 {
+		t.Fatalf("bench %v exited %d", args, code)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, res); err != nil {
+		t.Fatalf("result file: %v\n%s", err, b)
+	}
+	return b
 }

@@ -61,8 +61,12 @@
 //	        agents held and memory per live agent for --live-nodes (default
 //	        1,2,3) at --live-per-node agents each (default 300), plotted
 //	        (cluster-live.svg); attach and streaming to an agent of n3
-//	        through n3 against through n1 (--samples, --n, --rate).
-//	        --phases picks some of create, wake, live, attach.
+//	        through n3 against through n1 (--samples, --n, --rate); the
+//	        first prompt to a passivated agent of n3 through n3 and through
+//	        n1 (--wait-samples, half per path); the runs bucket's scans
+//	        (InterruptNodeRuns, Requeue, HeldBy) at --runs records (default
+//	        1000,4000,16000).
+//	        --phases picks some of create, wake, live, attach, passive, scan.
 //
 // --quick shrinks every scenario to a smoke run of well under 20 s
 // (scale: under a minute).
@@ -246,11 +250,11 @@ func realMain(args []string) int {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write the daemon's CPU profile(s) to this file (SHARD_CPUPROFILE)")
 	fs.IntVar(&o.creates, "creates", 0, "jobs: subagent.create calls per parent count (default 200; quick 100); cluster: agent.create calls per node count (default 300; quick 30)")
 	fs.StringVar(&o.parents, "parents", "", "jobs: comma-separated concurrent parent counts (default 1,16)")
-	fs.StringVar(&o.phases, "phases", "", "jobs: comma-separated phases to run: create, wait, reconcile (default all); cluster: create, wake, live")
-	fs.IntVar(&o.waitSamples, "wait-samples", 0, "jobs: subagent.wait wake-up samples (default 100; quick 24); cluster: stopped-runtime wake-up samples (default 60; quick 6)")
+	fs.StringVar(&o.phases, "phases", "", "jobs: comma-separated phases to run: create, wait, reconcile (default all); cluster: create, wake, live, attach, scan, passive")
+	fs.IntVar(&o.waitSamples, "wait-samples", 0, "jobs: subagent.wait wake-up samples (default 100; quick 24); cluster: stopped-runtime wake-up samples, and passivated wake-ups over both paths (default 60; quick 6)")
 	fs.IntVar(&o.stopSamples, "stop-samples", 0, "jobs: subagent.stop samples (default 100; quick 16)")
 	fs.IntVar(&o.maxActive, "max-active", 0, "jobs: the daemon's --jobs.max-active, to hold runs back while creates are measured (default: the daemon's own, 16)")
-	fs.StringVar(&o.runs, "runs", "", "jobs: comma-separated run-record counts to reconcile (default 10000,100000; quick 1000,10000)")
+	fs.StringVar(&o.runs, "runs", "", "jobs: comma-separated run-record counts to reconcile (default 10000,100000; quick 1000,10000); cluster: run-record counts of the scan phase (default 1000,4000,16000; quick 200,1000)")
 	fs.StringVar(&o.windows, "windows", "", "resync: comma-separated live-window sizes in messages (default 10,1000; quick 10,100)")
 	fs.IntVar(&o.samples, "samples", 0, "resync: attach samples per window (default 200; quick 100); workspace: create/retire pairs (default 50; quick 5); history: requests per list (default 300; quick 50)")
 	fs.StringVar(&o.history, "history", "", "history: comma-separated finished-job counts, each on a fresh store beside an empty one (default 1000,10000,100000; quick 1000; the target's is 1000000)")

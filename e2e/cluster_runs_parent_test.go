@@ -472,6 +472,21 @@ func TestClusterRunsParentNode(t *testing.T) {
 		return true
 	})
 
+	// The job ended, stopped by a client: its cluster record says when,
+	// as jobs.show does on the parent's node.
+	var shown protocol.OpJob
+	call(t, c1, &protocol.JobsShow{Header: protocol.Header{Type: protocol.TypeJobsShow}, Handle: job.JobID}, &shown)
+	if shown.EndedAt == 0 || shown.StoppedAt == 0 {
+		t.Fatalf("jobs.show of the ended, stopped job: ended_at %d, stopped_at %d", shown.EndedAt, shown.StoppedAt)
+	}
+	eventually(t, clusterWait, "the job record's ended_at and stopped_at written", func() bool {
+		jr, err = rec.Jobs.Get(context.Background(), job.JobID)
+		return err == nil && jr.Value.EndedAt != 0
+	})
+	if jr.Value.EndedAt != shown.EndedAt || jr.Value.StoppedAt != shown.StoppedAt {
+		t.Fatalf("job record ended_at %d stopped_at %d, jobs.show %d %d", jr.Value.EndedAt, jr.Value.StoppedAt, shown.EndedAt, shown.StoppedAt)
+	}
+
 	// n3 back; then n1, the parent's node, dies with two runs on n2: one
 	// ends while n1 is down, the other still runs when it returns.
 	nodes[2] = clusterNode(t, mesh, 2, homes[2], token, noClaims)
@@ -531,6 +546,15 @@ func TestClusterRunsParentNode(t *testing.T) {
 		}
 		return true
 	})
+	// The second job ended while n1 was down for one run, after for the
+	// other: its record says when, and it was never stopped.
+	eventually(t, clusterWait, "the second job record's ended_at written", func() bool {
+		jr, err = rec.Jobs.Get(context.Background(), job2.JobID)
+		return err == nil && jr.Value.EndedAt != 0
+	})
+	if jr.Value.StoppedAt != 0 {
+		t.Fatalf("the second job's record: stopped_at %d, never stopped", jr.Value.StoppedAt)
+	}
 	// Once each, for every run of both jobs: nothing was reported twice,
 	// by the follow replaying a record or by the restart.
 	got := reportsOf(t, homes[0])
@@ -565,6 +589,15 @@ func TestClusterRunsSpread(t *testing.T) {
 	n1 := nodes[0]
 	for _, name := range []string{"n1", "n2", "n3"} {
 		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	}
+	// Every node claims before the job is made: a node serves, and is
+	// alive, before its run records are open, and these runs end so fast
+	// that the first claimer would take them all, one after another.
+	for i, d := range nodes {
+		eventually(t, clusterWait, fmt.Sprintf("n%d takes runs", i+1), func() bool {
+			b, err := d.sd().Log(0)
+			return err == nil && strings.Contains(b, "cluster: this node takes runs now")
+		})
 	}
 	repo, _ := originRepo(t)
 	c1, events := collectRunEvents(t, n1)

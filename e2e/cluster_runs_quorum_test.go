@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shard-dev/shard/cluster/clustertest"
 	"github.com/shard-dev/shard/cluster/records"
@@ -22,7 +23,9 @@ import (
 // of it is on the claim queue. (Its records themselves may be there: a
 // write whose acknowledgement did not come may commit once the nodes are
 // back, as Raft's leader keeps it in its log. They are held off the queue,
-// so no node ever runs what the create refused.)
+// so no node ever runs what the create refused, and the parent's node
+// sweeps them once they are an hour old: shown with such records written
+// as they would commit, and n1 restarted.)
 func TestClusterRunsNoQuorum(t *testing.T) {
 	mesh := clustertest.NewMesh(t, 3)
 	token := randomToken(t, "cluster-token")
@@ -142,5 +145,39 @@ func TestClusterRunsNoQuorum(t *testing.T) {
 		if slices.Contains(claims, e.Key) {
 			t.Fatalf("a run of the refused create is on the claim queue: %s", e.Key)
 		}
+	}
+
+	// Such records do not stay: n1 sweeps, at its start and then
+	// periodically, the records of its jobs it does not hold once they are
+	// older than an hour. Here a refused create's records as they would
+	// commit late (a job of n1 made two hours ago, its run held), then n1
+	// restarted: they go, and the first job's stay.
+	lateJob, lateRun := "job-latecommit", "run-latecommit"
+	if _, err := rec.Jobs.Create(context.Background(), lateJob, records.JobRecord{JobID: lateJob, ParentAgentID: parent.AgentID, ParentNode: "n1",
+		Strategy: protocol.StrategySingle, RunIDs: []string{lateRun}, CreatedAt: time.Now().Add(-2 * time.Hour).UnixMilli()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Runs.Create(context.Background(), records.RunKey(lateJob, lateRun), records.RunRecord{RunID: lateRun, JobID: lateJob,
+		AgentID: "agent-late", Task: "sim: say late", State: protocol.RunQueued, Anywhere: true, QueuedAt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c1.Close()
+	n1.kill()
+	n1.waitExit(t, exitTimeout)
+	n1 = clusterNode(t, mesh, 0, homes[0], token, "--cluster.claim-runs=false", "--cluster.client-listen", natsAddr)
+	n1.waitServing()
+	eventually(t, clusterWait, "n1 sweeps the late records of a job it does not hold", func() bool {
+		_, jerr := rec.Jobs.Get(context.Background(), lateJob)
+		_, rerr := rec.Runs.Get(context.Background(), records.RunKey(lateJob, lateRun))
+		return errors.Is(jerr, records.ErrNotFound) && errors.Is(rerr, records.ErrNotFound)
+	})
+	if _, err := rec.Jobs.Get(context.Background(), first.JobID); err != nil {
+		t.Fatalf("the first job's record after n1's sweep: %v", err)
+	}
+	if _, err := rec.Runs.Get(context.Background(), records.RunKey(first.JobID, first.Runs[0].RunID)); err != nil {
+		t.Fatalf("the first job's run record after n1's sweep: %v", err)
+	}
+	if b, _ := n1.sd().Log(0); !strings.Contains(b, "cluster runs: swept the records of 1 job(s) this node does not hold") {
+		t.Fatalf("n1's log does not say what it swept")
 	}
 }

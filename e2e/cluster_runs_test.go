@@ -330,6 +330,11 @@ func TestClusterRunsAnywhere(t *testing.T) {
 		if in.Node != r.Node || in.Cwd != wantCwd || in.ParentAgentID != "agent-parent" {
 			t.Errorf("%s's child on n1's list: node %s cwd %s parent %s; want %s %s", key, in.Node, in.Cwd, in.ParentAgentID, r.Node, wantCwd)
 		}
+		// Its branch on the remote, its worktree there is retired.
+		eventually(t, clusterWait, key+"'s worktree retired on "+r.Node, func() bool {
+			_, err := os.Stat(wantCwd)
+			return os.IsNotExist(err)
+		})
 	}
 	if len(byNode) != 3 {
 		t.Errorf("runs by node %v: want all three nodes", byNode)

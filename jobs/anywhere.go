@@ -186,6 +186,30 @@ func (j *jobActor) follow() {
 	j.unfollow = cancel
 }
 
+// recordTimes writes the job's end and stop times into its cluster record
+// (remote.RecordJobTimes) off the mailbox, when they changed since the
+// last write this actor started: the parent's node owns them, as it owns
+// the job. A write that fails is logged; the runs' records are what the
+// nodes decide on, and the times are for whoever reads the job's record.
+func (j *jobActor) recordTimes() {
+	if j.remote == nil || j.group == nil || !j.anywhere() {
+		return
+	}
+	times := [2]int64{j.job.EndedAt, j.job.StoppedAt}
+	if times == j.timesWritten || times == [2]int64{} {
+		return
+	}
+	j.timesWritten = times
+	rem, jobID, log := j.remote, j.job.JobID, j.log
+	j.group.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopWriteTimeout)
+		defer cancel()
+		if err := rem.RecordJobTimes(ctx, jobID, times[0], times[1]); err != nil {
+			log.Warn("the job's end or stop was not written into its cluster record", "job_id", jobID, "err", err)
+		}
+	})
+}
+
 // onRemote mirrors a run's record into the job's record: a claim (its
 // node), starting, active, or its end (after its branch is fetched).
 func (j *jobActor) onRemote(c actor.Context, m *remoteRun) {
@@ -307,6 +331,7 @@ func (j *jobActor) mirror(c actor.Context, rec records.RunRecord) {
 	if !to.Terminal() {
 		return
 	}
+	j.recordTimes()
 	j.stopDeadline(rec.RunID)
 	if ws := j.claimed[rec.RunID]; ws != "" {
 		delete(j.claimed, rec.RunID)
@@ -410,6 +435,7 @@ func (j *jobActor) onRemoteStopped(c actor.Context, m *remoteStopped) {
 			if err == nil {
 				j.job = updated
 				j.tell(c, &jobUpdated{job: updated})
+				j.recordTimes()
 			}
 			cancelled = append(cancelled, id)
 		}

@@ -62,6 +62,9 @@ type jobActor struct {
 	// is fetched into their workspace; ended holds those records.
 	fetching map[string]bool
 	ended    map[string]records.RunRecord
+	// timesWritten are the job's ended_at and stopped_at as last written
+	// into its cluster record (recordTimes).
+	timesWritten [2]int64
 	// finished: the job is terminal and the coordinator was told (finish).
 	finished bool
 	sys      *actor.ActorSystem
@@ -77,6 +80,7 @@ func (j *jobActor) Receive(c actor.Context) {
 		j.fetching, j.ended = map[string]bool{}, map[string]records.RunRecord{}
 		j.schedule(c)
 		j.follow()
+		j.recordTimes() // a write lost to a restart
 	case *admitted:
 		j.start(c, m.runID)
 	case *agent.LeaseStarted:

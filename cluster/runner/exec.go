@@ -272,6 +272,31 @@ func (x *exec) finish(ctx context.Context, log interface {
 		return
 	}
 	log.Info("cluster: run ended", "state", string(to))
+	if ws == nil {
+		return
+	}
+	x.release(ctx, log, pushed, pushErr)
+}
+
+// release retires the worktree of a run whose terminal record is
+// written, once its branch is on the remote; a worktree whose push failed
+// is kept (its work is nowhere else), and the log says so.
+func (x *exec) release(ctx context.Context, log interface {
+	Info(string, ...any)
+	Warn(string, ...any)
+}, pushed Pushed, pushErr error) {
+	dir := x.r.o.Git.WorktreeOf(x.cur.Value.RunID)
+	if pushErr != nil || pushed.Head == "" {
+		log.Warn("cluster: the run's worktree is kept: its branch was not pushed", "worktree", dir)
+		return
+	}
+	gone, err := x.r.o.Git.Release(ctx, x.cur.Value, pushed.Head)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		log.Warn("cluster: the run's worktree is kept", "worktree", dir, "err", err)
+	case gone:
+		log.Info("cluster: the run's worktree retired (its branch is on the remote)")
+	}
 }
 
 // giveUp stops the lease of a run that is not (or no longer) this node's

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
 	"github.com/shard-dev/shard/protocol"
@@ -181,6 +182,7 @@ func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, er
 	if err := g.clone(ctx, ws, p, p.Base); err != nil {
 		return ws, fmt.Errorf("runner: make worktree: %w", err)
 	}
+	g.used(ws.Cache)
 	return ws, nil
 }
 
@@ -261,6 +263,7 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 		if _, err := g.run(ctx, ws.Dir, "merge", "--ff-only", "--quiet", strings.TrimSpace(string(tip))); err != nil {
 			return ws, fmt.Errorf("runner: bring the child's worktree to branch %s: %w", p.Branch, err)
 		}
+		g.used(ws.Cache)
 		return ws, nil
 	}
 	listed, err := g.listed(ctx, ws.Cache, ws.Dir)
@@ -287,6 +290,7 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 	if err := g.clone(ctx, ws, p, strings.TrimSpace(string(sha))); err != nil {
 		return ws, fmt.Errorf("runner: make worktree again: %w", err)
 	}
+	g.used(ws.Cache)
 	return ws, nil
 }
 
@@ -376,65 +380,249 @@ func (g *Git) diffStat(ctx context.Context, dir, base, head string) (*protocol.D
 }
 
 // Retire removes the worktree of a run that will not go on here (it was
-// interrupted), when the worktree is provably this node's: its path is
-// under Root/worktrees and it is a clone sharing the run's cache's
-// objects (its alternates name them), or a linked worktree the cache
-// lists (an earlier build's). Anything else is left alone. What the child changed is not
-// lost: it is committed first onto the run's branch in the cache (not
-// pushed: the run did not end, and its branch on the remote stays as the
-// parent's node knows it). It reports whether it removed the worktree.
+// interrupted), when the worktree is provably this node's (own). Anything
+// else is left alone. What the child changed is not lost: it is committed
+// first onto the run's branch in the cache (not pushed: the run did not
+// end, and its branch on the remote stays as the parent's node knows it).
+// It reports whether it removed the worktree.
 func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
+	wt, unlock, err := g.own(ctx, run)
+	if unlock == nil {
+		return false, err
+	}
+	defer unlock()
+	if _, err := g.commit(ctx, run, wt.dir); err != nil {
+		return false, err
+	}
+	if !wt.linked {
+		if _, err := g.run(ctx, wt.dir, "-c", "core.hooksPath="+os.DevNull, "push", "--quiet", "--force", "--no-verify", "--",
+			wt.cache, "HEAD:refs/heads/"+run.Git.Branch); err != nil {
+			return false, fmt.Errorf("runner: keep the run's work in the cache: %w", err)
+		}
+	}
+	if err := g.remove(ctx, wt); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Release retires the worktree of a run that ended here and whose branch
+// the remote took at head (Finish), once its terminal record is written:
+// the work is on the remote, and the parent's node fetches it from there.
+// It removes the worktree only when it is provably this node's (own) and
+// holds nothing the push did not take: its HEAD is head and nothing is
+// left to commit. Then the run's branch in the cache goes too (a Retire's
+// earlier keeping of it), if it is still at head. Anything else is kept,
+// with an error saying why: unpushed work is never deleted. It reports
+// whether it removed the worktree.
+func (g *Git) Release(ctx context.Context, run records.RunRecord, head string) (bool, error) {
+	if !commitID.MatchString(head) {
+		return false, nil
+	}
+	wt, unlock, err := g.own(ctx, run)
+	if unlock == nil {
+		return false, err
+	}
+	defer unlock()
+	out, err := g.run(ctx, wt.dir, "rev-parse", "--verify", "HEAD")
+	if err != nil {
+		return false, err
+	}
+	if at := strings.TrimSpace(string(out)); at != head {
+		return false, fmt.Errorf("runner: worktree %s is at %s, the remote took %s: kept", wt.dir, at, head)
+	}
+	if out, err := g.run(ctx, wt.dir, "status", "--porcelain", "--untracked-files=all"); err != nil {
+		return false, err
+	} else if len(strings.TrimSpace(string(out))) > 0 {
+		return false, fmt.Errorf("runner: worktree %s has changes the push did not take: kept", wt.dir)
+	}
+	if err := g.remove(ctx, wt); err != nil {
+		return false, err
+	}
+	g.used(wt.cache)
+	ref := "refs/heads/" + run.Git.Branch
+	if _, err := g.run(ctx, wt.cache, "rev-parse", "--verify", "--quiet", ref); err != nil {
+		return true, nil // a clone's branch never was the cache's
+	}
+	// The branch only if it is still the pushed commit (update-ref checks).
+	if _, err := g.run(ctx, wt.cache, "update-ref", "-d", ref, head); err != nil {
+		return true, fmt.Errorf("runner: the cache's branch %s was kept: %w", run.Git.Branch, err)
+	}
+	return true, nil
+}
+
+// worktree is a run's work tree that own proved this node's.
+type worktree struct {
+	dir, cache string
+	// linked: an earlier build's linked worktree of the cache, not a
+	// clone of it.
+	linked bool
+}
+
+// own locks the cache of a run whose worktree is provably this node's and
+// returns it with the unlock: its path is under Root/worktrees (the run's
+// own, or for a relaunch its child's, records.RunRecord.Worktree) and it
+// is a clone sharing the run's cache's objects (its alternates name
+// them), or a linked worktree the cache lists (an earlier build's). For
+// any other run, unlock is nil (with the error, if the cache could not be
+// read).
+func (g *Git) own(ctx context.Context, run records.RunRecord) (worktree, func(), error) {
 	name := run.RunID
 	if run.Host != "" {
 		name = run.Worktree // a relaunch ran in its child's worktree
 	}
 	if check(run.Git) != nil || !validName(name) {
-		return false, nil
+		return worktree{}, nil, nil
 	}
-	dir, cache := g.WorktreeOf(name), g.cacheOf(run.Git.Remote)
+	wt := worktree{dir: g.WorktreeOf(name), cache: g.cacheOf(run.Git.Remote)}
+	unlock, err := g.locks.Lock(ctx, wt.cache)
+	if err != nil {
+		return worktree{}, nil, err
+	}
+	if _, err := os.Stat(wt.cache); err != nil {
+		unlock()
+		return worktree{}, nil, nil // no cache: nothing of ours
+	}
+	if ownClone(wt.dir, wt.cache) {
+		return wt, unlock, nil
+	}
+	listed, err := g.listed(ctx, wt.cache, wt.dir)
+	if !listed || err != nil {
+		unlock()
+		return worktree{}, nil, err
+	}
+	wt.linked = true
+	return wt, unlock, nil
+}
+
+// remove removes a worktree own proved this node's.
+func (g *Git) remove(ctx context.Context, wt worktree) error {
+	if wt.linked {
+		_, err := g.run(ctx, wt.cache, "worktree", "remove", "--force", "--force", wt.dir)
+		return err
+	}
+	if err := os.RemoveAll(wt.dir); err != nil {
+		return fmt.Errorf("runner: remove the worktree: %w", err)
+	}
+	return nil
+}
+
+// usedStamp is a file in a cache repository whose modification time is
+// the last time a run used the cache (made or released a worktree of it):
+// Prune's clock. git ignores a file of this name in a repository.
+const usedStamp = "shard-last-used"
+
+// used stamps a cache as used now (under its lock). A stamp that cannot
+// be written only makes the cache look older, and Prune still keeps a
+// cache with a worktree or a branch.
+func (g *Git) used(cache string) {
+	p := filepath.Join(cache, usedStamp)
+	if err := os.WriteFile(p, nil, 0o600); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(p, now, now)
+	}
+}
+
+// DefaultCacheIdle is how long a cache repository no run used is kept
+// (Runner prunes older ones): a repository is fetched again, whole, by
+// the next run of it after its cache went, so only caches nobody used for
+// a week go.
+const DefaultCacheIdle = 7 * 24 * time.Hour
+
+// Prune removes the cache repositories no run used for idle before now
+// and that hold nothing of a run: no work tree (a live run's, or one kept
+// because its push failed; a clone's objects are the cache's) and no
+// branch (an interrupted run's work, committed there by Retire and never
+// pushed). It returns the caches it removed. A cache it cannot read is
+// kept.
+func (g *Git) Prune(ctx context.Context, idle time.Duration, now time.Time) ([]string, error) {
+	dirs, err := os.ReadDir(filepath.Join(g.Root, "repos"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, d := range dirs {
+		if !d.IsDir() || !strings.HasSuffix(d.Name(), ".git") {
+			continue
+		}
+		cache := filepath.Join(g.Root, "repos", d.Name())
+		gone, err := g.pruneOne(ctx, cache, idle, now)
+		if err != nil {
+			return removed, err
+		}
+		if gone {
+			removed = append(removed, cache)
+		}
+	}
+	return removed, nil
+}
+
+// pruneOne is Prune of one cache, under its lock.
+func (g *Git) pruneOne(ctx context.Context, cache string, idle time.Duration, now time.Time) (bool, error) {
 	unlock, err := g.locks.Lock(ctx, cache)
 	if err != nil {
 		return false, err
 	}
 	defer unlock()
-	if _, err := os.Stat(cache); errors.Is(err, os.ErrNotExist) {
-		return false, nil // no cache: nothing of ours
+	fi, err := os.Stat(filepath.Join(cache, usedStamp))
+	if errors.Is(err, os.ErrNotExist) {
+		fi, err = os.Stat(cache) // made before stamps: its own time
 	}
-	if !ownClone(dir, cache) {
-		return g.retireLinked(ctx, run, dir, cache)
+	if err != nil {
+		return false, nil
 	}
-	if _, err := g.commit(ctx, run, dir); err != nil {
-		return false, err
+	if now.Sub(fi.ModTime()) < idle {
+		return false, nil
 	}
-	if _, err := g.run(ctx, dir, "-c", "core.hooksPath="+os.DevNull, "push", "--quiet", "--force", "--no-verify", "--",
-		cache, "HEAD:refs/heads/"+run.Git.Branch); err != nil {
-		return false, fmt.Errorf("runner: keep the run's work in the cache: %w", err)
+	if g.cloned(cache) {
+		return false, nil
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return false, fmt.Errorf("runner: remove the worktree: %w", err)
+	// Linked worktrees whose directories are gone do not count.
+	if _, err := g.run(ctx, cache, "worktree", "prune"); err != nil {
+		return false, nil
+	}
+	out, err := g.run(ctx, cache, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return false, nil
+	}
+	n := 0
+	for f := range strings.SplitSeq(string(out), "\x00") {
+		if strings.HasPrefix(f, "worktree ") {
+			n++
+		}
+	}
+	if n > 1 {
+		return false, nil // the bare repository itself is the first
+	}
+	out, err = g.run(ctx, cache, "for-each-ref", "--format=%(refname)", "refs/heads/")
+	if err != nil || strings.TrimSpace(string(out)) != "" {
+		return false, nil
+	}
+	if err := os.RemoveAll(cache); err != nil {
+		return false, fmt.Errorf("runner: remove the cache %s: %w", cache, err)
 	}
 	return true, nil
 }
 
-// retireLinked retires a worktree an earlier build made, a linked
-// worktree of the cache, when the cache lists it (anything else is not
-// this node's): its changes committed onto the run's branch in the cache,
-// then removed.
-func (g *Git) retireLinked(ctx context.Context, run records.RunRecord, dir, cache string) (bool, error) {
-	listed, err := g.listed(ctx, cache, dir)
+// cloned reports whether a work tree under Root/worktrees is a clone of
+// cache (its objects are the cache's), or cannot be read (kept, then).
+func (g *Git) cloned(cache string) bool {
+	dirs, err := os.ReadDir(filepath.Join(g.Root, "worktrees"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
 	if err != nil {
-		return false, err
+		return true
 	}
-	if !listed {
-		return false, nil
+	for _, d := range dirs {
+		if d.IsDir() && ownClone(filepath.Join(g.Root, "worktrees", d.Name()), cache) {
+			return true
+		}
 	}
-	if _, err := g.commit(ctx, run, dir); err != nil {
-		return false, err
-	}
-	if _, err := g.run(ctx, cache, "worktree", "remove", "--force", "--force", dir); err != nil {
-		return false, err
-	}
-	return true, nil
+	return false
 }
 
 // sameDir reports whether two paths name one directory (symbolic links

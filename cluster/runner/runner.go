@@ -84,7 +84,14 @@ type Options struct {
 	Retry, MaxRetry time.Duration
 	// Now is the clock of the records it writes (default time.Now).
 	Now func() time.Time
+	// CacheIdle is how long a cache repository no run used is kept
+	// (default DefaultCacheIdle); the runner prunes older ones
+	// (Git.Prune) when it starts and every PruneEvery.
+	CacheIdle time.Duration
 }
+
+// PruneEvery is how often a runner looks for cache repositories to prune.
+const PruneEvery = time.Hour
 
 // Runner claims runs for this node and executes them. Run it with Run;
 // Running is safe to call from any goroutine.
@@ -108,6 +115,7 @@ func New(o Options) (*Runner, error) {
 	o.Lease = cmp.Or(o.Lease, records.DefaultLease)
 	o.Retry = cmp.Or(o.Retry, DefaultRetry)
 	o.MaxRetry = cmp.Or(o.MaxRetry, DefaultMaxRetry)
+	o.CacheIdle = cmp.Or(o.CacheIdle, DefaultCacheIdle)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -116,6 +124,9 @@ func New(o Options) (*Runner, error) {
 	}
 	return &Runner{o: o, log: o.Logger, wake: make(chan struct{}, 1), running: map[string]bool{}}, nil
 }
+
+// Capacity is how many runs this node may hold at once now.
+func (r *Runner) Capacity() int { return r.o.Capacity() }
 
 // Running is how many runs this node holds now (its load).
 func (r *Runner) Running() int {
@@ -138,6 +149,7 @@ func (r *Runner) Wake() {
 func (r *Runner) Run(ctx context.Context) {
 	defer r.wg.Wait()
 	r.wg.Go(func() { r.followQueue(ctx) })
+	r.wg.Go(func() { r.pruneCaches(ctx) })
 	wait := r.o.Retry
 	safety := time.NewTimer(r.o.Lease)
 	defer safety.Stop()
@@ -215,6 +227,27 @@ func (r *Runner) followQueue(ctx context.Context) {
 			if !c.Deleted {
 				r.Wake()
 			}
+		}
+	}
+}
+
+// pruneCaches removes the cache repositories no run used for CacheIdle
+// (Git.Prune), now and every PruneEvery, until ctx ends.
+func (r *Runner) pruneCaches(ctx context.Context) {
+	t := time.NewTicker(PruneEvery)
+	defer t.Stop()
+	for {
+		removed, err := r.o.Git.Prune(ctx, r.o.CacheIdle, time.Now())
+		for _, c := range removed {
+			r.log.Info("cluster: removed a repository cache no run used for "+r.o.CacheIdle.String(), "cache", c)
+		}
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("cluster: repository caches not pruned", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }

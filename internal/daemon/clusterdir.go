@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/shard-dev/shard/internal/procs"
 	"github.com/shard-dev/shard/jobs/remote"
 	"github.com/shard-dev/shard/protocol"
+	"github.com/shard-dev/shard/store"
 	"github.com/shard-dev/shard/workspaces/git"
 )
 
@@ -127,6 +129,9 @@ func (d *Daemon) startDirectory(ctx context.Context) {
 		}
 		// The same records carry the runs any node may take (jobs/remote).
 		d.remoteRuns.SetRecords(rec)
+		// This node's jobs it no longer holds leave the records (a refused
+		// create's held records, a job its retention removed).
+		dir.wg.Go(func() { d.remoteRuns.Sweep(ctx, d.holdsJob) })
 		view := agentdir.NewView(d.node.Name(), rec.Agents, log)
 		// Another node's agent changing is told to this node's clients as
 		// its own agents' changes are (docs/protocol.md §13 "Agents of
@@ -306,4 +311,15 @@ func (d *Daemon) runsDeps(forks *procs.ForkGate) *remote.Runs {
 		return 0, false
 	})
 	return d.remoteRuns
+}
+
+// holdsJob reports whether this node's store holds job id (the cluster
+// records' sweep asks, jobs/remote.Sweep): false only when the store says
+// it has no such job.
+func (d *Daemon) holdsJob(id string) (bool, error) {
+	_, err := d.store.GetJob(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }

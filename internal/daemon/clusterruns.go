@@ -129,6 +129,9 @@ func (d *Daemon) startRuns() {
 		}
 		cr.r.Store(r)
 		cr.wg.Go(func() { cr.interruptPrevious(ctx, r, g, log) })
+		// Said once the runs are open, as the claimer starts: from here a
+		// run put on the claim queue is looked at by this node too.
+		log.Info("cluster: this node takes runs now", "capacity", r.Capacity())
 		r.Run(ctx)
 	})
 }

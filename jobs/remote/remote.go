@@ -500,3 +500,89 @@ func (r *Runs) InterruptNode(ctx context.Context, node string, inc uint64) {
 		wait = min(2*wait, retryMax)
 	}
 }
+
+// RecordJobTimes writes a job's end and stop times (epoch ms, 0 for not
+// yet) into its cluster record (JobRecord.EndedAt, StoppedAt), as a
+// compare-and-set the parent's node makes once its own job ended or was
+// stopped: the parent's node owns a job's transitions, as it owns its
+// local record. A time already there is kept (the first one written is
+// the job's), a record already up to date is not written, and a record
+// that is gone (a refused create's, removed) is left gone. A conflict
+// decides again on what is there now; no quorum is retried until ctx
+// ends.
+func (r *Runs) RecordJobTimes(ctx context.Context, jobID string, endedAt, stoppedAt int64) error {
+	rec := r.Records()
+	if rec == nil {
+		return protocol.Errorf(protocol.CodeTimeout, "the cluster's records are not open yet")
+	}
+	wait := retryMin
+	for {
+		e, err := rec.Jobs.Get(ctx, jobID)
+		if errors.Is(err, records.ErrNotFound) {
+			return nil
+		}
+		if err == nil {
+			jr := e.Value
+			if jr.EndedAt == 0 && endedAt != 0 {
+				jr.EndedAt = endedAt
+			}
+			if jr.StoppedAt == 0 && stoppedAt != 0 {
+				jr.StoppedAt = stoppedAt
+			}
+			if jr.EndedAt == e.Value.EndedAt && jr.StoppedAt == e.Value.StoppedAt {
+				return nil
+			}
+			if _, err = rec.Jobs.Update(ctx, jobID, jr, e.Revision); err == nil {
+				return nil
+			}
+			if errors.Is(err, records.ErrConflict) {
+				continue
+			}
+		}
+		if !errors.Is(err, records.ErrUnavailable) {
+			return fmt.Errorf("write the job's times into its cluster record: %w", err)
+		}
+		if !clock.Sleep(ctx, wait) {
+			return fmt.Errorf("write the job's times into its cluster record: %w", err)
+		}
+		wait = min(2*wait, retryMax)
+	}
+}
+
+// Bounds of Sweep.
+const (
+	// SweepAge is how old (from its creation) a job of this node must be
+	// before its records may be swept: far longer than a create takes
+	// from planning its job to committing it (its pushes included), so a
+	// create in flight is never taken for a refused one.
+	SweepAge = time.Hour
+	// SweepEvery is how often Sweep looks again.
+	SweepEvery = 15 * time.Minute
+)
+
+// Sweep deletes, once the records are open and then every SweepEvery
+// until ctx ends, the cluster records of this node's jobs older than
+// SweepAge that holds says this node does not hold (records.SweepJobs):
+// the held records of a create that was refused after they were written
+// (they may commit late, docs/cluster.md "No quorum"), and the records of
+// a job its retention removed. holds must answer from this node's store:
+// true for a committed job, an error when it cannot tell.
+func (r *Runs) Sweep(ctx context.Context, holds func(jobID string) (bool, error)) {
+	rec := r.wait(ctx)
+	if rec == nil {
+		return
+	}
+	for {
+		res, err := rec.SweepJobs(ctx, r.node, time.Now().Add(-SweepAge).UnixMilli(), holds)
+		if len(res.Jobs) > 0 || res.Runs > 0 {
+			r.log.Info(fmt.Sprintf("cluster runs: swept the records of %d job(s) this node does not hold (%d run records)", len(res.Jobs), res.Runs),
+				"jobs", len(res.Jobs), "runs", res.Runs)
+		}
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("cluster runs: the sweep of records this node does not hold failed; trying again later", "retry_in", SweepEvery.String(), "err", err)
+		}
+		if !clock.Sleep(ctx, SweepEvery) {
+			return
+		}
+	}
+}
