@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"io"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,7 +44,18 @@ func TestClusterAttachFailover(t *testing.T) {
 		t.Fatalf("first turn: %q", got)
 	}
 
-	cmd := n2.ctlCmd("attach", "--reconnect", "90s", a1)
+	attachFailsOver(t, n2.ctlCmd("attach", "--reconnect", "90s", a1), n2, c1, a1)
+}
+
+// attachFailsOver drives a shardctl attach (cmd, not started) of n1's
+// agent a1 through n2 (c1: a client of n1's, attached to a1): n2 is
+// SIGKILLed while attach is frozen (SIGSTOP), and a turn prompted on n1
+// runs meanwhile, so attach cannot have seen it live. Thawed, attach
+// finds its connection lost, goes on through n3, shows that turn from
+// n3's sync (the resync of a reconnect, once, after the note), and a
+// prompt typed then runs through n3.
+func attachFailsOver(t *testing.T, cmd *exec.Cmd, n2 *daemon, c1 *evConn, a1 string) {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

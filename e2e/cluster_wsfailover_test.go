@@ -4,14 +4,11 @@ package e2e
 
 import (
 	"context"
-	"io"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shard-dev/shard/client"
-	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -26,23 +23,7 @@ import (
 func TestClusterWebSocketFailover(t *testing.T) {
 	nodes, _, _, _ := threeNodes(t)
 	n1, n2 := nodes[0], nodes[1]
-	webs := map[string]string{}
-	for i, name := range []string{"n1", "n2", "n3"} {
-		web, err := nodes[i].sd().WebURL()
-		if err != nil {
-			t.Fatal(err)
-		}
-		webs[name] = web
-		waitNode(t, n2, "n2 knows "+name+"'s web_url", name, func(n protocol.ClusterNode) bool {
-			return n.Health == protocol.NodeAlive && n.WebURL == web
-		})
-	}
-	tokens := map[string]string{}
-	for i, name := range []string{"n1", "n2", "n3"} {
-		var tok protocol.TokenCreateData
-		call(t, nodes[i].dial(), &protocol.TokenCreate{Header: protocol.Header{Type: protocol.TypeTokenCreate}, Note: "failover " + name}, &tok)
-		tokens[name] = tok.Token
-	}
+	webs, tokens := webDoors(t, nodes, n2)
 
 	c1 := dialEvents(t, n1)
 	a1 := createOn(t, c1.c)
@@ -183,23 +164,7 @@ func text(m protocol.Message) string {
 func TestClusterAttachFailoverWebSocket(t *testing.T) {
 	nodes, _, _, _ := threeNodes(t)
 	n1, n2 := nodes[0], nodes[1]
-	webs := map[string]string{}
-	for i, name := range []string{"n1", "n2", "n3"} {
-		web, err := nodes[i].sd().WebURL()
-		if err != nil {
-			t.Fatal(err)
-		}
-		webs[name] = web
-		waitNode(t, n2, "n2 knows "+name+"'s web_url", name, func(n protocol.ClusterNode) bool {
-			return n.Health == protocol.NodeAlive && n.WebURL == web
-		})
-	}
-	tokens := map[string]string{}
-	for i, name := range []string{"n1", "n2", "n3"} {
-		var tok protocol.TokenCreateData
-		call(t, nodes[i].dial(), &protocol.TokenCreate{Header: protocol.Header{Type: protocol.TypeTokenCreate}, Note: "attach " + name}, &tok)
-		tokens[name] = tok.Token
-	}
+	webs, tokens := webDoors(t, nodes, n2)
 	c1 := dialEvents(t, n1)
 	a1 := createOn(t, c1.c)
 	waitListed(t, n2, "n2 lists n1's agent", func(l []protocol.AgentInfo) bool {
@@ -216,57 +181,27 @@ func TestClusterAttachFailoverWebSocket(t *testing.T) {
 	// No home: attach reaches the daemon only through --url.
 	cmd := n2.ctlCmd("--home", t.TempDir(), "--url", webs["n2"], "attach", "--reconnect", "90s", a1)
 	cmd.Env = append(cmd.Env, "SHARD_TOKEN="+tokens["n2"]+",n1="+tokens["n1"]+",n3="+tokens["n3"])
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, stderr := &shardtest.Buffer{}, &shardtest.Buffer{}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	shows := func(what, text string) {
-		t.Helper()
-		eventually(t, clusterWait, what, func() bool { return strings.Contains(stdout.String(), text) })
-	}
-	shows("attach through n2's WebSocket shows the first turn", "before the failover")
-	shows("attach through n2's WebSocket is ready", "— now —")
+	attachFailsOver(t, cmd, n2, c1, a1)
+}
 
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
+// webDoors waits until n2 knows every node's web_url and makes an API
+// token on each node: a WebSocket client's doors to the cluster, by node
+// name.
+func webDoors(t *testing.T, nodes []*daemon, n2 *daemon) (webs, tokens map[string]string) {
+	t.Helper()
+	webs, tokens = map[string]string{}, map[string]string{}
+	for i, name := range []string{"n1", "n2", "n3"} {
+		web, err := nodes[i].sd().WebURL()
+		if err != nil {
+			t.Fatal(err)
+		}
+		webs[name] = web
+		waitNode(t, n2, "n2 knows "+name+"'s web_url", name, func(n protocol.ClusterNode) bool {
+			return n.Health == protocol.NodeAlive && n.WebURL == web
+		})
+		var tok protocol.TokenCreateData
+		call(t, nodes[i].dial(), &protocol.TokenCreate{Header: protocol.Header{Type: protocol.TypeTokenCreate}, Note: "failover " + name}, &tok)
+		tokens[name] = tok.Token
 	}
-	n2.kill()
-	n2.waitExit(t, clusterWait)
-	c1.call(promptCmd(a1, "sim: say while attach was away"), nil)
-	if got := c1.streamed(a1); got != "while attach was away" {
-		t.Fatalf("turn while away: %q", got)
-	}
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	shows("attach goes on through n3", "(reconnected through node n3; node n2 is gone)")
-	shows("the resync shows the turn it missed", "while attach was away")
-	if _, err := io.WriteString(stdin, "sim: say after the failover\n"); err != nil {
-		t.Fatal(err)
-	}
-	shows("a prompt through n3", "after the failover")
-	stdin.Close()
-	if err := <-exited; err != nil {
-		t.Fatalf("attach: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
-	}
-	exited <- nil // for the cleanup
-	out := stdout.String()
-	if n := strings.Count(out, "\nbefore the failover\n"); n != 1 {
-		t.Errorf("the first turn's answer shown %d times, want once:\n%s", n, out)
-	}
-	if n, m := strings.Count(out, "\nyou: sim: say while attach was away\n"), strings.Count(out, "\nwhile attach was away\n"); n != 1 || m != 1 {
-		t.Errorf("the missed turn shown %d/%d times, want once:\n%s", n, m, out)
-	}
+	return webs, tokens
 }
