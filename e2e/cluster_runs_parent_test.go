@@ -416,9 +416,16 @@ func TestClusterRunsParentNode(t *testing.T) {
 		return false
 	})
 	on2.end(&b, protocol.RunCancelled, "", "", nil)
-	waitRun(t, n1, parent.AgentID, b.Value.RunID, "n1 shows run b cancelled", func(r protocol.RunSnapshot) bool {
+	rb := waitRun(t, n1, parent.AgentID, b.Value.RunID, "n1 shows run b cancelled", func(r protocol.RunSnapshot) bool {
 		return r.State == protocol.RunCancelled
 	})
+	// Its workspace is made all the same, at its branch as origin has it
+	// (nothing pushed): active, not left creating.
+	var wsb protocol.WorkspaceStatusData
+	call(t, c1, &protocol.WorkspaceStatus{Header: protocol.Header{Type: protocol.TypeWorkspaceStatus}, WorkspaceID: rb.Workspace.WorkspaceID}, &wsb)
+	if wsb.Workspace.State != protocol.WorkspaceStateActive || wsb.Workspace.HeadSHA != base {
+		t.Fatalf("run b's workspace after its end with nothing pushed: %+v", wsb.Workspace)
+	}
 
 	// Run d was never claimed: its stop cancels it in its record, so no
 	// node takes it.

@@ -220,8 +220,13 @@ func (j *jobActor) onRemote(c actor.Context, m *remoteRun) {
 	}
 	switch {
 	case rec.State.Terminal():
-		if ws := workspaceIDOf(r); ws != "" && j.workspaces != nil && rec.Git != nil && rec.Git.Head != "" && rec.Git.Head != rec.Git.Base {
+		if ws := workspaceIDOf(r); ws != "" && j.workspaces != nil && rec.Git != nil && rec.Node != "" {
 			// Its work first: the branch it pushed, into its workspace here.
+			// A run a node took is brought even with no work pushed (its
+			// head the base, or none: interrupted, failed), so that its
+			// workspace is made (active, at the branch as origin has it),
+			// as a local run's is once it started; only a run no node took
+			// leaves its workspace planned, as a local queued run does.
 			j.fetching[rec.RunID] = true
 			j.ended[rec.RunID] = rec
 			j.claimed[rec.RunID] = ws
