@@ -4,6 +4,7 @@ package web_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -18,7 +19,9 @@ import (
 // panel lists the job as n1's and the workspaces panel its workspace as
 // n1's. With the parent opened on n2's page (attached, and its jobs read,
 // through n2), a second job's run is followed live to completed
-// (subagent_run_changed through n2's connection to n1).
+// (subagent_run_changed through n2's connection to n1). First, a job of a
+// run any node may take is listed while it runs (its child's
+// agent_spawned: its workspace is made on n1 only when it ends).
 func TestDashboardClusterJobsLive(t *testing.T) {
 	b := newBrowser(t)
 	nodes := startCluster(t, 3)
@@ -30,7 +33,21 @@ func TestDashboardClusterJobsLive(t *testing.T) {
 	p.until("the cluster chip", `document.querySelector("#cluster summary")?.textContent === "node n2 · 3/3 alive"`)
 	p.until("no jobs yet", `document.querySelector("#jobs .count")?.textContent === "0"`)
 
+	// A run any node may take (a repository with an origin): its
+	// workspace is made on n1 only when it ends, so no workspace event
+	// says it started; its child's agent_spawned does, and the page lists
+	// the job while it runs.
 	c1 := n1.wire()
+	far := newRepo(t)
+	origin := filepath.Join(t.TempDir(), "origin.git")
+	gitIn(t, far, "init", "-q", "--bare", origin)
+	gitIn(t, far, "remote", "add", "origin", origin)
+	farParent := call[protocol.AgentCreateData](t, c1, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: far}).AgentID
+	long := call[protocol.SubagentCreateData](t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate},
+		ParentAgentID: farParent, Name: "far", Task: "sim: sleep 600000", Isolation: protocol.IsolationWorkspace})
+	p.until("the running job of a run any node takes listed", fmt.Sprintf(`(el => !!el && el.dataset.node === "n1" && ["queued", "starting", "active"].includes(el.querySelector(".run .state")?.textContent))(document.querySelector('#jobs [data-job=%q]'))`, long.JobID))
+	call[protocol.SubagentStopData](t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: farParent, Handle: long.JobID})
+
 	parent := call[protocol.AgentCreateData](t, c1, &protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: newRepo(t)}).AgentID
 	job := call[protocol.SubagentCreateData](t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate},
 		ParentAgentID: parent, Name: "kid", Task: "sim: say hi", Isolation: protocol.IsolationWorkspace})

@@ -362,6 +362,13 @@ export class Store {
   // The lists name the nodes whose items they left out
   // (unavailable_nodes, docs/protocol.md §13): refreshCluster reads them
   // again while one of those is alive.
+  // refreshSideSoon is refreshSide once for a burst of events (a parallel
+  // job's children spawn together).
+  refreshSideSoon() {
+    if (this.sideTimer) return;
+    this.sideTimer = setTimeout(() => { this.sideTimer = null; this.refreshSide(); }, 250);
+  }
+
   refreshSide() {
     this.conn.call({ type: "jobs.list", limit: 50 }).then(
       (d) => this.set({ jobs: d.jobs || [], sideMissing: { ...this.state.sideMissing, jobs: d.unavailable_nodes || [] } }), () => {});
@@ -466,6 +473,11 @@ export class Store {
         const next = { ...old, ...m.info, usage: laterUsage(old.usage, m.info && m.info.usage) };
         if (m.type === "agent_updated") next.title = m.info && m.info.title; // absent: cleared
         this.set({ agents: { ...t.agents, [m.agent_id]: next } });
+        // A new subagent is a new job's (or run's): the panels learn of
+        // it now, not at the run's end. A run another node took makes
+        // its workspace here only when it ends (docs/protocol.md §13
+        // "Runs on other nodes"), so no workspace event says so earlier.
+        if (m.type === "agent_spawned" && m.info && m.info.parent_agent_id) this.refreshSideSoon();
         return;
       }
       case "agent_removed": { // agent.remove (docs/protocol.md): gone for good
