@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/shard-dev/shard/cluster/clustertest"
+	"github.com/shard-dev/shard/internal/shardtest"
 	"github.com/shard-dev/shard/protocol"
 )
 
@@ -217,4 +219,36 @@ func TestClusterRunEventsOutliveTheParentsNode(t *testing.T) {
 			t.Errorf("n2's client got the run change %q %d times, want once", key, n)
 		}
 	}
+}
+
+// TestClusterWatchFollowsOtherNodesRuns: shardctl watch on n2, started
+// before a parent on n1 exists, prints that parent's run changes: it
+// speaks for every parent it learns of (subagent.status, forwarded to
+// n1), and n1's run changes reach it through n2.
+func TestClusterWatchFollowsOtherNodesRuns(t *testing.T) {
+	nodes, _, _, _ := threeNodes(t)
+	n1, n2 := nodes[0], nodes[1]
+	cmd := n2.ctlCmd("watch")
+	out := &shardtest.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	c1 := dialRaw(t, n1)
+	parent := createOn(t, c1)
+	eventually(t, clusterWait, "watch on n2 sees n1's parent", func() bool { return strings.Contains(out.String(), parent) })
+	// The parent is known to watch once its spawn is printed; a job of
+	// its made after that is followed.
+	var job protocol.SubagentCreateData
+	eventually(t, clusterWait, "watch on n2 prints the run's end", func() bool {
+		if job.JobID == "" {
+			call(t, c1, &protocol.SubagentCreate{Header: protocol.Header{Type: protocol.TypeSubagentCreate}, ParentAgentID: parent,
+				Name: "kid", Task: "sim: say hi"}, &job)
+		}
+		return strings.Contains(out.String(), job.Runs[0].RunID+" active→completed")
+	})
 }
