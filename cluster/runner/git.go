@@ -156,25 +156,11 @@ func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, er
 		return ws, err
 	}
 	defer unlock()
-	if _, err := os.Stat(ws.Cache); errors.Is(err, os.ErrNotExist) {
-		tmp := ws.Cache + ".new"
-		_ = os.RemoveAll(tmp)
-		if _, err := g.run(ctx, filepath.Join(g.Root, "repos"), "init", "--bare", "--quiet", tmp); err != nil {
-			return ws, err
-		}
-		if err := os.Rename(tmp, ws.Cache); err != nil {
-			return ws, fmt.Errorf("runner: cache %s: %w", ws.Cache, err)
-		}
+	if err := g.makeCache(ctx, ws.Cache); err != nil {
+		return ws, err
 	}
-	if _, err := g.run(ctx, ws.Cache, "check-ref-format", "--branch", p.Branch); err != nil {
-		return ws, fmt.Errorf("%w: branch %q", ErrBadPlace, p.Branch)
-	}
-	if _, err := g.run(ctx, ws.Cache, "fetch", "--quiet", "--no-tags", "--", p.Remote,
-		"+refs/heads/"+p.Branch+":refs/remotes/origin/"+p.Branch); err != nil {
-		return ws, fmt.Errorf("runner: fetch branch %s: %w", p.Branch, err)
-	}
-	if _, err := g.run(ctx, ws.Cache, "merge-base", "--is-ancestor", p.Base, "refs/remotes/origin/"+p.Branch); err != nil {
-		return ws, fmt.Errorf("%w: %s on %s: %w", ErrBaseMissing, p.Base, p.Branch, err)
+	if _, err := g.fetchBranch(ctx, ws.Cache, p); err != nil {
+		return ws, err
 	}
 	if _, err := os.Stat(ws.Dir); err == nil {
 		return ws, fmt.Errorf("runner: worktree %s exists already", ws.Dir)
@@ -184,6 +170,40 @@ func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, er
 	}
 	g.used(ws.Cache)
 	return ws, nil
+}
+
+// makeCache makes the bare cache repository when it is not there yet
+// (under its lock).
+func (g *Git) makeCache(ctx context.Context, cache string) error {
+	if _, err := os.Stat(cache); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	tmp := cache + ".new"
+	_ = os.RemoveAll(tmp)
+	if _, err := g.run(ctx, filepath.Join(g.Root, "repos"), "init", "--bare", "--quiet", tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, cache); err != nil {
+		return fmt.Errorf("runner: cache %s: %w", cache, err)
+	}
+	return nil
+}
+
+// fetchBranch fetches the run's branch from its remote into cache (under
+// the cache's lock) and checks that the base is on it; it returns the
+// cache's ref of the branch as the remote has it.
+func (g *Git) fetchBranch(ctx context.Context, cache string, p *records.RunGit) (string, error) {
+	if _, err := g.run(ctx, cache, "check-ref-format", "--branch", p.Branch); err != nil {
+		return "", fmt.Errorf("%w: branch %q", ErrBadPlace, p.Branch)
+	}
+	remoteRef := "refs/remotes/origin/" + p.Branch
+	if _, err := g.run(ctx, cache, "fetch", "--quiet", "--no-tags", "--", p.Remote, "+refs/heads/"+p.Branch+":"+remoteRef); err != nil {
+		return "", fmt.Errorf("runner: fetch branch %s: %w", p.Branch, err)
+	}
+	if _, err := g.run(ctx, cache, "merge-base", "--is-ancestor", p.Base, remoteRef); err != nil {
+		return "", fmt.Errorf("%w: %s on %s: %w", ErrBaseMissing, p.Base, p.Branch, err)
+	}
+	return remoteRef, nil
 }
 
 // clone makes ws.Dir a clone of ws.Cache sharing its objects, its origin
@@ -219,10 +239,11 @@ func ownClone(dir, cache string) bool {
 // worktree its first run here made (Root/worktrees/<run.Worktree>, its
 // cwd) and the run's branch: the branch is fetched from the remote and
 // the worktree fast-forwarded to it (it is there already unless someone
-// pushed the branch since). A worktree that is gone (retired after an
-// interruption) is made again at the same path, on the branch as this
-// node's cache kept it when that descends from the remote's, else as the
-// remote has it. The run's base stays the workspace's base, so its diff
+// pushed the branch since). A worktree that is gone (released once its
+// run's branch was pushed, or retired after an interruption) is made
+// again at the same path, on the branch as this node's cache kept it when
+// that descends from the remote's, else as the remote has it; a cache
+// pruned meanwhile is made again too. The run's base stays the workspace's base, so its diff
 // stat is the workspace's whole diff, as on one node.
 func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, error) {
 	if err := check(run.Git); err != nil {
@@ -241,18 +262,15 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 		return ws, err
 	}
 	defer unlock()
-	if _, err := os.Stat(ws.Cache); err != nil {
-		return ws, fmt.Errorf("runner: no cache of the run's remote on this node: %w", err)
+	// The cache may have been pruned since the child's last run (Prune:
+	// no worktree was left once that run's branch was pushed); the
+	// branch is on the remote, so it is fetched again.
+	if err := g.makeCache(ctx, ws.Cache); err != nil {
+		return ws, err
 	}
-	if _, err := g.run(ctx, ws.Cache, "check-ref-format", "--branch", p.Branch); err != nil {
-		return ws, fmt.Errorf("%w: branch %q", ErrBadPlace, p.Branch)
-	}
-	remoteRef := "refs/remotes/origin/" + p.Branch
-	if _, err := g.run(ctx, ws.Cache, "fetch", "--quiet", "--no-tags", "--", p.Remote, "+refs/heads/"+p.Branch+":"+remoteRef); err != nil {
-		return ws, fmt.Errorf("runner: fetch branch %s: %w", p.Branch, err)
-	}
-	if _, err := g.run(ctx, ws.Cache, "merge-base", "--is-ancestor", p.Base, remoteRef); err != nil {
-		return ws, fmt.Errorf("%w: %s on %s: %w", ErrBaseMissing, p.Base, p.Branch, err)
+	remoteRef, err := g.fetchBranch(ctx, ws.Cache, p)
+	if err != nil {
+		return ws, err
 	}
 	tip, err := g.run(ctx, ws.Cache, "rev-parse", "--verify", "--quiet", remoteRef+"^{commit}")
 	if err != nil {

@@ -451,6 +451,28 @@ func TestGitResume(t *testing.T) {
 			t.Fatalf("%s in the worktree made again: %v", f, err)
 		}
 	}
+	// Released once its push went through, and its cache pruned as idle:
+	// the next relaunch makes both again from the remote.
+	pushed3, err := g.Finish(t.Context(), third, ws3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gone, err := g.Release(t.Context(), third, pushed3.Head); err != nil || !gone {
+		t.Fatalf("release: %v %v", gone, err)
+	}
+	if gone, err := g.Prune(t.Context(), time.Hour, time.Now().Add(2*time.Hour)); err != nil || len(gone) != 1 {
+		t.Fatalf("prune of the idle cache: %v %v", gone, err)
+	}
+	fourth := records.RunRecord{RunID: "run-4", JobID: "job-4", Name: "t", Git: first.Git, Host: "n1", Worktree: "run-1"}
+	ws4, err := g.Resume(t.Context(), fourth)
+	if err != nil || ws4.Dir != ws.Dir {
+		t.Fatalf("resume after the cache was pruned: %+v %v", ws4, err)
+	}
+	for _, f := range []string{"one.txt", "two.txt", "three.txt"} {
+		if _, err := os.Stat(filepath.Join(ws4.Dir, f)); err != nil {
+			t.Fatalf("%s in the worktree made from the remote: %v", f, err)
+		}
+	}
 	bad := third
 	bad.Worktree = "../x"
 	if _, err := g.Resume(t.Context(), bad); !errors.Is(err, runner.ErrBadPlace) {
