@@ -275,17 +275,17 @@ func (x *exec) finish(ctx context.Context, log interface {
 	if ws == nil {
 		return
 	}
-	x.release(ctx, log, pushed, pushErr)
+	x.release(ctx, log, ws.Dir, pushed, pushErr)
 }
 
-// release retires the worktree of a run whose terminal record is
+// release retires the worktree dir of a run whose terminal record is
 // written, once its branch is on the remote; a worktree whose push failed
-// is kept (its work is nowhere else), and the log says so.
+// is kept (its work is nowhere else), and the log says so. dir is the
+// run's own, or for a relaunch its child's (Git.Resume).
 func (x *exec) release(ctx context.Context, log interface {
 	Info(string, ...any)
 	Warn(string, ...any)
-}, pushed Pushed, pushErr error) {
-	dir := x.r.o.Git.WorktreeOf(x.cur.Value.RunID)
+}, dir string, pushed Pushed, pushErr error) {
 	if pushErr != nil || pushed.Head == "" {
 		log.Warn("cluster: the run's worktree is kept: its branch was not pushed", "worktree", dir)
 		return
