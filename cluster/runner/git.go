@@ -146,22 +146,12 @@ func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, er
 	if !validName(run.RunID) {
 		return Workspace{}, fmt.Errorf("%w: run id %q", ErrBadPlace, run.RunID)
 	}
-	if err := g.mkdirs(); err != nil {
-		return Workspace{}, fmt.Errorf("runner: make %s: %w", g.Root, err)
-	}
 	p := run.Git
-	ws := Workspace{Dir: g.WorktreeOf(run.RunID), Cache: g.cacheOf(p.Remote)}
-	unlock, err := g.locks.Lock(ctx, ws.Cache)
+	ws, _, unlock, err := g.fetched(ctx, p, run.RunID)
 	if err != nil {
 		return ws, err
 	}
 	defer unlock()
-	if err := g.makeCache(ctx, ws.Cache); err != nil {
-		return ws, err
-	}
-	if _, err := g.fetchBranch(ctx, ws.Cache, p); err != nil {
-		return ws, err
-	}
 	if _, err := os.Stat(ws.Dir); err == nil {
 		return ws, fmt.Errorf("runner: worktree %s exists already", ws.Dir)
 	}
@@ -170,6 +160,30 @@ func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, er
 	}
 	g.used(ws.Cache)
 	return ws, nil
+}
+
+// fetched locks the cache of p's remote, makes the cache if it is not
+// there, and fetches p's branch into it (fetchBranch). It returns the
+// work tree named name of that cache (not made here), the cache's ref of
+// the branch, and the unlock, which the caller calls; on an error the
+// cache is unlocked already.
+func (g *Git) fetched(ctx context.Context, p *records.RunGit, name string) (ws Workspace, remoteRef string, unlock func(), err error) {
+	if err := g.mkdirs(); err != nil {
+		return Workspace{}, "", nil, fmt.Errorf("runner: make %s: %w", g.Root, err)
+	}
+	ws = Workspace{Dir: g.WorktreeOf(name), Cache: g.cacheOf(p.Remote)}
+	unlock, err = g.locks.Lock(ctx, ws.Cache)
+	if err != nil {
+		return ws, "", nil, err
+	}
+	if err = g.makeCache(ctx, ws.Cache); err == nil {
+		remoteRef, err = g.fetchBranch(ctx, ws.Cache, p)
+	}
+	if err != nil {
+		unlock()
+		return ws, "", nil, err
+	}
+	return ws, remoteRef, unlock, nil
 }
 
 // makeCache makes the bare cache repository when it is not there yet
@@ -252,26 +266,15 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 	if !validName(run.RunID) || !validName(run.Worktree) {
 		return Workspace{}, fmt.Errorf("%w: run %q, worktree %q", ErrBadPlace, run.RunID, run.Worktree)
 	}
-	if err := g.mkdirs(); err != nil {
-		return Workspace{}, fmt.Errorf("runner: make %s: %w", g.Root, err)
-	}
+	// The cache may have been pruned since the child's last run (Prune:
+	// no worktree was left once that run's branch was pushed); the
+	// branch is on the remote, so fetched makes it again.
 	p := run.Git
-	ws := Workspace{Dir: g.WorktreeOf(run.Worktree), Cache: g.cacheOf(p.Remote)}
-	unlock, err := g.locks.Lock(ctx, ws.Cache)
+	ws, remoteRef, unlock, err := g.fetched(ctx, p, run.Worktree)
 	if err != nil {
 		return ws, err
 	}
 	defer unlock()
-	// The cache may have been pruned since the child's last run (Prune:
-	// no worktree was left once that run's branch was pushed); the
-	// branch is on the remote, so it is fetched again.
-	if err := g.makeCache(ctx, ws.Cache); err != nil {
-		return ws, err
-	}
-	remoteRef, err := g.fetchBranch(ctx, ws.Cache, p)
-	if err != nil {
-		return ws, err
-	}
 	tip, err := g.run(ctx, ws.Cache, "rev-parse", "--verify", "--quiet", remoteRef+"^{commit}")
 	if err != nil {
 		return ws, fmt.Errorf("runner: branch %s: %w", p.Branch, err)
