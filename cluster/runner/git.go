@@ -432,8 +432,9 @@ func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 // the work is on the remote, and the parent's node fetches it from there.
 // It removes the worktree only when it is provably this node's (own) and
 // holds nothing the push did not take: its HEAD is head and nothing is
-// left to commit. Then the run's branch in the cache goes too (a Retire's
-// earlier keeping of it), if it is still at head. Anything else is kept,
+// left to commit. Then the run's branch in the cache goes too: the copy
+// its fetch made, and a Retire's earlier keeping of it if that is still
+// at head. Anything else is kept,
 // with an error saying why: unpushed work is never deleted. It reports
 // whether it removed the worktree.
 func (g *Git) Release(ctx context.Context, run records.RunRecord, head string) (bool, error) {
@@ -461,6 +462,13 @@ func (g *Git) Release(ctx context.Context, run records.RunRecord, head string) (
 		return false, err
 	}
 	g.used(wt.cache)
+	// The fetch's copy of the branch goes: the branch is on the remote, a
+	// later run of it fetches it again, and a cache in use every day
+	// (never idle long enough for Prune) would otherwise keep every run's
+	// branch and its objects.
+	if _, err := g.run(ctx, wt.cache, "update-ref", "-d", "refs/remotes/origin/"+run.Git.Branch); err != nil {
+		return true, fmt.Errorf("runner: the cache's copy of branch %s was kept: %w", run.Git.Branch, err)
+	}
 	ref := "refs/heads/" + run.Git.Branch
 	if _, err := g.run(ctx, wt.cache, "rev-parse", "--verify", "--quiet", ref); err != nil {
 		return true, nil // a clone's branch never was the cache's
