@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
@@ -46,6 +47,13 @@ type Git struct {
 	Node string
 
 	locks git.Locks
+
+	mu sync.Mutex // protects resumed
+	// resumed counts, by directory, the relaunches of this node working
+	// in a child's work tree now: from Resume until Leave. Only a
+	// relaunch goes on in a work tree another run made, so these are the
+	// work trees a Release or Retire of an earlier run must not take.
+	resumed map[string]int
 }
 
 // Identity of the commits a node makes for a run.
@@ -285,6 +293,7 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 			return ws, fmt.Errorf("runner: bring the child's worktree to branch %s: %w", p.Branch, err)
 		}
 		g.used(ws.Cache)
+		g.enter(ws.Dir)
 		return ws, nil
 	}
 	listed, err := g.listed(ctx, ws.Cache, ws.Dir)
@@ -295,6 +304,7 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 		if _, err := g.run(ctx, ws.Dir, "merge", "--ff-only", "--quiet", remoteRef); err != nil {
 			return ws, fmt.Errorf("runner: bring the child's worktree to branch %s: %w", p.Branch, err)
 		}
+		g.enter(ws.Dir)
 		return ws, nil
 	}
 	if _, err := os.Stat(ws.Dir); err == nil {
@@ -312,7 +322,40 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 		return ws, fmt.Errorf("runner: make worktree again: %w", err)
 	}
 	g.used(ws.Cache)
+	g.enter(ws.Dir)
 	return ws, nil
+}
+
+// enter counts a relaunch working in dir now (Resume, under the cache's
+// lock).
+func (g *Git) enter(dir string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.resumed == nil {
+		g.resumed = map[string]int{}
+	}
+	g.resumed[dir]++
+}
+
+// Leave says the relaunch Resume gave ws is done working in it (before
+// its own Release). Until then a Release or Retire of an earlier run of
+// the child, whose work tree it is, keeps it: a relaunch may begin here
+// while the run before it is still being released.
+func (g *Git) Leave(ws Workspace) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.resumed[ws.Dir] <= 1 {
+		delete(g.resumed, ws.Dir)
+		return
+	}
+	g.resumed[ws.Dir]--
+}
+
+// inUse reports whether a relaunch works in dir now (Leave).
+func (g *Git) inUse(dir string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.resumed[dir] > 0
 }
 
 // listed reports whether dir is one of the cache's worktrees.
@@ -405,9 +448,13 @@ func (g *Git) diffStat(ctx context.Context, dir, base, head string) (*protocol.D
 // else is left alone. What the child changed is not lost: it is committed
 // first onto the run's branch in the cache (not pushed: the run did not
 // end, and its branch on the remote stays as the parent's node knows it).
-// It reports whether it removed the worktree.
+// A work tree a relaunch of the child works in now (Resume) is its: left
+// alone, with no error. It reports whether it removed the worktree.
 func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 	wt, unlock, err := g.own(ctx, run)
+	if errors.Is(err, errInUse) {
+		return false, nil // the relaunch goes on with what is there
+	}
 	if unlock == nil {
 		return false, err
 	}
@@ -492,8 +539,9 @@ type worktree struct {
 // returns it with the unlock: its path is under Root/worktrees (the run's
 // own, or for a relaunch its child's, records.RunRecord.Worktree) and it
 // is a clone sharing the run's cache's objects (its alternates name
-// them), or a linked worktree the cache lists (an earlier build's). For
-// any other run, unlock is nil (with the error, if the cache could not be
+// them), or a linked worktree the cache lists (an earlier build's), and
+// no relaunch works in it now (errInUse: Resume, until Leave). For any
+// other run, unlock is nil (with the error, if the cache could not be
 // read).
 func (g *Git) own(ctx context.Context, run records.RunRecord) (worktree, func(), error) {
 	name := run.RunID
@@ -512,6 +560,10 @@ func (g *Git) own(ctx context.Context, run records.RunRecord) (worktree, func(),
 		unlock()
 		return worktree{}, nil, nil // no cache: nothing of ours
 	}
+	if g.inUse(wt.dir) {
+		unlock()
+		return worktree{}, nil, errInUse
+	}
 	if ownClone(wt.dir, wt.cache) {
 		return wt, unlock, nil
 	}
@@ -523,6 +575,10 @@ func (g *Git) own(ctx context.Context, run records.RunRecord) (worktree, func(),
 	wt.linked = true
 	return wt, unlock, nil
 }
+
+// errInUse: a relaunch of the child works in the work tree now (Resume,
+// until Leave); it is kept for it.
+var errInUse = errors.New("runner: a relaunch of the child works in the worktree now: kept")
 
 // remove removes a worktree own proved this node's.
 func (g *Git) remove(ctx context.Context, wt worktree) error {

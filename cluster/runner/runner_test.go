@@ -399,9 +399,11 @@ func TestRunnerStopStuck(t *testing.T) {
 
 // TestGitResume: a relaunch (a run pinned here, naming the child's
 // worktree) goes on in the worktree the child's first run made, on its
-// branch as pushed, and its push follows that work; once that worktree
-// was retired, it is made again at the same path from what the cache
-// kept.
+// branch as pushed, and its push follows that work; a release or retire
+// of the first run meanwhile leaves it to the relaunch; once that
+// worktree was retired, it is made again at the same path from what the
+// cache kept, and once it was released and its cache pruned, from the
+// remote.
 func TestGitResume(t *testing.T) {
 	o := newOrigin(t)
 	g := &runner.Git{Root: filepath.Join(t.TempDir(), "runs"), Node: "n1"}
@@ -413,13 +415,25 @@ func TestGitResume(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws.Dir, "one.txt"), []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Finish(t.Context(), first, ws); err != nil {
+	pushed1, err := g.Finish(t.Context(), first, ws)
+	if err != nil {
 		t.Fatal(err)
 	}
 	again := records.RunRecord{RunID: "run-2", JobID: "job-2", Name: "t", Git: first.Git, Host: "n1", Worktree: "run-1"}
 	ws2, err := g.Resume(t.Context(), again)
 	if err != nil || ws2.Dir != ws.Dir {
 		t.Fatalf("resume: %+v %v, want worktree %s", ws2, err, ws.Dir)
+	}
+	// The first run released (or retired) only now, the relaunch working
+	// in the worktree already: it is the relaunch's, and stays.
+	if gone, err := g.Release(t.Context(), first, pushed1.Head); gone || err == nil || !strings.Contains(err.Error(), "kept") {
+		t.Fatalf("release of the first run while the relaunch works in its worktree: %v %v", gone, err)
+	}
+	if gone, err := g.Retire(t.Context(), first); gone || err != nil {
+		t.Fatalf("retire of the first run while the relaunch works in its worktree: %v %v", gone, err)
+	}
+	if _, err := os.Stat(filepath.Join(ws2.Dir, "one.txt")); err != nil {
+		t.Fatalf("the relaunch's worktree: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(ws2.Dir, "two.txt"), []byte("two\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -438,6 +452,7 @@ func TestGitResume(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws2.Dir, "three.txt"), []byte("three\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	g.Leave(ws2)
 	if gone, err := g.Retire(t.Context(), again); err != nil || !gone {
 		t.Fatalf("retire: %v %v", gone, err)
 	}
@@ -457,6 +472,7 @@ func TestGitResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.Leave(ws3)
 	if gone, err := g.Release(t.Context(), third, pushed3.Head); err != nil || !gone {
 		t.Fatalf("release: %v %v", gone, err)
 	}
