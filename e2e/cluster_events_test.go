@@ -24,7 +24,7 @@ func newEventCounts() *eventCounts {
 	return &eventCounts{ws: map[string]int{}, runs: map[string]int{}, node: map[string]string{}}
 }
 
-// add counts m; it reports whether m is one counted.
+// add counts m when it is a workspace event or a run change.
 func (ec *eventCounts) add(m protocol.Typed) {
 	switch m := m.(type) {
 	case *protocol.WorkspaceCreated:

@@ -495,7 +495,7 @@ func (a *connActor) remoteNode(cmd *registry.Command) (string, error) {
 		}
 		return node, nil
 	}
-	if parent := jobsParentOf(cmd.Cmd); parent != "" {
+	if parent := protocol.SubagentParent(cmd.Cmd); parent != "" {
 		// A parent's jobs are held by its node (docs/protocol.md §13
 		// "Jobs and workspaces of other nodes").
 		return a.nodeOf(parent), nil
@@ -504,27 +504,6 @@ func (a *connActor) remoteNode(cmd *registry.Command) (string, error) {
 		return "", nil
 	}
 	return a.nodeOf(h.AgentID), nil
-}
-
-// jobsParentOf names the parent on whose behalf cmd acts on jobs (every
-// subagent.* command), "" for any other command: those go to the parent's
-// node, which holds its jobs and hosts its children or follows them.
-func jobsParentOf(cmd protocol.Command) string {
-	switch m := cmd.(type) {
-	case *protocol.SubagentCreate:
-		return m.ParentAgentID
-	case *protocol.SubagentSteer:
-		return m.ParentAgentID
-	case *protocol.SubagentRelaunch:
-		return m.ParentAgentID
-	case *protocol.SubagentStatus:
-		return m.ParentAgentID
-	case *protocol.SubagentWait:
-		return m.ParentAgentID
-	case *protocol.SubagentStop:
-		return m.ParentAgentID
-	}
-	return ""
 }
 
 // nodeOf names the other node hosting agent id, or "" when it is this
@@ -559,7 +538,7 @@ func (a *connActor) forward(c actor.Context, node string, cmd *registry.Command,
 	if perAgent(h) {
 		a.remote[h.AgentID] = node
 	}
-	if parent := jobsParentOf(cmd.Cmd); parent != "" {
+	if parent := protocol.SubagentParent(cmd.Cmd); parent != "" {
 		// It speaks for the parent, as on one node (docs/protocol.md
 		// §10.3): its run changes come from this node (§13 "Events of
 		// other nodes"), not through the upstream.

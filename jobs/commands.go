@@ -25,24 +25,6 @@ func fail(cmd *registry.Command, err error) {
 	cmd.Client.Send(protocol.NewErrorResponse(cmd.Header.ID, cmd.Header.Type, err))
 }
 
-func parentOf(cmd protocol.Command) string {
-	switch m := cmd.(type) {
-	case *protocol.SubagentCreate:
-		return m.ParentAgentID
-	case *protocol.SubagentWait:
-		return m.ParentAgentID
-	case *protocol.SubagentSteer:
-		return m.ParentAgentID
-	case *protocol.SubagentRelaunch:
-		return m.ParentAgentID
-	case *protocol.SubagentStatus:
-		return m.ParentAgentID
-	case *protocol.SubagentStop:
-		return m.ParentAgentID
-	}
-	return ""
-}
-
 // onCommand serves a subagent.* or jobs.* command the registry forwarded.
 // Every command is answered exactly once: here, after its commit, by a
 // waiter, by a job actor (stop) or by the child agent (steer).
@@ -58,7 +40,7 @@ func (co *Coordinator) onCommand(c actor.Context, cmd *registry.Command) {
 		co.opPrune(c, cmd, m)
 		return
 	}
-	parent := parentOf(cmd.Cmd)
+	parent := protocol.SubagentParent(cmd.Cmd)
 	pm, err := co.idx.agent(parent)
 	if err != nil {
 		fail(cmd, protocol.Errorf(protocol.CodeNotFound, "no agent %s", parent))

@@ -132,15 +132,14 @@ func (co *Coordinator) workspaceBinding(id, cwd string) (*protocol.RunWorkspace,
 	if id == "" {
 		return nil, nil
 	}
-	am := store.Agent{WorkspaceID: id}
 	b := &protocol.RunWorkspace{WorkspaceID: id, Cwd: cwd}
-	rec, err := co.deps.Store.GetWorkspace(am.WorkspaceID)
+	rec, err := co.deps.Store.GetWorkspace(id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		// A record gone (none is ever deleted today) counts as retired.
-		return nil, workspaces.RetiredRefusal(am.WorkspaceID, protocol.WorkspaceStateRetired)
+		return nil, workspaces.RetiredRefusal(id, protocol.WorkspaceStateRetired)
 	case err != nil:
-		return nil, protocol.Errorf(protocol.CodeInternal, "read workspace %s: %w", am.WorkspaceID, err)
+		return nil, protocol.Errorf(protocol.CodeInternal, "read workspace %s: %w", id, err)
 	}
 	switch rec.State {
 	case protocol.WorkspaceStateRetired, protocol.WorkspaceStateRetiring:

@@ -461,3 +461,24 @@ func TestDecodeJobsListPaged(t *testing.T) {
 		t.Fatalf("DecodeCursor = %+v, %v", got, err)
 	}
 }
+
+// TestSubagentParent: every subagent.* command names its parent, and no
+// other command does (the jobs and the gateway's routing both read it).
+func TestSubagentParent(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []protocol.Command{
+		&protocol.SubagentCreate{ParentAgentID: "agent-p"},
+		&protocol.SubagentWait{ParentAgentID: "agent-p"},
+		&protocol.SubagentSteer{ParentAgentID: "agent-p"},
+		&protocol.SubagentRelaunch{ParentAgentID: "agent-p"},
+		&protocol.SubagentStatus{ParentAgentID: "agent-p"},
+		&protocol.SubagentStop{ParentAgentID: "agent-p"},
+	} {
+		if got := protocol.SubagentParent(cmd); got != "agent-p" {
+			t.Errorf("SubagentParent(%T) = %q, want agent-p", cmd, got)
+		}
+	}
+	if got := protocol.SubagentParent(&protocol.JobsList{}); got != "" {
+		t.Errorf("SubagentParent(jobs.list) = %q, want none", got)
+	}
+}

@@ -411,6 +411,28 @@ type SubagentStop struct {
 	Handle        string `json:"handle"`
 }
 
+// SubagentParent names the parent on whose behalf a subagent.* command
+// acts (its parent_agent_id), "" for any other command. The daemon that
+// holds the parent's jobs serves them, so both the jobs and, in a
+// cluster, the gateway routing a command to the parent's node read it.
+func SubagentParent(cmd Command) string {
+	switch m := cmd.(type) {
+	case *SubagentCreate:
+		return m.ParentAgentID
+	case *SubagentWait:
+		return m.ParentAgentID
+	case *SubagentSteer:
+		return m.ParentAgentID
+	case *SubagentRelaunch:
+		return m.ParentAgentID
+	case *SubagentStatus:
+		return m.ParentAgentID
+	case *SubagentStop:
+		return m.ParentAgentID
+	}
+	return ""
+}
+
 // CancelledRun is one entry of a subagent.stop response.
 type CancelledRun struct {
 	RunID   string   `json:"run_id"`

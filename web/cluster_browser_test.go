@@ -239,6 +239,8 @@ func TestDashboardCluster(t *testing.T) {
 	// n3 SIGKILLed: once its lease has run out, n2's page shows it dead
 	// from a later cluster.status (no event says so), and its agent still
 	// listed as n3's; opening it shows why it cannot be reached.
+	p.run("choose n3 in the form", chromedp.SetValue(chromedp.CSS("#create-node"), "n3"))
+	p.until("n3 chosen", `(el => (el.dispatchEvent(new Event("change", {bubbles: true})), el.value === "n3"))(document.querySelector("#create-node"))`)
 	n3.sd.Kill()
 	p.untilWithin(clusterReady, "n3 dead in the chip", `document.querySelector("#cluster summary")?.textContent === "node n2 · 2/3 alive" && document.querySelector("#cluster").classList.contains("degraded") && document.querySelector('#cluster .cn[data-node="n3"]')?.dataset.health === "dead"`)
 	if got := eval[string](p, fmt.Sprintf(`document.querySelector('[data-agent=%q]')?.dataset.node || ""`, remote)); got != "n3" {
@@ -255,6 +257,17 @@ func TestDashboardCluster(t *testing.T) {
 	if got := eval[int](p, `document.querySelectorAll('#cluster .cn[data-node="n3"] .dash a').length`); got != 0 {
 		t.Fatal("a dead node's dashboard is still linked")
 	}
+
+	// n3, chosen in the form before it died, is offered no more and not
+	// sent: the next agent is made on the page's node.
+	p.until("n3 no longer offered", `![...document.querySelectorAll("#create-node option")].some(o => o.value === "n3")`)
+	after := p.createAgent(t.TempDir(), "after-n3")
+	for _, m := range sent(p, "agent.create") {
+		if n, ok := m["node"]; ok && m["name"] == "after-n3" {
+			t.Fatalf("agent.create after n3 died carried node %v", n)
+		}
+	}
+	p.until("the agent made after n3 died listed as n2's", fmt.Sprintf(`document.querySelector('[data-agent=%q]')?.dataset.node === "n2"`, after))
 }
 
 // TestDashboardSingleSharddNoCluster: a single shardd answers

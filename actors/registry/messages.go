@@ -189,6 +189,8 @@ func (*AgentStates) isRegistryMessage()      {}
 func (*AttachTeam) isRegistryMessage()       {}
 func (*AttachUplink) isRegistryMessage()     {}
 func (*RemoteSteer) isRegistryMessage()      {}
+func (*RemoteSteered) isRegistryMessage()    {}
+func (*RecordSteer) isRegistryMessage()      {}
 func (*DetachTeam) isRegistryMessage()       {}
 func (*RemoveAgents) isRegistryMessage()     {}
 func (*LiveAgents) isRegistryMessage()       {}

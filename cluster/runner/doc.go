@@ -15,15 +15,21 @@
 //	                         └────────────┴──► failed (no worktree, no host, no push)
 //
 // starting: the node fetches the run's remote into a cache of its own
-// (Git: a bare repository under the daemon's home, owner-only) and makes a
-// worktree on the run's branch at its base; the Host hosts the child agent
-// there and leases it the task. active: the child accepted it; the lease
+// (Git: a bare repository under the daemon's home, owner-only) and makes
+// the run's work tree, a clone sharing the cache's objects, on the run's
+// branch at its base (Git.Prepare); a relaunch pinned to this node
+// (records.RunRecord.Host) goes on in its child's work tree instead, made
+// again if it is gone (Git.Resume). The Host hosts the child agent there
+// (a relaunch: the child it hosts already) and leases it the task. active: the child accepted it; the lease
 // is renewed every third of Options.Lease while it runs. The executor
 // follows the record: a stop asked by the parent's node (StopRequestedAt)
 // stops the lease, the run's timeout ends it timed_out. At the end the
 // worktree's changes are committed under Shard's own identity, the branch
 // is pushed to the remote, and the terminal record carries the final text,
-// usage, error, diff stat and pushed head.
+// usage, error, diff stat and pushed head. Then the work tree goes
+// (Git.Release), unless its push failed: its work is nowhere else. A
+// cache no run used for Options.CacheIdle, holding no work tree and no
+// branch, is removed (Git.Prune, every PruneEvery).
 //
 // A run whose record stops being this node's (a survivor declared this
 // incarnation dead and interrupted it) is given up: its lease is stopped

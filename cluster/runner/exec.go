@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
@@ -31,6 +32,9 @@ type exec struct {
 	timedOut bool
 	stopped  bool // the lease was told to stop
 	lease    Lease
+	// leave, for a relaunch, says it is done with its child's worktree
+	// (Git.Leave); nil for any other run.
+	leave func()
 }
 
 func newExec(r *Runner, e records.Entry[records.RunRecord]) *exec {
@@ -78,6 +82,12 @@ func (x *exec) run(ctx context.Context) {
 		}
 		x.finish(ctx, log, Outcome{Error: fmt.Sprintf("cannot make the run's worktree: %v", err)}, nil)
 		return
+	}
+	if run.Host != "" {
+		// Done with the child's worktree once the run is, on every way
+		// out; before its own release (release).
+		x.leave = sync.OnceFunc(func() { x.r.o.Git.Leave(ws) })
+		defer x.leave()
 	}
 	if x.cur.Value.StopRequestedAt != 0 {
 		x.finish(ctx, log, Outcome{Cancelled: true, Error: "stopped before it started"}, &ws)
@@ -275,17 +285,20 @@ func (x *exec) finish(ctx context.Context, log interface {
 	if ws == nil {
 		return
 	}
-	x.release(ctx, log, pushed, pushErr)
+	x.release(ctx, log, ws.Dir, pushed, pushErr)
 }
 
-// release retires the worktree of a run whose terminal record is
+// release retires the worktree dir of a run whose terminal record is
 // written, once its branch is on the remote; a worktree whose push failed
-// is kept (its work is nowhere else), and the log says so.
+// is kept (its work is nowhere else), and the log says so. dir is the
+// run's own, or for a relaunch its child's (Git.Resume).
 func (x *exec) release(ctx context.Context, log interface {
 	Info(string, ...any)
 	Warn(string, ...any)
-}, pushed Pushed, pushErr error) {
-	dir := x.r.o.Git.WorktreeOf(x.cur.Value.RunID)
+}, dir string, pushed Pushed, pushErr error) {
+	if x.leave != nil {
+		x.leave()
+	}
 	if pushErr != nil || pushed.Head == "" {
 		log.Warn("cluster: the run's worktree is kept: its branch was not pushed", "worktree", dir)
 		return

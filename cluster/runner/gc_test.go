@@ -65,7 +65,7 @@ func TestRunnerRetiresPushedWorktrees(t *testing.T) {
 		t.Fatalf("caches %v", caches)
 	}
 	cache = caches[0]
-	if refs := o.git(cache, "for-each-ref", "--format=%(refname)", "refs/heads/"); refs != "" {
+	if refs := o.git(cache, "for-each-ref", "--format=%(refname)", "refs/heads/", "refs/remotes/"); refs != "" {
 		t.Fatalf("the cache's branches after the runs: %q", refs)
 	}
 	if wts := o.git(cache, "worktree", "list", "--porcelain"); strings.Count(wts, "worktree ") != 1 {

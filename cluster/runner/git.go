@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shard-dev/shard/cluster/records"
@@ -46,6 +47,13 @@ type Git struct {
 	Node string
 
 	locks git.Locks
+
+	mu sync.Mutex // protects resumed
+	// resumed counts, by directory, the relaunches of this node working
+	// in a child's work tree now: from Resume until Leave. Only a
+	// relaunch goes on in a work tree another run made, so these are the
+	// work trees a Release or Retire of an earlier run must not take.
+	resumed map[string]int
 }
 
 // Identity of the commits a node makes for a run.
@@ -146,36 +154,12 @@ func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, er
 	if !validName(run.RunID) {
 		return Workspace{}, fmt.Errorf("%w: run id %q", ErrBadPlace, run.RunID)
 	}
-	if err := g.mkdirs(); err != nil {
-		return Workspace{}, fmt.Errorf("runner: make %s: %w", g.Root, err)
-	}
 	p := run.Git
-	ws := Workspace{Dir: g.WorktreeOf(run.RunID), Cache: g.cacheOf(p.Remote)}
-	unlock, err := g.locks.Lock(ctx, ws.Cache)
+	ws, _, unlock, err := g.fetched(ctx, p, run.RunID)
 	if err != nil {
 		return ws, err
 	}
 	defer unlock()
-	if _, err := os.Stat(ws.Cache); errors.Is(err, os.ErrNotExist) {
-		tmp := ws.Cache + ".new"
-		_ = os.RemoveAll(tmp)
-		if _, err := g.run(ctx, filepath.Join(g.Root, "repos"), "init", "--bare", "--quiet", tmp); err != nil {
-			return ws, err
-		}
-		if err := os.Rename(tmp, ws.Cache); err != nil {
-			return ws, fmt.Errorf("runner: cache %s: %w", ws.Cache, err)
-		}
-	}
-	if _, err := g.run(ctx, ws.Cache, "check-ref-format", "--branch", p.Branch); err != nil {
-		return ws, fmt.Errorf("%w: branch %q", ErrBadPlace, p.Branch)
-	}
-	if _, err := g.run(ctx, ws.Cache, "fetch", "--quiet", "--no-tags", "--", p.Remote,
-		"+refs/heads/"+p.Branch+":refs/remotes/origin/"+p.Branch); err != nil {
-		return ws, fmt.Errorf("runner: fetch branch %s: %w", p.Branch, err)
-	}
-	if _, err := g.run(ctx, ws.Cache, "merge-base", "--is-ancestor", p.Base, "refs/remotes/origin/"+p.Branch); err != nil {
-		return ws, fmt.Errorf("%w: %s on %s: %w", ErrBaseMissing, p.Base, p.Branch, err)
-	}
 	if _, err := os.Stat(ws.Dir); err == nil {
 		return ws, fmt.Errorf("runner: worktree %s exists already", ws.Dir)
 	}
@@ -184,6 +168,64 @@ func (g *Git) Prepare(ctx context.Context, run records.RunRecord) (Workspace, er
 	}
 	g.used(ws.Cache)
 	return ws, nil
+}
+
+// fetched locks the cache of p's remote, makes the cache if it is not
+// there, and fetches p's branch into it (fetchBranch). It returns the
+// work tree named name of that cache (not made here), the cache's ref of
+// the branch, and the unlock, which the caller calls; on an error the
+// cache is unlocked already.
+func (g *Git) fetched(ctx context.Context, p *records.RunGit, name string) (ws Workspace, remoteRef string, unlock func(), err error) {
+	if err := g.mkdirs(); err != nil {
+		return Workspace{}, "", nil, fmt.Errorf("runner: make %s: %w", g.Root, err)
+	}
+	ws = Workspace{Dir: g.WorktreeOf(name), Cache: g.cacheOf(p.Remote)}
+	unlock, err = g.locks.Lock(ctx, ws.Cache)
+	if err != nil {
+		return ws, "", nil, err
+	}
+	if err = g.makeCache(ctx, ws.Cache); err == nil {
+		remoteRef, err = g.fetchBranch(ctx, ws.Cache, p)
+	}
+	if err != nil {
+		unlock()
+		return ws, "", nil, err
+	}
+	return ws, remoteRef, unlock, nil
+}
+
+// makeCache makes the bare cache repository when it is not there yet
+// (under its lock).
+func (g *Git) makeCache(ctx context.Context, cache string) error {
+	if _, err := os.Stat(cache); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	tmp := cache + ".new"
+	_ = os.RemoveAll(tmp)
+	if _, err := g.run(ctx, filepath.Join(g.Root, "repos"), "init", "--bare", "--quiet", tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, cache); err != nil {
+		return fmt.Errorf("runner: cache %s: %w", cache, err)
+	}
+	return nil
+}
+
+// fetchBranch fetches the run's branch from its remote into cache (under
+// the cache's lock) and checks that the base is on it; it returns the
+// cache's ref of the branch as the remote has it.
+func (g *Git) fetchBranch(ctx context.Context, cache string, p *records.RunGit) (string, error) {
+	if _, err := g.run(ctx, cache, "check-ref-format", "--branch", p.Branch); err != nil {
+		return "", fmt.Errorf("%w: branch %q", ErrBadPlace, p.Branch)
+	}
+	remoteRef := "refs/remotes/origin/" + p.Branch
+	if _, err := g.run(ctx, cache, "fetch", "--quiet", "--no-tags", "--", p.Remote, "+refs/heads/"+p.Branch+":"+remoteRef); err != nil {
+		return "", fmt.Errorf("runner: fetch branch %s: %w", p.Branch, err)
+	}
+	if _, err := g.run(ctx, cache, "merge-base", "--is-ancestor", p.Base, remoteRef); err != nil {
+		return "", fmt.Errorf("%w: %s on %s: %w", ErrBaseMissing, p.Base, p.Branch, err)
+	}
+	return remoteRef, nil
 }
 
 // clone makes ws.Dir a clone of ws.Cache sharing its objects, its origin
@@ -219,10 +261,11 @@ func ownClone(dir, cache string) bool {
 // worktree its first run here made (Root/worktrees/<run.Worktree>, its
 // cwd) and the run's branch: the branch is fetched from the remote and
 // the worktree fast-forwarded to it (it is there already unless someone
-// pushed the branch since). A worktree that is gone (retired after an
-// interruption) is made again at the same path, on the branch as this
-// node's cache kept it when that descends from the remote's, else as the
-// remote has it. The run's base stays the workspace's base, so its diff
+// pushed the branch since). A worktree that is gone (released once its
+// run's branch was pushed, or retired after an interruption) is made
+// again at the same path, on the branch as this node's cache kept it when
+// that descends from the remote's, else as the remote has it; a cache
+// pruned meanwhile is made again too. The run's base stays the workspace's base, so its diff
 // stat is the workspace's whole diff, as on one node.
 func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, error) {
 	if err := check(run.Git); err != nil {
@@ -231,29 +274,15 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 	if !validName(run.RunID) || !validName(run.Worktree) {
 		return Workspace{}, fmt.Errorf("%w: run %q, worktree %q", ErrBadPlace, run.RunID, run.Worktree)
 	}
-	if err := g.mkdirs(); err != nil {
-		return Workspace{}, fmt.Errorf("runner: make %s: %w", g.Root, err)
-	}
+	// The cache may have been pruned since the child's last run (Prune:
+	// no worktree was left once that run's branch was pushed); the
+	// branch is on the remote, so fetched makes it again.
 	p := run.Git
-	ws := Workspace{Dir: g.WorktreeOf(run.Worktree), Cache: g.cacheOf(p.Remote)}
-	unlock, err := g.locks.Lock(ctx, ws.Cache)
+	ws, remoteRef, unlock, err := g.fetched(ctx, p, run.Worktree)
 	if err != nil {
 		return ws, err
 	}
 	defer unlock()
-	if _, err := os.Stat(ws.Cache); err != nil {
-		return ws, fmt.Errorf("runner: no cache of the run's remote on this node: %w", err)
-	}
-	if _, err := g.run(ctx, ws.Cache, "check-ref-format", "--branch", p.Branch); err != nil {
-		return ws, fmt.Errorf("%w: branch %q", ErrBadPlace, p.Branch)
-	}
-	remoteRef := "refs/remotes/origin/" + p.Branch
-	if _, err := g.run(ctx, ws.Cache, "fetch", "--quiet", "--no-tags", "--", p.Remote, "+refs/heads/"+p.Branch+":"+remoteRef); err != nil {
-		return ws, fmt.Errorf("runner: fetch branch %s: %w", p.Branch, err)
-	}
-	if _, err := g.run(ctx, ws.Cache, "merge-base", "--is-ancestor", p.Base, remoteRef); err != nil {
-		return ws, fmt.Errorf("%w: %s on %s: %w", ErrBaseMissing, p.Base, p.Branch, err)
-	}
 	tip, err := g.run(ctx, ws.Cache, "rev-parse", "--verify", "--quiet", remoteRef+"^{commit}")
 	if err != nil {
 		return ws, fmt.Errorf("runner: branch %s: %w", p.Branch, err)
@@ -264,6 +293,7 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 			return ws, fmt.Errorf("runner: bring the child's worktree to branch %s: %w", p.Branch, err)
 		}
 		g.used(ws.Cache)
+		g.enter(ws.Dir)
 		return ws, nil
 	}
 	listed, err := g.listed(ctx, ws.Cache, ws.Dir)
@@ -274,6 +304,7 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 		if _, err := g.run(ctx, ws.Dir, "merge", "--ff-only", "--quiet", remoteRef); err != nil {
 			return ws, fmt.Errorf("runner: bring the child's worktree to branch %s: %w", p.Branch, err)
 		}
+		g.enter(ws.Dir)
 		return ws, nil
 	}
 	if _, err := os.Stat(ws.Dir); err == nil {
@@ -291,7 +322,40 @@ func (g *Git) Resume(ctx context.Context, run records.RunRecord) (Workspace, err
 		return ws, fmt.Errorf("runner: make worktree again: %w", err)
 	}
 	g.used(ws.Cache)
+	g.enter(ws.Dir)
 	return ws, nil
+}
+
+// enter counts a relaunch working in dir now (Resume, under the cache's
+// lock).
+func (g *Git) enter(dir string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.resumed == nil {
+		g.resumed = map[string]int{}
+	}
+	g.resumed[dir]++
+}
+
+// Leave says the relaunch Resume gave ws is done working in it (before
+// its own Release). Until then a Release or Retire of an earlier run of
+// the child, whose work tree it is, keeps it: a relaunch may begin here
+// while the run before it is still being released.
+func (g *Git) Leave(ws Workspace) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.resumed[ws.Dir] <= 1 {
+		delete(g.resumed, ws.Dir)
+		return
+	}
+	g.resumed[ws.Dir]--
+}
+
+// inUse reports whether a relaunch works in dir now (Leave).
+func (g *Git) inUse(dir string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.resumed[dir] > 0
 }
 
 // listed reports whether dir is one of the cache's worktrees.
@@ -384,9 +448,13 @@ func (g *Git) diffStat(ctx context.Context, dir, base, head string) (*protocol.D
 // else is left alone. What the child changed is not lost: it is committed
 // first onto the run's branch in the cache (not pushed: the run did not
 // end, and its branch on the remote stays as the parent's node knows it).
-// It reports whether it removed the worktree.
+// A work tree a relaunch of the child works in now (Resume) is its: left
+// alone, with no error. It reports whether it removed the worktree.
 func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 	wt, unlock, err := g.own(ctx, run)
+	if errors.Is(err, errInUse) {
+		return false, nil // the relaunch goes on with what is there
+	}
 	if unlock == nil {
 		return false, err
 	}
@@ -411,8 +479,9 @@ func (g *Git) Retire(ctx context.Context, run records.RunRecord) (bool, error) {
 // the work is on the remote, and the parent's node fetches it from there.
 // It removes the worktree only when it is provably this node's (own) and
 // holds nothing the push did not take: its HEAD is head and nothing is
-// left to commit. Then the run's branch in the cache goes too (a Retire's
-// earlier keeping of it), if it is still at head. Anything else is kept,
+// left to commit. Then the run's branch in the cache goes too: the copy
+// its fetch made, and a Retire's earlier keeping of it if that is still
+// at head. Anything else is kept,
 // with an error saying why: unpushed work is never deleted. It reports
 // whether it removed the worktree.
 func (g *Git) Release(ctx context.Context, run records.RunRecord, head string) (bool, error) {
@@ -440,6 +509,13 @@ func (g *Git) Release(ctx context.Context, run records.RunRecord, head string) (
 		return false, err
 	}
 	g.used(wt.cache)
+	// The fetch's copy of the branch goes: the branch is on the remote, a
+	// later run of it fetches it again, and a cache in use every day
+	// (never idle long enough for Prune) would otherwise keep every run's
+	// branch and its objects.
+	if _, err := g.run(ctx, wt.cache, "update-ref", "-d", "refs/remotes/origin/"+run.Git.Branch); err != nil {
+		return true, fmt.Errorf("runner: the cache's copy of branch %s was kept: %w", run.Git.Branch, err)
+	}
 	ref := "refs/heads/" + run.Git.Branch
 	if _, err := g.run(ctx, wt.cache, "rev-parse", "--verify", "--quiet", ref); err != nil {
 		return true, nil // a clone's branch never was the cache's
@@ -463,8 +539,9 @@ type worktree struct {
 // returns it with the unlock: its path is under Root/worktrees (the run's
 // own, or for a relaunch its child's, records.RunRecord.Worktree) and it
 // is a clone sharing the run's cache's objects (its alternates name
-// them), or a linked worktree the cache lists (an earlier build's). For
-// any other run, unlock is nil (with the error, if the cache could not be
+// them), or a linked worktree the cache lists (an earlier build's), and
+// no relaunch works in it now (errInUse: Resume, until Leave). For any
+// other run, unlock is nil (with the error, if the cache could not be
 // read).
 func (g *Git) own(ctx context.Context, run records.RunRecord) (worktree, func(), error) {
 	name := run.RunID
@@ -483,6 +560,10 @@ func (g *Git) own(ctx context.Context, run records.RunRecord) (worktree, func(),
 		unlock()
 		return worktree{}, nil, nil // no cache: nothing of ours
 	}
+	if g.inUse(wt.dir) {
+		unlock()
+		return worktree{}, nil, errInUse
+	}
 	if ownClone(wt.dir, wt.cache) {
 		return wt, unlock, nil
 	}
@@ -494,6 +575,10 @@ func (g *Git) own(ctx context.Context, run records.RunRecord) (worktree, func(),
 	wt.linked = true
 	return wt, unlock, nil
 }
+
+// errInUse: a relaunch of the child works in the work tree now (Resume,
+// until Leave); it is kept for it.
+var errInUse = errors.New("runner: a relaunch of the child works in the worktree now: kept")
 
 // remove removes a worktree own proved this node's.
 func (g *Git) remove(ctx context.Context, wt worktree) error {

@@ -399,9 +399,11 @@ func TestRunnerStopStuck(t *testing.T) {
 
 // TestGitResume: a relaunch (a run pinned here, naming the child's
 // worktree) goes on in the worktree the child's first run made, on its
-// branch as pushed, and its push follows that work; once that worktree
-// was retired, it is made again at the same path from what the cache
-// kept.
+// branch as pushed, and its push follows that work; a release or retire
+// of the first run meanwhile leaves it to the relaunch; once that
+// worktree was retired, it is made again at the same path from what the
+// cache kept, and once it was released and its cache pruned, from the
+// remote.
 func TestGitResume(t *testing.T) {
 	o := newOrigin(t)
 	g := &runner.Git{Root: filepath.Join(t.TempDir(), "runs"), Node: "n1"}
@@ -413,13 +415,25 @@ func TestGitResume(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws.Dir, "one.txt"), []byte("one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Finish(t.Context(), first, ws); err != nil {
+	pushed1, err := g.Finish(t.Context(), first, ws)
+	if err != nil {
 		t.Fatal(err)
 	}
 	again := records.RunRecord{RunID: "run-2", JobID: "job-2", Name: "t", Git: first.Git, Host: "n1", Worktree: "run-1"}
 	ws2, err := g.Resume(t.Context(), again)
 	if err != nil || ws2.Dir != ws.Dir {
 		t.Fatalf("resume: %+v %v, want worktree %s", ws2, err, ws.Dir)
+	}
+	// The first run released (or retired) only now, the relaunch working
+	// in the worktree already: it is the relaunch's, and stays.
+	if gone, err := g.Release(t.Context(), first, pushed1.Head); gone || err == nil || !strings.Contains(err.Error(), "kept") {
+		t.Fatalf("release of the first run while the relaunch works in its worktree: %v %v", gone, err)
+	}
+	if gone, err := g.Retire(t.Context(), first); gone || err != nil {
+		t.Fatalf("retire of the first run while the relaunch works in its worktree: %v %v", gone, err)
+	}
+	if _, err := os.Stat(filepath.Join(ws2.Dir, "one.txt")); err != nil {
+		t.Fatalf("the relaunch's worktree: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(ws2.Dir, "two.txt"), []byte("two\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -438,6 +452,7 @@ func TestGitResume(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws2.Dir, "three.txt"), []byte("three\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	g.Leave(ws2)
 	if gone, err := g.Retire(t.Context(), again); err != nil || !gone {
 		t.Fatalf("retire: %v %v", gone, err)
 	}
@@ -449,6 +464,29 @@ func TestGitResume(t *testing.T) {
 	for _, f := range []string{"one.txt", "two.txt", "three.txt"} {
 		if _, err := os.Stat(filepath.Join(ws3.Dir, f)); err != nil {
 			t.Fatalf("%s in the worktree made again: %v", f, err)
+		}
+	}
+	// Released once its push went through, and its cache pruned as idle:
+	// the next relaunch makes both again from the remote.
+	pushed3, err := g.Finish(t.Context(), third, ws3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Leave(ws3)
+	if gone, err := g.Release(t.Context(), third, pushed3.Head); err != nil || !gone {
+		t.Fatalf("release: %v %v", gone, err)
+	}
+	if gone, err := g.Prune(t.Context(), time.Hour, time.Now().Add(2*time.Hour)); err != nil || len(gone) != 1 {
+		t.Fatalf("prune of the idle cache: %v %v", gone, err)
+	}
+	fourth := records.RunRecord{RunID: "run-4", JobID: "job-4", Name: "t", Git: first.Git, Host: "n1", Worktree: "run-1"}
+	ws4, err := g.Resume(t.Context(), fourth)
+	if err != nil || ws4.Dir != ws.Dir {
+		t.Fatalf("resume after the cache was pruned: %+v %v", ws4, err)
+	}
+	for _, f := range []string{"one.txt", "two.txt", "three.txt"} {
+		if _, err := os.Stat(filepath.Join(ws4.Dir, f)); err != nil {
+			t.Fatalf("%s in the worktree made from the remote: %v", f, err)
 		}
 	}
 	bad := third

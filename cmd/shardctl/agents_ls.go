@@ -132,7 +132,7 @@ stopped): their runtime_state is "stopped" and their status is unknown
 				o.more = more
 				o.down = nil
 				if err == nil && slices.ContainsFunc(data.Agents, func(a protocol.AgentInfo) bool { return a.Node != "" }) {
-					st, _ := clusterOf(ctx, conn)
+					st, _ := client.ClusterStatus(ctx, conn)
 					for _, n := range st.Nodes {
 						if n.Health != protocol.NodeAlive {
 							if o.down == nil {

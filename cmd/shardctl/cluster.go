@@ -58,7 +58,7 @@ A single shardd (no cluster.* settings) prints "not clustered" and exits 0.
 }
 
 func (o *clusterStatusOptions) run(ctx context.Context, conn *client.Conn, w io.Writer) error {
-	st, err := clusterOf(ctx, conn)
+	st, err := client.ClusterStatus(ctx, conn)
 	if err != nil {
 		return err
 	}

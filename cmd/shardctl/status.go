@@ -211,24 +211,11 @@ func statusJobs(ctx context.Context, conn *client.Conn, now time.Time) ([]protoc
 // every node; status and doctor speak of this daemon, so they keep only
 // its own items.
 func ownNode(ctx context.Context, conn *client.Conn) string {
-	st, err := clusterOf(ctx, conn)
+	st, err := client.ClusterStatus(ctx, conn)
 	if err != nil || !st.Enabled {
 		return ""
 	}
 	return st.Node
-}
-
-// clusterOf reads cluster.status.
-func clusterOf(ctx context.Context, conn *client.Conn) (protocol.ClusterStatusData, error) {
-	resp, err := conn.Request(ctx, &protocol.ClusterStatus{Header: protocol.Header{Type: protocol.TypeClusterStatus}})
-	if err != nil {
-		return protocol.ClusterStatusData{}, err
-	}
-	st, err := protocol.DecodeClusterStatusData(resp.Data)
-	if err != nil {
-		return protocol.ClusterStatusData{}, fmt.Errorf("cluster.status: %w", err)
-	}
-	return st, nil
 }
 
 // ownedBy reports whether an item listed with node belongs to self

@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -117,8 +116,9 @@ func (o *globalOptions) connectWeb(ctx context.Context) (*client.Conn, error) {
 }
 
 // nodeDialer is how attach reaches another node of its cluster: its socket,
-// or with --url its web_url with that node's token of tokenEnv (a node it
-// has none for is passed over).
+// or with --url its web_url with that node's token of tokenEnv (the bare
+// token for a node it names none for, which tokens requires; a node that
+// refuses it is passed over like one that is down).
 func (o *globalOptions) nodeDialer() client.Dialer {
 	if o.url == "" {
 		return func(ctx context.Context, n protocol.ClusterNode) (*client.Conn, error) {
@@ -132,11 +132,7 @@ func (o *globalOptions) nodeDialer() client.Dialer {
 		if err != nil {
 			return client.WebCredential{}, err
 		}
-		t := w.forNode(n.Node)
-		if t == "" {
-			return client.WebCredential{}, errors.New("no token for node " + n.Node)
-		}
-		return client.WebCredential{Token: t}, nil
+		return client.WebCredential{Token: w.forNode(n.Node)}, nil
 	})
 	return func(ctx context.Context, n protocol.ClusterNode) (*client.Conn, error) {
 		dctx, cancel := context.WithTimeout(ctx, o.timeout)

@@ -163,6 +163,10 @@ export function CreateForm({ s, store }) {
   const [err, setErr] = useState("");
   const on = (k) => (e) => setF({ ...f, [k]: e.target.value });
   const catalog = s && s.catalog;
+  // In a cluster the agent may go to another alive node (agent.create
+  // node, docs/protocol.md §13 "Agents of other nodes"); a workspace is
+  // made on the page's node.
+  const nodes = clustered(s && s.cluster) ? s.cluster.nodes.filter((n) => !n.self && n.health === "alive").map((n) => n.node) : [];
   const submit = (e) => {
     e.preventDefault();
     if (!f.cwd) return;
@@ -175,13 +179,12 @@ export function CreateForm({ s, store }) {
       return;
     }
     try { fields.mcp_servers = mcpServersField(f.mcp); } catch (x) { setErr(x.message); return; }
+    // A node chosen earlier that is no longer offered (not alive now) is
+    // not sent: the form shows "this node" then.
+    if (!nodes.includes(fields.node)) delete fields.node;
     store.create(fields).then(() => setF({ ...f, name: "" }), () => {});
   };
   const ws = f.isolation === "workspace";
-  // In a cluster the agent may go to another alive node (agent.create
-  // node, docs/protocol.md §13 "Agents of other nodes"); a workspace is
-  // made on the page's node.
-  const nodes = clustered(s && s.cluster) ? s.cluster.nodes.filter((n) => !n.self && n.health === "alive").map((n) => n.node) : [];
   const setRow = (i, k) => (e) => setF({ ...f, mcp: f.mcp.map((r, j) => (j === i ? { ...r, [k]: e.target.value } : r)) });
   return html`<form class="create" id="create" onSubmit=${submit}>
     <h2>New agent</h2>

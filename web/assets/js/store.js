@@ -359,9 +359,6 @@ export class Store {
       () => this.set({ catalog: null }));
   }
 
-  // The lists name the nodes whose items they left out
-  // (unavailable_nodes, docs/protocol.md §13): refreshCluster reads them
-  // again while one of those is alive.
   // refreshSideSoon is refreshSide once for a burst of events (a parallel
   // job's children spawn together).
   refreshSideSoon() {
@@ -369,6 +366,9 @@ export class Store {
     this.sideTimer = setTimeout(() => { this.sideTimer = null; this.refreshSide(); }, 250);
   }
 
+  // refreshSide reads the jobs and workspaces panels. The lists name the
+  // nodes whose items they left out (unavailable_nodes, docs/protocol.md
+  // §13): refreshCluster reads them again while one of those is alive.
   refreshSide() {
     this.conn.call({ type: "jobs.list", limit: 50 }).then(
       (d) => this.set({ jobs: d.jobs || [], sideMissing: { ...this.state.sideMissing, jobs: d.unavailable_nodes || [] } }), () => {});
