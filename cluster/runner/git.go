@@ -218,6 +218,14 @@ func (g *Git) fetchBranch(ctx context.Context, cache string, p *records.RunGit) 
 	if _, err := g.run(ctx, cache, "check-ref-format", "--branch", p.Branch); err != nil {
 		return "", fmt.Errorf("%w: branch %q", ErrBadPlace, p.Branch)
 	}
+	// The runs' clones borrow the cache's objects (clone --shared): no
+	// automatic gc may drop one of them, after a fetch or a Retire's push
+	// into the cache. Set on every fetch, for caches an earlier build made.
+	for _, kv := range [][2]string{{"gc.auto", "0"}, {"receive.autogc", "false"}} {
+		if _, err := g.run(ctx, cache, "config", kv[0], kv[1]); err != nil {
+			return "", fmt.Errorf("runner: configure the cache: %w", err)
+		}
+	}
 	remoteRef := "refs/remotes/origin/" + p.Branch
 	if _, err := g.run(ctx, cache, "fetch", "--quiet", "--no-tags", "--", p.Remote, "+refs/heads/"+p.Branch+":"+remoteRef); err != nil {
 		return "", fmt.Errorf("runner: fetch branch %s: %w", p.Branch, err)

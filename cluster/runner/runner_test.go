@@ -518,6 +518,10 @@ func TestGitWorktreeIsARepository(t *testing.T) {
 	if !strings.HasSuffix(main, "worktrees/run-1") {
 		t.Fatalf("the worktree is not its repository's main checkout: %q", main)
 	}
+	// It borrows the cache's objects: the cache never gcs them away.
+	if got := o.git(ws.Cache, "config", "gc.auto") + " " + o.git(ws.Cache, "config", "receive.autogc"); got != "0 false" {
+		t.Fatalf("the cache's gc settings: %q", got)
+	}
 }
 
 // TestGitRetireLinked: a worktree an earlier build made (a linked worktree
