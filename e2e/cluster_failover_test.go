@@ -71,6 +71,9 @@ func attachFailsOver(t *testing.T, cmd *exec.Cmd, n2 *daemon, c1 *evConn, a1 str
 		_ = cmd.Process.Signal(syscall.SIGCONT)
 		_ = cmd.Process.Kill()
 		<-exited
+		if t.Failed() {
+			t.Logf("attach's stdout:\n%s\nattach's stderr:\n%s", stdout.String(), stderr.String())
+		}
 	})
 	shows := func(what, text string) {
 		t.Helper()
