@@ -167,10 +167,14 @@ func TestClusterAttachFailoverWebSocket(t *testing.T) {
 	webs, tokens := webDoors(t, nodes, n2)
 	c1 := dialEvents(t, n1)
 	a1 := createOn(t, c1.c)
-	waitListed(t, n2, "n2 lists n1's agent", func(l []protocol.AgentInfo) bool {
-		in, ok := agentOf(l, a1)
-		return ok && in.Node == "n1"
-	})
+	// n3 must list it too: a node that does not know the agent yet refuses
+	// the attach, and attach would go on through n1 instead.
+	for _, d := range nodes[1:] {
+		waitListed(t, d, "n1's agent listed", func(l []protocol.AgentInfo) bool {
+			in, ok := agentOf(l, a1)
+			return ok && in.Node == "n1"
+		})
+	}
 	c1.call(attachCmd(a1), nil)
 	c1.waitFor("sync on n1", of(protocol.TypeSync, a1))
 	c1.call(promptCmd(a1, "sim: say before the failover"), nil)
