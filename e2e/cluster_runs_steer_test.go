@@ -217,11 +217,18 @@ func TestClusterRunsSteerHere(t *testing.T) {
 	}
 	// steerDuringAsk sends steer while the child's ask holds its turn,
 	// answers the ask (the sleep after it leaves the steer time to reach
-	// the turn), and returns the steer's error.
-	steerDuringAsk := func(runID, child string, steer protocol.Typed, data any) error {
+	// the turn), and returns the steer's error. With attach, cs attaches
+	// to the child first, once the ask went to the parent's client (an
+	// interactive client of the child's own, attached before the ask,
+	// would be asked instead).
+	steerDuringAsk := func(runID, child string, attach bool, steer protocol.Typed, data any) error {
 		t.Helper()
 		ask := c1.waitFor("the child's ask", of(protocol.TypeUIRequest, child)).(*protocol.UIRequest)
 		waitRun(t, n1, parent.AgentID, runID, "the run is active", func(r protocol.RunSnapshot) bool { return r.State == protocol.RunActive })
+		if attach {
+			var att protocol.AgentAttachData
+			cs.call(attachCmd(child), &att) // a steer is an attached client's command
+		}
 		done := make(chan error, 1)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*clusterWait)
@@ -237,7 +244,7 @@ func TestClusterRunsSteerHere(t *testing.T) {
 
 	run1, child1 := spawn("parent-steered")
 	var ps protocol.SubagentSteerData
-	if err := steerDuringAsk(run1, child1, &protocol.SubagentSteer{Header: protocol.Header{Type: protocol.TypeSubagentSteer},
+	if err := steerDuringAsk(run1, child1, false, &protocol.SubagentSteer{Header: protocol.Header{Type: protocol.TypeSubagentSteer},
 		ParentAgentID: parent.AgentID, Target: run1, Message: "sim: say parent steered"}, &ps); err != nil || ps.Status != protocol.SteerInjected {
 		t.Fatalf("subagent.steer of the run n1 claimed: %+v, %v", ps, err)
 	}
@@ -249,10 +256,8 @@ func TestClusterRunsSteerHere(t *testing.T) {
 	}
 
 	run2, child2 := spawn("person-steered")
-	waitRun(t, n1, parent.AgentID, run2, "run 2 is active", func(r protocol.RunSnapshot) bool { return r.State == protocol.RunActive })
-	cs.call(attachCmd(child2), &att) // a steer is an attached client's command
 	var hs protocol.SteerData
-	if err := steerDuringAsk(run2, child2, &protocol.Steer{Header: protocol.Header{Type: protocol.TypeSteer, AgentID: child2},
+	if err := steerDuringAsk(run2, child2, true, &protocol.Steer{Header: protocol.Header{Type: protocol.TypeSteer, AgentID: child2},
 		Message: "sim: say a person steered"}, &hs); err != nil || hs.TurnID == "" {
 		t.Fatalf("a person's steer of the child: %+v, %v", hs, err)
 	}
