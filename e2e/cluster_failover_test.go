@@ -22,15 +22,26 @@ import (
 // prompt typed then runs through n3.
 func TestClusterAttachFailover(t *testing.T) {
 	nodes, _, _, _ := threeNodes(t)
-	n1, n2 := nodes[0], nodes[1]
+	n2 := nodes[1]
 	for i, name := range []string{"n1", "n2", "n3"} {
 		sock := nodes[i].socket()
 		waitNode(t, n2, "n2 knows "+name+"'s socket", name, func(n protocol.ClusterNode) bool {
 			return n.Health == protocol.NodeAlive && n.Socket == sock
 		})
 	}
-	c1 := dialEvents(t, n1)
-	a1 := createOn(t, c1.c)
+	c1, a1 := agentWithATurn(t, nodes)
+
+	attachFailsOver(t, n2.ctlCmd("attach", "--reconnect", "90s", a1), n2, c1, a1)
+}
+
+// agentWithATurn makes an agent on n1 (nodes[0]) that every other node
+// lists (one that does not know it yet refuses an attach, and a failover
+// would pass it over), attaches a client of n1's to it and runs a first
+// turn ("before the failover"): the start of the failover tests.
+func agentWithATurn(t *testing.T, nodes []*daemon) (c1 *evConn, a1 string) {
+	t.Helper()
+	c1 = dialEvents(t, nodes[0])
+	a1 = createOn(t, c1.c)
 	for _, d := range nodes[1:] {
 		waitListed(t, d, "n1's agent listed", func(l []protocol.AgentInfo) bool {
 			in, ok := agentOf(l, a1)
@@ -43,8 +54,7 @@ func TestClusterAttachFailover(t *testing.T) {
 	if got := c1.streamed(a1); got != "before the failover" {
 		t.Fatalf("first turn: %q", got)
 	}
-
-	attachFailsOver(t, n2.ctlCmd("attach", "--reconnect", "90s", a1), n2, c1, a1)
+	return c1, a1
 }
 
 // attachFailsOver drives a shardctl attach (cmd, not started) of n1's

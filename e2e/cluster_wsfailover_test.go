@@ -22,23 +22,10 @@ import (
 // through n3.
 func TestClusterWebSocketFailover(t *testing.T) {
 	nodes, _, _, _ := threeNodes(t)
-	n1, n2 := nodes[0], nodes[1]
+	n2 := nodes[1]
 	webs, tokens := webDoors(t, nodes, n2)
 
-	c1 := dialEvents(t, n1)
-	a1 := createOn(t, c1.c)
-	for _, d := range nodes[1:] {
-		waitListed(t, d, "n1's agent listed", func(l []protocol.AgentInfo) bool {
-			in, ok := agentOf(l, a1)
-			return ok && in.Node == "n1"
-		})
-	}
-	c1.call(attachCmd(a1), nil)
-	c1.waitFor("sync on n1", of(protocol.TypeSync, a1))
-	c1.call(promptCmd(a1, "sim: say before the failover"), nil)
-	if got := c1.streamed(a1); got != "before the failover" {
-		t.Fatalf("first turn: %q", got)
-	}
+	c1, a1 := agentWithATurn(t, nodes)
 
 	// The client of n2's WebSocket, as any Go client would be.
 	ctx, cancel := context.WithTimeout(context.Background(), clusterWait)
@@ -163,24 +150,9 @@ func text(m protocol.Message) string {
 // typed then runs through n3.
 func TestClusterAttachFailoverWebSocket(t *testing.T) {
 	nodes, _, _, _ := threeNodes(t)
-	n1, n2 := nodes[0], nodes[1]
+	n2 := nodes[1]
 	webs, tokens := webDoors(t, nodes, n2)
-	c1 := dialEvents(t, n1)
-	a1 := createOn(t, c1.c)
-	// n3 must list it too: a node that does not know the agent yet refuses
-	// the attach, and attach would go on through n1 instead.
-	for _, d := range nodes[1:] {
-		waitListed(t, d, "n1's agent listed", func(l []protocol.AgentInfo) bool {
-			in, ok := agentOf(l, a1)
-			return ok && in.Node == "n1"
-		})
-	}
-	c1.call(attachCmd(a1), nil)
-	c1.waitFor("sync on n1", of(protocol.TypeSync, a1))
-	c1.call(promptCmd(a1, "sim: say before the failover"), nil)
-	if got := c1.streamed(a1); got != "before the failover" {
-		t.Fatalf("first turn: %q", got)
-	}
+	c1, a1 := agentWithATurn(t, nodes)
 
 	// No home: attach reaches the daemon only through --url.
 	cmd := n2.ctlCmd("--home", t.TempDir(), "--url", webs["n2"], "attach", "--reconnect", "90s", a1)
