@@ -22,27 +22,7 @@ import (
 // holds its turn in flight (answered by the parent's client on n1); the
 // sleep after it leaves the steer time to cross before the turn ends.
 func TestClusterRunsSteer(t *testing.T) {
-	mesh := clustertest.NewMesh(t, 3)
-	token := randomToken(t, "cluster-token")
-	homes := []string{newHome(t), newHome(t), newHome(t)}
-	nodes := []*daemon{
-		runsNodeWith(t, mesh, 0, homes[0], token, "--cluster.claim-runs=false"),
-		runsNodeWith(t, mesh, 1, homes[1], token, "--cluster.claim-runs=false"),
-		runsNodeWith(t, mesh, 2, homes[2], token),
-	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
-	n1 := nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
-	repo, _ := originRepo(t)
-	c1, cs := dialEvents(t, n1), dialEvents(t, n1)
-	var parent protocol.AgentCreateData
-	c1.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)
-	var att protocol.AgentAttachData
-	c1.call(attachCmd(parent.AgentID), &att)
+	n1, c1, cs, parent := steerCluster(t, 2)
 	// The job follows at once: its run carries the parent's node, so the
 	// child's ask reaches n1 before n3 may list the parent.
 
@@ -119,6 +99,7 @@ func TestClusterRunsSteer(t *testing.T) {
 	waitRun(t, n1, parent.AgentID, run3, "n1 shows run 3 active", func(r protocol.RunSnapshot) bool { return r.State == protocol.RunActive })
 	// A steer is a command of an attached client (§10.3): the person
 	// attaches to the child through n1.
+	var att protocol.AgentAttachData
 	cs.call(attachCmd(child3), &att)
 	type steered struct {
 		data protocol.SteerData
@@ -175,26 +156,7 @@ func TestClusterRunsSteer(t *testing.T) {
 // node does: the parent's subagent.steer (source parent) and a person's
 // steer of the child (source client), each before it is answered.
 func TestClusterRunsSteerHere(t *testing.T) {
-	mesh := clustertest.NewMesh(t, 3)
-	token := randomToken(t, "cluster-token")
-	nodes := []*daemon{
-		runsNodeWith(t, mesh, 0, newHome(t), token),
-		runsNodeWith(t, mesh, 1, newHome(t), token, "--cluster.claim-runs=false"),
-		runsNodeWith(t, mesh, 2, newHome(t), token, "--cluster.claim-runs=false"),
-	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
-	n1 := nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
-	repo, _ := originRepo(t)
-	c1, cs := dialEvents(t, n1), dialEvents(t, n1)
-	var parent protocol.AgentCreateData
-	c1.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)
-	var att protocol.AgentAttachData
-	c1.call(attachCmd(parent.AgentID), &att)
+	n1, c1, cs, parent := steerCluster(t, 0)
 	spawn := func(name string) (runID, child string) {
 		t.Helper()
 		var job protocol.SubagentCreateData
@@ -264,4 +226,33 @@ func TestClusterRunsSteerHere(t *testing.T) {
 	if s := steersOf(run2); len(s) != 1 || s[0].Source != protocol.SteerSourceClient || s[0].TurnID != hs.TurnID || s[0].Status != protocol.SteerInjected {
 		t.Fatalf("steers when the person's steer was answered: %+v (want it)", s)
 	}
+}
+
+// steerCluster starts three nodes of which only nodes[claimer] claims runs,
+// and on n1 a parent in a repository with an origin, attached by c1 (the
+// parent's person); cs is a second client of n1's, for steers.
+func steerCluster(t *testing.T, claimer int) (n1 *daemon, c1, cs *evConn, parent protocol.AgentCreateData) {
+	t.Helper()
+	mesh := clustertest.NewMesh(t, 3)
+	token := randomToken(t, "cluster-token")
+	nodes := make([]*daemon, 3)
+	for i := range nodes {
+		var args []string
+		if i != claimer {
+			args = []string{"--cluster.claim-runs=false"}
+		}
+		nodes[i] = runsNodeWith(t, mesh, i, newHome(t), token, args...)
+	}
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	n1 = nodes[0]
+	for _, name := range []string{"n1", "n2", "n3"} {
+		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	}
+	repo, _ := originRepo(t)
+	c1, cs = dialEvents(t, n1), dialEvents(t, n1)
+	c1.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)
+	c1.call(attachCmd(parent.AgentID), &protocol.AgentAttachData{})
+	return n1, c1, cs, parent
 }
