@@ -273,13 +273,8 @@ func TestClusterRunsParentNode(t *testing.T) {
 		}
 		nodes[i] = clusterNode(t, mesh, i, homes[i], token, extra...)
 	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
+	allAlive(t, nodes)
 	n1 := nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
 	rec := recordstest.Dial(t, "nats://"+natsAddr, token, records.Options{Replicas: 3})
 	on2 := player{t: t, rec: rec, node: "n2", inc: "1"}
 	on3 := player{t: t, rec: rec, node: "n3", inc: "1"}
@@ -590,13 +585,8 @@ func TestClusterRunsSpread(t *testing.T) {
 	for i := range nodes {
 		nodes[i] = runsNode(t, mesh, i, homes[i], token)
 	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
+	allAlive(t, nodes)
 	n1 := nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
 	// Every node claims before the job is made: a node serves, and is
 	// alive, before its run records are open, and these runs end so fast
 	// that the first claimer would take them all, one after another.

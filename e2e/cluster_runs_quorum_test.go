@@ -39,13 +39,8 @@ func TestClusterRunsNoQuorum(t *testing.T) {
 		}
 		nodes[i] = clusterNode(t, mesh, i, homes[i], token, extra...)
 	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
+	allAlive(t, nodes)
 	n1 := nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
 	repo, origin := originRepo(t)
 	c1, _ := collectRunEvents(t, n1)
 	var parent protocol.AgentCreateData

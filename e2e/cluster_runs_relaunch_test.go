@@ -45,13 +45,8 @@ func TestClusterRunsRelaunch(t *testing.T) {
 		runsNode(t, mesh, 1, homes[1], token),
 		runsNode(t, mesh, 2, homes[2], token),
 	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
+	allAlive(t, nodes)
 	n1 := nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
 	rec := recordstest.Dial(t, "nats://"+natsAddr, token, records.Options{Replicas: 3})
 	repo, _ := originRepo(t)
 	c1, events := collectRunEvents(t, n1)
@@ -216,13 +211,8 @@ func TestClusterRunsRelaunchOnItsParentsNode(t *testing.T) {
 		runsNodeWith(t, mesh, 1, homes[1], token, "--cluster.claim-runs=false"),
 		runsNodeWith(t, mesh, 2, homes[2], token, "--cluster.claim-runs=false"),
 	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
+	allAlive(t, nodes)
 	n1 := nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
 	rec := recordstest.Dial(t, "nats://"+natsAddr, token, records.Options{Replicas: 3})
 	repo, _ := originRepo(t)
 	c1, _ := collectRunEvents(t, n1)

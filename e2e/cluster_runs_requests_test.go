@@ -38,13 +38,8 @@ func TestClusterRunsRequests(t *testing.T) {
 		runsNodeWith(t, mesh, 1, homes[1], token, "--cluster.claim-runs=false"),
 		runsNodeWith(t, mesh, 2, homes[2], token),
 	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
+	allAlive(t, nodes)
 	n1, n3 := nodes[0], nodes[2]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
 	repo, _ := originRepo(t)
 	c1 := dialEvents(t, n1)
 	var parent protocol.AgentCreateData
@@ -149,5 +144,17 @@ func TestClusterRunsRequests(t *testing.T) {
 		if strings.Contains(string(p), req.RequestID) {
 			t.Fatalf("the parent's sync still lists %s: %s", req.RequestID, p)
 		}
+	}
+}
+
+// allAlive waits until every node serves and the first sees all three
+// alive: the start of a runs test, before it makes its first job.
+func allAlive(t *testing.T, nodes []*daemon) {
+	t.Helper()
+	for _, d := range nodes {
+		d.waitServing()
+	}
+	for _, name := range []string{"n1", "n2", "n3"} {
+		waitNode(t, nodes[0], "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
 	}
 }

@@ -243,13 +243,8 @@ func steerCluster(t *testing.T, claimer int) (n1 *daemon, c1, cs *evConn, parent
 		}
 		nodes[i] = runsNodeWith(t, mesh, i, newHome(t), token, args...)
 	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
+	allAlive(t, nodes)
 	n1 = nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
 	repo, _ := originRepo(t)
 	c1, cs = dialEvents(t, n1), dialEvents(t, n1)
 	c1.call(&protocol.AgentCreate{Header: protocol.Header{Type: protocol.TypeAgentCreate}, Cwd: repo}, &parent)

@@ -31,13 +31,8 @@ func TestClusterRunsRequestsUnlisted(t *testing.T) {
 		runsNodeWith(t, mesh, 1, newHome(t), token, "--cluster.claim-runs=false"),
 		runsNodeWith(t, mesh, 2, newHome(t), token),
 	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
+	allAlive(t, nodes)
 	n1, n3 := nodes[0], nodes[2]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
 	rec := recordstest.Dial(t, natsURL(t, n1), token, records.Options{Replicas: 3})
 	repo, _ := originRepo(t)
 	c1 := dialEvents(t, n1)
@@ -122,13 +117,8 @@ func TestClusterRunsChain(t *testing.T) {
 		runsNodeWith(t, mesh, 1, newHome(t), token, "--jobs.max-active", "4"),
 		runsNodeWith(t, mesh, 2, newHome(t), token, "--jobs.max-active", "4"),
 	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
+	allAlive(t, nodes)
 	n1 := nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
 	repo, _ := originRepo(t)
 	c1 := dialEvents(t, n1)
 	var gp protocol.AgentCreateData
@@ -243,13 +233,8 @@ func TestClusterRunsChainThreeNodes(t *testing.T) {
 		runsNodeWith(t, mesh, 1, newHome(t), token),
 		runsNodeWith(t, mesh, 2, newHome(t), token),
 	}
-	for _, d := range nodes {
-		d.waitServing()
-	}
+	allAlive(t, nodes)
 	n1 := nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
 	repo, _ := originRepo(t)
 	c1 := dialEvents(t, n1)
 	var gp protocol.AgentCreateData

@@ -56,13 +56,8 @@ func startStory(t *testing.T) *story {
 	for i := range s.nodes {
 		s.nodes[i] = storyNode(t, s.mesh, i, s.homes[i], s.token)
 	}
-	for _, d := range s.nodes {
-		d.waitServing()
-	}
+	allAlive(t, s.nodes)
 	n1 := s.nodes[0]
-	for _, name := range []string{"n1", "n2", "n3"} {
-		waitNode(t, n1, "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
-	}
 	repo, _ := originRepo(t)
 	ce, events := collectRunEvents(t, n1)
 	s.events = events
