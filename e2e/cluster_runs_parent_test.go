@@ -390,7 +390,7 @@ func TestClusterRunsParentNode(t *testing.T) {
 	// (A relaunch of a's child would be pinned to n2, where it lives:
 	// TestClusterRunsRelaunch.)
 	var stopped protocol.SubagentStopData
-	call(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: b.Value.RunID}, &stopped)
+	callReplicated(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: b.Value.RunID}, &stopped)
 	if len(stopped.Cancelled) != 1 || stopped.Cancelled[0].RunID != b.Value.RunID {
 		t.Fatalf("subagent.stop of run b: %+v", stopped)
 	}
@@ -431,7 +431,7 @@ func TestClusterRunsParentNode(t *testing.T) {
 		}
 	}
 	d := left[0]
-	call(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: d.RunID}, &stopped)
+	callReplicated(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: d.RunID}, &stopped)
 	if len(stopped.Cancelled) != 1 || stopped.Cancelled[0].State != protocol.RunCancelled {
 		t.Fatalf("subagent.stop of unclaimed run d: %+v", stopped)
 	}
@@ -772,7 +772,7 @@ func TestClusterRunsDeadline(t *testing.T) {
 
 	// Stop the job: its unclaimed run is cancelled in its record.
 	var stopped protocol.SubagentStopData
-	call(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: job.JobID}, &stopped)
+	callReplicated(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: job.JobID}, &stopped)
 	other := job.Runs[0].RunID
 	if other == e.Value.RunID {
 		other = job.Runs[1].RunID

@@ -80,7 +80,7 @@ func TestClusterRunsRelaunch(t *testing.T) {
 		t.Fatalf("a duplicate relaunch of a child with a live run: %v, want CONFLICT", err)
 	}
 	var stopped protocol.SubagentStopData
-	call(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: first.Alias}, &stopped)
+	callReplicated(t, c1, &protocol.SubagentStop{Header: protocol.Header{Type: protocol.TypeSubagentStop}, ParentAgentID: parent.AgentID, Handle: first.Alias}, &stopped)
 	if len(stopped.Cancelled) != 1 || stopped.Cancelled[0].RunID != held.RunID {
 		t.Fatalf("subagent.stop of the held relaunch: %+v", stopped)
 	}

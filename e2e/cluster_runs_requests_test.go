@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/shard-dev/shard/client"
 	"github.com/shard-dev/shard/cluster/clustertest"
 	"github.com/shard-dev/shard/protocol"
 )
@@ -156,5 +157,19 @@ func allAlive(t *testing.T, nodes []*daemon) {
 	}
 	for _, name := range []string{"n1", "n2", "n3"} {
 		waitNode(t, nodes[0], "n1 sees "+name+" alive", name, func(n protocol.ClusterNode) bool { return n.Health == protocol.NodeAlive })
+	}
+}
+
+// callReplicated is call for a command the daemon answers only once a
+// replicated write (a run record's compare-and-set, each write synced on
+// a majority of the nodes) is done: the daemon bounds that write at 30 s
+// itself, so the test waits as long as it would on a loaded machine
+// rather than call's 20 s.
+func callReplicated(t *testing.T, c *client.Conn, msg protocol.Typed, data any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterWait)
+	defer cancel()
+	if err := c.Call(ctx, msg, data); err != nil {
+		t.Fatalf("%s: %v", msg.Head().Type, err)
 	}
 }
